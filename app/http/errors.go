@@ -1,0 +1,89 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Error is an error with everything its response needs. Handlers and
+// middleware return it (or a domain error that handleError maps to one).
+type Error struct {
+	Status     int
+	Message    string
+	Code       string              // machine-readable case, when there is one
+	Fields     map[string][]string // validation errors, rendered as "errors"
+	RetryAfter int                 // seconds; a Retry-After header when > 0
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// errorBody is Laravel's error shape.
+type errorBody struct {
+	Message string              `json:"message"`
+	Code    string              `json:"code,omitempty"`
+	Errors  map[string][]string `json:"errors,omitempty"`
+}
+
+var (
+	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error."}
+	errTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Message: "The request body is too large.", Code: "payload_too_large"}
+)
+
+// handleError is the one error boundary: it turns any error into a JSON body
+// with the right status. Internal errors are logged, never shown.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	e := s.toError(err, c)
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	body := errorBody{Message: e.Message, Code: e.Code, Errors: e.Fields}
+	var werr error
+	if c.Request().Method == http.MethodHead {
+		werr = c.NoContent(e.Status)
+	} else {
+		werr = c.JSON(e.Status, body)
+	}
+	if werr != nil {
+		s.log.Warn("write error response", "request_id", RequestID(c), "error", werr)
+	}
+}
+
+func (s *Server) toError(err error, c echo.Context) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return fromEchoError(he)
+	}
+	s.log.Error("internal error", "request_id", RequestID(c), "route", c.Path(), "error", err)
+	return errInternal
+}
+
+// fromEchoError maps the router's and Echo's own errors (404, 405, 413, …)
+// onto Laravel's messages, without leaking Echo's internal text.
+func fromEchoError(he *echo.HTTPError) *Error {
+	switch he.Code {
+	case http.StatusNotFound:
+		return &Error{Status: http.StatusNotFound, Message: "Not Found."}
+	case http.StatusMethodNotAllowed:
+		return &Error{Status: http.StatusMethodNotAllowed, Message: "Method Not Allowed."}
+	case http.StatusRequestEntityTooLarge:
+		return errTooLarge
+	case http.StatusUnsupportedMediaType:
+		return &Error{Status: he.Code, Message: "The request body must be JSON.", Code: "unsupported_media_type"}
+	case http.StatusBadRequest:
+		return &Error{Status: he.Code, Message: "Bad Request."}
+	}
+	if he.Code >= 400 && he.Code < 500 {
+		return &Error{Status: he.Code, Message: http.StatusText(he.Code) + "."}
+	}
+	return errInternal
+}

@@ -1,0 +1,137 @@
+package http
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
+)
+
+const (
+	headerRequestID = "X-Request-Id"
+	ctxRequestID    = "request_id"
+)
+
+// requestID keeps the caller's X-Request-Id when it is sane (1–128 visible
+// characters from a safe set) and makes a new one otherwise.
+func requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(headerRequestID)
+		if !saneRequestID(id) {
+			id = ulid.Make().String()
+		}
+		c.Set(ctxRequestID, id)
+		c.Response().Header().Set(headerRequestID, id)
+		return next(c)
+	}
+}
+
+func saneRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '-' || r == '_' || r == '.' || r == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// RequestID returns the id of the request being served.
+func RequestID(c echo.Context) string {
+	id, _ := c.Get(ctxRequestID).(string)
+	return id
+}
+
+// accessLog writes one line per request: never headers, bodies or query
+// strings, which may carry secrets.
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the error response now, so its status is logged
+		}
+		status := c.Response().Status
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "request",
+			slog.String("method", c.Request().Method),
+			slog.String("route", c.Path()),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("request_id", RequestID(c)),
+		)
+		return nil
+	}
+}
+
+// recoverPanic turns a panic into a 500 and logs the stack for the operator;
+// the client sees only "Server Error.".
+func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic", "request_id", RequestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = errInternal
+			}
+		}()
+		return next(c)
+	}
+}
+
+// bodyLimit caps request bodies: a declared length over the limit is refused
+// at once, and a body that turns out longer fails when it is read.
+func bodyLimit(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if limit <= 0 {
+				return next(c)
+			}
+			req := c.Request()
+			if req.ContentLength > limit {
+				return errTooLarge
+			}
+			req.Body = &limitedBody{rc: req.Body, left: limit}
+			return next(c)
+		}
+	}
+}
+
+// limitedBody reads at most left bytes and then fails with errTooLarge.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

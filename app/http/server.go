@@ -1,0 +1,38 @@
+// Package http is licensor's HTTP layer: the Echo server, its routes, the
+// middleware every request passes through, and the one place where errors
+// become status codes and Laravel-shaped JSON bodies.
+package http
+
+import (
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+)
+
+// Deps is everything the HTTP layer needs; main fills it in.
+type Deps struct {
+	DB      *gorm.DB
+	Log     *slog.Logger
+	MaxBody int64 // request body limit in bytes
+}
+
+// Server holds the dependencies the handlers use.
+type Server struct {
+	db  *gorm.DB
+	log *slog.Logger
+}
+
+// NewServer builds the Echo instance that serve runs and that the tests drive.
+func NewServer(d Deps) *echo.Echo {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{db: d.DB, log: d.Log}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(requestID, s.accessLog, s.recoverPanic, bodyLimit(d.MaxBody))
+	s.routes(e)
+	return e
+}

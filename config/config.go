@@ -1,0 +1,201 @@
+// Package config loads licensor's typed configuration from the environment.
+//
+// It is the only package that reads environment variables, and it reads them
+// once, at start-up, through the getenv function that main hands it. A value
+// that cannot be parsed stops start-up with an error that names the variable.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Environments licensor knows.
+const (
+	EnvLocal      = "local"
+	EnvTesting    = "testing"
+	EnvProduction = "production"
+)
+
+// Config is every setting licensor reads, already parsed and validated.
+type Config struct {
+	Env             string
+	Key             []byte // the 32 bytes APP_KEY decodes to; signs tokens
+	KeySource       string // where Key came from: "env", "file" or "ephemeral"
+	URL             string
+	Addr            string
+	MaxBody         int64
+	ShutdownTimeout time.Duration
+	StorageDir      string
+
+	DB DB
+
+	Vendor Vendor
+
+	Idempotency Idempotency
+	Reconcile   Reconcile
+	PruneEvery  time.Duration
+	TokenTTL    time.Duration
+
+	LogLevel  string
+	LogFormat string
+}
+
+// DB configures the database connection.
+type DB struct {
+	Connection   string // "sqlite" or "mysql"
+	Database     string // SQLite file, or MySQL database name
+	Host         string
+	Port         int
+	Username     string
+	Password     string
+	URL          string // a full DSN; overrides the fields above when set
+	MaxOpenConns int
+	MaxIdleConns int
+}
+
+// Vendor configures the upstream license vendor driver.
+type Vendor struct {
+	Driver        string // "fake" or "http"
+	URL           string
+	Token         string
+	Timeout       time.Duration
+	RetryAttempts int
+	RetryBase     time.Duration
+	RetryMaxWait  time.Duration
+}
+
+// Idempotency configures the Idempotency-Key layer.
+type Idempotency struct {
+	TTL         time.Duration
+	LockTimeout time.Duration
+	Required    bool
+}
+
+// Reconcile configures the loop that settles pending intents.
+type Reconcile struct {
+	Interval    time.Duration
+	Settle      time.Duration
+	MaxAttempts int
+}
+
+// Load reads the configuration. getenv answers for the process environment;
+// values missing there are taken from the .env file in the working directory,
+// if there is one. Errors name the variable at fault.
+func Load(getenv func(string) string) (Config, error) {
+	dotenv, err := readDotenv(".env")
+	if err != nil {
+		return Config{}, err
+	}
+	v := &values{get: func(name string) string {
+		if s := getenv(name); s != "" {
+			return s
+		}
+		return dotenv[name]
+	}}
+	c := v.load()
+	if len(v.errs) > 0 {
+		return Config{}, errors.Join(v.errs...)
+	}
+	if err := c.loadKey(v.str("APP_KEY", "")); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (v *values) load() Config {
+	c := Config{
+		Env:             v.oneOf("APP_ENV", EnvLocal, EnvLocal, EnvTesting, EnvProduction),
+		URL:             v.str("APP_URL", "http://127.0.0.1:8080"),
+		Addr:            v.str("APP_ADDR", "127.0.0.1:8080"),
+		MaxBody:         v.size("APP_MAX_BODY", "64KB"),
+		ShutdownTimeout: v.duration("APP_SHUTDOWN_TIMEOUT", "20s"),
+		StorageDir:      v.str("APP_STORAGE", "storage"),
+		PruneEvery:      v.duration("PRUNE_INTERVAL", "1h"),
+		TokenTTL:        v.duration("TOKEN_TTL", "2160h"),
+		LogLevel:        v.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+	}
+	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
+	c.DB = v.db(c.StorageDir)
+	c.Vendor = Vendor{
+		Driver:        v.oneOf("VENDOR_DRIVER", "fake", "fake", "http"),
+		URL:           v.str("VENDOR_URL", ""),
+		Token:         v.str("VENDOR_TOKEN", ""),
+		Timeout:       v.duration("VENDOR_TIMEOUT", "10s"),
+		RetryAttempts: v.intRange("VENDOR_RETRY_ATTEMPTS", 3, 0, 100),
+		RetryBase:     v.duration("VENDOR_RETRY_BASE", "500ms"),
+		RetryMaxWait:  v.duration("VENDOR_RETRY_MAX_WAIT", "10s"),
+	}
+	if c.Vendor.Driver == "http" {
+		v.requireURL("VENDOR_URL", c.Vendor.URL)
+		v.require("VENDOR_TOKEN", c.Vendor.Token)
+	}
+	c.Idempotency = Idempotency{
+		TTL:         v.duration("IDEMPOTENCY_TTL", "24h"),
+		LockTimeout: v.duration("IDEMPOTENCY_LOCK_TIMEOUT", "60s"),
+		Required:    v.boolean("IDEMPOTENCY_REQUIRED", false),
+	}
+	c.Reconcile = Reconcile{
+		Interval:    v.duration("RECONCILE_INTERVAL", "15s"),
+		Settle:      v.duration("RECONCILE_SETTLE", "60s"),
+		MaxAttempts: v.intRange("RECONCILE_MAX_ATTEMPTS", 10, 1, 1000),
+	}
+	return c
+}
+
+func (v *values) db(storage string) DB {
+	conn := v.oneOf("DB_CONNECTION", "sqlite", "sqlite", "mysql")
+	d := DB{
+		Connection: conn,
+		Host:       v.str("DB_HOST", "127.0.0.1"),
+		Port:       v.intRange("DB_PORT", 3306, 1, 65535),
+		Username:   v.str("DB_USERNAME", "root"),
+		Password:   v.str("DB_PASSWORD", ""),
+		URL:        v.str("DB_URL", ""),
+	}
+	// SQLite serialises writers anyway; one connection means no SQLITE_BUSY
+	// under contention. MySQL gets a pool sized for a small replica.
+	openDefault, idleDefault := 1, 1
+	d.Database = v.str("DB_DATABASE", storage+"/database.sqlite")
+	if conn == "mysql" {
+		openDefault, idleDefault = 20, 10
+		d.Database = v.str("DB_DATABASE", "licensor")
+	}
+	d.MaxOpenConns = v.intRange("DB_MAX_OPEN_CONNS", openDefault, 1, 10000)
+	d.MaxIdleConns = v.intRange("DB_MAX_IDLE_CONNS", idleDefault, 0, 10000)
+	return d
+}
+
+func defaultLogFormat(env string) string {
+	if env == EnvLocal {
+		return "text"
+	}
+	return "json"
+}
+
+// Redacted describes the database for a log line, without the password.
+func (d DB) Redacted() string {
+	if d.Connection == "sqlite" {
+		return "sqlite " + d.Database
+	}
+	if d.URL != "" {
+		return "mysql " + redactDSN(d.URL)
+	}
+	return fmt.Sprintf("mysql %s@%s:%d/%s", d.Username, d.Host, d.Port, d.Database)
+}
+
+// redactDSN drops the password of a go-sql-driver DSN (user:pass@tcp(host)/db).
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
+		return dsn
+	}
+	user, _, _ := strings.Cut(dsn[:at], ":")
+	if u, err := url.PathUnescape(user); err == nil {
+		user = u
+	}
+	return user + "@" + dsn[at+1:]
+}

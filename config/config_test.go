@@ -1,0 +1,147 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Env != EnvLocal || c.Addr != "127.0.0.1:8080" || c.MaxBody != 64<<10 {
+		t.Errorf("got env=%q addr=%q maxBody=%d", c.Env, c.Addr, c.MaxBody)
+	}
+	if c.DB.Connection != "sqlite" || c.DB.Database != "storage/database.sqlite" || c.DB.MaxOpenConns != 1 {
+		t.Errorf("got db %+v", c.DB)
+	}
+	if c.Vendor.Driver != "fake" || c.Vendor.RetryAttempts != 3 || c.Vendor.RetryBase != 500*time.Millisecond {
+		t.Errorf("got vendor %+v", c.Vendor)
+	}
+	if c.Idempotency.TTL != 24*time.Hour || c.Idempotency.LockTimeout != time.Minute || c.Idempotency.Required {
+		t.Errorf("got idempotency %+v", c.Idempotency)
+	}
+	if c.LogFormat != "text" {
+		t.Errorf("LogFormat = %q, want text in local", c.LogFormat)
+	}
+}
+
+func TestLoadNamesEveryBadVariable(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, err := Load(envOf(map[string]string{
+		"APP_ENV":               "staging",
+		"APP_MAX_BODY":          "lots",
+		"IDEMPOTENCY_TTL":       "-1h",
+		"VENDOR_RETRY_ATTEMPTS": "many",
+		"DB_CONNECTION":         "postgres",
+		"IDEMPOTENCY_REQUIRED":  "maybe",
+	}))
+	if err == nil {
+		t.Fatal("Load succeeded, want an error")
+	}
+	for _, name := range []string{"APP_ENV", "APP_MAX_BODY", "IDEMPOTENCY_TTL", "VENDOR_RETRY_ATTEMPTS", "DB_CONNECTION", "IDEMPOTENCY_REQUIRED"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestHTTPVendorNeedsURLAndToken(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, err := Load(envOf(map[string]string{"VENDOR_DRIVER": "http", "VENDOR_URL": "ftp://x"}))
+	if err == nil || !strings.Contains(err.Error(), "VENDOR_URL") || !strings.Contains(err.Error(), "VENDOR_TOKEN") {
+		t.Fatalf("err = %v, want VENDOR_URL and VENDOR_TOKEN named", err)
+	}
+}
+
+func TestProductionRefusesToStartWithoutKey(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, err := Load(envOf(map[string]string{"APP_ENV": "production"}))
+	if err == nil || !strings.Contains(err.Error(), "APP_KEY") {
+		t.Fatalf("err = %v, want APP_KEY named", err)
+	}
+	if _, statErr := os.Stat(filepath.Join("storage", keyFile)); !os.IsNotExist(statErr) {
+		t.Errorf("production wrote a key file: %v", statErr)
+	}
+}
+
+func TestBadKeyIsRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, key := range []string{"secret", "base64:c2hvcnQ=", "base64:!!!"} {
+		if _, err := Load(envOf(map[string]string{"APP_KEY": key})); err == nil || !strings.Contains(err.Error(), "APP_KEY") {
+			t.Errorf("APP_KEY=%q: err = %v, want APP_KEY named", key, err)
+		}
+	}
+}
+
+func TestLocalGeneratesKeyOnceWithMode0600(t *testing.T) {
+	t.Chdir(t.TempDir())
+	first, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	info, err := os.Stat(filepath.Join("storage", keyFile))
+	if err != nil {
+		t.Fatalf("key file: %v", err)
+	}
+	if got := info.Mode().Perm(); got != 0o600 {
+		t.Errorf("key file mode = %o, want 600", got)
+	}
+	second, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	if len(first.Key) != 32 || string(first.Key) != string(second.Key) {
+		t.Errorf("key not reused across loads (len %d)", len(first.Key))
+	}
+	if first.KeySource != "file" {
+		t.Errorf("KeySource = %q, want file", first.KeySource)
+	}
+}
+
+func TestEnvironmentWinsOverDotenv(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile(".env", []byte("APP_ADDR=0.0.0.0:9000\nLOG_LEVEL=debug\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(envOf(map[string]string{"APP_ADDR": "127.0.0.1:7000"}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Addr != "127.0.0.1:7000" || c.LogLevel != "debug" {
+		t.Errorf("got addr=%q level=%q, want the environment's addr and the .env's level", c.Addr, c.LogLevel)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{{"65536", 65536}, {"64KB", 65536}, {"64kib", 65536}, {"1MB", 1 << 20}, {"2M", 2 << 20}}
+	for _, tt := range tests {
+		v := &values{get: envOf(map[string]string{"X": tt.in})}
+		if got := v.size("X", "1"); got != tt.want || len(v.errs) > 0 {
+			t.Errorf("size(%q) = %d (errs %v), want %d", tt.in, got, v.errs, tt.want)
+		}
+	}
+}
+
+func TestRedactedHidesPassword(t *testing.T) {
+	d := DB{Connection: "mysql", URL: "app:s3cret@tcp(db:3306)/licensor?parseTime=true"}
+	if got := d.Redacted(); strings.Contains(got, "s3cret") || !strings.Contains(got, "app@tcp(db:3306)/licensor") {
+		t.Errorf("Redacted() = %q", got)
+	}
+	d = DB{Connection: "mysql", Username: "app", Password: "s3cret", Host: "db", Port: 3306, Database: "licensor"}
+	if got := d.Redacted(); strings.Contains(got, "s3cret") {
+		t.Errorf("Redacted() = %q", got)
+	}
+}

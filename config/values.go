@@ -1,0 +1,120 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+)
+
+// values reads raw variables and collects one error per bad variable, so that
+// a person fixing a configuration sees every mistake at once.
+type values struct {
+	get  func(string) string
+	errs []error
+}
+
+func (v *values) fail(name, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("config: %s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (v *values) str(name, def string) string {
+	if s := strings.TrimSpace(v.get(name)); s != "" {
+		return s
+	}
+	return def
+}
+
+func (v *values) require(name, s string) {
+	if s == "" {
+		v.fail(name, "is required by the chosen driver")
+	}
+}
+
+func (v *values) requireURL(name, s string) {
+	if s == "" {
+		v.require(name, s)
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.fail(name, "%q is not an http(s) URL", s)
+	}
+}
+
+func (v *values) oneOf(name, def string, allowed ...string) string {
+	s := v.str(name, def)
+	if !slices.Contains(allowed, s) {
+		v.fail(name, "%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+	return s
+}
+
+func (v *values) duration(name, def string) time.Duration {
+	s := v.str(name, def)
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		v.fail(name, "%q is not a positive duration such as 500ms, 10s or 24h", s)
+		return 0
+	}
+	return d
+}
+
+func (v *values) intRange(name string, def, lo, hi int) int {
+	s := v.str(name, strconv.Itoa(def))
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		v.fail(name, "%q is not a whole number from %d to %d", s, lo, hi)
+		return def
+	}
+	return n
+}
+
+func (v *values) boolean(name string, def bool) bool {
+	s := v.str(name, strconv.FormatBool(def))
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		v.fail(name, "%q is not true or false", s)
+	}
+	return b
+}
+
+// size parses a byte size such as 65536, 64KB, 64KiB or 1MB (KB and MB are
+// taken as 1024-based, the way Laravel and PHP read them).
+func (v *values) size(name, def string) int64 {
+	s := v.str(name, def)
+	upper := strings.ToUpper(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		if strings.HasSuffix(upper, u.suffix) {
+			upper, mult = strings.TrimSpace(strings.TrimSuffix(upper, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(upper, 10, 64)
+	if err != nil || n <= 0 || n > (1<<30)/mult {
+		v.fail(name, "%q is not a size such as 65536, 64KB or 1MB (at most 1GB)", s)
+		return 0
+	}
+	return n * mult
+}
+
+// readDotenv reads a .env file; a missing file is no error.
+func readDotenv(path string) (map[string]string, error) {
+	m, err := godotenv.Read(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: reading %s: %w", path, err)
+	}
+	return m, nil
+}

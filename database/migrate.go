@@ -1,0 +1,102 @@
+package database
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+	"gorm.io/gorm"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// ErrSchemaBehind means the database lacks migrations this binary has.
+var ErrSchemaBehind = errors.New("the database schema is behind this binary: run `licensor migrate` first")
+
+// Migrator applies the embedded migrations of one dialect.
+type Migrator struct {
+	provider *goose.Provider
+}
+
+// MigrationStatus is one migration and whether it has been applied.
+type MigrationStatus struct {
+	Version int64
+	Name    string
+	Applied bool
+}
+
+// NewMigrator prepares the migrations for db's dialect.
+func NewMigrator(db *gorm.DB) (*Migrator, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	dialect, dir := goose.DialectSQLite3, "migrations/sqlite"
+	if db.Dialector.Name() == MySQL {
+		dialect, dir = goose.DialectMySQL, "migrations/mysql"
+	}
+	sub, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := goose.NewProvider(dialect, sqlDB, sub)
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return &Migrator{provider: p}, nil
+}
+
+// Up applies every pending migration and returns how many it applied.
+func (m *Migrator) Up(ctx context.Context) (int, error) {
+	res, err := m.provider.Up(ctx)
+	if err != nil {
+		return len(res), fmt.Errorf("migrate up: %w", err)
+	}
+	return len(res), nil
+}
+
+// Down rolls back the newest applied migration. It returns the version
+// rolled back, or 0 when nothing was applied.
+func (m *Migrator) Down(ctx context.Context) (int64, error) {
+	res, err := m.provider.Down(ctx)
+	if errors.Is(err, goose.ErrNoNextVersion) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("migrate down: %w", err)
+	}
+	return res.Source.Version, nil
+}
+
+// Status lists every migration this binary knows, oldest first.
+func (m *Migrator) Status(ctx context.Context) ([]MigrationStatus, error) {
+	st, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migration status: %w", err)
+	}
+	out := make([]MigrationStatus, 0, len(st))
+	for _, s := range st {
+		out = append(out, MigrationStatus{
+			Version: s.Source.Version,
+			Name:    s.Source.Path,
+			Applied: s.State == goose.StateApplied,
+		})
+	}
+	return out, nil
+}
+
+// CheckCurrent returns ErrSchemaBehind when a migration is pending.
+func (m *Migrator) CheckCurrent(ctx context.Context) error {
+	pending, err := m.provider.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	if pending {
+		return ErrSchemaBehind
+	}
+	return nil
+}

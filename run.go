@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/licensor-api/licensor/config"
+)
+
+// usageError is a mistake in the command line: main exits 2 for it.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// env is what every command gets: its arguments, the environment reader and
+// where to write.
+type env struct {
+	args   []string
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e env) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the HTTP API (the default)", serve},
+		{"migrate", "apply (up), roll back one (down) or list (status) migrations", migrate},
+	}
+}
+
+// run is the whole program: main only adds the process's signals, arguments,
+// environment and streams, so tests can run it with their own.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	name, rest := "serve", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, rest = args[0], args[1:]
+	}
+	if name == "help" || name == "-h" || name == "--help" {
+		printUsage(stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, env{args: rest, getenv: getenv, stdout: stdout, stderr: stderr})
+		}
+	}
+	printUsage(stderr)
+	return usagef("unknown command %q", name)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: licensor <command> [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\n`licensor <command> --help` prints a command's flags.")
+}
+
+// parseFlags parses a command's flags; --help prints them and is no error.
+func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
+	fs.SetOutput(e.stderr)
+	if err := fs.Parse(e.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, nil
+		}
+		return false, usagef("%s: %v", fs.Name(), err)
+	}
+	return true, nil
+}
+
+// loadConfig loads the configuration and the logger that goes with it.
+func loadConfig(e env) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(e.getenv)
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	return cfg, newLogger(cfg, e.stderr), nil
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func getenvOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &stderr)
+		var u usageError
+		if !errors.As(err, &u) {
+			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"serve", "migrate"} {
+		if !strings.Contains(stdout.String(), name) {
+			t.Errorf("help does not list %s:\n%s", name, stdout.String())
+		}
+	}
+}
+
+func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
+	t.Chdir(t.TempDir())
+	err := run(context.Background(), nil, getenvOf(map[string]string{"IDEMPOTENCY_LOCK_TIMEOUT": "soon"}), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "IDEMPOTENCY_LOCK_TIMEOUT") {
+		t.Fatalf("err = %v, want the variable named", err)
+	}
+}
+
+// TestServeWithNoConfiguration is `go run .` on a fresh machine: no .env,
+// no database server; it migrates SQLite, serves /healthz, and stops cleanly.
+func TestServeWithNoConfiguration(t *testing.T) {
+	t.Chdir(t.TempDir())
+	addr := freeAddr(t)
+	stderr := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, getenvOf(map[string]string{"APP_ADDR": addr}), &bytes.Buffer{}, stderr) }()
+
+	waitHealthy(t, "http://"+addr, done)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after its context was cancelled")
+	}
+	log := stderr.String()
+	for _, want := range []string{"addr=http://" + addr, "database=\"sqlite storage/database.sqlite\"", "vendor_driver=fake", "stopped"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
+	db := testdb.Empty(t, database.MySQL)
+	t.Chdir(t.TempDir())
+	env := getenvOf(map[string]string{"DB_CONNECTION": "mysql", "DB_URL": db.Config.URL, "APP_ADDR": freeAddr(t)})
+	err := run(context.Background(), nil, env, &bytes.Buffer{}, &bytes.Buffer{})
+	if !errors.Is(err, database.ErrSchemaBehind) || !strings.Contains(err.Error(), "licensor migrate") {
+		t.Fatalf("serve on an unmigrated MySQL = %v, want ErrSchemaBehind asking for migrate", err)
+	}
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"migrate"}, env, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	if err := run(context.Background(), []string{"migrate", "status"}, env, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatalf("migrate status: %v", err)
+	}
+	if got := strings.Count(stdout.String(), "true"); got != 3 {
+		t.Errorf("status shows %d applied migrations, want 3:\n%s", got, stdout.String())
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitHealthy polls /healthz until it answers 200, the server fails, or a
+// deadline passes.
+func waitHealthy(t *testing.T, base string, done <-chan error) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(15 * time.Second)
+	for ; time.Now().Before(deadline); <-tick.C {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s/healthz did not answer within the deadline", base)
+}

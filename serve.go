@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"gorm.io/gorm"
+
+	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
+)
+
+// serve runs the HTTP API until ctx is cancelled, then shuts down gracefully.
+func serve(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: licensor serve\n\nServes the API on APP_ADDR; every setting comes from the environment (see .env.example).")
+	}
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("serve: unexpected argument %q", fs.Arg(0))
+	}
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	db, err := openMigrated(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db)
+
+	handler := apphttp.NewServer(apphttp.Deps{DB: db, Log: log, MaxBody: cfg.MaxBody})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	log.Info("licensor serving",
+		"addr", "http://"+ln.Addr().String(),
+		"env", cfg.Env,
+		"database", cfg.DB.Redacted(),
+		"vendor_driver", cfg.Vendor.Driver,
+		"app_key", cfg.KeySource,
+	)
+	return serveUntilDone(ctx, srv, ln, cfg, log)
+}
+
+// serveUntilDone serves until ctx ends, then stops accepting and lets the
+// requests in flight finish within APP_SHUTDOWN_TIMEOUT.
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, cfg config.Config, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", cfg.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// openMigrated opens the database. SQLite is migrated in place; a MySQL
+// schema is only checked, since replicas must never race to migrate it.
+func openMigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (*gorm.DB, error) {
+	db, err := database.Open(ctx, cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	m, err := database.NewMigrator(db)
+	if err == nil {
+		if cfg.DB.Connection == database.SQLite {
+			var n int
+			if n, err = m.Up(ctx); n > 0 {
+				log.Info("migrated", "database", cfg.DB.Redacted(), "applied", n)
+			}
+		} else {
+			err = m.CheckCurrent(ctx)
+		}
+	}
+	if err != nil {
+		closeDB(db)
+		return nil, err
+	}
+	return db, nil
+}
+
+func closeDB(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		sqlDB.Close()
+	}
+}

@@ -1,0 +1,91 @@
+// Package tests holds licensor's black-box feature tests: each runs through
+// the same app/http server that `licensor serve` builds, on a real database
+// (SQLite always, MySQL when TEST_MYSQL_DSN is set).
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// app is one test's server and database.
+type app struct {
+	t  *testing.T
+	db *testdb.DB
+	e  *echo.Echo
+}
+
+func newApp(t *testing.T, db *testdb.DB) *app {
+	t.Helper()
+	e := apphttp.NewServer(apphttp.Deps{DB: db.Gorm, MaxBody: 64 << 10})
+	return &app{t: t, db: db, e: e}
+}
+
+// response is a recorded response with helpers for asserting on it.
+type response struct {
+	*httptest.ResponseRecorder
+	t *testing.T
+}
+
+// do sends a request through the server; headers come in name, value pairs.
+func (a *app) do(method, path, body string, headers ...string) *response {
+	a.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.e.ServeHTTP(rec, req)
+	return &response{ResponseRecorder: rec, t: a.t}
+}
+
+// wantStatus fails the test unless the status is want.
+func (r *response) wantStatus(want int) *response {
+	r.t.Helper()
+	if r.Code != want {
+		r.t.Fatalf("status = %d, want %d; body: %s", r.Code, want, r.Body.String())
+	}
+	return r
+}
+
+// json decodes the body into a generic map.
+func (r *response) json() map[string]any {
+	r.t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body.Bytes(), &m); err != nil {
+		r.t.Fatalf("body is not a JSON object: %v: %q", err, r.Body.String())
+	}
+	return m
+}
+
+// wantError asserts a Laravel-shaped error body with the message and code.
+func (r *response) wantError(status int, code string) map[string]any {
+	r.t.Helper()
+	r.wantStatus(status)
+	if ct := r.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		r.t.Errorf("Content-Type = %q, want JSON", ct)
+	}
+	m := r.json()
+	if msg, _ := m["message"].(string); msg == "" {
+		r.t.Errorf("error body has no message: %s", r.Body.String())
+	}
+	if got, _ := m["code"].(string); got != code {
+		r.t.Errorf("code = %q, want %q; body: %s", got, code, r.Body.String())
+	}
+	return m
+}

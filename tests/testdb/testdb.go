@@ -1,0 +1,132 @@
+// Package testdb gives each test a fresh, migrated database of its own: SQLite
+// in a temporary directory always, and MySQL too when TEST_MYSQL_DSN is set
+// (for example root@tcp(127.0.0.1:3306)/). In CI (CI=true) a missing or
+// unreachable MySQL fails the test instead of skipping it.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
+)
+
+// DB is one test's database.
+type DB struct {
+	Dialect string
+	Config  config.DB
+	Gorm    *gorm.DB
+}
+
+// Each runs fn as a sub-test once per dialect, each with a fresh migrated
+// database: "sqlite" always, "mysql" when TEST_MYSQL_DSN is set.
+func Each(t *testing.T, fn func(t *testing.T, db *DB)) {
+	t.Helper()
+	for _, dialect := range []string{database.SQLite, database.MySQL} {
+		t.Run(dialect, func(t *testing.T) {
+			fn(t, New(t, dialect))
+		})
+	}
+}
+
+// New returns a fresh database of the dialect, migrated up, closed and (for
+// MySQL) dropped when the test ends.
+func New(t testing.TB, dialect string) *DB {
+	t.Helper()
+	db := Empty(t, dialect)
+	m, err := database.NewMigrator(db.Gorm)
+	if err != nil {
+		t.Fatalf("migrator: %v", err)
+	}
+	if _, err := m.Up(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return db
+}
+
+// Empty returns a fresh database with no tables at all.
+func Empty(t testing.TB, dialect string) *DB {
+	t.Helper()
+	var cfg config.DB
+	switch dialect {
+	case database.SQLite:
+		cfg = config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "test.sqlite"), MaxOpenConns: 1, MaxIdleConns: 1}
+	case database.MySQL:
+		cfg = mysqlDatabase(t)
+	default:
+		t.Fatalf("unknown dialect %q", dialect)
+	}
+	g, err := database.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open %s: %v", dialect, err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := g.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return &DB{Dialect: dialect, Config: cfg, Gorm: g}
+}
+
+// MySQLDSN returns TEST_MYSQL_DSN, skipping the test when it is unset
+// (failing it under CI=true).
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("TEST_MYSQL_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but TEST_MYSQL_DSN is not set: the MySQL half must run in CI")
+		}
+		t.Skip("MySQL half skipped: set TEST_MYSQL_DSN=root@tcp(127.0.0.1:3306)/ to run it")
+	}
+	return dsn
+}
+
+// mysqlDatabase creates a database of the test's own and drops it at the end.
+func mysqlDatabase(t testing.TB) config.DB {
+	t.Helper()
+	base, err := mysqldriver.ParseDSN(MySQLDSN(t))
+	if err != nil {
+		t.Fatalf("TEST_MYSQL_DSN: %v", err)
+	}
+	admin, err := sql.Open("mysql", base.FormatDSN())
+	if err != nil {
+		t.Fatalf("mysql: %v", err)
+	}
+	defer admin.Close()
+	if err := admin.Ping(); err != nil {
+		t.Fatalf("MySQL at TEST_MYSQL_DSN does not answer: %v", err)
+	}
+	name := "licensor_test_" + randomHex(6)
+	if _, err := admin.Exec("CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		admin, err := sql.Open("mysql", base.FormatDSN())
+		if err != nil {
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	c := *base
+	c.DBName = name
+	return config.DB{Connection: database.MySQL, URL: c.FormatDSN(), Database: name, MaxOpenConns: 20, MaxIdleConns: 10}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
