@@ -1,0 +1,108 @@
+package licenses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Site is the vendor's record for one domain, carrying its license key.
+type Site struct {
+	ID         string
+	Name       string
+	Domain     string
+	LicenseKey string
+	Status     string
+}
+
+// Vendor is what the domain needs from the upstream license vendor. The
+// vendor offers no idempotency key, so a driver retries only what certainly
+// had no effect (a 429) and classifies every failure as one of
+// *UnavailableError, *RejectedError or *UncertainError.
+type Vendor interface {
+	// FindSite returns the vendor's site for the domain, or nil when it has none.
+	FindSite(ctx context.Context, domain string) (*Site, error)
+	// CreateSite asks the vendor to create a site for the domain.
+	CreateSite(ctx context.Context, name, domain string) (Site, error)
+	// DeleteSite deletes a site; a site already gone counts as deleted.
+	DeleteSite(ctx context.Context, id string) error
+}
+
+// EnsureSite converges on the natural key: it lists the vendor's sites for
+// the domain and adopts the one it finds, creating a site only when there is
+// none. Two attempts at one domain end at the same site. created says which.
+func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, created bool, err error) {
+	found, err := v.FindSite(ctx, domain)
+	if err != nil {
+		return Site{}, false, fmt.Errorf("find vendor site: %w", err)
+	}
+	if found != nil {
+		return *found, false, nil
+	}
+	site, err = v.CreateSite(ctx, name, domain)
+	if err != nil {
+		return Site{}, false, fmt.Errorf("create vendor site: %w", err)
+	}
+	return site, true, nil
+}
+
+// Sentinels for the three classes of vendor failure; errors.Is matches each
+// against its typed error.
+var (
+	ErrVendorUnavailable = errors.New("vendor unavailable")
+	ErrVendorRejected    = errors.New("vendor rejected the request")
+	ErrVendorUncertain   = errors.New("vendor outcome unknown")
+)
+
+// UnavailableError means the vendor did nothing: it could not be reached,
+// failed a read, or kept answering 429 past the retry budget. Safe to retry.
+type UnavailableError struct {
+	RetryAfter time.Duration // the vendor's last Retry-After, when it gave one
+	Err        error
+}
+
+func (e *UnavailableError) Error() string { return "vendor unavailable: " + errText(e.Err) }
+
+// Unwrap exposes the cause.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is matches ErrVendorUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrVendorUnavailable }
+
+// RejectedError means the vendor refused the input (a 4xx other than 429):
+// definite, no effect, and the same request will be refused again.
+type RejectedError struct {
+	Status  int
+	Message string
+	Fields  map[string][]string // the vendor's field errors, if any
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("vendor rejected the request (%d): %s", e.Status, e.Message)
+}
+
+// Is matches ErrVendorRejected.
+func (e *RejectedError) Is(target error) bool { return target == ErrVendorRejected }
+
+// UncertainError means a write was sent and its outcome is unknown (a timeout
+// after sending, a reset, a 5xx, an unreadable answer). The write may have
+// happened: reconcile through the natural key, never resend blindly.
+type UncertainError struct {
+	Err error
+}
+
+func (e *UncertainError) Error() string { return "vendor outcome unknown: " + errText(e.Err) }
+
+// Unwrap exposes the cause.
+func (e *UncertainError) Unwrap() error { return e.Err }
+
+// Is matches ErrVendorUncertain.
+func (e *UncertainError) Is(target error) bool { return target == ErrVendorUncertain }
+
+func errText(err error) string {
+	if err == nil {
+		return "no detail"
+	}
+	return err.Error()
+}
