@@ -40,6 +40,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the HTTP API (the default)", serve},
 		{"migrate", "apply (up), roll back one (down) or list (status) migrations", migrate},
+		{"token", "issue, list or revoke API tokens", tokenCmd},
 	}
 }
 

@@ -150,3 +150,80 @@ func waitHealthy(t *testing.T, base string, done <-chan error) {
 	}
 	t.Fatalf("%s/healthz did not answer within the deadline", base)
 }
+
+// TestTokenCommandsAgainstServe issues a token with the CLI and uses it
+// against serve, on both databases; then list and revoke through the CLI.
+func TestTokenCommandsAgainstServe(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		t.Chdir(t.TempDir())
+		addr := freeAddr(t)
+		vars := map[string]string{"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+		if db.Dialect == database.MySQL {
+			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
+		} else {
+			vars["DB_DATABASE"] = db.Config.Database
+		}
+		env := getenvOf(vars)
+		ctx := context.Background()
+
+		var stdout, stderr bytes.Buffer
+		if err := run(ctx, []string{"token", "issue", "--consumer", "acme", "--abilities", "tokens:manage,licenses:write"}, env, &stdout, &stderr); err != nil {
+			t.Fatalf("token issue: %v\n%s", err, stderr.String())
+		}
+		token := strings.TrimSpace(stdout.String())
+		if strings.Count(token, ".") != 2 || strings.Contains(token, "\n") {
+			t.Fatalf("stdout is not the token alone: %q", stdout.String())
+		}
+
+		serveCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- run(serveCtx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
+		defer func() { cancel(); <-done }()
+		waitHealthy(t, "http://"+addr, done)
+
+		if got := getStatus(t, "http://"+addr+"/api/tokens", token); got != http.StatusOK {
+			t.Fatalf("CLI token against serve: status %d, want 200", got)
+		}
+
+		stdout.Reset()
+		if err := run(ctx, []string{"token", "list", "--consumer", "acme"}, env, &stdout, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		if len(lines) != 2 || strings.Contains(stdout.String(), token) {
+			t.Fatalf("token list = %q, want a header and one row, no secret", stdout.String())
+		}
+		id := strings.Fields(lines[1])[0]
+		if err := run(ctx, []string{"token", "revoke", id}, env, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := getStatus(t, "http://"+addr+"/api/tokens", token); got != http.StatusUnauthorized {
+			t.Fatalf("revoked token: status %d, want 401", got)
+		}
+		if err := run(ctx, []string{"token", "revoke", "01NOSUCHTOKEN0000000000000"}, env, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+			t.Error("revoking an unknown token succeeded")
+		}
+	})
+}
+
+func TestTokenIssueUsage(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"}} {
+		var u usageError
+		if err := run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); !errors.As(err, &u) {
+			t.Errorf("run(%q) = %v, want a usage error", args, err)
+		}
+	}
+}
+
+func getStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

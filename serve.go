@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/auth"
 	apphttp "github.com/licensor-api/licensor/app/http"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -39,7 +40,12 @@ func serve(ctx context.Context, e env) error {
 	}
 	defer closeDB(db)
 
-	handler := apphttp.NewServer(apphttp.Deps{DB: db, Log: log, MaxBody: cfg.MaxBody})
+	handler := apphttp.NewServer(apphttp.Deps{
+		DB:      db,
+		Log:     log,
+		MaxBody: cfg.MaxBody,
+		Auth:    auth.NewService(db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
+	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)

@@ -4,30 +4,57 @@
 package tests
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/auth"
 	apphttp "github.com/licensor-api/licensor/app/http"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
+// Test settings shared by every feature test.
+const (
+	testIssuer = "http://licensor.test"
+	testTTL    = 24 * time.Hour
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef") // APP_KEY's 32 bytes, for tests only
+
 // app is one test's server and database.
 type app struct {
-	t  *testing.T
-	db *testdb.DB
-	e  *echo.Echo
+	t    *testing.T
+	db   *testdb.DB
+	e    *echo.Echo
+	auth *auth.Service
 }
 
 func newApp(t *testing.T, db *testdb.DB) *app {
 	t.Helper()
-	e := apphttp.NewServer(apphttp.Deps{DB: db.Gorm, MaxBody: 64 << 10})
-	return &app{t: t, db: db, e: e}
+	svc := auth.NewService(db.Gorm, testKey, testIssuer, testTTL, nil, nil)
+	e := apphttp.NewServer(apphttp.Deps{DB: db.Gorm, MaxBody: 64 << 10, Auth: svc})
+	return &app{t: t, db: db, e: e, auth: svc}
 }
+
+// token issues a token for the consumer with the abilities and returns it.
+func (a *app) token(consumer string, abilities ...string) string {
+	a.t.Helper()
+	issued, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: consumer, Abilities: abilities})
+	if err != nil {
+		a.t.Fatalf("issue token: %v", err)
+	}
+	return issued.Secret
+}
+
+// bearer is the header pair for a token.
+func bearer(token string) []string { return []string{"Authorization", "Bearer " + token} }
 
 // response is a recorded response with helpers for asserting on it.
 type response struct {
@@ -89,3 +116,5 @@ func (r *response) wantError(status int, code string) map[string]any {
 	}
 	return m
 }
+
+func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

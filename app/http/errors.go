@@ -2,10 +2,15 @@ package http
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
 )
 
 // Error is an error with everything its response needs. Handlers and
@@ -63,6 +68,9 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	if errors.As(err, &he) {
 		return fromEchoError(he)
 	}
+	if e := fromDomainError(err); e != nil {
+		return e
+	}
 	s.log.Error("internal error", "request_id", RequestID(c), "route", c.Path(), "error", err)
 	return errInternal
 }
@@ -72,7 +80,7 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 func fromEchoError(he *echo.HTTPError) *Error {
 	switch he.Code {
 	case http.StatusNotFound:
-		return &Error{Status: http.StatusNotFound, Message: "Not Found."}
+		return errNotFound
 	case http.StatusMethodNotAllowed:
 		return &Error{Status: http.StatusMethodNotAllowed, Message: "Method Not Allowed."}
 	case http.StatusRequestEntityTooLarge:
@@ -86,4 +94,47 @@ func fromEchoError(he *echo.HTTPError) *Error {
 		return &Error{Status: he.Code, Message: http.StatusText(he.Code) + "."}
 	}
 	return errInternal
+}
+
+// fieldErrors is what every domain's validation error offers.
+type fieldErrors interface {
+	FieldErrors() map[string][]string
+}
+
+// fromDomainError maps the domain packages' errors; nil when err is none of them.
+func fromDomainError(err error) *Error {
+	var fe fieldErrors
+	switch {
+	case errors.As(err, &fe):
+		return validationError(fe.FieldErrors())
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return errUnauthenticated
+	case errors.Is(err, auth.ErrTokenNotFound):
+		return errNotFound
+	}
+	return nil
+}
+
+var errNotFound = &Error{Status: http.StatusNotFound, Message: "Not Found."}
+
+// validationError is Laravel's 422: the first message, "(and N more
+// errors)", and every message under its field.
+func validationError(fields map[string][]string) *Error {
+	keys := slices.Sorted(maps.Keys(fields))
+	msg, more := "The given data was invalid.", -1
+	for _, k := range keys {
+		for _, m := range fields[k] {
+			if more < 0 {
+				msg = m
+			}
+			more++
+		}
+	}
+	switch {
+	case more == 1:
+		msg += " (and 1 more error)"
+	case more > 1:
+		msg += fmt.Sprintf(" (and %d more errors)", more)
+	}
+	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Fields: fields}
 }

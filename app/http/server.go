@@ -8,6 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/auth"
 )
 
 // Deps is everything the HTTP layer needs; main fills it in.
@@ -15,12 +17,14 @@ type Deps struct {
 	DB      *gorm.DB
 	Log     *slog.Logger
 	MaxBody int64 // request body limit in bytes
+	Auth    *auth.Service
 }
 
 // Server holds the dependencies the handlers use.
 type Server struct {
-	db  *gorm.DB
-	log *slog.Logger
+	db   *gorm.DB
+	log  *slog.Logger
+	auth *auth.Service
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -28,7 +32,7 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{db: d.DB, log: d.Log}
+	s := &Server{db: d.DB, log: d.Log, auth: d.Auth}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

@@ -1,0 +1,45 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Errors the service returns; the HTTP layer maps them to statuses.
+var (
+	// ErrUnauthenticated covers every reason a token is refused: malformed,
+	// forged, expired, revoked or unknown. The reason is never told apart to
+	// the caller.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrTokenNotFound means no token has that id.
+	ErrTokenNotFound = errors.New("token not found")
+)
+
+// ValidationError lists what is wrong with the input, field by field.
+type ValidationError struct {
+	Fields map[string][]string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid input: %v", slices.Sorted(maps.Keys(e.Fields)))
+}
+
+// FieldErrors returns the errors per field.
+func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
+
+func (e *ValidationError) add(field, msg string) {
+	if e.Fields == nil {
+		e.Fields = map[string][]string{}
+	}
+	e.Fields[field] = append(e.Fields[field], msg)
+}
+
+// orNil returns e when it holds errors, else nil.
+func (e *ValidationError) orNil() error {
+	if len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}

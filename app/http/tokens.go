@@ -1,0 +1,105 @@
+package http
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// tokenResource is a token as the API shows it: never its secret, except
+// once, in the response that issues it.
+type tokenResource struct {
+	ID         string         `json:"id"`
+	Token      string         `json:"token,omitempty"`
+	Consumer   string         `json:"consumer"`
+	Name       string         `json:"name"`
+	Abilities  auth.Abilities `json:"abilities"`
+	LastUsedAt *string        `json:"last_used_at"`
+	ExpiresAt  string         `json:"expires_at"`
+	RevokedAt  *string        `json:"revoked_at"`
+	CreatedAt  string         `json:"created_at"`
+}
+
+func newTokenResource(t auth.Token) tokenResource {
+	return tokenResource{
+		ID:         t.ID,
+		Consumer:   t.Consumer.Name,
+		Name:       t.Name,
+		Abilities:  t.Abilities,
+		LastUsedAt: timeOrNil(t.LastUsedAt),
+		ExpiresAt:  formatTime(t.ExpiresAt),
+		RevokedAt:  timeOrNil(t.RevokedAt),
+		CreatedAt:  formatTime(t.CreatedAt),
+	}
+}
+
+// formatTime renders RFC 3339 in UTC, to the second, as the API promises.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func timeOrNil(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
+
+type issueTokenRequest struct {
+	Consumer  string   `json:"consumer"`
+	Abilities []string `json:"abilities"`
+	Name      string   `json:"name"`
+	ExpiresIn string   `json:"expires_in"`
+}
+
+// issueToken is POST /api/tokens.
+func (s *Server) issueToken(c echo.Context) error {
+	var req issueTokenRequest
+	if err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name}
+	if strings.TrimSpace(req.ExpiresIn) != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(req.ExpiresIn))
+		if err != nil || d <= 0 {
+			return validationError(map[string][]string{"expires_in": {"The expires in field must be a positive duration such as 720h."}})
+		}
+		in.TTL = d
+	}
+	issued, err := s.auth.Issue(c.Request().Context(), in)
+	if err != nil {
+		return err
+	}
+	res := newTokenResource(issued.Token)
+	res.Token = issued.Secret
+	return c.JSON(http.StatusCreated, dataBody{Data: res})
+}
+
+// listTokens is GET /api/tokens[?consumer=NAME].
+func (s *Server) listTokens(c echo.Context) error {
+	toks, err := s.auth.List(c.Request().Context(), c.QueryParam("consumer"))
+	if err != nil {
+		return err
+	}
+	out := make([]tokenResource, 0, len(toks))
+	for _, t := range toks {
+		out = append(out, newTokenResource(t))
+	}
+	return c.JSON(http.StatusOK, dataBody{Data: out})
+}
+
+// revokeToken is DELETE /api/tokens/{id}.
+func (s *Server) revokeToken(c echo.Context) error {
+	if err := s.auth.Revoke(c.Request().Context(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// dataBody wraps a resource the way Laravel's API resources do.
+type dataBody struct {
+	Data any `json:"data"`
+}

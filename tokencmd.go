@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// tokenCmd is `licensor token issue|list|revoke`.
+func tokenCmd(ctx context.Context, e env) error {
+	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
+		fmt.Fprintln(e.stderr, "usage: licensor token issue|list|revoke [flags]")
+		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
+			return nil
+		}
+		return usagef("token: name a subcommand: issue, list or revoke")
+	}
+	sub, rest := e.args[0], e.args[1:]
+	e.args = rest
+	switch sub {
+	case "issue":
+		return tokenIssue(ctx, e)
+	case "list":
+		return tokenList(ctx, e)
+	case "revoke":
+		return tokenRevoke(ctx, e)
+	}
+	return usagef("token: unknown subcommand %q (issue, list or revoke)", sub)
+}
+
+// tokenIssue prints the new token alone on stdout, so that
+// TOKEN=$(licensor token issue …) works; everything else goes to stderr.
+func tokenIssue(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("token issue", flag.ContinueOnError)
+	consumer := fs.String("consumer", "", "the consumer's name (created if it does not exist)")
+	abilities := fs.String("abilities", "", "comma-separated: "+strings.Join(auth.Known, ", "))
+	name := fs.String("name", "cli", "a label for the token")
+	ttl := fs.Duration("ttl", 0, "lifetime, e.g. 720h (default TOKEN_TTL)")
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	if *consumer == "" || *abilities == "" {
+		return usagef("token issue: --consumer and --abilities are required")
+	}
+	if *ttl < 0 {
+		return usagef("token issue: --ttl must be positive")
+	}
+	return withAuth(ctx, e, func(svc *auth.Service) error {
+		issued, err := svc.Issue(ctx, auth.IssueInput{
+			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "issued token %s for %s, abilities %s, expires %s\n",
+			issued.ID, issued.Consumer.Name, strings.Join(issued.Abilities, ","), issued.ExpiresAt.Format(time.RFC3339))
+		fmt.Fprintln(e.stdout, issued.Secret)
+		return nil
+	})
+}
+
+func tokenList(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("token list", flag.ContinueOnError)
+	consumer := fs.String("consumer", "", "only this consumer's tokens")
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	return withAuth(ctx, e, func(svc *auth.Service) error {
+		toks, err := svc.List(ctx, *consumer)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCONSUMER\tNAME\tABILITIES\tEXPIRES\tLAST USED\tREVOKED")
+		for _, t := range toks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Consumer.Name, t.Name,
+				strings.Join(t.Abilities, ","), t.ExpiresAt.Format(time.RFC3339), orDash(t.LastUsedAt), orDash(t.RevokedAt))
+		}
+		return tw.Flush()
+	})
+}
+
+func tokenRevoke(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: licensor token revoke ID") }
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("token revoke: give exactly one token ID (see `licensor token list`)")
+	}
+	return withAuth(ctx, e, func(svc *auth.Service) error {
+		if err := svc.Revoke(ctx, fs.Arg(0)); err != nil {
+			return fmt.Errorf("revoke %s: %w (see `licensor token list`)", fs.Arg(0), err)
+		}
+		fmt.Fprintf(e.stderr, "revoked token %s\n", fs.Arg(0))
+		return nil
+	})
+}
+
+// withAuth opens the migrated database and runs fn with the token service.
+func withAuth(ctx context.Context, e env, fn func(*auth.Service) error) error {
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return err
+	}
+	db, err := openMigrated(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db)
+	return fn(auth.NewService(db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func orDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
