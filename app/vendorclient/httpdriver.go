@@ -1,0 +1,176 @@
+package vendorclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/config"
+)
+
+// defaultTimeout bounds a call when the configuration gives none: a vendor
+// call without a deadline could hold a request forever.
+const defaultTimeout = 10 * time.Second
+
+// HTTPDriver speaks the vendor protocol over HTTP. It retries only a 429,
+// within the budget of the configuration, and returns every other failure as
+// a *licenses.UnavailableError, *licenses.RejectedError or
+// *licenses.UncertainError. Build it with NewHTTP; the exported fields are
+// its clock and hooks, which tests replace.
+type HTTPDriver struct {
+	// Client sends the requests. NewHTTP gives it a transport of its own and
+	// no redirects: a redirected POST would become a GET.
+	Client *http.Client
+	// Sleep waits between 429 retries; it returns ctx.Err() early when ctx ends.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now reads the clock, for Retry-After dates and the context's deadline.
+	Now func() time.Time
+	// Jitter returns a random duration in [0, d], spreading backoffs apart.
+	Jitter func(d time.Duration) time.Duration
+	// Observe, when set, is told of every answer: the call ("list", "create"
+	// or "delete") and its status, 0 when there was none.
+	Observe func(call string, status int)
+
+	base  string // VENDOR_URL without its trailing slash
+	token string
+	cfg   config.Vendor
+	log   *slog.Logger
+}
+
+var _ licenses.Vendor = (*HTTPDriver)(nil)
+
+// NewHTTP builds the http driver from the vendor configuration.
+func NewHTTP(cfg config.Vendor, log *slog.Logger) (*HTTPDriver, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("VENDOR_URL is required for VENDOR_DRIVER=http")
+	}
+	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("VENDOR_URL %q is not an http(s) URL", cfg.URL)
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("VENDOR_TOKEN is required for VENDOR_DRIVER=http")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &HTTPDriver{
+		Client: &http.Client{
+			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		Sleep:  sleep,
+		Now:    time.Now,
+		Jitter: jitter,
+		base:   strings.TrimRight(cfg.URL, "/"),
+		token:  cfg.Token,
+		cfg:    cfg,
+		log:    log,
+	}, nil
+}
+
+// FindSite lists the vendor's sites for the domain and returns the first
+// whose domain is the one asked (DNS names ignore case), or nil.
+func (d *HTTPDriver) FindSite(ctx context.Context, domain string) (*licenses.Site, error) {
+	c := call{name: "list", method: http.MethodGet, path: "/sites?domain=" + url.QueryEscape(domain), ok: []int{http.StatusOK}}
+	a, err := d.send(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Data *[]siteJSON `json:"data"`
+	}
+	if err := decode(a, &list); err != nil {
+		return nil, d.failure(c, true, err)
+	}
+	if list.Data == nil {
+		return nil, d.failure(c, true, errors.New("malformed answer: no data list"))
+	}
+	for _, s := range *list.Data {
+		if err := s.check(); err != nil {
+			return nil, d.failure(c, true, err)
+		}
+		if strings.EqualFold(s.Domain, domain) {
+			site := s.site()
+			return &site, nil
+		}
+	}
+	return nil, nil
+}
+
+// CreateSite asks the vendor for a site. It is sent once: only a 429 is
+// repeated, so any failure after sending is an *licenses.UncertainError.
+func (d *HTTPDriver) CreateSite(ctx context.Context, name, domain string) (licenses.Site, error) {
+	body, err := json.Marshal(map[string]string{"name": name, "domain": domain})
+	if err != nil {
+		return licenses.Site{}, fmt.Errorf("encode site: %w", err)
+	}
+	c := call{name: "create", method: http.MethodPost, path: "/sites", body: body, write: true, ok: []int{http.StatusCreated}}
+	a, err := d.send(ctx, c)
+	if err != nil {
+		return licenses.Site{}, err
+	}
+	var created struct {
+		Data *siteJSON `json:"data"`
+	}
+	if err := decode(a, &created); err != nil {
+		return licenses.Site{}, d.failure(c, true, err)
+	}
+	if created.Data == nil {
+		return licenses.Site{}, d.failure(c, true, errors.New("malformed answer: no data"))
+	}
+	if err := created.Data.check(); err != nil {
+		return licenses.Site{}, d.failure(c, true, err)
+	}
+	return created.Data.site(), nil
+}
+
+// DeleteSite deletes the site; the vendor's 404 (already gone) is success.
+func (d *HTTPDriver) DeleteSite(ctx context.Context, id string) error {
+	c := call{name: "delete", method: http.MethodDelete, path: "/sites/" + url.PathEscape(id), write: true,
+		ok: []int{http.StatusNoContent, http.StatusNotFound}}
+	_, err := d.send(ctx, c)
+	return err
+}
+
+// siteJSON is a site as the vendor writes it; fields we do not use are ignored.
+type siteJSON struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Domain     string `json:"domain"`
+	LicenseKey string `json:"license_key"`
+	Status     string `json:"status"`
+}
+
+// check refuses a site without the two fields licensor cannot do without.
+func (s siteJSON) check() error {
+	if s.ID == "" || s.LicenseKey == "" {
+		return errors.New("malformed answer: a site without id or license_key")
+	}
+	return nil
+}
+
+func (s siteJSON) site() licenses.Site {
+	return licenses.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.LicenseKey, Status: s.Status}
+}
+
+// decode reads a JSON answer, refusing one that could not be read whole.
+// Its errors never quote the body, which may hold license keys.
+func decode(a *answer, v any) error {
+	if a.bodyErr != nil {
+		return fmt.Errorf("read answer: %w", a.bodyErr)
+	}
+	if err := json.Unmarshal(a.body, v); err != nil {
+		return fmt.Errorf("malformed answer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package vendorclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
+)
+
+// TestEnsureSiteListsThenCreates: a new domain costs exactly two calls, a
+// list then a create, each with the protocol's headers, whether VENDOR_URL
+// ends in a slash or not.
+func TestEnsureSiteListsThenCreates(t *testing.T) {
+	for name, suffix := range map[string]string{"base URL without a slash": "", "base URL with a slash": "/"} {
+		t.Run(name, func(t *testing.T) {
+			s := stub(t,
+				respond(http.StatusOK, `{"data":[]}`),
+				respond(http.StatusCreated, `{"data":`+siteBody("site_7", "acme.test", "LK-abc")+`}`))
+			d, _, _ := newDriver(t, testConfig(s.URL+"/v1"+suffix))
+
+			site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := licenses.Site{ID: "site_7", Name: "Acme", Domain: "acme.test", LicenseKey: "LK-abc", Status: "active"}
+			if site != want || !created {
+				t.Errorf("EnsureSite = %+v, %v; want %+v, true", site, created, want)
+			}
+			s.assertSentCount(t, 2)
+			calls := s.Sent()
+			if got := calls[0].Method + " " + calls[0].Path + "?" + calls[0].Query; got != "GET /v1/sites?domain=acme.test" {
+				t.Errorf("first call = %s, want GET /v1/sites?domain=acme.test", got)
+			}
+			if got := calls[1].Method + " " + calls[1].Path; got != "POST /v1/sites" {
+				t.Errorf("second call = %s, want POST /v1/sites", got)
+			}
+			var body map[string]string
+			if err := json.Unmarshal([]byte(calls[1].Body), &body); err != nil || !reflect.DeepEqual(body, map[string]string{"name": "Acme", "domain": "acme.test"}) {
+				t.Errorf("create body = %s, want {name: Acme, domain: acme.test}", calls[1].Body)
+			}
+			assertHeaders(t, calls[0].Header, false)
+			assertHeaders(t, calls[1].Header, true)
+		})
+	}
+}
+
+func assertHeaders(t *testing.T, h http.Header, write bool) {
+	t.Helper()
+	want := map[string]string{
+		"Authorization": "Bearer " + testToken,
+		"Accept":        "application/json",
+		"User-Agent":    "licensor/" + vendorclient.Version,
+		"Content-Type":  "",
+	}
+	if write {
+		want["Content-Type"] = "application/json"
+	}
+	for name, value := range want {
+		if got := h.Get(name); got != value {
+			t.Errorf("%s = %q, want %q", name, got, value)
+		}
+	}
+}
+
+// TestEnsureSiteAdoptsExistingSite: a domain the vendor already has costs
+// one call, and the site adopted is the first one whose domain is the one
+// asked, whatever else the vendor lists.
+func TestEnsureSiteAdoptsExistingSite(t *testing.T) {
+	s := stub(t, respond(http.StatusOK, `{"data":[`+
+		siteBody("site_1", "www.acme.test", "LK-1")+`,`+
+		siteBody("site_2", "acme.test", "LK-2")+`,`+
+		siteBody("site_3", "acme.test", "LK-3")+`]}`))
+	d, _, _ := newDriver(t, testConfig(s.URL))
+
+	site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if site.ID != "site_2" || created {
+		t.Errorf("EnsureSite = %s, created %v; want site_2, adopted", site.ID, created)
+	}
+	s.assertSentCount(t, 1)
+}
+
+// TestRequestsEscapeTheirValues: the domain is query-escaped, the id
+// path-escaped, so neither can change the request.
+func TestRequestsEscapeTheirValues(t *testing.T) {
+	s := stub(t, respond(http.StatusOK, `{"data":[]}`), respond(http.StatusNoContent, ""))
+	d, _, _ := newDriver(t, testConfig(s.URL))
+	ctx := context.Background()
+
+	if site, err := d.FindSite(ctx, "a b&x=1.test"); err != nil || site != nil {
+		t.Fatalf("FindSite = %v, %v; want nil, nil", site, err)
+	}
+	if err := d.DeleteSite(ctx, "../x y"); err != nil {
+		t.Fatal(err)
+	}
+	calls := s.Sent()
+	if got, want := calls[0].Query, "domain=a+b%26x%3D1.test"; got != want {
+		t.Errorf("list query = %s, want %s", got, want)
+	}
+	if got, want := calls[1].Path, "/sites/..%2Fx%20y"; got != want {
+		t.Errorf("delete path = %s, want %s", got, want)
+	}
+}
+
+// TestDeleteSiteSucceedsOn204And404: a 404 means already gone, which is
+// what the caller wanted.
+func TestDeleteSiteSucceedsOn204And404(t *testing.T) {
+	for _, status := range []int{http.StatusNoContent, http.StatusNotFound} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			s := stub(t, respond(status, ""))
+			d, _, _ := newDriver(t, testConfig(s.URL))
+			if err := d.DeleteSite(context.Background(), "site_9"); err != nil {
+				t.Errorf("DeleteSite on %d = %v, want nil", status, err)
+			}
+			calls := s.Sent()
+			if len(calls) != 1 || calls[0].Method != http.MethodDelete || calls[0].Path != "/sites/site_9" {
+				t.Errorf("calls = %v, want one DELETE /sites/site_9", calls)
+			}
+			assertHeaders(t, calls[0].Header, false)
+		})
+	}
+}
+
+// TestSecretsStayOutOfLogs: at Debug, through successes, a 429, a 5xx and a
+// rejection, neither VENDOR_TOKEN nor any license key reaches the log.
+func TestSecretsStayOutOfLogs(t *testing.T) {
+	s := stub(t,
+		respond(http.StatusOK, `{"data":[`+siteBody("site_1", "acme.test", "LK-key-one")+`]}`),
+		respond(http.StatusTooManyRequests, `{"message":"slow down"}`, "Retry-After", "1"),
+		respond(http.StatusCreated, `{"data":`+siteBody("site_2", "beta.test", "LK-key-two")+`}`),
+		respond(http.StatusInternalServerError, `{"message":"boom","license_key":"LK-key-three"}`),
+		respond(http.StatusCreated, `{"data":{"id":"site_4","license_key":17}}`),
+		respond(http.StatusUnprocessableEntity, `{"message":"no","errors":{"domain":["taken"]}}`))
+	d, _, logs := newDriver(t, testConfig(s.URL))
+	ctx := context.Background()
+
+	var errs []error
+	_, err := d.FindSite(ctx, "acme.test")
+	errs = append(errs, err)
+	for _, domain := range []string{"beta.test", "gamma.test", "delta.test", "eps.test"} {
+		_, err := d.CreateSite(ctx, "X", domain)
+		errs = append(errs, err)
+	}
+	if !strings.Contains(logs.String(), "vendor call") {
+		t.Fatalf("the log has no vendor calls, so this test proves nothing:\n%s", logs)
+	}
+	for _, secret := range []string{testToken, "LK-key"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs)
+		}
+		for _, err := range errs {
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q holds %q", err, secret)
+			}
+		}
+	}
+}

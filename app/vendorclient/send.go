@@ -1,0 +1,186 @@
+package vendorclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// maxBody is the most of an answer the driver reads; a longer one is malformed.
+const maxBody = 1 << 20
+
+// call is one vendor call, as the retry loop repeats it.
+type call struct {
+	name   string // "list", "create" or "delete": for logs and Observe
+	method string
+	path   string // after the base URL, already escaped
+	body   []byte
+	write  bool  // a write may have happened once sent: failures are uncertain
+	ok     []int // the statuses that are success
+}
+
+func (c call) String() string { return c.method + " " + c.path }
+
+// answer is what the vendor said to one attempt.
+type answer struct {
+	status  int
+	header  http.Header
+	body    []byte
+	bodyErr error // reading the body failed, or it passed maxBody
+}
+
+// send makes the call, retrying a 429 within the budget, and returns the
+// answer when its status is one of c.ok. Anything else is a classified error.
+func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		a, err := d.attempt(ctx, c, attempt)
+		if err != nil {
+			return nil, err
+		}
+		if a.status != http.StatusTooManyRequests {
+			if err := d.judge(c, a); err != nil {
+				return nil, err
+			}
+			return a, nil
+		}
+		retryAfter, given := parseRetryAfter(a.header.Get("Retry-After"), d.Now())
+		wait := retryAfter
+		if !given {
+			wait = d.backoff(attempt)
+		}
+		if why := d.refuseWait(ctx, attempt, waited, wait); why != "" {
+			d.log.Warn("vendor rate limit outlasts the retry budget", "call", c.name, "attempt", attempt, "wait", wait, "reason", why)
+			return nil, &licenses.UnavailableError{RetryAfter: retryAfter,
+				Err: fmt.Errorf("%s: 429 after %d calls, not retried: %s", c, attempt, why)}
+		}
+		d.log.Warn("vendor rate limited, retrying", "call", c.name, "attempt", attempt, "wait", wait)
+		if err := d.Sleep(ctx, wait); err != nil {
+			return nil, &licenses.UnavailableError{RetryAfter: retryAfter, Err: fmt.Errorf("%s: waiting out a 429: %w", c, err)}
+		}
+		waited += wait
+	}
+}
+
+// refuseWait says why a wait may not start: no retries left, the wait would
+// pass VENDOR_RETRY_MAX_WAIT, or it would end past the context's deadline.
+func (d *HTTPDriver) refuseWait(ctx context.Context, attempt int, waited, wait time.Duration) string {
+	switch {
+	case attempt > d.cfg.RetryAttempts:
+		return fmt.Sprintf("VENDOR_RETRY_ATTEMPTS (%d) used up", d.cfg.RetryAttempts)
+	case waited+wait > d.cfg.RetryMaxWait:
+		return fmt.Sprintf("waiting %s more would pass VENDOR_RETRY_MAX_WAIT (%s)", wait, d.cfg.RetryMaxWait)
+	}
+	if deadline, ok := ctx.Deadline(); ok && d.Now().Add(wait).After(deadline) {
+		return fmt.Sprintf("waiting %s would pass the deadline", wait)
+	}
+	return ""
+}
+
+// judge classifies a final answer: success, rejected (4xx) or a failure.
+func (d *HTTPDriver) judge(c call, a *answer) error {
+	switch {
+	case slices.Contains(c.ok, a.status):
+		return nil
+	case a.status >= 400 && a.status < 500:
+		return rejected(a)
+	}
+	return d.failure(c, true, fmt.Errorf("%s: vendor answered %d", c, a.status))
+}
+
+// failure classifies what went wrong with a call: nothing sent, or a read,
+// is unavailable; a write that was sent is uncertain.
+func (d *HTTPDriver) failure(c call, sent bool, err error) error {
+	if c.write && sent {
+		d.log.Warn("vendor write outcome unknown", "call", c.name, "error", err)
+		return &licenses.UncertainError{Err: err}
+	}
+	d.log.Warn("vendor unavailable", "call", c.name, "error", err)
+	return &licenses.UnavailableError{Err: err}
+}
+
+// rejected reads the vendor's refusal: {"message":…, "errors":{field:[…]}}.
+func rejected(a *answer) error {
+	var body struct {
+		Message string              `json:"message"`
+		Errors  map[string][]string `json:"errors"`
+	}
+	if a.bodyErr != nil || json.Unmarshal(a.body, &body) != nil || body.Message == "" {
+		body.Message = http.StatusText(a.status)
+	}
+	return &licenses.RejectedError{Status: a.status, Message: body.Message, Fields: body.Errors}
+}
+
+// attempt sends the call once, within its own timeout, and reads the answer.
+func (d *HTTPDriver) attempt(ctx context.Context, c call, n int) (*answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
+	req, err := d.request(ctx, c)
+	if err != nil {
+		return nil, &licenses.UnavailableError{Err: fmt.Errorf("%s: %w", c, err)}
+	}
+	start := time.Now()
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		d.observe(c.name, 0)
+		// Whether the headers were written decides what the error means. Before
+		// that (dialling, DNS, the TLS handshake, waiting for a connection)
+		// nothing reached the vendor; after it, a write may have happened.
+		// The transport itself repeats a POST or DELETE only when it wrote
+		// nothing, so one attempt here is one send at most.
+		return nil, d.failure(c, wrote.Load(), fmt.Errorf("%s: %w", c, err))
+	}
+	defer resp.Body.Close()
+	a := &answer{status: resp.StatusCode, header: resp.Header}
+	a.body, a.bodyErr = readBody(resp.Body)
+	d.observe(c.name, resp.StatusCode)
+	d.log.Debug("vendor call", "call", c.name, "status", resp.StatusCode, "attempt", n, "took", time.Since(start))
+	return a, nil
+}
+
+func (d *HTTPDriver) request(ctx context.Context, c call) (*http.Request, error) {
+	var body io.Reader
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, d.base+c.path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "licensor/"+Version)
+	if c.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+func (d *HTTPDriver) observe(call string, status int) {
+	if d.Observe != nil {
+		d.Observe(call, status)
+	}
+}
+
+// readBody reads up to maxBody; more than that is an error.
+func readBody(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxBody {
+		return nil, fmt.Errorf("answer longer than %d bytes", maxBody)
+	}
+	return b, nil
+}
