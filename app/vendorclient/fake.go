@@ -1,0 +1,156 @@
+package vendorclient
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// Fake is an in-memory vendor with one site per domain, safe for concurrent
+// use. It answers as the vendor does: a name and a domain are required, and
+// creating a site for a domain that already has one is a
+// *licenses.RejectedError (422, "domain already has a site"). The simulator
+// serves a Fake, so the two cannot disagree.
+type Fake struct {
+	mu      sync.Mutex
+	next    int
+	sites   map[string]record // by id
+	domains map[string]string // lower-cased domain → id
+}
+
+// record is a stored site and what only the wire shows of it.
+type record struct {
+	site    licenses.Site
+	created time.Time
+	seq     int
+}
+
+var _ licenses.Vendor = (*Fake)(nil)
+
+// NewFake returns an empty Fake.
+func NewFake() *Fake {
+	return &Fake{sites: map[string]record{}, domains: map[string]string{}}
+}
+
+// FindSite returns the site for the domain (DNS names ignore case), or nil.
+func (f *Fake) FindSite(ctx context.Context, domain string) (*licenses.Site, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &licenses.UnavailableError{Err: err}
+	}
+	r, ok := f.find(domain)
+	if !ok {
+		return nil, nil
+	}
+	return &r.site, nil
+}
+
+// CreateSite creates the domain's site, or refuses as the vendor would.
+func (f *Fake) CreateSite(ctx context.Context, name, domain string) (licenses.Site, error) {
+	if err := ctx.Err(); err != nil {
+		return licenses.Site{}, &licenses.UnavailableError{Err: err}
+	}
+	r, rej := f.create(name, domain)
+	if rej != nil {
+		return licenses.Site{}, rej
+	}
+	return r.site, nil
+}
+
+// DeleteSite deletes the site; an unknown id is already gone, which is success.
+func (f *Fake) DeleteSite(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return &licenses.UnavailableError{Err: err}
+	}
+	f.remove(id)
+	return nil
+}
+
+// Sites returns every site, oldest first.
+func (f *Fake) Sites() []licenses.Site {
+	all := f.list("")
+	sites := make([]licenses.Site, len(all))
+	for i, r := range all {
+		sites[i] = r.site
+	}
+	return sites
+}
+
+func (f *Fake) find(domain string) (record, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.sites[f.domains[strings.ToLower(domain)]]
+	return r, ok
+}
+
+// list returns the sites of a domain, or all of them for "", oldest first.
+func (f *Fake) list(domain string) []record {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []record
+	for _, r := range f.sites {
+		if domain == "" || strings.EqualFold(r.site.Domain, domain) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b record) int { return a.seq - b.seq })
+	return out
+}
+
+func (f *Fake) create(name, domain string) (record, *licenses.RejectedError) {
+	if rej := validateSite(name, domain); rej != nil {
+		return record{}, rej
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := strings.ToLower(domain)
+	if _, taken := f.domains[key]; taken {
+		return record{}, &licenses.RejectedError{
+			Status:  http.StatusUnprocessableEntity,
+			Message: "domain already has a site",
+			Fields:  map[string][]string{"domain": {"The domain already has a site."}},
+		}
+	}
+	f.next++
+	r := record{
+		site: licenses.Site{ID: "site_" + strconv.Itoa(f.next), Name: name, Domain: domain,
+			LicenseKey: "LK-" + rand.Text(), Status: "active"},
+		created: time.Now().UTC(),
+		seq:     f.next,
+	}
+	f.sites[r.site.ID] = r
+	f.domains[key] = r.site.ID
+	return r, nil
+}
+
+func (f *Fake) remove(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.sites[id]
+	if ok {
+		delete(f.sites, id)
+		delete(f.domains, strings.ToLower(r.site.Domain))
+	}
+	return ok
+}
+
+// validateSite refuses a site without a name or a domain, as the vendor does.
+func validateSite(name, domain string) *licenses.RejectedError {
+	fields := map[string][]string{}
+	if strings.TrimSpace(name) == "" {
+		fields["name"] = []string{"The name field is required."}
+	}
+	if strings.TrimSpace(domain) == "" {
+		fields["domain"] = []string{"The domain field is required."}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
+}

@@ -1,0 +1,26 @@
+package vendorclient
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/config"
+)
+
+// New builds the driver cfg.Driver names: "fake" (the default) or "http".
+// An unknown name, or "http" without VENDOR_URL or VENDOR_TOKEN, is an error
+// that names the variable.
+func New(cfg config.Vendor, log *slog.Logger) (licenses.Vendor, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	switch cfg.Driver {
+	case "", "fake":
+		log.Warn("vendor driver is the in-memory fake: sites vanish with the process; for demos only, set VENDOR_DRIVER=http for real use")
+		return NewFake(), nil
+	case "http":
+		return NewHTTP(cfg, log)
+	}
+	return nil, fmt.Errorf("VENDOR_DRIVER %q is not fake or http", cfg.Driver)
+}
