@@ -1,0 +1,161 @@
+package vendorclient_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
+)
+
+// testVendorBehaviour is what every licenses.Vendor must do. It runs against
+// the Fake and against the HTTPDriver talking to the simulator, so the fake
+// the demos use and the protocol the vendor speaks cannot drift apart.
+func testVendorBehaviour(t *testing.T, newVendor func(t *testing.T) licenses.Vendor) {
+	ctx := context.Background()
+	t.Run("EnsureSite creates once, then adopts", func(t *testing.T) {
+		v := newVendor(t)
+		first, created, err := licenses.EnsureSite(ctx, v, "Acme", "acme.test")
+		if err != nil || !created {
+			t.Fatalf("first EnsureSite = %v, created %v; want a new site", err, created)
+		}
+		if first.ID == "" || first.LicenseKey == "" || first.Domain != "acme.test" || first.Name != "Acme" {
+			t.Errorf("site = %+v, want an id, a key, its name and domain", first)
+		}
+		again, created, err := licenses.EnsureSite(ctx, v, "Acme", "acme.test")
+		if err != nil || created || again != first {
+			t.Errorf("second EnsureSite = %+v, created %v, %v; want %+v adopted", again, created, err, first)
+		}
+	})
+	t.Run("FindSite is nil for an unknown domain", func(t *testing.T) {
+		site, err := newVendor(t).FindSite(ctx, "nobody.test")
+		if site != nil || err != nil {
+			t.Errorf("FindSite = %v, %v; want nil, nil", site, err)
+		}
+	})
+	t.Run("FindSite ignores the domain's case", func(t *testing.T) {
+		v := newVendor(t)
+		site := mustCreate(t, v, "acme.test")
+		found, err := v.FindSite(ctx, "ACME.test")
+		if err != nil || found == nil || found.ID != site.ID {
+			t.Errorf("FindSite(ACME.test) = %v, %v; want %s", found, err, site.ID)
+		}
+	})
+	t.Run("DeleteSite, then FindSite is nil", func(t *testing.T) {
+		v := newVendor(t)
+		site := mustCreate(t, v, "acme.test")
+		if err := v.DeleteSite(ctx, site.ID); err != nil {
+			t.Fatal(err)
+		}
+		if found, err := v.FindSite(ctx, "acme.test"); found != nil || err != nil {
+			t.Errorf("FindSite after delete = %v, %v; want nil, nil", found, err)
+		}
+	})
+	t.Run("DeleteSite twice is fine", func(t *testing.T) {
+		v := newVendor(t)
+		site := mustCreate(t, v, "acme.test")
+		for i := range 2 {
+			if err := v.DeleteSite(ctx, site.ID); err != nil {
+				t.Errorf("delete %d = %v, want nil", i+1, err)
+			}
+		}
+	})
+	t.Run("CreateSite refuses a domain that has a site", func(t *testing.T) {
+		v := newVendor(t)
+		mustCreate(t, v, "acme.test")
+		_, err := v.CreateSite(ctx, "Other", "acme.test")
+		wantRejected(t, err, licenses.RejectedError{Status: 422, Message: "domain already has a site",
+			Fields: map[string][]string{"domain": {"The domain already has a site."}}})
+	})
+	t.Run("CreateSite refuses a site without a name", func(t *testing.T) {
+		_, err := newVendor(t).CreateSite(ctx, " ", "acme.test")
+		wantRejected(t, err, licenses.RejectedError{Status: 422, Message: "The given data was invalid.",
+			Fields: map[string][]string{"name": {"The name field is required."}}})
+	})
+}
+
+func mustCreate(t *testing.T, v licenses.Vendor, domain string) licenses.Site {
+	t.Helper()
+	site, err := v.CreateSite(context.Background(), "Acme", domain)
+	if err != nil {
+		t.Fatalf("CreateSite(%s): %v", domain, err)
+	}
+	return site
+}
+
+func wantRejected(t *testing.T, err error, want licenses.RejectedError) {
+	t.Helper()
+	var got *licenses.RejectedError
+	if !errors.As(err, &got) {
+		t.Fatalf("err = %v, want *licenses.RejectedError", err)
+	}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("rejection = %+v, want %+v", *got, want)
+	}
+}
+
+func TestFakeBehaviour(t *testing.T) {
+	testVendorBehaviour(t, func(*testing.T) licenses.Vendor { return vendorclient.NewFake() })
+}
+
+func TestHTTPDriverAgainstSimulatorBehaviour(t *testing.T) {
+	testVendorBehaviour(t, func(t *testing.T) licenses.Vendor {
+		d, _, _ := simulated(t, vendorclient.SimOptions{Token: testToken})
+		return d
+	})
+}
+
+// simulated starts a simulator with opts and returns an HTTPDriver for it.
+func simulated(t *testing.T, opts vendorclient.SimOptions) (*vendorclient.HTTPDriver, *vendorclient.Simulator, *fakeClock) {
+	t.Helper()
+	sim, err := vendorclient.NewSimulator(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	d, clock, _ := newDriver(t, testConfig(srv.URL))
+	return d, sim, clock
+}
+
+// TestFakeKeepsOneSitePerDomainUnderConcurrency: of many creates racing for
+// one domain, exactly one wins; the others are refused as the vendor would.
+func TestFakeKeepsOneSitePerDomainUnderConcurrency(t *testing.T) {
+	f := vendorclient.NewFake()
+	const racers = 16
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() { _, errs[i] = f.CreateSite(context.Background(), "Acme", "acme.test") })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, licenses.ErrVendorRejected):
+			t.Errorf("err = %v, want nil or rejected", err)
+		}
+	}
+	if won != 1 || len(f.Sites()) != 1 {
+		t.Errorf("%d creates won and the fake holds %d sites; want 1 and 1", won, len(f.Sites()))
+	}
+}
+
+// TestFakeHonoursACancelledContext: a caller that already gave up gets
+// unavailable, and nothing is created.
+func TestFakeHonoursACancelledContext(t *testing.T) {
+	f := vendorclient.NewFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := f.CreateSite(ctx, "Acme", "acme.test")
+	wantClass(t, err, licenses.ErrVendorUnavailable)
+	if got := len(f.Sites()); got != 0 {
+		t.Errorf("the fake holds %d sites, want 0", got)
+	}
+}
