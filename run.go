@@ -41,6 +41,7 @@ func commands() []command {
 		{"serve", "run the HTTP API (the default)", serve},
 		{"migrate", "apply (up), roll back one (down) or list (status) migrations", migrate},
 		{"token", "issue, list or revoke API tokens", tokenCmd},
+		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
 	}
 }
 

@@ -14,6 +14,9 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 )
@@ -40,11 +43,23 @@ func serve(ctx context.Context, e env) error {
 	}
 	defer closeDB(db)
 
+	vendor, err := vendorclient.New(cfg.Vendor, log)
+	if err != nil {
+		return err
+	}
 	handler := apphttp.NewServer(apphttp.Deps{
-		DB:      db,
-		Log:     log,
-		MaxBody: cfg.MaxBody,
-		Auth:    auth.NewService(db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
+		DB:       db,
+		Log:      log,
+		MaxBody:  cfg.MaxBody,
+		Auth:     auth.NewService(db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
+		Licenses: licenses.NewService(db, vendor, operationTimeout(cfg), nil),
+		Idempotency: idempotency.Config{
+			Store:       idempotency.NewStore(db),
+			TTL:         cfg.Idempotency.TTL,
+			LockTimeout: cfg.Idempotency.LockTimeout,
+			Required:    cfg.Idempotency.Required,
+			Log:         log,
+		},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -113,4 +128,10 @@ func closeDB(db *gorm.DB) {
 	if sqlDB, err := db.DB(); err == nil {
 		sqlDB.Close()
 	}
+}
+
+// operationTimeout bounds one business operation: 80 % of the idempotency
+// lease, so that its owner always settles before anyone may take it over.
+func operationTimeout(cfg config.Config) time.Duration {
+	return cfg.Idempotency.LockTimeout * 4 / 5
 }

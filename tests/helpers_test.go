@@ -8,8 +8,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -28,19 +32,35 @@ const (
 
 var testKey = []byte("0123456789abcdef0123456789abcdef") // APP_KEY's 32 bytes, for tests only
 
-// app is one test's server and database.
+// app is one test's server, database and counting vendor.
 type app struct {
-	t    *testing.T
-	db   *testdb.DB
-	e    *echo.Echo
-	auth *auth.Service
+	t      *testing.T
+	db     *testdb.DB
+	e      *echo.Echo
+	auth   *auth.Service
+	vendor *vendor
+	logs   *logBuffer // everything the server logged
 }
 
-func newApp(t *testing.T, db *testdb.DB) *app {
+// vendorTimeout is the test driver's per-call timeout: short, since some
+// tests make the vendor hold a call until the driver gives up.
+const vendorTimeout = 2 * time.Second
+
+// newApp builds the server as serve does; opts may adjust its dependencies.
+func newApp(t *testing.T, db *testdb.DB, opts ...func(*apphttp.Deps)) *app {
 	t.Helper()
-	svc := auth.NewService(db.Gorm, testKey, testIssuer, testTTL, nil, nil)
-	e := apphttp.NewServer(apphttp.Deps{DB: db.Gorm, MaxBody: 64 << 10, Auth: svc})
-	return &app{t: t, db: db, e: e, auth: svc}
+	v := newVendor(t)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	svc := auth.NewService(db.Gorm, testKey, testIssuer, testTTL, log, nil)
+	lic := licenses.NewService(db.Gorm, v.driver(vendorTimeout), 30*time.Second, nil)
+	deps := apphttp.Deps{DB: db.Gorm, Log: log, MaxBody: 64 << 10, Auth: svc, Licenses: lic,
+		Idempotency: idempotency.Config{Store: idempotency.NewStore(db.Gorm), TTL: time.Hour, LockTimeout: time.Minute}}
+	for _, opt := range opts {
+		opt(&deps)
+	}
+	e := apphttp.NewServer(deps)
+	return &app{t: t, db: db, e: e, auth: svc, vendor: v, logs: logs}
 }
 
 // token issues a token for the consumer with the abilities and returns it.
@@ -70,11 +90,11 @@ func (a *app) do(method, path, body string, headers ...string) *response {
 		r = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, r)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
+	}
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	rec := httptest.NewRecorder()
 	a.e.ServeHTTP(rec, req)
@@ -118,3 +138,21 @@ func (r *response) wantError(status int, code string) map[string]any {
 }
 
 func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// logBuffer collects log output safely across goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

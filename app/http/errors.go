@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
 )
 
 // Error is an error with everything its response needs. Handlers and
@@ -109,8 +112,65 @@ func fromDomainError(err error) *Error {
 		return validationError(fe.FieldErrors())
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return errUnauthenticated
-	case errors.Is(err, auth.ErrTokenNotFound):
+	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound):
 		return errNotFound
+	case errors.Is(err, licenses.ErrDomainTaken):
+		return &Error{Status: http.StatusConflict, Message: "The domain is already licensed.", Code: "domain_taken"}
+	}
+	if e := fromIdempotencyError(err); e != nil {
+		return e
+	}
+	return fromVendorError(err)
+}
+
+// PendingRetryAfter is the Retry-After, in seconds, of a 202 operation_pending.
+const PendingRetryAfter = 5
+
+// ErrPending is the answer to a create whose outcome is not known yet.
+var ErrPending = &Error{
+	Status:     http.StatusAccepted,
+	Message:    "The license is being created; retry with the same Idempotency-Key to get it.",
+	Code:       "operation_pending",
+	RetryAfter: PendingRetryAfter,
+}
+
+// fromIdempotencyError maps the idempotency layer's answers.
+func fromIdempotencyError(err error) *Error {
+	switch {
+	case errors.Is(err, idempotency.ErrKeyInvalid):
+		return &Error{Status: http.StatusBadRequest, Code: "idempotency_key_invalid",
+			Message: "The Idempotency-Key header must be given once, as 1 to 255 visible ASCII characters."}
+	case errors.Is(err, idempotency.ErrKeyMissing):
+		return &Error{Status: http.StatusBadRequest, Code: "idempotency_key_missing",
+			Message: "This request needs an Idempotency-Key header."}
+	case errors.Is(err, idempotency.ErrKeyReused):
+		return &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
+			Message: "This Idempotency-Key was used with another request. Use a new key for a new request."}
+	case errors.Is(err, idempotency.ErrInProgress):
+		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
+			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
+	case errors.Is(err, idempotency.ErrPending):
+		return ErrPending
+	}
+	return nil
+}
+
+// fromVendorError maps the vendor's three failure classes. Nothing of the
+// vendor's own answer reaches the client.
+func fromVendorError(err error) *Error {
+	var unavailable *licenses.UnavailableError
+	switch {
+	case errors.As(err, &unavailable):
+		return &Error{
+			Status:     http.StatusServiceUnavailable,
+			Message:    "The license vendor is unavailable. Try again later.",
+			Code:       "vendor_unavailable",
+			RetryAfter: int(math.Ceil(unavailable.RetryAfter.Seconds())),
+		}
+	case errors.Is(err, licenses.ErrVendorRejected):
+		return &Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}
+	case errors.Is(err, licenses.ErrVendorUncertain):
+		return ErrPending
 	}
 	return nil
 }

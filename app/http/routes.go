@@ -4,6 +4,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
 )
 
 // routes declares every route in one place, each with the ability it needs,
@@ -11,6 +12,12 @@ import (
 func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+
+	e.POST("/api/licenses", s.storeLicense, s.ability(auth.LicensesWrite),
+		s.idem.Middleware("licenses.store", idempotency.Options{Intent: licenseIntent}))
+	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
+	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
+	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite))
 
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))

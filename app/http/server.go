@@ -10,21 +10,29 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
 )
 
 // Deps is everything the HTTP layer needs; main fills it in.
 type Deps struct {
-	DB      *gorm.DB
-	Log     *slog.Logger
-	MaxBody int64 // request body limit in bytes
-	Auth    *auth.Service
+	DB       *gorm.DB
+	Log      *slog.Logger
+	MaxBody  int64 // request body limit in bytes
+	Auth     *auth.Service
+	Licenses *licenses.Service
+	// Idempotency guards write routes; its Consumer and RequestID are filled
+	// in by NewServer.
+	Idempotency idempotency.Config
 }
 
 // Server holds the dependencies the handlers use.
 type Server struct {
-	db   *gorm.DB
-	log  *slog.Logger
-	auth *auth.Service
+	db       *gorm.DB
+	log      *slog.Logger
+	auth     *auth.Service
+	licenses *licenses.Service
+	idem     *idempotency.Guard
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -32,7 +40,13 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{db: d.DB, log: d.Log, auth: d.Auth}
+	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses}
+	d.Idempotency.Consumer = func(c echo.Context) string { return principal(c).ConsumerID }
+	d.Idempotency.RequestID = RequestID
+	if d.Idempotency.Log == nil {
+		d.Idempotency.Log = d.Log
+	}
+	s.idem = idempotency.New(d.Idempotency)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

@@ -32,6 +32,10 @@ type Vendor interface {
 // EnsureSite converges on the natural key: it lists the vendor's sites for
 // the domain and adopts the one it finds, creating a site only when there is
 // none. Two attempts at one domain end at the same site. created says which.
+//
+// The vendor keeps one site per domain, so when two attempts race past the
+// list, the loser's create is refused; it then lists once more and adopts the
+// winner's site rather than failing.
 func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, created bool, err error) {
 	found, err := v.FindSite(ctx, domain)
 	if err != nil {
@@ -41,6 +45,11 @@ func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, 
 		return *found, false, nil
 	}
 	site, err = v.CreateSite(ctx, name, domain)
+	if errors.Is(err, ErrVendorRejected) {
+		if again, ferr := v.FindSite(ctx, domain); ferr == nil && again != nil {
+			return *again, false, nil
+		}
+	}
 	if err != nil {
 		return Site{}, false, fmt.Errorf("create vendor site: %w", err)
 	}
@@ -99,6 +108,9 @@ func (e *UncertainError) Unwrap() error { return e.Err }
 
 // Is matches ErrVendorUncertain.
 func (e *UncertainError) Is(target error) bool { return target == ErrVendorUncertain }
+
+// OutcomeUnknown tells the idempotency layer to keep the intent pending.
+func (e *UncertainError) OutcomeUnknown() bool { return true }
 
 func errText(err error) string {
 	if err == nil {

@@ -1,0 +1,154 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// licenseResource is a license as the API shows it.
+type licenseResource struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Domain       string `json:"domain"`
+	LicenseKey   string `json:"license_key"`
+	Status       string `json:"status"`
+	VendorSiteID string `json:"vendor_site_id"`
+	CreatedAt    string `json:"created_at"`
+	UpdatedAt    string `json:"updated_at"`
+}
+
+func newLicenseResource(l licenses.License) licenseResource {
+	return licenseResource{
+		ID:           l.ID,
+		Name:         l.Name,
+		Domain:       l.Domain,
+		LicenseKey:   l.LicenseKey,
+		Status:       l.Status,
+		VendorSiteID: l.VendorSiteID,
+		CreatedAt:    formatTime(l.CreatedAt),
+		UpdatedAt:    formatTime(l.UpdatedAt),
+	}
+}
+
+// LicenseLocation is the path of a license, as a 201's Location header.
+func LicenseLocation(id string) string { return "/api/licenses/" + id }
+
+type storeLicenseRequest struct {
+	Name   string `json:"name"`
+	Domain string `json:"domain"`
+}
+
+// storeLicense is POST /api/licenses: 201 for a new license, 200 for a
+// domain the consumer already holds.
+func (s *Server) storeLicense(c echo.Context) error {
+	var req storeLicenseRequest
+	if err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	lic, created, err := s.licenses.Create(c.Request().Context(), principal(c).ConsumerID,
+		licenses.Input{Name: req.Name, Domain: req.Domain})
+	if errors.Is(err, licenses.ErrVendorUncertain) {
+		domain, _ := licenses.NormalizeDomain(req.Domain)
+		idempotency.Describe(c, idempotency.Outcome{ExternalRef: domain}) // no site id known yet
+	}
+	if err != nil {
+		return err
+	}
+	idempotency.Describe(c, idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID, ExternalRef: lic.VendorSiteID})
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		c.Response().Header().Set(echo.HeaderLocation, LicenseLocation(lic.ID))
+	}
+	return c.JSON(status, dataBody{Data: newLicenseResource(lic)})
+}
+
+// licenseIntent is the fingerprint of a create: the name and the normalised
+// domain, so "ACME.test." and "acme.test" are one intent and extra fields
+// a client adds do not make a retry a conflict.
+func licenseIntent(body []byte) ([]byte, bool) {
+	var req storeLicenseRequest
+	if json.Unmarshal(body, &req) != nil {
+		return nil, false
+	}
+	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
+	if err != nil {
+		return nil, false
+	}
+	b, err := json.Marshal(storeLicenseRequest{Name: in.Name, Domain: in.Domain})
+	return b, err == nil
+}
+
+// pageMeta is Laravel's pagination meta.
+type pageMeta struct {
+	CurrentPage int   `json:"current_page"`
+	PerPage     int   `json:"per_page"`
+	Total       int64 `json:"total"`
+	LastPage    int64 `json:"last_page"`
+}
+
+type pageBody struct {
+	Data []licenseResource `json:"data"`
+	Meta pageMeta          `json:"meta"`
+}
+
+// listLicenses is GET /api/licenses?page=&per_page=.
+func (s *Server) listLicenses(c echo.Context) error {
+	fields := map[string][]string{}
+	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
+	perPage := queryInt(c, "per_page", 15, 1, 100, fields)
+	if len(fields) > 0 {
+		return validationError(fields)
+	}
+	p, err := s.licenses.List(c.Request().Context(), principal(c).ConsumerID, page, perPage)
+	if err != nil {
+		return err
+	}
+	body := pageBody{Data: make([]licenseResource, 0, len(p.Licenses)), Meta: pageMeta{
+		CurrentPage: page, PerPage: perPage, Total: p.Total,
+		LastPage: max(1, (p.Total+int64(perPage)-1)/int64(perPage)),
+	}}
+	for _, l := range p.Licenses {
+		body.Data = append(body.Data, newLicenseResource(l))
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// queryInt reads an integer query parameter in [lo, hi], noting an error in
+// fields when it is not one.
+func queryInt(c echo.Context, name string, def, lo, hi int, fields map[string][]string) int {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < lo || n > hi {
+		fields[name] = []string{"The " + name + " field must be an integer between " + strconv.Itoa(lo) + " and " + strconv.Itoa(hi) + "."}
+		return def
+	}
+	return n
+}
+
+// showLicense is GET /api/licenses/{id}: 404 for anything not the caller's.
+func (s *Server) showLicense(c echo.Context) error {
+	lic, err := s.licenses.Get(c.Request().Context(), principal(c).ConsumerID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, dataBody{Data: newLicenseResource(lic)})
+}
+
+// revokeLicense is DELETE /api/licenses/{id}: 204, and 204 again.
+func (s *Server) revokeLicense(c echo.Context) error {
+	if err := s.licenses.Revoke(c.Request().Context(), principal(c).ConsumerID, c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

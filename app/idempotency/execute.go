@@ -1,0 +1,204 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
+)
+
+const ctxOutcome = "idempotency.outcome"
+
+// Describe tells the layer what the handler's execution produced (the
+// resource it created, the vendor's reference), to keep with the record.
+func Describe(c echo.Context, o Outcome) { c.Set(ctxOutcome, o) }
+
+func described(c echo.Context) Outcome {
+	o, _ := c.Get(ctxOutcome).(Outcome)
+	return o
+}
+
+// outcomeUnknown is how a handler's error says "the effect may have
+// happened": the domain's uncertain errors implement it.
+type outcomeUnknown interface {
+	OutcomeUnknown() bool
+}
+
+// IsOutcomeUnknown reports whether err says the effect may have happened.
+func IsOutcomeUnknown(err error) bool {
+	var u outcomeUnknown
+	return errors.As(err, &u) && u.OutcomeUnknown()
+}
+
+// execute runs the handler as the owner of rec, then settles the record. The
+// handler runs detached from the client's connection, within 80 % of the
+// lease, so the owner settles before anyone may take the record over.
+func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outcome string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), g.cfg.LockTimeout*4/5)
+	defer cancel()
+	c.SetRequest(c.Request().WithContext(ctx))
+	capture := &captureWriter{ResponseWriter: c.Response().Writer}
+	c.Response().Writer = capture
+
+	settled := false
+	defer func() {
+		if !settled { // a panic: release the key, and let the panic become a 500
+			g.release(c, rec)
+		}
+	}()
+	err := next(c)
+	if err != nil {
+		c.Error(err) // write the error response here, so it is captured
+	}
+	settled = true
+	g.settle(c, rec, capture, err, outcome)
+	return nil
+}
+
+// unkeyed runs a request that came without a key: unprotected, except that
+// an unknown outcome is still kept as a pending intent, under a key the
+// server makes, so that no intent the server accepted is ever dropped.
+func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), g.cfg.LockTimeout*4/5)
+	defer cancel()
+	c.SetRequest(c.Request().WithContext(ctx))
+	err := next(c)
+	if !IsOutcomeUnknown(err) {
+		return err
+	}
+	c.Error(err)
+	rec.Status, rec.LockedUntil = StatusPending, nil
+	rec.ExternalRef = nullable(described(c).ExternalRef)
+	sctx, scancel := g.settleContext(c)
+	defer scancel()
+	kept, err := g.keepAuto(sctx, rec, g.requestID(c))
+	g.logOutcome(c, rec, "pending")
+	if !kept {
+		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
+	}
+	return nil
+}
+
+// keepAuto stores rec under "auto:<request id>", or under a fresh id when a
+// client sent the same request id twice.
+func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) (bool, error) {
+	var err error
+	for _, key := range []string{"auto:" + requestID, "auto:" + ulid.Make().String()} {
+		rec.ID, rec.Key = 0, key
+		var ok bool
+		_, ok, err = g.cfg.Store.Reserve(ctx, rec)
+		if ok {
+			return true, nil
+		}
+		if err != nil && !errors.Is(err, errRaced) {
+			return false, err
+		}
+	}
+	return false, err
+}
+
+// settle stores what had an effect, keeps what may have, and releases the
+// rest so that a retry runs for real.
+func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, herr error, outcome string) {
+	ctx, cancel := g.settleContext(c)
+	defer cancel()
+	o := described(c)
+	rec.ExternalRef = nullable(o.ExternalRef)
+	var err error
+	switch {
+	case IsOutcomeUnknown(herr):
+		outcome = "pending"
+		err = g.cfg.Store.MarkPending(ctx, rec, o, g.now())
+	case w.status >= 200 && w.status < 300:
+		err = g.cfg.Store.Complete(ctx, rec, responseOf(c, w), o, g.now())
+	default:
+		outcome = "released"
+		err = g.cfg.Store.Release(ctx, rec)
+	}
+	g.logOutcome(c, rec, outcome)
+	if err != nil {
+		// The record stays processing; when its lease runs out a retry takes
+		// it over and converges on the same vendor site.
+		g.cfg.Log.Error("idempotency settle failed", "operation", rec.Operation,
+			"key_digest", KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
+	}
+}
+
+func (g *Guard) release(c echo.Context, rec *Record) {
+	ctx, cancel := g.settleContext(c)
+	defer cancel()
+	g.logOutcome(c, rec, "released")
+	if err := g.cfg.Store.Release(ctx, rec); err != nil {
+		g.cfg.Log.Error("idempotency release failed", "key_digest", KeyDigest(rec.Key), "error", err)
+	}
+}
+
+// settleContext outlives the client: the record must be settled even when
+// the client has hung up.
+func (g *Guard) settleContext(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
+}
+
+// responseOf is the response to store: status, body bytes, and the headers
+// a replay must repeat.
+func responseOf(c echo.Context, w *captureWriter) Response {
+	h := map[string]string{}
+	for _, name := range []string{echo.HeaderContentType, echo.HeaderLocation} {
+		if v := c.Response().Header().Get(name); v != "" {
+			h[name] = v
+		}
+	}
+	return Response{Status: w.status, Headers: h, Body: w.body.Bytes()}
+}
+
+// replay answers with a stored response: the same status, the same body
+// byte for byte, the same Content-Type and Location.
+func replay(c echo.Context, r *Record) error {
+	var headers map[string]string
+	if r.ResponseHeaders != nil {
+		if err := json.Unmarshal([]byte(*r.ResponseHeaders), &headers); err != nil {
+			return err
+		}
+	}
+	status := http.StatusOK
+	if r.ResponseStatus != nil {
+		status = *r.ResponseStatus
+	}
+	h := c.Response().Header()
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	h.Set(HeaderReplayed, "true")
+	c.Response().WriteHeader(status)
+	_, err := c.Response().Write(r.ResponseBody)
+	return err
+}
+
+// captureWriter copies the response as it is written; the copy is complete
+// even when the client has gone and writes to it fail.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *captureWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

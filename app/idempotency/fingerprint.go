@@ -1,0 +1,45 @@
+package idempotency
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Canonical returns the canonical JSON of body: object keys sorted at every
+// depth, insignificant white space removed, numbers kept as written. A body
+// that is not JSON is returned as it is, so it is hashed as raw bytes.
+func Canonical(body []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return body
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // maps encode with sorted keys
+		return body
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Fingerprint is the SHA-256, in hex, of the method, the route and the
+// canonical intent of a request.
+func Fingerprint(method, route string, intent []byte) string {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(route))
+	h.Write([]byte{0})
+	h.Write(intent)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// KeyDigest is a short, safe stand-in for a key in logs: never log the key.
+func KeyDigest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}

@@ -1,0 +1,245 @@
+package idempotency
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// HeaderKey and HeaderReplayed are the request and response headers of the
+// idempotency contract.
+const (
+	HeaderKey      = "Idempotency-Key"
+	HeaderReplayed = "Idempotent-Replayed"
+)
+
+// Errors the middleware answers with; app/http maps each to its status and code.
+var (
+	ErrKeyInvalid = errors.New("idempotency key invalid")   // 400 idempotency_key_invalid
+	ErrKeyMissing = errors.New("idempotency key missing")   // 400 idempotency_key_missing
+	ErrKeyReused  = errors.New("idempotency key reused")    // 422 idempotency_key_reused
+	ErrInProgress = errors.New("request in progress")       // 409 request_in_progress
+	ErrPending    = errors.New("operation outcome pending") // 202 operation_pending
+)
+
+// Config is what the layer needs from the application.
+type Config struct {
+	Store       *Store
+	TTL         time.Duration // how long a record lives
+	LockTimeout time.Duration // the lease of an executing request
+	Required    bool          // refuse writes without a key
+	// Consumer names the caller of a request; it scopes every key.
+	Consumer func(echo.Context) string
+	// RequestID is the request's id, kept as the record's correlation id.
+	RequestID func(echo.Context) string
+	Log       *slog.Logger
+	Now       func() time.Time // nil: time.Now
+}
+
+// Guard is the idempotency layer; Middleware mounts it on a route.
+type Guard struct {
+	cfg Config
+}
+
+// New returns a Guard.
+func New(cfg Config) *Guard {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{cfg: cfg}
+}
+
+// Options tune one operation.
+type Options struct {
+	// Intent returns the canonical form of just the fields that make the
+	// intent, so that volatile metadata a client adds does not turn a retry
+	// into a conflict; ok=false falls back to the whole canonical body.
+	Intent func(body []byte) (intent []byte, ok bool)
+}
+
+// Middleware guards a write route as operation (e.g. "licenses.store"): the
+// work happens once per key, and every retry gets the first response back.
+func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			key, err := g.key(c)
+			if err != nil {
+				return err
+			}
+			body, err := readBody(c)
+			if err != nil {
+				return err
+			}
+			rec := g.newRecord(c, operation, key, body, opts)
+			if key == "" {
+				return g.unkeyed(c, next, rec)
+			}
+			return g.guard(c, next, rec)
+		}
+	}
+}
+
+// key returns the request's Idempotency-Key: 1–255 visible ASCII characters,
+// given once. "" means none was given (and none is required).
+func (g *Guard) key(c echo.Context) (string, error) {
+	vals := c.Request().Header.Values(HeaderKey)
+	if len(vals) == 0 {
+		if g.cfg.Required {
+			return "", ErrKeyMissing
+		}
+		return "", nil
+	}
+	if len(vals) > 1 || len(vals[0]) == 0 || len(vals[0]) > 255 {
+		return "", ErrKeyInvalid
+	}
+	for i := 0; i < len(vals[0]); i++ {
+		if b := vals[0][i]; b < 0x21 || b > 0x7E {
+			return "", ErrKeyInvalid
+		}
+	}
+	return vals[0], nil
+}
+
+// readBody reads the body for the fingerprint and puts it back for the handler.
+func readBody(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	if req.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
+}
+
+func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, opts Options) *Record {
+	canonical := Canonical(body)
+	intent := canonical
+	if opts.Intent != nil {
+		if i, ok := opts.Intent(body); ok {
+			intent = i
+		}
+	}
+	now := g.now()
+	lease := now.Add(g.cfg.LockTimeout)
+	return &Record{
+		ConsumerID:    g.cfg.Consumer(c),
+		Operation:     operation,
+		Key:           key,
+		RequestHash:   Fingerprint(c.Request().Method, c.Path(), intent),
+		RequestBody:   canonical,
+		Status:        StatusProcessing,
+		CorrelationID: nullable(g.requestID(c)),
+		LockedUntil:   &lease,
+		Attempts:      1,
+		CreatedAt:     now,
+		UpdatedAt:     now,
+		ExpiresAt:     now.Add(g.cfg.TTL),
+	}
+}
+
+// now is the clock, in UTC to the microsecond, as both databases store it.
+func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+func (g *Guard) requestID(c echo.Context) string {
+	if g.cfg.RequestID == nil {
+		return ""
+	}
+	return g.cfg.RequestID(c)
+}
+
+// guard decides, from the record that holds the scope, whether to replay,
+// refuse, or execute. Only the INSERT in Reserve (or a compare-and-set on an
+// existing record) makes this request the owner.
+func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error {
+	ctx := c.Request().Context()
+	// The fast path for retries: a completed record needs no reservation.
+	found, err := g.cfg.Store.Find(ctx, rec.scope())
+	if err != nil {
+		return err
+	}
+	if found != nil && found.Status == StatusCompleted && !found.expired(rec.CreatedAt) {
+		return g.answerExisting(c, found, rec)
+	}
+	for range 3 { // a record may change under us; each turn re-reads it
+		existing, ok, err := g.cfg.Store.Reserve(ctx, rec)
+		if errors.Is(err, errRaced) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			return g.execute(c, next, rec, "executed")
+		}
+		if !g.takeable(existing, rec) {
+			return g.answerExisting(c, existing, rec)
+		}
+		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
+		if err != nil {
+			return err
+		}
+		if won {
+			return g.execute(c, next, rec, "taken_over")
+		}
+	}
+	g.logOutcome(c, rec, "in_progress")
+	return ErrInProgress
+}
+
+// takeable reports whether the existing record may be taken over for rec:
+// it expired, or it is rec's own intent and failed or was abandoned.
+func (g *Guard) takeable(existing, rec *Record) bool {
+	now := rec.CreatedAt
+	if existing.expired(now) {
+		return true
+	}
+	if existing.RequestHash != rec.RequestHash {
+		return false
+	}
+	return existing.Status == StatusFailed ||
+		existing.Status == StatusProcessing && !existing.leaseAlive(now)
+}
+
+// answerExisting answers from a record this request does not own.
+func (g *Guard) answerExisting(c echo.Context, existing, rec *Record) error {
+	if existing.RequestHash != rec.RequestHash {
+		g.logOutcome(c, rec, "mismatch")
+		return ErrKeyReused
+	}
+	switch existing.Status {
+	case StatusCompleted:
+		g.logOutcome(c, existing, "replayed")
+		return replay(c, existing)
+	case StatusPending:
+		g.logOutcome(c, existing, "pending")
+		return ErrPending
+	}
+	g.logOutcome(c, rec, "in_progress")
+	return ErrInProgress
+}
+
+// logOutcome writes the one line each idempotent request gets: a digest of
+// the key, never the key itself.
+func (g *Guard) logOutcome(c echo.Context, r *Record, outcome string) {
+	attrs := []slog.Attr{
+		slog.String("consumer_id", r.ConsumerID),
+		slog.String("operation", r.Operation),
+		slog.String("key_digest", KeyDigest(r.Key)),
+		slog.String("outcome", outcome),
+		slog.String("request_id", g.requestID(c)),
+	}
+	if r.ExternalRef != nil {
+		attrs = append(attrs, slog.String("vendor_ref", *r.ExternalRef))
+	}
+	g.cfg.Log.LogAttrs(c.Request().Context(), slog.LevelInfo, "idempotency", attrs...)
+}

@@ -1,0 +1,184 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Store keeps records in the idempotency_keys table. Every method is one
+// short statement: no transaction or row lock outlives a call, and every
+// lookup carries consumer_id, the natural shard key.
+type Store struct {
+	db *gorm.DB
+}
+
+// NewStore returns a Store on db.
+func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+
+// Find returns the record of the scope, or nil when there is none.
+func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
+	var r Record
+	err := s.db.WithContext(ctx).
+		Where("consumer_id = ? AND operation = ? AND idempotency_key = ?", sc.ConsumerID, sc.Operation, sc.Key).
+		Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find idempotency record: %w", err)
+	}
+	return &r, nil
+}
+
+// Reserve inserts r. The unique index on (consumer_id, operation, key) decides
+// who owns the intent: when another record holds the scope, Reserve returns
+// that record and ok=false.
+func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
+	err = s.db.WithContext(ctx).Create(r).Error
+	if err == nil {
+		return nil, true, nil
+	}
+	if !errors.Is(err, gorm.ErrDuplicatedKey) {
+		return nil, false, fmt.Errorf("reserve idempotency key: %w", err)
+	}
+	existing, err = s.Find(ctx, r.scope())
+	if err == nil && existing == nil {
+		// Deleted between our INSERT and our read (released or pruned): the
+		// caller may simply try again.
+		err = errRaced
+	}
+	return existing, false, err
+}
+
+var errRaced = errors.New("idempotency record changed during reservation")
+
+// casWhere matches the row only as it was read: the compare-and-set that
+// lets exactly one of several contenders take a record over.
+func casWhere(db *gorm.DB, read *Record) *gorm.DB {
+	q := db.Where("id = ? AND consumer_id = ? AND status = ? AND expires_at = ?", read.ID, read.ConsumerID, read.Status, read.ExpiresAt)
+	if read.LockedUntil == nil {
+		return q.Where("locked_until IS NULL")
+	}
+	return q.Where("locked_until = ?", *read.LockedUntil)
+}
+
+// TakeOver claims a record that is expired, failed, or whose owner's lease
+// has run out, for a new execution of r's request. It returns false when
+// someone else changed the record first.
+func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
+	set := map[string]any{
+		"status":           StatusProcessing,
+		"request_hash":     r.RequestHash,
+		"request_body":     r.RequestBody,
+		"locked_until":     r.LockedUntil,
+		"correlation_id":   r.CorrelationID,
+		"attempts":         gorm.Expr("attempts + 1"),
+		"response_status":  nil,
+		"response_headers": nil,
+		"response_body":    nil,
+		"updated_at":       r.UpdatedAt,
+	}
+	if read.expired(r.CreatedAt) { // an expired record is a new intent: its clock restarts
+		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
+		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
+	}
+	res := casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
+	if res.Error != nil {
+		return false, fmt.Errorf("take over idempotency record: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return false, nil
+	}
+	r.ID = read.ID
+	return true, nil
+}
+
+// Response is what a completed record replays.
+type Response struct {
+	Status  int
+	Headers map[string]string // Content-Type, Location
+	Body    []byte
+}
+
+// Outcome describes what an execution produced.
+type Outcome struct {
+	ResourceType string
+	ResourceID   string
+	ExternalRef  string
+}
+
+// Complete stores the response of an execution that had an effect, provided
+// the caller still owns the record (its lease is the one it set).
+func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcome, now time.Time) error {
+	headers, err := json.Marshal(resp.Headers)
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx, r, map[string]any{
+		"status":           StatusCompleted,
+		"response_status":  resp.Status,
+		"response_headers": string(headers),
+		"response_body":    resp.Body,
+		"resource_type":    nullable(o.ResourceType),
+		"resource_id":      nullable(o.ResourceID),
+		"external_ref":     nullable(o.ExternalRef),
+		"locked_until":     nil,
+		"updated_at":       now,
+	})
+}
+
+// MarkPending keeps an intent whose outcome is unknown, due for
+// reconciliation at once.
+func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.Time) error {
+	return s.settle(ctx, r, map[string]any{
+		"status":       StatusPending,
+		"external_ref": nullable(o.ExternalRef),
+		"locked_until": nil,
+		"updated_at":   now,
+	})
+}
+
+// settle updates the record the caller owns; ErrLeaseLost when it no longer does.
+func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error {
+	res := s.db.WithContext(ctx).Model(&Record{}).
+		Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
+		Updates(set)
+	if res.Error != nil {
+		return fmt.Errorf("settle idempotency record: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Release deletes the record of an execution that had no effect, so that a
+// retry runs for real.
+func (s *Store) Release(ctx context.Context, r *Record) error {
+	res := s.db.WithContext(ctx).
+		Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
+		Delete(&Record{})
+	if res.Error != nil {
+		return fmt.Errorf("release idempotency record: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// ErrLeaseLost means the record was taken over after the caller's lease ran
+// out; the caller's result is not stored.
+var ErrLeaseLost = errors.New("idempotency lease lost")
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

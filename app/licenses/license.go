@@ -1,0 +1,44 @@
+package licenses
+
+import (
+	"errors"
+	"time"
+)
+
+// Statuses of a license.
+const (
+	StatusActive  = "active"
+	StatusRevoked = "revoked"
+)
+
+// License is a license for one domain, held by one consumer.
+type License struct {
+	ID         string `gorm:"primaryKey"`
+	ConsumerID string
+	Name       string
+	Domain     string
+	// ActiveDomain is Domain while the license is active and NULL once it is
+	// revoked: its unique index allows one active license per domain.
+	ActiveDomain *string
+	LicenseKey   string
+	Status       string
+	VendorSiteID string
+	RevokedAt    *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Errors of the licenses domain.
+var (
+	// ErrDomainTaken means another consumer holds an active license for the
+	// domain. It says nothing about who.
+	ErrDomainTaken = errors.New("the domain is licensed to another consumer")
+	// ErrNotFound means no license of the caller's has that id.
+	ErrNotFound = errors.New("license not found")
+)
+
+// Input is what a consumer asks for.
+type Input struct {
+	Name   string
+	Domain string
+}

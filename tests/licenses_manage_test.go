@@ -1,0 +1,118 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// create makes a license and returns its id.
+func (a *app) create(token []string, domain string) string {
+	a.t.Helper()
+	d := a.do(http.MethodPost, "/api/licenses", `{"name":"N","domain":"`+domain+`"}`, token...).
+		wantStatus(http.StatusCreated).licenseData()
+	return d["id"].(string)
+}
+
+func TestListLicenses(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme, globex := a.consumer("acme"), a.consumer("globex")
+		var ids []string
+		for i := range 3 {
+			ids = append(ids, a.create(acme, fmt.Sprintf("shop%d.test", i)))
+		}
+		a.create(globex, "globex.test")
+
+		m := a.do(http.MethodGet, "/api/licenses?per_page=2", "", acme...).wantStatus(http.StatusOK).json()
+		data := m["data"].([]any)
+		meta := m["meta"].(map[string]any)
+		if len(data) != 2 || data[0].(map[string]any)["id"] != ids[2] || data[1].(map[string]any)["id"] != ids[1] {
+			t.Errorf("page 1 = %v, want the two newest", data)
+		}
+		want := map[string]any{"current_page": 1.0, "per_page": 2.0, "total": 3.0, "last_page": 2.0}
+		for k, v := range want {
+			if meta[k] != v {
+				t.Errorf("meta.%s = %v, want %v", k, meta[k], v)
+			}
+		}
+		page2 := a.do(http.MethodGet, "/api/licenses?per_page=2&page=2", "", acme...).json()["data"].([]any)
+		if len(page2) != 1 || page2[0].(map[string]any)["id"] != ids[0] {
+			t.Errorf("page 2 = %v, want the oldest", page2)
+		}
+		def := a.do(http.MethodGet, "/api/licenses", "", globex...).json()
+		if len(def["data"].([]any)) != 1 || def["meta"].(map[string]any)["per_page"] != 15.0 {
+			t.Errorf("globex sees %v", def)
+		}
+		empty := a.do(http.MethodGet, "/api/licenses", "", a.consumer("initech")...).json()
+		if len(empty["data"].([]any)) != 0 || empty["meta"].(map[string]any)["last_page"] != 1.0 {
+			t.Errorf("a consumer without licenses sees %v", empty)
+		}
+		for _, q := range []string{"per_page=0", "per_page=101", "page=0", "page=abc", "per_page=-1"} {
+			a.do(http.MethodGet, "/api/licenses?"+q, "", acme...).wantError(http.StatusUnprocessableEntity, "")
+		}
+		a.do(http.MethodGet, "/api/licenses", "", bearer(a.token("writer", "licenses:write"))...).wantError(http.StatusForbidden, "missing_ability")
+	})
+}
+
+func TestShowLicense(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme, globex := a.consumer("acme"), a.consumer("globex")
+		id := a.create(acme, "acme.test")
+		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["id"]; got != id {
+			t.Errorf("id = %v", got)
+		}
+		a.do(http.MethodGet, "/api/licenses/"+id, "", globex...).wantError(http.StatusNotFound, "")
+		a.do(http.MethodGet, "/api/licenses/01NOSUCHLICENSE00000000000", "", acme...).wantError(http.StatusNotFound, "")
+	})
+}
+
+func TestRevokeLicense(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme, globex := a.consumer("acme"), a.consumer("globex")
+		id := a.create(acme, "acme.test")
+
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", globex...).wantError(http.StatusNotFound, "")
+		a.wantVendorCalls("DELETE", 0)
+
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+		a.wantVendorCalls("DELETE", 1)
+		if a.vendor.siteCount() != 0 {
+			t.Errorf("vendor still holds %d sites", a.vendor.siteCount())
+		}
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+		a.wantVendorCalls("DELETE", 1) // the second DELETE calls nobody
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "revoked" {
+			t.Errorf("status = %v, want revoked", d["status"])
+		}
+		if n := len(a.do(http.MethodGet, "/api/licenses", "", acme...).json()["data"].([]any)); n != 0 {
+			t.Errorf("list shows %d licenses after the revoke, want 0", n)
+		}
+		// The domain is free again, for anyone: a fresh list + create.
+		again := a.create(globex, "acme.test")
+		if again == id {
+			t.Error("the revoked license came back")
+		}
+		a.wantVendorCalls("POST", 2)
+	})
+}
+
+func TestRevokeWhenTheVendorFails(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		id := a.create(acme, "acme.test")
+		a.vendor.script("DELETE", reply{status: 503, body: `{}`})
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "active" {
+			t.Errorf("status = %v after a failed revoke, want active", d["status"])
+		}
+		// The vendor lost the site meanwhile: its 404 counts as done.
+		a.vendor.script("DELETE", reply{status: 404, body: `{"message":"Not Found"}`})
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+	})
+}

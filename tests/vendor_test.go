@@ -1,0 +1,201 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/config"
+)
+
+// vendor is a counting, scriptable stand-in for the upstream vendor, served
+// by httptest: Laravel's Http::fake with Http::assertSentCount. By default it
+// behaves like the real vendor (one site per domain); replies queued with
+// script override that, one request at a time.
+type vendor struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	sites  map[string]site // by domain
+	calls  []string        // "GET /sites?domain=a.test", "POST /sites", …
+	queued map[string][]reply
+	nextID int
+}
+
+type site struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Domain     string `json:"domain"`
+	LicenseKey string `json:"license_key"`
+	Status     string `json:"status"`
+}
+
+// reply is one scripted answer. commit makes a create take effect before the
+// reply is sent; hold, when set, blocks the reply until it is closed or the
+// client gives up; entered, when set, is closed once the request has arrived.
+type reply struct {
+	status  int
+	body    string
+	header  map[string]string
+	commit  bool
+	hold    chan struct{}
+	entered chan struct{}
+}
+
+func newVendor(t *testing.T) *vendor {
+	t.Helper()
+	v := &vendor{t: t, sites: map[string]site{}, queued: map[string][]reply{}}
+	v.srv = httptest.NewServer(http.HandlerFunc(v.serve))
+	t.Cleanup(v.srv.Close)
+	return v
+}
+
+// driver is the http vendor driver pointed at this vendor, with a short
+// timeout and a clock that does not really wait between 429 retries.
+func (v *vendor) driver(timeout time.Duration) *vendorclient.HTTPDriver {
+	v.t.Helper()
+	d, err := vendorclient.NewHTTP(config.Vendor{
+		Driver: "http", URL: v.srv.URL, Token: "vendor-secret-token", Timeout: timeout,
+		RetryAttempts: 3, RetryBase: 10 * time.Millisecond, RetryMaxWait: 10 * time.Second,
+	}, nil)
+	if err != nil {
+		v.t.Fatalf("vendor driver: %v", err)
+	}
+	d.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	return d
+}
+
+// script queues replies for a call ("GET", "POST" or "DELETE").
+func (v *vendor) script(method string, replies ...reply) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.queued[method] = append(v.queued[method], replies...)
+}
+
+// count returns how many calls of the method were made ("" for all).
+func (v *vendor) count(method string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for _, c := range v.calls {
+		if method == "" || strings.HasPrefix(c, method+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// siteCount returns how many sites the vendor holds.
+func (v *vendor) siteCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.sites)
+}
+
+// addSite gives the vendor a site, as if an earlier attempt had created it.
+func (v *vendor) addSite(name, domain string) site {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.create(name, domain)
+}
+
+func (v *vendor) create(name, domain string) site {
+	v.nextID++
+	s := site{ID: fmt.Sprintf("site_%d", v.nextID), Name: name, Domain: domain,
+		LicenseKey: fmt.Sprintf("LK-%d-%s", v.nextID, strings.ReplaceAll(domain, ".", "-")), Status: "active"}
+	v.sites[domain] = s
+	return s
+}
+
+func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer vendor-secret-token" {
+		http.Error(w, `{"message":"Unauthenticated."}`, http.StatusUnauthorized)
+		return
+	}
+	var in site
+	if r.Method == http.MethodPost {
+		_ = json.NewDecoder(r.Body).Decode(&in)
+	}
+	v.mu.Lock()
+	v.calls = append(v.calls, r.Method+" "+r.URL.RequestURI())
+	var rep *reply
+	if q := v.queued[r.Method]; len(q) > 0 {
+		rep, v.queued[r.Method] = &q[0], q[1:]
+	}
+	if rep != nil && rep.commit {
+		v.create(in.Name, in.Domain)
+	}
+	v.mu.Unlock()
+
+	if rep != nil {
+		v.scripted(w, r, rep)
+		return
+	}
+	v.normal(w, r, in)
+}
+
+func (v *vendor) scripted(w http.ResponseWriter, r *http.Request, rep *reply) {
+	if rep.entered != nil {
+		close(rep.entered)
+	}
+	if rep.hold != nil {
+		select {
+		case <-rep.hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if rep.status == 0 { // a held call released without a scripted answer behaves normally
+		v.normal(w, r, site{})
+		return
+	}
+	for k, val := range rep.header {
+		w.Header().Set(k, val)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.status)
+	_, _ = w.Write([]byte(rep.body))
+}
+
+// normal is the real vendor's behaviour: one site per domain.
+func (v *vendor) normal(w http.ResponseWriter, r *http.Request, in site) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/sites":
+		list := []site{}
+		if s, ok := v.sites[r.URL.Query().Get("domain")]; ok {
+			list = append(list, s)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": list})
+	case r.Method == http.MethodPost && r.URL.Path == "/sites":
+		if _, ok := v.sites[in.Domain]; ok {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte(`{"message":"The domain already has a site.","errors":{"domain":["taken"]}}`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": v.create(in.Name, in.Domain)})
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/sites/"):
+		id := strings.TrimPrefix(r.URL.Path, "/sites/")
+		for d, s := range v.sites {
+			if s.ID == id {
+				delete(v.sites, d)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+	}
+}
