@@ -41,6 +41,8 @@ func commands() []command {
 		{"serve", "run the HTTP API (the default)", serve},
 		{"migrate", "apply (up), roll back one (down) or list (status) migrations", migrate},
 		{"token", "issue, list or revoke API tokens", tokenCmd},
+		{"reconcile", "one pass settling pending intents with the vendor", reconcile},
+		{"prune", "one pass deleting expired idempotency records", prune},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
 	}
 }

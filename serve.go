@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,8 +16,6 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	apphttp "github.com/licensor-api/licensor/app/http"
 	"github.com/licensor-api/licensor/app/idempotency"
-	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 )
@@ -33,28 +32,20 @@ func serve(ctx context.Context, e env) error {
 	if fs.NArg() > 0 {
 		return usagef("serve: unexpected argument %q", fs.Arg(0))
 	}
-	cfg, log, err := loadConfig(e)
+	a, err := openApp(ctx, e)
 	if err != nil {
 		return err
 	}
-	db, err := openMigrated(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeDB(db)
-
-	vendor, err := vendorclient.New(cfg.Vendor, log)
-	if err != nil {
-		return err
-	}
+	defer a.close()
+	cfg, log := a.cfg, a.log
 	handler := apphttp.NewServer(apphttp.Deps{
-		DB:       db,
+		DB:       a.db,
 		Log:      log,
 		MaxBody:  cfg.MaxBody,
-		Auth:     auth.NewService(db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
-		Licenses: licenses.NewService(db, vendor, operationTimeout(cfg), nil),
+		Auth:     auth.NewService(a.db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
+		Licenses: a.licenses,
 		Idempotency: idempotency.Config{
-			Store:       idempotency.NewStore(db),
+			Store:       a.store,
 			TTL:         cfg.Idempotency.TTL,
 			LockTimeout: cfg.Idempotency.LockTimeout,
 			Required:    cfg.Idempotency.Required,
@@ -73,6 +64,11 @@ func serve(ctx context.Context, e env) error {
 		"vendor_driver", cfg.Vendor.Driver,
 		"app_key", cfg.KeySource,
 	)
+	var background sync.WaitGroup
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	defer func() { stopBackground(); background.Wait() }()
+	background.Go(func() { a.reconciler().Run(bgCtx, cfg.Reconcile.Interval) })
+	background.Go(func() { a.pruner().Run(bgCtx, cfg.PruneEvery) })
 	return serveUntilDone(ctx, srv, ln, cfg, log)
 }
 

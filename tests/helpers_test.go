@@ -40,6 +40,9 @@ type app struct {
 	auth   *auth.Service
 	vendor *vendor
 	logs   *logBuffer // everything the server logged
+	lic    *licenses.Service
+	store  *idempotency.Store
+	log    *slog.Logger
 }
 
 // vendorTimeout is the test driver's per-call timeout: short, since some
@@ -54,13 +57,14 @@ func newApp(t *testing.T, db *testdb.DB, opts ...func(*apphttp.Deps)) *app {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc := auth.NewService(db.Gorm, testKey, testIssuer, testTTL, log, nil)
 	lic := licenses.NewService(db.Gorm, v.driver(vendorTimeout), 30*time.Second, nil)
+	store := idempotency.NewStore(db.Gorm)
 	deps := apphttp.Deps{DB: db.Gorm, Log: log, MaxBody: 64 << 10, Auth: svc, Licenses: lic,
-		Idempotency: idempotency.Config{Store: idempotency.NewStore(db.Gorm), TTL: time.Hour, LockTimeout: time.Minute}}
+		Idempotency: idempotency.Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}}
 	for _, opt := range opts {
 		opt(&deps)
 	}
 	e := apphttp.NewServer(deps)
-	return &app{t: t, db: db, e: e, auth: svc, vendor: v, logs: logs}
+	return &app{t: t, db: db, e: e, auth: svc, vendor: v, logs: logs, lic: lic, store: store, log: log}
 }
 
 // token issues a token for the consumer with the abilities and returns it.

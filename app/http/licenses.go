@@ -61,13 +61,40 @@ func (s *Server) storeLicense(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	idempotency.Describe(c, idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID, ExternalRef: lic.VendorSiteID})
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		c.Response().Header().Set(echo.HeaderLocation, LicenseLocation(lic.ID))
+	idempotency.Describe(c, licenseOutcome(lic))
+	resp, err := licenseResponse(lic, created)
+	if err != nil {
+		return err
 	}
-	return c.JSON(status, dataBody{Data: newLicenseResource(lic)})
+	if loc := resp.Headers[echo.HeaderLocation]; loc != "" {
+		c.Response().Header().Set(echo.HeaderLocation, loc)
+	}
+	return c.JSONBlob(resp.Status, resp.Body)
+}
+
+// licenseResponse is the answer to a create: 201 with Location for a new
+// license, 200 for one the consumer already held. The handler and the
+// reconciler both render through it, so a reconciled intent replays the very
+// bytes a normal success would have sent.
+func licenseResponse(lic licenses.License, created bool) (idempotency.Response, error) {
+	body, err := json.Marshal(dataBody{Data: newLicenseResource(lic)})
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	resp := idempotency.Response{
+		Status:  http.StatusOK,
+		Headers: map[string]string{echo.HeaderContentType: echo.MIMEApplicationJSON},
+		Body:    body,
+	}
+	if created {
+		resp.Status = http.StatusCreated
+		resp.Headers[echo.HeaderLocation] = LicenseLocation(lic.ID)
+	}
+	return resp, nil
+}
+
+func licenseOutcome(lic licenses.License) idempotency.Outcome {
+	return idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID, ExternalRef: lic.VendorSiteID}
 }
 
 // licenseIntent is the fingerprint of a create: the name and the normalised

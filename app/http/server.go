@@ -50,6 +50,7 @@ func NewServer(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.JSONSerializer = jsonSerializer{}
 	e.Use(requestID, s.accessLog, s.recoverPanic, bodyLimit(d.MaxBody))
 	s.routes(e)
 	return e

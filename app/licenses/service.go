@@ -52,15 +52,31 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	return s.record(ctx, consumerID, in, site)
 }
 
-// Adopt records a license for a site the vendor already holds (found by a
-// reconciliation, for instance), as Create would have. created is false when
-// the consumer already held the domain.
-func (s *Service) Adopt(ctx context.Context, consumerID string, in Input, site Site) (License, bool, error) {
-	in, err := Validate(in)
+// Resume finishes a create whose outcome was unknown. It adopts the vendor's
+// site for the domain when there is one; when there is none it creates one
+// (listing first, as always) only if mayCreate, and otherwise reports
+// found=false. The license is recorded as Create would have.
+func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCreate bool) (lic License, created, found bool, err error) {
+	in, err = Validate(in)
 	if err != nil {
-		return License{}, false, err
+		return License{}, false, false, err
 	}
-	return s.record(ctx, consumerID, in, site)
+	site, err := s.vendor.FindSite(ctx, in.Domain)
+	if err != nil {
+		return License{}, false, false, fmt.Errorf("find vendor site: %w", err)
+	}
+	if site == nil {
+		if !mayCreate {
+			return License{}, false, false, nil
+		}
+		made, _, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
+		if err != nil {
+			return License{}, false, false, err
+		}
+		site = &made
+	}
+	lic, created, err = s.record(ctx, consumerID, in, *site)
+	return lic, created, err == nil, err
 }
 
 // record writes the license row. The unique index on active_domain decides a

@@ -1,0 +1,177 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Resumer finishes pending intents of one operation; main registers one per
+// operation, so this package never learns what the operation does.
+type Resumer interface {
+	// Resume looks for the effect of rec's request (through the operation's
+	// natural key) and records it. When none is found it creates it only if
+	// mayCreate, and otherwise reports Done=false. An error means the
+	// outcome is still unknown and the record stays pending.
+	Resume(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error)
+}
+
+// Resumption is what a Resumer found.
+type Resumption struct {
+	Done     bool     // the intent is finished: store Response
+	Response Response // what a normal success would have answered
+	Outcome  Outcome
+}
+
+// ErrAbandon is returned (wrapped) by a Resumer when the intent can never be
+// finished (its input is no longer acceptable); the record becomes failed.
+var ErrAbandon = errors.New("intent cannot be finished")
+
+// Results of one reconciliation, as counted in metrics and reports.
+const (
+	ResultCompleted = "completed" // the effect was found or made; the response is stored
+	ResultWaiting   = "waiting"   // nothing found yet, and too young to create
+	ResultRetry     = "retry"     // the vendor failed; tried again later
+	ResultFailed    = "failed"    // gave up after the last attempt
+)
+
+// Reconciler settles pending intents: every serve process runs it in a loop,
+// and `licensor reconcile` runs one pass.
+type Reconciler struct {
+	Store       *Store
+	Resumers    map[string]Resumer // by operation
+	Settle      time.Duration      // how old a record must be before a missing effect is created
+	MaxAttempts int
+	Lease       time.Duration // how long a claim holds a record
+	Backoff     time.Duration // first wait after a failed attempt; doubles each time, capped at an hour
+	Log         *slog.Logger
+	Now         func() time.Time
+	// Observe, when set, is told each result (for metrics).
+	Observe func(result string)
+}
+
+// Settled is one record a pass worked on.
+type Settled struct {
+	Operation string
+	KeyDigest string
+	Result    string
+	Ref       string
+}
+
+// RunOnce claims every due pending record and tries to settle it.
+func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
+	recs, err := r.Store.DuePending(ctx, r.now(), 100)
+	if err != nil {
+		return nil, err
+	}
+	var out []Settled
+	for i := range recs {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		s, ok := r.reconcile(ctx, &recs[i])
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// reconcile claims one record and works it; ok=false when another
+// reconciler claimed it first or the database failed.
+func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool) {
+	now := r.now()
+	lease := now.Add(r.Lease)
+	if won, err := r.Store.Claim(ctx, rec, lease, now); err != nil || !won {
+		if err != nil {
+			r.log().Error("claim pending record", "error", err)
+		}
+		return Settled{}, false
+	}
+	resumer, found := r.Resumers[rec.Operation]
+	if !found {
+		r.log().Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", KeyDigest(rec.Key))
+		_ = r.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now)
+		return Settled{}, false
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.Lease*4/5)
+	defer cancel()
+	res, err := resumer.Resume(wctx, rec, !now.Before(rec.CreatedAt.Add(r.Settle)))
+	result, settleErr := r.settle(ctx, rec, lease, res, err)
+	if settleErr != nil {
+		r.log().Error("settle pending record", "key_digest", KeyDigest(rec.Key), "error", settleErr)
+		return Settled{}, false
+	}
+	if r.Observe != nil {
+		r.Observe(result)
+	}
+	s := Settled{Operation: rec.Operation, KeyDigest: KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
+	r.log().Info("reconciled", "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
+		"result", result, "attempts", rec.Attempts+1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID), "error", err)
+	return s, true
+}
+
+// settle writes what the attempt learnt.
+func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
+	now := r.now()
+	switch {
+	case err == nil && res.Done:
+		return ResultCompleted, r.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now)
+	case err == nil: // nothing found, too young to create: due again once it is old enough
+		return ResultWaiting, r.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.Settle), false, now)
+	case errors.Is(err, ErrAbandon) || rec.Attempts >= r.MaxAttempts:
+		r.log().Error("pending intent failed: an operator should look", "operation", rec.Operation,
+			"key_digest", KeyDigest(rec.Key), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
+		return ResultFailed, r.Store.Fail(ctx, rec, lease, now)
+	}
+	return ResultRetry, r.Store.Postpone(ctx, rec, lease, now.Add(r.backoff(rec.Attempts)), true, now)
+}
+
+// backoff doubles from Backoff with each attempt, capped at an hour, with up
+// to a quarter of random jitter so replicas do not retry in step.
+func (r *Reconciler) backoff(attempts int) time.Duration {
+	d := r.Backoff
+	for i := 1; i < attempts && d < time.Hour; i++ {
+		d *= 2
+	}
+	d = min(d, time.Hour)
+	return d + rand.N(d/4+1)
+}
+
+// Run reconciles every interval (with jitter) until ctx ends.
+func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
+	for {
+		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log().Error("reconcile pass", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval + rand.N(interval/5+1)):
+		}
+	}
+}
+
+func (r *Reconciler) now() time.Time {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+func (r *Reconciler) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,133 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// DuePending lists pending records whose next attempt is due, oldest first.
+// It is a background scan across consumers; claiming one is a separate
+// compare-and-set.
+func (s *Store) DuePending(ctx context.Context, now time.Time, limit int) ([]Record, error) {
+	var recs []Record
+	err := s.db.WithContext(ctx).
+		Where("status = ? AND (locked_until IS NULL OR locked_until <= ?)", StatusPending, now).
+		Order("id").Limit(limit).Find(&recs).Error
+	if err != nil {
+		return nil, fmt.Errorf("list due pending records: %w", err)
+	}
+	return recs, nil
+}
+
+// Claim leases a pending record to the caller until lease: of several
+// reconcilers (replicas) reading the same record, exactly one wins.
+func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
+	res := casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
+		Updates(map[string]any{"locked_until": lease, "updated_at": now})
+	if res.Error != nil {
+		return false, fmt.Errorf("claim pending record: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// claimed matches a pending record the caller holds with lease.
+func (s *Store) claimed(ctx context.Context, r *Record, lease time.Time) *gorm.DB {
+	return s.db.WithContext(ctx).Model(&Record{}).
+		Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusPending, lease)
+}
+
+// CompleteClaimed stores the response that finishes a claimed pending record.
+func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, o Outcome, now time.Time) error {
+	headers, err := json.Marshal(resp.Headers)
+	if err != nil {
+		return err
+	}
+	return checkOne(s.claimed(ctx, r, lease).Updates(map[string]any{
+		"status":           StatusCompleted,
+		"response_status":  resp.Status,
+		"response_headers": string(headers),
+		"response_body":    resp.Body,
+		"resource_type":    nullable(o.ResourceType),
+		"resource_id":      nullable(o.ResourceID),
+		"external_ref":     nullable(o.ExternalRef),
+		"locked_until":     nil,
+		"attempts":         gorm.Expr("attempts + 1"),
+		"updated_at":       now,
+	}))
+}
+
+// Postpone leaves a claimed record pending until next; failed says whether
+// the attempt counts (a vendor error) or not (too young to act on).
+func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time) error {
+	set := map[string]any{"locked_until": next, "updated_at": now}
+	if failed {
+		set["attempts"] = gorm.Expr("attempts + 1")
+	}
+	return checkOne(s.claimed(ctx, r, lease).Updates(set))
+}
+
+// Fail gives up on a claimed record: a retry with its key executes again.
+func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, now time.Time) error {
+	return checkOne(s.claimed(ctx, r, lease).Updates(map[string]any{
+		"status": StatusFailed, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+	}))
+}
+
+func checkOne(res *gorm.DB) error {
+	if res.Error != nil {
+		return fmt.Errorf("settle pending record: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// PendingStats returns how many records are pending and when the oldest was
+// created (zero when none).
+func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
+	var row struct {
+		N      int64
+		Oldest *time.Time
+	}
+	err = s.db.WithContext(ctx).Model(&Record{}).Select("COUNT(*) AS n, MIN(created_at) AS oldest").
+		Where("status = ?", StatusPending).Scan(&row).Error
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("pending stats: %w", err)
+	}
+	if row.Oldest != nil {
+		oldest = *row.Oldest
+	}
+	return row.N, oldest, nil
+}
+
+// Prune deletes expired records in batches of batch ids, each batch its own
+// short statement, so no delete holds locks for long. Pending records are
+// never pruned: an intent the server accepted is settled, not dropped.
+func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		var ids []uint64
+		err := s.db.WithContext(ctx).Model(&Record{}).
+			Where("expires_at <= ? AND status <> ?", now, StatusPending).
+			Order("id").Limit(batch).Pluck("id", &ids).Error
+		if err != nil {
+			return total, fmt.Errorf("list expired records: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		res := s.db.WithContext(ctx).Where("id IN ? AND expires_at <= ? AND status <> ?", ids, now, StatusPending).Delete(&Record{})
+		if res.Error != nil {
+			return total, fmt.Errorf("delete expired records: %w", res.Error)
+		}
+		total += res.RowsAffected
+		if len(ids) < batch {
+			return total, nil
+		}
+	}
+}

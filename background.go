@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"gorm.io/gorm"
+
+	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/config"
+)
+
+// app is what serve and the one-shot commands share: the database, the
+// vendor and the services built on them.
+type app struct {
+	cfg      config.Config
+	log      *slog.Logger
+	db       *gorm.DB
+	store    *idempotency.Store
+	licenses *licenses.Service
+}
+
+// openApp loads the configuration, opens the (migrated) database and builds
+// the services.
+func openApp(ctx context.Context, e env) (*app, error) {
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return nil, err
+	}
+	vendor, err := vendorclient.New(cfg.Vendor, log)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openMigrated(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &app{
+		cfg: cfg, log: log, db: db,
+		store:    idempotency.NewStore(db),
+		licenses: licenses.NewService(db, vendor, operationTimeout(cfg), nil),
+	}, nil
+}
+
+func (a *app) close() { closeDB(a.db) }
+
+// reconciler settles pending intents, one Resumer per guarded operation.
+func (a *app) reconciler() *idempotency.Reconciler {
+	return &idempotency.Reconciler{
+		Store:       a.store,
+		Resumers:    map[string]idempotency.Resumer{"licenses.store": apphttp.LicenseResumer{Licenses: a.licenses}},
+		Settle:      a.cfg.Reconcile.Settle,
+		MaxAttempts: a.cfg.Reconcile.MaxAttempts,
+		Lease:       a.cfg.Idempotency.LockTimeout,
+		Backoff:     a.cfg.Reconcile.Interval,
+		Log:         a.log,
+	}
+}
+
+func (a *app) pruner() *idempotency.Pruner {
+	return &idempotency.Pruner{Store: a.store, Batch: 500, Log: a.log}
+}
+
+// reconcile is `licensor reconcile`: one pass over the due pending intents.
+func reconcile(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: licensor reconcile\n\nOne pass over pending intents: each is settled through the vendor's sites for its domain.")
+	}
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	a, err := openApp(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	settled, err := a.reconciler().RunOnce(ctx)
+	for _, s := range settled {
+		fmt.Fprintf(e.stdout, "%s\tkey %s\t%s\t%s\n", s.Operation, s.KeyDigest, s.Result, s.Ref)
+	}
+	fmt.Fprintf(e.stdout, "%d pending intent(s) worked\n", len(settled))
+	return err
+}
+
+// prune is `licensor prune`: one pass deleting expired idempotency records.
+func prune(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: licensor prune\n\nDeletes idempotency records older than IDEMPOTENCY_TTL (pending intents are kept).")
+	}
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	a, err := openApp(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	n, err := a.pruner().RunOnce(ctx)
+	fmt.Fprintf(e.stdout, "%d expired record(s) deleted\n", n)
+	return err
+}

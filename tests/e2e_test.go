@@ -1,0 +1,183 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds the licensor binary once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "licensor-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "licensor")
+		out, err := exec.Command("go", "build", "-o", binPath, "..").CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{err: err, out: string(out)}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build licensor: %v", buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// process is a licensor process the test started; it is stopped with SIGTERM.
+type process struct {
+	cmd    *exec.Cmd
+	output *logBuffer
+}
+
+func start(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(binary(t), args...), output: &logBuffer{}}
+	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", args[0], p.output.String())
+		}
+	})
+	return p
+}
+
+// runCmd runs a licensor command to its end and returns its stdout.
+func runCmd(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("licensor %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor polls url until it answers with want, or fails at the deadline.
+func waitFor(t *testing.T, url, token string, want int) {
+	t.Helper()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); <-tick.C {
+		if code, _, _ := send(url, http.MethodGet, token, "", ""); code == want {
+			return
+		}
+	}
+	t.Fatalf("%s did not answer %d in time", url, want)
+}
+
+func send(url, method, token, key, body string) (int, http.Header, string) {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, ""
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestEndToEndLostAnswerIsReconciled runs real processes: vendor-sim commits
+// the first create and drops the connection; serve answers 202; a separate
+// `licensor reconcile` settles the intent; the client's retry replays 201.
+func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		sim, api := freePort(t), freePort(t)
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+			"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+			"APP_ADDR=" + api, "APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
+			"VENDOR_DRIVER=http", "VENDOR_URL=http://" + sim, "VENDOR_TOKEN=sim-token", "VENDOR_TIMEOUT=2s",
+			"RECONCILE_INTERVAL=1h", // only the reconcile command settles it here
+		}
+		if db.Dialect == database.MySQL {
+			env = append(env, "DB_CONNECTION=mysql", "DB_URL="+db.Config.URL)
+		} else {
+			env = append(env, "DB_DATABASE="+db.Config.Database)
+		}
+		start(t, env, "vendor-sim", "--addr", sim, "--token", "sim-token", "--drop-creates", "1", "--drop-mode", "close")
+		waitFor(t, "http://"+sim+"/sites?domain=x.test", "sim-token", http.StatusOK)
+		token := strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
+		serve := start(t, env, "serve")
+		waitFor(t, "http://"+api+"/healthz", "", http.StatusOK)
+
+		url := "http://" + api + "/api/licenses"
+		for range 2 {
+			if code, _, body := send(url, http.MethodPost, token, "order-e2e", acmeBody); code != http.StatusAccepted {
+				t.Fatalf("POST = %d %s, want 202 operation_pending", code, body)
+			}
+		}
+		out := runCmd(t, env, "reconcile")
+		if !strings.Contains(out, "completed") {
+			t.Fatalf("reconcile printed %q, want a completed intent", out)
+		}
+		code, h, body := send(url, http.MethodPost, token, "order-e2e", acmeBody)
+		if code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(body, `"domain":"acme.test"`) {
+			t.Fatalf("retry = %d replayed=%q %s, want the stored 201", code, h.Get("Idempotent-Replayed"), body)
+		}
+		_, _, sites := send("http://"+sim+"/sites?domain=acme.test", http.MethodGet, "sim-token", "", "")
+		if n := strings.Count(sites, `"license_key"`); n != 1 {
+			t.Errorf("the vendor holds %d sites for the domain: %s", n, sites)
+		}
+		if strings.Contains(serve.output.String(), token) || strings.Contains(serve.output.String(), "order-e2e") ||
+			strings.Contains(serve.output.String(), "sim-token") {
+			t.Error("serve logged a token or a raw idempotency key")
+		}
+	})
+}

@@ -1,0 +1,260 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// clock is a settable clock shared by a test and the reconciler.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+const settle = time.Minute
+
+// reconciler is the reconciler serve runs, on the test's clock.
+func (a *app) reconciler(clk *clock, maxAttempts int) *idempotency.Reconciler {
+	return &idempotency.Reconciler{
+		Store:       a.store,
+		Resumers:    map[string]idempotency.Resumer{"licenses.store": apphttp.LicenseResumer{Licenses: a.lic}},
+		Settle:      settle,
+		MaxAttempts: maxAttempts,
+		Lease:       time.Minute,
+		Backoff:     15 * time.Second,
+		Log:         a.log,
+		Now:         clk.Now,
+	}
+}
+
+func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Settled {
+	a.t.Helper()
+	s, err := r.RunOnce(context.Background())
+	if err != nil {
+		a.t.Fatalf("reconcile: %v", err)
+	}
+	return s
+}
+
+func results(s []idempotency.Settled) string {
+	var out []string
+	for _, x := range s {
+		out = append(out, x.Result)
+	}
+	return strings.Join(out, ",")
+}
+
+// The vendor commits the create and the answer is lost: 202, retries send
+// nothing, one pass completes the record, the retry replays the 201.
+func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := keyed(a.consumer("acme"), "order-2001")
+		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
+		calls := a.vendor.count("")
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
+		a.wantVendorCalls("", calls)
+
+		clk := &clock{t: time.Now()}
+		if got := results(a.reconcileOnce(a.reconciler(clk, 10))); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile results = %q, want completed", got)
+		}
+		a.wantVendorCalls("POST", 1) // found by the list; never created again
+		rec := a.record("order-2001")
+		if rec.Status != idempotency.StatusCompleted || *rec.ResponseStatus != http.StatusCreated || *rec.ExternalRef != "site_1" {
+			t.Fatalf("record = %s %v %v", rec.Status, *rec.ResponseStatus, *rec.ExternalRef)
+		}
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+			t.Error("the retry after reconciliation was not a replay")
+		}
+		id := r.licenseData()["id"].(string)
+		if r.Header().Get("Location") != "/api/licenses/"+id || r.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("replayed headers = %v", r.Header())
+		}
+		shown := a.do(http.MethodGet, "/api/licenses/"+id, "", a.consumer("acme")...).wantStatus(http.StatusOK)
+		if shown.Body.String() != r.Body.String() {
+			t.Errorf("reconciled body differs from the license:\n%s\n%s", r.Body.String(), shown.Body.String())
+		}
+		if a.vendor.siteCount() != 1 {
+			t.Errorf("vendor holds %d sites, want 1", a.vendor.siteCount())
+		}
+	})
+}
+
+// The create never reached the vendor: nothing is created until the record
+// is older than the settle time, then one create finishes it.
+func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := keyed(a.consumer("acme"), "order-2002")
+		a.vendor.script("POST", reply{status: 500, body: `{}`}) // failed without effect; we cannot know that
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
+
+		clk := &clock{t: time.Now()}
+		r := a.reconciler(clk, 10)
+		if got := results(a.reconcileOnce(r)); got != idempotency.ResultWaiting {
+			t.Fatalf("young record: results %q, want waiting", got)
+		}
+		a.wantVendorCalls("POST", 1)
+		if got := results(a.reconcileOnce(r)); got != "" {
+			t.Fatalf("a waiting record was worked again before its settle time: %q", got)
+		}
+		clk.Add(settle + time.Second)
+		if got := results(a.reconcileOnce(r)); got != idempotency.ResultCompleted {
+			t.Fatalf("settled record: results %q, want completed", got)
+		}
+		a.wantVendorCalls("POST", 2)
+		if a.vendor.siteCount() != 1 {
+			t.Errorf("vendor holds %d sites, want 1", a.vendor.siteCount())
+		}
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+	})
+}
+
+// The vendor stays down: attempts grow with backoff, then the record fails
+// and a retry with its key executes again.
+func TestReconcileVendorDownThenFailed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := keyed(a.consumer("acme"), "order-2003")
+		a.vendor.script("POST", reply{status: 500, body: `{}`})
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
+
+		clk := &clock{t: time.Now()}
+		r := a.reconciler(clk, 3)
+		down := reply{status: 503, body: `{}`}
+		var seen []string
+		for range 3 {
+			a.vendor.script("GET", down)
+			seen = append(seen, results(a.reconcileOnce(r)))
+			if got := results(a.reconcileOnce(r)); got != "" {
+				t.Fatalf("worked again before its backoff: %q", got)
+			}
+			clk.Add(2 * time.Hour) // past any backoff
+		}
+		if got := strings.Join(seen, " "); got != "retry retry failed" {
+			t.Fatalf("results = %q, want retry retry failed", got)
+		}
+		rec := a.record("order-2003")
+		if rec.Status != idempotency.StatusFailed || rec.Attempts != 4 {
+			t.Fatalf("record: %s after %d attempts", rec.Status, rec.Attempts)
+		}
+		if !strings.Contains(a.logs.String(), "an operator should look") {
+			t.Error("the failure was not logged for an operator")
+		}
+		r2 := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		if r2.Header().Get(idempotency.HeaderReplayed) != "" {
+			t.Error("a failed record was replayed")
+		}
+	})
+}
+
+// A request without a key whose outcome is unknown is kept too, and its
+// license appears once it is settled.
+func TestReconcileRequestWithoutKey(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		a.vendor.script("POST", reply{status: 504, body: `{}`, commit: true})
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, append(acme, "X-Request-Id", "req-77")...)
+		r.wantError(http.StatusAccepted, "operation_pending")
+		rec := a.record("auto:req-77")
+		if rec == nil || rec.Status != idempotency.StatusPending {
+			t.Fatalf("no pending auto: record: %+v", rec)
+		}
+		if n := len(a.do(http.MethodGet, "/api/licenses", "", acme...).json()["data"].([]any)); n != 0 {
+			t.Fatalf("%d licenses before reconciliation", n)
+		}
+		a.reconcileOnce(a.reconciler(&clock{t: time.Now()}, 10))
+		list := a.do(http.MethodGet, "/api/licenses", "", acme...).json()["data"].([]any)
+		if len(list) != 1 || list[0].(map[string]any)["domain"] != "acme.test" {
+			t.Errorf("after reconciliation the list is %v", list)
+		}
+	})
+}
+
+// Two reconcilers (two replicas) work the same pending records at once:
+// every intent ends with one create, never two.
+func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		const n = 12
+		for i := range n {
+			a.vendor.script("POST", reply{status: 500, body: `{}`})
+			a.do(http.MethodPost, "/api/licenses", fmt.Sprintf(`{"name":"S","domain":"shop%d.test"}`, i), keyed(acme, fmt.Sprint("k-", i))...).
+				wantError(http.StatusAccepted, "operation_pending")
+		}
+		clk := &clock{t: time.Now().Add(settle + time.Second)} // all old enough to create
+		var wg sync.WaitGroup
+		worked := make([]int, 2)
+		for i := range 2 {
+			r := a.reconciler(clk, 10)
+			wg.Go(func() { worked[i] = len(a.reconcileOnce(r)) })
+		}
+		wg.Wait()
+		if worked[0]+worked[1] != n {
+			t.Errorf("reconcilers worked %v records, want %d in all", worked, n)
+		}
+		a.wantVendorCalls("POST", 2*n) // the n lost first attempts, then exactly one create each
+		if a.vendor.siteCount() != n {
+			t.Errorf("vendor holds %d sites, want %d", a.vendor.siteCount(), n)
+		}
+		var completed int64
+		a.db.Gorm.Model(&idempotency.Record{}).Where("status = ?", idempotency.StatusCompleted).Count(&completed)
+		if completed != n {
+			t.Errorf("%d completed records, want %d", completed, n)
+		}
+	})
+}
+
+func TestPruneExpiredRecordsInBatches(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		mk := func(key, status string, expires time.Time) idempotency.Record {
+			return idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h",
+				Status: status, CreatedAt: now, UpdatedAt: now, ExpiresAt: expires}
+		}
+		var recs []idempotency.Record
+		for i := range 10000 {
+			recs = append(recs, mk(fmt.Sprint("old-", i), idempotency.StatusCompleted, now.Add(-time.Minute)))
+		}
+		for i := range 10 {
+			recs = append(recs, mk(fmt.Sprint("live-", i), idempotency.StatusCompleted, now.Add(time.Hour)))
+		}
+		recs = append(recs, mk("old-but-pending", idempotency.StatusPending, now.Add(-time.Minute)))
+		if err := db.Gorm.CreateInBatches(recs, 1000).Error; err != nil {
+			t.Fatal(err)
+		}
+		p := &idempotency.Pruner{Store: idempotency.NewStore(db.Gorm), Batch: 500, Now: func() time.Time { return now }}
+		n, err := p.RunOnce(ctx)
+		if err != nil || n != 10000 {
+			t.Fatalf("pruned %d, %v; want 10000", n, err)
+		}
+		var left []string
+		db.Gorm.Model(&idempotency.Record{}).Order("idempotency_key").Pluck("idempotency_key", &left)
+		if len(left) != 11 || left[0] != "live-0" || left[10] != "old-but-pending" {
+			t.Errorf("left = %v, want the 10 live records and the pending one", left)
+		}
+	})
+}
