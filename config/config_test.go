@@ -145,3 +145,22 @@ func TestRedactedHidesPassword(t *testing.T) {
 		t.Errorf("Redacted() = %q", got)
 	}
 }
+
+func TestParseDotenv(t *testing.T) {
+	src := "# comment\n\nAPP_ENV=production\nexport APP_ADDR = 0.0.0.0:8080 # listen\nDB_PASSWORD='p#ss \"x\"'\nAPP_URL=\"http://a.test/\\\"q\\\"\"\nEMPTY=\n"
+	got, err := parseDotenv([]byte(src), ".env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"APP_ENV": "production", "APP_ADDR": "0.0.0.0:8080", "DB_PASSWORD": `p#ss "x"`, "APP_URL": `http://a.test/"q"`, "EMPTY": ""}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for _, bad := range []string{"NOEQUALS\n", "A='open\n", "=x\n"} {
+		if _, err := parseDotenv([]byte(bad), ".env"); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("parseDotenv(%q) = %v, want an error naming the line", bad, err)
+		}
+	}
+}

@@ -3,13 +3,10 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/joho/godotenv"
 )
 
 // values reads raw variables and collects one error per bad variable, so that
@@ -105,16 +102,4 @@ func (v *values) size(name, def string) int64 {
 		return 0
 	}
 	return n * mult
-}
-
-// readDotenv reads a .env file; a missing file is no error.
-func readDotenv(path string) (map[string]string, error) {
-	m, err := godotenv.Read(path)
-	if os.IsNotExist(err) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config: reading %s: %w", path, err)
-	}
-	return m, nil
 }

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// readDotenv reads a .env file the way Laravel's dotenv does for the cases
+// that matter: KEY=VALUE lines, an optional "export ", comments, blank
+// lines, and values in single quotes (taken literally) or double quotes
+// (with \n, \" and \\ escapes). A missing file is no error.
+func readDotenv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: reading %s: %w", path, err)
+	}
+	return parseDotenv(b, path)
+}
+
+func parseDotenv(b []byte, path string) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, raw, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" || strings.ContainsAny(key, " \t\"'") {
+			return nil, fmt.Errorf("config: %s line %d: want KEY=VALUE", path, n)
+		}
+		val, err := dotenvValue(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("config: %s line %d (%s): %w", path, n, key, err)
+		}
+		out[key] = val
+	}
+	return out, sc.Err()
+}
+
+func dotenvValue(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	switch q := raw[0]; q {
+	case '\'', '"':
+		end := closingQuote(raw, q)
+		if end < 0 {
+			return "", fmt.Errorf("unterminated %c quote", q)
+		}
+		if q == '\'' {
+			return raw[1:end], nil
+		}
+		return strings.NewReplacer(`\n`, "\n", `\"`, `"`, `\\`, `\`).Replace(raw[1:end]), nil
+	}
+	if i := strings.Index(raw, " #"); i >= 0 { // an inline comment after an unquoted value
+		raw = raw[:i]
+	}
+	return strings.TrimSpace(raw), nil
+}
+
+// closingQuote finds the quote that ends raw's value (skipping \" in double quotes).
+func closingQuote(raw string, q byte) int {
+	for i := 1; i < len(raw); i++ {
+		if q == '"' && raw[i] == '\\' {
+			i++
+			continue
+		}
+		if raw[i] == q {
+			return i
+		}
+	}
+	return -1
+}
