@@ -23,6 +23,7 @@ type app struct {
 	db       *gorm.DB
 	store    *idempotency.Store
 	licenses *licenses.Service
+	metrics  *apphttp.Metrics
 }
 
 // openApp loads the configuration, opens the (migrated) database and builds
@@ -40,9 +41,13 @@ func openApp(ctx context.Context, e env) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	store := idempotency.NewStore(db)
+	metrics := apphttp.NewMetrics([]string{"licenses.store"}, store.PendingStats)
+	if d, ok := vendor.(*vendorclient.HTTPDriver); ok {
+		d.Observe, d.OnRetry = metrics.ObserveVendor, metrics.ObserveVendorRetry
+	}
 	return &app{
-		cfg: cfg, log: log, db: db,
-		store:    idempotency.NewStore(db),
+		cfg: cfg, log: log, db: db, store: store, metrics: metrics,
 		licenses: licenses.NewService(db, vendor, operationTimeout(cfg), nil),
 	}, nil
 }
@@ -59,11 +64,12 @@ func (a *app) reconciler() *idempotency.Reconciler {
 		Lease:       a.cfg.Idempotency.LockTimeout,
 		Backoff:     a.cfg.Reconcile.Interval,
 		Log:         a.log,
+		Observe:     a.metrics.ObserveReconcile,
 	}
 }
 
 func (a *app) pruner() *idempotency.Pruner {
-	return &idempotency.Pruner{Store: a.store, Batch: 500, Log: a.log}
+	return &idempotency.Pruner{Store: a.store, Batch: 500, Log: a.log, Observe: a.metrics.ObservePruned}
 }
 
 // reconcile is `licensor reconcile`: one pass over the due pending intents.

@@ -39,11 +39,13 @@ func serve(ctx context.Context, e env) error {
 	defer a.close()
 	cfg, log := a.cfg, a.log
 	handler := apphttp.NewServer(apphttp.Deps{
-		DB:       a.db,
-		Log:      log,
-		MaxBody:  cfg.MaxBody,
-		Auth:     auth.NewService(a.db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
-		Licenses: a.licenses,
+		DB:               a.db,
+		Log:              log,
+		MaxBody:          cfg.MaxBody,
+		Auth:             auth.NewService(a.db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil),
+		Licenses:         a.licenses,
+		Metrics:          a.metrics,
+		MetricsElsewhere: cfg.MetricsAddr != "",
 		Idempotency: idempotency.Config{
 			Store:       a.store,
 			TTL:         cfg.Idempotency.TTL,
@@ -69,6 +71,11 @@ func serve(ctx context.Context, e env) error {
 	defer func() { stopBackground(); background.Wait() }()
 	background.Go(func() { a.reconciler().Run(bgCtx, cfg.Reconcile.Interval) })
 	background.Go(func() { a.pruner().Run(bgCtx, cfg.PruneEvery) })
+	if cfg.MetricsAddr != "" {
+		if err := serveMetrics(bgCtx, &background, cfg.MetricsAddr, a.metrics, log); err != nil {
+			return err
+		}
+	}
 	return serveUntilDone(ctx, srv, ln, cfg, log)
 }
 
@@ -130,4 +137,22 @@ func closeDB(db *gorm.DB) {
 // lease, so that its owner always settles before anyone may take it over.
 func operationTimeout(cfg config.Config) time.Duration {
 	return cfg.Idempotency.LockTimeout * 4 / 5
+}
+
+// serveMetrics serves /metrics on its own address (METRICS_ADDR) until ctx ends.
+func serveMetrics(ctx context.Context, wg *sync.WaitGroup, addr string, m *apphttp.Metrics, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("metrics serving", "addr", "http://"+ln.Addr().String()+"/metrics")
+	wg.Go(func() { _ = srv.Serve(ln) })
+	wg.Go(func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	})
+	return nil
 }

@@ -27,6 +27,7 @@ type Config struct {
 	KeySource       string // where Key came from: "env", "file" or "ephemeral"
 	URL             string
 	Addr            string
+	MetricsAddr     string // when set, /metrics is served there instead of on Addr
 	MaxBody         int64
 	ShutdownTimeout time.Duration
 	StorageDir      string
@@ -111,6 +112,7 @@ func (v *values) load() Config {
 		Env:             v.oneOf("APP_ENV", EnvLocal, EnvLocal, EnvTesting, EnvProduction),
 		URL:             v.str("APP_URL", "http://127.0.0.1:8080"),
 		Addr:            v.str("APP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:     v.str("METRICS_ADDR", ""),
 		MaxBody:         v.size("APP_MAX_BODY", "64KB"),
 		ShutdownTimeout: v.duration("APP_SHUTDOWN_TIMEOUT", "20s"),
 		StorageDir:      v.str("APP_STORAGE", "storage"),

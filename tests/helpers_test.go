@@ -56,9 +56,12 @@ func newApp(t *testing.T, db *testdb.DB, opts ...func(*apphttp.Deps)) *app {
 	logs := &logBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc := auth.NewService(db.Gorm, testKey, testIssuer, testTTL, log, nil)
-	lic := licenses.NewService(db.Gorm, v.driver(vendorTimeout), 30*time.Second, nil)
 	store := idempotency.NewStore(db.Gorm)
-	deps := apphttp.Deps{DB: db.Gorm, Log: log, MaxBody: 64 << 10, Auth: svc, Licenses: lic,
+	metrics := apphttp.NewMetrics([]string{"licenses.store"}, store.PendingStats)
+	driver := v.driver(vendorTimeout)
+	driver.Observe, driver.OnRetry = metrics.ObserveVendor, metrics.ObserveVendorRetry // as main wires them
+	lic := licenses.NewService(db.Gorm, driver, 30*time.Second, nil)
+	deps := apphttp.Deps{DB: db.Gorm, Log: log, MaxBody: 64 << 10, Auth: svc, Licenses: lic, Metrics: metrics,
 		Idempotency: idempotency.Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}}
 	for _, opt := range opts {
 		opt(&deps)

@@ -61,6 +61,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err) // write the error response now, so its status is logged
 		}
 		status := c.Response().Status
+		s.metrics.observeHTTP(c, time.Since(start))
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError

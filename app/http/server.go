@@ -21,9 +21,13 @@ type Deps struct {
 	MaxBody  int64 // request body limit in bytes
 	Auth     *auth.Service
 	Licenses *licenses.Service
-	// Idempotency guards write routes; its Consumer and RequestID are filled
-	// in by NewServer.
+	// Idempotency guards write routes; its Consumer, RequestID and Observe
+	// are filled in by NewServer.
 	Idempotency idempotency.Config
+	// Metrics are counted here and served at /metrics (nil: a fresh set),
+	// unless MetricsElsewhere says main serves them on METRICS_ADDR.
+	Metrics          *Metrics
+	MetricsElsewhere bool
 }
 
 // Server holds the dependencies the handlers use.
@@ -33,6 +37,7 @@ type Server struct {
 	auth     *auth.Service
 	licenses *licenses.Service
 	idem     *idempotency.Guard
+	metrics  *Metrics
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -40,11 +45,17 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics([]string{"licenses.store"}, nil)
+	}
+	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics}
 	d.Idempotency.Consumer = func(c echo.Context) string { return principal(c).ConsumerID }
 	d.Idempotency.RequestID = RequestID
 	if d.Idempotency.Log == nil {
 		d.Idempotency.Log = d.Log
+	}
+	if d.Idempotency.Observe == nil {
+		d.Idempotency.Observe = d.Metrics.ObserveIdempotency
 	}
 	s.idem = idempotency.New(d.Idempotency)
 	e := echo.New()
@@ -53,5 +64,8 @@ func NewServer(d Deps) *echo.Echo {
 	e.JSONSerializer = jsonSerializer{}
 	e.Use(requestID, s.accessLog, s.recoverPanic, bodyLimit(d.MaxBody))
 	s.routes(e)
+	if !d.MetricsElsewhere {
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
+	}
 	return e
 }

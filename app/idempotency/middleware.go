@@ -38,6 +38,8 @@ type Config struct {
 	RequestID func(echo.Context) string
 	Log       *slog.Logger
 	Now       func() time.Time // nil: time.Now
+	// Observe, when set, counts each request's outcome (for metrics).
+	Observe func(operation, outcome string)
 }
 
 // Guard is the idempotency layer; Middleware mounts it on a route.
@@ -242,4 +244,7 @@ func (g *Guard) logOutcome(c echo.Context, r *Record, outcome string) {
 		attrs = append(attrs, slog.String("vendor_ref", *r.ExternalRef))
 	}
 	g.cfg.Log.LogAttrs(c.Request().Context(), slog.LevelInfo, "idempotency", attrs...)
+	if g.cfg.Observe != nil {
+		g.cfg.Observe(r.Operation, outcome)
+	}
 }

@@ -90,19 +90,20 @@ func checkOne(res *gorm.DB) error {
 // PendingStats returns how many records are pending and when the oldest was
 // created (zero when none).
 func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
-	var row struct {
-		N      int64
-		Oldest *time.Time
+	q := func() *gorm.DB { return s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending) }
+	if err := q().Count(&count).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("count pending records: %w", err)
 	}
-	err = s.db.WithContext(ctx).Model(&Record{}).Select("COUNT(*) AS n, MIN(created_at) AS oldest").
-		Where("status = ?", StatusPending).Scan(&row).Error
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("pending stats: %w", err)
+	// The oldest row's own column, not MIN(): SQLite returns an aggregate
+	// of a DATETIME column as text.
+	var created []time.Time
+	if err := q().Order("created_at").Limit(1).Pluck("created_at", &created).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("oldest pending record: %w", err)
 	}
-	if row.Oldest != nil {
-		oldest = *row.Oldest
+	if len(created) > 0 {
+		oldest = created[0]
 	}
-	return row.N, oldest, nil
+	return count, oldest, nil
 }
 
 // Prune deletes expired records in batches of batch ids, each batch its own

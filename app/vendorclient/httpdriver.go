@@ -37,6 +37,8 @@ type HTTPDriver struct {
 	// Observe, when set, is told of every answer: the call ("list", "create"
 	// or "delete") and its status, 0 when there was none.
 	Observe func(call string, status int)
+	// OnRetry, when set, is told of every retry after a 429, before its wait.
+	OnRetry func(call string)
 
 	base  string // VENDOR_URL without its trailing slash
 	token string

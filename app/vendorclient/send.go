@@ -64,6 +64,9 @@ func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
 				Err: fmt.Errorf("%s: 429 after %d calls, not retried: %s", c, attempt, why)}
 		}
 		d.log.Warn("vendor rate limited, retrying", "call", c.name, "attempt", attempt, "wait", wait)
+		if d.OnRetry != nil {
+			d.OnRetry(c.name)
+		}
 		if err := d.Sleep(ctx, wait); err != nil {
 			return nil, &licenses.UnavailableError{RetryAfter: retryAfter, Err: fmt.Errorf("%s: waiting out a 429: %w", c, err)}
 		}

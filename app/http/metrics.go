@@ -1,0 +1,147 @@
+package http
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the Prometheus families licensor exposes at /metrics. Every
+// family exists from start-up, its known label values at 0. The other
+// packages report through the Observe methods, which main hands them as
+// plain functions, so none of them imports Prometheus.
+type Metrics struct {
+	reg            *prometheus.Registry
+	httpRequests   *prometheus.CounterVec
+	httpDuration   *prometheus.HistogramVec
+	idempotency    *prometheus.CounterVec
+	vendorRequests *prometheus.CounterVec
+	vendorRetries  prometheus.Counter
+	reconcile      *prometheus.CounterVec
+	pruned         prometheus.Counter
+}
+
+// Known label values, initialised to 0 so dashboards and alerts see them.
+var (
+	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "released", "taken_over"}
+	reconcileResults    = []string{"completed", "waiting", "retry", "failed"}
+	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
+)
+
+// PendingStats reports the pending intents: how many, and the oldest's creation.
+type PendingStats func(ctx context.Context) (count int64, oldest time.Time, err error)
+
+// NewMetrics registers every family. operations are the guarded operations
+// (e.g. "licenses.store"); pending is read at each scrape.
+func NewMetrics(operations []string, pending PendingStats) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	f := promFactory{m.reg}
+	m.httpRequests = f.counterVec("licensor_http_requests_total", "HTTP requests by route, method and status.", "route", "method", "status")
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "licensor_http_request_duration_seconds", Help: "HTTP request latency by route and method.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"route", "method"})
+	m.reg.MustRegister(m.httpDuration)
+	m.idempotency = f.counterVec("licensor_idempotency_requests_total", "Idempotent requests by operation and outcome.", "operation", "outcome")
+	m.vendorRequests = f.counterVec("licensor_vendor_requests_total", "Vendor calls by call and status (0: no answer).", "call", "status")
+	m.vendorRetries = f.counter("licensor_vendor_retries_total", "Vendor calls repeated after a 429.")
+	m.reconcile = f.counterVec("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result")
+	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerPending(pending)
+	for _, op := range operations {
+		for _, o := range idempotencyOutcomes {
+			m.idempotency.WithLabelValues(op, o)
+		}
+	}
+	for _, r := range reconcileResults {
+		m.reconcile.WithLabelValues(r)
+	}
+	for call, status := range vendorCalls {
+		m.vendorRequests.WithLabelValues(call, status)
+	}
+	return m
+}
+
+// registerPending adds the two gauges read from the database at each scrape.
+func (m *Metrics) registerPending(pending PendingStats) {
+	read := func() (int64, time.Time) {
+		if pending == nil {
+			return 0, time.Time{}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, oldest, err := pending(ctx)
+		if err != nil {
+			return 0, time.Time{}
+		}
+		return n, oldest
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "licensor_idempotency_pending", Help: "Pending intents awaiting reconciliation.",
+	}, func() float64 { n, _ := read(); return float64(n) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "licensor_idempotency_oldest_pending_seconds", Help: "Age of the oldest pending intent (0 when none).",
+	}, func() float64 {
+		if _, oldest := read(); !oldest.IsZero() {
+			return time.Since(oldest).Seconds()
+		}
+		return 0
+	}))
+}
+
+// Handler serves the families in Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveIdempotency counts one idempotent request's outcome.
+func (m *Metrics) ObserveIdempotency(operation, outcome string) {
+	m.idempotency.WithLabelValues(operation, outcome).Inc()
+}
+
+// ObserveVendor counts one vendor answer (status 0: none came).
+func (m *Metrics) ObserveVendor(call string, status int) {
+	m.vendorRequests.WithLabelValues(call, strconv.Itoa(status)).Inc()
+}
+
+// ObserveVendorRetry counts one retry after a 429.
+func (m *Metrics) ObserveVendorRetry(string) { m.vendorRetries.Inc() }
+
+// ObserveReconcile counts one reconciliation's result.
+func (m *Metrics) ObserveReconcile(result string) { m.reconcile.WithLabelValues(result).Inc() }
+
+// ObservePruned counts deleted expired records.
+func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }
+
+// observeHTTP counts a finished request under its route template, never the
+// raw path, so ids do not explode the label space.
+func (m *Metrics) observeHTTP(c echo.Context, elapsed time.Duration) {
+	route := c.Path()
+	if route == "" {
+		route = "unmatched"
+	}
+	method := c.Request().Method
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
+	m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+}
+
+type promFactory struct{ reg *prometheus.Registry }
+
+func (f promFactory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}

@@ -1,0 +1,76 @@
+package tests
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// metric returns the line of a sample ("name{labels} value") or "".
+func (a *app) metric(sample string) string {
+	a.t.Helper()
+	body := a.do(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK).Body.String()
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, sample+" ") {
+			return line
+		}
+	}
+	return ""
+}
+
+func TestMetricsFamiliesExistFromStartUp(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	for _, sample := range []string{
+		`licensor_idempotency_requests_total{operation="licenses.store",outcome="executed"}`,
+		`licensor_idempotency_requests_total{operation="licenses.store",outcome="taken_over"}`,
+		`licensor_idempotency_pending`,
+		`licensor_idempotency_oldest_pending_seconds`,
+		`licensor_vendor_requests_total{call="create",status="201"}`,
+		`licensor_vendor_retries_total`,
+		`licensor_reconcile_total{result="failed"}`,
+		`licensor_prune_deleted_total`,
+	} {
+		if got := a.metric(sample); got != sample+" 0" {
+			t.Errorf("%s: got %q, want it at 0", sample, got)
+		}
+	}
+	body := a.do(http.MethodGet, "/metrics", "").Body.String()
+	for _, family := range []string{"licensor_http_requests_total", "licensor_http_request_duration_seconds"} {
+		if !strings.Contains(body, "# TYPE "+family) {
+			t.Errorf("family %s is missing", family)
+		}
+	}
+}
+
+func TestMetricsCount(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := keyed(a.consumer("acme"), "m-1")
+		a.vendor.script("GET", reply{status: 429, body: `{}`, header: map[string]string{"Retry-After": "1"}})
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		a.vendor.script("POST", reply{status: 500, body: `{}`})
+		a.do(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, keyed(a.consumer("acme"), "m-2")...).wantStatus(http.StatusAccepted)
+
+		want := map[string]string{
+			`licensor_idempotency_requests_total{operation="licenses.store",outcome="executed"}`: "1",
+			`licensor_idempotency_requests_total{operation="licenses.store",outcome="replayed"}`: "1",
+			`licensor_idempotency_requests_total{operation="licenses.store",outcome="pending"}`:  "1",
+			`licensor_http_requests_total{method="POST",route="/api/licenses",status="201"}`:     "2",
+			`licensor_vendor_requests_total{call="list",status="429"}`:                           "1",
+			`licensor_vendor_requests_total{call="create",status="500"}`:                         "1",
+			`licensor_vendor_retries_total`:                                                      "1",
+			`licensor_idempotency_pending`:                                                       "1",
+		}
+		for sample, v := range want {
+			if got := a.metric(sample); got != sample+" "+v {
+				t.Errorf("got %q, want %s", got, v)
+			}
+		}
+		if got := a.metric("licensor_idempotency_oldest_pending_seconds"); got == "" || strings.HasSuffix(got, " 0") {
+			t.Errorf("oldest pending age = %q, want above 0", got)
+		}
+	})
+}
