@@ -62,6 +62,7 @@ func (a *app) reconciler() *idempotency.Reconciler {
 		Settle:      a.cfg.Reconcile.Settle,
 		MaxAttempts: a.cfg.Reconcile.MaxAttempts,
 		Lease:       a.cfg.Idempotency.LockTimeout,
+		TTL:         a.cfg.Idempotency.TTL,
 		Backoff:     a.cfg.Reconcile.Interval,
 		Log:         a.log,
 		Observe:     a.metrics.ObserveReconcile,

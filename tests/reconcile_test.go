@@ -38,6 +38,7 @@ func (a *app) reconciler(clk *clock, maxAttempts int) *idempotency.Reconciler {
 		Settle:      settle,
 		MaxAttempts: maxAttempts,
 		Lease:       time.Minute,
+		TTL:         time.Hour,
 		Backoff:     15 * time.Second,
 		Log:         a.log,
 		Now:         clk.Now,
@@ -256,5 +257,83 @@ func TestPruneExpiredRecordsInBatches(t *testing.T) {
 		if len(left) != 11 || left[0] != "live-0" || left[10] != "old-but-pending" {
 			t.Errorf("left = %v, want the 10 live records and the pending one", left)
 		}
+	})
+}
+
+// A process died mid-create and no retry came: once its lease has been over
+// for a whole lease more, the reconciler finishes the intent.
+func TestReconcileAbandonedProcessingRecord(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		a.consumer("acme")
+		a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
+		a.plantRecord("acme", "order-2004", acmeBody, idempotency.StatusProcessing, -90*time.Second)
+		clk := &clock{t: time.Now()}
+		if got := results(a.reconcileOnce(a.reconciler(clk, 10))); got != idempotency.ResultCompleted {
+			t.Fatalf("results = %q, want the abandoned intent completed", got)
+		}
+		a.wantVendorCalls("POST", 0)
+		if rec := a.record("order-2004"); rec.Status != idempotency.StatusCompleted {
+			t.Errorf("record is %s", rec.Status)
+		}
+	})
+}
+
+// A record whose owner may still be alive (lease just over) is left to the
+// client's retry, which takes it over.
+func TestReconcileLeavesRecentlyLapsedLeases(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	a.consumer("acme")
+	a.plantRecord("acme", "order-2005", acmeBody, idempotency.StatusProcessing, -time.Second)
+	if got := results(a.reconcileOnce(a.reconciler(&clock{t: time.Now()}, 10))); got != "" {
+		t.Fatalf("results = %q, want nothing claimed", got)
+	}
+}
+
+// When a keyless request's outcome is unknown and it cannot be recorded,
+// the client is not told "pending" (nothing would settle it): it gets a 503
+// to retry, and the retry converges on the domain.
+func TestUnkeyedIntentThatCannotBeKeptIs503(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+		if err := db.Gorm.Exec("DROP TABLE idempotency_keys").Error; err != nil { // the store fails
+			t.Fatal(err)
+		}
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		if r.licenseData()["vendor_site_id"] != "site_1" || a.vendor.siteCount() != 1 {
+			t.Errorf("the retry did not converge on the committed site: %s", r.Body.String())
+		}
+	})
+}
+
+// The vendor created the site but the license row could not be written: the
+// intent is pending, not released, and reconciliation records it.
+func TestCreateRecordedFailureAfterVendorSuccessIsPending(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := keyed(a.consumer("acme"), "order-2006")
+		trigger := map[string]string{
+			"sqlite": "CREATE TRIGGER licenses_fail BEFORE INSERT ON licenses BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+			"mysql":  "CREATE TRIGGER licenses_fail BEFORE INSERT ON licenses FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'disk full'",
+		}[db.Dialect]
+		if err := db.Gorm.Exec(trigger).Error; err != nil {
+			t.Fatal(err)
+		}
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...)
+		r.wantError(http.StatusAccepted, "operation_pending")
+		if strings.Contains(r.Body.String(), "disk full") {
+			t.Error("the database's error reached the client")
+		}
+		if err := db.Gorm.Exec("DROP TRIGGER licenses_fail").Error; err != nil {
+			t.Fatal(err)
+		}
+		if got := results(a.reconcileOnce(a.reconciler(&clock{t: time.Now()}, 10))); got != idempotency.ResultCompleted {
+			t.Fatalf("results = %q", got)
+		}
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		a.wantVendorCalls("POST", 1)
 	})
 }

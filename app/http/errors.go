@@ -69,7 +69,9 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
-		return fromEchoError(he)
+		if e := fromEchoError(he); e != nil {
+			return e
+		}
 	}
 	if e := fromDomainError(err); e != nil {
 		return e
@@ -96,7 +98,7 @@ func fromEchoError(he *echo.HTTPError) *Error {
 	if he.Code >= 400 && he.Code < 500 {
 		return &Error{Status: he.Code, Message: http.StatusText(he.Code) + "."}
 	}
-	return errInternal
+	return nil // a 5xx from Echo itself: logged as internal by toError
 }
 
 // fieldErrors is what every domain's validation error offers.
@@ -129,7 +131,7 @@ const PendingRetryAfter = 5
 // ErrPending is the answer to a create whose outcome is not known yet.
 var ErrPending = &Error{
 	Status:     http.StatusAccepted,
-	Message:    "The license is being created; retry with the same Idempotency-Key to get it.",
+	Message:    "The license is being created. Retry the same request (with the same Idempotency-Key, if you sent one) to get it.",
 	Code:       "operation_pending",
 	RetryAfter: PendingRetryAfter,
 }
@@ -151,6 +153,11 @@ func fromIdempotencyError(err error) *Error {
 			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
 	case errors.Is(err, idempotency.ErrPending):
 		return ErrPending
+	case errors.Is(err, idempotency.ErrNotKept):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: PendingRetryAfter,
+			Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}
+	case errors.Is(err, idempotency.ErrBodyUnreadable):
+		return errMalformedJSON
 	}
 	return nil
 }

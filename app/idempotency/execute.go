@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -36,10 +37,12 @@ func IsOutcomeUnknown(err error) bool {
 }
 
 // execute runs the handler as the owner of rec, then settles the record. The
-// handler runs detached from the client's connection, within 80 % of the
-// lease, so the owner settles before anyone may take the record over.
+// handler runs detached from the client's connection, and must end a fifth
+// of the lease before the lease does (the lease began before the
+// reservation), so the owner settles before anyone may take the record over.
 func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outcome string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), g.cfg.LockTimeout*4/5)
+	deadline := rec.LockedUntil.Add(-g.cfg.LockTimeout / 5)
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(c.Request().Context()), deadline)
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
 	capture := &captureWriter{ResponseWriter: c.Response().Writer}
@@ -67,21 +70,21 @@ func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) erro
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), g.cfg.LockTimeout*4/5)
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
-	err := next(c)
-	if !IsOutcomeUnknown(err) {
-		return err
+	herr := next(c)
+	if !IsOutcomeUnknown(herr) {
+		return herr
 	}
-	c.Error(err)
 	rec.Status, rec.LockedUntil = StatusPending, nil
 	rec.ExternalRef = nullable(described(c).ExternalRef)
 	sctx, scancel := g.settleContext(c)
 	defer scancel()
-	kept, err := g.keepAuto(sctx, rec, g.requestID(c))
-	g.logOutcome(c, rec, "pending")
-	if !kept {
+	// Recorded first, answered after: a 202 promises the intent is kept.
+	if kept, err := g.keepAuto(sctx, rec, g.requestID(c)); !kept {
 		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
+		return fmt.Errorf("%w: %w", ErrNotKept, herr)
 	}
-	return nil
+	g.logOutcome(c, rec, "pending")
+	return herr
 }
 
 // keepAuto stores rec under "auto:<request id>", or under a fresh id when a

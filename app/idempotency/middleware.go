@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -24,6 +25,12 @@ var (
 	ErrKeyReused  = errors.New("idempotency key reused")    // 422 idempotency_key_reused
 	ErrInProgress = errors.New("request in progress")       // 409 request_in_progress
 	ErrPending    = errors.New("operation outcome pending") // 202 operation_pending
+	// ErrNotKept means an intent's outcome is unknown and it could not be
+	// recorded either (the database failed): the client must retry, and the
+	// retry converges on the natural key. 503.
+	ErrNotKept = errors.New("pending intent could not be recorded")
+	// ErrBodyUnreadable wraps a failure to read the request body. 400.
+	ErrBodyUnreadable = errors.New("request body unreadable")
 )
 
 // Config is what the layer needs from the application.
@@ -117,7 +124,7 @@ func readBody(c echo.Context) ([]byte, error) {
 	}
 	b, err := io.ReadAll(req.Body)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
 	}
 	req.Body = io.NopCloser(bytes.NewReader(b))
 	return b, nil
@@ -163,7 +170,10 @@ func (g *Guard) requestID(c echo.Context) string {
 // refuse, or execute. Only the INSERT in Reserve (or a compare-and-set on an
 // existing record) makes this request the owner.
 func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error {
-	ctx := c.Request().Context()
+	// The reservation must not be cut short by a hang-up: an INSERT that
+	// committed but reported an error would hold the key for a whole lease.
+	ctx, cancel := g.settleContext(c)
+	defer cancel()
 	// The fast path for retries: a completed record needs no reservation.
 	found, err := g.cfg.Store.Find(ctx, rec.scope())
 	if err != nil {
@@ -202,6 +212,9 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 // it expired, or it is rec's own intent and failed or was abandoned.
 func (g *Guard) takeable(existing, rec *Record) bool {
 	now := rec.CreatedAt
+	if existing.Status == StatusPending {
+		return false // an accepted intent is settled by the reconciler, never replaced, expired or not
+	}
 	if existing.expired(now) {
 		return true
 	}

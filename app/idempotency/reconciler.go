@@ -3,8 +3,10 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"time"
 )
 
@@ -44,7 +46,8 @@ type Reconciler struct {
 	Resumers    map[string]Resumer // by operation
 	Settle      time.Duration      // how old a record must be before a missing effect is created
 	MaxAttempts int
-	Lease       time.Duration // how long a claim holds a record
+	Lease       time.Duration // how long a claim holds a record; also the grace before an abandoned processing record is claimed
+	TTL         time.Duration // how long a completed record is replayed, from its completion
 	Backoff     time.Duration // first wait after a failed attempt; doubles each time, capped at an hour
 	Log         *slog.Logger
 	Now         func() time.Time
@@ -62,7 +65,10 @@ type Settled struct {
 
 // RunOnce claims every due pending record and tries to settle it.
 func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
-	recs, err := r.Store.DuePending(ctx, r.now(), 100)
+	now := r.now()
+	// A processing record is abandoned once its lease has been over for a
+	// whole lease more: the retry that takes it over normally comes first.
+	recs, err := r.Store.DuePending(ctx, now, now.Add(-r.Lease), 100)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +104,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	}
 	wctx, cancel := context.WithTimeout(ctx, r.Lease*4/5)
 	defer cancel()
-	res, err := resumer.Resume(wctx, rec, !now.Before(rec.CreatedAt.Add(r.Settle)))
+	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.Settle)))
 	result, settleErr := r.settle(ctx, rec, lease, res, err)
 	if settleErr != nil {
 		r.log().Error("settle pending record", "key_digest", KeyDigest(rec.Key), "error", settleErr)
@@ -113,12 +119,23 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	return s, true
 }
 
+// resume calls the Resumer; a panic in it is a failed attempt, not the end
+// of the process (which would claim the same record again after a restart).
+func resume(ctx context.Context, res Resumer, rec *Record, mayCreate bool) (out Resumption, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return res.Resume(ctx, rec, mayCreate)
+}
+
 // settle writes what the attempt learnt.
 func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
 	now := r.now()
 	switch {
 	case err == nil && res.Done:
-		return ResultCompleted, r.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now)
+		return ResultCompleted, r.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.TTL))
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		return ResultWaiting, r.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.Settle), false, now)
 	case errors.Is(err, ErrAbandon) || rec.Attempts >= r.MaxAttempts:

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 )
 
@@ -20,12 +22,34 @@ type Store struct {
 // NewStore returns a Store on db.
 func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 
+// retryable reports a transient lock conflict, after which the statement had
+// no effect and may simply run again: MySQL's deadlock (1213), which InnoDB
+// reports when an INSERT on a duplicate key meets a concurrent DELETE of it,
+// and its lock wait timeout (1205).
+func retryable(err error) bool {
+	var me *mysqldriver.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// run runs one statement, again when it lost a lock conflict, after a short
+// random pause that grows with each try so that contenders fall out of step.
+func run(stmt func() *gorm.DB) *gorm.DB {
+	res := stmt()
+	for i := 1; i <= 8 && retryable(res.Error); i++ {
+		time.Sleep(time.Duration(i) * time.Millisecond * time.Duration(1+rand.IntN(4)))
+		res = stmt()
+	}
+	return res
+}
+
 // Find returns the record of the scope, or nil when there is none.
 func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 	var r Record
-	err := s.db.WithContext(ctx).
-		Where("consumer_id = ? AND operation = ? AND idempotency_key = ?", sc.ConsumerID, sc.Operation, sc.Key).
-		Take(&r).Error
+	err := run(func() *gorm.DB {
+		return s.db.WithContext(ctx).
+			Where("consumer_id = ? AND operation = ? AND idempotency_key = ?", sc.ConsumerID, sc.Operation, sc.Key).
+			Take(&r)
+	}).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil
 	}
@@ -39,9 +63,12 @@ func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 // who owns the intent: when another record holds the scope, Reserve returns
 // that record and ok=false.
 func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
-	err = s.db.WithContext(ctx).Create(r).Error
+	err = run(func() *gorm.DB { return s.db.WithContext(ctx).Create(r) }).Error
 	if err == nil {
 		return nil, true, nil
+	}
+	if retryable(err) { // still contended: the key is busy; the caller re-reads it
+		return nil, false, errRaced
 	}
 	if !errors.Is(err, gorm.ErrDuplicatedKey) {
 		return nil, false, fmt.Errorf("reserve idempotency key: %w", err)
@@ -87,7 +114,7 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
 	}
-	res := casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
+	res := run(func() *gorm.DB { return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set) })
 	if res.Error != nil {
 		return false, fmt.Errorf("take over idempotency record: %w", res.Error)
 	}
@@ -145,9 +172,11 @@ func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.
 
 // settle updates the record the caller owns; ErrLeaseLost when it no longer does.
 func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error {
-	res := s.db.WithContext(ctx).Model(&Record{}).
-		Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
-		Updates(set)
+	res := run(func() *gorm.DB {
+		return s.db.WithContext(ctx).Model(&Record{}).
+			Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
+			Updates(set)
+	})
 	if res.Error != nil {
 		return fmt.Errorf("settle idempotency record: %w", res.Error)
 	}
@@ -160,9 +189,11 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 // Release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
 func (s *Store) Release(ctx context.Context, r *Record) error {
-	res := s.db.WithContext(ctx).
-		Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
-		Delete(&Record{})
+	res := run(func() *gorm.DB {
+		return s.db.WithContext(ctx).
+			Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
+			Delete(&Record{})
+	})
 	if res.Error != nil {
 		return fmt.Errorf("release idempotency record: %w", res.Error)
 	}

@@ -9,13 +9,16 @@ import (
 	"gorm.io/gorm"
 )
 
-// DuePending lists pending records whose next attempt is due, oldest first.
-// It is a background scan across consumers; claiming one is a separate
-// compare-and-set.
-func (s *Store) DuePending(ctx context.Context, now time.Time, limit int) ([]Record, error) {
+// DuePending lists the records a reconciler should work, oldest first:
+// pending records whose next attempt is due, and processing records whose
+// owner's lease ran out before abandonedBefore (the process died and no
+// retry came to take them over). It is a background scan across consumers;
+// claiming one is a separate compare-and-set.
+func (s *Store) DuePending(ctx context.Context, now, abandonedBefore time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
-		Where("status = ? AND (locked_until IS NULL OR locked_until <= ?)", StatusPending, now).
+		Where("(status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?)",
+			StatusPending, now, StatusProcessing, abandonedBefore).
 		Order("id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, fmt.Errorf("list due pending records: %w", err)
@@ -23,30 +26,40 @@ func (s *Store) DuePending(ctx context.Context, now time.Time, limit int) ([]Rec
 	return recs, nil
 }
 
-// Claim leases a pending record to the caller until lease: of several
-// reconcilers (replicas) reading the same record, exactly one wins.
+// Claim leases a record DuePending listed to the caller until lease, as a
+// pending record: of several reconcilers (replicas) reading the same record,
+// exactly one wins.
 func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
-	res := casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
-		Updates(map[string]any{"locked_until": lease, "updated_at": now})
+	res := run(func() *gorm.DB {
+		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
+			Updates(map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
+	})
 	if res.Error != nil {
 		return false, fmt.Errorf("claim pending record: %w", res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
 
-// claimed matches a pending record the caller holds with lease.
-func (s *Store) claimed(ctx context.Context, r *Record, lease time.Time) *gorm.DB {
-	return s.db.WithContext(ctx).Model(&Record{}).
-		Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusPending, lease)
+// updateClaimed updates a pending record the caller holds with lease.
+func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any) error {
+	return checkOne(run(func() *gorm.DB {
+		return s.db.WithContext(ctx).Model(&Record{}).
+			Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusPending, lease).
+			Updates(set)
+	}))
 }
 
-// CompleteClaimed stores the response that finishes a claimed pending record.
-func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, o Outcome, now time.Time) error {
+// CompleteClaimed stores the response that finishes a claimed pending record,
+// to be replayed until expires (never earlier than the record's own expiry).
+func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, o Outcome, now, expires time.Time) error {
+	if expires.Before(r.ExpiresAt) {
+		expires = r.ExpiresAt
+	}
 	headers, err := json.Marshal(resp.Headers)
 	if err != nil {
 		return err
 	}
-	return checkOne(s.claimed(ctx, r, lease).Updates(map[string]any{
+	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status":           StatusCompleted,
 		"response_status":  resp.Status,
 		"response_headers": string(headers),
@@ -57,7 +70,8 @@ func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time,
 		"locked_until":     nil,
 		"attempts":         gorm.Expr("attempts + 1"),
 		"updated_at":       now,
-	}))
+		"expires_at":       expires,
+	})
 }
 
 // Postpone leaves a claimed record pending until next; failed says whether
@@ -67,14 +81,14 @@ func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, 
 	if failed {
 		set["attempts"] = gorm.Expr("attempts + 1")
 	}
-	return checkOne(s.claimed(ctx, r, lease).Updates(set))
+	return s.updateClaimed(ctx, r, lease, set)
 }
 
 // Fail gives up on a claimed record: a retry with its key executes again.
 func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, now time.Time) error {
-	return checkOne(s.claimed(ctx, r, lease).Updates(map[string]any{
+	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
-	}))
+	})
 }
 
 func checkOne(res *gorm.DB) error {
@@ -106,15 +120,16 @@ func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time
 	return count, oldest, nil
 }
 
-// Prune deletes expired records in batches of batch ids, each batch its own
-// short statement, so no delete holds locks for long. Pending records are
-// never pruned: an intent the server accepted is settled, not dropped.
+// Prune deletes expired completed and failed records in batches of batch
+// ids, each batch its own short statement, so no delete holds locks for
+// long. Pending and processing records are never pruned: an intent the
+// server accepted is settled, not dropped.
 func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, error) {
 	var total int64
 	for {
 		var ids []uint64
 		err := s.db.WithContext(ctx).Model(&Record{}).
-			Where("expires_at <= ? AND status <> ?", now, StatusPending).
+			Where("expires_at <= ? AND status IN ?", now, prunable).
 			Order("id").Limit(batch).Pluck("id", &ids).Error
 		if err != nil {
 			return total, fmt.Errorf("list expired records: %w", err)
@@ -122,7 +137,9 @@ func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, err
 		if len(ids) == 0 {
 			return total, nil
 		}
-		res := s.db.WithContext(ctx).Where("id IN ? AND expires_at <= ? AND status <> ?", ids, now, StatusPending).Delete(&Record{})
+		res := run(func() *gorm.DB {
+			return s.db.WithContext(ctx).Where("id IN ? AND expires_at <= ? AND status IN ?", ids, now, prunable).Delete(&Record{})
+		})
 		if res.Error != nil {
 			return total, fmt.Errorf("delete expired records: %w", res.Error)
 		}
@@ -132,3 +149,5 @@ func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, err
 		}
 	}
 }
+
+var prunable = []string{StatusCompleted, StatusFailed}

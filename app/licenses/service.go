@@ -49,7 +49,13 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	if err != nil {
 		return License{}, false, err
 	}
-	return s.record(ctx, consumerID, in, site)
+	lic, created, err = s.record(ctx, consumerID, in, site)
+	if err != nil && !errors.Is(err, ErrDomainTaken) {
+		// The vendor holds the site but it is not recorded here: the outcome is
+		// as unknown as a lost answer, and is reconciled the same way.
+		return License{}, false, &UncertainError{Err: err}
+	}
+	return lic, created, err
 }
 
 // Resume finishes a create whose outcome was unknown. It adopts the vendor's
@@ -184,7 +190,12 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 }
 
 // detach returns a context that keeps ctx's values but not its cancellation,
-// bounded by the service's own deadline.
+// bounded by the service's own deadline or ctx's, whichever comes first (the
+// idempotency layer's deadline keeps the work inside its lease).
 func (s *Service) detach(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), s.opTimeout)
+	deadline := time.Now().Add(s.opTimeout) // a context deadline is real time, whatever s.now says
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
