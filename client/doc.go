@@ -1,3 +1,13 @@
-// Package client is the Go client for licensor's API: one Idempotency-Key per
-// intent, retries with exponential backoff and jitter.
+// Package client is the Go client for licensor's API, for consumers that
+// create and manage licenses.
+//
+// Every call follows the project's retry policy (docs/clients.md):
+// CreateLicense makes one Idempotency-Key per call, before the first attempt,
+// and sends it on every retry, so a retry gets the first outcome back and
+// never a second license. Network errors, timeouts, 5xx, 429, 409
+// request_in_progress and 202 operation_pending are retried with exponential
+// backoff and jitter, honouring a longer Retry-After, until the call
+// succeeds, its attempts are spent (DefaultMaxAttempts, WithMaxAttempts) or
+// the context's deadline would pass; any other 4xx is returned at once as an
+// *APIError. The package imports the standard library only.
 package client

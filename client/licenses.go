@@ -1,0 +1,176 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// License is a license as the API shows it.
+type License struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Domain       string    `json:"domain"`
+	LicenseKey   string    `json:"license_key"`
+	Status       string    `json:"status"`
+	VendorSiteID string    `json:"vendor_site_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+
+	// Created and Replayed are set by CreateLicense only. Created: the
+	// intent made this license (201), on this attempt or an earlier one;
+	// false: the consumer already held it for the domain (200). Replayed:
+	// the answer is the stored outcome of an earlier attempt with the same
+	// key (Idempotent-Replayed: true).
+	Created  bool `json:"-"`
+	Replayed bool `json:"-"`
+}
+
+// Page is one page of ListLicenses, newest license first.
+type Page struct {
+	Licenses    []License
+	CurrentPage int
+	PerPage     int
+	Total       int
+	LastPage    int
+}
+
+// CreateLicenseInput is what CreateLicense asks for.
+type CreateLicenseInput struct {
+	Name   string
+	Domain string
+	// IdempotencyKey names the intent. Empty: CreateLicense makes a new key
+	// for this call. Give one (see NewIdempotencyKey) to carry an intent
+	// across calls or processes, e.g. to pick up an outcome that was still
+	// pending when a call gave up; a corrected request needs a new key.
+	IdempotencyKey string
+}
+
+// ErrInvalidKey is CreateLicense's error for an IdempotencyKey the API would
+// refuse: it must be 1 to 255 visible ASCII characters.
+var ErrInvalidKey = errors.New("the idempotency key must be 1 to 255 visible ASCII characters")
+
+// NewIdempotencyKey returns a new random key: 128 bits from crypto/rand, in
+// hex.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24: it crashes the program instead
+	return hex.EncodeToString(b[:])
+}
+
+// CreateLicense asks for a license for in.Domain: a 201 (new) or a 200 (the
+// consumer already holds it) is success. One Idempotency-Key is sent on
+// every attempt, so retries can never make a second license.
+func (c *Client) CreateLicense(ctx context.Context, in CreateLicenseInput) (License, error) {
+	key := in.IdempotencyKey
+	if key == "" {
+		key = NewIdempotencyKey()
+	} else if !validKey(key) {
+		return License{}, fmt.Errorf("create license: %w", ErrInvalidKey)
+	}
+	body, err := json.Marshal(map[string]string{"name": in.Name, "domain": in.Domain})
+	if err != nil {
+		return License{}, fmt.Errorf("create license: %w", err)
+	}
+	resp, err := c.do(ctx, request{op: "create license", method: http.MethodPost, path: "/api/licenses",
+		body: body, key: key, success: []int{http.StatusOK, http.StatusCreated}})
+	if err != nil {
+		return License{}, err
+	}
+	lic, err := decodeLicense("create license", resp.body)
+	if err != nil {
+		return License{}, err
+	}
+	lic.Created = resp.status == http.StatusCreated
+	lic.Replayed = resp.header.Get("Idempotent-Replayed") == "true"
+	return lic, nil
+}
+
+// ListLicenses returns one page of the consumer's active licenses. page and
+// perPage (1–100) ≤ 0 take the API's defaults (1 and 15).
+func (c *Client) ListLicenses(ctx context.Context, page, perPage int) (Page, error) {
+	q := url.Values{}
+	if page > 0 {
+		q.Set("page", strconv.Itoa(page))
+	}
+	if perPage > 0 {
+		q.Set("per_page", strconv.Itoa(perPage))
+	}
+	path := "/api/licenses"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	resp, err := c.do(ctx, request{op: "list licenses", method: http.MethodGet, path: path, success: []int{http.StatusOK}})
+	if err != nil {
+		return Page{}, err
+	}
+	var b struct {
+		Data []License `json:"data"`
+		Meta struct {
+			CurrentPage int `json:"current_page"`
+			PerPage     int `json:"per_page"`
+			Total       int `json:"total"`
+			LastPage    int `json:"last_page"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(resp.body, &b); err != nil {
+		return Page{}, fmt.Errorf("list licenses: decode the response: %w", err)
+	}
+	return Page{Licenses: b.Data, CurrentPage: b.Meta.CurrentPage, PerPage: b.Meta.PerPage,
+		Total: b.Meta.Total, LastPage: b.Meta.LastPage}, nil
+}
+
+// GetLicense returns the consumer's license with that id; another
+// consumer's or an unknown id is an *APIError with Status 404.
+func (c *Client) GetLicense(ctx context.Context, id string) (License, error) {
+	if id == "" {
+		return License{}, errors.New("get license: the id is empty")
+	}
+	resp, err := c.do(ctx, request{op: "get license " + id, method: http.MethodGet,
+		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusOK}})
+	if err != nil {
+		return License{}, err
+	}
+	return decodeLicense("get license "+id, resp.body)
+}
+
+// RevokeLicense revokes the consumer's license with that id. Revoking is
+// safe to repeat: a license already revoked is success too.
+func (c *Client) RevokeLicense(ctx context.Context, id string) error {
+	if id == "" {
+		return errors.New("revoke license: the id is empty")
+	}
+	_, err := c.do(ctx, request{op: "revoke license " + id, method: http.MethodDelete,
+		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusNoContent}})
+	return err
+}
+
+func decodeLicense(op string, body []byte) (License, error) {
+	var b struct {
+		Data License `json:"data"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return License{}, fmt.Errorf("%s: decode the response: %w", op, err)
+	}
+	return b.Data, nil
+}
+
+// validKey is the API's rule for an Idempotency-Key.
+func validKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,172 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// request is one API call: what every attempt of it sends again.
+type request struct {
+	op      string // what the caller asked, the prefix of its errors: "create license"
+	method  string
+	path    string // from the base URL, query included
+	body    []byte // nil: no body
+	key     string // the Idempotency-Key; "" sends none
+	success []int  // the statuses that are the call's success
+}
+
+// response is a successful answer, its body read whole.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends r until it succeeds or the retry policy stops; then it returns
+// the last attempt's error, wrapped with why it stopped.
+func (c *Client) do(ctx context.Context, r request) (response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, retry, err := c.attempt(ctx, r)
+		switch {
+		case err == nil:
+			return resp, nil
+		case !retry:
+			return response{}, fmt.Errorf("%s: %w", r.op, err)
+		case ctx.Err() != nil:
+			return response{}, giveUp(r.op, attempt, ctx.Err(), err)
+		case attempt >= c.maxAttempts:
+			return response{}, giveUp(r.op, attempt, nil, err)
+		}
+		wait := c.wait(attempt, err)
+		// Waiting past the deadline would only fail later: fail now.
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return response{}, giveUp(r.op, attempt, context.DeadlineExceeded, err)
+		}
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return response{}, giveUp(r.op, attempt, serr, err)
+		}
+	}
+}
+
+// giveUp is the error of a call the policy stopped retrying: the last
+// attempt's error, and why (nil: the attempts are spent).
+func giveUp(op string, attempts int, why, last error) error {
+	n := strconv.Itoa(attempts) + " attempts"
+	if attempts == 1 {
+		n = "1 attempt"
+	}
+	if why == nil || errors.Is(last, why) {
+		return fmt.Errorf("%s: gave up after %s: %w", op, n, last)
+	}
+	return fmt.Errorf("%s: gave up after %s (%w): %w", op, n, why, last)
+}
+
+// attempt sends r once. retry says whether the policy may send it again:
+// a network error or timeout (the request may have been sent: the same key
+// makes that safe), or an APIError that is Retryable.
+func (c *Client) attempt(ctx context.Context, r request) (_ response, retry bool, _ error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.baseURL+r.path, body)
+	if err != nil {
+		return response{}, false, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "licensor-go-client")
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
+	}
+	res, err := c.hc.Do(req) // its errors name the URL, never the headers
+	if err != nil {
+		return response{}, true, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, MaxResponseBytes+1))
+	if err != nil {
+		return response{}, true, fmt.Errorf("read the response to %s %s: %w", r.method, r.path, err)
+	}
+	if !slices.Contains(r.success, res.StatusCode) {
+		e := newAPIError(res.StatusCode, res.Header, b, time.Now())
+		return response{}, e.Retryable(), e
+	}
+	if len(b) > MaxResponseBytes {
+		return response{}, false, fmt.Errorf("the response to %s %s is over %d bytes", r.method, r.path, MaxResponseBytes)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}, false, nil
+}
+
+// wait is the pause before retry number attempt: half the step plus a
+// random part of up to the other half ("equal jitter", so that clients
+// refused together come back apart), the step doubling from baseDelay up
+// to maxDelay; a longer Retry-After from the server wins.
+func (c *Client) wait(attempt int, last error) time.Duration {
+	step := c.baseDelay
+	for i := 1; i < attempt && step < c.maxDelay; i++ {
+		step *= 2
+	}
+	step = min(step, c.maxDelay)
+	half := step / 2
+	d := step - half + min(max(c.jitter(half), 0), half)
+	var apiErr *APIError
+	if errors.As(last, &apiErr) && apiErr.RetryAfter > d {
+		d = apiErr.RetryAfter
+	}
+	return d
+}
+
+// parseRetryAfter reads a Retry-After header: whole seconds, or an HTTP date
+// (a date already past means now). given is false when there is no usable value.
+func parseRetryAfter(v string, now time.Time) (wait time.Duration, given bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// sleep waits d, or less when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// jitter returns a uniformly random duration in [0, d].
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d + 1)
+}
