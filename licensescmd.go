@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/licensor-api/licensor/client"
+)
+
+// defaultLicensorURL is where `licensor licenses` looks for the API when
+// LICENSOR_URL is not set: where `go run .` serves it.
+const defaultLicensorURL = "http://127.0.0.1:8080"
+
+// licensesCmd is `licensor licenses create|list`: a client of a running
+// API, built on package client and its retry policy. It reads LICENSOR_URL
+// and LICENSOR_TOKEN only (config.Load is the server's).
+func licensesCmd(ctx context.Context, e env) error {
+	return licensesWith(ctx, e)
+}
+
+// licensesWith is licensesCmd with extra client options: its tests pass a
+// sleep that records the backoff instead of waiting it out.
+func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
+	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
+		fmt.Fprintln(e.stderr, "usage: licensor licenses create|list [flags]  (LICENSOR_URL, LICENSOR_TOKEN)")
+		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
+			return nil
+		}
+		return usagef("licenses: name a subcommand: create or list")
+	}
+	sub := e.args[0]
+	e.args = e.args[1:]
+	switch sub {
+	case "create":
+		return licensesCreate(ctx, e, opts)
+	case "list":
+		return licensesList(ctx, e, opts)
+	}
+	return usagef("licenses: unknown subcommand %q (create or list)", sub)
+}
+
+// licensesCreate prints the license as JSON on stdout and what happened on
+// stderr. It makes the intent's key itself, so that a run that gives up can
+// name it: the same command with that --key picks up the same outcome.
+func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
+	fs := flag.NewFlagSet("licenses create", flag.ContinueOnError)
+	name := fs.String("name", "", "the license's name, e.g. the customer's (required)")
+	domain := fs.String("domain", "", "the domain to license, e.g. acme.test (required)")
+	key := fs.String("key", "", "the Idempotency-Key; give the one a failed run printed to get that intent's outcome (default: a new key)")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long, retries included")
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("licenses create: unexpected argument %q (flags only: --name, --domain)", fs.Arg(0))
+	case *name == "" || *domain == "":
+		return usagef("licenses create: --name and --domain are required")
+	case *timeout <= 0:
+		return usagef("licenses create: --timeout must be positive")
+	}
+	c, base, err := licensorClient(e, opts)
+	if err != nil {
+		return err
+	}
+	if *key == "" {
+		*key = client.NewIdempotencyKey()
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	lic, err := c.CreateLicense(ctx, client.CreateLicenseInput{Name: *name, Domain: *domain, IdempotencyKey: *key})
+	if errors.Is(err, client.ErrInvalidKey) {
+		return usagef("licenses create: --key: %v", client.ErrInvalidKey)
+	}
+	if err != nil {
+		return explainLicensesError(err, "licenses:write", func() string {
+			return fmt.Sprintf("the outcome is not known yet (%s may have made it): run the same command with --key %s to get it", base, *key)
+		})
+	}
+	switch {
+	case !lic.Created:
+		fmt.Fprintf(e.stderr, "you already hold license %s for %s: nothing new was created\n", lic.ID, lic.Domain)
+	case lic.Replayed:
+		fmt.Fprintf(e.stderr, "created license %s for %s (by an earlier attempt with this key)\n", lic.ID, lic.Domain)
+	default:
+		fmt.Fprintf(e.stderr, "created license %s for %s\n", lic.ID, lic.Domain)
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(lic)
+}
+
+// licensesList prints one page of the caller's licenses as a table.
+func licensesList(ctx context.Context, e env, opts []client.Option) error {
+	fs := flag.NewFlagSet("licenses list", flag.ContinueOnError)
+	page := fs.Int("page", 1, "the page, from 1")
+	perPage := fs.Int("per-page", 15, "licenses per page, 1 to 100")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long, retries included")
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("licenses list: unexpected argument %q", fs.Arg(0))
+	case *page < 1:
+		return usagef("licenses list: --page must be 1 or more")
+	case *perPage < 1 || *perPage > 100:
+		return usagef("licenses list: --per-page must be between 1 and 100")
+	case *timeout <= 0:
+		return usagef("licenses list: --timeout must be positive")
+	}
+	c, base, err := licensorClient(e, opts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	p, err := c.ListLicenses(ctx, *page, *perPage)
+	if err != nil {
+		return explainLicensesError(err, "licenses:read", func() string {
+			return "check that licensor serves at " + base + " (LICENSOR_URL) and run the command again"
+		})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tDOMAIN\tNAME\tSTATUS\tCREATED")
+	for _, l := range p.Licenses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Domain, l.Name, l.Status, l.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "page %d of %d (%d in all)\n", p.CurrentPage, p.LastPage, p.Total)
+	return nil
+}
+
+// licensorClient builds the API client from LICENSOR_URL (default
+// defaultLicensorURL) and LICENSOR_TOKEN (required); it returns the URL too.
+func licensorClient(e env, opts []client.Option) (*client.Client, string, error) {
+	base := e.getenv("LICENSOR_URL")
+	if base == "" {
+		base = defaultLicensorURL
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "", usagef("licenses: LICENSOR_URL %q is not an http(s) URL like %s", base, defaultLicensorURL)
+	}
+	token := e.getenv("LICENSOR_TOKEN")
+	if token == "" {
+		return nil, "", usagef("licenses: set LICENSOR_TOKEN to an API token (`licensor token issue --consumer NAME --abilities licenses:read,licenses:write` prints one)")
+	}
+	return client.New(base, token, opts...), base, nil
+}
+
+// explainLicensesError adds what to do to a failed call: for a refusal,
+// what the API's status and code ask for; for a call that gave up on
+// retryable answers or the network, retry's advice.
+func explainLicensesError(err error, ability string, retry func() string) error {
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || apiErr.Retryable() {
+		return fmt.Errorf("%w; %s", err, retry())
+	}
+	var todo string
+	switch {
+	case apiErr.Status == http.StatusUnauthorized:
+		todo = "check LICENSOR_TOKEN: the API refuses it (missing, expired or revoked); `licensor token issue` makes a new one"
+	case apiErr.Status == http.StatusForbidden:
+		todo = "LICENSOR_TOKEN lacks the " + ability + " ability: issue a token that has it"
+	case apiErr.Code == "domain_taken":
+		todo = "another consumer holds this domain; nothing was created"
+	case apiErr.Code == "idempotency_key_reused":
+		todo = "that --key belongs to another request: a changed request is a new intent, so drop --key"
+	case apiErr.Code == "vendor_rejected":
+		todo = "the vendor refuses this name or domain: change it"
+	case len(apiErr.Fields) > 0:
+		todo = "fix " + strings.Join(slices.Sorted(maps.Keys(apiErr.Fields)), ", ") + " and run again"
+	default:
+		todo = "the same request will get the same answer; quote the request id when reporting it"
+	}
+	return fmt.Errorf("%w; %s", err, todo)
+}

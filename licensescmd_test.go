@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/client"
+)
+
+const (
+	licensesTestToken = "cli-test-token"
+	licensesTestJSON  = `{"id":"01JCLI","name":"Acme","domain":"acme.test","license_key":"LK-9","status":"active",` +
+		`"vendor_site_id":"site_9","created_at":"2026-11-30T10:00:00Z","updated_at":"2026-11-30T10:00:00Z"}`
+)
+
+// licensesReply is one scripted answer of a licensesAPI.
+type licensesReply struct {
+	status int
+	body   string
+}
+
+// licensesAPI is a fake licensor API: it answers from a script (its last
+// reply repeating) and records each request's line, key and Authorization.
+type licensesAPI struct {
+	*httptest.Server
+	mu     sync.Mutex
+	script []licensesReply
+	lines  []string
+	keys   []string
+	auths  []string
+}
+
+func newLicensesAPI(t *testing.T, script ...licensesReply) *licensesAPI {
+	t.Helper()
+	a := &licensesAPI{script: script}
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		a.mu.Lock()
+		n := len(a.lines)
+		a.lines = append(a.lines, r.Method+" "+r.URL.RequestURI())
+		a.keys = append(a.keys, r.Header.Get("Idempotency-Key"))
+		a.auths = append(a.auths, r.Header.Get("Authorization"))
+		rp := a.script[min(n, len(a.script)-1)]
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", fmt.Sprintf("cli-req-%d", n+1))
+		w.WriteHeader(rp.status)
+		io.WriteString(w, rp.body)
+	}))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// requests returns the request lines, keys and Authorization headers seen.
+func (a *licensesAPI) requests() (lines, keys, auths []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.lines), slices.Clone(a.keys), slices.Clone(a.auths)
+}
+
+// licensesEnv is the environment of `licensor licenses …` against base.
+func licensesEnv(args []string, base string, stdout, stderr io.Writer) env {
+	return env{args: args, getenv: getenvOf(map[string]string{"LICENSOR_URL": base, "LICENSOR_TOKEN": licensesTestToken}),
+		stdout: stdout, stderr: stderr}
+}
+
+// TestLicensesCreateRetriesWithOneKey: a 503 and then a 201; the command
+// retries once after a backoff (recorded, not waited) with the same key,
+// and prints the license.
+func TestLicensesCreateRetriesWithOneKey(t *testing.T) {
+	api := newLicensesAPI(t,
+		licensesReply{503, `{"message":"The license vendor is unavailable. Try again later.","code":"vendor_unavailable"}`},
+		licensesReply{201, `{"data":` + licensesTestJSON + `}`})
+	var waits []time.Duration
+	recordWait := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+	var stdout, stderr bytes.Buffer
+	e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, api.URL, &stdout, &stderr)
+	if err := licensesWith(context.Background(), e, client.WithSleep(recordWait)); err != nil {
+		t.Fatalf("licenses create: %v\n%s", err, stderr.String())
+	}
+	lines, keys, auths := api.requests()
+	if got, want := strings.Join(lines, ", "), "POST /api/licenses, POST /api/licenses"; got != want {
+		t.Fatalf("requests = %s, want %s", got, want)
+	}
+	if keys[0] == "" || keys[0] != keys[1] {
+		t.Errorf("Idempotency-Keys = %q, want one key, sent twice", keys)
+	}
+	if auths[0] != "Bearer "+licensesTestToken {
+		t.Errorf("Authorization = %q, want the LICENSOR_TOKEN", auths[0])
+	}
+	if len(waits) != 1 || waits[0] <= 0 || waits[0] > client.DefaultBaseDelay {
+		t.Errorf("waits = %v, want one backoff within (0, %v]", waits, client.DefaultBaseDelay)
+	}
+	if !strings.Contains(stdout.String(), `"id": "01JCLI"`) || !strings.Contains(stdout.String(), `"license_key": "LK-9"`) {
+		t.Errorf("stdout = %s, want the license as JSON", stdout.String())
+	}
+	if got, want := stderr.String(), "created license 01JCLI for acme.test\n"; got != want {
+		t.Errorf("stderr = %q, want %q", got, want)
+	}
+}
+
+// TestLicensesCreateFailureSaysWhatToDo: a refusal is not retried and its
+// message, code and advice reach the user; a call that gives up names the
+// key that picks the outcome up. Both exit 1, not 2.
+func TestLicensesCreateFailureSaysWhatToDo(t *testing.T) {
+	t.Run("refused", func(t *testing.T) {
+		api := newLicensesAPI(t, licensesReply{409, `{"message":"The domain is already licensed.","code":"domain_taken"}`})
+		e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, api.URL, &bytes.Buffer{}, &bytes.Buffer{})
+		err := licensesCmd(context.Background(), e)
+		assertLicensesFailure(t, err, "409 domain_taken", "The domain is already licensed.", "another consumer holds this domain", "cli-req-1")
+		if lines, _, _ := api.requests(); len(lines) != 1 {
+			t.Errorf("requests = %q, want exactly 1", lines)
+		}
+	})
+	t.Run("invalid input", func(t *testing.T) {
+		api := newLicensesAPI(t, licensesReply{422, `{"message":"The domain field is required.","errors":{"domain":["The domain field is required."]}}`})
+		e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "-"}, api.URL, &bytes.Buffer{}, &bytes.Buffer{})
+		err := licensesCmd(context.Background(), e)
+		assertLicensesFailure(t, err, "422", "The domain field is required.", "fix domain and run again")
+	})
+	t.Run("gave up", func(t *testing.T) {
+		api := newLicensesAPI(t, licensesReply{202, `{"message":"The license is being created.","code":"operation_pending"}`})
+		noWait := func(context.Context, time.Duration) error { return nil }
+		e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, api.URL, &bytes.Buffer{}, &bytes.Buffer{})
+		err := licensesWith(context.Background(), e, client.WithSleep(noWait), client.WithMaxAttempts(3))
+		_, keys, _ := api.requests()
+		assertLicensesFailure(t, err, "202 operation_pending", "gave up after 3 attempts", "--key "+keys[0])
+		if len(keys) != 3 || keys[2] != keys[0] {
+			t.Errorf("keys = %q, want the same key on 3 attempts", keys)
+		}
+	})
+}
+
+func assertLicensesFailure(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	var u usageError
+	if err == nil || errors.As(err, &u) {
+		t.Fatalf("err = %v, want a failure (exit 1)", err)
+	}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it to contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), licensesTestToken) {
+		t.Errorf("err = %q shows the token", err)
+	}
+}
+
+func TestLicensesList(t *testing.T) {
+	second := strings.NewReplacer("01JCLI", "01JCLJ", "acme.test", "globex.test", `"Acme"`, `"Globex Corp"`).Replace(licensesTestJSON)
+	api := newLicensesAPI(t, licensesReply{200, `{"data":[` + second + `,` + licensesTestJSON + `],` +
+		`"meta":{"current_page":2,"per_page":2,"total":4,"last_page":2}}`})
+	var stdout, stderr bytes.Buffer
+	e := licensesEnv([]string{"list", "--page", "2", "--per-page", "2"}, api.URL, &stdout, &stderr)
+	if err := licensesCmd(context.Background(), e); err != nil {
+		t.Fatalf("licenses list: %v", err)
+	}
+	want := "" +
+		"ID      DOMAIN       NAME         STATUS  CREATED\n" +
+		"01JCLJ  globex.test  Globex Corp  active  2026-11-30T10:00:00Z\n" +
+		"01JCLI  acme.test    Acme         active  2026-11-30T10:00:00Z\n"
+	if got := stdout.String(); got != want {
+		t.Errorf("stdout =\n%s\nwant\n%s", got, want)
+	}
+	if got, want := stderr.String(), "page 2 of 2 (4 in all)\n"; got != want {
+		t.Errorf("stderr = %q, want %q", got, want)
+	}
+	if lines, _, _ := api.requests(); len(lines) != 1 || lines[0] != "GET /api/licenses?page=2&per_page=2" {
+		t.Errorf("requests = %q, want GET /api/licenses?page=2&per_page=2", lines)
+	}
+}
+
+func TestLicensesUsageErrors(t *testing.T) {
+	api := newLicensesAPI(t, licensesReply{500, `{"message":"Server Error."}`})
+	full := map[string]string{"LICENSOR_URL": api.URL, "LICENSOR_TOKEN": licensesTestToken}
+	create := []string{"create", "--name", "Acme", "--domain", "acme.test"}
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string // in the message
+	}{
+		{"no subcommand", nil, full, "create or list"},
+		{"unknown subcommand", []string{"delete"}, full, "unknown subcommand"},
+		{"create without --domain", []string{"create", "--name", "Acme"}, full, "--domain"},
+		{"create with an argument", append(create, "extra"), full, "unexpected argument"},
+		{"a bad flag", []string{"create", "--colour", "red"}, full, "colour"},
+		{"an invalid --key", append(create, "--key", "has space"), full, "--key"},
+		{"no LICENSOR_TOKEN", create, map[string]string{"LICENSOR_URL": api.URL}, "LICENSOR_TOKEN"},
+		{"a bad LICENSOR_URL", create, map[string]string{"LICENSOR_URL": "127.0.0.1:8080", "LICENSOR_TOKEN": "x"}, "LICENSOR_URL"},
+		{"list --page 0", []string{"list", "--page", "0"}, full, "--page"},
+		{"list --per-page 101", []string{"list", "--per-page", "101"}, full, "--per-page"},
+		{"list --per-page x", []string{"list", "--per-page", "x"}, full, "per-page"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := env{args: tt.args, getenv: getenvOf(tt.vars), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+			err := licensesCmd(context.Background(), e)
+			var u usageError
+			if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("licenses %q = %v, want a usage error naming %s", tt.args, err, tt.want)
+			}
+		})
+	}
+	if lines, _, _ := api.requests(); len(lines) != 0 {
+		t.Errorf("requests = %q, want none for a usage error", lines)
+	}
+	if err := licensesCmd(context.Background(), env{args: []string{"--help"}, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}); err != nil {
+		t.Errorf("licenses --help = %v, want nil", err)
+	}
+}
+
+func TestLicensesDefaultURL(t *testing.T) {
+	e := env{getenv: getenvOf(map[string]string{"LICENSOR_TOKEN": licensesTestToken})}
+	_, base, err := licensorClient(e, nil)
+	if err != nil || base != defaultLicensorURL {
+		t.Errorf("licensorClient without LICENSOR_URL = %q, %v; want %q", base, err, defaultLicensorURL)
+	}
+}
