@@ -75,41 +75,41 @@ func (a *app) pruner() *idempotency.Pruner {
 
 // reconcile is `licensor reconcile`: one pass over the due pending intents.
 func reconcile(ctx context.Context, e env) error {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: licensor reconcile\n\nOne pass over pending intents: each is settled through the vendor's sites for its domain.")
-	}
-	if ok, err := parseFlags(fs, e); !ok {
-		return err
-	}
-	a, err := openApp(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	settled, err := a.reconciler().RunOnce(ctx)
-	for _, s := range settled {
-		fmt.Fprintf(e.stdout, "%s\tkey %s\t%s\t%s\n", s.Operation, s.KeyDigest, s.Result, s.Ref)
-	}
-	fmt.Fprintf(e.stdout, "%d pending intent(s) worked\n", len(settled))
-	return err
+	return oneShot(ctx, e, "reconcile", "One pass over pending intents: each is settled through the vendor's sites for its domain.",
+		func(a *app) error {
+			settled, err := a.reconciler().RunOnce(ctx)
+			for _, s := range settled {
+				fmt.Fprintf(e.stdout, "%s\tkey %s\t%s\t%s\n", s.Operation, s.KeyDigest, s.Result, s.Ref)
+			}
+			fmt.Fprintf(e.stdout, "%d pending intent(s) worked\n", len(settled))
+			return err
+		})
 }
 
 // prune is `licensor prune`: one pass deleting expired idempotency records.
 func prune(ctx context.Context, e env) error {
-	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: licensor prune\n\nDeletes idempotency records older than IDEMPOTENCY_TTL (pending intents are kept).")
-	}
+	return oneShot(ctx, e, "prune", "Deletes idempotency records older than IDEMPOTENCY_TTL (pending intents are kept).",
+		func(a *app) error {
+			n, err := a.pruner().RunOnce(ctx)
+			fmt.Fprintf(e.stdout, "%d expired record(s) deleted\n", n)
+			return err
+		})
+}
+
+// oneShot runs a flagless command against the opened app.
+func oneShot(ctx context.Context, e env, name, summary string, fn func(*app) error) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "usage: licensor %s\n\n%s\n", name, summary) }
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", name, fs.Arg(0))
 	}
 	a, err := openApp(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	n, err := a.pruner().RunOnce(ctx)
-	fmt.Fprintf(e.stdout, "%d expired record(s) deleted\n", n)
-	return err
+	return fn(a)
 }

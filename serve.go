@@ -76,12 +76,12 @@ func serve(ctx context.Context, e env) error {
 			return err
 		}
 	}
-	return serveUntilDone(ctx, srv, ln, cfg, log)
+	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, log)
 }
 
 // serveUntilDone serves until ctx ends, then stops accepting and lets the
-// requests in flight finish within APP_SHUTDOWN_TIMEOUT.
-func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, cfg config.Config, log *slog.Logger) error {
+// requests in flight finish within grace (APP_SHUTDOWN_TIMEOUT for serve).
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -89,8 +89,8 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, cfg 
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "grace", cfg.ShutdownTimeout.String())
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	log.Info("shutting down", "grace", grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -142,11 +142,20 @@ type Outcome struct {
 // Complete stores the response of an execution that had an effect, provided
 // the caller still owns the record (its lease is the one it set).
 func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcome, now time.Time) error {
-	headers, err := json.Marshal(resp.Headers)
+	set, err := completed(resp, o, now)
 	if err != nil {
 		return err
 	}
-	return s.settle(ctx, r, map[string]any{
+	return s.settle(ctx, r, set)
+}
+
+// completed is the update that makes a record replay resp.
+func completed(resp Response, o Outcome, now time.Time) (map[string]any, error) {
+	headers, err := json.Marshal(resp.Headers)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
 		"status":           StatusCompleted,
 		"response_status":  resp.Status,
 		"response_headers": string(headers),
@@ -156,7 +165,7 @@ func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcom
 		"external_ref":     nullable(o.ExternalRef),
 		"locked_until":     nil,
 		"updated_at":       now,
-	})
+	}, nil
 }
 
 // MarkPending keeps an intent whose outcome is unknown, due for

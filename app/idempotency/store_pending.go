@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -55,23 +54,12 @@ func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time,
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
 	}
-	headers, err := json.Marshal(resp.Headers)
+	set, err := completed(resp, o, now)
 	if err != nil {
 		return err
 	}
-	return s.updateClaimed(ctx, r, lease, map[string]any{
-		"status":           StatusCompleted,
-		"response_status":  resp.Status,
-		"response_headers": string(headers),
-		"response_body":    resp.Body,
-		"resource_type":    nullable(o.ResourceType),
-		"resource_id":      nullable(o.ResourceID),
-		"external_ref":     nullable(o.ExternalRef),
-		"locked_until":     nil,
-		"attempts":         gorm.Expr("attempts + 1"),
-		"updated_at":       now,
-		"expires_at":       expires,
-	})
+	set["attempts"], set["expires_at"] = gorm.Expr("attempts + 1"), expires
+	return s.updateClaimed(ctx, r, lease, set)
 }
 
 // Postpone leaves a claimed record pending until next; failed says whether
