@@ -44,6 +44,7 @@ func commands() []command {
 		{"reconcile", "one pass settling pending intents with the vendor", reconcile},
 		{"prune", "one pass deleting expired idempotency records", prune},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
+		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", licensesCmd},
 	}
 }
 
