@@ -25,6 +25,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary the end-to-end tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // binary builds the licensor binary once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
