@@ -347,6 +347,9 @@ func TestIdempotencyLogsDigestNeverKey(t *testing.T) {
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).wantStatus(http.StatusCreated)
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).wantStatus(http.StatusCreated)
 	logs := a.logs.String()
+	if n := strings.Count(logs, `"msg":"idempotency"`); n != 2 {
+		t.Errorf("%d idempotency log lines for 2 requests, want one each", n)
+	}
 	if strings.Contains(logs, key) {
 		t.Error("the raw key reached the log")
 	}

@@ -142,6 +142,8 @@ func TestReconcileVendorDownThenFailed(t *testing.T) {
 
 		clk := &clock{t: time.Now()}
 		r := a.reconciler(clk, 3)
+		counted := map[string]int{}
+		r.Observe = func(result string) { counted[result]++ } // what feeds licensor_reconcile_total
 		down := reply{status: 503, body: `{}`}
 		var seen []string
 		for range 3 {
@@ -161,6 +163,9 @@ func TestReconcileVendorDownThenFailed(t *testing.T) {
 		}
 		if !strings.Contains(a.logs.String(), "an operator should look") {
 			t.Error("the failure was not logged for an operator")
+		}
+		if counted[idempotency.ResultFailed] != 1 || counted[idempotency.ResultRetry] != 2 {
+			t.Errorf("counted %v, want 2 retries and 1 failure", counted)
 		}
 		r2 := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
 		if r2.Header().Get(idempotency.HeaderReplayed) != "" {
@@ -335,5 +340,44 @@ func TestCreateRecordedFailureAfterVendorSuccessIsPending(t *testing.T) {
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
 		a.wantVendorCalls("POST", 1)
+	})
+}
+
+// The loops serve runs: the reconciler settles a pending intent on its own,
+// the pruner deletes an expired record on its own, and both stop with their
+// context.
+func TestBackgroundLoopsWorkAndStop(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := keyed(a.consumer("acme"), "order-2007")
+		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
+		past := time.Now().UTC().Add(-time.Hour)
+		old := idempotency.Record{ConsumerID: "c", Operation: "licenses.store", Key: "old", RequestHash: "h",
+			Status: idempotency.StatusCompleted, CreatedAt: past, UpdatedAt: past, ExpiresAt: past}
+		if err := db.Gorm.Create(&old).Error; err != nil {
+			t.Fatal(err)
+		}
+
+		ctx, stop := context.WithCancel(context.Background())
+		var loops sync.WaitGroup
+		loops.Go(func() { a.reconciler(&clock{t: time.Now()}, 10).Run(ctx, 10*time.Millisecond) })
+		loops.Go(func() { (&idempotency.Pruner{Store: a.store}).Run(ctx, 10*time.Millisecond) })
+
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if rec := a.record("order-2007"); rec.Status == idempotency.StatusCompleted && a.record("old") == nil {
+				break
+			}
+			<-time.After(10 * time.Millisecond)
+		}
+		stop()
+		loops.Wait() // both loops return once their context ends
+		if rec := a.record("order-2007"); rec.Status != idempotency.StatusCompleted {
+			t.Errorf("the reconciler loop left the intent %s", rec.Status)
+		}
+		if a.record("old") != nil {
+			t.Error("the pruner loop left the expired record")
+		}
 	})
 }
