@@ -41,7 +41,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{
 		baseURL:     strings.TrimRight(baseURL, "/"),
 		token:       token,
-		hc:          &http.Client{Timeout: DefaultTimeout},
+		hc:          &http.Client{Timeout: DefaultTimeout, CheckRedirect: noRedirects},
 		maxAttempts: DefaultMaxAttempts,
 		baseDelay:   DefaultBaseDelay,
 		maxDelay:    DefaultMaxDelay,
@@ -110,3 +110,7 @@ func (c *Client) String() string { return "licensor client for " + c.baseURL }
 
 // GoString is String, for %#v.
 func (c *Client) GoString() string { return c.String() }
+
+// noRedirects hands a 3xx back to the caller instead of following it: a
+// redirect would turn a POST into a GET. It comes back as an *APIError.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -8,10 +8,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -96,7 +98,7 @@ func (c *Client) attempt(ctx context.Context, r request) (_ response, retry bool
 	}
 	res, err := c.hc.Do(req) // its errors name the URL, never the headers
 	if err != nil {
-		return response{}, true, err
+		return response{}, transient(err), err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, MaxResponseBytes+1))
@@ -127,9 +129,31 @@ func (c *Client) wait(attempt int, last error) time.Duration {
 	d := step - half + min(max(c.jitter(half), 0), half)
 	var apiErr *APIError
 	if errors.As(last, &apiErr) && apiErr.RetryAfter > d {
-		d = apiErr.RetryAfter
+		d = min(apiErr.RetryAfter, max(c.maxDelay, MaxRetryAfter))
 	}
 	return d
+}
+
+// MaxRetryAfter caps a server's Retry-After, so that a proxy asking for a
+// day does not hang a caller that set no deadline.
+const MaxRetryAfter = time.Minute
+
+// transient reports whether a failed round trip may succeed if repeated: a
+// timeout, a connection refused or reset, or a connection closed early.
+// A request that can never be sent (a bad header, a bad certificate, a
+// redirect loop) is not repeated.
+func transient(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return true
+	case errors.As(err, &opErr):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return true
+	}
+	return false
 }
 
 // parseRetryAfter reads a Retry-After header: whole seconds, or an HTTP date
