@@ -123,7 +123,7 @@ func TestDeleteSiteSucceedsOn204And404(t *testing.T) {
 			if len(calls) != 1 || calls[0].Method != http.MethodDelete || calls[0].Path != "/sites/site_9" {
 				t.Errorf("calls = %v, want one DELETE /sites/site_9", calls)
 			}
-			assertHeaders(t, calls[0].Header, false)
+			assertHeaders(t, calls[0].Header, true) // a DELETE is a write: vendor.md sends Content-Type
 		})
 	}
 }

@@ -63,6 +63,7 @@ func TestRetryBudget(t *testing.T) {
 		name           string
 		tweak          func(*config.Vendor)
 		deadline       time.Duration // 0: none
+		realNow        bool          // read the real clock: the fake one starts at a truncated second, too coarse against a real deadline
 		steps          []http.HandlerFunc
 		wantWaits      []time.Duration
 		wantRetryAfter time.Duration
@@ -93,6 +94,13 @@ func TestRetryBudget(t *testing.T) {
 			wantRetryAfter: 5 * time.Second,
 		},
 		{
+			name:           "a wait that would leave the retried call under a second is not started",
+			deadline:       2500 * time.Millisecond,
+			realNow:        true,
+			steps:          repeat(1, rateLimited("2")),
+			wantRetryAfter: 2 * time.Second,
+		},
+		{
 			name:      "no Retry-After: exponential backoff from VENDOR_RETRY_BASE",
 			tweak:     func(c *config.Vendor) { c.RetryBase = 100 * time.Millisecond },
 			steps:     repeat(4, rateLimited("")),
@@ -107,6 +115,9 @@ func TestRetryBudget(t *testing.T) {
 				tt.tweak(&cfg)
 			}
 			d, clock, _ := newDriver(t, cfg)
+			if tt.realNow {
+				d.Now = time.Now
+			}
 			ctx := context.Background()
 			if tt.deadline > 0 {
 				var cancel context.CancelFunc

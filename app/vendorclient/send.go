@@ -83,8 +83,11 @@ func (d *HTTPDriver) refuseWait(ctx context.Context, attempt int, waited, wait t
 	case waited+wait > d.cfg.RetryMaxWait:
 		return fmt.Sprintf("waiting %s more would pass VENDOR_RETRY_MAX_WAIT (%s)", wait, d.cfg.RetryMaxWait)
 	}
-	if deadline, ok := ctx.Deadline(); ok && d.Now().Add(wait).After(deadline) {
-		return fmt.Sprintf("waiting %s would pass the deadline", wait)
+	// The retried call needs time of its own: a write begun just before the
+	// deadline would turn a definite "unavailable" into an uncertain outcome.
+	room := min(d.cfg.Timeout, time.Second)
+	if deadline, ok := ctx.Deadline(); ok && d.Now().Add(wait+room).After(deadline) {
+		return fmt.Sprintf("waiting %s would leave the call less than %s before the deadline", wait, room)
 	}
 	return ""
 }
@@ -128,6 +131,11 @@ func (d *HTTPDriver) attempt(ctx context.Context, c call, n int) (*answer, error
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	var wrote atomic.Bool
+	// WroteHeaders fires when the headers are written to the connection's
+	// buffer, which may be before they leave (a dead kept-alive connection,
+	// then a failed redial): such a write is judged uncertain though nothing
+	// left. That errs the safe way: the reconciler finds no site and, after
+	// RECONCILE_SETTLE, creates it once.
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
 	req, err := d.request(ctx, c)
 	if err != nil {
@@ -164,7 +172,7 @@ func (d *HTTPDriver) request(ctx context.Context, c call) (*http.Request, error)
 	req.Header.Set("Authorization", "Bearer "+d.token)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "licensor/"+Version)
-	if c.body != nil {
+	if c.write { // vendor.md: writes (POST and DELETE) send Content-Type
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil
