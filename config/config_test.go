@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -162,5 +163,69 @@ func TestParseDotenv(t *testing.T) {
 		if _, err := parseDotenv([]byte(bad), ".env"); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("parseDotenv(%q) = %v, want an error naming the line", bad, err)
 		}
+	}
+}
+
+// Eight processes starting at once on a fresh checkout agree on one key,
+// and none fails or reads a half-written file.
+func TestConcurrentFirstStartsAgreeOnOneKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "storage", keyFile)
+	keys := make([][]byte, 8)
+	errs := make([]error, 8)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range keys {
+		wg.Go(func() { <-start; keys[i], errs[i] = localKey(path) })
+	}
+	close(start)
+	wg.Wait()
+	for i := range keys {
+		if errs[i] != nil || string(keys[i]) != string(keys[0]) || len(keys[i]) != 32 {
+			t.Fatalf("start %d: key %x, err %v; want the same 32-byte key everywhere", i, keys[i], errs[i])
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("storage holds %d files, want only app.key (no temporary files left)", len(entries))
+	}
+}
+
+func TestKeyFileProblemsNameTheFile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	path := filepath.Join("storage", keyFile)
+	if err := os.MkdirAll("storage", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		"empty":             {"", 0o600, "delete it"},
+		"corrupt":           {"base64:nope", 0o600, "delete it"},
+		"readable by other": {EncodeKey(NewKey()), 0o644, "chmod 600"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(tc.content), tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(envOf(nil))
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to name %s and say %q", err, path, tc.want)
+			}
+		})
+	}
+}
+
+func TestDotenvWithByteOrderMark(t *testing.T) {
+	got, err := parseDotenv([]byte("\xef\xbb\xbfAPP_KEY=base64:x\n"), ".env")
+	if err != nil || got["APP_KEY"] != "base64:x" {
+		t.Errorf("got %q, %v; want APP_KEY read despite the BOM", got, err)
+	}
+	if _, err := parseDotenv([]byte("1BAD=x\n"), ".env"); err == nil {
+		t.Error("a name starting with a digit was accepted")
 	}
 }

@@ -25,6 +25,7 @@ func readDotenv(path string) (map[string]string, error) {
 
 func parseDotenv(b []byte, path string) (map[string]string, error) {
 	out := map[string]string{}
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte-order mark, as some editors save
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -33,7 +34,7 @@ func parseDotenv(b []byte, path string) (map[string]string, error) {
 		}
 		key, raw, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
 		key = strings.TrimSpace(key)
-		if !ok || key == "" || strings.ContainsAny(key, " \t\"'") {
+		if !ok || !validName(key) {
 			return nil, fmt.Errorf("config: %s line %d: want KEY=VALUE", path, n)
 		}
 		val, err := dotenvValue(strings.TrimSpace(raw))
@@ -78,4 +79,16 @@ func closingQuote(raw string, q byte) int {
 		}
 	}
 	return -1
+}
+
+// validName reports whether s is a variable name: a letter or underscore,
+// then letters, digits and underscores.
+func validName(s string) bool {
+	for i, r := range s {
+		letter := r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z'
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return s != ""
 }

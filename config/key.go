@@ -40,27 +40,56 @@ func (c *Config) loadKey(raw string) error {
 }
 
 // localKey reads the key file, creating it (mode 0600) when it is missing.
+// Several processes may start at once on a fresh checkout: the key is
+// written whole to a temporary file and linked into place, so exactly one
+// key wins and nobody reads a half-written file.
 func localKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		return DecodeKey(strings.TrimSpace(string(b)))
-	}
-	if !os.IsNotExist(err) {
-		return nil, err
+	key, err := readKeyFile(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return key, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	key := NewKey()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".app.key-*")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.WriteString(EncodeKey(key) + "\n"); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	key = NewKey()
+	_, err = tmp.WriteString(EncodeKey(key) + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, err
 	}
-	return key, f.Close()
+	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+		return readKeyFile(path) // another process won: use its key
+	} else if err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// readKeyFile reads an existing key file, refusing one that others can read.
+func readKeyFile(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is readable by others (mode %o): run chmod 600 %s", path, info.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	key, err := DecodeKey(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (delete it to generate a new key; tokens signed with the old one stop working)", path, err)
+	}
+	return key, nil
 }
 
 // NewKey returns 32 random bytes.
