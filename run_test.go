@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -208,11 +209,19 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 
 func TestTokenIssueUsage(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"}} {
+	for _, args := range [][]string{{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"},
+		{"token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:wirte"}} {
 		var u usageError
 		if err := run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); !errors.As(err, &u) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
+	}
+	err := run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `"licenses:wirte"`) {
+		t.Errorf("err = %v, want the unknown ability named", err)
+	}
+	if _, statErr := os.Stat("storage"); !os.IsNotExist(statErr) {
+		t.Error("a usage error created storage/ first")
 	}
 }
 

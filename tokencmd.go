@@ -50,6 +50,11 @@ func tokenIssue(ctx context.Context, e env) error {
 	if *ttl < 0 {
 		return usagef("token issue: --ttl must be positive")
 	}
+	for _, a := range splitList(*abilities) {
+		if !auth.IsKnown(a) {
+			return usagef("token issue: unknown ability %q (known: %s)", a, strings.Join(auth.Known, ", "))
+		}
+	}
 	return withAuth(ctx, e, func(svc *auth.Service) error {
 		issued, err := svc.Issue(ctx, auth.IssueInput{
 			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,

@@ -2,9 +2,9 @@ package auth
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Errors the service returns; the HTTP layer maps them to statuses.
@@ -23,7 +23,11 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("invalid input: %v", slices.Sorted(maps.Keys(e.Fields)))
+	var msgs []string
+	for _, field := range slices.Sorted(maps.Keys(e.Fields)) {
+		msgs = append(msgs, e.Fields[field]...)
+	}
+	return "invalid input: " + strings.Join(msgs, " ")
 }
 
 // FieldErrors returns the errors per field.
