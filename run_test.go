@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -235,4 +238,32 @@ func getStatus(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Several processes starting at once on a fresh SQLite file all end up with
+// the migrated schema; none fails on a table another one created.
+func TestConcurrentFirstStartsMigrateSQLiteOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fresh.sqlite")
+	cfg := config.Config{DB: config.DB{Connection: database.SQLite, Database: path, MaxOpenConns: 1, MaxIdleConns: 1}}
+	log := slog.New(slog.DiscardHandler)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range errs {
+		wg.Go(func() {
+			<-start
+			db, err := openMigrated(context.Background(), cfg, log)
+			if err == nil {
+				closeDB(db)
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("start %d: %v", i, err)
+		}
+	}
 }

@@ -113,7 +113,7 @@ func openMigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (*go
 	if err == nil {
 		if cfg.DB.Connection == database.SQLite {
 			var n int
-			if n, err = m.Up(ctx); n > 0 {
+			if n, err = migrateSQLite(ctx, m); n > 0 {
 				log.Info("migrated", "database", cfg.DB.Redacted(), "applied", n)
 			}
 		} else {
@@ -125,6 +125,29 @@ func openMigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (*go
 		return nil, err
 	}
 	return db, nil
+}
+
+// migrateSQLite applies the migrations to an embedded database. Two
+// processes started at once on a fresh file (serve and a token command, say)
+// both try; the loser's migration fails on a table the winner made, so it
+// waits and looks again rather than giving up.
+func migrateSQLite(ctx context.Context, m *database.Migrator) (int, error) {
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		var n int
+		if n, err = m.Up(ctx); err == nil {
+			return n, nil
+		}
+		if m.CheckCurrent(ctx) == nil {
+			return 0, nil // the other process finished the job
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+	return 0, err
 }
 
 func closeDB(db *gorm.DB) {
