@@ -17,6 +17,10 @@ import (
 // touchEvery is how often, at most, a token's last_used_at is written.
 const touchEvery = time.Minute
 
+// maxTouched bounds the memory of recent writes: past it, entries older than
+// touchEvery are dropped.
+const maxTouched = 10000
+
 // Service issues, verifies, lists and revokes tokens.
 type Service struct {
 	db         *gorm.DB
@@ -190,6 +194,13 @@ func (s *Service) touch(tok Token, now time.Time) {
 	if last, ok := s.touched[tok.ID]; ok && now.Sub(last) < touchEvery {
 		s.mu.Unlock()
 		return
+	}
+	if len(s.touched) >= maxTouched { // forget what no longer throttles anything
+		for id, at := range s.touched {
+			if now.Sub(at) >= touchEvery {
+				delete(s.touched, id)
+			}
+		}
 	}
 	s.touched[tok.ID] = now
 	s.mu.Unlock()

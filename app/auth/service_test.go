@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -95,4 +96,19 @@ func TestExpiredRowRefusedEvenWithLiveJWT(t *testing.T) {
 			t.Fatalf("Verify = %v, want ErrUnauthenticated", err)
 		}
 	})
+}
+
+func TestTouchedMemoryStaysBounded(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	s := NewService(testdb.New(t, "sqlite").Gorm, make([]byte, 32), "iss", time.Hour, nil, clk.now)
+	for i := range maxTouched {
+		s.touched[fmt.Sprint("stale-", i)] = clk.now()
+	}
+	clk.add(2 * touchEvery)
+	s.touch(Token{ID: "fresh"}, clk.now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.touched) != 1 {
+		t.Errorf("%d entries remembered, want only the fresh one", len(s.touched))
+	}
 }
