@@ -66,7 +66,7 @@ func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outc
 // unkeyed runs a request that came without a key: unprotected, except that
 // an unknown outcome is still kept as a pending intent, under a key the
 // server makes, so that no intent the server accepted is ever dropped.
-func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
+func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, record func() *Record) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), g.cfg.LockTimeout*4/5)
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
@@ -74,6 +74,7 @@ func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) erro
 	if !IsOutcomeUnknown(herr) {
 		return herr
 	}
+	rec := record()
 	rec.Status, rec.LockedUntil = StatusPending, nil
 	rec.ExternalRef = nullable(described(c).ExternalRef)
 	sctx, scancel := g.settleContext(c)

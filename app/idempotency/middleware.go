@@ -86,11 +86,10 @@ func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			rec := g.newRecord(c, operation, key, body, opts)
-			if key == "" {
-				return g.unkeyed(c, next, rec)
+			if key == "" { // the record is made only if the outcome turns out unknown
+				return g.unkeyed(c, next, func() *Record { return g.newRecord(c, operation, key, body, opts) })
 			}
-			return g.guard(c, next, rec)
+			return g.guard(c, next, g.newRecord(c, operation, key, body, opts))
 		}
 	}
 }
