@@ -125,15 +125,15 @@ func fromDomainError(err error) *Error {
 	return fromVendorError(err)
 }
 
-// PendingRetryAfter is the Retry-After, in seconds, of a 202 operation_pending.
-const PendingRetryAfter = 5
+// pendingRetryAfter is the Retry-After, in seconds, of a 202 operation_pending.
+const pendingRetryAfter = 5
 
-// ErrPending is the answer to a create whose outcome is not known yet.
-var ErrPending = &Error{
+// errPending is the answer to a create whose outcome is not known yet.
+var errPending = &Error{
 	Status:     http.StatusAccepted,
 	Message:    "The license is being created. Retry the same request (with the same Idempotency-Key, if you sent one) to get it.",
 	Code:       "operation_pending",
-	RetryAfter: PendingRetryAfter,
+	RetryAfter: pendingRetryAfter,
 }
 
 // fromIdempotencyError maps the idempotency layer's answers.
@@ -152,9 +152,9 @@ func fromIdempotencyError(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
 			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
 	case errors.Is(err, idempotency.ErrPending):
-		return ErrPending
+		return errPending
 	case errors.Is(err, idempotency.ErrNotKept):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: PendingRetryAfter,
+		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
 			Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}
 	case errors.Is(err, idempotency.ErrBodyUnreadable):
 		return errMalformedJSON
@@ -177,7 +177,7 @@ func fromVendorError(err error) *Error {
 	case errors.Is(err, licenses.ErrVendorRejected):
 		return &Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}
 	case errors.Is(err, licenses.ErrVendorUncertain):
-		return ErrPending
+		return errPending
 	}
 	return nil
 }

@@ -37,8 +37,8 @@ func newLicenseResource(l licenses.License) licenseResource {
 	}
 }
 
-// LicenseLocation is the path of a license, as a 201's Location header.
-func LicenseLocation(id string) string { return "/api/licenses/" + id }
+// licenseLocation is the path of a license, as a 201's Location header.
+func licenseLocation(id string) string { return "/api/licenses/" + id }
 
 type storeLicenseRequest struct {
 	Name   string `json:"name"`
@@ -88,7 +88,7 @@ func licenseResponse(lic licenses.License, created bool) (idempotency.Response, 
 	}
 	if created {
 		resp.Status = http.StatusCreated
-		resp.Headers[echo.HeaderLocation] = LicenseLocation(lic.ID)
+		resp.Headers[echo.HeaderLocation] = licenseLocation(lic.ID)
 	}
 	return resp, nil
 }

@@ -30,8 +30,8 @@ type outcomeUnknown interface {
 	OutcomeUnknown() bool
 }
 
-// IsOutcomeUnknown reports whether err says the effect may have happened.
-func IsOutcomeUnknown(err error) bool {
+// isOutcomeUnknown reports whether err says the effect may have happened.
+func isOutcomeUnknown(err error) bool {
 	var u outcomeUnknown
 	return errors.As(err, &u) && u.OutcomeUnknown()
 }
@@ -71,7 +71,7 @@ func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, record func() *Re
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
 	herr := next(c)
-	if !IsOutcomeUnknown(herr) {
+	if !isOutcomeUnknown(herr) {
 		return herr
 	}
 	rec := record()
@@ -115,7 +115,7 @@ func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, herr error
 	rec.ExternalRef = nullable(o.ExternalRef)
 	var err error
 	switch {
-	case IsOutcomeUnknown(herr):
+	case isOutcomeUnknown(herr):
 		outcome = "pending"
 		err = g.cfg.Store.MarkPending(ctx, rec, o, g.now())
 	case w.status >= 200 && w.status < 300:
