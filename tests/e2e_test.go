@@ -190,3 +190,43 @@ func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
 		}
 	})
 }
+
+// main maps a usage mistake to exit 2 and a failure to exit 1, each with a
+// message on stderr (operations.md).
+func TestExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "APP_STORAGE=" + t.TempDir()}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want int
+	}{
+		{"unknown command", nil, []string{"frobnicate"}, 2},
+		{"unknown flag", nil, []string{"serve", "--frobnicate"}, 2},
+		{"missing argument", nil, []string{"token", "revoke"}, 2},
+		{"failure", []string{"APP_ENV=production"}, []string{"migrate", "status"}, 1},
+		{"help", nil, []string{"help"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary(t), tc.args...)
+			var stderr bytes.Buffer
+			cmd.Env, cmd.Stderr, cmd.Dir = append(env, tc.env...), &stderr, t.TempDir()
+			err := cmd.Run()
+			got := 0
+			if exit, ok := err.(*exec.ExitError); ok {
+				got = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("exit %d, want %d; stderr: %s", got, tc.want, stderr.String())
+			}
+			if tc.want != 0 && !strings.Contains(stderr.String(), "licensor: ") {
+				t.Errorf("no message on stderr: %q", stderr.String())
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,14 +82,26 @@ func Empty(t testing.TB, dialect string) *DB {
 // (failing it under CI=true).
 func MySQLDSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv("TEST_MYSQL_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but TEST_MYSQL_DSN is not set: the MySQL half must run in CI")
-		}
-		t.Skip("MySQL half skipped: set TEST_MYSQL_DSN=root@tcp(127.0.0.1:3306)/ to run it")
+	dsn, skip, err := mysqlPolicy(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip != "" {
+		t.Skip(skip)
 	}
 	return dsn
+}
+
+// mysqlPolicy decides what a MySQL test does: run against dsn, skip with a
+// reason, or fail, which is what a missing DSN means under CI=true.
+func mysqlPolicy(getenv func(string) string) (dsn, skip string, err error) {
+	if dsn = getenv("TEST_MYSQL_DSN"); dsn != "" {
+		return dsn, "", nil
+	}
+	if getenv("CI") == "true" {
+		return "", "", errors.New("CI=true but TEST_MYSQL_DSN is not set: the MySQL half must run in CI")
+	}
+	return "", "MySQL half skipped: set TEST_MYSQL_DSN=root@tcp(127.0.0.1:3306)/ to run it", nil
 }
 
 // mysqlDatabase creates a database of the test's own and drops it at the end.
