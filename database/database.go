@@ -29,7 +29,28 @@ const (
 
 // Open connects to the configured database and checks that it answers.
 // Times are read and written in UTC on both dialects.
+//
+// On SQLite, the first connection to a fresh file switches it to WAL, and of
+// several processes doing so at once the losers get SQLITE_BUSY at once,
+// whatever the busy timeout: the switch upgrades a read lock to a write lock,
+// and SQLite does not wait there because waiting could deadlock. Open then
+// tries again after a short pause, for as long as the busy timeout or until
+// ctx ends, by which time the winner has made the file WAL.
 func Open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	for attempt := 1; ; attempt++ {
+		db, err := open(ctx, cfg)
+		if err == nil || cfg.Connection != SQLite || !isSQLiteBusy(err) || time.Now().After(deadline) {
+			return db, err
+		}
+		if !pause(ctx, min(jittered(attempt, 5*time.Millisecond), 100*time.Millisecond)) {
+			return nil, err
+		}
+	}
+}
+
+// open is one attempt of Open.
+func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 	dialector, err := dialectorFor(cfg)
 	if err != nil {
 		return nil, err
@@ -59,6 +80,24 @@ func Open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 	return db, nil
 }
 
+// Close closes the connection pool underneath db.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// isSQLiteBusy reports SQLITE_BUSY (or one of its extended codes) from the
+// SQLite driver.
+func isSQLiteBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
+}
+
+const sqliteBusy = 5 // SQLITE_BUSY
+
 func dialectorFor(cfg config.DB) (gorm.Dialector, error) {
 	switch cfg.Connection {
 	case SQLite:
@@ -78,13 +117,22 @@ func dialectorFor(cfg config.DB) (gorm.Dialector, error) {
 	return nil, fmt.Errorf("unknown DB_CONNECTION %q", cfg.Connection)
 }
 
-// SQLiteDSN is the DSN for a SQLite file: WAL, a busy timeout, foreign keys,
+// sqliteBusyTimeout is how long a SQLite statement waits for a lock another
+// connection holds before it fails with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
+
+// SQLiteDSN is the DSN for a SQLite file: a busy timeout, WAL, foreign keys,
 // and transactions that take the write lock when they begin (so two writers
 // wait for each other instead of failing to upgrade a read lock).
+//
+// The driver runs the _pragma values in the order given, on every new
+// connection, so busy_timeout comes first: every pragma after it, the switch
+// to WAL included, waits up to that long for a lock wherever SQLite waits at
+// all (for where it does not, see Open).
 func SQLiteDSN(path string) string {
 	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate")
@@ -109,6 +157,11 @@ func MySQLDSN(cfg config.DB) (string, error) {
 	}
 	c.ParseTime = true
 	c.Loc = time.UTC
+	// A compare-and-set asks "did my WHERE match?": MySQL otherwise reports
+	// only the rows an UPDATE changed, and an update that writes the values a
+	// row already holds (a frozen clock, two writes in one microsecond) would
+	// look like a lost lease.
+	c.ClientFoundRows = true
 	c.Collation = "utf8mb4_unicode_ci"
 	if c.Params == nil {
 		c.Params = map[string]string{}

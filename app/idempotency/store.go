@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
-	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/database"
 )
 
 // Store keeps records in the idempotency_keys table. Every method is one
@@ -22,30 +22,10 @@ type Store struct {
 // NewStore returns a Store on db.
 func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 
-// retryable reports a transient lock conflict, after which the statement had
-// no effect and may simply run again: MySQL's deadlock (1213), which InnoDB
-// reports when an INSERT on a duplicate key meets a concurrent DELETE of it,
-// and its lock wait timeout (1205).
-func retryable(err error) bool {
-	var me *mysqldriver.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
-}
-
-// run runs one statement, again when it lost a lock conflict, after a short
-// random pause that grows with each try so that contenders fall out of step.
-func run(stmt func() *gorm.DB) *gorm.DB {
-	res := stmt()
-	for i := 1; i <= 8 && retryable(res.Error); i++ {
-		time.Sleep(time.Duration(i) * time.Millisecond * time.Duration(1+rand.IntN(4)))
-		res = stmt()
-	}
-	return res
-}
-
 // Find returns the record of the scope, or nil when there is none.
 func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 	var r Record
-	err := run(func() *gorm.DB {
+	err := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return s.db.WithContext(ctx).
 			Where("consumer_id = ? AND operation = ? AND idempotency_key = ?", sc.ConsumerID, sc.Operation, sc.Key).
 			Take(&r)
@@ -63,11 +43,11 @@ func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 // who owns the intent: when another record holds the scope, Reserve returns
 // that record and ok=false.
 func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
-	err = run(func() *gorm.DB { return s.db.WithContext(ctx).Create(r) }).Error
+	err = database.RetryOnConflict(ctx, func() *gorm.DB { return s.db.WithContext(ctx).Create(r) }).Error
 	if err == nil {
 		return nil, true, nil
 	}
-	if retryable(err) { // still contended: the key is busy; the caller re-reads it
+	if database.IsConflict(err) { // still contended: the key is busy; the caller re-reads it
 		return nil, false, errRaced
 	}
 	if !errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -94,6 +74,13 @@ func casWhere(db *gorm.DB, read *Record) *gorm.DB {
 	return q.Where("locked_until = ?", *read.LockedUntil)
 }
 
+// leaseHeld matches r only while its holder still holds it: the record is
+// still in status and its lease is still the one the holder set. A nil lease
+// matches nothing.
+func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB {
+	return db.Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, status, lease)
+}
+
 // TakeOver claims a record that is expired, failed, or whose owner's lease
 // has run out, for a new execution of r's request. It returns false when
 // someone else changed the record first.
@@ -114,7 +101,7 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
 	}
-	res := run(func() *gorm.DB { return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set) })
+	res := database.RetryOnConflict(ctx, func() *gorm.DB { return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set) })
 	if res.Error != nil {
 		return false, fmt.Errorf("take over idempotency record: %w", res.Error)
 	}
@@ -181,10 +168,8 @@ func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.
 
 // settle updates the record the caller owns; ErrLeaseLost when it no longer does.
 func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error {
-	res := run(func() *gorm.DB {
-		return s.db.WithContext(ctx).Model(&Record{}).
-			Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
-			Updates(set)
+	res := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusProcessing, r.LockedUntil).Updates(set)
 	})
 	if res.Error != nil {
 		return fmt.Errorf("settle idempotency record: %w", res.Error)
@@ -198,10 +183,8 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 // Release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
 func (s *Store) Release(ctx context.Context, r *Record) error {
-	res := run(func() *gorm.DB {
-		return s.db.WithContext(ctx).
-			Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusProcessing, r.LockedUntil).
-			Delete(&Record{})
+	res := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return leaseHeld(s.db.WithContext(ctx), r, StatusProcessing, r.LockedUntil).Delete(&Record{})
 	})
 	if res.Error != nil {
 		return fmt.Errorf("release idempotency record: %w", res.Error)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/database"
 )
 
 // DuePending lists the records a reconciler should work, oldest first:
@@ -29,7 +31,7 @@ func (s *Store) DuePending(ctx context.Context, now, abandonedBefore time.Time, 
 // pending record: of several reconcilers (replicas) reading the same record,
 // exactly one wins.
 func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
-	res := run(func() *gorm.DB {
+	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
 			Updates(map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
 	})
@@ -41,10 +43,8 @@ func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now ti
 
 // updateClaimed updates a pending record the caller holds with lease.
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any) error {
-	return checkOne(run(func() *gorm.DB {
-		return s.db.WithContext(ctx).Model(&Record{}).
-			Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, StatusPending, lease).
-			Updates(set)
+	return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {
+		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusPending, &lease).Updates(set)
 	}))
 }
 
@@ -125,7 +125,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, err
 		if len(ids) == 0 {
 			return total, nil
 		}
-		res := run(func() *gorm.DB {
+		res := database.RetryOnConflict(ctx, func() *gorm.DB {
 			return s.db.WithContext(ctx).Where("id IN ? AND expires_at <= ? AND status IN ?", ids, now, prunable).Delete(&Record{})
 		})
 		if res.Error != nil {

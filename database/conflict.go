@@ -1,0 +1,72 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+)
+
+// MySQL error numbers of a lost lock conflict.
+const (
+	mysqlLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
+	mysqlDeadlock        = 1213 // ER_LOCK_DEADLOCK
+)
+
+// conflictRetries bounds how many times RetryOnConflict runs a statement
+// again after its first run.
+const conflictRetries = 8
+
+// IsConflict reports whether err is a transient lock conflict, after which
+// the statement had no effect and may simply run again: MySQL's deadlock
+// (1213), which InnoDB reports when, for example, an INSERT on a duplicate
+// key meets a concurrent DELETE of it, and its lock wait timeout (1205).
+func IsConflict(err error) bool {
+	var me *mysqldriver.MySQLError
+	return errors.As(err, &me) && (me.Number == mysqlDeadlock || me.Number == mysqlLockWaitTimeout)
+}
+
+// RetryOnConflict runs stmt, one statement, and runs it again while it loses
+// a lock conflict (IsConflict of its Error), up to a small bound, after a
+// short random pause that grows with each try so that contenders fall out of
+// step. It returns the result of the last run: a success, another error, or
+// the conflict once the bound is reached. When ctx ends during a pause it
+// stops and returns the last result at once.
+//
+// stmt must be safe to run again after a conflict, which is true of a single
+// statement outside a transaction: the conflict rolled it back.
+func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
+	res := stmt()
+	for i := 1; i <= conflictRetries && IsConflict(res.Error); i++ {
+		if !pause(ctx, jittered(i, time.Millisecond)) {
+			return res
+		}
+		res = stmt()
+	}
+	return res
+}
+
+// jittered is the pause before retry number attempt: attempt units, times a
+// random factor from 1 to 4.
+func jittered(attempt int, unit time.Duration) time.Duration {
+	return time.Duration(attempt) * unit * time.Duration(1+rand.IntN(4))
+}
+
+// pause waits for d, or less when ctx ends first. It reports whether the
+// whole pause passed (false: ctx is done).
+func pause(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

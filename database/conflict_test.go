@@ -1,0 +1,143 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/licensor-api/licensor/config"
+	"gorm.io/gorm"
+)
+
+// failing is a statement that fails with err on its first n runs, then
+// succeeds; calls counts its runs.
+type failing struct {
+	n     int
+	err   error
+	calls int
+}
+
+func (f *failing) stmt() *gorm.DB {
+	f.calls++
+	if f.calls <= f.n {
+		return &gorm.DB{Error: f.err}
+	}
+	return &gorm.DB{RowsAffected: 1}
+}
+
+func TestRetryOnConflictRetriesDeadlocksAndLockWaitTimeouts(t *testing.T) {
+	for _, number := range []uint16{1213, 1205} {
+		t.Run(fmt.Sprint(number), func(t *testing.T) {
+			f := &failing{n: 3, err: &mysqldriver.MySQLError{Number: number, Message: "lost a lock"}}
+			res := RetryOnConflict(context.Background(), f.stmt)
+			if res.Error != nil || res.RowsAffected != 1 {
+				t.Fatalf("result = %v (rows %d), want the success", res.Error, res.RowsAffected)
+			}
+			if f.calls != 4 {
+				t.Errorf("stmt ran %d times, want 4", f.calls)
+			}
+		})
+	}
+}
+
+func TestRetryOnConflictSeesWrappedConflicts(t *testing.T) {
+	f := &failing{n: 1, err: fmt.Errorf("update: %w", &mysqldriver.MySQLError{Number: 1213})}
+	if res := RetryOnConflict(context.Background(), f.stmt); res.Error != nil || f.calls != 2 {
+		t.Errorf("result = %v after %d runs, want a success after 2", res.Error, f.calls)
+	}
+}
+
+func TestRetryOnConflictReturnsOtherErrorsAtOnce(t *testing.T) {
+	for _, err := range []error{
+		gorm.ErrDuplicatedKey,
+		&mysqldriver.MySQLError{Number: 1062, Message: "Duplicate entry"},
+		errors.New("connection refused"),
+	} {
+		f := &failing{n: 1, err: err}
+		res := RetryOnConflict(context.Background(), f.stmt)
+		if res.Error != err || f.calls != 1 {
+			t.Errorf("%v: result %v after %d runs, want it returned after 1", err, res.Error, f.calls)
+		}
+	}
+}
+
+func TestRetryOnConflictGivesUpAfterTheBound(t *testing.T) {
+	conflict := &mysqldriver.MySQLError{Number: 1213}
+	f := &failing{n: 1 << 30, err: conflict}
+	res := RetryOnConflict(context.Background(), f.stmt)
+	if res.Error != conflict {
+		t.Errorf("result = %v, want the conflict", res.Error)
+	}
+	if f.calls != 1+conflictRetries {
+		t.Errorf("stmt ran %d times, want %d", f.calls, 1+conflictRetries)
+	}
+}
+
+func TestRetryOnConflictStopsWhenContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	conflict := &mysqldriver.MySQLError{Number: 1213}
+	calls := 0
+	res := RetryOnConflict(ctx, func() *gorm.DB {
+		calls++
+		if calls == 2 {
+			cancel() // the caller gives up while the statement runs
+		}
+		return &gorm.DB{Error: conflict}
+	})
+	if res.Error != conflict || calls != 2 {
+		t.Errorf("result = %v after %d runs, want the conflict after 2", res.Error, calls)
+	}
+
+	f := &failing{n: 1 << 30, err: conflict}
+	if res := RetryOnConflict(ctx, f.stmt); res.Error != conflict || f.calls != 1 {
+		t.Errorf("cancelled ctx: result = %v after %d runs, want the conflict after 1", res.Error, f.calls)
+	}
+}
+
+// A deadline that passes during a pause ends the pause and the retries.
+func TestRetryOnConflictPauseEndsWithTheContext(t *testing.T) {
+	// The bound's pauses add up to at least 36ms: a 1ms deadline passes
+	// during one of them.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	conflict := &mysqldriver.MySQLError{Number: 1205}
+	f := &failing{n: 1 << 30, err: conflict}
+	res := RetryOnConflict(ctx, f.stmt)
+	if res.Error != conflict || f.calls >= 1+conflictRetries {
+		t.Errorf("result = %v after %d runs, want the conflict before the bound (%d runs)", res.Error, f.calls, 1+conflictRetries)
+	}
+}
+
+func TestIsConflict(t *testing.T) {
+	for err, want := range map[error]bool{
+		&mysqldriver.MySQLError{Number: 1213}:                      true,
+		&mysqldriver.MySQLError{Number: 1205}:                      true,
+		fmt.Errorf("x: %w", &mysqldriver.MySQLError{Number: 1205}): true,
+		&mysqldriver.MySQLError{Number: 1062}:                      false,
+		gorm.ErrRecordNotFound:                                     false,
+		context.Canceled:                                           false,
+	} {
+		if got := IsConflict(err); got != want {
+			t.Errorf("IsConflict(%v) = %v, want %v", err, got, want)
+		}
+	}
+	if IsConflict(nil) {
+		t.Error("IsConflict(nil) = true")
+	}
+}
+
+// A compare-and-set that writes the values a row already holds must still
+// count as a match: MySQL reports matched rows only with clientFoundRows.
+func TestMySQLDSNCountsMatchedRows(t *testing.T) {
+	dsn, err := MySQLDSN(config.DB{Connection: MySQL, Host: "127.0.0.1", Port: 3306, Username: "u", Database: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dsn, "clientFoundRows=true") {
+		t.Errorf("DSN %q lacks clientFoundRows=true", dsn)
+	}
+}

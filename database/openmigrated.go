@@ -1,0 +1,68 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/config"
+)
+
+// OpenMigrated opens the database for a process that serves from it (serve,
+// the token and reconcile commands). An embedded SQLite file is migrated in
+// place, and the migration is logged on log ("migrated", with the redacted
+// DSN and how many migrations were applied). A MySQL schema is only checked,
+// never migrated, since replicas must never race to migrate it: when it
+// lacks a migration the error is ErrSchemaBehind, and `licensor migrate`
+// applies it. A nil log logs nothing.
+func OpenMigrated(ctx context.Context, cfg config.DB, log *slog.Logger) (*gorm.DB, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	db, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := NewMigrator(db)
+	if err == nil {
+		if cfg.Connection == SQLite {
+			var n int
+			if n, err = migrateSQLite(ctx, m); n > 0 {
+				log.Info("migrated", "database", cfg.Redacted(), "applied", n)
+			}
+		} else {
+			err = m.CheckCurrent(ctx)
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, Close(db))
+	}
+	return db, nil
+}
+
+// sqliteMigrateAttempts bounds how many times migrateSQLite tries.
+const sqliteMigrateAttempts = 5
+
+// migrateSQLite applies the migrations to an embedded database. Several
+// processes started at once on a fresh file (serve and a token command, say)
+// all try; a loser's migration fails on a table the winner made, so it waits
+// and looks again rather than giving up, unless ctx ends first.
+func migrateSQLite(ctx context.Context, m *Migrator) (int, error) {
+	var err error
+	for attempt := 1; attempt <= sqliteMigrateAttempts; attempt++ {
+		var n int
+		if n, err = m.Up(ctx); err == nil {
+			return n, nil
+		}
+		if m.CheckCurrent(ctx) == nil {
+			return 0, nil // another process finished the job
+		}
+		if attempt < sqliteMigrateAttempts && !pause(ctx, time.Duration(attempt)*100*time.Millisecond) {
+			return 0, ctx.Err()
+		}
+	}
+	return 0, err
+}
