@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,18 +17,29 @@ type rule struct {
 	forbidden []string // import path prefixes; "third-party" forbids every non-stdlib import outside the module
 }
 
-// rules are architecture.md's "who may import whom".
+// sqlDrivers are the SQL drivers: only package database may import them.
+var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite",
+	"github.com/go-sql-driver/mysql", "gorm.io/driver/", "github.com/ncruces/go-sqlite3"}
+
+// rules are docs/architecture.md's "who may import whom".
 var rules = []rule{
-	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/http", module + "/app/idempotency", module + "/app/auth"}},
-	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config"}},
-	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config"}},
-	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth"}},
+	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
+	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
+	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
+	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
+	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database"}},
+	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
+	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",
+		module + "/app/vendorclient", module + "/app/metrics", module + "/config", module + "/database", module + "/client"}}, // main: app/console only
 }
 
-func TestImportRules(t *testing.T) {
+// packages lists the module's packages with their imports, keyed by path
+// relative to the module ("" for main).
+func packages(t *testing.T) map[string][]string {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-json", "../...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -44,8 +56,42 @@ func TestImportRules(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		imports[strings.TrimPrefix(p.ImportPath, module+"/")] = p.Imports
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		imports[rel] = p.Imports
 	}
+	return imports
+}
+
+// No package under app/ imports a SQL driver: they speak GORM, and only
+// package database knows which database is underneath.
+func TestAppImportsNoSQLDriver(t *testing.T) {
+	for pkg, imps := range packages(t) {
+		if !strings.HasPrefix(pkg, "app/") {
+			continue
+		}
+		for _, imp := range imps {
+			for _, d := range sqlDrivers {
+				if strings.HasPrefix(imp, d) {
+					t.Errorf("%s imports the SQL driver %s; only package database may", pkg, imp)
+				}
+			}
+		}
+	}
+}
+
+// The root package is main.go alone: every command lives in app/console.
+func TestRootHoldsOnlyMain(t *testing.T) {
+	files, err := filepath.Glob("../*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || filepath.Base(files[0]) != "main.go" {
+		t.Errorf("the root holds %v, want main.go alone", files)
+	}
+}
+
+func TestImportRules(t *testing.T) {
+	imports := packages(t)
 	for _, r := range rules {
 		pkgImports, ok := imports[r.pkg]
 		if !ok {
@@ -59,7 +105,7 @@ func TestImportRules(t *testing.T) {
 					bad = strings.Contains(strings.Split(imp, "/")[0], ".") && !strings.HasPrefix(imp, module)
 				}
 				if bad {
-					t.Errorf("%s imports %s, which architecture.md forbids", r.pkg, imp)
+					t.Errorf("%s imports %s, which docs/architecture.md forbids", r.pkg, imp)
 				}
 			}
 		}

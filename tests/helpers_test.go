@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -18,9 +17,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
-	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
-	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -32,42 +32,78 @@ const (
 
 var testKey = []byte("0123456789abcdef0123456789abcdef") // APP_KEY's 32 bytes, for tests only
 
-// app is one test's server, database and counting vendor.
+// app is one test's application, built by the same bootstrap `licensor
+// serve` uses, with its server, database and counting vendor.
 type app struct {
 	t      *testing.T
+	app    *console.App
 	db     *testdb.DB
 	e      *echo.Echo
 	auth   *auth.Service
 	vendor *vendor
 	logs   *logBuffer // everything the server logged
-	lic    *licenses.Service
 	store  *idempotency.Store
-	log    *slog.Logger
 }
 
 // vendorTimeout is the test driver's per-call timeout: short, since some
 // tests make the vendor hold a call until the driver gives up.
 const vendorTimeout = 2 * time.Second
 
-// newApp builds the server as serve does; opts may adjust its dependencies.
-func newApp(t *testing.T, db *testdb.DB, opts ...func(*apphttp.Deps)) *app {
+// option adjusts a test's configuration or overrides before the bootstrap.
+type option func(*config.Config, *console.Overrides)
+
+// withConfig changes the configuration the app is built from.
+func withConfig(f func(*config.Config)) option {
+	return func(c *config.Config, _ *console.Overrides) { f(c) }
+}
+
+// withClock runs every service of the app on clk.
+func withClock(clk *clock) option {
+	return func(_ *config.Config, o *console.Overrides) { o.Now = clk.Now }
+}
+
+// testConfig is the configuration every feature test starts from: the http
+// vendor driver pointed at the test's counting vendor.
+func testConfig(vendorURL string) config.Config {
+	return config.Config{
+		Env: config.EnvTesting, Key: testKey, URL: testIssuer, MaxBody: 64 << 10, TokenTTL: testTTL,
+		Vendor: config.Vendor{
+			Driver: "http", URL: vendorURL, Token: "vendor-secret-token", Timeout: vendorTimeout,
+			RetryAttempts: 3, RetryBase: 10 * time.Millisecond, RetryMaxWait: 10 * time.Second,
+		},
+		Idempotency: config.Idempotency{TTL: time.Hour, LockTimeout: time.Minute},
+		Reconcile:   config.Reconcile{Interval: 15 * time.Second, Settle: settle, MaxAttempts: 10},
+		PruneEvery:  time.Hour,
+		LogLevel:    "debug",
+		LogFormat:   "json",
+	}
+}
+
+// newApp builds the application through console.Bootstrap, as serve does,
+// on the test's database and counting vendor; opts may adjust it.
+func newApp(t *testing.T, db *testdb.DB, opts ...option) *app {
 	t.Helper()
 	v := newVendor(t)
 	logs := &logBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc := auth.NewService(db.Gorm, testKey, testIssuer, testTTL, log, nil)
-	store := idempotency.NewStore(db.Gorm)
-	metrics := apphttp.NewMetrics([]string{"licenses.store"}, store.PendingStats)
-	driver := v.driver(vendorTimeout)
-	driver.Observe, driver.OnRetry = metrics.ObserveVendor, metrics.ObserveVendorRetry // as main wires them
-	lic := licenses.NewService(db.Gorm, driver, 30*time.Second, nil)
-	deps := apphttp.Deps{DB: db.Gorm, Log: log, MaxBody: 64 << 10, Auth: svc, Licenses: lic, Metrics: metrics,
-		Idempotency: idempotency.Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}}
-	for _, opt := range opts {
-		opt(&deps)
+	cfg := testConfig(v.srv.URL)
+	o := console.Overrides{
+		DB: db.Gorm,
+		// The driver does not really wait between 429 retries.
+		VendorOptions: []vendorclient.Option{vendorclient.WithSleep(func(ctx context.Context, _ time.Duration) error { return ctx.Err() })},
 	}
-	e := apphttp.NewServer(deps)
-	return &app{t: t, db: db, e: e, auth: svc, vendor: v, logs: logs, lic: lic, store: store, log: log}
+	for _, opt := range opts {
+		opt(&cfg, &o)
+	}
+	built, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, logs), o)
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := built.Close(); err != nil {
+			t.Errorf("close app: %v", err)
+		}
+	})
+	return &app{t: t, app: built, db: db, e: built.Server(), auth: built.Auth, vendor: v, logs: logs, store: built.Store}
 }
 
 // token issues a token for the consumer with the abilities and returns it.

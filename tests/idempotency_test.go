@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	apphttp "github.com/licensor-api/licensor/app/http"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -366,7 +366,7 @@ func TestIdempotencyLogsDigestNeverKey(t *testing.T) {
 }
 
 func TestIdempotencyRequired(t *testing.T) {
-	a := newApp(t, testdb.New(t, "sqlite"), func(d *apphttp.Deps) { d.Idempotency.Required = true })
+	a := newApp(t, testdb.New(t, "sqlite"), withConfig(func(c *config.Config) { c.Idempotency.Required = true }))
 	a.do(http.MethodPost, "/api/licenses", acmeBody, a.consumer("acme")...).wantError(http.StatusBadRequest, "idempotency_key_missing")
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "k-1")...).wantStatus(http.StatusCreated)
 }

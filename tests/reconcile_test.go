@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -30,20 +31,11 @@ func (c *clock) Add(d time.Duration) {
 
 const settle = time.Minute
 
-// reconciler is the reconciler serve runs, on the test's clock.
-func (a *app) reconciler(clk *clock, maxAttempts int) *idempotency.Reconciler {
-	return &idempotency.Reconciler{
-		Store:       a.store,
-		Resumers:    map[string]idempotency.Resumer{"licenses.store": apphttp.LicenseResumer{Licenses: a.lic}},
-		Settle:      settle,
-		MaxAttempts: maxAttempts,
-		Lease:       time.Minute,
-		TTL:         time.Hour,
-		Backoff:     15 * time.Second,
-		Log:         a.log,
-		Now:         clk.Now,
-	}
-}
+// newClock is a settable clock, at the present.
+func newClock() *clock { return &clock{t: time.Now()} }
+
+// reconciler is the reconciler serve runs, as the bootstrap built it.
+func (a *app) reconciler() *idempotency.Reconciler { return a.app.Reconciler }
 
 func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Settled {
 	a.t.Helper()
@@ -66,7 +58,7 @@ func results(s []idempotency.Settled) string {
 // nothing, one pass completes the record, the retry replays the 201.
 func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
+		a := newApp(t, db, withClock(newClock()))
 		acme := keyed(a.consumer("acme"), "order-2001")
 		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
@@ -74,8 +66,7 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 		a.wantVendorCalls("", calls)
 
-		clk := &clock{t: time.Now()}
-		if got := results(a.reconcileOnce(a.reconciler(clk, 10))); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", 1) // found by the list; never created again
@@ -105,13 +96,13 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 // is older than the settle time, then one create finishes it.
 func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
+		clk := newClock()
+		a := newApp(t, db, withClock(clk))
 		acme := keyed(a.consumer("acme"), "order-2002")
 		a.vendor.script("POST", reply{status: 500, body: `{}`}) // failed without effect; we cannot know that
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 
-		clk := &clock{t: time.Now()}
-		r := a.reconciler(clk, 10)
+		r := a.reconciler()
 		if got := results(a.reconcileOnce(r)); got != idempotency.ResultWaiting {
 			t.Fatalf("young record: results %q, want waiting", got)
 		}
@@ -135,15 +126,13 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 // and a retry with its key executes again.
 func TestReconcileVendorDownThenFailed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
+		clk := newClock()
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 3 }))
 		acme := keyed(a.consumer("acme"), "order-2003")
 		a.vendor.script("POST", reply{status: 500, body: `{}`})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 
-		clk := &clock{t: time.Now()}
-		r := a.reconciler(clk, 3)
-		counted := map[string]int{}
-		r.Observe = func(result string) { counted[result]++ } // what feeds licensor_reconcile_total
+		r := a.reconciler()
 		down := reply{status: 503, body: `{}`}
 		var seen []string
 		for range 3 {
@@ -164,8 +153,13 @@ func TestReconcileVendorDownThenFailed(t *testing.T) {
 		if !strings.Contains(a.logs.String(), "an operator should look") {
 			t.Error("the failure was not logged for an operator")
 		}
-		if counted[idempotency.ResultFailed] != 1 || counted[idempotency.ResultRetry] != 2 {
-			t.Errorf("counted %v, want 2 retries and 1 failure", counted)
+		for sample, want := range map[string]string{
+			`licensor_reconcile_total{result="failed"}`: "1",
+			`licensor_reconcile_total{result="retry"}`:  "2",
+		} {
+			if got := a.metric(sample); got != sample+" "+want {
+				t.Errorf("got %q, want %s", got, want)
+			}
 		}
 		r2 := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
 		if r2.Header().Get(idempotency.HeaderReplayed) != "" {
@@ -190,7 +184,7 @@ func TestReconcileRequestWithoutKey(t *testing.T) {
 		if n := len(a.do(http.MethodGet, "/api/licenses", "", acme...).json()["data"].([]any)); n != 0 {
 			t.Fatalf("%d licenses before reconciliation", n)
 		}
-		a.reconcileOnce(a.reconciler(&clock{t: time.Now()}, 10))
+		a.reconcileOnce(a.reconciler())
 		list := a.do(http.MethodGet, "/api/licenses", "", acme...).json()["data"].([]any)
 		if len(list) != 1 || list[0].(map[string]any)["domain"] != "acme.test" {
 			t.Errorf("after reconciliation the list is %v", list)
@@ -202,7 +196,13 @@ func TestReconcileRequestWithoutKey(t *testing.T) {
 // every intent ends with one create, never two.
 func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
+		clk := newClock()
+		a := newApp(t, db, withClock(clk))
+		// A second replica: its own application on the same database and vendor.
+		replica, err := console.Bootstrap(context.Background(), a.app.Config, a.app.Log, console.Overrides{DB: db.Gorm, Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
 		acme := a.consumer("acme")
 		const n = 12
 		for i := range n {
@@ -210,11 +210,10 @@ func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
 			a.do(http.MethodPost, "/api/licenses", fmt.Sprintf(`{"name":"S","domain":"shop%d.test"}`, i), keyed(acme, fmt.Sprint("k-", i))...).
 				wantError(http.StatusAccepted, "operation_pending")
 		}
-		clk := &clock{t: time.Now().Add(settle + time.Second)} // all old enough to create
+		clk.Add(settle + time.Second) // all old enough to create
 		var wg sync.WaitGroup
 		worked := make([]int, 2)
-		for i := range 2 {
-			r := a.reconciler(clk, 10)
+		for i, r := range []*idempotency.Reconciler{a.reconciler(), replica.Reconciler} {
 			wg.Go(func() { worked[i] = len(a.reconcileOnce(r)) })
 		}
 		wg.Wait()
@@ -236,7 +235,9 @@ func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
 func TestPruneExpiredRecordsInBatches(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		clk := newClock()
+		a := newApp(t, db, withClock(clk))
+		now := clk.Now().UTC().Truncate(time.Microsecond)
 		mk := func(key, status string, expires time.Time) idempotency.Record {
 			return idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h",
 				Status: status, CreatedAt: now, UpdatedAt: now, ExpiresAt: expires}
@@ -252,8 +253,7 @@ func TestPruneExpiredRecordsInBatches(t *testing.T) {
 		if err := db.Gorm.CreateInBatches(recs, 1000).Error; err != nil {
 			t.Fatal(err)
 		}
-		p := &idempotency.Pruner{Store: idempotency.NewStore(db.Gorm), Batch: 500, Now: func() time.Time { return now }}
-		n, err := p.RunOnce(ctx)
+		n, err := a.app.Pruner.RunOnce(ctx)
 		if err != nil || n != 10000 {
 			t.Fatalf("pruned %d, %v; want 10000", n, err)
 		}
@@ -273,8 +273,7 @@ func TestReconcileAbandonedProcessingRecord(t *testing.T) {
 		a.consumer("acme")
 		a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
 		a.plantRecord("acme", "order-2004", acmeBody, idempotency.StatusProcessing, -90*time.Second)
-		clk := &clock{t: time.Now()}
-		if got := results(a.reconcileOnce(a.reconciler(clk, 10))); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("results = %q, want the abandoned intent completed", got)
 		}
 		a.wantVendorCalls("POST", 0)
@@ -290,7 +289,7 @@ func TestReconcileLeavesRecentlyLapsedLeases(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"))
 	a.consumer("acme")
 	a.plantRecord("acme", "order-2005", acmeBody, idempotency.StatusProcessing, -time.Second)
-	if got := results(a.reconcileOnce(a.reconciler(&clock{t: time.Now()}, 10))); got != "" {
+	if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 		t.Fatalf("results = %q, want nothing claimed", got)
 	}
 }
@@ -335,7 +334,7 @@ func TestCreateRecordedFailureAfterVendorSuccessIsPending(t *testing.T) {
 		if err := db.Gorm.Exec("DROP TRIGGER licenses_fail").Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := results(a.reconcileOnce(a.reconciler(&clock{t: time.Now()}, 10))); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("results = %q", got)
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
@@ -348,7 +347,7 @@ func TestCreateRecordedFailureAfterVendorSuccessIsPending(t *testing.T) {
 // context.
 func TestBackgroundLoopsWorkAndStop(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
+		a := newApp(t, db, withConfig(func(c *config.Config) { c.Reconcile.Interval, c.PruneEvery = 10*time.Millisecond, 10*time.Millisecond }))
 		acme := keyed(a.consumer("acme"), "order-2007")
 		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
@@ -361,8 +360,8 @@ func TestBackgroundLoopsWorkAndStop(t *testing.T) {
 
 		ctx, stop := context.WithCancel(context.Background())
 		var loops sync.WaitGroup
-		loops.Go(func() { a.reconciler(&clock{t: time.Now()}, 10).Run(ctx, 10*time.Millisecond) })
-		loops.Go(func() { (&idempotency.Pruner{Store: a.store}).Run(ctx, 10*time.Millisecond) })
+		loops.Go(func() { a.app.Reconciler.Run(ctx) })
+		loops.Go(func() { a.app.Pruner.Run(ctx) })
 
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {

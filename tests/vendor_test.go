@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,10 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/licensor-api/licensor/app/vendorclient"
-	"github.com/licensor-api/licensor/config"
 )
 
 // vendor is a counting, scriptable stand-in for the upstream vendor, served
@@ -56,21 +51,6 @@ func newVendor(t *testing.T) *vendor {
 	v.srv = httptest.NewServer(http.HandlerFunc(v.serve))
 	t.Cleanup(v.srv.Close)
 	return v
-}
-
-// driver is the http vendor driver pointed at this vendor, with a short
-// timeout and a clock that does not really wait between 429 retries.
-func (v *vendor) driver(timeout time.Duration) *vendorclient.HTTPDriver {
-	v.t.Helper()
-	d, err := vendorclient.NewHTTP(config.Vendor{
-		Driver: "http", URL: v.srv.URL, Token: "vendor-secret-token", Timeout: timeout,
-		RetryAttempts: 3, RetryBase: 10 * time.Millisecond, RetryMaxWait: 10 * time.Second,
-	}, nil)
-	if err != nil {
-		v.t.Fatalf("vendor driver: %v", err)
-	}
-	d.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	return d
 }
 
 // script queues replies for a call ("GET", "POST" or "DELETE").

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -14,14 +13,9 @@ import (
 	"gorm.io/gorm"
 )
 
-// touchEvery is how often, at most, a token's last_used_at is written.
-const touchEvery = time.Minute
-
-// maxTouched bounds the memory of recent writes: past it, entries older than
-// touchEvery are dropped.
-const maxTouched = 10000
-
-// Service issues, verifies, lists and revokes tokens.
+// Service issues, verifies, lists and revokes tokens. Verify records each
+// token's use in memory; RunTouchWriter (or Flush) writes those uses to
+// last_used_at.
 type Service struct {
 	db         *gorm.DB
 	signer     signer
@@ -29,26 +23,46 @@ type Service struct {
 	log        *slog.Logger
 	now        func() time.Time
 
-	mu      sync.Mutex
-	touched map[string]time.Time // token id → when this process last wrote last_used_at
+	uses uses
 }
 
-// NewService returns a Service that signs with key (APP_KEY's 32 bytes) as
-// issuer, and gives tokens defaultTTL unless asked otherwise. now may be nil.
-func NewService(db *gorm.DB, key []byte, issuer string, defaultTTL time.Duration, log *slog.Logger, now func() time.Time) *Service {
+// Config is what New needs.
+type Config struct {
+	// DB holds the consumers and personal_access_tokens tables. Required.
+	DB *gorm.DB
+	// Key is the HS256 signing key: APP_KEY's 32 bytes.
+	Key []byte
+	// Issuer is the iss claim written into every token and required of
+	// every token verified.
+	Issuer string
+	// DefaultTTL is the lifetime of a token issued without a TTL of its own.
+	DefaultTTL time.Duration
+	// Log receives the warnings of the last_used_at writer. Nil: discarded.
+	Log *slog.Logger
+	// Now is the clock for issuing, verifying and recording uses. Nil:
+	// time.Now.
+	Now func() time.Time
+}
+
+// New returns a Service configured by cfg. Start RunTouchWriter beside it
+// for last_used_at to be written; without it, recorded uses stay in memory
+// (at most maxTouched of them) until Flush.
+func New(cfg Config) *Service {
+	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
+	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		db:         db,
-		signer:     signer{key: key, issuer: issuer, now: now},
-		defaultTTL: defaultTTL,
+		db:         cfg.DB,
+		signer:     signer{key: cfg.Key, issuer: cfg.Issuer, now: now},
+		defaultTTL: cfg.DefaultTTL,
 		log:        log,
 		now:        now,
-		touched:    map[string]time.Time{},
+		uses:       newUses(),
 	}
 }
 
@@ -163,6 +177,9 @@ type Principal struct {
 // Verify checks the token string and its row: the signature (HS256 with
 // APP_KEY only), exp, iss, and that the row exists, belongs to the subject,
 // and is neither revoked nor expired. Every failure is ErrUnauthenticated.
+// The row is read on every call, so a revocation takes effect at once. A
+// success records the token's use in memory only, for RunTouchWriter or
+// Flush to write to last_used_at (at most once per token a minute).
 func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 	c, err := s.signer.parse(raw)
 	if err != nil {
@@ -180,40 +197,8 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 	if tok.ConsumerID != c.Subject || !tok.Live(now) {
 		return Principal{}, ErrUnauthenticated
 	}
-	s.touch(tok, now)
+	s.recordUse(tok, now)
 	return Principal{ConsumerID: tok.ConsumerID, Consumer: tok.Consumer.Name, TokenID: tok.ID, Abilities: tok.Abilities}, nil
-}
-
-// touch records the token's use at most once a minute, in the background, so
-// that the request never waits on that write.
-func (s *Service) touch(tok Token, now time.Time) {
-	if tok.LastUsedAt != nil && now.Sub(*tok.LastUsedAt) < touchEvery {
-		return
-	}
-	s.mu.Lock()
-	if last, ok := s.touched[tok.ID]; ok && now.Sub(last) < touchEvery {
-		s.mu.Unlock()
-		return
-	}
-	if len(s.touched) >= maxTouched { // forget what no longer throttles anything
-		for id, at := range s.touched {
-			if now.Sub(at) >= touchEvery {
-				delete(s.touched, id)
-			}
-		}
-	}
-	s.touched[tok.ID] = now
-	s.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		at := now.UTC().Truncate(time.Microsecond)
-		err := s.db.WithContext(ctx).Model(&Token{}).Where("id = ?", tok.ID).
-			UpdateColumn("last_used_at", at).Error
-		if err != nil {
-			s.log.Warn("record token use", "token_id", tok.ID, "error", err)
-		}
-	}()
 }
 
 // List returns the tokens, newest first; of one consumer when consumer is

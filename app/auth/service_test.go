@@ -1,8 +1,11 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,71 +26,182 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func lastUsed(t *testing.T, s *Service, id string) *time.Time {
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func newTestService(db *testdb.DB, clk *clock, log *slog.Logger) *Service {
+	return New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, Log: log, Now: clk.now})
+}
+
+func issue(t *testing.T, s *Service, consumer string) Issued {
+	t.Helper()
+	issued, err := s.Issue(context.Background(), IssueInput{Consumer: consumer, Abilities: []string{LicensesRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return issued
+}
+
+func verify(t *testing.T, s *Service, secret string) {
+	t.Helper()
+	if _, err := s.Verify(context.Background(), secret); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+}
+
+func flush(t *testing.T, s *Service) {
+	t.Helper()
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+func wantPending(t *testing.T, s *Service, want int) {
+	t.Helper()
+	if got := s.Pending(); got != want {
+		t.Fatalf("Pending() = %d, want %d", got, want)
+	}
+}
+
+// lastUsed reads the token's last_used_at from the database.
+func lastUsed(t *testing.T, db *testdb.DB, id string) *time.Time {
 	t.Helper()
 	var tok Token
-	if err := s.db.Where("id = ?", id).Take(&tok).Error; err != nil {
+	if err := db.Gorm.Where("id = ?", id).Take(&tok).Error; err != nil {
 		t.Fatal(err)
 	}
 	return tok.LastUsedAt
 }
 
-// waitLastUsed polls until last_used_at equals want, or fails at the deadline.
-func waitLastUsed(t *testing.T, s *Service, id string, want time.Time) {
+func wantLastUsed(t *testing.T, db *testdb.DB, id string, want time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := lastUsed(t, s, id); got != nil && got.Equal(want) {
+	if got := lastUsed(t, db, id); got == nil || !got.Equal(want) {
+		t.Fatalf("last_used_at = %v, want %v", got, want)
+	}
+}
+
+func wantNeverUsed(t *testing.T, db *testdb.DB, id string) {
+	t.Helper()
+	if got := lastUsed(t, db, id); got != nil {
+		t.Fatalf("last_used_at = %v, want NULL", got)
+	}
+}
+
+// waitLastUsed polls until last_used_at equals want, or fails at the deadline.
+func waitLastUsed(t *testing.T, db *testdb.DB, id string, want time.Time) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if got := lastUsed(t, db, id); got != nil && got.Equal(want) {
 			return
 		}
-		<-time.After(5 * time.Millisecond)
+		select {
+		case <-poll.C:
+		case <-deadline:
+			t.Fatalf("last_used_at = %v, want %v", lastUsed(t, db, id), want)
+		}
 	}
-	t.Fatalf("last_used_at = %v, want %v", lastUsed(t, s, id), want)
+}
+
+// runWriter starts s.RunTouchWriter and returns a stop that cancels it and
+// waits, with a deadline, for it to return. The test's end stops it too.
+func runWriter(t *testing.T, s *Service) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.RunTouchWriter(ctx)
+	}()
+	stop = func() {
+		t.Helper()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("RunTouchWriter did not return after its ctx was cancelled")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func TestLastUsedAtIsWrittenAtMostOncePerMinute(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-		s := NewService(db.Gorm, make([]byte, 32), "iss", time.Hour, nil, clk.now)
-		ctx := context.Background()
-		issued, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Verify(ctx, issued.Secret); err != nil {
-			t.Fatal(err)
-		}
+		s := newTestService(db, clk, nil)
+		issued := issue(t, s, "acme")
+
+		verify(t, s, issued.Secret)
+		wantNeverUsed(t, db, issued.ID) // Verify itself writes nothing
+		wantPending(t, s, 1)
+		flush(t, s)
+		wantPending(t, s, 0)
 		first := clk.now()
-		waitLastUsed(t, s, issued.ID, first)
+		wantLastUsed(t, db, issued.ID, first)
 
 		clk.add(30 * time.Second)
-		if _, err := s.Verify(ctx, issued.Secret); err != nil {
-			t.Fatal(err)
-		}
-		s.mu.Lock()
-		touched := s.touched[issued.ID]
-		s.mu.Unlock()
-		if !touched.Equal(first) {
-			t.Fatalf("a use 30s later scheduled a write (touched %v)", touched)
-		}
+		verify(t, s, issued.Secret)
+		wantPending(t, s, 0)
+		flush(t, s)
+		wantLastUsed(t, db, issued.ID, first)
 
 		clk.add(31 * time.Second)
-		if _, err := s.Verify(ctx, issued.Secret); err != nil {
-			t.Fatal(err)
-		}
-		waitLastUsed(t, s, issued.ID, clk.now())
+		verify(t, s, issued.Secret)
+		verify(t, s, issued.Secret)
+		wantPending(t, s, 1)
+		flush(t, s)
+		wantLastUsed(t, db, issued.ID, clk.now())
+	})
+}
+
+func TestRecentLastUsedAtInTheRowIsNotRewritten(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		s := newTestService(db, clk, nil)
+		issued := issue(t, s, "acme")
+		verify(t, s, issued.Secret)
+		flush(t, s)
+		first := clk.now()
+
+		// Another replica, whose memory is empty, reads the row's own
+		// last_used_at.
+		other := newTestService(db, clk, nil)
+		clk.add(59 * time.Second)
+		verify(t, other, issued.Secret)
+		wantPending(t, other, 0)
+
+		clk.add(time.Second)
+		verify(t, other, issued.Secret)
+		wantPending(t, other, 1)
+		flush(t, other)
+		wantLastUsed(t, db, issued.ID, first.Add(time.Minute))
 	})
 }
 
 func TestExpiredRowRefusedEvenWithLiveJWT(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := &clock{t: time.Now()}
-		s := NewService(db.Gorm, make([]byte, 32), "iss", time.Hour, nil, clk.now)
+		s := newTestService(db, clk, nil)
 		ctx := context.Background()
-		issued, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		issued := issue(t, s, "acme")
 		// The row expires earlier than the JWT says (an admin shortened it).
 		if err := db.Gorm.Model(&Token{}).Where("id = ?", issued.ID).Update("expires_at", clk.now().Add(-time.Second).UTC()).Error; err != nil {
 			t.Fatal(err)
@@ -98,17 +212,132 @@ func TestExpiredRowRefusedEvenWithLiveJWT(t *testing.T) {
 	})
 }
 
-func TestTouchedMemoryStaysBounded(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	s := NewService(testdb.New(t, "sqlite").Gorm, make([]byte, 32), "iss", time.Hour, nil, clk.now)
-	for i := range maxTouched {
-		s.touched[fmt.Sprint("stale-", i)] = clk.now()
-	}
-	clk.add(2 * touchEvery)
-	s.touch(Token{ID: "fresh"}, clk.now())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.touched) != 1 {
-		t.Errorf("%d entries remembered, want only the fresh one", len(s.touched))
-	}
+func TestRevocationTakesEffectAtOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Now()}
+		s := newTestService(db, clk, nil)
+		ctx := context.Background()
+		issued := issue(t, s, "acme")
+		verify(t, s, issued.Secret)
+		if err := s.Revoke(ctx, issued.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Verify(ctx, issued.Secret); err != ErrUnauthenticated {
+			t.Fatalf("Verify after Revoke = %v, want ErrUnauthenticated", err)
+		}
+	})
+}
+
+// With nobody writing, the recorded uses stop growing at the bound; a use
+// that finds no room is recorded on a later use, once room is made.
+func TestRecordedUsesStayBounded(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		logs := &syncBuffer{}
+		s := newTestService(db, clk, slog.New(slog.NewTextHandler(logs, nil)))
+		s.uses.limit = 3 // maxTouched, made small enough to reach
+		var toks []Issued
+		for i := range 5 {
+			toks = append(toks, issue(t, s, fmt.Sprint("consumer-", i)))
+		}
+
+		for range 2 {
+			for _, tok := range toks {
+				verify(t, s, tok.Secret)
+			}
+			wantPending(t, s, 3)
+		}
+		flush(t, s)
+		wantPending(t, s, 0)
+		if !strings.Contains(logs.String(), "memory full") {
+			t.Errorf("no warning about uses not recorded; logs:\n%s", logs)
+		}
+		var written, skipped []Issued
+		for _, tok := range toks {
+			if lastUsed(t, db, tok.ID) != nil {
+				written = append(written, tok)
+			} else {
+				skipped = append(skipped, tok)
+			}
+		}
+		if len(written) != 3 {
+			t.Fatalf("%d tokens have last_used_at, want 3", len(written))
+		}
+		for _, tok := range written {
+			wantLastUsed(t, db, tok.ID, clk.now())
+		}
+
+		// The memory is full of writes that still throttle: no room yet.
+		for _, tok := range skipped {
+			verify(t, s, tok.Secret)
+		}
+		wantPending(t, s, 0)
+
+		// A minute on, they no longer throttle anything and make room.
+		clk.add(touchEvery)
+		for _, tok := range skipped {
+			verify(t, s, tok.Secret)
+		}
+		wantPending(t, s, 2)
+		flush(t, s)
+		for _, tok := range skipped {
+			wantLastUsed(t, db, tok.ID, clk.now())
+		}
+	})
+}
+
+func TestFailedWriteIsLoggedWithTokenID(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		logs := &syncBuffer{}
+		s := newTestService(db, clk, slog.New(slog.NewTextHandler(logs, nil)))
+		issued := issue(t, s, "acme")
+		verify(t, s, issued.Secret)
+		if err := db.Gorm.Exec("ALTER TABLE personal_access_tokens RENAME TO moved_tokens").Error; err != nil {
+			t.Fatal(err)
+		}
+		err := s.Flush(context.Background())
+		if err == nil || !strings.Contains(err.Error(), issued.ID) {
+			t.Fatalf("Flush = %v, want an error naming token %s", err, issued.ID)
+		}
+		wantPending(t, s, 0) // forgotten: the token's next use records it again
+		out := logs.String()
+		if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "token_id="+issued.ID) {
+			t.Errorf("no warning with the token id; logs:\n%s", out)
+		}
+		if strings.Contains(out, issued.Secret) {
+			t.Errorf("the token string was logged:\n%s", out)
+		}
+	})
+}
+
+func TestRunTouchWriterFlushesWhenCancelled(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		s := newTestService(db, clk, nil)
+		s.uses.interval = time.Hour // only the final write can write
+		issued := issue(t, s, "acme")
+		stop := runWriter(t, s)
+		verify(t, s, issued.Secret)
+		stop()
+		wantPending(t, s, 0)
+		wantLastUsed(t, db, issued.ID, clk.now())
+	})
+}
+
+func TestRunTouchWriterWritesPeriodically(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		s := newTestService(db, clk, nil)
+		s.uses.interval = 10 * time.Millisecond
+		issued := issue(t, s, "acme")
+		runWriter(t, s)
+
+		verify(t, s, issued.Secret)
+		waitLastUsed(t, db, issued.ID, clk.now())
+
+		clk.add(touchEvery)
+		verify(t, s, issued.Secret)
+		waitLastUsed(t, db, issued.ID, clk.now())
+	})
 }

@@ -32,21 +32,34 @@ func readBody(c echo.Context) ([]byte, error) {
 // bindJSON decodes a JSON object body into v. Unknown fields are ignored;
 // a value of the wrong type is a validation error on its field.
 func bindJSON(c echo.Context, v any) error {
+	if err := checkJSONType(c); err != nil {
+		return err
+	}
+	b, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(b, v)
+}
+
+// checkJSONType refuses a body whose Content-Type says it is not JSON.
+func checkJSONType(c echo.Context) error {
 	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !hasJSONSuffix(mt)) {
 			return errNotJSON
 		}
 	}
-	b, err := readBody(c)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// decodeJSON decodes a body already read, as bindJSON does.
+func decodeJSON(b []byte, v any) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
 		return errMalformedJSON
 	}
-	err = json.Unmarshal(b, v)
+	err := json.Unmarshal(b, v)
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field

@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -46,18 +45,11 @@ type storeLicenseRequest struct {
 }
 
 // storeLicense is POST /api/licenses: 201 for a new license, 200 for a
-// domain the consumer already holds.
+// domain the consumer already holds. bindLicense has parsed and validated
+// the request before the idempotency layer reserved its key.
 func (s *Server) storeLicense(c echo.Context) error {
-	var req storeLicenseRequest
-	if err := bindJSON(c, &req); err != nil {
-		return err
-	}
-	lic, created, err := s.licenses.Create(c.Request().Context(), principal(c).ConsumerID,
-		licenses.Input{Name: req.Name, Domain: req.Domain})
-	if errors.Is(err, licenses.ErrVendorUncertain) {
-		domain, _ := licenses.NormalizeDomain(req.Domain)
-		idempotency.Describe(c, idempotency.Outcome{ExternalRef: domain}) // no site id known yet
-	}
+	in, _ := c.Get(ctxLicenseInput).(licenses.Input)
+	lic, created, err := s.licenses.Create(c.Request().Context(), principal(c).ConsumerID, in)
 	if err != nil {
 		return err
 	}
@@ -97,20 +89,28 @@ func licenseOutcome(lic licenses.License) idempotency.Outcome {
 	return idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID, ExternalRef: lic.VendorSiteID}
 }
 
-// licenseIntent is the fingerprint of a create: the name and the normalised
-// domain, so "ACME.test." and "acme.test" are one intent and extra fields
-// a client adds do not make a retry a conflict.
-func licenseIntent(body []byte) ([]byte, bool) {
+// ctxLicenseInput is where bindLicense leaves the validated request.
+const ctxLicenseInput = "licenses.input"
+
+// bindLicense parses and validates a create, once, for the handler and for
+// the fingerprint. The intent is the name and the normalised domain, so
+// "ACME.test." and "acme.test" are one intent and extra fields a client adds
+// do not make a retry a conflict. A request it refuses never reaches the
+// idempotency store.
+func bindLicense(c echo.Context, body []byte) ([]byte, error) {
+	if err := checkJSONType(c); err != nil {
+		return nil, err
+	}
 	var req storeLicenseRequest
-	if json.Unmarshal(body, &req) != nil {
-		return nil, false
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
 	}
 	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	b, err := json.Marshal(storeLicenseRequest{Name: in.Name, Domain: in.Domain})
-	return b, err == nil
+	c.Set(ctxLicenseInput, in)
+	return json.Marshal(storeLicenseRequest{Name: in.Name, Domain: in.Domain})
 }
 
 // pageMeta is Laravel's pagination meta.

@@ -61,7 +61,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err) // write the error response now, so its status is logged
 		}
 		status := c.Response().Status
-		s.metrics.observeHTTP(c, time.Since(start))
+		s.metrics.ObserveHTTP(c.Path(), c.Request().Method, status, time.Since(start))
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError

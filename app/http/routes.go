@@ -14,10 +14,10 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/readyz", s.readyz)
 
 	e.POST("/api/licenses", s.storeLicense, s.ability(auth.LicensesWrite),
-		s.idem.Middleware("licenses.store", idempotency.Options{Intent: licenseIntent}))
+		s.idem.Middleware("licenses.store", idempotency.Options{Bind: bindLicense}))
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite))
+	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite), s.idem.Detached())
 
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))

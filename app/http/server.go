@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/metrics"
 )
 
 // Deps is everything the HTTP layer needs; main fills it in.
@@ -26,7 +27,7 @@ type Deps struct {
 	Idempotency idempotency.Config
 	// Metrics are counted here and served at /metrics (nil: a fresh set),
 	// unless MetricsElsewhere says main serves them on METRICS_ADDR.
-	Metrics          *Metrics
+	Metrics          *metrics.Metrics
 	MetricsElsewhere bool
 }
 
@@ -37,7 +38,7 @@ type Server struct {
 	auth     *auth.Service
 	licenses *licenses.Service
 	idem     *idempotency.Guard
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -46,7 +47,7 @@ func NewServer(d Deps) *echo.Echo {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	if d.Metrics == nil {
-		d.Metrics = NewMetrics([]string{"licenses.store"}, nil)
+		d.Metrics = metrics.New([]string{"licenses.store"}, nil)
 	}
 	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics}
 	d.Idempotency.Consumer = func(c echo.Context) string { return principal(c).ConsumerID }

@@ -36,13 +36,28 @@ func isOutcomeUnknown(err error) bool {
 	return errors.As(err, &u) && u.OutcomeUnknown()
 }
 
+// externalRefer is how an uncertain error names what the pending intent is
+// known by at the other side (for licenses, the domain).
+type externalRefer interface {
+	ExternalRef() string
+}
+
+// pendingOutcome is what to keep with an intent whose outcome is unknown:
+// what the handler described, else the reference its error carries.
+func pendingOutcome(c echo.Context, herr error) Outcome {
+	o := described(c)
+	var r externalRefer
+	if o.ExternalRef == "" && errors.As(herr, &r) {
+		o.ExternalRef = r.ExternalRef()
+	}
+	return o
+}
+
 // execute runs the handler as the owner of rec, then settles the record. The
-// handler runs detached from the client's connection, and must end a fifth
-// of the lease before the lease does (the lease began before the
-// reservation), so the owner settles before anyone may take the record over.
+// handler runs detached from the client's connection, within the work budget
+// of the lease (which began before the reservation).
 func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outcome string) error {
-	deadline := rec.LockedUntil.Add(-g.cfg.LockTimeout / 5)
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(c.Request().Context()), deadline)
+	ctx, cancel := detach(c.Request().Context(), workDeadline(*rec.LockedUntil, g.cfg.LockTimeout))
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
 	capture := &captureWriter{ResponseWriter: c.Response().Writer}
@@ -66,17 +81,16 @@ func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outc
 // unkeyed runs a request that came without a key: unprotected, except that
 // an unknown outcome is still kept as a pending intent, under a key the
 // server makes, so that no intent the server accepted is ever dropped.
-func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, record func() *Record) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), g.cfg.LockTimeout*4/5)
+func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
+	ctx, cancel := g.workContext(c)
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
 	herr := next(c)
 	if !isOutcomeUnknown(herr) {
 		return herr
 	}
-	rec := record()
 	rec.Status, rec.LockedUntil = StatusPending, nil
-	rec.ExternalRef = nullable(described(c).ExternalRef)
+	rec.ExternalRef = nullable(pendingOutcome(c, herr).ExternalRef)
 	sctx, scancel := g.settleContext(c)
 	defer scancel()
 	// Recorded first, answered after: a 202 promises the intent is kept.
@@ -112,6 +126,9 @@ func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, herr error
 	ctx, cancel := g.settleContext(c)
 	defer cancel()
 	o := described(c)
+	if isOutcomeUnknown(herr) {
+		o = pendingOutcome(c, herr)
+	}
 	rec.ExternalRef = nullable(o.ExternalRef)
 	var err error
 	switch {

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ type Config struct {
 	Consumer func(echo.Context) string
 	// RequestID is the request's id, kept as the record's correlation id.
 	RequestID func(echo.Context) string
-	Log       *slog.Logger
+	Log       *slog.Logger     // nil: discard
 	Now       func() time.Time // nil: time.Now
 	// Observe, when set, counts each request's outcome (for metrics).
 	Observe func(operation, outcome string)
@@ -62,15 +63,30 @@ func New(cfg Config) *Guard {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = time.Minute
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 24 * time.Hour
+	}
+	if cfg.RequestID == nil {
+		cfg.RequestID = func(echo.Context) string { return "" }
+	}
+	if cfg.Observe == nil {
+		cfg.Observe = func(string, string) {}
+	}
 	return &Guard{cfg: cfg}
 }
 
 // Options tune one operation.
 type Options struct {
-	// Intent returns the canonical form of just the fields that make the
+	// Bind parses and validates the request body, once, for both the
+	// fingerprint and the handler (which it hands the parsed request through
+	// c). It returns the canonical form of just the fields that make the
 	// intent, so that volatile metadata a client adds does not turn a retry
-	// into a conflict; ok=false falls back to the whole canonical body.
-	Intent func(body []byte) (intent []byte, ok bool)
+	// into a conflict. An error is the answer as it is, given before any
+	// record is made. Nil: the intent is the whole canonical body.
+	Bind func(c echo.Context, body []byte) (intent []byte, err error)
 }
 
 // Middleware guards a write route as operation (e.g. "licenses.store"): the
@@ -86,12 +102,36 @@ func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			if key == "" { // the record is made only if the outcome turns out unknown
-				return g.unkeyed(c, next, func() *Record { return g.newRecord(c, operation, key, body, opts) })
+			rec, err := g.newRecord(c, operation, key, body, opts)
+			if err != nil {
+				return err
 			}
-			return g.guard(c, next, g.newRecord(c, operation, key, body, opts))
+			if key == "" { // the record is kept only if the outcome turns out unknown
+				return g.unkeyed(c, next, rec)
+			}
+			return g.guard(c, next, rec)
 		}
 	}
+}
+
+// Detached runs a write that carries no key (a revoke, which is safe to
+// repeat) as an owner would run it: detached from the client's connection,
+// within the work budget of one lease.
+func (g *Guard) Detached() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx, cancel := g.workContext(c)
+			defer cancel()
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
+}
+
+// workContext is the context of owned work that began now: detached from the
+// client, ending when the budget of a lease taken now would.
+func (g *Guard) workContext(c echo.Context) (context.Context, context.CancelFunc) {
+	return detach(c.Request().Context(), time.Now().Add(WorkBudget(g.cfg.LockTimeout)))
 }
 
 // key returns the request's Idempotency-Key: 1–255 visible ASCII characters,
@@ -129,12 +169,13 @@ func readBody(c echo.Context) ([]byte, error) {
 	return b, nil
 }
 
-func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, opts Options) *Record {
+func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, opts Options) (*Record, error) {
 	canonical := Canonical(body)
 	intent := canonical
-	if opts.Intent != nil {
-		if i, ok := opts.Intent(body); ok {
-			intent = i
+	if opts.Bind != nil {
+		var err error
+		if intent, err = opts.Bind(c, body); err != nil {
+			return nil, err
 		}
 	}
 	now := g.now()
@@ -152,18 +193,13 @@ func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, op
 		CreatedAt:     now,
 		UpdatedAt:     now,
 		ExpiresAt:     now.Add(g.cfg.TTL),
-	}
+	}, nil
 }
 
 // now is the clock, in UTC to the microsecond, as both databases store it.
 func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-func (g *Guard) requestID(c echo.Context) string {
-	if g.cfg.RequestID == nil {
-		return ""
-	}
-	return g.cfg.RequestID(c)
-}
+func (g *Guard) requestID(c echo.Context) string { return g.cfg.RequestID(c) }
 
 // guard decides, from the record that holds the scope, whether to replay,
 // refuse, or execute. Only the INSERT in Reserve (or a compare-and-set on an
@@ -256,7 +292,5 @@ func (g *Guard) logOutcome(c echo.Context, r *Record, outcome string) {
 		attrs = append(attrs, slog.String("vendor_ref", *r.ExternalRef))
 	}
 	g.cfg.Log.LogAttrs(c.Request().Context(), slog.LevelInfo, "idempotency", attrs...)
-	if g.cfg.Observe != nil {
-		g.cfg.Observe(r.Operation, outcome)
-	}
+	g.cfg.Observe(r.Operation, outcome)
 }

@@ -39,20 +39,60 @@ const (
 	ResultFailed    = "failed"    // gave up after the last attempt
 )
 
+// ReconcilerConfig is what a Reconciler needs; NewReconciler resolves its
+// defaults.
+type ReconcilerConfig struct {
+	Store    *Store
+	Resumers map[string]Resumer // by operation
+	// Settle is how old a record must be before a missing effect is created.
+	Settle      time.Duration
+	MaxAttempts int // default 10
+	// Lease is how long a claim holds a record; also the grace before an
+	// abandoned processing record is claimed. Default a minute.
+	Lease time.Duration
+	// TTL is how long a completed record is replayed, from its completion.
+	TTL time.Duration
+	// Backoff is the first wait after a failed attempt; it doubles each time,
+	// capped at an hour. Default 15s.
+	Backoff time.Duration
+	// Interval is how often Run makes a pass. Default Backoff.
+	Interval time.Duration
+	Log      *slog.Logger     // nil: discard
+	Now      func() time.Time // nil: time.Now
+	// Observe, when set, is told each result (for metrics).
+	Observe func(result string)
+}
+
 // Reconciler settles pending intents: every serve process runs it in a loop,
 // and `licensor reconcile` runs one pass.
 type Reconciler struct {
-	Store       *Store
-	Resumers    map[string]Resumer // by operation
-	Settle      time.Duration      // how old a record must be before a missing effect is created
-	MaxAttempts int
-	Lease       time.Duration // how long a claim holds a record; also the grace before an abandoned processing record is claimed
-	TTL         time.Duration // how long a completed record is replayed, from its completion
-	Backoff     time.Duration // first wait after a failed attempt; doubles each time, capped at an hour
-	Log         *slog.Logger
-	Now         func() time.Time
-	// Observe, when set, is told each result (for metrics).
-	Observe func(result string)
+	cfg ReconcilerConfig
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(cfg ReconcilerConfig) *Reconciler {
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 10
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 15 * time.Second
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = cfg.Backoff
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Observe == nil {
+		cfg.Observe = func(string) {}
+	}
+	return &Reconciler{cfg: cfg}
 }
 
 // Settled is one record a pass worked on.
@@ -68,7 +108,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 	now := r.now()
 	// A processing record is abandoned once its lease has been over for a
 	// whole lease more: the retry that takes it over normally comes first.
-	recs, err := r.Store.DuePending(ctx, now, now.Add(-r.Lease), 100)
+	recs, err := r.cfg.Store.DuePending(ctx, now, now.Add(-r.cfg.Lease), 100)
 	if err != nil {
 		return nil, err
 	}
@@ -89,32 +129,32 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 // reconciler claimed it first or the database failed.
 func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool) {
 	now := r.now()
-	lease := now.Add(r.Lease)
-	if won, err := r.Store.Claim(ctx, rec, lease, now); err != nil || !won {
+	lease := now.Add(r.cfg.Lease)
+	if won, err := r.cfg.Store.Claim(ctx, rec, lease, now); err != nil || !won {
 		if err != nil {
-			r.log().Error("claim pending record", "error", err)
+			r.cfg.Log.Error("claim pending record", "error", err)
 		}
 		return Settled{}, false
 	}
-	resumer, found := r.Resumers[rec.Operation]
+	resumer, found := r.cfg.Resumers[rec.Operation]
 	if !found {
-		r.log().Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", KeyDigest(rec.Key))
-		_ = r.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now)
+		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", KeyDigest(rec.Key))
+		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now); err != nil {
+			r.cfg.Log.Error("postpone pending record", "key_digest", KeyDigest(rec.Key), "error", err)
+		}
 		return Settled{}, false
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.Lease*4/5)
+	wctx, cancel := context.WithTimeout(ctx, WorkBudget(r.cfg.Lease))
 	defer cancel()
-	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.Settle)))
+	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	result, settleErr := r.settle(ctx, rec, lease, res, err)
 	if settleErr != nil {
-		r.log().Error("settle pending record", "key_digest", KeyDigest(rec.Key), "error", settleErr)
+		r.cfg.Log.Error("settle pending record", "key_digest", KeyDigest(rec.Key), "error", settleErr)
 		return Settled{}, false
 	}
-	if r.Observe != nil {
-		r.Observe(result)
-	}
+	r.cfg.Observe(result)
 	s := Settled{Operation: rec.Operation, KeyDigest: KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
-	r.log().Info("reconciled", "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
+	r.cfg.Log.Info("reconciled", "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts+1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID), "error", err)
 	return s, true
 }
@@ -135,21 +175,21 @@ func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, r
 	now := r.now()
 	switch {
 	case err == nil && res.Done:
-		return ResultCompleted, r.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.TTL))
+		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL))
 	case err == nil: // nothing found, too young to create: due again once it is old enough
-		return ResultWaiting, r.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.Settle), false, now)
-	case errors.Is(err, ErrAbandon) || rec.Attempts >= r.MaxAttempts:
-		r.log().Error("pending intent failed: an operator should look", "operation", rec.Operation,
+		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.cfg.Settle), false, now)
+	case errors.Is(err, ErrAbandon) || rec.Attempts >= r.cfg.MaxAttempts:
+		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
 			"key_digest", KeyDigest(rec.Key), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.Store.Fail(ctx, rec, lease, now)
+		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, now)
 	}
-	return ResultRetry, r.Store.Postpone(ctx, rec, lease, now.Add(r.backoff(rec.Attempts)), true, now)
+	return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.backoff(rec.Attempts)), true, now)
 }
 
 // backoff doubles from Backoff with each attempt, capped at an hour, with up
 // to a quarter of random jitter so replicas do not retry in step.
 func (r *Reconciler) backoff(attempts int) time.Duration {
-	d := r.Backoff
+	d := r.cfg.Backoff
 	for i := 1; i < attempts && d < time.Hour; i++ {
 		d *= 2
 	}
@@ -157,34 +197,21 @@ func (r *Reconciler) backoff(attempts int) time.Duration {
 	return d + rand.N(d/4+1)
 }
 
-// Run reconciles every interval (with jitter) until ctx ends.
-func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
+// Run reconciles every Interval (with jitter) until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
 	for {
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log().Error("reconcile pass", "error", err)
+			r.cfg.Log.Error("reconcile pass", "error", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(interval + rand.N(interval/5+1)):
+		case <-time.After(r.cfg.Interval + rand.N(r.cfg.Interval/5+1)):
 		}
 	}
 }
 
-func (r *Reconciler) now() time.Time {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
-func (r *Reconciler) log() *slog.Logger {
-	if r.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return r.Log
-}
+func (r *Reconciler) now() time.Time { return r.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 func deref(s *string) string {
 	if s == nil {

@@ -92,8 +92,8 @@ func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	if _, ok, err := s.Reserve(context.Background(), r); !ok {
 		t.Fatal(err)
 	}
-	rc := &Reconciler{Store: s, Resumers: map[string]Resumer{"op": panickingResumer{}}, MaxAttempts: 5,
-		Lease: time.Minute, Backoff: time.Second, TTL: time.Hour}
+	rc := NewReconciler(ReconcilerConfig{Store: s, Resumers: map[string]Resumer{"op": panickingResumer{}}, MaxAttempts: 5,
+		Lease: time.Minute, Backoff: time.Second, TTL: time.Hour})
 	settled, err := rc.RunOnce(context.Background())
 	if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
 		t.Fatalf("RunOnce = %+v, %v; want one retry", settled, err)

@@ -41,4 +41,6 @@ var (
 type Input struct {
 	Name   string
 	Domain string
+	// valid is set by Validate: an input it returned is not checked again.
+	valid bool
 }

@@ -10,24 +10,28 @@ import (
 	"gorm.io/gorm"
 )
 
-// Service creates, lists, shows and revokes licenses.
+// Config is what a Service needs.
+type Config struct {
+	DB     *gorm.DB
+	Vendor Vendor
+	Now    func() time.Time // nil: time.Now
+}
+
+// Service creates, lists, shows and revokes licenses. It runs on the
+// caller's context as it is: a caller that must not be cut short by a client
+// hanging up (the idempotency layer) detaches and bounds it first.
 type Service struct {
 	db     *gorm.DB
 	vendor Vendor
-	// opTimeout bounds the business work of one create or revoke, which runs
-	// detached from the client's connection so that a hang-up cannot cut it
-	// short between the vendor's answer and the write that records it.
-	opTimeout time.Duration
-	now       func() time.Time
+	now    func() time.Time
 }
 
-// NewService returns a Service. opTimeout bounds one create or revoke (keep it
-// under the idempotency lease); now may be nil.
-func NewService(db *gorm.DB, vendor Vendor, opTimeout time.Duration, now func() time.Time) *Service {
-	if now == nil {
-		now = time.Now
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return &Service{db: db, vendor: vendor, opTimeout: opTimeout, now: now}
+	return &Service{db: cfg.DB, vendor: cfg.Vendor, now: cfg.Now}
 }
 
 // Create licenses the domain to the consumer. created is false when the
@@ -36,16 +40,17 @@ func NewService(db *gorm.DB, vendor Vendor, opTimeout time.Duration, now func() 
 // Vendor failures come back as *UnavailableError, *RejectedError or
 // *UncertainError.
 func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic License, created bool, err error) {
-	in, err = Validate(in)
-	if err != nil {
+	if in, err = Validate(in); err != nil {
 		return License{}, false, err
 	}
 	if lic, err := s.activeFor(ctx, consumerID, in.Domain); err == nil || !errors.Is(err, ErrNotFound) {
 		return lic, false, err
 	}
-	ctx, cancel := s.detach(ctx)
-	defer cancel()
 	site, _, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
+	var uncertain *UncertainError
+	if errors.As(err, &uncertain) {
+		uncertain.Domain = in.Domain // what the pending intent is known by until a site id is
+	}
 	if err != nil {
 		return License{}, false, err
 	}
@@ -53,7 +58,7 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	if err != nil && !errors.Is(err, ErrDomainTaken) {
 		// The vendor holds the site but it is not recorded here: the outcome is
 		// as unknown as a lost answer, and is reconciled the same way.
-		return License{}, false, &UncertainError{Err: err}
+		return License{}, false, &UncertainError{Err: err, Domain: in.Domain}
 	}
 	return lic, created, err
 }
@@ -63,8 +68,7 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 // (listing first, as always) only if mayCreate, and otherwise reports
 // found=false. The license is recorded as Create would have.
 func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCreate bool) (lic License, created, found bool, err error) {
-	in, err = Validate(in)
-	if err != nil {
+	if in, err = Validate(in); err != nil {
 		return License{}, false, false, err
 	}
 	site, err := s.vendor.FindSite(ctx, in.Domain)
@@ -169,8 +173,6 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}
-	ctx, cancel := s.detach(ctx)
-	defer cancel()
 	if err := s.vendor.DeleteSite(ctx, lic.VendorSiteID); err != nil {
 		// A delete is safe to repeat (the vendor's 404 counts as done), so an
 		// unknown outcome is only "try again", never a pending intent.
@@ -187,15 +189,4 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 		return fmt.Errorf("revoke license: %w", err)
 	}
 	return nil
-}
-
-// detach returns a context that keeps ctx's values but not its cancellation,
-// bounded by the service's own deadline or ctx's, whichever comes first (the
-// idempotency layer's deadline keeps the work inside its lease).
-func (s *Service) detach(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline := time.Now().Add(s.opTimeout) // a context deadline is real time, whatever s.now says
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }

@@ -20,15 +20,15 @@ func (v *deadlineVendor) CreateSite(context.Context, string, string) (Site, erro
 }
 func (v *deadlineVendor) DeleteSite(context.Context, string) error { return nil }
 
-// The work is detached from the caller's cancellation but never outlives the
-// caller's deadline (what is left of the idempotency lease).
+// The work never outlives the caller's deadline (what is left of the
+// idempotency lease's work budget).
 func TestCreateKeepsAnEarlierCallerDeadline(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	if err := db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES ('c1', 'c1', ?, ?)", time.Now().UTC(), time.Now().UTC()).Error; err != nil {
 		t.Fatal(err)
 	}
 	v := &deadlineVendor{}
-	s := NewService(db.Gorm, v, 48*time.Second, nil)
+	s := New(Config{DB: db.Gorm, Vendor: v})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	parent, _ := ctx.Deadline()

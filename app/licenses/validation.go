@@ -24,8 +24,12 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
 
 // Validate trims and checks the input, returning it with the domain in its
-// normal form.
+// normal form. An input Validate returned passes again as it is, so a request
+// validated at the edge is not validated a second time in Create.
 func Validate(in Input) (Input, error) {
+	if in.valid {
+		return in, nil
+	}
 	fields := map[string][]string{}
 	in.Name = strings.TrimSpace(in.Name)
 	switch n := utf8.RuneCountInString(in.Name); {
@@ -42,6 +46,7 @@ func Validate(in Input) (Input, error) {
 	if len(fields) > 0 {
 		return in, &ValidationError{Fields: fields}
 	}
+	in.valid = true
 	return in, nil
 }
 

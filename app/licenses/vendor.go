@@ -99,6 +99,9 @@ func (e *RejectedError) Is(target error) bool { return target == ErrVendorReject
 // happened: reconcile through the natural key, never resend blindly.
 type UncertainError struct {
 	Err error
+	// Domain is the normalised domain the write was for: what the pending
+	// intent is known by until the vendor's site id is.
+	Domain string
 }
 
 func (e *UncertainError) Error() string { return "vendor outcome unknown: " + errText(e.Err) }
@@ -111,6 +114,10 @@ func (e *UncertainError) Is(target error) bool { return target == ErrVendorUncer
 
 // OutcomeUnknown tells the idempotency layer to keep the intent pending.
 func (e *UncertainError) OutcomeUnknown() bool { return true }
+
+// ExternalRef is what the pending intent is known by at the vendor: the
+// domain (the natural key), since no site id is known yet.
+func (e *UncertainError) ExternalRef() string { return e.Domain }
 
 func errText(err error) string {
 	if err == nil {

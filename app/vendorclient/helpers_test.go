@@ -80,16 +80,20 @@ func testConfig(url string) config.Vendor {
 
 // newDriver builds an HTTPDriver for url on a fake clock, with jitter that
 // always adds its most (so backoffs are exact) and its log kept at Debug.
-func newDriver(t *testing.T, cfg config.Vendor) (*vendorclient.HTTPDriver, *fakeClock, *logBuffer) {
+// opts come after those, so they override them.
+func newDriver(t *testing.T, cfg config.Vendor, opts ...vendorclient.Option) (*vendorclient.HTTPDriver, *fakeClock, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	d, err := vendorclient.NewHTTP(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	clock := newClock()
+	opts = append([]vendorclient.Option{
+		vendorclient.WithClock(clock.Now),
+		vendorclient.WithSleep(clock.Sleep),
+		vendorclient.WithJitter(func(max time.Duration) time.Duration { return max }),
+	}, opts...)
+	d, err := vendorclient.NewHTTP(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts...)
 	if err != nil {
 		t.Fatalf("NewHTTP: %v", err)
 	}
-	clock := newClock()
-	d.Now, d.Sleep = clock.Now, clock.Sleep
-	d.Jitter = func(max time.Duration) time.Duration { return max }
 	return d, clock, logs
 }
 

@@ -22,34 +22,70 @@ const defaultTimeout = 10 * time.Second
 // HTTPDriver speaks the vendor protocol over HTTP. It retries only a 429,
 // within the budget of the configuration, and returns every other failure as
 // a *licenses.UnavailableError, *licenses.RejectedError or
-// *licenses.UncertainError. Build it with NewHTTP; the exported fields are
-// its clock and hooks, which tests replace.
+// *licenses.UncertainError. Build it with NewHTTP, whose Options set its
+// clock and hooks.
 type HTTPDriver struct {
-	// Client sends the requests. NewHTTP gives it a transport of its own and
-	// no redirects: a redirected POST would become a GET.
-	Client *http.Client
-	// Sleep waits between 429 retries; it returns ctx.Err() early when ctx ends.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now reads the clock, for Retry-After dates and the context's deadline.
-	Now func() time.Time
-	// Jitter returns a random duration in [0, d], spreading backoffs apart.
-	Jitter func(d time.Duration) time.Duration
-	// Observe, when set, is told of every answer: the call ("list", "create"
-	// or "delete") and its status, 0 when there was none.
-	Observe func(call string, status int)
-	// OnRetry, when set, is told of every retry after a 429, before its wait.
-	OnRetry func(call string)
+	options // the clock and hooks, defaults resolved by NewHTTP
 
-	base  string // VENDOR_URL without its trailing slash
-	token string
-	cfg   config.Vendor
-	log   *slog.Logger
+	// client sends the requests, with a transport of its own and no
+	// redirects: a redirected POST would become a GET.
+	client *http.Client
+	base   string // VENDOR_URL without its trailing slash
+	token  string
+	cfg    config.Vendor
+	log    *slog.Logger
 }
 
 var _ licenses.Vendor = (*HTTPDriver)(nil)
 
-// NewHTTP builds the http driver from the vendor configuration.
-func NewHTTP(cfg config.Vendor, log *slog.Logger) (*HTTPDriver, error) {
+// options are the http driver's clock and hooks. After NewHTTP none is nil.
+type options struct {
+	// sleep waits between 429 retries; it returns ctx.Err() early when ctx ends.
+	sleep func(ctx context.Context, d time.Duration) error
+	// now reads the clock, for Retry-After dates and the context's deadline.
+	now func() time.Time
+	// jitter returns a random duration in [0, d], spreading backoffs apart.
+	jitter func(d time.Duration) time.Duration
+	// observe is told of every answer: the call and its status, 0 for none.
+	observe func(call string, status int)
+	// onRetry is told of every retry after a 429, before its wait.
+	onRetry func(call string)
+}
+
+// Option sets one of the http driver's hooks at construction; see NewHTTP.
+// A nil function leaves the default in place. The fake driver has no use
+// for any of them and ignores them.
+type Option func(*options)
+
+// WithObserver reports the driver's calls, typically to metrics: observe is
+// told of every answer, with the call ("list", "create" or "delete") and
+// its status, 0 when none came; onRetry is told of every retry after a 429,
+// before its wait. Either may be nil. By default nothing is reported.
+func WithObserver(observe func(call string, status int), onRetry func(call string)) Option {
+	return func(o *options) { o.observe, o.onRetry = observe, onRetry }
+}
+
+// WithSleep replaces how the driver waits between 429 retries. sleep must
+// return ctx.Err() early when ctx ends. By default it waits on a timer.
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(o *options) { o.sleep = sleep }
+}
+
+// WithClock replaces the clock the driver reads Retry-After dates and the
+// context's deadline against. By default it is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
+}
+
+// WithJitter replaces the random part of a backoff: jitter(d) must return a
+// duration in [0, d]. By default it is uniformly random.
+func WithJitter(jitter func(d time.Duration) time.Duration) Option {
+	return func(o *options) { o.jitter = jitter }
+}
+
+// NewHTTP builds the http driver from the vendor configuration; opts set its
+// clock and hooks, the last one given winning.
+func NewHTTP(cfg config.Vendor, log *slog.Logger, opts ...Option) (*HTTPDriver, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("VENDOR_URL is required for VENDOR_DRIVER=http")
 	}
@@ -66,18 +102,42 @@ func NewHTTP(cfg config.Vendor, log *slog.Logger) (*HTTPDriver, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &HTTPDriver{
-		Client: &http.Client{
+		options: resolve(opts),
+		client: &http.Client{
 			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Sleep:  sleep,
-		Now:    time.Now,
-		Jitter: jitter,
-		base:   strings.TrimRight(cfg.URL, "/"),
-		token:  cfg.Token,
-		cfg:    cfg,
-		log:    log,
+		base:  strings.TrimRight(cfg.URL, "/"),
+		token: cfg.Token,
+		cfg:   cfg,
+		log:   log,
 	}, nil
+}
+
+// resolve applies opts and fills in the default of every hook left nil.
+func resolve(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.sleep == nil {
+		o.sleep = sleep
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.jitter == nil {
+		o.jitter = jitter
+	}
+	if o.observe == nil {
+		o.observe = func(string, int) {}
+	}
+	if o.onRetry == nil {
+		o.onRetry = func(string) {}
+	}
+	return o
 }
 
 // FindSite lists the vendor's sites for the domain and returns the first

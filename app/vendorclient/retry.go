@@ -39,7 +39,7 @@ func (d *HTTPDriver) backoff(attempt int) time.Duration {
 		step *= 2
 	}
 	step = min(step, d.cfg.RetryMaxWait)
-	return step - step/2 + d.Jitter(step/2)
+	return step - step/2 + d.jitter(step/2)
 }
 
 // sleep waits d, or less when ctx ends first.

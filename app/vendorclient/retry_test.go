@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
 )
 
@@ -26,8 +27,7 @@ func TestCreateHonoursBothRetryAfterForms(t *testing.T) {
 			respond(http.StatusTooManyRequests, "", "Retry-After", date)(w, r)
 		},
 		created201)
-	d, _, _ := newDriver(t, testConfig(s.URL))
-	d.Now, d.Sleep = clock.Now, clock.Sleep
+	d, _, _ := newDriver(t, testConfig(s.URL), vendorclient.WithClock(clock.Now), vendorclient.WithSleep(clock.Sleep))
 
 	site, err := d.CreateSite(context.Background(), "Acme", "acme.test")
 	if err != nil {
@@ -114,10 +114,11 @@ func TestRetryBudget(t *testing.T) {
 			if tt.tweak != nil {
 				tt.tweak(&cfg)
 			}
-			d, clock, _ := newDriver(t, cfg)
+			var opts []vendorclient.Option
 			if tt.realNow {
-				d.Now = time.Now
+				opts = append(opts, vendorclient.WithClock(time.Now))
 			}
+			d, clock, _ := newDriver(t, cfg, opts...)
 			ctx := context.Background()
 			if tt.deadline > 0 {
 				var cancel context.CancelFunc
@@ -148,8 +149,7 @@ func TestBackoffJitterStaysWithinHalf(t *testing.T) {
 	s := stub(t, respond(http.StatusTooManyRequests, ""), respond(http.StatusTooManyRequests, ""), created201)
 	cfg := testConfig(s.URL)
 	cfg.RetryBase = time.Second
-	d, clock, _ := newDriver(t, cfg)
-	d.Jitter = func(time.Duration) time.Duration { return 0 }
+	d, clock, _ := newDriver(t, cfg, vendorclient.WithJitter(func(time.Duration) time.Duration { return 0 }))
 
 	if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
 		t.Fatal(err)
@@ -163,8 +163,7 @@ func TestBackoffJitterStaysWithinHalf(t *testing.T) {
 // waits out a 429 gets unavailable (nothing happened), and no second call.
 func TestCancelDuringWaitIsUnavailable(t *testing.T) {
 	s := stub(t, respond(http.StatusTooManyRequests, "", "Retry-After", "1"))
-	d, _, _ := newDriver(t, testConfig(s.URL))
-	d.Sleep = func(context.Context, time.Duration) error { return context.Canceled }
+	d, _, _ := newDriver(t, testConfig(s.URL), vendorclient.WithSleep(func(context.Context, time.Duration) error { return context.Canceled }))
 
 	_, err := d.CreateSite(context.Background(), "Acme", "acme.test")
 	wantClass(t, err, licenses.ErrVendorUnavailable)

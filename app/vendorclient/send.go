@@ -20,7 +20,7 @@ const maxBody = 1 << 20
 
 // call is one vendor call, as the retry loop repeats it.
 type call struct {
-	name   string // "list", "create" or "delete": for logs and Observe
+	name   string // "list", "create" or "delete": for logs and the observer
 	method string
 	path   string // after the base URL, already escaped
 	body   []byte
@@ -53,7 +53,7 @@ func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
 			}
 			return a, nil
 		}
-		retryAfter, given := parseRetryAfter(a.header.Get("Retry-After"), d.Now())
+		retryAfter, given := parseRetryAfter(a.header.Get("Retry-After"), d.now())
 		wait := retryAfter
 		if !given {
 			wait = d.backoff(attempt)
@@ -64,10 +64,8 @@ func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
 				Err: fmt.Errorf("%s: 429 after %d calls, not retried: %s", c, attempt, why)}
 		}
 		d.log.Warn("vendor rate limited, retrying", "call", c.name, "attempt", attempt, "wait", wait)
-		if d.OnRetry != nil {
-			d.OnRetry(c.name)
-		}
-		if err := d.Sleep(ctx, wait); err != nil {
+		d.onRetry(c.name)
+		if err := d.sleep(ctx, wait); err != nil {
 			return nil, &licenses.UnavailableError{RetryAfter: retryAfter, Err: fmt.Errorf("%s: waiting out a 429: %w", c, err)}
 		}
 		waited += wait
@@ -86,7 +84,7 @@ func (d *HTTPDriver) refuseWait(ctx context.Context, attempt int, waited, wait t
 	// The retried call needs time of its own: a write begun just before the
 	// deadline would turn a definite "unavailable" into an uncertain outcome.
 	room := min(d.cfg.Timeout, time.Second)
-	if deadline, ok := ctx.Deadline(); ok && d.Now().Add(wait+room).After(deadline) {
+	if deadline, ok := ctx.Deadline(); ok && d.now().Add(wait+room).After(deadline) {
 		return fmt.Sprintf("waiting %s would leave the call less than %s before the deadline", wait, room)
 	}
 	return ""
@@ -142,7 +140,7 @@ func (d *HTTPDriver) attempt(ctx context.Context, c call, n int) (*answer, error
 		return nil, &licenses.UnavailableError{Err: fmt.Errorf("%s: %w", c, err)}
 	}
 	start := time.Now()
-	resp, err := d.Client.Do(req)
+	resp, err := d.client.Do(req)
 	if err != nil {
 		d.observe(c.name, 0)
 		// Whether the headers were written decides what the error means. Before
@@ -176,12 +174,6 @@ func (d *HTTPDriver) request(ctx context.Context, c call) (*http.Request, error)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil
-}
-
-func (d *HTTPDriver) observe(call string, status int) {
-	if d.Observe != nil {
-		d.Observe(call, status)
-	}
 }
 
 // readBody reads up to maxBody; more than that is an error.

@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"bytes"
@@ -30,24 +30,25 @@ func TestVendorSimRidesOutA429Burst(t *testing.T) {
 	}()
 	waitListening(t, addr, done)
 
-	d, err := vendorclient.NewHTTP(config.Vendor{Driver: "http", URL: "http://" + addr, Token: "sim-token",
-		Timeout: 5 * time.Second, RetryAttempts: 3, RetryBase: time.Second, RetryMaxWait: 10 * time.Second}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var waits []time.Duration
 	var statuses []int
-	d.Sleep = func(ctx context.Context, wait time.Duration) error {
+	sleep := func(ctx context.Context, wait time.Duration) error {
 		mu.Lock()
 		defer mu.Unlock()
 		waits = append(waits, wait)
 		return ctx.Err()
 	}
-	d.Observe = func(_ string, status int) {
+	observe := func(_ string, status int) {
 		mu.Lock()
 		defer mu.Unlock()
 		statuses = append(statuses, status)
+	}
+	d, err := vendorclient.NewHTTP(config.Vendor{Driver: "http", URL: "http://" + addr, Token: "sim-token",
+		Timeout: 5 * time.Second, RetryAttempts: 3, RetryBase: time.Second, RetryMaxWait: 10 * time.Second}, nil,
+		vendorclient.WithSleep(sleep), vendorclient.WithObserver(observe, nil))
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	if _, err := d.CreateSite(ctx, "Acme", "acme.test"); err != nil {

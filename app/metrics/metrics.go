@@ -1,4 +1,8 @@
-package http
+// Package metrics holds the Prometheus families licensor exposes at
+// /metrics. It imports Prometheus and the standard library only: the HTTP
+// layer, the vendor driver and the background jobs report through its
+// Observe methods, which main hands them as plain functions.
+package metrics
 
 import (
 	"context"
@@ -6,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,9 +40,9 @@ var (
 // PendingStats reports the pending intents: how many, and the oldest's creation.
 type PendingStats func(ctx context.Context) (count int64, oldest time.Time, err error)
 
-// NewMetrics registers every family. operations are the guarded operations
-// (e.g. "licenses.store"); pending is read at each scrape.
-func NewMetrics(operations []string, pending PendingStats) *Metrics {
+// New registers every family. operations are the guarded operations
+// (e.g. "licenses.store"); pending is read at each scrape (nil: none pending).
+func New(operations []string, pending PendingStats) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := promFactory{m.reg}
 	m.httpRequests = f.counterVec("licensor_http_requests_total", "HTTP requests by route, method and status.", "route", "method", "status")
@@ -101,6 +104,17 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// ObserveHTTP counts a finished request and its latency. route is the
+// matched route's template, never the raw path, so ids do not explode the
+// label space; "" (no route matched) is counted as "unmatched".
+func (m *Metrics) ObserveHTTP(route, method string, status int, elapsed time.Duration) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+}
+
 // ObserveIdempotency counts one idempotent request's outcome.
 func (m *Metrics) ObserveIdempotency(operation, outcome string) {
 	m.idempotency.WithLabelValues(operation, outcome).Inc()
@@ -111,26 +125,15 @@ func (m *Metrics) ObserveVendor(call string, status int) {
 	m.vendorRequests.WithLabelValues(call, strconv.Itoa(status)).Inc()
 }
 
-// ObserveVendorRetry counts one retry after a 429.
-func (m *Metrics) ObserveVendorRetry(string) { m.vendorRetries.Inc() }
+// ObserveVendorRetry counts one retry after a 429. The call is not a label
+// (the family has none); the parameter lets it serve as the driver's hook.
+func (m *Metrics) ObserveVendorRetry(call string) { m.vendorRetries.Inc() }
 
 // ObserveReconcile counts one reconciliation's result.
 func (m *Metrics) ObserveReconcile(result string) { m.reconcile.WithLabelValues(result).Inc() }
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }
-
-// observeHTTP counts a finished request under its route template, never the
-// raw path, so ids do not explode the label space.
-func (m *Metrics) observeHTTP(c echo.Context, elapsed time.Duration) {
-	route := c.Path()
-	if route == "" {
-		route = "unmatched"
-	}
-	method := c.Request().Method
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
-	m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
-}
 
 type promFactory struct{ reg *prometheus.Registry }
 

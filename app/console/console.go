@@ -1,4 +1,7 @@
-package main
+// Package console is licensor's command line, Laravel's app/Console: Run
+// dispatches to one file per command, and bootstrap.go wires the
+// application for the commands and for the tests.
+package console
 
 import (
 	"context"
@@ -16,6 +19,19 @@ import (
 type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
+
+// ExitCode is the process's exit status for Run's error: 0 for none, 2 for a
+// mistake in the command line, 1 for any other failure.
+func ExitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u):
+		return 2
+	}
+	return 1
+}
 
 func usagef(format string, args ...any) error {
 	return usageError{msg: fmt.Sprintf(format, args...)}
@@ -48,9 +64,9 @@ func commands() []command {
 	}
 }
 
-// run is the whole program: main only adds the process's signals, arguments,
+// Run is the whole program: main only adds the process's signals, arguments,
 // environment and streams, so tests can run it with their own.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	name, rest := "serve", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, rest = args[0], args[1:]
@@ -94,15 +110,24 @@ func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	if err != nil {
 		return config.Config{}, nil, err
 	}
-	return cfg, newLogger(cfg, e.stderr), nil
+	return cfg, NewLogger(cfg, e.stderr), nil
 }
 
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+// openBase loads the configuration and opens the Base: what a command needs
+// that touches the database but not the vendor.
+func openBase(ctx context.Context, e env) (*Base, error) {
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return nil, err
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return OpenBase(ctx, cfg, log, Overrides{})
+}
+
+// bootstrap loads the configuration and builds the whole application.
+func bootstrap(ctx context.Context, e env) (*App, error) {
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return nil, err
+	}
+	return Bootstrap(ctx, cfg, log, Overrides{})
 }

@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"bytes"
@@ -35,14 +35,14 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 		"VENDOR_DRIVER": "http", "VENDOR_URL": vendor.URL, "VENDOR_TOKEN": "t",
 	})
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"token", "issue", "--consumer", "acme", "--abilities", "licenses:write"}, env, &out, &bytes.Buffer{}); err != nil {
+	if err := Run(context.Background(), []string{"token", "issue", "--consumer", "acme", "--abilities", "licenses:write"}, env, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	token := strings.TrimSpace(out.String())
 
 	ctx, sigterm := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
+	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
 	waitHealthy(t, "http://"+addr, done)
 
 	status := make(chan int, 1)

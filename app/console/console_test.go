@@ -1,20 +1,17 @@
-package main
+package console
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -45,7 +42,7 @@ func TestUsageErrors(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, args := range [][]string{{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}} {
 		var stderr bytes.Buffer
-		err := run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &stderr)
+		err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &stderr)
 		var u usageError
 		if !errors.As(err, &u) {
 			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
@@ -55,7 +52,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpListsCommands(t *testing.T) {
 	var stdout bytes.Buffer
-	if err := run(context.Background(), []string{"help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
+	if err := Run(context.Background(), []string{"help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"serve", "migrate"} {
@@ -67,7 +64,7 @@ func TestHelpListsCommands(t *testing.T) {
 
 func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 	t.Chdir(t.TempDir())
-	err := run(context.Background(), nil, getenvOf(map[string]string{"IDEMPOTENCY_LOCK_TIMEOUT": "soon"}), &bytes.Buffer{}, &bytes.Buffer{})
+	err := Run(context.Background(), nil, getenvOf(map[string]string{"IDEMPOTENCY_LOCK_TIMEOUT": "soon"}), &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "IDEMPOTENCY_LOCK_TIMEOUT") {
 		t.Fatalf("err = %v, want the variable named", err)
 	}
@@ -81,7 +78,7 @@ func TestServeWithNoConfiguration(t *testing.T) {
 	stderr := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, getenvOf(map[string]string{"APP_ADDR": addr}), &bytes.Buffer{}, stderr) }()
+	go func() { done <- Run(ctx, nil, getenvOf(map[string]string{"APP_ADDR": addr}), &bytes.Buffer{}, stderr) }()
 
 	waitHealthy(t, "http://"+addr, done)
 	cancel()
@@ -105,15 +102,15 @@ func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
 	db := testdb.Empty(t, database.MySQL)
 	t.Chdir(t.TempDir())
 	env := getenvOf(map[string]string{"DB_CONNECTION": "mysql", "DB_URL": db.Config.URL, "APP_ADDR": freeAddr(t)})
-	err := run(context.Background(), nil, env, &bytes.Buffer{}, &bytes.Buffer{})
+	err := Run(context.Background(), nil, env, &bytes.Buffer{}, &bytes.Buffer{})
 	if !errors.Is(err, database.ErrSchemaBehind) || !strings.Contains(err.Error(), "licensor migrate") {
 		t.Fatalf("serve on an unmigrated MySQL = %v, want ErrSchemaBehind asking for migrate", err)
 	}
 	var stdout bytes.Buffer
-	if err := run(context.Background(), []string{"migrate"}, env, &stdout, &bytes.Buffer{}); err != nil {
+	if err := Run(context.Background(), []string{"migrate"}, env, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	if err := run(context.Background(), []string{"migrate", "status"}, env, &stdout, &bytes.Buffer{}); err != nil {
+	if err := Run(context.Background(), []string{"migrate", "status"}, env, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatalf("migrate status: %v", err)
 	}
 	if got := strings.Count(stdout.String(), "true"); got != 3 {
@@ -171,7 +168,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 		ctx := context.Background()
 
 		var stdout, stderr bytes.Buffer
-		if err := run(ctx, []string{"token", "issue", "--consumer", "acme", "--abilities", "tokens:manage,licenses:write"}, env, &stdout, &stderr); err != nil {
+		if err := Run(ctx, []string{"token", "issue", "--consumer", "acme", "--abilities", "tokens:manage,licenses:write"}, env, &stdout, &stderr); err != nil {
 			t.Fatalf("token issue: %v\n%s", err, stderr.String())
 		}
 		token := strings.TrimSpace(stdout.String())
@@ -181,7 +178,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 
 		serveCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- run(serveCtx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
+		go func() { done <- Run(serveCtx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
 		defer func() { cancel(); <-done }()
 		waitHealthy(t, "http://"+addr, done)
 
@@ -190,7 +187,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 		}
 
 		stdout.Reset()
-		if err := run(ctx, []string{"token", "list", "--consumer", "acme"}, env, &stdout, &bytes.Buffer{}); err != nil {
+		if err := Run(ctx, []string{"token", "list", "--consumer", "acme"}, env, &stdout, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
@@ -198,13 +195,13 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 			t.Fatalf("token list = %q, want a header and one row, no secret", stdout.String())
 		}
 		id := strings.Fields(lines[1])[0]
-		if err := run(ctx, []string{"token", "revoke", id}, env, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		if err := Run(ctx, []string{"token", "revoke", id}, env, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := getStatus(t, "http://"+addr+"/api/tokens", token); got != http.StatusUnauthorized {
 			t.Fatalf("revoked token: status %d, want 401", got)
 		}
-		if err := run(ctx, []string{"token", "revoke", "01NOSUCHTOKEN0000000000000"}, env, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		if err := Run(ctx, []string{"token", "revoke", "01NOSUCHTOKEN0000000000000"}, env, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Error("revoking an unknown token succeeded")
 		}
 	})
@@ -215,11 +212,11 @@ func TestTokenIssueUsage(t *testing.T) {
 	for _, args := range [][]string{{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"},
 		{"token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:wirte"}} {
 		var u usageError
-		if err := run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); !errors.As(err, &u) {
+		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); !errors.As(err, &u) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
 	}
-	err := run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	err := Run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `"licenses:wirte"`) {
 		t.Errorf("err = %v, want the unknown ability named", err)
 	}
@@ -238,32 +235,4 @@ func getStatus(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// Several processes starting at once on a fresh SQLite file all end up with
-// the migrated schema; none fails on a table another one created.
-func TestConcurrentFirstStartsMigrateSQLiteOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fresh.sqlite")
-	cfg := config.Config{DB: config.DB{Connection: database.SQLite, Database: path, MaxOpenConns: 1, MaxIdleConns: 1}}
-	log := slog.New(slog.DiscardHandler)
-	errs := make([]error, 4)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range errs {
-		wg.Go(func() {
-			<-start
-			db, err := openMigrated(context.Background(), cfg, log)
-			if err == nil {
-				closeDB(db)
-			}
-			errs[i] = err
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("start %d: %v", i, err)
-		}
-	}
 }

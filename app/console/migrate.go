@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"context"
@@ -37,7 +37,11 @@ func migrate(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	defer closeDB(db)
+	defer func() {
+		if err := database.Close(db); err != nil {
+			log.Error("close database", "error", err)
+		}
+	}()
 	m, err := database.NewMigrator(db)
 	if err != nil {
 		return err

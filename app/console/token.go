@@ -1,7 +1,8 @@
-package main
+package console
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -108,18 +109,14 @@ func tokenRevoke(ctx context.Context, e env) error {
 	})
 }
 
-// withAuth opens the migrated database and runs fn with the token service.
+// withAuth opens the Base (the migrated database, no vendor) and runs fn
+// with its token service.
 func withAuth(ctx context.Context, e env, fn func(*auth.Service) error) error {
-	cfg, log, err := loadConfig(e)
+	b, err := openBase(ctx, e)
 	if err != nil {
 		return err
 	}
-	db, err := openMigrated(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeDB(db)
-	return fn(auth.NewService(db, cfg.Key, cfg.URL, cfg.TokenTTL, log, nil))
+	return errors.Join(fn(b.Auth), b.Close())
 }
 
 func splitList(s string) []string {

@@ -1,0 +1,198 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// touchEvery is how often, at most, a token's last_used_at is written.
+const touchEvery = time.Minute
+
+// maxTouched bounds the memory of recent uses, written or not: past it,
+// written entries older than touchEvery are dropped, and if none is, the new
+// use is not recorded (the token's next use, once room is made, is).
+const maxTouched = 10000
+
+// writeEvery is how often RunTouchWriter writes the recorded uses.
+const writeEvery = time.Second
+
+// finalFlushTimeout bounds RunTouchWriter's last write, made once its ctx has
+// ended.
+const finalFlushTimeout = 5 * time.Second
+
+// uses is the in-memory record of token uses: what throttles the writes to
+// last_used_at, and what is still to be written.
+type uses struct {
+	limit    int           // maxTouched; tests lower it
+	interval time.Duration // writeEvery; tests shorten it
+
+	mu      sync.Mutex
+	byID    map[string]use // token id → its latest recorded use
+	pending int            // entries of byID with pending set
+	dropped int            // uses not recorded since the last flush, memory full
+
+	flushing chan struct{} // held by the one flush writing at a time
+}
+
+// use is a token's latest use this process recorded.
+type use struct {
+	at      time.Time
+	pending bool // at is not yet written to last_used_at
+}
+
+func newUses() uses {
+	return uses{
+		limit:    maxTouched,
+		interval: writeEvery,
+		byID:     map[string]use{},
+		flushing: make(chan struct{}, 1),
+	}
+}
+
+// recordUse notes that tok was used at now, for the writer to write; it
+// never touches the database. A use is not recorded when the row's own
+// last_used_at, or this process's last recorded use, is less than
+// touchEvery old.
+func (s *Service) recordUse(tok Token, now time.Time) {
+	if tok.LastUsedAt != nil && now.Sub(*tok.LastUsedAt) < touchEvery {
+		return
+	}
+	u := &s.uses
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if last, ok := u.byID[tok.ID]; ok {
+		if now.Sub(last.at) < touchEvery {
+			return
+		}
+		if !last.pending {
+			u.pending++
+		}
+		u.byID[tok.ID] = use{at: now, pending: true}
+		return
+	}
+	if len(u.byID) >= u.limit { // forget what no longer throttles anything
+		for id, e := range u.byID {
+			if !e.pending && now.Sub(e.at) >= touchEvery {
+				delete(u.byID, id)
+			}
+		}
+		if len(u.byID) >= u.limit {
+			u.dropped++
+			return
+		}
+	}
+	u.byID[tok.ID] = use{at: now, pending: true}
+	u.pending++
+}
+
+// Pending returns the number of token uses recorded and not yet written to
+// last_used_at. It never exceeds maxTouched.
+func (s *Service) Pending() int {
+	s.uses.mu.Lock()
+	defer s.uses.mu.Unlock()
+	return s.uses.pending
+}
+
+// RunTouchWriter writes the recorded token uses to last_used_at every second
+// until ctx ends, then writes what is left, giving that last write a few
+// seconds of its own, and returns. Run it once per Service, for as long as
+// the Service verifies tokens, and wait for it before closing the database.
+// Failed writes are logged at warn with the token id.
+func (s *Service) RunTouchWriter(ctx context.Context) {
+	tick := time.NewTicker(s.uses.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.finalFlush(ctx)
+			return
+		case <-tick.C:
+			// Each failed write is already logged at warn; what ctx's end
+			// interrupts stays pending for the final write above.
+			if err := s.flush(ctx); err != nil {
+				s.log.Debug("record token uses", "unwritten", s.Pending(), "error", err)
+			}
+		}
+	}
+}
+
+// finalFlush writes what is left once ctx has ended, within
+// finalFlushTimeout.
+func (s *Service) finalFlush(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+	defer cancel()
+	if err := s.flush(ctx); err != nil {
+		s.log.Warn("record token uses at shutdown", "unwritten", s.Pending(), "error", err)
+	}
+}
+
+// Flush writes every recorded token use now, one UPDATE per token, and
+// returns the errors of the writes that failed, joined. A failed write is
+// logged at warn with the token id and forgotten: the token's next use
+// records it again. If ctx ends first, the uses not yet written stay
+// recorded and ctx's error is returned. Flushes run one at a time.
+func (s *Service) Flush(ctx context.Context) error {
+	return s.flush(ctx)
+}
+
+func (s *Service) flush(ctx context.Context) error {
+	u := &s.uses
+	select {
+	case u.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-u.flushing }()
+
+	type item struct {
+		id string
+		at time.Time
+	}
+	u.mu.Lock()
+	batch := make([]item, 0, u.pending)
+	for id, e := range u.byID {
+		if e.pending {
+			batch = append(batch, item{id, e.at})
+		}
+	}
+	dropped := u.dropped
+	u.dropped = 0
+	u.mu.Unlock()
+	if dropped > 0 {
+		s.log.Warn("token uses not recorded: memory full", "dropped", dropped, "limit", u.limit)
+	}
+
+	var errs []error
+	for _, it := range batch {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		at := it.at.UTC().Truncate(time.Microsecond)
+		err := s.db.WithContext(ctx).Model(&Token{}).Where("id = ?", it.id).
+			UpdateColumn("last_used_at", at).Error
+		interrupted := err != nil && ctx.Err() != nil
+		u.mu.Lock()
+		// Settle the entry unless a newer use was recorded meanwhile, or
+		// ctx's end cut the write short (it stays pending then).
+		if e, ok := u.byID[it.id]; ok && e.pending && e.at.Equal(it.at) && !interrupted {
+			if err == nil {
+				u.byID[it.id] = use{at: e.at}
+			} else {
+				delete(u.byID, it.id)
+			}
+			u.pending--
+		}
+		u.mu.Unlock()
+		if interrupted {
+			return errors.Join(append(errs, ctx.Err())...)
+		}
+		if err != nil {
+			s.log.Warn("record token use", "token_id", it.id, "error", err)
+			errs = append(errs, fmt.Errorf("record use of token %s: %w", it.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}

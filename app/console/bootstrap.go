@@ -1,0 +1,185 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/auth"
+	apphttp "github.com/licensor-api/licensor/app/http"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
+)
+
+// This file is the one place the application is wired: `licensor` and the
+// tests both build it here, so that a wiring change in production is a
+// wiring change in every test.
+
+// operations are the guarded operations, each with its Resumer below.
+var operations = []string{"licenses.store"}
+
+// Overrides replace the parts of the application a test must control. The
+// zero value is production.
+type Overrides struct {
+	// DB is an open, migrated database used instead of opening cfg.DB; the
+	// application does not close it.
+	DB *gorm.DB
+	// Vendor replaces the driver cfg.Vendor names.
+	Vendor licenses.Vendor
+	// VendorOptions are added to the configured driver's (a test's sleep).
+	VendorOptions []vendorclient.Option
+	// Now is the clock of every service (nil: time.Now).
+	Now func() time.Time
+	// Log replaces the logger built from cfg.LogLevel and cfg.LogFormat.
+	Log *slog.Logger
+}
+
+// Base is what every command that touches the database shares: the
+// configuration, the logger, the migrated database, the metrics, the token
+// service, the idempotency store and its pruner. It builds no vendor driver
+// and no HTTP server, so the token commands work without either.
+type Base struct {
+	Config  config.Config
+	Log     *slog.Logger
+	DB      *gorm.DB
+	Metrics *metrics.Metrics
+	Auth    *auth.Service
+	Store   *idempotency.Store
+	Pruner  *idempotency.Pruner
+	now     func() time.Time
+	ownsDB  bool
+}
+
+// OpenBase opens the database (migrating SQLite, refusing a MySQL schema
+// that is behind) and builds the services that need nothing else.
+func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overrides) (*Base, error) {
+	if o.Log != nil {
+		log = o.Log
+	}
+	b := &Base{Config: cfg, Log: log, DB: o.DB, now: o.Now}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.DB == nil {
+		db, err := database.OpenMigrated(ctx, cfg.DB, log)
+		if err != nil {
+			return nil, err
+		}
+		b.DB, b.ownsDB = db, true
+	}
+	b.Store = idempotency.NewStore(b.DB)
+	b.Metrics = metrics.New(operations, b.Store.PendingStats)
+	b.Auth = auth.New(auth.Config{
+		DB: b.DB, Key: cfg.Key, Issuer: cfg.URL, DefaultTTL: cfg.TokenTTL, Log: log, Now: b.now,
+	})
+	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
+		Store: b.Store, Interval: cfg.PruneEvery, Log: log, Now: b.now, Observe: b.Metrics.ObservePruned,
+	})
+	return b, nil
+}
+
+// Close flushes what the token service still holds and closes the database
+// if the Base opened it.
+func (b *Base) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := b.Auth.Flush(ctx)
+	if b.ownsDB {
+		err = errors.Join(err, database.Close(b.DB))
+	}
+	return err
+}
+
+// App is the whole application: the Base, the vendor driver, the licenses
+// service, and the reconciler that serve runs in the background beside the
+// Base's pruner.
+type App struct {
+	*Base
+	Vendor     licenses.Vendor
+	Licenses   *licenses.Service
+	Reconciler *idempotency.Reconciler
+}
+
+// Bootstrap builds the application from the configuration: config →
+// database → services → reconciler and pruner. Server builds the HTTP API on
+// it. log is the logger cfg asked for (see NewLogger).
+func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overrides) (*App, error) {
+	b, err := OpenBase(ctx, cfg, log, o)
+	if err != nil {
+		return nil, err
+	}
+	vendor := o.Vendor
+	if vendor == nil {
+		opts := append([]vendorclient.Option{
+			vendorclient.WithObserver(b.Metrics.ObserveVendor, b.Metrics.ObserveVendorRetry),
+		}, o.VendorOptions...)
+		if vendor, err = vendorclient.New(cfg.Vendor, b.Log, opts...); err != nil {
+			return nil, errors.Join(err, b.Close())
+		}
+	}
+	return b.app(vendor), nil
+}
+
+func (b *Base) app(vendor licenses.Vendor) *App {
+	cfg := b.Config
+	a := &App{Base: b, Vendor: vendor}
+	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Vendor: vendor, Now: b.now})
+	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
+		Store:       b.Store,
+		Resumers:    map[string]idempotency.Resumer{"licenses.store": apphttp.LicenseResumer{Licenses: a.Licenses}},
+		Settle:      cfg.Reconcile.Settle,
+		MaxAttempts: cfg.Reconcile.MaxAttempts,
+		Lease:       cfg.Idempotency.LockTimeout,
+		TTL:         cfg.Idempotency.TTL,
+		Backoff:     cfg.Reconcile.Interval,
+		Interval:    cfg.Reconcile.Interval,
+		Log:         b.Log,
+		Now:         b.now,
+		Observe:     b.Metrics.ObserveReconcile,
+	})
+	return a
+}
+
+// Server builds the HTTP API: the handler serve runs and the tests drive.
+func (a *App) Server() *echo.Echo {
+	cfg := a.Config
+	return apphttp.NewServer(apphttp.Deps{
+		DB:               a.DB,
+		Log:              a.Log,
+		MaxBody:          cfg.MaxBody,
+		Auth:             a.Auth,
+		Licenses:         a.Licenses,
+		Metrics:          a.Metrics,
+		MetricsElsewhere: cfg.MetricsAddr != "",
+		Idempotency: idempotency.Config{
+			Store:       a.Store,
+			TTL:         cfg.Idempotency.TTL,
+			LockTimeout: cfg.Idempotency.LockTimeout,
+			Required:    cfg.Idempotency.Required,
+			Log:         a.Log,
+			Now:         a.now,
+		},
+	})
+}
+
+// NewLogger is the logger the configuration asks for, writing to w.
+func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo // config.Load has validated it; a hand-made Config may leave it empty
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,107 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/metrics"
+)
+
+// serve runs the HTTP API until ctx is cancelled, then shuts down
+// gracefully; the background work (the reconciler, the pruner, the token-use
+// writer, the metrics listener) stops with it and is waited for.
+func serve(ctx context.Context, e env) error {
+	const summary = "Serves the API on APP_ADDR; every setting comes from the environment (see .env.example)."
+	if ok, err := noArgs(e, "serve", summary); !ok {
+		return err
+	}
+	a, err := bootstrap(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := a.Close(); err != nil {
+			a.Log.Error("close", "error", err)
+		}
+	}()
+	cfg, log := a.Config, a.Log
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: a.Server(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	log.Info("licensor serving",
+		"addr", "http://"+ln.Addr().String(),
+		"env", cfg.Env,
+		"database", cfg.DB.Redacted(),
+		"vendor_driver", cfg.Vendor.Driver,
+		"app_key", cfg.KeySource,
+		"work_budget", idempotency.WorkBudget(cfg.Idempotency.LockTimeout).String(),
+	)
+	var background sync.WaitGroup
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	defer func() { stopBackground(); background.Wait() }()
+	background.Go(func() { a.Reconciler.Run(bgCtx) })
+	background.Go(func() { a.Pruner.Run(bgCtx) })
+	background.Go(func() { a.Auth.RunTouchWriter(bgCtx) })
+	if cfg.MetricsAddr != "" {
+		if err := serveMetrics(bgCtx, &background, cfg.MetricsAddr, a.Metrics, log); err != nil {
+			return err
+		}
+	}
+	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, log)
+}
+
+// serveUntilDone serves until ctx ends, then stops accepting and lets the
+// requests in flight finish within grace (APP_SHUTDOWN_TIMEOUT for serve).
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// serveMetrics serves /metrics on its own address (METRICS_ADDR) until ctx ends.
+func serveMetrics(ctx context.Context, wg *sync.WaitGroup, addr string, m *metrics.Metrics, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("metrics serving", "addr", "http://"+ln.Addr().String()+"/metrics")
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener", "error", err)
+		}
+	})
+	wg.Go(func() {
+		<-ctx.Done()
+		if err := srv.Close(); err != nil {
+			log.Error("close metrics listener", "error", err)
+		}
+	})
+	return nil
+}

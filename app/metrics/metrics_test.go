@@ -1,0 +1,117 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/metrics"
+)
+
+// scrape returns the Prometheus text the handler serves.
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: status %d", rec.Code)
+	}
+	return rec.Body.String()
+}
+
+// sample returns the value of a sample ("name{labels}"), or "" when absent.
+func sample(body, name string) string {
+	for line := range strings.SplitSeq(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func TestFamiliesExistFromStartUp(t *testing.T) {
+	body := scrape(t, metrics.New([]string{"licenses.store"}, nil))
+	for _, s := range []string{
+		`licensor_idempotency_requests_total{operation="licenses.store",outcome="executed"}`,
+		`licensor_idempotency_requests_total{operation="licenses.store",outcome="taken_over"}`,
+		`licensor_idempotency_pending`,
+		`licensor_idempotency_oldest_pending_seconds`,
+		`licensor_vendor_requests_total{call="list",status="200"}`,
+		`licensor_vendor_requests_total{call="create",status="201"}`,
+		`licensor_vendor_requests_total{call="delete",status="204"}`,
+		`licensor_vendor_retries_total`,
+		`licensor_reconcile_total{result="completed"}`,
+		`licensor_reconcile_total{result="failed"}`,
+		`licensor_prune_deleted_total`,
+	} {
+		if got := sample(body, s); got != "0" {
+			t.Errorf("%s = %q, want 0", s, got)
+		}
+	}
+	// The HTTP families have no known label values: they show from the first request.
+	for _, family := range []string{"go_goroutines", "process_start_time_seconds"} {
+		if !strings.Contains(body, "# TYPE "+family+" ") {
+			t.Errorf("family %s is missing", family)
+		}
+	}
+}
+
+func TestObserveCounts(t *testing.T) {
+	m := metrics.New([]string{"licenses.store"}, nil)
+	m.ObserveHTTP("/api/licenses/:id", http.MethodGet, http.StatusOK, 30*time.Millisecond)
+	m.ObserveHTTP("/api/licenses/:id", http.MethodGet, http.StatusOK, time.Millisecond)
+	m.ObserveHTTP("", http.MethodGet, http.StatusNotFound, time.Millisecond)
+	m.ObserveIdempotency("licenses.store", "replayed")
+	m.ObserveVendor("create", 0)
+	m.ObserveVendor("list", http.StatusTooManyRequests)
+	m.ObserveVendorRetry("list")
+	m.ObserveVendorRetry("create")
+	m.ObserveReconcile("waiting")
+	m.ObservePruned(7)
+	m.ObservePruned(0)
+
+	body := scrape(t, m)
+	for s, want := range map[string]string{
+		`licensor_http_requests_total{method="GET",route="/api/licenses/:id",status="200"}`:                "2",
+		`licensor_http_requests_total{method="GET",route="unmatched",status="404"}`:                        "1",
+		`licensor_http_request_duration_seconds_count{method="GET",route="/api/licenses/:id"}`:             "2",
+		`licensor_http_request_duration_seconds_bucket{method="GET",route="/api/licenses/:id",le="0.025"}`: "1",
+		`licensor_idempotency_requests_total{operation="licenses.store",outcome="replayed"}`:               "1",
+		`licensor_vendor_requests_total{call="create",status="0"}`:                                         "1",
+		`licensor_vendor_requests_total{call="list",status="429"}`:                                         "1",
+		`licensor_vendor_retries_total`:                                                                    "2",
+		`licensor_reconcile_total{result="waiting"}`:                                                       "1",
+		`licensor_prune_deleted_total`:                                                                     "7",
+	} {
+		if got := sample(body, s); got != want {
+			t.Errorf("%s = %q, want %s", s, got, want)
+		}
+	}
+}
+
+func TestPendingGauges(t *testing.T) {
+	oldest := time.Now().Add(-time.Minute)
+	m := metrics.New(nil, func(context.Context) (int64, time.Time, error) { return 3, oldest, nil })
+	body := scrape(t, m)
+	if got := sample(body, "licensor_idempotency_pending"); got != "3" {
+		t.Errorf("pending = %q, want 3", got)
+	}
+	age, err := strconv.ParseFloat(sample(body, "licensor_idempotency_oldest_pending_seconds"), 64)
+	if err != nil || age < 60 || age > 600 {
+		t.Errorf("oldest pending age = %v (%v), want about 60", age, err)
+	}
+
+	// A failing read reports nothing pending rather than breaking the scrape.
+	failing := metrics.New(nil, func(context.Context) (int64, time.Time, error) { return 0, time.Time{}, errors.New("db down") })
+	body = scrape(t, failing)
+	for _, s := range []string{"licensor_idempotency_pending", "licensor_idempotency_oldest_pending_seconds"} {
+		if got := sample(body, s); got != "0" {
+			t.Errorf("%s = %q with a failing read, want 0", s, got)
+		}
+	}
+}

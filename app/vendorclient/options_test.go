@@ -1,0 +1,112 @@
+package vendorclient_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/config"
+)
+
+// observed records what an observer is told.
+type observed struct {
+	mu      sync.Mutex
+	answers []string // "call status"
+	retries []string // calls
+}
+
+func (o *observed) observe(call string, status int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.answers = append(o.answers, fmt.Sprintf("%s %d", call, status))
+}
+
+func (o *observed) onRetry(call string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retries = append(o.retries, call)
+}
+
+func (o *observed) check(t *testing.T, answers, retries []string) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !reflect.DeepEqual(o.answers, answers) {
+		t.Errorf("observed answers %q, want %q", o.answers, answers)
+	}
+	if !reflect.DeepEqual(o.retries, retries) {
+		t.Errorf("observed retries %q, want %q", o.retries, retries)
+	}
+}
+
+// TestObserverSeesEveryAnswerAndRetry: WithObserver is told of each answer,
+// 429s included, and of each retry; a call that got no answer is status 0.
+func TestObserverSeesEveryAnswerAndRetry(t *testing.T) {
+	s := stub(t, respond(http.StatusTooManyRequests, "", "Retry-After", "1"), created201)
+	var o observed
+	d, _, _ := newDriver(t, testConfig(s.URL), vendorclient.WithObserver(o.observe, o.onRetry))
+	if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
+		t.Fatal(err)
+	}
+	o.check(t, []string{"create 429", "create 201"}, []string{"create"})
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	var none observed
+	d, _, _ = newDriver(t, testConfig(refused), vendorclient.WithObserver(none.observe, none.onRetry))
+	_ = callVendor(context.Background(), d, "list")
+	none.check(t, []string{"list 0"}, nil)
+}
+
+// TestNilOptionsKeepTheDefaults: a nil Option, or nil hooks, leave the
+// defaults in place: the driver works, reporting to no one.
+func TestNilOptionsKeepTheDefaults(t *testing.T) {
+	s := stub(t, respond(http.StatusTooManyRequests, "", "Retry-After", "0"), created201)
+	d, err := vendorclient.NewHTTP(testConfig(s.URL), nil, nil,
+		vendorclient.WithObserver(nil, nil), vendorclient.WithSleep(nil), vendorclient.WithClock(nil), vendorclient.WithJitter(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
+		t.Fatal(err)
+	}
+	s.assertSentCount(t, 2)
+}
+
+// TestNewPassesOptionsToTheHTTPDriver: New hands its options to the http
+// driver, and the fake takes them without complaint.
+func TestNewPassesOptionsToTheHTTPDriver(t *testing.T) {
+	s := stub(t, respond(http.StatusTooManyRequests, ""), created201)
+	var o observed
+	var waits []time.Duration
+	opts := []vendorclient.Option{
+		vendorclient.WithObserver(o.observe, o.onRetry),
+		vendorclient.WithSleep(func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }),
+		vendorclient.WithJitter(func(time.Duration) time.Duration { return 0 }),
+	}
+	v, err := vendorclient.New(testConfig(s.URL), nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
+		t.Fatal(err)
+	}
+	o.check(t, []string{"create 429", "create 201"}, []string{"create"})
+	if want := []time.Duration{250 * time.Millisecond}; !reflect.DeepEqual(waits, want) {
+		t.Errorf("waits = %v, want %v (half of VENDOR_RETRY_BASE, no jitter)", waits, want)
+	}
+
+	if _, err := vendorclient.New(config.Vendor{Driver: "fake"}, nil, opts...); err != nil {
+		t.Errorf("New(fake) with options: %v", err)
+	}
+}
