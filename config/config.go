@@ -81,6 +81,7 @@ type Reconcile struct {
 	Interval    time.Duration
 	Settle      time.Duration
 	MaxAttempts int
+	FailedEvery time.Duration // how long a failed intent waits before it is tried again
 }
 
 // Load reads the configuration. getenv answers for the process environment;
@@ -144,6 +145,7 @@ func (v *values) load() Config {
 		Interval:    v.duration("RECONCILE_INTERVAL", "15s"),
 		Settle:      v.duration("RECONCILE_SETTLE", "60s"),
 		MaxAttempts: v.intRange("RECONCILE_MAX_ATTEMPTS", 10, 1, 1000),
+		FailedEvery: v.duration("RECONCILE_FAILED_INTERVAL", "1h"),
 	}
 	return c
 }

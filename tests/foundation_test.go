@@ -75,15 +75,16 @@ func TestMigrationsUpDownUp(t *testing.T) {
 			if err := m.CheckCurrent(ctx); err != database.ErrSchemaBehind {
 				t.Fatalf("CheckCurrent on an empty database = %v, want ErrSchemaBehind", err)
 			}
-			tables := []string{"consumers", "personal_access_tokens", "licenses", "idempotency_keys"}
-			if n, err := m.Up(ctx); err != nil || n != 3 {
-				t.Fatalf("Up = %d, %v; want 3 applied", n, err)
+			tables := []string{"consumers", "personal_access_tokens", "licenses", "idempotency_keys", "license_events"}
+			const migrations = 4
+			if n, err := m.Up(ctx); err != nil || n != migrations {
+				t.Fatalf("Up = %d, %v; want %d applied", n, err, migrations)
 			}
 			wantTables(t, db, tables, true)
 			if err := m.CheckCurrent(ctx); err != nil {
 				t.Fatalf("CheckCurrent after Up = %v", err)
 			}
-			for range 3 {
+			for range migrations {
 				if _, err := m.Down(ctx); err != nil {
 					t.Fatalf("Down: %v", err)
 				}
@@ -92,12 +93,12 @@ func TestMigrationsUpDownUp(t *testing.T) {
 			if v, err := m.Down(ctx); err != nil || v != 0 {
 				t.Fatalf("Down with nothing applied = %d, %v; want 0, nil", v, err)
 			}
-			if n, err := m.Up(ctx); err != nil || n != 3 {
+			if n, err := m.Up(ctx); err != nil || n != migrations {
 				t.Fatalf("second Up = %d, %v", n, err)
 			}
 			wantTables(t, db, tables, true)
 			st, err := m.Status(ctx)
-			if err != nil || len(st) != 3 || !st[2].Applied {
+			if err != nil || len(st) != migrations || !st[migrations-1].Applied {
 				t.Fatalf("Status = %+v, %v", st, err)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -106,7 +107,10 @@ func TestRevokeWhenTheVendorFails(t *testing.T) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
 		id := a.create(acme, "acme.test")
-		a.vendor.script("DELETE", reply{status: 503, body: `{}`})
+		// The vendor did nothing (it kept answering 429 past the budget): 503,
+		// and the license is active again.
+		busy := reply{status: 429, body: `{}`, header: map[string]string{"Retry-After": "1"}}
+		a.vendor.script("DELETE", busy, busy, busy, busy)
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
 		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "active" {
 			t.Errorf("status = %v after a failed revoke, want active", d["status"])
@@ -114,5 +118,40 @@ func TestRevokeWhenTheVendorFails(t *testing.T) {
 		// The vendor lost the site meanwhile: its 404 counts as done.
 		a.vendor.script("DELETE", reply{status: 404, body: `{"message":"Not Found"}`})
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+	})
+}
+
+// A revoke whose outcome is unknown (the vendor answered 5xx) is kept: 202
+// naming the intent, the license revoking, a retry sends nothing; the
+// reconciler deletes the site (a delete is safe to repeat) and the retry
+// then gets the 204.
+func TestRevokeWithAnUnknownOutcomeIsReconciled(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		id := a.create(acme, "acme.test")
+		a.vendor.script("DELETE", reply{status: 503, body: `{}`, commit: true})
+		r := a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...)
+		r.wantError(http.StatusAccepted, "operation_pending")
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "revoking" {
+			t.Errorf("status = %v after an unknown outcome, want revoking", d["status"])
+		}
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantError(http.StatusAccepted, "operation_pending")
+		a.wantVendorCalls("DELETE", 1)
+
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile results = %q, want completed", got)
+		}
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "revoked" {
+			t.Errorf("status = %v after reconciliation, want revoked", d["status"])
+		}
+		replay := a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+		if replay.Header().Get(idempotency.HeaderReplayed) != "true" {
+			t.Error("the retry after reconciliation was not the stored 204")
+		}
+		if a.vendor.siteCount() != 0 {
+			t.Errorf("vendor still holds %d sites", a.vendor.siteCount())
+		}
+		a.wantVendorCalls("DELETE", 2) // the lost one, then the reconciler's (a 404 would do too)
 	})
 }

@@ -296,6 +296,7 @@ func TestRacingCreatesEndWithOneLicenseAndOneSite(t *testing.T) {
 		}{{"same consumer", []string{"acme", "acme"}}, {"two consumers", []string{"acme", "globex"}}} {
 			t.Run(tc.name, func(t *testing.T) {
 				a := newApp(t, db)
+				a.db.Gorm.Exec("DELETE FROM license_events")
 				a.db.Gorm.Exec("DELETE FROM licenses")
 				tokens := [][]string{a.consumer(tc.consumers[0]), a.consumer(tc.consumers[1])}
 				// Both requests pass the vendor's list before either creates.

@@ -294,21 +294,61 @@ func TestReconcileLeavesRecentlyLapsedLeases(t *testing.T) {
 	}
 }
 
-// When a keyless request's outcome is unknown and it cannot be recorded,
-// the client is not told "pending" (nothing would settle it): it gets a 503
-// to retry, and the retry converges on the domain.
-func TestUnkeyedIntentThatCannotBeKeptIs503(t *testing.T) {
+// The outbox rule: an intent that cannot be put on the record is never sent
+// to the vendor. The client gets a 503 to retry, keyed or not.
+func TestIntentThatCannotBeRecordedIsNeverSent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
 		if err := db.Gorm.Exec("DROP TABLE idempotency_keys").Error; err != nil { // the store fails
 			t.Fatal(err)
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
-		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.licenseData()["vendor_site_id"] != "site_1" || a.vendor.siteCount() != 1 {
-			t.Errorf("the retry did not converge on the committed site: %s", r.Body.String())
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-2010")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		a.wantVendorCalls("", 0)
+	})
+}
+
+// A 202 promises the intent is kept: when the vendor's answer is lost and
+// the pending state cannot be written, the client gets a 503 instead, the
+// record stays processing, and the intent still converges on the one site:
+// through the keyed retry that takes it over, or through the reconciler for
+// a keyless one.
+func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := newClock()
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		trigger := map[string]string{
+			"sqlite": "CREATE TRIGGER pending_fails BEFORE UPDATE ON idempotency_keys WHEN NEW.status = 'pending' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+			"mysql":  "CREATE TRIGGER pending_fails BEFORE UPDATE ON idempotency_keys FOR EACH ROW BEGIN IF NEW.status = 'pending' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'disk full'; END IF; END",
+		}[db.Dialect]
+		if err := db.Gorm.Exec(trigger).Error; err != nil {
+			t.Fatal(err)
+		}
+		lost := reply{status: 500, body: `{}`, commit: true}
+		a.vendor.script("POST", lost, lost)
+		keyedReq := keyed(acme, "order-2011")
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyedReq...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		a.do(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		if rec := a.record("order-2011"); rec == nil || rec.Status != idempotency.StatusProcessing {
+			t.Fatalf("the keyed record is %+v, want it left processing", rec)
+		}
+		if err := db.Gorm.Exec("DROP TRIGGER pending_fails").Error; err != nil {
+			t.Fatal(err)
+		}
+
+		clk.Add(2*time.Minute + time.Second) // both leases over, and over for a lease more
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyedReq...).wantStatus(http.StatusCreated)
+		if r.licenseData()["vendor_site_id"] != "site_1" {
+			t.Errorf("the keyed retry did not converge on the committed site: %s", r.Body.String())
+		}
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile results = %q, want the keyless intent completed", got)
+		}
+		a.wantVendorCalls("POST", 2) // the two lost creates; nothing was created twice
+		if a.vendor.siteCount() != 2 || a.licenseRows() != 2 {
+			t.Errorf("vendor holds %d sites and we %d licenses, want 2 and 2", a.vendor.siteCount(), a.licenseRows())
 		}
 	})
 }

@@ -33,7 +33,7 @@ type site struct {
 	Status     string `json:"status"`
 }
 
-// reply is one scripted answer. commit makes a create take effect before the
+// reply is one scripted answer. commit makes a create (or a delete) take effect before the
 // reply is sent; hold, when set, blocks the reply until it is closed or the
 // client gives up; entered, when set, is closed once the request has arrived.
 type reply struct {
@@ -111,7 +111,12 @@ func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
 		rep, v.queued[r.Method] = &q[0], q[1:]
 	}
 	if rep != nil && rep.commit {
-		v.create(in.Name, in.Domain)
+		switch r.Method {
+		case http.MethodPost:
+			v.create(in.Name, in.Domain)
+		case http.MethodDelete:
+			v.remove(strings.TrimPrefix(r.URL.Path, "/sites/"))
+		}
 	}
 	v.mu.Unlock()
 
@@ -145,6 +150,17 @@ func (v *vendor) scripted(w http.ResponseWriter, r *http.Request, rep *reply) {
 	_, _ = w.Write([]byte(rep.body))
 }
 
+// remove deletes the site with that id; false when there is none.
+func (v *vendor) remove(id string) bool {
+	for d, s := range v.sites {
+		if s.ID == id {
+			delete(v.sites, d)
+			return true
+		}
+	}
+	return false
+}
+
 // normal is the real vendor's behaviour: one site per domain.
 func (v *vendor) normal(w http.ResponseWriter, r *http.Request, in site) {
 	v.mu.Lock()
@@ -166,13 +182,9 @@ func (v *vendor) normal(w http.ResponseWriter, r *http.Request, in site) {
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(map[string]any{"data": v.create(in.Name, in.Domain)})
 	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/sites/"):
-		id := strings.TrimPrefix(r.URL.Path, "/sites/")
-		for d, s := range v.sites {
-			if s.ID == id {
-				delete(v.sites, d)
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
+		if v.remove(strings.TrimPrefix(r.URL.Path, "/sites/")) {
+			w.WriteHeader(http.StatusNoContent)
+			return
 		}
 		w.WriteHeader(http.StatusNotFound)
 	default:

@@ -7,11 +7,12 @@ const (
 	LicensesRead  = "licenses:read"
 	LicensesWrite = "licenses:write"
 	TokensManage  = "tokens:manage"
-	All           = "*" // every ability
+	IntentsManage = "intents:manage" // the operator's view of intents: list, show, retry
+	All           = "*"              // every ability
 )
 
 // Known lists every ability a token may be issued with.
-var Known = []string{LicensesRead, LicensesWrite, TokensManage, All}
+var Known = []string{LicensesRead, LicensesWrite, TokensManage, IntentsManage, All}
 
 // IsKnown reports whether ability is one licensor knows.
 func IsKnown(ability string) bool { return slices.Contains(Known, ability) }

@@ -233,3 +233,33 @@ func (s *Service) Revoke(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// ErrConsumerNotFound means no consumer has that name.
+var ErrConsumerNotFound = errors.New("consumer not found")
+
+// ConsumerNamed returns the consumer of that name, ErrConsumerNotFound when
+// there is none.
+func (s *Service) ConsumerNamed(ctx context.Context, name string) (Consumer, error) {
+	var c Consumer
+	err := s.db.WithContext(ctx).Where("name = ?", strings.TrimSpace(name)).Take(&c).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Consumer{}, ErrConsumerNotFound
+	}
+	if err != nil {
+		return Consumer{}, fmt.Errorf("find consumer: %w", err)
+	}
+	return c, nil
+}
+
+// ConsumerNames returns the names of the consumers with those ids.
+func (s *Service) ConsumerNames(ctx context.Context, ids []string) (map[string]string, error) {
+	var cs []Consumer
+	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Find(&cs).Error; err != nil {
+		return nil, fmt.Errorf("find consumers: %w", err)
+	}
+	names := make(map[string]string, len(cs))
+	for _, c := range cs {
+		names[c.ID] = c.Name
+	}
+	return names, nil
+}

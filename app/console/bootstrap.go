@@ -25,7 +25,7 @@ import (
 // wiring change in every test.
 
 // operations are the guarded operations, each with its Resumer below.
-var operations = []string{"licenses.store"}
+var operations = []string{"licenses.store", "licenses.destroy"}
 
 // Overrides replace the parts of the application a test must control. The
 // zero value is production.
@@ -77,7 +77,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		b.DB, b.ownsDB = db, true
 	}
 	b.Store = idempotency.NewStore(b.DB)
-	b.Metrics = metrics.New(operations, b.Store.PendingStats)
+	b.Metrics = metrics.New(operations, intentStats(b.Store))
 	b.Auth = auth.New(auth.Config{
 		DB: b.DB, Key: cfg.Key, Issuer: cfg.URL, DefaultTTL: cfg.TokenTTL, Log: log, Now: b.now,
 	})
@@ -134,17 +134,21 @@ func (b *Base) app(vendor licenses.Vendor) *App {
 	a := &App{Base: b, Vendor: vendor}
 	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Vendor: vendor, Now: b.now})
 	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
-		Store:       b.Store,
-		Resumers:    map[string]idempotency.Resumer{"licenses.store": apphttp.LicenseResumer{Licenses: a.Licenses}},
-		Settle:      cfg.Reconcile.Settle,
-		MaxAttempts: cfg.Reconcile.MaxAttempts,
-		Lease:       cfg.Idempotency.LockTimeout,
-		TTL:         cfg.Idempotency.TTL,
-		Backoff:     cfg.Reconcile.Interval,
-		Interval:    cfg.Reconcile.Interval,
-		Log:         b.Log,
-		Now:         b.now,
-		Observe:     b.Metrics.ObserveReconcile,
+		Store: b.Store,
+		Resumers: map[string]idempotency.Resumer{
+			"licenses.store":   apphttp.LicenseResumer{Licenses: a.Licenses},
+			"licenses.destroy": apphttp.RevokeResumer{Licenses: a.Licenses},
+		},
+		Settle:         cfg.Reconcile.Settle,
+		MaxAttempts:    cfg.Reconcile.MaxAttempts,
+		FailedInterval: cfg.Reconcile.FailedEvery,
+		Lease:          cfg.Idempotency.LockTimeout,
+		TTL:            cfg.Idempotency.TTL,
+		Backoff:        cfg.Reconcile.Interval,
+		Interval:       cfg.Reconcile.Interval,
+		Log:            b.Log,
+		Now:            b.now,
+		Observe:        b.Metrics.ObserveReconcile,
 	})
 	return a
 }
@@ -169,6 +173,19 @@ func (a *App) Server() *echo.Echo {
 			Now:         a.now,
 		},
 	})
+}
+
+// intentStats reads the intent gauges from the store, at each scrape.
+func intentStats(store *idempotency.Store) metrics.IntentStats {
+	return func(ctx context.Context) (metrics.IntentCounts, error) {
+		var c metrics.IntentCounts
+		var err error
+		if c.Pending, c.OldestPending, err = store.PendingStats(ctx); err != nil {
+			return c, err
+		}
+		c.Failed, err = store.FailedCount(ctx)
+		return c, err
+	}
 }
 
 // NewLogger is the logger the configuration asks for, writing to w.

@@ -24,15 +24,26 @@ type Error struct {
 	Code       string              // machine-readable case, when there is one
 	Fields     map[string][]string // validation errors, rendered as "errors"
 	RetryAfter int                 // seconds; a Retry-After header when > 0
+	// Operation names the intent a 202 leaves pending; its Location header
+	// is where to ask about it.
+	Operation *pendingOperation
+}
+
+// pendingOperation is the intent a 202 operation_pending names.
+type pendingOperation struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	RetryAfter int    `json:"retry_after"`
 }
 
 func (e *Error) Error() string { return e.Message }
 
 // errorBody is Laravel's error shape.
 type errorBody struct {
-	Message string              `json:"message"`
-	Code    string              `json:"code,omitempty"`
-	Errors  map[string][]string `json:"errors,omitempty"`
+	Message   string              `json:"message"`
+	Code      string              `json:"code,omitempty"`
+	Errors    map[string][]string `json:"errors,omitempty"`
+	Operation *pendingOperation   `json:"operation,omitempty"`
 }
 
 var (
@@ -50,7 +61,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	body := errorBody{Message: e.Message, Code: e.Code, Errors: e.Fields}
+	if e.Operation != nil {
+		c.Response().Header().Set(echo.HeaderLocation, operationLocation(e.Operation.ID))
+	}
+	body := errorBody{Message: e.Message, Code: e.Code, Errors: e.Fields, Operation: e.Operation}
 	var werr error
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(e.Status)
@@ -114,7 +128,7 @@ func fromDomainError(err error) *Error {
 		return validationError(fe.FieldErrors())
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return errUnauthenticated
-	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound):
+	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound), errors.Is(err, idempotency.ErrIntentNotFound):
 		return errNotFound
 	case errors.Is(err, licenses.ErrDomainTaken):
 		return &Error{Status: http.StatusConflict, Message: "The domain is already licensed.", Code: "domain_taken"}
@@ -128,12 +142,20 @@ func fromDomainError(err error) *Error {
 // pendingRetryAfter is the Retry-After, in seconds, of a 202 operation_pending.
 const pendingRetryAfter = 5
 
-// errPending is the answer to a create whose outcome is not known yet.
-var errPending = &Error{
-	Status:     http.StatusAccepted,
-	Message:    "The license is being created. Retry the same request (with the same Idempotency-Key, if you sent one) to get it.",
-	Code:       "operation_pending",
-	RetryAfter: pendingRetryAfter,
+// pending is the answer to a request whose outcome is not known yet: it
+// names the intent (id "" only if an uncertain error ever escaped the
+// idempotency layer, which keeps every such intent).
+func pending(id string) *Error {
+	e := &Error{
+		Status:     http.StatusAccepted,
+		Message:    "The outcome is not known yet; the request is kept and will be finished. Ask for it at the operation's Location, or retry the same request (with the same Idempotency-Key, if you sent one).",
+		Code:       "operation_pending",
+		RetryAfter: pendingRetryAfter,
+	}
+	if id != "" {
+		e.Operation = &pendingOperation{ID: id, Status: idempotency.StatusPending, RetryAfter: pendingRetryAfter}
+	}
+	return e
 }
 
 // fromIdempotencyError maps the idempotency layer's answers.
@@ -152,10 +174,22 @@ func fromIdempotencyError(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
 			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
 	case errors.Is(err, idempotency.ErrPending):
-		return errPending
+		var p *idempotency.PendingError
+		errors.As(err, &p)
+		id := ""
+		if p != nil {
+			id = p.ID
+		}
+		return pending(id)
+	case errors.Is(err, idempotency.ErrNotFailed):
+		return &Error{Status: http.StatusConflict, Code: "intent_not_failed",
+			Message: "Only a failed intent can be retried; this one is not failed."}
 	case errors.Is(err, idempotency.ErrNotKept):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
 			Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}
+	case errors.Is(err, idempotency.ErrNotRecorded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
+			Message: "The request could not be recorded, so nothing was done. Retry it."}
 	case errors.Is(err, idempotency.ErrBodyUnreadable):
 		return errMalformedJSON
 	}
@@ -177,7 +211,7 @@ func fromVendorError(err error) *Error {
 	case errors.Is(err, licenses.ErrVendorRejected):
 		return &Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}
 	case errors.Is(err, licenses.ErrVendorUncertain):
-		return errPending
+		return pending("")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -49,7 +50,7 @@ type storeLicenseRequest struct {
 // the request before the idempotency layer reserved its key.
 func (s *Server) storeLicense(c echo.Context) error {
 	in, _ := c.Get(ctxLicenseInput).(licenses.Input)
-	lic, created, err := s.licenses.Create(c.Request().Context(), principal(c).ConsumerID, in)
+	lic, created, err := s.licenses.Create(actorContext(c), principal(c).ConsumerID, in)
 	if err != nil {
 		return err
 	}
@@ -172,10 +173,47 @@ func (s *Server) showLicense(c echo.Context) error {
 	return c.JSON(http.StatusOK, dataBody{Data: newLicenseResource(lic)})
 }
 
-// revokeLicense is DELETE /api/licenses/{id}: 204, and 204 again.
+// revokeLicense is DELETE /api/licenses/{id}: 204, and 204 again. The
+// idempotency layer guards it with the license id as the key, so the revoke
+// is on the record before the vendor hears of it.
 func (s *Server) revokeLicense(c echo.Context) error {
-	if err := s.licenses.Revoke(c.Request().Context(), principal(c).ConsumerID, c.Param("id")); err != nil {
+	id := c.Param("id")
+	idempotency.Describe(c, idempotency.Outcome{ResourceType: "license", ResourceID: id})
+	if err := s.licenses.Revoke(actorContext(c), principal(c).ConsumerID, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// actorContext is the request's context, naming the request and its token
+// as the actor of what the licenses service records.
+func actorContext(c echo.Context) context.Context {
+	return licenses.WithActor(c.Request().Context(), licenses.Actor{Name: RequestID(c), TokenID: principal(c).TokenID})
+}
+
+// eventResource is one entry of a license's audit trail.
+type eventResource struct {
+	Event     string  `json:"event"`
+	Actor     string  `json:"actor"`      // "request" or "reconciler"
+	RequestID *string `json:"request_id"` // the request that caused it, for actor "request"
+	TokenID   *string `json:"token_id"`   // the token that asked
+	CreatedAt string  `json:"created_at"`
+}
+
+// licenseEvents is GET /api/licenses/{id}/events: the caller's own
+// license's audit trail, oldest first.
+func (s *Server) licenseEvents(c echo.Context) error {
+	events, err := s.licenses.Events(c.Request().Context(), principal(c).ConsumerID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	out := make([]eventResource, 0, len(events))
+	for _, e := range events {
+		r := eventResource{Event: e.Event, Actor: "request", RequestID: stringOrNil(e.Actor), TokenID: e.TokenID, CreatedAt: formatTime(e.CreatedAt)}
+		if e.Actor == licenses.ActorReconciler {
+			r.Actor, r.RequestID = licenses.ActorReconciler, nil
+		}
+		out = append(out, r)
+	}
+	return c.JSON(http.StatusOK, dataBody{Data: out})
 }

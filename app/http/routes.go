@@ -17,7 +17,14 @@ func (s *Server) routes(e *echo.Echo) {
 		s.idem.Middleware("licenses.store", idempotency.Options{Bind: bindLicense}))
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite), s.idem.Detached())
+	e.GET("/api/licenses/:id/events", s.licenseEvents, s.ability(auth.LicensesRead))
+	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite),
+		s.idem.Middleware("licenses.destroy", idempotency.Options{Key: func(c echo.Context) string { return c.Param("id") }}))
+	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
+
+	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
+	e.GET("/api/intents/:id", s.showIntent, s.ability(auth.IntentsManage))
+	e.POST("/api/intents/:id/retry", s.retryIntent, s.ability(auth.IntentsManage))
 
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))

@@ -5,6 +5,7 @@ package http
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
@@ -38,6 +39,8 @@ type Server struct {
 	auth     *auth.Service
 	licenses *licenses.Service
 	idem     *idempotency.Guard
+	store    *idempotency.Store
+	now      func() time.Time
 	metrics  *metrics.Metrics
 }
 
@@ -50,7 +53,12 @@ func NewServer(d Deps) *echo.Echo {
 		d.Metrics = metrics.New([]string{"licenses.store"}, nil)
 	}
 	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics}
+	s.store, s.now = d.Idempotency.Store, d.Idempotency.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
 	d.Idempotency.Consumer = func(c echo.Context) string { return principal(c).ConsumerID }
+	d.Idempotency.Requester = func(c echo.Context) string { return principal(c).TokenID }
 	d.Idempotency.RequestID = RequestID
 	if d.Idempotency.Log == nil {
 		d.Idempotency.Log = d.Log

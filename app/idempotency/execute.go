@@ -53,6 +53,27 @@ func pendingOutcome(c echo.Context, herr error) Outcome {
 	return o
 }
 
+// PendingError is the answer to a request whose intent's outcome is not
+// known yet (202 operation_pending): it names the intent, so the client can
+// ask for its outcome.
+type PendingError struct {
+	ID  string // the intent's public id
+	Err error  // why the outcome is unknown; nil when a retry found it pending
+}
+
+func (e *PendingError) Error() string {
+	if e.Err == nil {
+		return "operation " + e.ID + " pending"
+	}
+	return "operation " + e.ID + " pending: " + e.Err.Error()
+}
+
+// Is matches ErrPending.
+func (e *PendingError) Is(target error) bool { return target == ErrPending }
+
+// Unwrap exposes the cause.
+func (e *PendingError) Unwrap() error { return e.Err }
+
 // execute runs the handler as the owner of rec, then settles the record. The
 // handler runs detached from the client's connection, within the work budget
 // of the lease (which began before the reservation).
@@ -69,75 +90,83 @@ func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outc
 			g.release(c, rec)
 		}
 	}()
-	err := next(c)
-	if err != nil {
-		c.Error(err) // write the error response here, so it is captured
-	}
+	herr := next(c)
 	settled = true
-	g.settle(c, rec, capture, err, outcome)
+	if isOutcomeUnknown(herr) {
+		return g.keepPending(c, rec, herr)
+	}
+	if herr != nil {
+		c.Error(herr) // write the error response here, so it is captured
+	}
+	g.settle(c, rec, capture, outcome)
 	return nil
 }
 
-// unkeyed runs a request that came without a key: unprotected, except that
-// an unknown outcome is still kept as a pending intent, under a key the
-// server makes, so that no intent the server accepted is ever dropped.
-func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
-	ctx, cancel := g.workContext(c)
+// keepPending records an intent whose outcome is unknown as pending before
+// the client hears of it: a 202 promises that the intent is kept. When it
+// cannot be recorded the answer is ErrNotKept (503, retry), and the record
+// stays processing, for a retry to take over once its lease ends, or the
+// reconciler when none comes.
+func (g *Guard) keepPending(c echo.Context, rec *Record, herr error) error {
+	ctx, cancel := g.settleContext(c)
 	defer cancel()
-	c.SetRequest(c.Request().WithContext(ctx))
-	herr := next(c)
-	if !isOutcomeUnknown(herr) {
-		return herr
-	}
-	rec.Status, rec.LockedUntil = StatusPending, nil
-	rec.ExternalRef = nullable(pendingOutcome(c, herr).ExternalRef)
-	sctx, scancel := g.settleContext(c)
-	defer scancel()
-	// Recorded first, answered after: a 202 promises the intent is kept.
-	if kept, err := g.keepAuto(sctx, rec, g.requestID(c)); !kept {
-		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
+	o := pendingOutcome(c, herr)
+	rec.ExternalRef = nullable(o.ExternalRef)
+	if err := g.cfg.Store.MarkPending(ctx, rec, o, g.now()); err != nil {
+		g.logOutcome(c, rec, "not_kept")
+		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation,
+			"key_digest", KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
 		return fmt.Errorf("%w: %w", ErrNotKept, herr)
 	}
 	g.logOutcome(c, rec, "pending")
-	return herr
+	return &PendingError{ID: rec.Ref(), Err: herr}
 }
 
-// keepAuto stores rec under "auto:<request id>", or under a fresh id when a
-// client sent the same request id twice.
-func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) (bool, error) {
+// unkeyed runs a request that came without a key the way a keyed one runs,
+// under a key the server makes ("auto:" and the request id): the intent is
+// on the record before the vendor hears of it, so that no intent the server
+// accepted is ever dropped, even when the process dies mid-call.
+func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
+	ctx, cancel := g.settleContext(c)
+	defer cancel()
+	if err := g.keepAuto(ctx, rec, g.requestID(c)); err != nil {
+		g.cfg.Log.Error("record intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return g.execute(c, next, rec, "executed")
+}
+
+// keepAuto reserves rec under "auto:<request id>", or under a fresh id when
+// a client sent the same request id twice.
+func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) error {
 	var err error
 	for _, key := range []string{"auto:" + requestID, "auto:" + ulid.Make().String()} {
 		rec.ID, rec.Key = 0, key
 		var ok bool
-		_, ok, err = g.cfg.Store.Reserve(ctx, rec)
-		if ok {
-			return true, nil
+		if _, ok, err = g.cfg.Store.Reserve(ctx, rec); ok {
+			return nil
 		}
 		if err != nil && !errors.Is(err, errRaced) {
-			return false, err
+			return err
 		}
 	}
-	return false, err
+	if err == nil {
+		err = errRaced
+	}
+	return err
 }
 
-// settle stores what had an effect, keeps what may have, and releases the
-// rest so that a retry runs for real.
-func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, herr error, outcome string) {
+// settle stores what had an effect and releases the rest, so that a retry
+// runs for real.
+func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, outcome string) {
 	ctx, cancel := g.settleContext(c)
 	defer cancel()
 	o := described(c)
-	if isOutcomeUnknown(herr) {
-		o = pendingOutcome(c, herr)
-	}
 	rec.ExternalRef = nullable(o.ExternalRef)
 	var err error
-	switch {
-	case isOutcomeUnknown(herr):
-		outcome = "pending"
-		err = g.cfg.Store.MarkPending(ctx, rec, o, g.now())
-	case w.status >= 200 && w.status < 300:
+	if w.status >= 200 && w.status < 300 {
 		err = g.cfg.Store.Complete(ctx, rec, responseOf(c, w), o, g.now())
-	default:
+	} else {
 		outcome = "released"
 		err = g.cfg.Store.Release(ctx, rec)
 	}

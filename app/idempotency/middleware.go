@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
 )
 
 // HeaderKey and HeaderReplayed are the request and response headers of the
@@ -30,6 +30,10 @@ var (
 	// recorded either (the database failed): the client must retry, and the
 	// retry converges on the natural key. 503.
 	ErrNotKept = errors.New("pending intent could not be recorded")
+	// ErrNotRecorded means the intent could not be put on the record before
+	// its work began (the database failed), so nothing was done: the client
+	// retries. 503.
+	ErrNotRecorded = errors.New("intent could not be recorded; nothing was done")
 	// ErrBodyUnreadable wraps a failure to read the request body. 400.
 	ErrBodyUnreadable = errors.New("request body unreadable")
 )
@@ -44,6 +48,8 @@ type Config struct {
 	Consumer func(echo.Context) string
 	// RequestID is the request's id, kept as the record's correlation id.
 	RequestID func(echo.Context) string
+	// Requester names who asked (the token's id), kept with the record.
+	Requester func(echo.Context) string
 	Log       *slog.Logger     // nil: discard
 	Now       func() time.Time // nil: time.Now
 	// Observe, when set, counts each request's outcome (for metrics).
@@ -72,6 +78,9 @@ func New(cfg Config) *Guard {
 	if cfg.RequestID == nil {
 		cfg.RequestID = func(echo.Context) string { return "" }
 	}
+	if cfg.Requester == nil {
+		cfg.Requester = func(echo.Context) string { return "" }
+	}
 	if cfg.Observe == nil {
 		cfg.Observe = func(string, string) {}
 	}
@@ -80,6 +89,10 @@ func New(cfg Config) *Guard {
 
 // Options tune one operation.
 type Options struct {
+	// Key, when set, is the intent's key, taken from the request itself for
+	// an operation whose intent the URL names (a revoke: the license's id);
+	// the Idempotency-Key header is then not read.
+	Key func(c echo.Context) string
 	// Bind parses and validates the request body, once, for both the
 	// fingerprint and the handler (which it hands the parsed request through
 	// c). It returns the canonical form of just the fields that make the
@@ -94,7 +107,7 @@ type Options struct {
 func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			key, err := g.key(c)
+			key, err := g.key(c, opts)
 			if err != nil {
 				return err
 			}
@@ -106,7 +119,7 @@ func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			if key == "" { // the record is kept only if the outcome turns out unknown
+			if key == "" { // the server makes the key: the intent is on the record all the same
 				return g.unkeyed(c, next, rec)
 			}
 			return g.guard(c, next, rec)
@@ -114,29 +127,12 @@ func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
 	}
 }
 
-// Detached runs a write that carries no key (a revoke, which is safe to
-// repeat) as an owner would run it: detached from the client's connection,
-// within the work budget of one lease.
-func (g *Guard) Detached() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			ctx, cancel := g.workContext(c)
-			defer cancel()
-			c.SetRequest(c.Request().WithContext(ctx))
-			return next(c)
-		}
-	}
-}
-
-// workContext is the context of owned work that began now: detached from the
-// client, ending when the budget of a lease taken now would.
-func (g *Guard) workContext(c echo.Context) (context.Context, context.CancelFunc) {
-	return detach(c.Request().Context(), time.Now().Add(WorkBudget(g.cfg.LockTimeout)))
-}
-
 // key returns the request's Idempotency-Key: 1–255 visible ASCII characters,
 // given once. "" means none was given (and none is required).
-func (g *Guard) key(c echo.Context) (string, error) {
+func (g *Guard) key(c echo.Context, opts Options) (string, error) {
+	if opts.Key != nil {
+		return opts.Key(c), nil
+	}
 	vals := c.Request().Header.Values(HeaderKey)
 	if len(vals) == 0 {
 		if g.cfg.Required {
@@ -180,7 +176,10 @@ func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, op
 	}
 	now := g.now()
 	lease := now.Add(g.cfg.LockTimeout)
+	id := ulid.Make().String()
 	return &Record{
+		PublicID:      &id,
+		RequestedBy:   nullable(g.cfg.Requester(c)),
 		ConsumerID:    g.cfg.Consumer(c),
 		Operation:     operation,
 		Key:           key,
@@ -212,7 +211,7 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 	// The fast path for retries: a completed record needs no reservation.
 	found, err := g.cfg.Store.Find(ctx, rec.scope())
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	if found != nil && found.Status == StatusCompleted && !found.expired(rec.CreatedAt) {
 		return g.answerExisting(c, found, rec)
@@ -223,7 +222,7 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 			continue
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 		}
 		if ok {
 			return g.execute(c, next, rec, "executed")
@@ -233,7 +232,7 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 		}
 		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 		}
 		if won {
 			return g.execute(c, next, rec, "taken_over")
@@ -272,7 +271,7 @@ func (g *Guard) answerExisting(c echo.Context, existing, rec *Record) error {
 		return replay(c, existing)
 	case StatusPending:
 		g.logOutcome(c, existing, "pending")
-		return ErrPending
+		return &PendingError{ID: existing.Ref()}
 	}
 	g.logOutcome(c, rec, "in_progress")
 	return ErrInProgress

@@ -47,6 +47,10 @@ type ReconcilerConfig struct {
 	// Settle is how old a record must be before a missing effect is created.
 	Settle      time.Duration
 	MaxAttempts int // default 10
+	// FailedInterval is how long a failed intent waits before the reconciler
+	// tries it again, so that a long vendor outage heals by itself. Default
+	// an hour.
+	FailedInterval time.Duration
 	// Lease is how long a claim holds a record; also the grace before an
 	// abandoned processing record is claimed. Default a minute.
 	Lease time.Duration
@@ -77,6 +81,9 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
+	if cfg.FailedInterval <= 0 {
+		cfg.FailedInterval = time.Hour
+	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 15 * time.Second
 	}
@@ -97,6 +104,7 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 
 // Settled is one record a pass worked on.
 type Settled struct {
+	Intent    string // the intent's public id
 	Operation string
 	KeyDigest string
 	Result    string
@@ -153,8 +161,8 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		return Settled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Settled{Operation: rec.Operation, KeyDigest: KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
-	r.cfg.Log.Info("reconciled", "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
+	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
+	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts+1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID), "error", err)
 	return s, true
 }
@@ -178,10 +186,16 @@ func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, r
 		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL))
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.cfg.Settle), false, now)
-	case errors.Is(err, ErrAbandon) || rec.Attempts >= r.cfg.MaxAttempts:
+	case errors.Is(err, ErrAbandon):
+		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
+			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
+		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, nil, now)
+	case rec.Attempts >= r.cfg.MaxAttempts:
+		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
-			"key_digest", KeyDigest(rec.Key), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, now)
+			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
+			"next_attempt", next, "error", err)
+		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, &next, now)
 	}
 	return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.backoff(rec.Attempts)), true, now)
 }

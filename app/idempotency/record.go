@@ -1,6 +1,11 @@
 package idempotency
 
-import "time"
+import (
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+)
 
 // Statuses of a record.
 const (
@@ -12,7 +17,10 @@ const (
 
 // Record is a row of idempotency_keys: one intent of one consumer.
 type Record struct {
-	ID              uint64 `gorm:"primaryKey"`
+	ID uint64 `gorm:"primaryKey"`
+	// PublicID is the intent's opaque id (a ULID): what a 202 names and an
+	// operator looks it up by. Never the raw key.
+	PublicID        *string
 	ConsumerID      string
 	Operation       string
 	Key             string `gorm:"column:idempotency_key"`
@@ -26,6 +34,7 @@ type Record struct {
 	ResourceID      *string
 	ExternalRef     *string
 	CorrelationID   *string
+	RequestedBy     *string // the token that asked, when there was one
 	LockedUntil     *time.Time
 	Attempts        int
 	CreatedAt       time.Time
@@ -33,8 +42,20 @@ type Record struct {
 	ExpiresAt       time.Time
 }
 
-// TableName is the table the spec names.
+// TableName is the table the records live in.
 func (Record) TableName() string { return "idempotency_keys" }
+
+// BeforeCreate gives every new record its public id.
+func (r *Record) BeforeCreate(*gorm.DB) error {
+	if r.PublicID == nil {
+		id := ulid.Make().String()
+		r.PublicID = &id
+	}
+	return nil
+}
+
+// Ref is the record's public id, "" for none.
+func (r *Record) Ref() string { return deref(r.PublicID) }
 
 // Scope identifies a record: unique on (consumer, operation, key).
 type Scope struct {

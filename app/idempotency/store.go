@@ -97,9 +97,11 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		"response_body":    nil,
 		"updated_at":       r.UpdatedAt,
 	}
-	if read.expired(r.CreatedAt) { // an expired record is a new intent: its clock restarts
+	expired := read.expired(r.CreatedAt)
+	if expired { // an expired record is a new intent: its clock restarts, under a new id
 		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
+		set["public_id"], set["requested_by"] = r.PublicID, r.RequestedBy
 	}
 	res := database.RetryOnConflict(ctx, func() *gorm.DB { return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set) })
 	if res.Error != nil {
@@ -109,6 +111,9 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		return false, nil
 	}
 	r.ID = read.ID
+	if !expired { // the same intent, the same id
+		r.PublicID = read.PublicID
+	}
 	return true, nil
 }
 

@@ -11,15 +11,16 @@ import (
 )
 
 // DuePending lists the records a reconciler should work, oldest first:
-// pending records whose next attempt is due, and processing records whose
+// pending records whose next attempt is due, processing records whose
 // owner's lease ran out before abandonedBefore (the process died and no
-// retry came to take them over). It is a background scan across consumers;
+// retry came to take them over), and failed records due for their slow
+// retry (a failed record with no next attempt waits for an operator). It is a background scan across consumers;
 // claiming one is a separate compare-and-set.
 func (s *Store) DuePending(ctx context.Context, now, abandonedBefore time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
-		Where("(status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?)",
-			StatusPending, now, StatusProcessing, abandonedBefore).
+		Where("(status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)",
+			StatusPending, now, StatusProcessing, abandonedBefore, StatusFailed, now).
 		Order("id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, fmt.Errorf("list due pending records: %w", err)
@@ -72,10 +73,12 @@ func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, 
 	return s.updateClaimed(ctx, r, lease, set)
 }
 
-// Fail gives up on a claimed record: a retry with its key executes again.
-func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, now time.Time) error {
+// Fail gives up on a claimed record for now: a retry with its key executes
+// again, an operator may put it back (RetryFailed), and when next is not nil
+// the reconciler tries it again then, on its slow schedule.
+func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
-		"status": StatusFailed, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	})
 }
 
@@ -108,10 +111,10 @@ func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time
 	return count, oldest, nil
 }
 
-// Prune deletes expired completed and failed records in batches of batch
+// Prune deletes expired completed records in batches of batch
 // ids, each batch its own short statement, so no delete holds locks for
-// long. Pending and processing records are never pruned: an intent the
-// server accepted is settled, not dropped.
+// long. Pending, processing and failed records are never pruned: an intent
+// the server accepted is settled, not dropped.
 func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, error) {
 	var total int64
 	for {
@@ -138,4 +141,6 @@ func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, err
 	}
 }
 
-var prunable = []string{StatusCompleted, StatusFailed}
+// prunable are the statuses the pruner deletes once expired. A failed intent
+// is kept, visible and retried on the slow schedule, until it completes.
+var prunable = []string{StatusCompleted}

@@ -7,8 +7,9 @@ import (
 
 // Statuses of a license.
 const (
-	StatusActive  = "active"
-	StatusRevoked = "revoked"
+	StatusActive   = "active"
+	StatusRevoking = "revoking" // the vendor is being asked to delete the site
+	StatusRevoked  = "revoked"
 )
 
 // License is a license for one domain, held by one consumer.
@@ -17,8 +18,9 @@ type License struct {
 	ConsumerID string
 	Name       string
 	Domain     string
-	// ActiveDomain is Domain while the license is active and NULL once it is
-	// revoked: its unique index allows one active license per domain.
+	// ActiveDomain is Domain while the license is active (or revoking) and
+	// NULL once it is revoked: its unique index allows one active license
+	// per domain.
 	ActiveDomain *string
 	LicenseKey   string
 	Status       string

@@ -46,7 +46,7 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	if lic, err := s.activeFor(ctx, consumerID, in.Domain); err == nil || !errors.Is(err, ErrNotFound) {
 		return lic, false, err
 	}
-	site, _, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
+	site, made, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
 	var uncertain *UncertainError
 	if errors.As(err, &uncertain) {
 		uncertain.Domain = in.Domain // what the pending intent is known by until a site id is
@@ -54,7 +54,11 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	if err != nil {
 		return License{}, false, err
 	}
-	lic, created, err = s.record(ctx, consumerID, in, site)
+	event := EventAdopted
+	if made {
+		event = EventCreated
+	}
+	lic, created, err = s.record(ctx, consumerID, in, site, event)
 	if err != nil && !errors.Is(err, ErrDomainTaken) {
 		// The vendor holds the site but it is not recorded here: the outcome is
 		// as unknown as a lost answer, and is reconciled the same way.
@@ -85,13 +89,14 @@ func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCr
 		}
 		site = &made
 	}
-	lic, created, err = s.record(ctx, consumerID, in, *site)
+	lic, created, err = s.record(ctx, consumerID, in, *site, EventReconciled)
 	return lic, created, err == nil, err
 }
 
-// record writes the license row. The unique index on active_domain decides a
-// race: the loser reads the winner's row and answers as if it had come second.
-func (s *Service) record(ctx context.Context, consumerID string, in Input, site Site) (License, bool, error) {
+// record writes the license row and its event, in one transaction. The
+// unique index on active_domain decides a race: the loser reads the winner's
+// row and answers as if it had come second.
+func (s *Service) record(ctx context.Context, consumerID string, in Input, site Site, event string) (License, bool, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	lic := License{
 		ID:           ulid.Make().String(),
@@ -105,7 +110,12 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
-	err := s.db.WithContext(ctx).Create(&lic).Error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&lic).Error; err != nil {
+			return err
+		}
+		return s.logEvent(ctx, tx, lic, event, now)
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		existing, err := s.activeFor(ctx, consumerID, in.Domain)
 		return existing, false, err
@@ -138,9 +148,10 @@ type Page struct {
 	Total    int64
 }
 
-// List returns the consumer's active licenses, newest first.
+// List returns the consumer's licenses that are not revoked (active, or
+// being revoked), newest first.
 func (s *Service) List(ctx context.Context, consumerID string, page, perPage int) (Page, error) {
-	q := s.db.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status = ?", consumerID, StatusActive)
+	q := s.db.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
 	var p Page
 	if err := q.Count(&p.Total).Error; err != nil {
 		return Page{}, fmt.Errorf("count licenses: %w", err)
@@ -166,27 +177,78 @@ func (s *Service) Get(ctx context.Context, consumerID, id string) (License, erro
 }
 
 // Revoke deletes the vendor's site and marks the license revoked, freeing the
-// domain. Revoking a revoked license does nothing and is no error. If the
-// vendor fails, the license stays active.
+// domain. The license is `revoking` before the vendor hears of it, so a
+// process that dies mid-call leaves a trace the reconciler finishes
+// (ResumeRevoke). Revoking a revoked license does nothing and is no error.
+// When the vendor did nothing (unavailable, or it refused), the license is
+// active again; when the outcome is unknown it stays revoking and the error
+// is an *UncertainError.
 func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 	lic, err := s.Get(ctx, consumerID, id)
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}
-	if err := s.vendor.DeleteSite(ctx, lic.VendorSiteID); err != nil {
-		// A delete is safe to repeat (the vendor's 404 counts as done), so an
-		// unknown outcome is only "try again", never a pending intent.
-		var uncertain *UncertainError
-		if errors.As(err, &uncertain) {
-			err = &UnavailableError{Err: uncertain.Err}
+	if lic.Status == StatusActive {
+		now := s.now().UTC().Truncate(time.Microsecond)
+		err := s.db.WithContext(ctx).Model(&License{}).Where("id = ? AND status = ?", id, StatusActive).
+			Updates(map[string]any{"status": StatusRevoking, "updated_at": now}).Error
+		if err != nil {
+			return fmt.Errorf("mark license revoking: %w", err)
 		}
+	}
+	err = s.deleteSite(ctx, lic)
+	var uncertain *UncertainError
+	if err != nil && !errors.As(err, &uncertain) {
+		// Nothing happened at the vendor: the license is active again.
+		return errors.Join(err, s.transition(ctx, lic, StatusRevoking, StatusActive, EventFailed))
+	}
+	return err
+}
+
+// ResumeRevoke finishes a revoke whose outcome was unknown, or whose process
+// died mid-call: it deletes the site (a site already gone counts as done) and
+// marks the license revoked. A license already revoked is done. On a vendor
+// error the license stays revoking, for the next attempt.
+func (s *Service) ResumeRevoke(ctx context.Context, consumerID, id string) error {
+	lic, err := s.Get(ctx, consumerID, id)
+	if err != nil || lic.Status == StatusRevoked {
+		return err
+	}
+	return s.deleteSite(ctx, lic)
+}
+
+// deleteSite asks the vendor to delete the license's site and, once it has,
+// marks the license revoked.
+func (s *Service) deleteSite(ctx context.Context, lic License) error {
+	if err := s.vendor.DeleteSite(ctx, lic.VendorSiteID); err != nil {
 		return fmt.Errorf("delete vendor site: %w", err)
 	}
+	return s.transition(ctx, lic, "", StatusRevoked, EventRevoked)
+}
+
+// transition moves the license to status (from from, or from any state but
+// revoked when from is "") and writes the event, in one transaction.
+func (s *Service) transition(ctx context.Context, lic License, from, to, event string) error {
 	now := s.now().UTC().Truncate(time.Microsecond)
-	err = s.db.WithContext(ctx).Model(&License{}).Where("id = ? AND status = ?", id, StatusActive).
-		Updates(map[string]any{"status": StatusRevoked, "active_domain": nil, "revoked_at": now, "updated_at": now}).Error
+	set := map[string]any{"status": to, "updated_at": now}
+	if to == StatusRevoked {
+		set["active_domain"], set["revoked_at"] = nil, now
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Model(&License{}).Where("id = ?", lic.ID)
+		if from != "" {
+			q = q.Where("status = ?", from)
+		} else {
+			q = q.Where("status <> ?", StatusRevoked)
+		}
+		res := q.Updates(set)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error // nothing to move: someone else settled it
+		}
+		return s.logEvent(ctx, tx, lic, event, now)
+	})
 	if err != nil {
-		return fmt.Errorf("revoke license: %w", err)
+		return fmt.Errorf("license %s: %w", to, err)
 	}
 	return nil
 }

@@ -32,17 +32,25 @@ type Metrics struct {
 
 // Known label values, initialised to 0 so dashboards and alerts see them.
 var (
-	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "released", "taken_over"}
+	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "not_kept", "released", "taken_over"}
 	reconcileResults    = []string{"completed", "waiting", "retry", "failed"}
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
 )
 
-// PendingStats reports the pending intents: how many, and the oldest's creation.
-type PendingStats func(ctx context.Context) (count int64, oldest time.Time, err error)
+// IntentCounts is what the intent gauges report.
+type IntentCounts struct {
+	Pending       int64     // intents awaiting reconciliation
+	OldestPending time.Time // when the oldest of them was created; zero when none
+	Failed        int64     // intents reconciliation gave up on for now
+}
+
+// IntentStats reads the intent counts. It is called at each scrape, so that
+// every replica reports what the database holds, not what it has seen.
+type IntentStats func(ctx context.Context) (IntentCounts, error)
 
 // New registers every family. operations are the guarded operations
-// (e.g. "licenses.store"); pending is read at each scrape (nil: none pending).
-func New(operations []string, pending PendingStats) *Metrics {
+// (e.g. "licenses.store"); intents is read at each scrape (nil: none).
+func New(operations []string, intents IntentStats) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := promFactory{m.reg}
 	m.httpRequests = f.counterVec("licensor_http_requests_total", "HTTP requests by route, method and status.", "route", "method", "status")
@@ -57,7 +65,7 @@ func New(operations []string, pending PendingStats) *Metrics {
 	m.reconcile = f.counterVec("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result")
 	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.registerPending(pending)
+	m.reg.MustRegister(intentGauges{read: intents})
 	for _, op := range operations {
 		for _, o := range idempotencyOutcomes {
 			m.idempotency.WithLabelValues(op, o)
@@ -72,31 +80,44 @@ func New(operations []string, pending PendingStats) *Metrics {
 	return m
 }
 
-// registerPending adds the two gauges read from the database at each scrape.
-func (m *Metrics) registerPending(pending PendingStats) {
-	read := func() (int64, time.Time) {
-		if pending == nil {
-			return 0, time.Time{}
-		}
+// intentGauges are the gauges read from the database at each scrape, with
+// one read for all of them. A failing read reports zeros rather than
+// breaking the scrape.
+type intentGauges struct {
+	read IntentStats
+}
+
+var (
+	pendingDesc = prometheus.NewDesc("licensor_idempotency_pending", "Pending intents awaiting reconciliation.", nil, nil)
+	oldestDesc  = prometheus.NewDesc("licensor_idempotency_oldest_pending_seconds", "Age of the oldest pending intent (0 when none).", nil, nil)
+	failedDesc  = prometheus.NewDesc("licensor_idempotency_failed", "Intents reconciliation gave up on for now: retried every RECONCILE_FAILED_INTERVAL, or by an operator.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (g intentGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pendingDesc
+	ch <- oldestDesc
+	ch <- failedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (g intentGauges) Collect(ch chan<- prometheus.Metric) {
+	var c IntentCounts
+	if g.read != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		n, oldest, err := pending(ctx)
-		if err != nil {
-			return 0, time.Time{}
+		var err error
+		if c, err = g.read(ctx); err != nil {
+			c = IntentCounts{}
 		}
-		return n, oldest
 	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "licensor_idempotency_pending", Help: "Pending intents awaiting reconciliation.",
-	}, func() float64 { n, _ := read(); return float64(n) }))
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "licensor_idempotency_oldest_pending_seconds", Help: "Age of the oldest pending intent (0 when none).",
-	}, func() float64 {
-		if _, oldest := read(); !oldest.IsZero() {
-			return time.Since(oldest).Seconds()
-		}
-		return 0
-	}))
+	age := 0.0
+	if !c.OldestPending.IsZero() {
+		age = time.Since(c.OldestPending).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.Pending))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.GaugeValue, float64(c.Failed))
 }
 
 // Handler serves the families in Prometheus text format.

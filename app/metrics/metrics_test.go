@@ -96,10 +96,15 @@ func TestObserveCounts(t *testing.T) {
 
 func TestPendingGauges(t *testing.T) {
 	oldest := time.Now().Add(-time.Minute)
-	m := metrics.New(nil, func(context.Context) (int64, time.Time, error) { return 3, oldest, nil })
+	m := metrics.New(nil, func(context.Context) (metrics.IntentCounts, error) {
+		return metrics.IntentCounts{Pending: 3, OldestPending: oldest, Failed: 2}, nil
+	})
 	body := scrape(t, m)
 	if got := sample(body, "licensor_idempotency_pending"); got != "3" {
 		t.Errorf("pending = %q, want 3", got)
+	}
+	if got := sample(body, "licensor_idempotency_failed"); got != "2" {
+		t.Errorf("failed = %q, want 2", got)
 	}
 	age, err := strconv.ParseFloat(sample(body, "licensor_idempotency_oldest_pending_seconds"), 64)
 	if err != nil || age < 60 || age > 600 {
@@ -107,9 +112,11 @@ func TestPendingGauges(t *testing.T) {
 	}
 
 	// A failing read reports nothing pending rather than breaking the scrape.
-	failing := metrics.New(nil, func(context.Context) (int64, time.Time, error) { return 0, time.Time{}, errors.New("db down") })
+	failing := metrics.New(nil, func(context.Context) (metrics.IntentCounts, error) {
+		return metrics.IntentCounts{}, errors.New("db down")
+	})
 	body = scrape(t, failing)
-	for _, s := range []string{"licensor_idempotency_pending", "licensor_idempotency_oldest_pending_seconds"} {
+	for _, s := range []string{"licensor_idempotency_pending", "licensor_idempotency_oldest_pending_seconds", "licensor_idempotency_failed"} {
 		if got := sample(body, s); got != "0" {
 			t.Errorf("%s = %q with a failing read, want 0", s, got)
 		}

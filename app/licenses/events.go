@@ -1,0 +1,85 @@
+package licenses
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Events of a license's audit trail: the vendor effects on it, and who
+// caused them.
+const (
+	EventCreated    = "created"    // a new vendor site was made for it
+	EventAdopted    = "adopted"    // the vendor's existing site for the domain was taken on
+	EventReconciled = "reconciled" // recorded by the reconciler, finishing an intent whose outcome was unknown
+	EventRevoked    = "revoked"    // the vendor's site was deleted
+	EventFailed     = "failed"     // a revoke ended without effect; the license is active again
+)
+
+// Event is one entry of a license's audit trail, written in the same
+// transaction as the change it records.
+type Event struct {
+	ID         uint64 `gorm:"primaryKey"`
+	LicenseID  string
+	ConsumerID string
+	Event      string
+	Actor      string  // the request id, or "reconciler"
+	TokenID    *string // the token that asked, when one did
+	CreatedAt  time.Time
+}
+
+// TableName is the table events live in.
+func (Event) TableName() string { return "license_events" }
+
+// ActorReconciler is the actor of the changes the reconciler makes.
+const ActorReconciler = "reconciler"
+
+// Actor is who causes a change: a request (its id) on behalf of a token, or
+// the reconciler finishing what a token once asked for.
+type Actor struct {
+	Name    string // the request id, or ActorReconciler
+	TokenID string
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying the actor the audit trail names.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+func actorFrom(ctx context.Context) Actor {
+	a, _ := ctx.Value(actorKey{}).(Actor)
+	if a.Name == "" {
+		a.Name = "unknown"
+	}
+	return a
+}
+
+// logEvent writes one event for lic within tx.
+func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, lic License, event string, at time.Time) error {
+	a := actorFrom(ctx)
+	e := Event{LicenseID: lic.ID, ConsumerID: lic.ConsumerID, Event: event, Actor: a.Name, CreatedAt: at}
+	if a.TokenID != "" {
+		e.TokenID = &a.TokenID
+	}
+	if err := tx.Create(&e).Error; err != nil {
+		return fmt.Errorf("record license event: %w", err)
+	}
+	return nil
+}
+
+// Events returns the audit trail of the consumer's license, oldest first;
+// anyone else's license is ErrNotFound.
+func (s *Service) Events(ctx context.Context, consumerID, id string) ([]Event, error) {
+	if _, err := s.Get(ctx, consumerID, id); err != nil {
+		return nil, err
+	}
+	var events []Event
+	if err := s.db.WithContext(ctx).Where("license_id = ?", id).Order("id").Find(&events).Error; err != nil {
+		return nil, fmt.Errorf("list license events: %w", err)
+	}
+	return events, nil
+}
