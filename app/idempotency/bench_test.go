@@ -2,7 +2,9 @@ package idempotency
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +23,20 @@ func BenchmarkMiddleware(b *testing.B) {
 		h.handler = func(c echo.Context) error { return c.JSONBlob(http.StatusCreated, []byte(body)) }
 		for i := 0; b.Loop(); i++ {
 			if rec := h.post("k-"+strconv.Itoa(i), body); rec.Code != http.StatusCreated {
+				b.Fatalf("status %d", rec.Code)
+			}
+		}
+	})
+	b.Run("keyless", func(b *testing.B) { // a request without a key: its auto: record, written and settled
+		h := newHarness(b, testdb.New(b, "sqlite"))
+		h.handler = func(c echo.Context) error { return c.JSONBlob(http.StatusCreated, []byte(body)) }
+		for i := 0; b.Loop(); i++ {
+			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
+			req.Header.Set("X-Consumer", "c1")
+			req.Header.Set("X-Request-Id", "r-"+strconv.Itoa(i))
+			rec := httptest.NewRecorder()
+			h.e.ServeHTTP(rec, req)
+			if rec.Code != http.StatusCreated {
 				b.Fatalf("status %d", rec.Code)
 			}
 		}

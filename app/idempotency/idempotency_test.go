@@ -29,7 +29,8 @@ func newHarness(t testing.TB, db *testdb.DB) *harness {
 	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm)}
 	g := New(Config{
 		Store: h.store, TTL: time.Hour, LockTimeout: time.Minute,
-		Consumer: func(c echo.Context) string { return c.Request().Header.Get("X-Consumer") },
+		Consumer:  func(c echo.Context) string { return c.Request().Header.Get("X-Consumer") },
+		RequestID: func(c echo.Context) string { return c.Request().Header.Get("X-Request-Id") },
 	})
 	h.e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // app/http's recover, in small
 		return func(c echo.Context) (err error) {

@@ -1,0 +1,128 @@
+package tests
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// dies sends a request whose owner "dies" mid-call: the vendor commits the
+// write and then holds its answer for as long as the test runs, so the
+// request never settles. From the database's side that is exactly what a
+// process killed at that instant leaves behind. The held request is released
+// (with an answer that says nothing) when the test ends, and waited for.
+func (a *app) dies(method, path, body string, headers ...string) {
+	a.t.Helper()
+	held, entered := make(chan struct{}), make(chan struct{})
+	a.vendor.script(method, reply{status: 502, body: `{}`, commit: true, hold: held, entered: entered})
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.e.ServeHTTP(httptest.NewRecorder(), req) })
+	<-entered
+	a.t.Cleanup(func() { close(held); wg.Wait() })
+}
+
+// abandon moves the app's clock past the lease of a dead owner and the lease
+// more after which the reconciler may claim its record.
+func (a *app) abandon(clk *clock) { clk.Add(2*time.Minute + time.Second) }
+
+// wantNothingUnsettled fails when a record is still processing or pending.
+func (a *app) wantNothingUnsettled() {
+	a.t.Helper()
+	var n int64
+	a.db.Gorm.Model(&idempotency.Record{}).Where("status IN ?", []string{idempotency.StatusProcessing, idempotency.StatusPending}).Count(&n)
+	if n != 0 {
+		a.t.Errorf("%d records still processing or pending", n)
+	}
+}
+
+// activeLicenses returns the domains of the active licenses.
+func (a *app) activeLicenses() []string {
+	a.t.Helper()
+	var domains []string
+	a.db.Gorm.Model(&licenses.License{}).Where("status = ?", licenses.StatusActive).Order("domain").Pluck("domain", &domains)
+	return domains
+}
+
+// A create whose process dies while the vendor is creating the site, keyed
+// or not, is on the record; the reconciler finishes it: one site, one
+// license, and the keyed retry then replays the 201.
+func TestCreateKilledMidCallIsReconciled(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := newClock()
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		a.dies(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4001")...)
+		a.dies(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, append(acme, "X-Request-Id", "req-4002")...)
+		for _, key := range []string{"order-4001", "auto:req-4002"} {
+			if rec := a.record(key); rec == nil || rec.Status != idempotency.StatusProcessing {
+				t.Fatalf("record %s = %+v: the intent was not on the record before the vendor call", key, rec)
+			}
+		}
+		if a.vendor.siteCount() != 2 || a.licenseRows() != 0 {
+			t.Fatalf("before: %d sites, %d licenses; want the 2 committed sites and no license", a.vendor.siteCount(), a.licenseRows())
+		}
+
+		a.abandon(clk)
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed,completed" {
+			t.Fatalf("reconcile results = %q, want both completed", got)
+		}
+		a.wantVendorCalls("POST", 2) // adopted, never created again
+		if got := strings.Join(a.activeLicenses(), ","); got != "acme.test,b.test" || a.vendor.siteCount() != 2 {
+			t.Errorf("licenses %q and %d sites, want one each for acme.test and b.test", got, a.vendor.siteCount())
+		}
+		a.wantNothingUnsettled()
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4001")...).wantStatus(http.StatusCreated)
+		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+			t.Error("the keyed retry was not a replay")
+		}
+	})
+}
+
+// A revoke whose process dies after the vendor deleted the site is on the
+// record (the license revoking, the intent processing); the reconciler
+// finishes it, and the vendor's 404 for a site already gone counts as done.
+func TestRevokeKilledMidCallIsReconciled(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := newClock()
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		id := a.create(acme, "acme.test")
+		a.dies(http.MethodDelete, "/api/licenses/"+id, "", acme...)
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoking {
+			t.Fatalf("status = %v mid-revoke, want revoking", d["status"])
+		}
+		if a.vendor.siteCount() != 0 {
+			t.Fatalf("the vendor still holds %d sites", a.vendor.siteCount())
+		}
+
+		a.abandon(clk)
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile results = %q, want completed", got)
+		}
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoked {
+			t.Errorf("status = %v after reconciliation, want revoked", d["status"])
+		}
+		a.wantNothingUnsettled()
+		if len(a.activeLicenses()) != 0 || a.vendor.siteCount() != 0 {
+			t.Errorf("active licenses %v and %d sites, want none", a.activeLicenses(), a.vendor.siteCount())
+		}
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+		a.wantVendorCalls("DELETE", 2) // the lost one, and the reconciler's (a 404)
+		// The domain is free again.
+		a.create(acme, "acme.test")
+	})
+}
