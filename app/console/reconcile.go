@@ -19,7 +19,7 @@ func reconcile(ctx context.Context, e env) error {
 	}
 	settled, err := a.Reconciler.RunOnce(ctx)
 	for _, s := range settled {
-		fmt.Fprintf(e.stdout, "%s\tkey %s\t%s\t%s\n", s.Operation, s.KeyDigest, s.Result, s.Ref)
+		fmt.Fprintf(e.stdout, "%s\t%s\tkey %s\t%s\t%s\n", s.Intent, s.Operation, s.KeyDigest, s.Result, s.Ref)
 	}
 	fmt.Fprintf(e.stdout, "%d pending intent(s) worked\n", len(settled))
 	return errors.Join(err, a.Close())
