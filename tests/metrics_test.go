@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,4 +74,47 @@ func TestMetricsCount(t *testing.T) {
 			t.Errorf("oldest pending age = %q, want above 0", got)
 		}
 	})
+}
+
+// seriesCount is how many samples the server's /metrics exposes.
+func (a *app) seriesCount() int {
+	a.t.Helper()
+	body := a.do(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK).Body.String()
+	n := 0
+	for _, line := range strings.Split(body, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "go_") && !strings.HasPrefix(line, "process_") {
+			n++
+		}
+	}
+	return n
+}
+
+// Labels are bounded by construction: a client sending random methods and
+// paths cannot grow the number of series (nor the memory behind them).
+func TestMetricsSeriesDoNotGrowWithClientInput(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	rnd := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('A' + rnd.IntN(26))
+		}
+		return string(b)
+	}
+	send := func() {
+		for range 500 {
+			a.do(word(8+rnd.IntN(40)), "/"+word(10)+"/"+word(12), "")
+			a.do(word(8+rnd.IntN(40)), "/api/licenses", "")
+		}
+	}
+	send()          // the first round makes the series it can (OTHER on each route, unmatched)
+	a.seriesCount() // and the scrape its own
+	before := a.seriesCount()
+	send()
+	if after := a.seriesCount(); after != before {
+		t.Errorf("series grew from %d to %d with 1,000 more random methods and paths", before, after)
+	}
+	if got := a.metric(`licensor_http_requests_total{method="OTHER",route="unmatched",status="404"}`); got == "" {
+		t.Error("random methods on unknown paths are not counted as OTHER, unmatched")
+	}
 }

@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,6 +30,10 @@ type Metrics struct {
 	reconcile      *prometheus.CounterVec
 	pruned         prometheus.Counter
 }
+
+// standardMethods are the HTTP methods counted under their own name.
+var standardMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
 
 // Known label values, initialised to 0 so dashboards and alerts see them.
 var (
@@ -128,9 +133,16 @@ func (m *Metrics) Handler() http.Handler {
 // ObserveHTTP counts a finished request and its latency. route is the
 // matched route's template, never the raw path, so ids do not explode the
 // label space; "" (no route matched) is counted as "unmatched".
+//
+// Every label is bounded by construction, whatever a client sends: a method
+// outside the standard set is counted as "OTHER", and the route is a
+// template or "unmatched".
 func (m *Metrics) ObserveHTTP(route, method string, status int, elapsed time.Duration) {
 	if route == "" {
 		route = "unmatched"
+	}
+	if !slices.Contains(standardMethods, method) {
+		method = "OTHER"
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
