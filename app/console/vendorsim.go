@@ -25,6 +25,7 @@ func vendorSim(ctx context.Context, e env) error {
 	retryAfter := fs.Int("retry-after", 1, "Retry-After `seconds` sent with each 429; 0 sends none")
 	fs.Float64Var(&opts.Rate5xx, "5xx-rate", 0, "share of requests, 0..1, answered 500 (every 1/rate-th, not random)")
 	fs.IntVar(&opts.DropCreates, "drop-creates", 0, "commit the first `N` creates, then drop their answer")
+	fs.IntVar(&opts.DropDeletes, "drop-deletes", 0, "commit the first `N` deletes, then drop their answer")
 	fs.StringVar(&opts.DropMode, "drop-mode", vendorclient.DropHang, "how an answer is dropped: hang (until the client gives up) or close (the connection)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: licensor vendor-sim [flags]\n\nServes the vendor protocol (shared/spec/vendor.md) from memory, with faults.\n\nflags:")
@@ -49,7 +50,7 @@ func vendorSim(ctx context.Context, e env) error {
 	}
 	log.Info("vendor simulator serving", "addr", "http://"+ln.Addr().String(), "token_required", opts.Token != "",
 		"latency", opts.Latency, "429_burst", opts.Burst429, "retry_after", opts.RetryAfter, "5xx_rate", opts.Rate5xx,
-		"drop_creates", opts.DropCreates, "drop_mode", opts.DropMode)
+		"drop_creates", opts.DropCreates, "drop_deletes", opts.DropDeletes, "drop_mode", opts.DropMode)
 	return serveSim(ctx, sim, ln, log)
 }
 

@@ -51,17 +51,22 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, r, rej.Status, rejection(rej), "")
 		return
 	}
-	if s.dropDue() {
-		s.drop(w, r)
+	if s.dropDue(&s.dropped, s.opts.DropCreates) {
+		s.drop(w, r, "created")
 		return
 	}
 	s.reply(w, r, http.StatusCreated, map[string]any{"data": toWire(rec)}, "")
 }
 
-// delete answers DELETE /sites/{id}: 204, or 404 for a site it does not hold.
+// delete answers DELETE /sites/{id}: 204, or 404 for a site it does not
+// hold; then loses the answer to a delete it committed if a drop is due.
 func (s *Simulator) delete(w http.ResponseWriter, r *http.Request) {
 	if !s.store.remove(r.PathValue("id")) {
 		s.reply(w, r, http.StatusNotFound, message("Site not found."), "")
+		return
+	}
+	if s.dropDue(&s.droppedDeletes, s.opts.DropDeletes) {
+		s.drop(w, r, "deleted")
 		return
 	}
 	s.reply(w, r, http.StatusNoContent, nil, "")
@@ -75,20 +80,23 @@ func rejection(rej *licenses.RejectedError) map[string]any {
 	return body
 }
 
-func (s *Simulator) dropDue() bool {
+// dropDue counts a committed write against its drop budget (dropped of
+// limit) and reports whether its answer is to be lost.
+func (s *Simulator) dropDue(dropped *int, limit int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dropped >= s.opts.DropCreates {
+	if *dropped >= limit {
 		return false
 	}
-	s.dropped++
+	*dropped++
 	return true
 }
 
-// drop loses the answer to a create that was committed: it holds the request
-// until the client gives up (hang), or closes the connection (close).
-func (s *Simulator) drop(w http.ResponseWriter, r *http.Request) {
-	s.opts.Log.Info("vendor-sim", "method", r.Method, "path", r.URL.Path, "status", 0, "fault", "created, answer dropped: "+s.opts.DropMode)
+// drop loses the answer to a write that was committed (done: "created",
+// "deleted"): it holds the request until the client gives up (hang), or
+// closes the connection (close).
+func (s *Simulator) drop(w http.ResponseWriter, r *http.Request, done string) {
+	s.opts.Log.Info("vendor-sim", "method", r.Method, "path", r.URL.Path, "status", 0, "fault", done+", answer dropped: "+s.opts.DropMode)
 	if s.opts.DropMode == DropHang {
 		<-r.Context().Done()
 		return

@@ -18,7 +18,7 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 )
 
-// Drop modes: how the simulator loses the answer to a create it committed.
+// Drop modes: how the simulator loses the answer to a write it committed.
 const (
 	DropHang  = "hang"  // hold the request until the client gives up
 	DropClose = "close" // close the connection without a word
@@ -33,6 +33,7 @@ type SimOptions struct {
 	RetryAfter  time.Duration // Retry-After of those 429s, sent in whole seconds rounded up; 0 sends none
 	Rate5xx     float64       // share of requests, 0..1, answering 500 before doing anything: every 1/Rate5xx-th, not random
 	DropCreates int           // the first N creates are committed, then their answer is lost
+	DropDeletes int           // the first N deletes of a site it holds are committed, then their answer is lost
 	DropMode    string        // DropHang (the default) or DropClose
 	Store       *Fake         // the sites; nil for a new, empty store
 	Log         *slog.Logger  // a line per request; nil for none
@@ -50,6 +51,9 @@ type Simulator struct {
 	served  int            // requests past the token check, for the 429 burst
 	owed5xx float64        // accumulates Rate5xx; a 500 is due at each whole one
 	dropped int
+	// droppedDeletes counts the deletes whose answer was lost, as dropped
+	// counts the creates.
+	droppedDeletes int
 }
 
 var _ http.Handler = (*Simulator)(nil)
@@ -79,8 +83,8 @@ func (o SimOptions) validate() error {
 	switch {
 	case o.Latency < 0 || o.RetryAfter < 0:
 		return errors.New("latency and retry-after cannot be negative")
-	case o.Burst429 < 0 || o.DropCreates < 0:
-		return errors.New("429-burst and drop-creates cannot be negative")
+	case o.Burst429 < 0 || o.DropCreates < 0 || o.DropDeletes < 0:
+		return errors.New("429-burst, drop-creates and drop-deletes cannot be negative")
 	case o.Rate5xx < 0 || o.Rate5xx > 1:
 		return fmt.Errorf("5xx-rate %v is not between 0 and 1", o.Rate5xx)
 	case o.DropMode != "" && o.DropMode != DropHang && o.DropMode != DropClose:

@@ -79,6 +79,45 @@ func TestSimulatorDropCreates(t *testing.T) {
 	}
 }
 
+// TestSimulatorDropDeletes: the delete is committed and its answer lost, so
+// the driver says uncertain; the site is gone, and the next delete is the
+// vendor's 404, which the driver counts as done. A drop only counts a delete
+// of a site the simulator holds, and creates are not dropped by it.
+func TestSimulatorDropDeletes(t *testing.T) {
+	for _, mode := range []string{vendorclient.DropClose, vendorclient.DropHang} {
+		t.Run(mode, func(t *testing.T) {
+			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{DropDeletes: 1, DropMode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(sim)
+			t.Cleanup(srv.Close)
+			cfg := testConfig(srv.URL)
+			cfg.Timeout = 100 * time.Millisecond // hang mode holds the answer until this passes
+			d, _, _ := newDriver(t, cfg)
+			ctx := context.Background()
+
+			if err := d.DeleteSite(ctx, "site_404"); err != nil {
+				t.Fatalf("DeleteSite of a site it does not hold = %v, want the 404 as done", err)
+			}
+			site, err := d.CreateSite(ctx, "Acme", "acme.test")
+			if err != nil {
+				t.Fatalf("CreateSite = %v; --drop-deletes drops no create", err)
+			}
+			wantClass(t, d.DeleteSite(ctx, site.ID), licenses.ErrVendorUncertain)
+			if got := len(sim.Sites()); got != 0 {
+				t.Fatalf("the simulator holds %d sites, want the delete committed", got)
+			}
+			if err := d.DeleteSite(ctx, site.ID); err != nil {
+				t.Errorf("second DeleteSite = %v, want the 404 as done", err)
+			}
+			if got, want := sim.Calls(), map[string]int{"POST /sites": 1, "DELETE /sites/{id}": 3}; !reflect.DeepEqual(got, want) {
+				t.Errorf("calls = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestSimulator5xxRate: a rate of 0.5 fails every second request, before it
 // does anything; a rate of 1 fails them all.
 func TestSimulator5xxRate(t *testing.T) {
@@ -209,6 +248,7 @@ func TestNewSimulatorRefusesNonsense(t *testing.T) {
 		"unknown drop mode":   {DropMode: "explode"},
 		"negative latency":    {Latency: -time.Second},
 		"negative drop count": {DropCreates: -2},
+		"negative deletes":    {DropDeletes: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := vendorclient.NewSimulator(opts); err == nil {

@@ -1,0 +1,411 @@
+package tests
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// killLease is IDEMPOTENCY_LOCK_TIMEOUT for serve and for reconcile. serve's
+// work budget is four fifths of it, so the kill must land within 1.6 s of the
+// reservation (or serve would settle the intent as pending by itself); the
+// reconciler takes the dead owner's record over one more lease after its
+// lease ends, about 4 s after the reservation.
+const killLease = 2 * time.Second
+
+const killSimToken = "kill-sim-token"
+
+// TestKillMidVendorWriteIsReconciled runs real processes: `serve` is killed
+// with SIGKILL while a vendor write it sent is committed at the vendor and its
+// answer held (vendor-sim --drop-mode hang), for a keyed create, a keyless
+// create and a revoke. The dead owner's record is left processing; a
+// one-shot `licensor reconcile` leaves it alone while its lease could still
+// be alive, then takes it over and converges on the vendor: the vendor and
+// the database agree, and no intent is left processing or pending.
+func TestKillMidVendorWriteIsReconciled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	for _, dialect := range []string{database.SQLite, database.MySQL} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Run("keyed create", func(t *testing.T) {
+				t.Parallel()
+				killCreate(t, dialect, "order-kill-1")
+			})
+			t.Run("keyless create", func(t *testing.T) {
+				t.Parallel()
+				killCreate(t, dialect, "")
+			})
+			t.Run("revoke", func(t *testing.T) {
+				t.Parallel()
+				killRevoke(t, dialect)
+			})
+		})
+	}
+}
+
+// killCreate kills serve mid-POST /sites of a create (keyed when key is not
+// empty), reconciles, and checks that exactly one site and one active
+// license exist for the domain, the one pointing at the other.
+func killCreate(t *testing.T, dialect, key string) {
+	r := newKillRig(t, dialect, "--drop-creates", "1")
+	const domain = "kill.test"
+	body := `{"name":"Kill","domain":"` + domain + `"}`
+
+	r.killMidCall(http.MethodPost, "/api/licenses", key, body, "created")
+	rec := r.deadOwnersRecord("licenses.store")
+	if key != "" && rec.Key != key {
+		t.Errorf("the record is keyed %q, want the client's key", rec.Key)
+	}
+	if key == "" && !strings.HasPrefix(rec.Key, "auto:") {
+		t.Errorf("the keyless create is on the record as %q, want auto:<request id>", rec.Key)
+	}
+	if n := len(r.vendorSites(domain)); n != 1 {
+		t.Fatalf("the vendor holds %d sites for the domain after the kill, want the 1 committed", n)
+	}
+
+	r.reconcileUntilSettled(rec, "licenses.store")
+
+	sites := r.vendorSites(domain)
+	if len(sites) != 1 {
+		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
+	}
+	if n := r.simCalls("POST", "/sites"); n != 1 {
+		t.Errorf("the vendor got %d creates, want the 1 that serve sent: the reconciler adopts, it does not create again", n)
+	}
+	lics := r.licenseRows(domain)
+	if len(lics) != 1 {
+		t.Fatalf("%d license rows for the domain, want 1: %+v", len(lics), lics)
+	}
+	lic := lics[0]
+	if lic.Status != licenses.StatusActive || lic.ActiveDomain == nil || *lic.ActiveDomain != domain {
+		t.Errorf("license status %q, active_domain %v; want active on %s", lic.Status, lic.ActiveDomain, domain)
+	}
+	if lic.VendorSiteID != sites[0].ID {
+		t.Errorf("the license points at site %s, the vendor holds %s", lic.VendorSiteID, sites[0].ID)
+	}
+	if got := r.events(lic.ID); !slices.Equal(got, []string{licenses.EventReconciled + " by " + licenses.ActorReconciler}) {
+		t.Errorf("license events = %v, want one reconciled by the reconciler", got)
+	}
+	done := r.wantAllSettled(rec.ID, http.StatusCreated)
+	if done.ResourceID == nil || *done.ResourceID != lic.ID || done.ExternalRef == nil || *done.ExternalRef != sites[0].ID {
+		t.Errorf("the completed record names license %v and vendor ref %v, want %s and %s",
+			killDeref(done.ResourceID), killDeref(done.ExternalRef), lic.ID, sites[0].ID)
+	}
+
+	// A serve started after the crash shows the license as the vendor holds
+	// it (the key compared through the API: it may be encrypted at rest),
+	// and replays the reconciled 201 to the client's retry.
+	r.restartServe()
+	want := killLicense{ID: lic.ID, Domain: domain, LicenseKey: sites[0].LicenseKey, Status: licenses.StatusActive, VendorSiteID: sites[0].ID}
+	code, _, got := send("http://"+r.api+"/api/licenses/"+lic.ID, http.MethodGet, r.token, "", "")
+	if shown := decodeKillLicense(got); code != http.StatusOK || shown != want {
+		t.Errorf("GET the license = %d %+v, want %+v", code, shown, want)
+	}
+	if key != "" {
+		code, h, got := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, key, body)
+		if shown := decodeKillLicense(got); code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || shown != want {
+			t.Errorf("retry after the crash = %d replayed=%q %+v, want the reconciled 201 %+v", code, h.Get("Idempotent-Replayed"), shown, want)
+		}
+	}
+}
+
+// killLicense is what the API shows of a license.
+type killLicense struct {
+	ID           string `json:"id"`
+	Domain       string `json:"domain"`
+	LicenseKey   string `json:"license_key"`
+	Status       string `json:"status"`
+	VendorSiteID string `json:"vendor_site_id"`
+}
+
+// decodeKillLicense reads a {"data": license} body; the zero value when it
+// is not one.
+func decodeKillLicense(body string) killLicense {
+	var b struct {
+		Data killLicense `json:"data"`
+	}
+	_ = json.Unmarshal([]byte(body), &b)
+	return b.Data
+}
+
+// killRevoke creates a license normally, then kills serve mid-DELETE
+// /sites/{id} of its revoke, reconciles, and checks that the site is gone
+// and the license revoked.
+func killRevoke(t *testing.T, dialect string) {
+	r := newKillRig(t, dialect, "--drop-deletes", "1")
+	const domain = "revoke-kill.test"
+
+	code, _, body := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", `{"name":"Revoke","domain":"`+domain+`"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create = %d %s, want 201", code, body)
+	}
+	created := decodeKillLicense(body)
+	if created.ID == "" || created.VendorSiteID == "" {
+		t.Fatalf("create answered %s", body)
+	}
+	id := created.ID
+
+	r.killMidCall(http.MethodDelete, "/api/licenses/"+id, "", "", "deleted")
+	rec := r.deadOwnersRecord("licenses.destroy")
+	if rec.Key != id {
+		t.Errorf("the revoke is on the record keyed %q, want the license id %s", rec.Key, id)
+	}
+	if lics := r.licenseRows(domain); len(lics) != 1 || lics[0].Status != licenses.StatusRevoking {
+		t.Fatalf("after the kill the licenses for the domain are %+v, want one revoking", lics)
+	}
+	if n := len(r.vendorSites(domain)); n != 0 {
+		t.Fatalf("the vendor holds %d sites for the domain after the kill, want the delete committed", n)
+	}
+
+	r.reconcileUntilSettled(rec, "licenses.destroy")
+
+	if sites := r.vendorSites(domain); len(sites) != 0 {
+		t.Errorf("the vendor holds %d sites for the domain, want none: %v", len(sites), sites)
+	}
+	if n := r.simCalls("DELETE", "/sites/"+created.VendorSiteID); n != 2 {
+		t.Errorf("the vendor got %d deletes of the site, want 2 (serve's, then the reconciler's, answered 404)", n)
+	}
+	lics := r.licenseRows(domain)
+	if len(lics) != 1 {
+		t.Fatalf("%d license rows for the domain, want 1: %+v", len(lics), lics)
+	}
+	if l := lics[0]; l.ID != id || l.Status != licenses.StatusRevoked || l.ActiveDomain != nil || l.RevokedAt == nil {
+		t.Errorf("license %s: status %q, active_domain %v, revoked_at %v; want %s revoked, its domain freed",
+			l.ID, l.Status, l.ActiveDomain, l.RevokedAt, id)
+	}
+	if got := r.events(id); !slices.Equal(got, []string{licenses.EventCreated + " by a request", licenses.EventRevoked + " by " + licenses.ActorReconciler}) {
+		t.Errorf("license events = %v, want created by a request, then revoked by the reconciler", got)
+	}
+	r.wantAllSettled(rec.ID, http.StatusNoContent)
+}
+
+// killRig is one test's database, vendor-sim and serve, as real processes
+// sharing one environment.
+type killRig struct {
+	t      *testing.T
+	db     *testdb.DB
+	env    []string
+	sim    string // the simulator's address
+	vendor *process
+	api    string
+	serve  *process
+	token  string
+
+	killedAt time.Time // when serve got its SIGKILL
+}
+
+// newKillRig starts vendor-sim (--drop-mode hang and simArgs) and serve on a
+// fresh database of the dialect, and issues a token.
+func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
+	t.Helper()
+	r := &killRig{t: t, db: testdb.New(t, dialect), sim: freePort(t)}
+	r.env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
+		"VENDOR_DRIVER=http", "VENDOR_URL=http://" + r.sim, "VENDOR_TOKEN=" + killSimToken, "VENDOR_TIMEOUT=10s",
+		"IDEMPOTENCY_LOCK_TIMEOUT=" + killLease.String(),
+		"RECONCILE_SETTLE=1s",
+		"RECONCILE_INTERVAL=1h", // only the reconcile command settles here
+	}
+	if r.db.Dialect == database.MySQL {
+		r.env = append(r.env, "DB_CONNECTION=mysql", "DB_URL="+r.db.Config.URL)
+	} else {
+		r.env = append(r.env, "DB_CONNECTION=sqlite", "DB_DATABASE="+r.db.Config.Database)
+	}
+	args := append([]string{"vendor-sim", "--addr", r.sim, "--token", killSimToken, "--drop-mode", "hang"}, simArgs...)
+	r.vendor = start(t, r.env, args...)
+	waitFor(t, "http://"+r.sim+"/sites?domain=x.test", killSimToken, http.StatusOK)
+	r.token = strings.TrimSpace(runCmd(t, r.env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
+	r.restartServe()
+	return r
+}
+
+// restartServe starts a serve on a fresh address.
+func (r *killRig) restartServe() {
+	r.t.Helper()
+	r.api = freePort(r.t)
+	r.serve = start(r.t, append(slices.Clone(r.env), "APP_ADDR="+r.api), "serve")
+	waitFor(r.t, "http://"+r.api+"/healthz", "", http.StatusOK)
+}
+
+// killMidCall sends the request to serve and, once the simulator says it
+// committed the write (done: "created", "deleted") and holds its answer,
+// kills serve with SIGKILL. The client must get no answer at all.
+func (r *killRig) killMidCall(method, path, key, body, done string) {
+	r.t.Helper()
+	answered := make(chan int, 1)
+	go func() {
+		code, _, _ := send("http://"+r.api+path, method, r.token, key, body)
+		answered <- code
+	}()
+	r.waitOutput(r.vendor, `fault="`+done+`, answer dropped: hang"`)
+	if err := r.serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		r.t.Fatalf("kill serve: %v", err)
+	}
+	r.killedAt = time.Now()
+	_ = r.serve.cmd.Wait() // killed: its error says so
+	select {
+	case code := <-answered:
+		if code != 0 {
+			r.t.Fatalf("serve answered %d before it died: the kill came after its work budget (%s)", code, idempotency.WorkBudget(killLease))
+		}
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the client still waits for the killed serve")
+	}
+}
+
+// waitOutput polls a process's output until it holds want.
+func (r *killRig) waitOutput(p *process, want string) {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.output.String(), want); <-time.After(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no %s in the output in time:\n%s", want, p.output.String())
+		}
+	}
+}
+
+// deadOwnersRecord is the one record of the operation, which the killed
+// serve must have left processing, its lease still on.
+func (r *killRig) deadOwnersRecord(operation string) idempotency.Record {
+	r.t.Helper()
+	var recs []idempotency.Record
+	if err := r.db.Gorm.Where("operation = ?", operation).Find(&recs).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != idempotency.StatusProcessing || recs[0].LockedUntil == nil {
+		r.t.Fatalf("%s records after the kill: %+v; want one processing with a lease: the intent on the record before the vendor call", operation, recs)
+	}
+	r.t.Logf("serve killed %s after it put the intent on the record (its work budget: %s)",
+		r.killedAt.Sub(recs[0].CreatedAt).Round(time.Millisecond), idempotency.WorkBudget(killLease))
+	return recs[0]
+}
+
+// reconcileUntilSettled runs `licensor reconcile` (one pass a process) until
+// a pass settles rec. No pass may claim it while its dead owner could still
+// be alive: before its lease ended one lease ago.
+func (r *killRig) reconcileUntilSettled(rec idempotency.Record, operation string) {
+	r.t.Helper()
+	due := rec.LockedUntil.Add(killLease)
+	idle := 0
+	for deadline := time.Now().Add(10*killLease + 5*time.Second); ; <-time.After(100 * time.Millisecond) {
+		out := runCmd(r.t, r.env, "reconcile")
+		ended := time.Now()
+		if out == "0 pending intent(s) worked\n" {
+			idle++
+			if ended.After(deadline) {
+				r.t.Fatalf("reconcile still worked nothing %s after the record's lease ended", ended.Sub(*rec.LockedUntil))
+			}
+			continue
+		}
+		if ended.Before(due) {
+			r.t.Errorf("reconcile took the record over at %s, before %s: its owner's lease may still have been alive", ended.Format(time.RFC3339Nano), due.Format(time.RFC3339Nano))
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if fields := strings.Split(lines[0], "\t"); len(lines) != 2 || lines[1] != "1 pending intent(s) worked" ||
+			!slices.Contains(fields, operation) || !slices.Contains(fields, idempotency.ResultCompleted) {
+			r.t.Fatalf("reconcile printed %q, want the one %s intent completed", out, operation)
+		}
+		r.t.Logf("settled by reconcile run %d, %s after the kill's lease ended", idle+1, ended.Sub(*rec.LockedUntil).Round(time.Millisecond))
+		return
+	}
+}
+
+// killSite is a site as the simulator lists it.
+type killSite struct {
+	ID         string `json:"id"`
+	Domain     string `json:"domain"`
+	LicenseKey string `json:"license_key"`
+}
+
+// vendorSites asks the simulator for the domain's sites.
+func (r *killRig) vendorSites(domain string) []killSite {
+	r.t.Helper()
+	code, _, body := send("http://"+r.sim+"/sites?domain="+domain, http.MethodGet, killSimToken, "", "")
+	var list struct {
+		Data []killSite `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
+		r.t.Fatalf("vendor list = %d %s: %v", code, body, err)
+	}
+	return list.Data
+}
+
+// simCalls counts the requests the simulator logged for method and path.
+func (r *killRig) simCalls(method, path string) int {
+	return strings.Count(r.vendor.output.String(), "method="+method+" path="+path+" ")
+}
+
+// licenseRows are the license rows of the domain, whatever their status.
+func (r *killRig) licenseRows(domain string) []licenses.License {
+	r.t.Helper()
+	var lics []licenses.License
+	if err := r.db.Gorm.Where("domain = ?", domain).Order("created_at").Find(&lics).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return lics
+}
+
+// events are the license's audit trail, oldest first, as "event by actor"
+// (a request's id shown as "a request").
+func (r *killRig) events(licenseID string) []string {
+	r.t.Helper()
+	var evs []licenses.Event
+	if err := r.db.Gorm.Where("license_id = ?", licenseID).Order("id").Find(&evs).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	out := []string{}
+	for _, e := range evs {
+		actor := e.Actor
+		if actor != licenses.ActorReconciler {
+			actor = "a request"
+		}
+		out = append(out, e.Event+" by "+actor)
+	}
+	return out
+}
+
+// wantAllSettled fails unless every record is completed (none processing,
+// pending or failed) and the record id answered status; it returns that
+// record.
+func (r *killRig) wantAllSettled(id uint64, status int) idempotency.Record {
+	r.t.Helper()
+	var recs []idempotency.Record
+	if err := r.db.Gorm.Order("id").Find(&recs).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	var settled idempotency.Record
+	for _, rec := range recs {
+		if rec.Status != idempotency.StatusCompleted {
+			r.t.Errorf("record %d (%s) is %s, want completed", rec.ID, rec.Operation, rec.Status)
+		}
+		if rec.ID == id {
+			settled = rec
+		}
+	}
+	if settled.ID != id {
+		r.t.Fatalf("record %d is gone", id)
+	}
+	if settled.ResponseStatus == nil || *settled.ResponseStatus != status {
+		r.t.Errorf("record %d stores status %v, want %d", id, settled.ResponseStatus, status)
+	}
+	return settled
+}
+
+func killDeref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
