@@ -23,14 +23,22 @@ const (
 // Config is every setting licensor reads, already parsed and validated.
 type Config struct {
 	Env             string
-	Key             []byte // the 32 bytes APP_KEY decodes to; signs tokens
-	KeySource       string // where Key came from: "env", "file" or "ephemeral"
+	Key             []byte   // the 32 bytes APP_KEY decodes to; signs tokens, encrypts secrets at rest
+	KeySource       string   // where Key came from: "env", "file" or "ephemeral"
+	PreviousKeys    [][]byte // APP_PREVIOUS_KEYS: older keys that still decrypt what they sealed
 	URL             string
 	Addr            string
 	MetricsAddr     string // when set, /metrics is served there instead of on Addr
 	MaxBody         int64
 	ShutdownTimeout time.Duration
-	StorageDir      string
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from its headers to the end of its
+	// response; 0 derives it from ReadTimeout and the idempotency lease, so
+	// that a create always has its full work budget.
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration // how long a kept-alive connection waits for its next request
+	StorageDir   string
 
 	DB DB
 
@@ -40,6 +48,7 @@ type Config struct {
 	Reconcile   Reconcile
 	PruneEvery  time.Duration
 	TokenTTL    time.Duration
+	TokenMaxTTL time.Duration // the longest lifetime a token may be issued with; TokenTTL is at most this
 
 	LogLevel  string
 	LogFormat string
@@ -56,6 +65,9 @@ type DB struct {
 	URL          string // a full DSN; overrides the fields above when set
 	MaxOpenConns int
 	MaxIdleConns int
+	// QueryTimeout bounds every statement, so a frozen database fails a
+	// request fast (503) instead of hanging it.
+	QueryTimeout time.Duration
 }
 
 // Vendor configures the upstream license vendor driver.
@@ -99,6 +111,7 @@ func Load(getenv func(string) string) (Config, error) {
 		return dotenv[name]
 	}}
 	c := v.load()
+	c.PreviousKeys = v.keys("APP_PREVIOUS_KEYS")
 	if len(v.errs) > 0 {
 		return Config{}, errors.Join(v.errs...)
 	}
@@ -116,10 +129,17 @@ func (v *values) load() Config {
 		MetricsAddr:     v.str("METRICS_ADDR", ""),
 		MaxBody:         v.size("APP_MAX_BODY", "64KB"),
 		ShutdownTimeout: v.duration("APP_SHUTDOWN_TIMEOUT", "20s"),
+		ReadTimeout:     v.duration("APP_READ_TIMEOUT", "15s"),
+		WriteTimeout:    v.optionalDuration("APP_WRITE_TIMEOUT"),
+		IdleTimeout:     v.duration("APP_IDLE_TIMEOUT", "120s"),
 		StorageDir:      v.str("APP_STORAGE", "storage"),
 		PruneEvery:      v.duration("PRUNE_INTERVAL", "1h"),
 		TokenTTL:        v.duration("TOKEN_TTL", "2160h"),
+		TokenMaxTTL:     v.duration("TOKEN_MAX_TTL", "8760h"),
 		LogLevel:        v.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+	}
+	if c.TokenTTL > 0 && c.TokenMaxTTL > 0 && c.TokenTTL > c.TokenMaxTTL {
+		v.fail("TOKEN_TTL", "%v is longer than TOKEN_MAX_TTL (%v); tokens may not live that long", c.TokenTTL, c.TokenMaxTTL)
 	}
 	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
 	c.DB = v.db(c.StorageDir)
@@ -170,6 +190,7 @@ func (v *values) db(storage string) DB {
 	}
 	d.MaxOpenConns = v.intRange("DB_MAX_OPEN_CONNS", openDefault, 1, 10000)
 	d.MaxIdleConns = v.intRange("DB_MAX_IDLE_CONNS", idleDefault, 0, 10000)
+	d.QueryTimeout = v.duration("DB_QUERY_TIMEOUT", "5s")
 	return d
 }
 

@@ -116,3 +116,22 @@ func DecodeKey(s string) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// keys parses a comma-separated list of keys in APP_KEY's form (empty
+// entries are skipped, as Laravel's APP_PREVIOUS_KEYS allows). An error
+// names the variable and the entry's position, never its value.
+func (v *values) keys(name string) [][]byte {
+	var keys [][]byte
+	for i, raw := range strings.Split(v.str(name, ""), ",") {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			continue
+		}
+		key, err := DecodeKey(raw)
+		if err != nil {
+			v.fail(name, "entry %d %v", i+1, err)
+			continue
+		}
+		keys = append(keys, key)
+	}
+	return keys
+}

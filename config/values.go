@@ -62,6 +62,14 @@ func (v *values) duration(name, def string) time.Duration {
 	return d
 }
 
+// optionalDuration is a positive duration, or 0 when the variable is unset.
+func (v *values) optionalDuration(name string) time.Duration {
+	if v.str(name, "") == "" {
+		return 0
+	}
+	return v.duration(name, "")
+}
+
 func (v *values) intRange(name string, def, lo, hi int) int {
 	s := v.str(name, strconv.Itoa(def))
 	n, err := strconv.Atoi(s)

@@ -55,13 +55,18 @@ func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := gorm.Open(dialector, &gorm.Config{
+	db, err := gorm.Open(classifying{dialector}, &gorm.Config{
 		Logger:                 logger.Discard, // SQL never reaches the logs
 		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		SkipDefaultTransaction: true, // every write here is one statement or an explicit transaction
-		TranslateError:         true, // unique violations become gorm.ErrDuplicatedKey on both dialects
+		// Unique violations become gorm.ErrDuplicatedKey on both dialects, and
+		// "not now" errors an *UnavailableError (see classifying).
+		TranslateError: true,
 	})
 	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
+	}
+	if err := boundStatements(db, queryTimeout(cfg)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
 	}
 	sqlDB, err := db.DB()
@@ -78,6 +83,33 @@ func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Redacted(), err)
 	}
 	return db, nil
+}
+
+// ownerOnly makes the SQLite file readable by its owner alone (0600), made
+// empty if it does not exist yet: SQLite creates its -wal and -shm files with
+// the database file's permissions, and the file holds every consumer's data.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	info, err := f.Stat()
+	err = errors.Join(err, f.Close())
+	if err == nil && info.Mode().Perm()&0o077 != 0 {
+		err = os.Chmod(path, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("make %s owner-only: %w", path, err)
+	}
+	return nil
+}
+
+// queryTimeout is DB_QUERY_TIMEOUT, or its default for a hand-made config.
+func queryTimeout(cfg config.DB) time.Duration {
+	if cfg.QueryTimeout > 0 {
+		return cfg.QueryTimeout
+	}
+	return 5 * time.Second
 }
 
 // Close closes the connection pool underneath db.
@@ -105,6 +137,9 @@ func dialectorFor(cfg config.DB) (gorm.Dialector, error) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("create %s: %w", dir, err)
 			}
+		}
+		if err := ownerOnly(cfg.Database); err != nil {
+			return nil, err
 		}
 		return sqlite.Open(SQLiteDSN(cfg.Database)), nil
 	case MySQL:
@@ -168,5 +203,8 @@ func MySQLDSN(cfg config.DB) (string, error) {
 	}
 	c.Params["time_zone"] = "'+00:00'"
 	c.Timeout = 5 * time.Second
+	// A frozen server fails a read or a write at the socket too, not only
+	// through the statement's context.
+	c.ReadTimeout, c.WriteTimeout = 2*queryTimeout(cfg), 2*queryTimeout(cfg)
 	return c.FormatDSN(), nil
 }

@@ -50,10 +50,15 @@ func NewMigrator(db *gorm.DB) (*Migrator, error) {
 	return &Migrator{provider: p}, nil
 }
 
-// Up applies every pending migration and returns how many it applied.
+// Up applies every pending migration and returns how many it applied, also
+// when one of them then failed.
 func (m *Migrator) Up(ctx context.Context) (int, error) {
 	res, err := m.provider.Up(ctx)
 	if err != nil {
+		var partial *goose.PartialError
+		if errors.As(err, &partial) { // some were applied before one failed
+			return len(partial.Applied), fmt.Errorf("migrate up: %w", err)
+		}
 		return len(res), fmt.Errorf("migrate up: %w", err)
 	}
 	return len(res), nil

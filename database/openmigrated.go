@@ -52,17 +52,20 @@ const sqliteMigrateAttempts = 5
 // and looks again rather than giving up, unless ctx ends first.
 func migrateSQLite(ctx context.Context, m *Migrator) (int, error) {
 	var err error
+	applied := 0 // by this process, even in an attempt that then failed
 	for attempt := 1; attempt <= sqliteMigrateAttempts; attempt++ {
 		var n int
-		if n, err = m.Up(ctx); err == nil {
-			return n, nil
+		n, err = m.Up(ctx)
+		applied += n
+		if err == nil {
+			return applied, nil
 		}
 		if m.CheckCurrent(ctx) == nil {
-			return 0, nil // another process finished the job
+			return applied, nil // another process finished the job
 		}
 		if attempt < sqliteMigrateAttempts && !pause(ctx, time.Duration(attempt)*100*time.Millisecond) {
-			return 0, ctx.Err()
+			return applied, ctx.Err()
 		}
 	}
-	return 0, err
+	return applied, err
 }

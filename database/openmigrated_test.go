@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -156,5 +157,36 @@ func TestOpenMigratedOnlyChecksMySQL(t *testing.T) {
 	}
 	if err := database.Close(db); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The database file and SQLite's -wal and -shm beside it are readable by
+// their owner alone, fresh or found with wider permissions.
+func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	cfg := config.DB{Connection: database.SQLite, Database: path, MaxOpenConns: 1, MaxIdleConns: 1}
+	for _, stage := range []string{"fresh", "widened"} {
+		db, err := database.OpenMigrated(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{path, path + "-wal", path + "-shm"} {
+			info, err := os.Stat(f)
+			if err != nil {
+				t.Fatalf("%s: %v", stage, err)
+			}
+			if perm := info.Mode().Perm(); perm != 0o600 {
+				t.Errorf("%s: %s has mode %o, want 600", stage, filepath.Base(f), perm)
+			}
+		}
+		if err := database.Close(db); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{path + "-wal", path + "-shm"} {
+			os.Remove(f)
+		}
 	}
 }

@@ -30,6 +30,7 @@ var rules = []rule{
 	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
+	{"app/crypt", []string{"third-party", module + "/"}},
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
 	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",

@@ -125,7 +125,7 @@ func TestAbilities(t *testing.T) {
 func TestAdminTokenRoundTrip(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		admin := bearer(a.token("ops", auth.TokensManage))
+		admin := bearer(a.token("ops", auth.All))
 
 		r := a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["tokens:manage"],"name":"ci","expires_in":"720h"}`, admin...)
 		r.wantStatus(http.StatusCreated)

@@ -1,6 +1,10 @@
 package auth
 
-import "slices"
+import (
+	"errors"
+	"slices"
+	"strings"
+)
 
 // The abilities a token can carry.
 const (
@@ -14,10 +18,67 @@ const (
 // Known lists every ability a token may be issued with.
 var Known = []string{LicensesRead, LicensesWrite, TokensManage, IntentsManage, All}
 
+// ConsumerAbilities are what a consumer's own token carries: its licenses.
+var ConsumerAbilities = []string{LicensesRead, LicensesWrite}
+
+// AdminAbilities are the operator's: managing tokens and intents, and "*".
+var AdminAbilities = []string{TokensManage, IntentsManage, All}
+
 // IsKnown reports whether ability is one licensor knows.
 func IsKnown(ability string) bool { return slices.Contains(Known, ability) }
 
 // Can reports whether the abilities grant need; "*" grants everything.
 func (a Abilities) Can(need string) bool {
 	return slices.Contains(a, All) || slices.Contains(a, need)
+}
+
+// CanGrant reports whether a token carrying a may issue a token carrying
+// ability. It is least privilege for admins: a "*" token may grant every
+// known ability; a "tokens:manage" token only the consumer abilities
+// (licenses:read, licenses:write), for any consumer; no other token may
+// grant anything. An unknown ability is never grantable. The operator at
+// the command line holds no token and is not asked.
+func (a Abilities) CanGrant(ability string) bool {
+	switch {
+	case !IsKnown(ability):
+		return false
+	case slices.Contains(a, All):
+		return true
+	case slices.Contains(ConsumerAbilities, ability):
+		return slices.Contains(a, TokensManage)
+	}
+	return false
+}
+
+// ErrNotGrantable is what Grantable's *NotGrantableError matches with
+// errors.Is.
+var ErrNotGrantable = errors.New("ability not grantable")
+
+// NotGrantableError names the abilities a granter asked for and may not
+// grant.
+type NotGrantableError struct {
+	Abilities []string
+}
+
+func (e *NotGrantableError) Error() string {
+	return "ability not grantable: " + strings.Join(e.Abilities, ", ")
+}
+
+// Is makes errors.Is(err, ErrNotGrantable) hold.
+func (e *NotGrantableError) Is(target error) bool { return target == ErrNotGrantable }
+
+// Grantable returns a *NotGrantableError naming each known ability in want
+// that granter may not grant (see CanGrant), nil when there is none.
+// Unknown abilities are left to Issue, which refuses them as invalid input.
+func Grantable(granter Abilities, want []string) error {
+	var refused []string
+	for _, ability := range want {
+		if IsKnown(ability) && !granter.CanGrant(ability) && !slices.Contains(refused, ability) {
+			refused = append(refused, ability)
+		}
+	}
+	if len(refused) > 0 {
+		return &NotGrantableError{Abilities: refused}
+	}
+	return nil
 }

@@ -14,10 +14,14 @@ type claims struct {
 }
 
 // signer signs and parses tokens with HS256 and APP_KEY, and nothing else.
+// During a key rotation it still verifies tokens signed with a previous key
+// (APP_PREVIOUS_KEYS), so clients are not logged out by the rotation; new
+// tokens are signed with the current key only.
 type signer struct {
-	key    []byte
-	issuer string
-	now    func() time.Time
+	key      []byte
+	previous [][]byte
+	issuer   string
+	now      func() time.Time
 }
 
 func (s signer) sign(t Token) (string, error) {
@@ -44,7 +48,14 @@ func (s signer) parse(raw string) (*claims, error) {
 			if t.Method != jwt.SigningMethodHS256 {
 				return nil, errors.New("unexpected signing method")
 			}
-			return s.key, nil
+			if len(s.previous) == 0 {
+				return s.key, nil
+			}
+			keys := jwt.VerificationKeySet{Keys: []jwt.VerificationKey{s.key}}
+			for _, k := range s.previous {
+				keys.Keys = append(keys.Keys, k)
+			}
+			return keys, nil
 		},
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),

@@ -20,6 +20,7 @@ type Service struct {
 	db         *gorm.DB
 	signer     signer
 	defaultTTL time.Duration
+	maxTTL     time.Duration
 	log        *slog.Logger
 	now        func() time.Time
 
@@ -32,11 +33,19 @@ type Config struct {
 	DB *gorm.DB
 	// Key is the HS256 signing key: APP_KEY's 32 bytes.
 	Key []byte
+	// PreviousKeys still verify the tokens they signed (APP_PREVIOUS_KEYS),
+	// so a key rotation does not log every client out.
+	PreviousKeys [][]byte
 	// Issuer is the iss claim written into every token and required of
 	// every token verified.
 	Issuer string
 	// DefaultTTL is the lifetime of a token issued without a TTL of its own.
 	DefaultTTL time.Duration
+	// MaxTTL is the longest lifetime a token may be issued with: Issue
+	// refuses a longer TTL (a validation error on expires_in) rather than
+	// shortening it. Zero: DefaultMaxTTL. A DefaultTTL above it is lowered
+	// to it (config.Load refuses that configuration first).
+	MaxTTL time.Duration
 	// Log receives the warnings of the last_used_at writer. Nil: discarded.
 	Log *slog.Logger
 	// Now is the clock for issuing, verifying and recording uses. Nil:
@@ -56,15 +65,24 @@ func New(cfg Config) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	maxTTL := cfg.MaxTTL
+	if maxTTL <= 0 {
+		maxTTL = DefaultMaxTTL
+	}
 	return &Service{
 		db:         cfg.DB,
-		signer:     signer{key: cfg.Key, issuer: cfg.Issuer, now: now},
-		defaultTTL: cfg.DefaultTTL,
+		signer:     signer{key: cfg.Key, previous: cfg.PreviousKeys, issuer: cfg.Issuer, now: now},
+		defaultTTL: min(cfg.DefaultTTL, maxTTL),
+		maxTTL:     maxTTL,
 		log:        log,
 		now:        now,
 		uses:       newUses(),
 	}
 }
+
+// DefaultMaxTTL is the longest token lifetime when Config.MaxTTL is zero:
+// a year, TOKEN_MAX_TTL's default.
+const DefaultMaxTTL = 8760 * time.Hour
 
 // IssueInput is what an admin asks for.
 type IssueInput struct {
@@ -81,7 +99,12 @@ type Issued struct {
 }
 
 // Issue creates the consumer if it does not exist, records a token for it,
-// and returns the signed token string.
+// and returns the signed token string. The consumer's name is trimmed and
+// normalised to NFC (see NormalizeConsumerName), and looked up byte for
+// byte; a name that is new but differs from an existing consumer's only in
+// case is refused, as is a TTL above the service's MaxTTL (*ValidationError
+// both). Issue does not ask who grants the abilities: the HTTP API asks
+// Grantable first; the operator at the command line may grant any.
 func (s *Service) Issue(ctx context.Context, in IssueInput) (Issued, error) {
 	in, err := s.validate(in)
 	if err != nil {
@@ -114,11 +137,9 @@ func (s *Service) Issue(ctx context.Context, in IssueInput) (Issued, error) {
 
 func (s *Service) validate(in IssueInput) (IssueInput, error) {
 	var v ValidationError
-	in.Consumer = strings.TrimSpace(in.Consumer)
-	if in.Consumer == "" {
-		v.add("consumer", "The consumer field is required.")
-	} else if utf8.RuneCountInString(in.Consumer) > 191 {
-		v.add("consumer", "The consumer field must not be greater than 191 characters.")
+	in.Consumer = NormalizeConsumerName(in.Consumer)
+	if msg := consumerNameProblem(in.Consumer); msg != "" {
+		v.add("consumer", msg)
 	}
 	if len(in.Abilities) == 0 {
 		v.add("abilities", "The abilities field is required.")
@@ -138,11 +159,15 @@ func (s *Service) validate(in IssueInput) (IssueInput, error) {
 		in.TTL = s.defaultTTL
 	} else if in.TTL < 0 {
 		v.add("expires_in", "The expires in field must be a positive duration.")
+	} else if in.TTL > s.maxTTL {
+		v.add("expires_in", fmt.Sprintf("The expires in field must not be greater than %s (the longest lifetime a token may have).", formatDuration(s.maxTTL)))
 	}
 	return in, v.orNil()
 }
 
-// consumer returns the consumer of that name, creating it if needed. The
+// consumer returns the consumer of that name (compared byte for byte: the
+// MySQL column is utf8mb4_bin, SQLite's BINARY), creating it if needed. A
+// new name that differs from an existing one only in case is refused. The
 // unique index on name settles two admins creating it at once.
 func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	db := s.db.WithContext(ctx)
@@ -153,6 +178,15 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return Consumer{}, fmt.Errorf("find consumer: %w", err)
+	}
+	twin, err := s.caseTwin(ctx, name)
+	if err != nil {
+		return Consumer{}, err
+	}
+	if twin != "" {
+		var v ValidationError
+		v.add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
+		return Consumer{}, &v
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	c = Consumer{ID: ulid.Make().String(), Name: name, CreatedAt: now, UpdatedAt: now}
@@ -186,7 +220,9 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 		return Principal{}, ErrUnauthenticated
 	}
 	var tok Token
-	err = s.db.WithContext(ctx).Joins("Consumer").Where("personal_access_tokens.id = ?", c.ID).Take(&tok).Error
+	// An inner join: a token whose consumer row is gone (possible where
+	// foreign keys are off) is no token at all.
+	err = s.db.WithContext(ctx).InnerJoins("Consumer").Where("personal_access_tokens.id = ?", c.ID).Take(&tok).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return Principal{}, ErrUnauthenticated
 	}
@@ -202,11 +238,11 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 }
 
 // List returns the tokens, newest first; of one consumer when consumer is
-// not empty.
+// not empty (normalised as Issue normalises it).
 func (s *Service) List(ctx context.Context, consumer string) ([]Token, error) {
 	q := s.db.WithContext(ctx).Joins("Consumer").Order("personal_access_tokens.created_at DESC, personal_access_tokens.id DESC")
 	if consumer != "" {
-		q = q.Where("Consumer.name = ?", consumer)
+		q = q.Where("Consumer.name = ?", NormalizeConsumerName(consumer))
 	}
 	var toks []Token
 	if err := q.Find(&toks).Error; err != nil {
@@ -237,11 +273,12 @@ func (s *Service) Revoke(ctx context.Context, id string) error {
 // ErrConsumerNotFound means no consumer has that name.
 var ErrConsumerNotFound = errors.New("consumer not found")
 
-// ConsumerNamed returns the consumer of that name, ErrConsumerNotFound when
+// ConsumerNamed returns the consumer of that name (normalised as Issue
+// normalises it, then compared byte for byte), ErrConsumerNotFound when
 // there is none.
 func (s *Service) ConsumerNamed(ctx context.Context, name string) (Consumer, error) {
 	var c Consumer
-	err := s.db.WithContext(ctx).Where("name = ?", strings.TrimSpace(name)).Take(&c).Error
+	err := s.db.WithContext(ctx).Where("name = ?", NormalizeConsumerName(name)).Take(&c).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return Consumer{}, ErrConsumerNotFound
 	}
@@ -262,4 +299,16 @@ func (s *Service) ConsumerNames(ctx context.Context, ids []string) (map[string]s
 		names[c.ID] = c.Name
 	}
 	return names, nil
+}
+
+// formatDuration renders d the way a person writes it: 8760h, 90m, 1h30m.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

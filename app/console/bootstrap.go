@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/crypt"
 	apphttp "github.com/licensor-api/licensor/app/http"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -55,6 +56,7 @@ type Base struct {
 	Auth    *auth.Service
 	Store   *idempotency.Store
 	Pruner  *idempotency.Pruner
+	Cipher  *crypt.Cipher // secrets at rest: sealed under APP_KEY, opened under it or APP_PREVIOUS_KEYS
 	now     func() time.Time
 	ownsDB  bool
 }
@@ -65,7 +67,11 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	if o.Log != nil {
 		log = o.Log
 	}
-	b := &Base{Config: cfg, Log: log, DB: o.DB, now: o.Now}
+	cipher, err := crypt.New(cfg.Key, cfg.PreviousKeys...)
+	if err != nil {
+		return nil, err
+	}
+	b := &Base{Config: cfg, Log: log, DB: o.DB, now: o.Now, Cipher: cipher}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -76,10 +82,11 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		}
 		b.DB, b.ownsDB = db, true
 	}
-	b.Store = idempotency.NewStore(b.DB)
+	b.Store = idempotency.NewStore(b.DB, b.Cipher)
 	b.Metrics = metrics.New(operations, intentStats(b.Store))
 	b.Auth = auth.New(auth.Config{
-		DB: b.DB, Key: cfg.Key, Issuer: cfg.URL, DefaultTTL: cfg.TokenTTL, Log: log, Now: b.now,
+		DB: b.DB, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.URL,
+		DefaultTTL: cfg.TokenTTL, MaxTTL: cfg.TokenMaxTTL, Log: log, Now: b.now,
 	})
 	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
 		Store: b.Store, Interval: cfg.PruneEvery, Log: log, Now: b.now, Observe: b.Metrics.ObservePruned,
@@ -132,7 +139,7 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 func (b *Base) app(vendor licenses.Vendor) *App {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
-	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Vendor: vendor, Now: b.now})
+	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Vendor: vendor, Cipher: b.Cipher, Now: b.now})
 	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
 		Store: b.Store,
 		Resumers: map[string]idempotency.Resumer{

@@ -177,7 +177,7 @@ func TestIntentsListJSON(t *testing.T) {
 		}
 		failed, pending, completed := got[0], got[1], got[2]
 		want := map[string]any{"id": f.pending, "consumer": "acme", "status": "pending", "attempts": 2.0,
-			"key_digest": idempotency.KeyDigest(seededKey), "key_source": "client", "external_ref": "acme.test",
+			"key_digest": fixtureKeyDigest(t, seededKey), "key_source": "client", "external_ref": "acme.test",
 			"request_id": "req-0001", "token_id": f.token, "resource_id": nil, "result": nil}
 		for k, v := range want {
 			if pending[k] != v {

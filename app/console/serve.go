@@ -12,6 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/config"
 )
 
 // serve runs the HTTP API until ctx is cancelled, then shuts down
@@ -36,7 +37,7 @@ func serve(ctx context.Context, e env) error {
 	if err != nil {
 		return fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: a.Server(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpServer(cfg, a.Server())
 	log.Info("licensor serving",
 		"addr", "http://"+ln.Addr().String(),
 		"env", cfg.Env,
@@ -57,6 +58,24 @@ func serve(ctx context.Context, e env) error {
 		}
 	}
 	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, log)
+}
+
+// httpServer is the API's server, with a timeout on every phase: a client
+// trickling its request cannot hold a connection, and a create still has
+// its whole work budget before its response must be written.
+func httpServer(cfg config.Config, h http.Handler) *http.Server {
+	write := cfg.WriteTimeout
+	if write == 0 {
+		// Reading the body, then the work, then settling, all within a lease.
+		write = cfg.ReadTimeout + cfg.Idempotency.LockTimeout + 5*time.Second
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(cfg.ReadTimeout, 10*time.Second),
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      write,
+		IdleTimeout:       cfg.IdleTimeout,
+	}
 }
 
 // serveUntilDone serves until ctx ends, then stops accepting and lets the

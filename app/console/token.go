@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -57,9 +59,14 @@ func tokenIssue(ctx context.Context, e env) error {
 		}
 	}
 	return withAuth(ctx, e, func(svc *auth.Service) error {
+		// The operator holds no token: any known ability may be granted here.
 		issued, err := svc.Issue(ctx, auth.IssueInput{
 			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,
 		})
+		var ve *auth.ValidationError
+		if errors.As(err, &ve) {
+			return issueUsageError(ve)
+		}
 		if err != nil {
 			return err
 		}
@@ -68,6 +75,25 @@ func tokenIssue(ctx context.Context, e env) error {
 		fmt.Fprintln(e.stdout, issued.Secret)
 		return nil
 	})
+}
+
+// issueFlags names the flag each of Issue's input fields comes from.
+var issueFlags = map[string]string{"consumer": "--consumer", "abilities": "--abilities", "name": "--name", "expires_in": "--ttl"}
+
+// issueUsageError turns Issue's refusal of the input (a --ttl above
+// TOKEN_MAX_TTL, a consumer name with control characters or differing from
+// an existing one only in case, …) into a usage error naming the flags.
+func issueUsageError(ve *auth.ValidationError) error {
+	fields := slices.Sorted(maps.Keys(ve.Fields))
+	msgs := make([]string, 0, len(fields))
+	for _, f := range fields {
+		flagName := issueFlags[f]
+		if flagName == "" {
+			flagName = f
+		}
+		msgs = append(msgs, flagName+": "+strings.Join(ve.Fields[f], " "))
+	}
+	return usagef("token issue: %s", strings.Join(msgs, "; "))
 }
 
 func tokenList(ctx context.Context, e env) error {

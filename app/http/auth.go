@@ -36,9 +36,14 @@ func (s *Server) ability(need string) echo.MiddlewareFunc {
 }
 
 // authenticate verifies the bearer token. Every reason for refusing it is
-// the same 401, so a caller learns nothing about why.
+// the same 401, so a caller learns nothing about why; two Authorization
+// headers are refused too, rather than one of them picked.
 func (s *Server) authenticate(c echo.Context) (auth.Principal, error) {
-	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	values := c.Request().Header.Values(echo.HeaderAuthorization)
+	if len(values) != 1 {
+		return auth.Principal{}, errUnauthenticated
+	}
+	h := values[0]
 	scheme, raw, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(raw) == "" {
 		return auth.Principal{}, errUnauthenticated

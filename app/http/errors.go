@@ -46,7 +46,19 @@ type errorBody struct {
 	Operation *pendingOperation   `json:"operation,omitempty"`
 }
 
+// unavailable is how an error says "the database cannot serve now; retry
+// later": the database package's errors implement it.
+type unavailable interface {
+	Unavailable() bool
+}
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503 for a
+// database that is unavailable.
+const unavailableRetryAfter = 5
+
 var (
+	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: unavailableRetryAfter,
+		Message: "The service is temporarily unavailable. Retry later."}
 	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error."}
 	errTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Message: "The request body is too large.", Code: "payload_too_large"}
 )
@@ -90,6 +102,11 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	if e := fromDomainError(err); e != nil {
 		return e
 	}
+	var u unavailable
+	if errors.As(err, &u) && u.Unavailable() {
+		s.log.Warn("database unavailable", "request_id", RequestID(c), "route", c.Path(), "error", err)
+		return errUnavailable
+	}
 	s.log.Error("internal error", "request_id", RequestID(c), "route", c.Path(), "error", err)
 	return errInternal
 }
@@ -130,6 +147,8 @@ func fromDomainError(err error) *Error {
 		return errUnauthenticated
 	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound), errors.Is(err, idempotency.ErrIntentNotFound):
 		return errNotFound
+	case errors.Is(err, auth.ErrNotGrantable):
+		return notGrantable(err)
 	case errors.Is(err, licenses.ErrDomainTaken):
 		return &Error{Status: http.StatusConflict, Message: "The domain is already licensed.", Code: "domain_taken"}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
 )
 
 type statusBody struct {
@@ -17,17 +18,34 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, statusBody{Status: "ok"})
 }
 
-// readyz answers 200 when the database answers a ping within two seconds.
+// readinessProbe is the row /readyz writes and deletes again.
+type readinessProbe struct {
+	ID        string `gorm:"primaryKey"`
+	CheckedAt time.Time
+}
+
+// TableName is the table the probes are written to.
+func (readinessProbe) TableName() string { return "readiness_probes" }
+
+// readyz answers 200 when the database takes a write within two seconds: it
+// writes a probe row and deletes it again, leaving nothing behind. A ping
+// alone would pass on a SQLite file whose disk is full.
 func (s *Server) readyz(c echo.Context) error {
-	sqlDB, err := s.db.DB()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-		defer cancel()
-		err = sqlDB.PingContext(ctx)
-	}
-	if err != nil {
-		s.log.Warn("readiness: database does not answer", "request_id", RequestID(c), "error", err)
-		return &Error{Status: http.StatusServiceUnavailable, Message: "The database is unavailable.", Code: "database_unavailable"}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.probeWrite(ctx); err != nil {
+		s.log.Warn("readiness: the database does not take writes", "request_id", RequestID(c), "error", err)
+		return &Error{Status: http.StatusServiceUnavailable, Message: "The database is unavailable.", Code: "database_unavailable",
+			RetryAfter: unavailableRetryAfter}
 	}
 	return c.JSON(http.StatusOK, statusBody{Status: "ok"})
+}
+
+func (s *Server) probeWrite(ctx context.Context) error {
+	probe := readinessProbe{ID: ulid.Make().String(), CheckedAt: s.now().UTC()}
+	db := s.db.WithContext(ctx)
+	if err := db.Create(&probe).Error; err != nil {
+		return err
+	}
+	return db.Delete(&readinessProbe{}, "id = ?", probe.ID).Error
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -55,10 +56,16 @@ type issueTokenRequest struct {
 	ExpiresIn string   `json:"expires_in"`
 }
 
-// issueToken is POST /api/tokens.
+// issueToken is POST /api/tokens. The caller's token must be allowed to
+// grant every ability asked for (auth.Grantable: a tokens:manage token grants
+// the consumer abilities only, a * token anything); else 403
+// ability_not_grantable, before any other check of the input.
 func (s *Server) issueToken(c echo.Context) error {
 	var req issueTokenRequest
 	if err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	if err := auth.Grantable(principal(c).Abilities, req.Abilities); err != nil {
 		return err
 	}
 	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name}
@@ -102,4 +109,20 @@ func (s *Server) revokeToken(c echo.Context) error {
 // dataBody wraps a resource the way Laravel's API resources do.
 type dataBody struct {
 	Data any `json:"data"`
+}
+
+// notGrantable is the 403 for a token asking to grant more than it may: it
+// names the abilities refused.
+func notGrantable(err error) *Error {
+	refused := "those abilities"
+	var ng *auth.NotGrantableError
+	if errors.As(err, &ng) && len(ng.Abilities) > 0 {
+		refused = strings.Join(ng.Abilities, ", ")
+	}
+	return &Error{
+		Status: http.StatusForbidden,
+		Code:   "ability_not_grantable",
+		Message: "Your token may not grant " + refused + ". A tokens:manage token grants " +
+			strings.Join(auth.ConsumerAbilities, " and ") + " only; admin abilities need a * token.",
+	}
 }

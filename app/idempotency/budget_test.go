@@ -27,7 +27,7 @@ func TestWorkBudgetLeavesAFifthOfTheLease(t *testing.T) {
 // "auto:" record's lease).
 func TestOwnedWorkIsDetachedWithinTheBudget(t *testing.T) {
 	const lease = time.Minute
-	g := New(Config{Store: NewStore(testdb.New(t, "sqlite").Gorm), LockTimeout: lease,
+	g := New(Config{Store: NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t)), LockTimeout: lease,
 		Consumer: func(echo.Context) string { return "c1" }})
 	for name, key := range map[string]string{"keyed": "k-1", "keyless": ""} {
 		t.Run(name, func(t *testing.T) {

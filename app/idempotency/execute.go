@@ -115,7 +115,7 @@ func (g *Guard) keepPending(c echo.Context, rec *Record, herr error) error {
 	if err := g.cfg.Store.MarkPending(ctx, rec, o, g.now()); err != nil {
 		g.logOutcome(c, rec, "not_kept")
 		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation,
-			"key_digest", KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
+			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
 		return fmt.Errorf("%w: %w", ErrNotKept, herr)
 	}
 	g.logOutcome(c, rec, "pending")
@@ -175,7 +175,7 @@ func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, outcome st
 		// The record stays processing; when its lease runs out a retry takes
 		// it over and converges on the same vendor site.
 		g.cfg.Log.Error("idempotency settle failed", "operation", rec.Operation,
-			"key_digest", KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
+			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
 	}
 }
 
@@ -184,7 +184,7 @@ func (g *Guard) release(c echo.Context, rec *Record) {
 	defer cancel()
 	g.logOutcome(c, rec, "released")
 	if err := g.cfg.Store.Release(ctx, rec); err != nil {
-		g.cfg.Log.Error("idempotency release failed", "key_digest", KeyDigest(rec.Key), "error", err)
+		g.cfg.Log.Error("idempotency release failed", "key_digest", g.cfg.Store.KeyDigest(rec.Key), "error", err)
 	}
 }
 

@@ -37,9 +37,3 @@ func Fingerprint(method, route string, intent []byte) string {
 	h.Write(intent)
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// KeyDigest is a short, safe stand-in for a key in logs: never log the key.
-func KeyDigest(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
-}

@@ -26,7 +26,13 @@ type harness struct {
 
 func newHarness(t testing.TB, db *testdb.DB) *harness {
 	t.Helper()
-	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm)}
+	return newHarnessWith(t, db, testCipher(t))
+}
+
+// newHarnessWith is newHarness with a Cipher of the test's choosing.
+func newHarnessWith(t testing.TB, db *testdb.DB, c Cipher) *harness {
+	t.Helper()
+	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm, c)}
 	g := New(Config{
 		Store: h.store, TTL: time.Hour, LockTimeout: time.Minute,
 		Consumer:  func(c echo.Context) string { return c.Request().Header.Get("X-Consumer") },
@@ -119,7 +125,7 @@ func TestFailedRecordIsExecutedAgain(t *testing.T) {
 // Many contenders take over one abandoned record at once: exactly one wins.
 func TestTakeOverIsACompareAndSet(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm)
+		s := NewStore(db.Gorm, testCipher(t))
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		past := now.Add(-time.Second)
@@ -179,7 +185,7 @@ func TestCanonical(t *testing.T) {
 	if Fingerprint("POST", "/a", []byte("x")) == Fingerprint("POST", "/b", []byte("x")) {
 		t.Error("the route is not part of the fingerprint")
 	}
-	if d := KeyDigest("secret"); strings.Contains(d, "secret") || len(d) != 12 {
+	if d := NewStore(nil, testCipher(t)).KeyDigest("secret"); strings.Contains(d, "secret") || len(d) != 12 {
 		t.Errorf("KeyDigest = %q", d)
 	}
 }

@@ -54,10 +54,10 @@ var intentColumns = []string{"id", "public_id", "consumer_id", "operation", "ide
 	"requested_by", "locked_until", "attempts", "created_at", "updated_at", "expires_at"}
 
 // intent is what the record shows of itself.
-func (r *Record) intent() Intent {
+func (s *Store) intent(r *Record) Intent {
 	in := Intent{
 		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
-		KeyDigest: KeyDigest(r.Key), Auto: len(r.Key) > 5 && r.Key[:5] == "auto:",
+		KeyDigest: s.KeyDigest(r.Key), Auto: len(r.Key) > 5 && r.Key[:5] == "auto:",
 		ExternalRef: deref(r.ExternalRef), ResourceType: deref(r.ResourceType), ResourceID: deref(r.ResourceID),
 		CorrelationID: deref(r.CorrelationID), RequestedBy: deref(r.RequestedBy),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
@@ -111,7 +111,7 @@ func (s *Store) Intents(ctx context.Context, f IntentFilter) ([]Intent, int64, e
 	}
 	out := make([]Intent, len(recs))
 	for i := range recs {
-		out[i] = recs[i].intent()
+		out[i] = s.intent(&recs[i])
 	}
 	return out, total, nil
 }
@@ -123,7 +123,7 @@ func (s *Store) Intent(ctx context.Context, consumerID, id string) (Intent, erro
 	if err != nil {
 		return Intent{}, err
 	}
-	return r.intent(), nil
+	return s.intent(r), nil
 }
 
 func (s *Store) byPublicID(ctx context.Context, consumerID, id string) (*Record, error) {
@@ -157,9 +157,9 @@ func (s *Store) RetryFailed(ctx context.Context, id string, now time.Time) (Inte
 		return Intent{}, err
 	}
 	if res.RowsAffected == 0 {
-		return r.intent(), ErrNotFailed
+		return s.intent(r), ErrNotFailed
 	}
-	return r.intent(), nil
+	return s.intent(r), nil
 }
 
 // FailedCount returns how many intents have failed and wait for the slow

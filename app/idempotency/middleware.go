@@ -283,7 +283,7 @@ func (g *Guard) logOutcome(c echo.Context, r *Record, outcome string) {
 	attrs := []slog.Attr{
 		slog.String("consumer_id", r.ConsumerID),
 		slog.String("operation", r.Operation),
-		slog.String("key_digest", KeyDigest(r.Key)),
+		slog.String("key_digest", g.cfg.Store.KeyDigest(r.Key)),
 		slog.String("outcome", outcome),
 		slog.String("request_id", g.requestID(c)),
 	}

@@ -146,9 +146,9 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	}
 	resumer, found := r.cfg.Resumers[rec.Operation]
 	if !found {
-		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", KeyDigest(rec.Key))
+		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", r.cfg.Store.KeyDigest(rec.Key))
 		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now); err != nil {
-			r.cfg.Log.Error("postpone pending record", "key_digest", KeyDigest(rec.Key), "error", err)
+			r.cfg.Log.Error("postpone pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
 		return Settled{}, false
 	}
@@ -157,11 +157,11 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	result, settleErr := r.settle(ctx, rec, lease, res, err)
 	if settleErr != nil {
-		r.cfg.Log.Error("settle pending record", "key_digest", KeyDigest(rec.Key), "error", settleErr)
+		r.cfg.Log.Error("settle pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", settleErr)
 		return Settled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
+	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts+1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID), "error", err)
 	return s, true

@@ -21,7 +21,7 @@ import (
 // processing for a whole lease).
 func TestReserveAndReleaseUnderContention(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm)
+		s := NewStore(db.Gorm, testCipher(t))
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
@@ -85,7 +85,7 @@ func (panickingResumer) Resume(context.Context, *Record, bool) (Resumption, erro
 // end of the serve process.
 func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	db := testdb.New(t, "sqlite")
-	s := NewStore(db.Gorm)
+	s := NewStore(db.Gorm, testCipher(t))
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -110,7 +110,7 @@ func TestHandlerDeadlineEndsBeforeTheLease(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	const skew = 50 * time.Second // as if reserving had taken that long
 	first := true
-	g := New(Config{Store: NewStore(db.Gorm), TTL: time.Hour, LockTimeout: time.Minute,
+	g := New(Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
 		Consumer: func(echo.Context) string { return "c1" },
 		Now: func() time.Time {
 			if first { // the reading that starts the lease

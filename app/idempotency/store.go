@@ -16,11 +16,36 @@ import (
 // short statement: no transaction or row lock outlives a call, and every
 // lookup carries consumer_id, the natural shard key.
 type Store struct {
-	db *gorm.DB
+	db     *gorm.DB
+	cipher Cipher
 }
 
-// NewStore returns a Store on db.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+// Cipher keeps stored response bodies encrypted at rest, and digests keys
+// for logs and listings (app/crypt's *Cipher, built from APP_KEY by the
+// bootstrap). A body stored in plaintext before encryption at rest replays
+// as it is until `licensor keys rotate` seals it.
+type Cipher interface {
+	Encrypt(plain []byte) (string, error)
+	Decrypt(envelope string) ([]byte, error)
+	// Encrypted tells an envelope from a plaintext value.
+	Encrypted(s string) bool
+	// Digest is a short keyed digest of a secret, safe to show.
+	Digest(s string) string
+}
+
+// NewStore returns a Store on db that keeps response bodies sealed with c.
+// It panics without a Cipher: a response body is never stored in plaintext.
+func NewStore(db *gorm.DB, c Cipher) *Store {
+	if c == nil {
+		panic("idempotency: NewStore needs a Cipher")
+	}
+	return &Store{db: db, cipher: c}
+}
+
+// KeyDigest is a short, safe stand-in for an idempotency key in logs and in
+// the intents an operator or a consumer sees: never show the key. It is
+// keyed by APP_KEY, so a guessable key cannot be found from its digest.
+func (s *Store) KeyDigest(key string) string { return s.cipher.Digest(key) }
 
 // Find returns the record of the scope, or nil when there is none.
 func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
@@ -36,7 +61,23 @@ func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find idempotency record: %w", err)
 	}
+	if err := s.openBody(&r); err != nil {
+		return nil, err
+	}
 	return &r, nil
+}
+
+// openBody decrypts the stored response body of r in place, for a replay.
+func (s *Store) openBody(r *Record) error {
+	if len(r.ResponseBody) == 0 || !s.cipher.Encrypted(string(r.ResponseBody)) {
+		return nil // none, or stored before encryption at rest
+	}
+	body, err := s.cipher.Decrypt(string(r.ResponseBody))
+	if err != nil {
+		return fmt.Errorf("decrypt the response of idempotency record %d: %w", r.ID, err)
+	}
+	r.ResponseBody = body
+	return nil
 }
 
 // Reserve inserts r. The unique index on (consumer_id, operation, key) decides
@@ -134,24 +175,28 @@ type Outcome struct {
 // Complete stores the response of an execution that had an effect, provided
 // the caller still owns the record (its lease is the one it set).
 func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcome, now time.Time) error {
-	set, err := completed(resp, o, now)
+	set, err := s.completed(resp, o, now)
 	if err != nil {
 		return err
 	}
 	return s.settle(ctx, r, set)
 }
 
-// completed is the update that makes a record replay resp.
-func completed(resp Response, o Outcome, now time.Time) (map[string]any, error) {
+// completed is the update that makes a record replay resp, its body sealed.
+func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]any, error) {
 	headers, err := json.Marshal(resp.Headers)
 	if err != nil {
 		return nil, err
+	}
+	body, err := s.cipher.Encrypt(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt the response body: %w", err)
 	}
 	return map[string]any{
 		"status":           StatusCompleted,
 		"response_status":  resp.Status,
 		"response_headers": string(headers),
-		"response_body":    resp.Body,
+		"response_body":    []byte(body), // bytes: the column is a BLOB
 		"resource_type":    nullable(o.ResourceType),
 		"resource_id":      nullable(o.ResourceID),
 		"external_ref":     nullable(o.ExternalRef),
@@ -164,10 +209,12 @@ func completed(resp Response, o Outcome, now time.Time) (map[string]any, error) 
 // reconciliation at once.
 func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
-		"status":       StatusPending,
-		"external_ref": nullable(o.ExternalRef),
-		"locked_until": nil,
-		"updated_at":   now,
+		"status":        StatusPending,
+		"resource_type": nullable(o.ResourceType),
+		"resource_id":   nullable(o.ResourceID),
+		"external_ref":  nullable(o.ExternalRef),
+		"locked_until":  nil,
+		"updated_at":    now,
 	})
 }
 

@@ -55,7 +55,7 @@ func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time,
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
 	}
-	set, err := completed(resp, o, now)
+	set, err := s.completed(resp, o, now)
 	if err != nil {
 		return err
 	}

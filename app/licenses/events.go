@@ -74,7 +74,7 @@ func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, lic License, event 
 // Events returns the audit trail of the consumer's license, oldest first;
 // anyone else's license is ErrNotFound.
 func (s *Service) Events(ctx context.Context, consumerID, id string) ([]Event, error) {
-	if _, err := s.Get(ctx, consumerID, id); err != nil {
+	if _, err := s.find(ctx, consumerID, id); err != nil {
 		return nil, err
 	}
 	var events []Event

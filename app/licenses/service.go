@@ -14,6 +14,7 @@ import (
 type Config struct {
 	DB     *gorm.DB
 	Vendor Vendor
+	Cipher Cipher           // encrypts license keys at rest; required
 	Now    func() time.Time // nil: time.Now
 }
 
@@ -23,15 +24,20 @@ type Config struct {
 type Service struct {
 	db     *gorm.DB
 	vendor Vendor
+	cipher Cipher
 	now    func() time.Time
 }
 
-// New returns a Service.
+// New returns a Service. It panics without a Cipher: license keys are never
+// written in plaintext.
 func New(cfg Config) *Service {
+	if cfg.Cipher == nil {
+		panic("licenses: New needs a Cipher")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{db: cfg.DB, vendor: cfg.Vendor, now: cfg.Now}
+	return &Service{db: cfg.DB, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now}
 }
 
 // Create licenses the domain to the consumer. created is false when the
@@ -110,8 +116,12 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&lic).Error; err != nil {
+	row, err := s.sealed(lic)
+	if err != nil {
+		return License{}, false, err
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
 		return s.logEvent(ctx, tx, lic, event, now)
@@ -139,6 +149,9 @@ func (s *Service) activeFor(ctx context.Context, consumerID, domain string) (Lic
 	case lic.ConsumerID != consumerID:
 		return License{}, ErrDomainTaken
 	}
+	if err := s.open(&lic); err != nil {
+		return License{}, err
+	}
 	return lic, nil
 }
 
@@ -160,11 +173,30 @@ func (s *Service) List(ctx context.Context, consumerID string, page, perPage int
 	if err != nil {
 		return Page{}, fmt.Errorf("list licenses: %w", err)
 	}
+	for i := range p.Licenses {
+		if err := s.open(&p.Licenses[i]); err != nil {
+			return Page{}, err
+		}
+	}
 	return p, nil
 }
 
 // Get returns the consumer's license; anyone else's is ErrNotFound.
 func (s *Service) Get(ctx context.Context, consumerID, id string) (License, error) {
+	lic, err := s.find(ctx, consumerID, id)
+	if err != nil {
+		return License{}, err
+	}
+	if err := s.open(&lic); err != nil {
+		return License{}, err
+	}
+	return lic, nil
+}
+
+// find returns the consumer's license as its row stores it, the license key
+// still encrypted: what revoking and the audit trail need, which works even
+// when the key cannot be decrypted.
+func (s *Service) find(ctx context.Context, consumerID, id string) (License, error) {
 	var lic License
 	err := s.db.WithContext(ctx).Where("id = ? AND consumer_id = ?", id, consumerID).Take(&lic).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -184,7 +216,7 @@ func (s *Service) Get(ctx context.Context, consumerID, id string) (License, erro
 // active again; when the outcome is unknown it stays revoking and the error
 // is an *UncertainError.
 func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
-	lic, err := s.Get(ctx, consumerID, id)
+	lic, err := s.find(ctx, consumerID, id)
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}
@@ -210,7 +242,7 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 // marks the license revoked. A license already revoked is done. On a vendor
 // error the license stays revoking, for the next attempt.
 func (s *Service) ResumeRevoke(ctx context.Context, consumerID, id string) error {
-	lic, err := s.Get(ctx, consumerID, id)
+	lic, err := s.find(ctx, consumerID, id)
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestCreateKeepsAnEarlierCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := &deadlineVendor{}
-	s := New(Config{DB: db.Gorm, Vendor: v})
+	s := New(Config{DB: db.Gorm, Vendor: v, Cipher: testCipher(t, 1)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	parent, _ := ctx.Deadline()

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
@@ -32,11 +33,8 @@ func Validate(in Input) (Input, error) {
 	}
 	fields := map[string][]string{}
 	in.Name = strings.TrimSpace(in.Name)
-	switch n := utf8.RuneCountInString(in.Name); {
-	case n == 0:
-		fields["name"] = []string{"The name field is required."}
-	case n > 255:
-		fields["name"] = []string{"The name field must not be greater than 255 characters."}
+	if msg := nameProblem(in.Name); msg != "" {
+		fields["name"] = []string{msg}
 	}
 	domain, msg := NormalizeDomain(in.Domain)
 	if msg != "" {
@@ -48,6 +46,25 @@ func Validate(in Input) (Input, error) {
 	}
 	in.valid = true
 	return in, nil
+}
+
+// nameProblem says what is wrong with a trimmed license name, "" when
+// nothing is: it must be valid UTF-8, 1 to 255 characters, with no control
+// character (unicode.Cc: NUL, tab, newline, …) and no format character
+// (unicode.Cf: bidirectional controls such as U+202E, zero-width characters
+// such as U+200B), which would make one name display as another.
+func nameProblem(name string) string {
+	switch {
+	case !utf8.ValidString(name):
+		return "The name field must be valid UTF-8."
+	case name == "":
+		return "The name field is required."
+	case utf8.RuneCountInString(name) > 255:
+		return "The name field must not be greater than 255 characters."
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }):
+		return "The name field must not contain control characters, bidirectional controls or zero-width characters."
+	}
+	return ""
 }
 
 const domainInvalid = "The domain field must be a valid domain name, such as acme.test (no scheme, path, port or IP address)."
@@ -79,7 +96,7 @@ func NormalizeDomain(raw string) (string, string) {
 
 // isHostname checks the rules that hold after conversion: at most 253
 // characters, at least two labels of 1–63 of a-z, 0-9 and "-" that neither
-// start nor end with "-", the last not all digits, and no IP address.
+// start nor end with "-", the last not a number, and no IP address.
 func isHostname(s string) bool {
 	if len(s) > 253 {
 		return false
@@ -102,5 +119,17 @@ func isHostname(s string) bool {
 			}
 		}
 	}
-	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
+	return !isNumber(labels[len(labels)-1])
+}
+
+// isNumber reports whether a label reads as a number in any notation a URL
+// parser accepts (decimal, octal, or hex with 0x): a host whose last label
+// is one is taken for an IPv4 address ("x.0x10", "a.0123"), so it is
+// refused. The last label must have a letter that is not a hex prefix.
+func isNumber(label string) bool {
+	digits := "0123456789"
+	if rest, ok := strings.CutPrefix(label, "0x"); ok {
+		label, digits = rest, "0123456789abcdef"
+	}
+	return strings.Trim(label, digits) == ""
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
@@ -20,6 +21,11 @@ import (
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 )
+
+// seedTimeout bounds a test database's statements: generous, since tests
+// seed thousands of rows in one statement, under the race detector too.
+// (Tests of the statement deadline set their own.)
+const seedTimeout = time.Minute
 
 // DB is one test's database.
 type DB struct {
@@ -60,7 +66,8 @@ func Empty(t testing.TB, dialect string) *DB {
 	var cfg config.DB
 	switch dialect {
 	case database.SQLite:
-		cfg = config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "test.sqlite"), MaxOpenConns: 1, MaxIdleConns: 1}
+		cfg = config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "test.sqlite"), MaxOpenConns: 1, MaxIdleConns: 1,
+			QueryTimeout: seedTimeout}
 	case database.MySQL:
 		cfg = mysqlDatabase(t)
 	default:
@@ -135,7 +142,8 @@ func mysqlDatabase(t testing.TB) config.DB {
 	})
 	c := *base
 	c.DBName = name
-	return config.DB{Connection: database.MySQL, URL: c.FormatDSN(), Database: name, MaxOpenConns: 20, MaxIdleConns: 10}
+	return config.DB{Connection: database.MySQL, URL: c.FormatDSN(), Database: name, MaxOpenConns: 20, MaxIdleConns: 10,
+		QueryTimeout: seedTimeout}
 }
 
 func randomHex(n int) string {

@@ -1,0 +1,49 @@
+package auth
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestCanGrant(t *testing.T) {
+	grants := map[string][]string{ // granter's abilities → what it may grant
+		"*":                            Known,
+		"tokens:manage":                {LicensesRead, LicensesWrite},
+		"tokens:manage,intents:manage": {LicensesRead, LicensesWrite},
+		"tokens:manage,*":              Known,
+		"intents:manage":               nil,
+		"licenses:read,licenses:write": nil,
+		"":                             nil,
+	}
+	granters := map[string]Abilities{
+		"*": {All}, "tokens:manage": {TokensManage}, "tokens:manage,intents:manage": {TokensManage, IntentsManage},
+		"tokens:manage,*": {TokensManage, All}, "intents:manage": {IntentsManage},
+		"licenses:read,licenses:write": {LicensesRead, LicensesWrite}, "": nil,
+	}
+	for name, granter := range granters {
+		for _, ability := range append(slices.Clone(Known), "licenses:delete", "", "Tokens:Manage") {
+			want := slices.Contains(grants[name], ability)
+			if got := granter.CanGrant(ability); got != want {
+				t.Errorf("Abilities{%s}.CanGrant(%q) = %v, want %v", name, ability, got, want)
+			}
+		}
+	}
+}
+
+func TestGrantable(t *testing.T) {
+	if err := Grantable(Abilities{TokensManage}, []string{LicensesRead, LicensesWrite, "licenses:delete"}); err != nil {
+		t.Errorf("consumer abilities (and an unknown one, left to Issue) = %v, want nil", err)
+	}
+	err := Grantable(Abilities{TokensManage}, []string{LicensesRead, All, TokensManage, All, "bogus"})
+	var ng *NotGrantableError
+	if !errors.Is(err, ErrNotGrantable) || !errors.As(err, &ng) || !slices.Equal(ng.Abilities, []string{All, TokensManage}) {
+		t.Fatalf("Grantable = %#v, want a NotGrantableError naming * and tokens:manage once each", err)
+	}
+	if err := Grantable(Abilities{All}, Known); err != nil {
+		t.Errorf("* granting everything = %v", err)
+	}
+	if err := Grantable(Abilities{IntentsManage}, []string{LicensesRead}); !errors.Is(err, ErrNotGrantable) {
+		t.Errorf("intents:manage granting licenses:read = %v, want ErrNotGrantable", err)
+	}
+}

@@ -1,0 +1,220 @@
+// Package crypt keeps secrets encrypted at rest, in the envelope Laravel's
+// Encrypter writes for AES-256-GCM (the encrypted casts): the base64 of
+//
+//	{"iv":"<12-byte nonce>","value":"<ciphertext>","mac":"","tag":"<16-byte GCM tag>"}
+//
+// with each field in base64, no associated data, and an empty mac (the GCM
+// tag authenticates the ciphertext). Unlike Laravel, the AES key is not
+// APP_KEY's 32 bytes as they are but derived from them with HKDF-SHA256, so
+// that the same secret never keys two algorithms: one key for encryption, one
+// for the HMAC of Digest (which stands in for idempotency keys in logs).
+//
+// A Cipher encrypts under the current key and decrypts under the current key,
+// then each previous one (APP_PREVIOUS_KEYS), so keys rotate without
+// downtime; Reseal is the step `licensor keys rotate` takes for each value.
+//
+// No error of this package carries key material, plaintext or the envelope.
+package crypt
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// KeySize is the size of APP_KEY and of every previous key.
+const KeySize = 32
+
+const (
+	infoEncryption = "licensor encryption v1"
+	infoDigest     = "licensor key digest v1"
+	nonceSize      = 12 // openssl_cipher_iv_length('aes-256-gcm')
+	tagSize        = 16 // Laravel refuses any other tag length
+	digestBytes    = 6  // 12 hex characters
+)
+
+// envelopePrefix is how every envelope begins: the base64 of `{"iv":`, six
+// bytes, so exactly eight characters whatever follows.
+const envelopePrefix = "eyJpdiI6"
+
+// Errors of Decrypt. They say what went wrong and nothing of the value.
+var (
+	// ErrInvalid means the value is not a well-formed envelope.
+	ErrInvalid = errors.New("crypt: the payload is invalid")
+	// ErrDecrypt means no configured key opens the envelope: it was sealed
+	// under another key, or it was tampered with.
+	ErrDecrypt = errors.New("crypt: could not decrypt the data with any configured key")
+)
+
+// Cipher encrypts and decrypts values at rest, and digests values for logs.
+// It is safe for concurrent use.
+type Cipher struct {
+	keys   []cipher.AEAD // the current key first, then the previous ones
+	digest []byte        // the HMAC key of Digest, derived from the current key
+}
+
+// New returns a Cipher that encrypts under current and decrypts under
+// current, then each of previous in order. Every key must be 32 bytes, as
+// APP_KEY decodes to.
+func New(current []byte, previous ...[]byte) (*Cipher, error) {
+	c := &Cipher{}
+	for i, key := range append([][]byte{current}, previous...) {
+		name := "the current key"
+		if i > 0 {
+			name = fmt.Sprintf("previous key %d", i)
+		}
+		if len(key) != KeySize {
+			return nil, fmt.Errorf("crypt: %s must be %d bytes", name, KeySize)
+		}
+		aead, err := newAEAD(key)
+		if err != nil {
+			return nil, fmt.Errorf("crypt: %s: %w", name, err)
+		}
+		c.keys = append(c.keys, aead)
+	}
+	digest, err := hkdf.Key(sha256.New, current, nil, infoDigest, sha256.Size)
+	if err != nil {
+		return nil, fmt.Errorf("crypt: derive the digest key: %w", err)
+	}
+	c.digest = digest
+	return c, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	derived, err := hkdf.Key(sha256.New, key, nil, infoEncryption, KeySize)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(derived)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block) // a 12-byte nonce and a 16-byte tag
+}
+
+// envelope is Laravel's payload, its fields in Laravel's order (PHP's
+// compact('iv', 'value', 'mac', 'tag')). Go's encoder escapes none of the
+// base64 alphabet, so the JSON is byte for byte what PHP's json_encode with
+// JSON_UNESCAPED_SLASHES writes.
+type envelope struct {
+	IV    string `json:"iv"`
+	Value string `json:"value"`
+	MAC   string `json:"mac"`
+	Tag   string `json:"tag"`
+}
+
+// Encrypt seals plain under the current key, with a fresh random nonce: two
+// encryptions of one value differ.
+func (c *Cipher) Encrypt(plain []byte) (string, error) {
+	nonce := make([]byte, nonceSize)
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
+	sealed := c.keys[0].Seal(nil, nonce, plain, nil)
+	ct, tag := sealed[:len(sealed)-tagSize], sealed[len(sealed)-tagSize:]
+	js, err := json.Marshal(envelope{
+		IV:    base64.StdEncoding.EncodeToString(nonce),
+		Value: base64.StdEncoding.EncodeToString(ct),
+		MAC:   "",
+		Tag:   base64.StdEncoding.EncodeToString(tag),
+	})
+	if err != nil { // four strings always encode
+		return "", errors.New("crypt: could not encrypt the data")
+	}
+	return base64.StdEncoding.EncodeToString(js), nil
+}
+
+// Decrypt opens an envelope under the current key, then each previous one.
+// ErrInvalid when s is no envelope, ErrDecrypt when no key opens it.
+func (c *Cipher) Decrypt(s string) ([]byte, error) {
+	plain, _, err := c.open(s)
+	return plain, err
+}
+
+// Reseal is one step of a key rotation: it returns s sealed under the current
+// key, and whether that changed anything. An envelope the current key opens
+// is returned as it is; one a previous key opens, and a value that is no
+// envelope at all (plaintext written before encryption at rest), are sealed
+// anew. An envelope no key opens is an error, and nothing changes.
+func (c *Cipher) Reseal(s string) (string, bool, error) {
+	if !Encrypted(s) {
+		out, err := c.Encrypt([]byte(s))
+		return out, err == nil, err
+	}
+	plain, key, err := c.open(s)
+	if err != nil {
+		return "", false, err
+	}
+	if key == 0 {
+		return s, false, nil
+	}
+	out, err := c.Encrypt(plain)
+	return out, err == nil, err
+}
+
+// Encrypted reports whether s is meant as an envelope rather than a value
+// written in plaintext before encryption at rest: it begins as every
+// envelope does. Whether it opens is Decrypt's to say, so an envelope that
+// was tampered with is refused, never taken for plaintext.
+func (c *Cipher) Encrypted(s string) bool { return Encrypted(s) }
+
+// Encrypted reports whether s is meant as an envelope (see Cipher.Encrypted).
+func Encrypted(s string) bool { return strings.HasPrefix(s, envelopePrefix) }
+
+// Digest is a short stand-in for a secret in logs and listings: the first
+// 12 hex characters of its HMAC-SHA256 under a key derived from the current
+// key. It is stable for one APP_KEY, and tells nothing of the value to
+// whoever lacks the key (an unkeyed hash of a guessable key would).
+func (c *Cipher) Digest(s string) string {
+	m := hmac.New(sha256.New, c.digest)
+	m.Write([]byte(s))
+	return hex.EncodeToString(m.Sum(nil)[:digestBytes])
+}
+
+// String keeps the keys out of any log line a Cipher is printed in.
+func (c *Cipher) String() string { return "crypt.Cipher{keys: redacted}" }
+
+// GoString is String, for %#v.
+func (c *Cipher) GoString() string { return c.String() }
+
+// open decrypts s and says which key opened it (0: the current one).
+func (c *Cipher) open(s string) ([]byte, int, error) {
+	nonce, sealed, err := parse(s)
+	if err != nil {
+		return nil, -1, err
+	}
+	for i, k := range c.keys {
+		if plain, err := k.Open(nil, nonce, sealed, nil); err == nil {
+			return plain, i, nil
+		}
+	}
+	return nil, -1, ErrDecrypt
+}
+
+// parse checks an envelope the way Laravel's Encrypter does (iv, value, mac
+// and tag present and strings, a 12-byte iv, a 16-byte tag) and
+// returns the nonce and the ciphertext with its tag appended, as Open wants.
+func parse(s string) (nonce, sealed []byte, err error) {
+	js, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, nil, ErrInvalid
+	}
+	var env struct{ IV, Value, MAC, Tag *string } // nil: missing, or null
+	if err := json.Unmarshal(js, &env); err != nil || env.IV == nil || env.Value == nil || env.MAC == nil || env.Tag == nil {
+		return nil, nil, ErrInvalid
+	}
+	nonce, err1 := base64.StdEncoding.DecodeString(*env.IV)
+	ct, err2 := base64.StdEncoding.DecodeString(*env.Value)
+	tag, err3 := base64.StdEncoding.DecodeString(*env.Tag)
+	if err1 != nil || err2 != nil || err3 != nil || len(nonce) != nonceSize || len(tag) != tagSize {
+		return nil, nil, ErrInvalid
+	}
+	return nonce, append(ct, tag...), nil
+}
