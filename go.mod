@@ -2,6 +2,12 @@ module github.com/licensor-api/licensor
 
 go 1.26.0
 
+// The toolchain CI and releases build with: Go older than 1.26.10 carries
+// known standard-library vulnerabilities (one reachable: MIME header parsing).
+// Machines whose GOTOOLCHAIN is "local" ignore this line; .ci/run exports
+// GOTOOLCHAIN=go1.27.3, which the go command fetches from the module proxy.
+toolchain go1.27.3
+
 require (
 	github.com/glebarez/sqlite v1.11.0
 	github.com/go-sql-driver/mysql v1.10.1
