@@ -32,7 +32,11 @@ func (e *UnavailableError) Unavailable() bool { return true }
 
 // MySQL server errors that mean "not now".
 var mysqlUnavailable = map[uint16]bool{
+	1021: true, // disk full
 	1040: true, // too many connections
+	1041: true, // out of memory
+	1114: true, // the table is full
+	1203: true, // max_user_connections
 	1053: true, // server shutdown in progress
 	1205: true, // lock wait timeout (past RetryOnConflict's retries)
 	1213: true, // deadlock (past RetryOnConflict's retries)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -124,5 +125,79 @@ func TestRevokeKilledMidCallIsReconciled(t *testing.T) {
 		a.wantVendorCalls("DELETE", 2) // the lost one, and the reconciler's (a 404)
 		// The domain is free again.
 		a.create(acme, "acme.test")
+	})
+}
+
+// The vendor deleted the site but the revoke could not be recorded: the
+// intent is kept (202), never reopened as active, and the reconciler
+// records it (the vendor's 404 counts as done).
+func TestRevokeRecordedFailureAfterVendorDeleteIsPending(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		id := a.create(acme, "acme.test")
+		trigger := map[string]string{
+			"sqlite": "CREATE TRIGGER revoke_fails BEFORE UPDATE ON licenses WHEN NEW.status = 'revoked' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+			"mysql":  "CREATE TRIGGER revoke_fails BEFORE UPDATE ON licenses FOR EACH ROW BEGIN IF NEW.status = 'revoked' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'disk full'; END IF; END",
+		}[db.Dialect]
+		if err := db.Gorm.Exec(trigger).Error; err != nil {
+			t.Fatal(err)
+		}
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).pendingOperation()
+		if a.vendor.siteCount() != 0 {
+			t.Fatal("the vendor still holds the site")
+		}
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoking {
+			t.Errorf("status = %v, want revoking (never active again once the site is gone)", d["status"])
+		}
+		if err := db.Gorm.Exec("DROP TRIGGER revoke_fails").Error; err != nil {
+			t.Fatal(err)
+		}
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile results = %q, want completed", got)
+		}
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoked {
+			t.Errorf("status = %v, want revoked", d["status"])
+		}
+	})
+}
+
+// A revoke an earlier attempt left revoking (its outcome unknown) is never
+// reopened by a later attempt that fails without effect: that attempt cannot
+// know the earlier one did not reach the vendor, so the intent stays kept.
+func TestRevokeNeverReopensWhatAnEarlierAttemptMayHaveDone(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := newClock()
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		acme := a.consumer("acme")
+		id := a.create(acme, "acme.test")
+		a.vendor.script("DELETE", reply{status: 503, body: `{}`, commit: true}) // done, answer lost
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).pendingOperation()
+		busy := reply{status: 429, body: `{}`, header: map[string]string{"Retry-After": "1"}}
+		a.vendor.script("DELETE", busy, busy, busy, busy)
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultFailed {
+			t.Fatalf("reconcile = %q, want failed", got)
+		}
+		a.vendor.script("DELETE", busy, busy, busy, busy)
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).pendingOperation() // the retry takes the failed intent over
+		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoking {
+			t.Errorf("status = %v, want still revoking", d["status"])
+		}
+	})
+}
+
+// An expired intent that failed is not replaced by another request under
+// its key: it may have had an effect nobody else knows of.
+func TestExpiredFailedIntentIsNotReplacedByAnotherRequest(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := newClock()
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		acme := a.consumer("acme")
+		id := a.failIntent(acme, "order-4010", acmeBody, clk)
+		clk.Add(25 * time.Hour) // past IDEMPOTENCY_TTL (and the test token's lifetime)
+		acme = a.consumer("acme")
+		a.do(http.MethodPost, "/api/licenses", `{"name":"Other","domain":"other.test"}`, keyed(acme, "order-4010")...).
+			wantError(http.StatusUnprocessableEntity, "idempotency_key_reused")
+		a.do(http.MethodGet, "/api/operations/"+id, "", acme...).wantStatus(http.StatusOK)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -295,16 +296,33 @@ func TestReconcileLeavesRecentlyLapsedLeases(t *testing.T) {
 }
 
 // The outbox rule: an intent that cannot be put on the record is never sent
-// to the vendor. The client gets a 503 to retry, keyed or not.
+// to the vendor, keyed or not. A store that is unavailable for now (here: a
+// full table on MySQL) is a 503 to retry; a store that is broken (here: its
+// table gone) is a 500 that shows nothing of the database.
 func TestIntentThatCannotBeRecordedIsNeverSent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		if err := db.Gorm.Exec("DROP TABLE idempotency_keys").Error; err != nil { // the store fails
+		if db.Dialect == database.MySQL {
+			full := "CREATE TRIGGER table_full BEFORE INSERT ON idempotency_keys FOR EACH ROW SIGNAL SQLSTATE 'HY000' SET MYSQL_ERRNO = 1114, MESSAGE_TEXT = 'The table is full'"
+			if err := db.Gorm.Exec(full).Error; err != nil {
+				t.Fatal(err)
+			}
+			a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+			a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-2010")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		}
+		if err := db.Gorm.Exec("DROP TABLE idempotency_keys").Error; err != nil { // the store is broken
 			t.Fatal(err)
 		}
-		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
-		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-2010")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		for _, r := range []*response{
+			a.do(http.MethodPost, "/api/licenses", acmeBody, acme...),
+			a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-2011")...),
+		} {
+			r.wantStatus(http.StatusInternalServerError)
+			if strings.Contains(r.Body.String(), "idempotency_keys") {
+				t.Errorf("the answer shows the database's words: %s", r.Body.String())
+			}
+		}
 		a.wantVendorCalls("", 0)
 	})
 }

@@ -2,9 +2,11 @@ package http
 
 import (
 	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
 )
 
 // routes declares every route in one place, each with the ability it needs,
@@ -18,7 +20,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id/events", s.licenseEvents, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite),
+	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite), licenseIDParam,
 		s.idem.Middleware("licenses.destroy", idempotency.Options{Key: func(c echo.Context) string { return c.Param("id") }}))
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
@@ -29,4 +31,15 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))
 	e.DELETE("/api/tokens/:id", s.revokeToken, s.ability(auth.TokensManage))
+}
+
+// licenseIDParam answers 404 for an id that cannot be a license's (a ULID:
+// 26 characters of Crockford's base32) before anything is recorded under it.
+func licenseIDParam(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, err := ulid.ParseStrict(c.Param("id")); err != nil {
+			return licenses.ErrNotFound
+		}
+		return next(c)
+	}
 }

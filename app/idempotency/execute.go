@@ -131,7 +131,7 @@ func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) erro
 	defer cancel()
 	if err := g.keepAuto(ctx, rec, g.requestID(c)); err != nil {
 		g.cfg.Log.Error("record intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
-		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return notRecorded(err)
 	}
 	return g.execute(c, next, rec, "executed")
 }

@@ -211,7 +211,7 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 	// The fast path for retries: a completed record needs no reservation.
 	found, err := g.cfg.Store.Find(ctx, rec.scope())
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return notRecorded(err)
 	}
 	if found != nil && found.Status == StatusCompleted && !found.expired(rec.CreatedAt) {
 		return g.answerExisting(c, found, rec)
@@ -222,7 +222,7 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+			return notRecorded(err)
 		}
 		if ok {
 			return g.execute(c, next, rec, "executed")
@@ -232,7 +232,7 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 		}
 		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+			return notRecorded(err)
 		}
 		if won {
 			return g.execute(c, next, rec, "taken_over")
@@ -242,6 +242,17 @@ func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error 
 	return ErrInProgress
 }
 
+// notRecorded is the answer when the store failed before the work began:
+// ErrNotRecorded (503, retry) when the database is unavailable for now; any
+// other failure is returned as it is (a bug is a 500, not "retry").
+func notRecorded(err error) error {
+	var u interface{ Unavailable() bool }
+	if errors.As(err, &u) && u.Unavailable() {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return err
+}
+
 // takeable reports whether the existing record may be taken over for rec:
 // it expired, or it is rec's own intent and failed or was abandoned.
 func (g *Guard) takeable(existing, rec *Record) bool {
@@ -249,11 +260,13 @@ func (g *Guard) takeable(existing, rec *Record) bool {
 	if existing.Status == StatusPending {
 		return false // an accepted intent is settled by the reconciler, never replaced, expired or not
 	}
+	if existing.RequestHash != rec.RequestHash {
+		// Only a finished intent is forgotten at expiry: a failed or
+		// unsettled one may have had an effect nobody else knows of.
+		return existing.Status == StatusCompleted && existing.expired(now)
+	}
 	if existing.expired(now) {
 		return true
-	}
-	if existing.RequestHash != rec.RequestHash {
-		return false
 	}
 	return existing.Status == StatusFailed ||
 		existing.Status == StatusProcessing && !existing.leaseAlive(now)

@@ -152,18 +152,27 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		}
 		return Settled{}, false
 	}
-	wctx, cancel := context.WithTimeout(ctx, WorkBudget(r.cfg.Lease))
+	// The work ends within the budget of the lease the claim took, counted
+	// from the lease's start, as an owner's does.
+	wctx, cancel := context.WithDeadline(ctx, workDeadline(lease, r.cfg.Lease))
 	defer cancel()
 	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
-	result, settleErr := r.settle(ctx, rec, lease, res, err)
+	// What the attempt learnt is written even when the loop is stopping.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer scancel()
+	result, settleErr := r.settle(sctx, rec, lease, res, err)
 	if settleErr != nil {
 		r.cfg.Log.Error("settle pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", settleErr)
 		return Settled{}, false
 	}
 	r.cfg.Observe(result)
 	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
-	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
-		"result", result, "attempts", rec.Attempts+1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID), "error", err)
+	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
+		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID)}
+	if err != nil { // no error=<nil> on a success
+		attrs = append(attrs, "error", err)
+	}
+	r.cfg.Log.Info("reconciled", attrs...)
 	return s, true
 }
 

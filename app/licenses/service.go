@@ -220,19 +220,30 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}
+	markedHere := false // this call moved it active → revoking, and so may move it back
 	if lic.Status == StatusActive {
 		now := s.now().UTC().Truncate(time.Microsecond)
-		err := s.db.WithContext(ctx).Model(&License{}).Where("id = ? AND status = ?", id, StatusActive).
-			Updates(map[string]any{"status": StatusRevoking, "updated_at": now}).Error
-		if err != nil {
-			return fmt.Errorf("mark license revoking: %w", err)
+		res := s.db.WithContext(ctx).Model(&License{}).Where("id = ? AND status = ?", id, StatusActive).
+			Updates(map[string]any{"status": StatusRevoking, "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("mark license revoking: %w", res.Error)
 		}
+		markedHere = res.RowsAffected == 1
 	}
 	err = s.deleteSite(ctx, lic)
 	var uncertain *UncertainError
-	if err != nil && !errors.As(err, &uncertain) {
-		// Nothing happened at the vendor: the license is active again.
-		return errors.Join(err, s.transition(ctx, lic, StatusRevoking, StatusActive, EventFailed))
+	if err == nil || errors.As(err, &uncertain) {
+		return err
+	}
+	if !markedHere {
+		// An earlier attempt marked it revoking and may have reached the
+		// vendor: keep the intent for the reconciler rather than reopen it.
+		return &UncertainError{Err: err}
+	}
+	// Nothing happened at the vendor: the license is active again. If even
+	// that cannot be written, the intent is kept and finished later.
+	if rerr := s.transition(ctx, lic, StatusRevoking, StatusActive, EventFailed); rerr != nil {
+		return &UncertainError{Err: errors.Join(err, rerr)}
 	}
 	return err
 }
@@ -255,7 +266,12 @@ func (s *Service) deleteSite(ctx context.Context, lic License) error {
 	if err := s.vendor.DeleteSite(ctx, lic.VendorSiteID); err != nil {
 		return fmt.Errorf("delete vendor site: %w", err)
 	}
-	return s.transition(ctx, lic, "", StatusRevoked, EventRevoked)
+	if err := s.transition(ctx, lic, "", StatusRevoked, EventRevoked); err != nil {
+		// The vendor deleted the site and we could not record it: as unknown
+		// as a lost answer, and finished the same way (a 404 counts as done).
+		return &UncertainError{Err: err}
+	}
+	return nil
 }
 
 // transition moves the license to status (from from, or from any state but
