@@ -13,9 +13,11 @@ import (
 func WorkBudget(lease time.Duration) time.Duration { return lease - lease/5 }
 
 // workDeadline is when the work under a lease of length lease, ending at
-// leaseEnd, must stop. Time already spent reserving comes out of the budget.
-func workDeadline(leaseEnd time.Time, lease time.Duration) time.Time {
-	return leaseEnd.Add(WorkBudget(lease) - lease)
+// leaseEnd on the service's clock (now on that clock), must stop: a real
+// time, as context deadlines are, whatever clock the service runs on. Time
+// already spent since the lease began comes out of the budget.
+func workDeadline(leaseEnd, now time.Time, lease time.Duration) time.Time {
+	return time.Now().Add(leaseEnd.Sub(now) + WorkBudget(lease) - lease)
 }
 
 // detach returns the context owned work runs on: it keeps parent's values

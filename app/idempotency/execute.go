@@ -78,7 +78,7 @@ func (e *PendingError) Unwrap() error { return e.Err }
 // handler runs detached from the client's connection, within the work budget
 // of the lease (which began before the reservation).
 func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outcome string) error {
-	ctx, cancel := detach(c.Request().Context(), workDeadline(*rec.LockedUntil, g.cfg.LockTimeout))
+	ctx, cancel := detach(c.Request().Context(), workDeadline(*rec.LockedUntil, g.now(), g.cfg.LockTimeout))
 	defer cancel()
 	c.SetRequest(c.Request().WithContext(ctx))
 	capture := &captureWriter{ResponseWriter: c.Response().Writer}

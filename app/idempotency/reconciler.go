@@ -154,7 +154,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	}
 	// The work ends within the budget of the lease the claim took, counted
 	// from the lease's start, as an owner's does.
-	wctx, cancel := context.WithDeadline(ctx, workDeadline(lease, r.cfg.Lease))
+	wctx, cancel := context.WithDeadline(ctx, workDeadline(lease, r.now(), r.cfg.Lease))
 	defer cancel()
 	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	// What the attempt learnt is written even when the loop is stopping.
