@@ -49,6 +49,9 @@ type Config struct {
 	PruneEvery  time.Duration
 	TokenTTL    time.Duration
 	TokenMaxTTL time.Duration // the longest lifetime a token may be issued with; TokenTTL is at most this
+	// RateLimitPerMinute is how many requests each consumer may make per
+	// minute (RATE_LIMIT_PER_MINUTE); 0 turns rate limiting off.
+	RateLimitPerMinute int
 
 	LogLevel  string
 	LogFormat string
@@ -79,6 +82,9 @@ type Vendor struct {
 	RetryAttempts int
 	RetryBase     time.Duration
 	RetryMaxWait  time.Duration
+	// AllowFake lets production run the in-memory fake driver
+	// (VENDOR_ALLOW_FAKE, for demos); production refuses it otherwise.
+	AllowFake bool
 }
 
 // Idempotency configures the Idempotency-Key layer.
@@ -137,6 +143,8 @@ func (v *values) load() Config {
 		TokenTTL:        v.duration("TOKEN_TTL", "2160h"),
 		TokenMaxTTL:     v.duration("TOKEN_MAX_TTL", "8760h"),
 		LogLevel:        v.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		// 0 turns it off; the bound keeps a window's count in an INT UNSIGNED.
+		RateLimitPerMinute: v.intRange("RATE_LIMIT_PER_MINUTE", 600, 0, 1_000_000_000),
 	}
 	if c.TokenTTL > 0 && c.TokenMaxTTL > 0 && c.TokenTTL > c.TokenMaxTTL {
 		v.fail("TOKEN_TTL", "%v is longer than TOKEN_MAX_TTL (%v); tokens may not live that long", c.TokenTTL, c.TokenMaxTTL)
@@ -151,10 +159,15 @@ func (v *values) load() Config {
 		RetryAttempts: v.intRange("VENDOR_RETRY_ATTEMPTS", 3, 0, 100),
 		RetryBase:     v.duration("VENDOR_RETRY_BASE", "500ms"),
 		RetryMaxWait:  v.duration("VENDOR_RETRY_MAX_WAIT", "10s"),
+		AllowFake:     v.boolean("VENDOR_ALLOW_FAKE", false),
 	}
 	if c.Vendor.Driver == "http" {
 		v.requireURL("VENDOR_URL", c.Vendor.URL)
 		v.require("VENDOR_TOKEN", c.Vendor.Token)
+	}
+	if c.Env == EnvProduction && c.Vendor.Driver == "fake" && !c.Vendor.AllowFake {
+		v.fail("VENDOR_DRIVER", "%q (the default) keeps sites in memory and is refused in production: "+
+			"set VENDOR_DRIVER=http with VENDOR_URL and VENDOR_TOKEN, or VENDOR_ALLOW_FAKE=true for a demo", c.Vendor.Driver)
 	}
 	c.Idempotency = Idempotency{
 		TTL:         v.duration("IDEMPOTENCY_TTL", "24h"),

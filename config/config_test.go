@@ -66,12 +66,53 @@ func TestHTTPVendorNeedsURLAndToken(t *testing.T) {
 
 func TestProductionRefusesToStartWithoutKey(t *testing.T) {
 	t.Chdir(t.TempDir())
-	_, err := Load(envOf(map[string]string{"APP_ENV": "production"}))
+	_, err := Load(envOf(map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true"}))
 	if err == nil || !strings.Contains(err.Error(), "APP_KEY") {
 		t.Fatalf("err = %v, want APP_KEY named", err)
 	}
 	if _, statErr := os.Stat(filepath.Join("storage", keyFile)); !os.IsNotExist(statErr) {
 		t.Errorf("production wrote a key file: %v", statErr)
+	}
+}
+
+// Production refuses the in-memory fake vendor (the default driver) unless
+// VENDOR_ALLOW_FAKE=true says it is a demo; the refusal names both variables.
+func TestProductionRefusesFakeVendor(t *testing.T) {
+	if example, err := os.ReadFile(filepath.Join("..", ".env.example")); err != nil || !strings.Contains(string(example), "\nVENDOR_ALLOW_FAKE=false\n") {
+		t.Errorf(".env.example lacks VENDOR_ALLOW_FAKE=false (%v)", err)
+	}
+	t.Chdir(t.TempDir())
+	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	with := func(extra ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range prod {
+			m[k] = v
+		}
+		for i := 0; i < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	for _, vars := range []map[string]string{with(), with("VENDOR_DRIVER", "fake"), with("VENDOR_ALLOW_FAKE", "false")} {
+		_, err := Load(envOf(vars))
+		if err == nil || !strings.Contains(err.Error(), "VENDOR_DRIVER") || !strings.Contains(err.Error(), "VENDOR_ALLOW_FAKE") {
+			t.Errorf("%v: err = %v, want VENDOR_DRIVER and VENDOR_ALLOW_FAKE named", vars, err)
+		}
+	}
+	c, err := Load(envOf(with("VENDOR_ALLOW_FAKE", "true")))
+	if err != nil || c.Vendor.Driver != "fake" || !c.Vendor.AllowFake {
+		t.Errorf("VENDOR_ALLOW_FAKE=true: driver %q, allow %v, err %v; want the fake allowed", c.Vendor.Driver, c.Vendor.AllowFake, err)
+	}
+	if _, err := Load(envOf(with("VENDOR_DRIVER", "http", "VENDOR_URL", "https://vendor.test", "VENDOR_TOKEN", "t"))); err != nil {
+		t.Errorf("production with the http driver: %v", err)
+	}
+	if _, err := Load(envOf(with("VENDOR_ALLOW_FAKE", "maybe"))); err == nil || !strings.Contains(err.Error(), "VENDOR_ALLOW_FAKE") {
+		t.Errorf("VENDOR_ALLOW_FAKE=maybe: err = %v, want it named", err)
+	}
+	for _, env := range []string{"local", "testing"} {
+		if c, err := Load(envOf(map[string]string{"APP_ENV": env, "APP_KEY": prod["APP_KEY"]})); err != nil || c.Vendor.AllowFake {
+			t.Errorf("APP_ENV=%s with the fake: allow %v, err %v; want it accepted, VENDOR_ALLOW_FAKE false by default", env, c.Vendor.AllowFake, err)
+		}
 	}
 }
 

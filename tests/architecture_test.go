@@ -29,6 +29,7 @@ var rules = []rule{
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
 	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
+	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
 	{"app/crypt", []string{"third-party", module + "/"}},
 	{"client", []string{"third-party", module + "/"}},

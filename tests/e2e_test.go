@@ -207,7 +207,10 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", nil, []string{"frobnicate"}, 2},
 		{"unknown flag", nil, []string{"serve", "--frobnicate"}, 2},
 		{"missing argument", nil, []string{"token", "revoke"}, 2},
-		{"failure", []string{"APP_ENV=production"}, []string{"migrate", "status"}, 1},
+		{"failure", []string{"APP_ENV=production", "VENDOR_ALLOW_FAKE=true"}, []string{"migrate", "status"}, 1}, // no APP_KEY
+		{"production with the fake vendor", []string{"APP_ENV=production", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, []string{"serve"}, 1},
+		{"version", nil, []string{"--version"}, 0},
+		{"--help", nil, []string{"--help"}, 0},
 		{"help", nil, []string{"help"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

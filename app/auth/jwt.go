@@ -64,6 +64,11 @@ func (s signer) parse(raw string) (*claims, error) {
 		jwt.WithTimeFunc(s.now),
 		jwt.WithLeeway(5*time.Second),
 	)
+	if errors.Is(err, jwt.ErrTokenInvalidIssuer) {
+		// The signature is good (it is checked before the claims): a token
+		// of this key issued under another APP_URL.
+		return nil, &issuerError{got: c.Issuer, err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -72,3 +77,14 @@ func (s signer) parse(raw string) (*claims, error) {
 	}
 	return &c, nil
 }
+
+// issuerError is parse's refusal of a well-signed token whose iss is not
+// this server's APP_URL: Verify logs why at Debug, the client sees a bare
+// 401.
+type issuerError struct {
+	got string // the token's iss
+	err error
+}
+
+func (e *issuerError) Error() string { return e.err.Error() }
+func (e *issuerError) Unwrap() error { return e.err }

@@ -46,7 +46,9 @@ type Config struct {
 	// shortening it. Zero: DefaultMaxTTL. A DefaultTTL above it is lowered
 	// to it (config.Load refuses that configuration first).
 	MaxTTL time.Duration
-	// Log receives the warnings of the last_used_at writer. Nil: discarded.
+	// Log receives the warnings of the last_used_at writer, and at Debug
+	// why Verify refused a well-signed token of another issuer. Nil:
+	// discarded.
 	Log *slog.Logger
 	// Now is the clock for issuing, verifying and recording uses. Nil:
 	// time.Now.
@@ -216,6 +218,12 @@ type Principal struct {
 // Flush to write to last_used_at (at most once per token a minute).
 func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 	c, err := s.signer.parse(raw)
+	var ie *issuerError
+	if errors.As(err, &ie) {
+		// A common misconfiguration (replicas or an old token under another
+		// APP_URL) that the client only sees as a 401. Never the token.
+		s.log.Debug("token issuer does not match APP_URL", "iss", ie.got, "expected", s.signer.issuer)
+	}
 	if err != nil {
 		return Principal{}, ErrUnauthenticated
 	}

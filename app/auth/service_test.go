@@ -212,6 +212,49 @@ func TestExpiredRowRefusedEvenWithLiveJWT(t *testing.T) {
 	})
 }
 
+// A token signed with this key under another APP_URL is a bare
+// ErrUnauthenticated; the log says why at Debug, with both issuers and
+// never the token, and says nothing above Debug.
+func TestForeignIssuerLoggedAtDebug(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Now()}
+		other := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "http://old.test", DefaultTTL: time.Hour, Now: clk.now})
+		issued := issue(t, other, "acme")
+		for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+			var logs syncBuffer
+			s := newTestService(db, clk, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level})))
+			if _, err := s.Verify(context.Background(), issued.Secret); err != ErrUnauthenticated {
+				t.Fatalf("Verify of a foreign issuer's token = %v, want ErrUnauthenticated", err)
+			}
+			got := logs.String()
+			if level == slog.LevelInfo {
+				if got != "" {
+					t.Errorf("at Info the log shows %q, want nothing", got)
+				}
+				continue
+			}
+			for _, want := range []string{"level=DEBUG", `msg="token issuer does not match APP_URL"`, "iss=http://old.test", "expected=iss"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("log lacks %s:\n%s", want, got)
+				}
+			}
+			if sig := issued.Secret[strings.LastIndex(issued.Secret, ".")+1:]; strings.Contains(got, sig) || strings.Contains(got, issued.Secret) {
+				t.Errorf("the log shows the token:\n%s", got)
+			}
+		}
+		// A bad signature or an expired token of this issuer is no issuer problem.
+		var logs syncBuffer
+		s := newTestService(db, clk, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		own := issue(t, s, "acme")
+		if _, err := s.Verify(context.Background(), own.Secret+"x"); err != ErrUnauthenticated {
+			t.Fatalf("Verify of a bad signature = %v, want ErrUnauthenticated", err)
+		}
+		if strings.Contains(logs.String(), "issuer") {
+			t.Errorf("a bad signature was logged as an issuer mismatch:\n%s", logs.String())
+		}
+	})
+}
+
 func TestRevocationTakesEffectAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := &clock{t: time.Now()}

@@ -16,6 +16,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -128,6 +129,7 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 	if vendor == nil {
 		opts := append([]vendorclient.Option{
 			vendorclient.WithObserver(b.Metrics.ObserveVendor, b.Metrics.ObserveVendorRetry),
+			vendorclient.WithUserAgent(readBuildVersion().UserAgent()), // what `licensor version` prints
 		}, o.VendorOptions...)
 		if vendor, err = vendorclient.New(cfg.Vendor, b.Log, opts...); err != nil {
 			return nil, errors.Join(err, b.Close())
@@ -171,6 +173,7 @@ func (a *App) Server() *echo.Echo {
 		Licenses:         a.Licenses,
 		Metrics:          a.Metrics,
 		MetricsElsewhere: cfg.MetricsAddr != "",
+		RateLimit:        a.rateLimiter(),
 		Idempotency: idempotency.Config{
 			Store:       a.Store,
 			TTL:         cfg.Idempotency.TTL,
@@ -179,6 +182,20 @@ func (a *App) Server() *echo.Echo {
 			Log:         a.Log,
 			Now:         a.now,
 		},
+	})
+}
+
+// rateLimiter counts RATE_LIMIT_PER_MINUTE per consumer: in the database on
+// MySQL, so that every replica on it shares the count; in this process on
+// SQLite, which one process serves.
+func (a *App) rateLimiter() *ratelimit.Limiter {
+	return ratelimit.New(ratelimit.Config{
+		PerMinute:   a.Config.RateLimitPerMinute,
+		Shared:      a.DB.Dialector.Name() == database.MySQL,
+		DB:          a.DB,
+		Retry:       database.RetryOnConflict,
+		Unavailable: database.IsDown,
+		Log:         a.Log,
 	})
 }
 

@@ -63,22 +63,31 @@ func commands() []command {
 		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY", keysCmd},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
 		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", licensesCmd},
+		{"backup", "a consistent copy of the SQLite database while serve runs (MySQL: mysqldump)", backup},
+		{"healthcheck", "exit 0 when /readyz (or a URL) answers 2xx: the container's health check", healthcheck},
+		{"version", "print the version, the commit and the Go version of this build", versionCmd},
+		{"help", "print this list; `licensor help <command>` prints a command's flags", nil},
 	}
 }
 
 // Run is the whole program: main only adds the process's signals, arguments,
 // environment and streams, so tests can run it with their own.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	name, rest := "serve", args
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, rest = args[0], args[1:]
-	}
-	if name == "help" || name == "-h" || name == "--help" {
-		printUsage(stdout)
-		return nil
+	name, rest := "serve", args // no command, or flags only: serve's
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			return help(ctx, args[1:], getenv, stdout, stderr)
+		case "-version", "--version":
+			name, rest = "version", args[1:]
+		default:
+			if !strings.HasPrefix(args[0], "-") {
+				name, rest = args[0], args[1:]
+			}
+		}
 	}
 	for _, c := range commands() {
-		if c.name == name {
+		if c.name == name && c.run != nil {
 			return c.run(ctx, env{args: rest, getenv: getenv, stdout: stdout, stderr: stderr})
 		}
 	}
@@ -86,12 +95,58 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return usagef("unknown command %q", name)
 }
 
+// help prints the list of commands on stdout; `help <command>` is
+// `<command> --help`.
+func help(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		printUsage(stdout)
+		return nil
+	case len(args) > 1 || args[0] == "help" || strings.HasPrefix(args[0], "-"):
+		return usagef("help: give at most one command, e.g. `licensor help token`")
+	}
+	return Run(ctx, []string{args[0], "--help"}, getenv, stdout, stderr)
+}
+
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: licensor <command> [flags]\n\ncommands:")
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\n`licensor <command> --help` prints a command's flags.")
+}
+
+// setUsage gives a command's --help the house style: the usage line (after
+// "licensor "), a one-line summary, then the flags if it has any.
+func setUsage(fs *flag.FlagSet, line, summary string) {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: licensor %s\n\n%s\n", line, summary)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(w, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+}
+
+// subcommand is one line of a command's list of subcommands.
+type subcommand struct{ name, summary string }
+
+// printSubcommands is the --help of a command made of subcommands (token,
+// licenses), in the house style: the usage line, a one-line summary, then
+// the subcommands.
+func printSubcommands(w io.Writer, line, summary string, subs []subcommand) {
+	fmt.Fprintf(w, "usage: licensor %s\n\n%s\n\nsubcommands:\n", line, summary)
+	for _, s := range subs {
+		fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\n`licensor %s <subcommand> --help` prints a subcommand's flags.\n", strings.Fields(line)[0])
 }
 
 // parseFlags parses a command's flags; --help prints them and is no error.

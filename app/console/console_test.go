@@ -70,6 +70,42 @@ func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 	}
 }
 
+// Production refuses the in-memory fake vendor, the default driver: every
+// command exits 1 naming VENDOR_DRIVER and VENDOR_ALLOW_FAKE, before
+// anything is opened; VENDOR_ALLOW_FAKE=true serves, with the fake's warning.
+func TestProductionRefusesFakeVendor(t *testing.T) {
+	t.Chdir(t.TempDir())
+	addr := freeAddr(t)
+	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	// Cancelled: were the refusal missing, serve would stop at once instead
+	// of holding the test up.
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	for _, args := range [][]string{nil, {"serve"}, {"reconcile"}, {"token", "list"}} {
+		err := Run(stopped, args, getenvOf(vars), &bytes.Buffer{}, &bytes.Buffer{})
+		if ExitCode(err) != 1 || !strings.Contains(err.Error(), "VENDOR_DRIVER") || !strings.Contains(err.Error(), "VENDOR_ALLOW_FAKE") {
+			t.Errorf("%q in production with the fake = %v, want exit 1 naming VENDOR_DRIVER and VENDOR_ALLOW_FAKE", args, err)
+		}
+	}
+	if _, err := os.Stat("storage"); !os.IsNotExist(err) {
+		t.Error("the refusal came after storage/ was made")
+	}
+
+	vars["VENDOR_ALLOW_FAKE"] = "true"
+	stderr := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, nil, getenvOf(vars), &bytes.Buffer{}, stderr) }()
+	waitHealthy(t, "http://"+addr, done)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve with VENDOR_ALLOW_FAKE=true: %v", err)
+	}
+	if log := stderr.String(); !strings.Contains(log, "in-memory fake") || !strings.Contains(log, `"vendor_driver":"fake"`) {
+		t.Errorf("log lacks the fake's warning:\n%s", log)
+	}
+}
+
 // TestServeWithNoConfiguration is `go run .` on a fresh machine: no .env,
 // no database server; it migrates SQLite, serves /healthz, and stops cleanly.
 func TestServeWithNoConfiguration(t *testing.T) {
@@ -113,8 +149,8 @@ func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
 	if err := Run(context.Background(), []string{"migrate", "status"}, env, &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatalf("migrate status: %v", err)
 	}
-	if got := strings.Count(stdout.String(), "true"); got != 5 {
-		t.Errorf("status shows %d applied migrations, want all 5:\n%s", got, stdout.String())
+	if got := strings.Count(stdout.String(), "true"); got != 6 {
+		t.Errorf("status shows %d applied migrations, want all 6:\n%s", got, stdout.String())
 	}
 }
 

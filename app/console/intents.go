@@ -94,6 +94,7 @@ func parseListOptions(e env) (listOptions, bool, error) {
 	fs.IntVar(&o.page, "page", 1, "the page, from 1")
 	fs.IntVar(&o.perPage, "per-page", 50, "intents per page, 1 to 100")
 	fs.BoolVar(&o.json, "json", false, "print a JSON array instead of a table")
+	setUsage(fs, "intents list [flags]", "Lists intents (idempotency records), oldest first, as a table or a JSON array; the page line goes to stderr.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return o, false, err
 	}
@@ -139,10 +140,7 @@ func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter
 func intentsShow(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of a field a line")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: licensor intents show ID [--json]")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "intents show ID [--json]", "Shows one intent: its status, operation, consumer and outcome, never its key or bodies.")
 	id, ok, err := oneID(fs, e, "intents show")
 	if !ok {
 		return err
@@ -167,9 +165,7 @@ func intentsShow(ctx context.Context, e env) error {
 // for the reconciler's next pass.
 func intentsRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents retry", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: licensor intents retry ID\n\nPuts a failed intent back to pending, its attempts reset.")
-	}
+	setUsage(fs, "intents retry ID", "Puts a failed intent back to pending, its attempts reset.")
 	id, ok, err := oneID(fs, e, "intents retry")
 	if !ok {
 		return err

@@ -266,6 +266,44 @@ func TestIntentsRetry(t *testing.T) {
 	})
 }
 
+// The reconciler's "reconciled" line carries error= only when the attempt
+// failed, not error=<nil> on a success.
+func TestReconciledLogsErrorOnlyWhenThereIsOne(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		f := newIntentsFixture(t, db)
+		past := time.Now().Add(-time.Minute).UTC()
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("public_id = ?", f.pending).Update("locked_until", past).Error; err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if err := Run(context.Background(), []string{"reconcile"}, f.env, &stdout, &stderr); err != nil {
+			t.Fatalf("reconcile: %v\n%s", err, stderr.String())
+		}
+		line := lineWith(stderr.String(), `msg=reconciled`)
+		if line == "" || !strings.Contains(line, "intent="+f.pending) || !strings.Contains(line, "result=") {
+			t.Fatalf("no reconciled line for %s:\n%s", f.pending, stderr.String())
+		}
+		if strings.Contains(line, "error") {
+			t.Errorf("a success logs an error attribute: %s", line)
+		}
+
+		// The failed intent, back to pending, has no request to resume.
+		if _, _, err := f.run("retry", f.failed); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("public_id = ?", f.failed).Update("locked_until", past).Error; err != nil {
+			t.Fatal(err)
+		}
+		stderr.Reset()
+		if err := Run(context.Background(), []string{"reconcile"}, f.env, &stdout, &stderr); err != nil {
+			t.Fatalf("reconcile: %v\n%s", err, stderr.String())
+		}
+		if line := lineWith(stderr.String(), "msg=reconciled"); !strings.Contains(line, "intent="+f.failed) || !strings.Contains(line, `error="intent cannot be finished`) {
+			t.Errorf("a failed attempt's reconciled line lacks its error:\n%s", stderr.String())
+		}
+	})
+}
+
 // TestIntentsUsage: bad command lines exit 2 before anything is opened.
 func TestIntentsUsage(t *testing.T) {
 	t.Chdir(t.TempDir())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -21,6 +22,10 @@ import (
 // LICENSOR_URL is not set: where `go run .` serves it.
 const defaultLicensorURL = "http://127.0.0.1:8080"
 
+// licensesSummary is the line every `licensor licenses` help ends its
+// summary with: where the command finds the API.
+const licensesSummary = "A client of a running API at LICENSOR_URL (default " + defaultLicensorURL + "), with the token in LICENSOR_TOKEN."
+
 // licensesCmd is `licensor licenses create|list`: a client of a running
 // API, built on package client and its retry policy. It reads LICENSOR_URL
 // and LICENSOR_TOKEN only (config.Load is the server's).
@@ -32,7 +37,10 @@ func licensesCmd(ctx context.Context, e env) error {
 // sleep that records the backoff instead of waiting it out.
 func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
 	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		fmt.Fprintln(e.stderr, "usage: licensor licenses create|list [flags]  (LICENSOR_URL, LICENSOR_TOKEN)")
+		printSubcommands(e.stderr, "licenses create|list [flags]", licensesSummary, []subcommand{
+			{"create", "create a license for a domain; prints it as JSON on stdout"},
+			{"list", "list one page of your licenses, as a table or as JSON"},
+		})
 		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
 			return nil
 		}
@@ -49,21 +57,26 @@ func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
 	return usagef("licenses: unknown subcommand %q (create or list)", sub)
 }
 
-// licensesCreate prints the license as JSON on stdout and what happened on
-// stderr. It makes the intent's key itself, so that a run that gives up can
-// name it: the same command with that --key picks up the same outcome.
+// licensesCreate prints the license as JSON on stdout (--json, the default
+// and only format: scripts read it) and what happened on stderr. It makes
+// the intent's key itself, so that a run that gives up can name it: the
+// same command with that --key picks up the same outcome.
 func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 	fs := flag.NewFlagSet("licenses create", flag.ContinueOnError)
 	name := fs.String("name", "", "the license's name, e.g. the customer's (required)")
 	domain := fs.String("domain", "", "the domain to license, e.g. acme.test (required)")
 	key := fs.String("key", "", "the Idempotency-Key; give the one a failed run printed to get that intent's outcome (default: a new key)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long, retries included")
+	asJSON := fs.Bool("json", true, "print the license as JSON on stdout: the default and only format, kept for scripts (what happened goes to stderr)")
+	setUsage(fs, "licenses create [flags]", "Creates a license for the domain, safely retried under one Idempotency-Key. "+licensesSummary)
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
 	switch {
 	case fs.NArg() > 0:
 		return usagef("licenses create: unexpected argument %q (flags only: --name, --domain)", fs.Arg(0))
+	case !*asJSON:
+		return usagef("licenses create: --json=false: JSON is create's only output")
 	case *name == "" || *domain == "":
 		return usagef("licenses create: --name and --domain are required")
 	case *timeout <= 0:
@@ -100,12 +113,16 @@ func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 	return enc.Encode(lic)
 }
 
-// licensesList prints one page of the caller's licenses as a table.
+// licensesList prints one page of the caller's licenses as a table, or with
+// --json as the API's page ({"data":[…],"meta":{…}}); the page line goes to
+// stderr either way.
 func licensesList(ctx context.Context, e env, opts []client.Option) error {
 	fs := flag.NewFlagSet("licenses list", flag.ContinueOnError)
 	page := fs.Int("page", 1, "the page, from 1")
 	perPage := fs.Int("per-page", 15, "licenses per page, 1 to 100")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long, retries included")
+	asJSON := fs.Bool("json", false, `print the page as JSON, {"data":[license…],"meta":{…}}, instead of a table`)
+	setUsage(fs, "licenses list [flags]", "Lists one page of your licenses, newest first. "+licensesSummary)
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -131,16 +148,42 @@ func licensesList(ctx context.Context, e env, opts []client.Option) error {
 			return "check that licensor serves at " + base + " (LICENSOR_URL) and run the command again"
 		})
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tDOMAIN\tNAME\tSTATUS\tCREATED")
-	for _, l := range p.Licenses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Domain, l.Name, l.Status, l.CreatedAt.UTC().Format(time.RFC3339))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeLicenses(e.stdout, p, *asJSON); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "page %d of %d (%d in all)\n", p.CurrentPage, p.LastPage, p.Total)
 	return nil
+}
+
+// pageJSON is a page of licenses as the API writes it.
+type pageJSON struct {
+	Data []client.License `json:"data"`
+	Meta struct {
+		CurrentPage int `json:"current_page"`
+		PerPage     int `json:"per_page"`
+		Total       int `json:"total"`
+		LastPage    int `json:"last_page"`
+	} `json:"meta"`
+}
+
+// writeLicenses writes a page as a table, or as JSON in the API's shape.
+func writeLicenses(w io.Writer, p client.Page, asJSON bool) error {
+	if asJSON {
+		out := pageJSON{Data: p.Licenses}
+		if out.Data == nil {
+			out.Data = []client.License{} // [] rather than null
+		}
+		out.Meta.CurrentPage, out.Meta.PerPage, out.Meta.Total, out.Meta.LastPage = p.CurrentPage, p.PerPage, p.Total, p.LastPage
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tDOMAIN\tNAME\tSTATUS\tCREATED")
+	for _, l := range p.Licenses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Domain, l.Name, l.Status, l.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
 }
 
 // licensorClient builds the API client from LICENSOR_URL (default

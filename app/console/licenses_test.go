@@ -3,11 +3,13 @@ package console
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -178,6 +180,58 @@ func TestLicensesList(t *testing.T) {
 	}
 	if lines, _, _ := api.requests(); len(lines) != 1 || lines[0] != "GET /api/licenses?page=2&per_page=2" {
 		t.Errorf("requests = %q, want GET /api/licenses?page=2&per_page=2", lines)
+	}
+}
+
+// list --json prints the page as the API shapes it; create takes --json
+// too, its default: the same JSON as without it.
+func TestLicensesJSON(t *testing.T) {
+	api := newLicensesAPI(t, licensesReply{200, `{"data":[` + licensesTestJSON + `],` +
+		`"meta":{"current_page":1,"per_page":15,"total":1,"last_page":1}}`})
+	var stdout, stderr bytes.Buffer
+	if err := licensesCmd(context.Background(), licensesEnv([]string{"list", "--json"}, api.URL, &stdout, &stderr)); err != nil {
+		t.Fatalf("licenses list --json: %v", err)
+	}
+	var page struct {
+		Data []map[string]any `json:"data"`
+		Meta map[string]int   `json:"meta"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &page); err != nil {
+		t.Fatalf("list --json printed %q: %v", stdout.String(), err)
+	}
+	if len(page.Data) != 1 || page.Data[0]["id"] != "01JCLI" || page.Data[0]["license_key"] != "LK-9" ||
+		!reflect.DeepEqual(page.Meta, map[string]int{"current_page": 1, "per_page": 15, "total": 1, "last_page": 1}) {
+		t.Errorf("list --json = %s, want the page with its meta", stdout.String())
+	}
+	if got, want := stderr.String(), "page 1 of 1 (1 in all)\n"; got != want {
+		t.Errorf("stderr = %q, want %q", got, want)
+	}
+
+	empty := newLicensesAPI(t, licensesReply{200, `{"data":[],"meta":{"current_page":1,"per_page":15,"total":0,"last_page":1}}`})
+	stdout.Reset()
+	if err := licensesCmd(context.Background(), licensesEnv([]string{"list", "--json"}, empty.URL, &stdout, &bytes.Buffer{})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), `"data": []`) {
+		t.Errorf("an empty page = %s, want \"data\": []", stdout.String())
+	}
+
+	created := newLicensesAPI(t, licensesReply{201, `{"data":` + licensesTestJSON + `}`})
+	outputs := map[string]string{}
+	for _, args := range [][]string{{"create", "--name", "Acme", "--domain", "acme.test"}, {"create", "--json", "--name", "Acme", "--domain", "acme.test"}} {
+		var out bytes.Buffer
+		if err := licensesCmd(context.Background(), licensesEnv(args, created.URL, &out, &bytes.Buffer{})); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		outputs[strings.Join(args, " ")] = out.String()
+	}
+	if len(outputs) != 2 || outputs["create --name Acme --domain acme.test"] != outputs["create --json --name Acme --domain acme.test"] ||
+		!strings.Contains(outputs["create --json --name Acme --domain acme.test"], `"id": "01JCLI"`) {
+		t.Errorf("create with and without --json printed %q, want the same JSON", outputs)
+	}
+	err := licensesCmd(context.Background(), licensesEnv([]string{"create", "--json=false", "--name", "Acme", "--domain", "acme.test"}, created.URL, &bytes.Buffer{}, &bytes.Buffer{}))
+	if ExitCode(err) != 2 || !strings.Contains(err.Error(), "--json") {
+		t.Errorf("create --json=false = %v, want a usage error naming --json", err)
 	}
 }
 

@@ -58,6 +58,10 @@ func migrate(ctx context.Context, e env) error {
 		if err != nil {
 			return err
 		}
+		if v == 0 { // database.Migrator.Down: no migration was applied
+			log.Info("nothing to roll back", "database", cfg.DB.Redacted())
+			return nil
+		}
 		log.Info("rolled back", "database", cfg.DB.Redacted(), "version", v)
 	case "status":
 		st, err := m.Status(ctx)

@@ -29,7 +29,7 @@ func reconcile(ctx context.Context, e env) error {
 // false when the command should stop there (help printed, or err).
 func noArgs(e env, name, summary string) (ok bool, err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), "usage: licensor %s\n\n%s\n", name, summary) }
+	setUsage(fs, name, summary)
 	if ok, err := parseFlags(fs, e); !ok {
 		return false, err
 	}

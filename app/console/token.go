@@ -17,7 +17,11 @@ import (
 // tokenCmd is `licensor token issue|list|revoke`.
 func tokenCmd(ctx context.Context, e env) error {
 	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		fmt.Fprintln(e.stderr, "usage: licensor token issue|list|revoke [flags]")
+		printSubcommands(e.stderr, "token issue|list|revoke [flags]", "Issues, lists or revokes API tokens, in the configured database (no server needed).", []subcommand{
+			{"issue", "issue a token to a consumer (created if new); prints the token alone on stdout"},
+			{"list", "list the tokens, without their secrets"},
+			{"revoke", "revoke a token: it stops working on the next request"},
+		})
 		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
 			return nil
 		}
@@ -44,6 +48,7 @@ func tokenIssue(ctx context.Context, e env) error {
 	abilities := fs.String("abilities", "", "comma-separated: "+strings.Join(auth.Known, ", "))
 	name := fs.String("name", "cli", "a label for the token")
 	ttl := fs.Duration("ttl", 0, "lifetime, e.g. 720h (default TOKEN_TTL)")
+	setUsage(fs, "token issue [flags]", "Issues a token to the consumer, creating it if it is new; the token alone goes to stdout: TOKEN=$(licensor token issue …).")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -99,6 +104,7 @@ func issueUsageError(ve *auth.ValidationError) error {
 func tokenList(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("token list", flag.ContinueOnError)
 	consumer := fs.String("consumer", "", "only this consumer's tokens")
+	setUsage(fs, "token list [flags]", "Lists the tokens, newest first, as a table; secrets are stored nowhere and never shown.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -119,7 +125,7 @@ func tokenList(ctx context.Context, e env) error {
 
 func tokenRevoke(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: licensor token revoke ID") }
+	setUsage(fs, "token revoke ID", "Revokes the token (an ID from `licensor token list`): it stops working on the next request, on every replica.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}

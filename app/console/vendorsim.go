@@ -27,10 +27,7 @@ func vendorSim(ctx context.Context, e env) error {
 	fs.IntVar(&opts.DropCreates, "drop-creates", 0, "commit the first `N` creates, then drop their answer")
 	fs.IntVar(&opts.DropDeletes, "drop-deletes", 0, "commit the first `N` deletes, then drop their answer")
 	fs.StringVar(&opts.DropMode, "drop-mode", vendorclient.DropHang, "how an answer is dropped: hang (until the client gives up) or close (the connection)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: licensor vendor-sim [flags]\n\nServes the vendor protocol (shared/spec/vendor.md) from memory, with faults.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol from memory, with faults: JSON with a Bearer token, GET /sites?domain=D, POST /sites {name,domain} (201), DELETE /sites/{id} (204, 404 when gone), 429 with Retry-After (see app/vendorclient's package doc).")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}

@@ -18,12 +18,17 @@ var (
 )
 
 // ability is Sanctum's `ability:` middleware: it authenticates the bearer
-// token, then requires that it carries need. Routes declare it in routes.go.
+// token, counts the request against its consumer's rate limit (throttle, in
+// ratelimit.go), then requires that the token carries need. Routes declare it
+// in routes.go.
 func (s *Server) ability(need string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p, err := s.authenticate(c)
 			if err != nil {
+				return err
+			}
+			if err := s.throttle(c, p); err != nil {
 				return err
 			}
 			if !p.Abilities.Can(need) {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -60,7 +61,10 @@ var (
 	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: unavailableRetryAfter,
 		Message: "The service is temporarily unavailable. Retry later."}
 	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error."}
-	errTooLarge = &Error{Status: http.StatusRequestEntityTooLarge, Message: "The request body is too large.", Code: "payload_too_large"}
+	// errClientClosed is nginx's 499: the client closed the request before
+	// the answer; counted as such, never as a 5xx.
+	errClientClosed = &Error{Status: 499, Message: "Client Closed Request."}
+	errTooLarge     = &Error{Status: http.StatusRequestEntityTooLarge, Message: "The request body is too large.", Code: "payload_too_large"}
 )
 
 // handleError is the one error boundary: it turns any error into a JSON body
@@ -101,6 +105,11 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	}
 	if e := fromDomainError(err); e != nil {
 		return e
+	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client hung up during a read: nothing to answer, no bug to page for.
+		s.log.Info("client went away", "request_id", RequestID(c), "route", c.Path())
+		return errClientClosed
 	}
 	var u unavailable
 	if errors.As(err, &u) && u.Unavailable() {
@@ -233,6 +242,12 @@ func fromVendorError(err error) *Error {
 		return pending("")
 	}
 	return nil
+}
+
+// tooManyAttempts is Laravel's throttle answer: the consumer is over its
+// rate limit until the window ends, retryAfter seconds from now.
+func tooManyAttempts(retryAfter int) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Message: "Too Many Attempts.", Code: "rate_limited", RetryAfter: retryAfter}
 }
 
 var errNotFound = &Error{Status: http.StatusNotFound, Message: "Not Found."}

@@ -14,6 +14,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/app/ratelimit"
 )
 
 // Deps is everything the HTTP layer needs; main fills it in.
@@ -30,6 +31,9 @@ type Deps struct {
 	// unless MetricsElsewhere says main serves them on METRICS_ADDR.
 	Metrics          *metrics.Metrics
 	MetricsElsewhere bool
+	// RateLimit counts every authenticated request per consumer (nil: no
+	// limit, like a limiter that is off).
+	RateLimit *ratelimit.Limiter
 }
 
 // Server holds the dependencies the handlers use.
@@ -42,6 +46,7 @@ type Server struct {
 	store    *idempotency.Store
 	now      func() time.Time
 	metrics  *metrics.Metrics
+	limiter  *ratelimit.Limiter
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -52,7 +57,7 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Metrics == nil {
 		d.Metrics = metrics.New([]string{"licenses.store"}, nil)
 	}
-	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics}
+	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit}
 	s.store, s.now = d.Idempotency.Store, d.Idempotency.Now
 	if s.now == nil {
 		s.now = time.Now

@@ -1,7 +1,15 @@
 // Package vendorclient holds the drivers that satisfy licenses.Vendor: the
-// http driver that speaks the vendor protocol (shared/spec/vendor.md), an
-// in-memory fake, and the simulator, an http.Handler that serves the same
-// protocol from memory with faults on demand.
+// http driver that speaks the vendor protocol, an in-memory fake, and the
+// simulator, an http.Handler that serves the same protocol from memory with
+// faults on demand.
+//
+// The vendor protocol is JSON over HTTP under VENDOR_URL, each request with
+// "Authorization: Bearer VENDOR_TOKEN": GET /sites?domain=D lists sites
+// ({"data":[site…]}), POST /sites {"name","domain"} creates one (201,
+// {"data":site}), DELETE /sites/{id} deletes one (204; 404 is already
+// gone), and a 429 may carry Retry-After. A site is {"id", "name",
+// "domain", "license_key", "status", "created_at"}. licensor's own API, built
+// on it, is docs/api.md.
 //
 // The vendor offers no idempotency key, so the http driver retries only a
 // 429 and classifies every other failure: unavailable (nothing happened),

@@ -50,7 +50,13 @@ type options struct {
 	observe func(call string, status int)
 	// onRetry is told of every retry after a 429, before its wait.
 	onRetry func(call string)
+	// userAgent is the User-Agent header of every request.
+	userAgent string
 }
+
+// defaultUserAgent is sent when no WithUserAgent is given: the product
+// without a version, which the driver cannot know by itself.
+const defaultUserAgent = "licensor"
 
 // Option sets one of the http driver's hooks at construction; see NewHTTP.
 // A nil function leaves the default in place. The fake driver has no use
@@ -81,6 +87,13 @@ func WithClock(now func() time.Time) Option {
 // duration in [0, d]. By default it is uniformly random.
 func WithJitter(jitter func(d time.Duration) time.Duration) Option {
 	return func(o *options) { o.jitter = jitter }
+}
+
+// WithUserAgent sets the User-Agent header of every request, e.g.
+// "licensor/v1.2.3": the application passes its build's version in. By
+// default it is "licensor". An empty ua leaves the default in place.
+func WithUserAgent(ua string) Option {
+	return func(o *options) { o.userAgent = ua }
 }
 
 // NewHTTP builds the http driver from the vendor configuration; opts set its
@@ -136,6 +149,9 @@ func resolve(opts []Option) options {
 	}
 	if o.onRetry == nil {
 		o.onRetry = func(string) {}
+	}
+	if o.userAgent == "" {
+		o.userAgent = defaultUserAgent
 	}
 	return o
 }

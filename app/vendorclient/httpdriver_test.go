@@ -21,7 +21,7 @@ func TestEnsureSiteListsThenCreates(t *testing.T) {
 			s := stub(t,
 				respond(http.StatusOK, `{"data":[]}`),
 				respond(http.StatusCreated, `{"data":`+siteBody("site_7", "acme.test", "LK-abc")+`}`))
-			d, _, _ := newDriver(t, testConfig(s.URL+"/v1"+suffix))
+			d, _, _ := newDriver(t, testConfig(s.URL+"/v1"+suffix), vendorclient.WithUserAgent(testUserAgent))
 
 			site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
 			if err != nil {
@@ -43,18 +43,24 @@ func TestEnsureSiteListsThenCreates(t *testing.T) {
 			if err := json.Unmarshal([]byte(calls[1].Body), &body); err != nil || !reflect.DeepEqual(body, map[string]string{"name": "Acme", "domain": "acme.test"}) {
 				t.Errorf("create body = %s, want {name: Acme, domain: acme.test}", calls[1].Body)
 			}
-			assertHeaders(t, calls[0].Header, false)
-			assertHeaders(t, calls[1].Header, true)
+			assertHeaders(t, calls[0].Header, false, testUserAgent)
+			assertHeaders(t, calls[1].Header, true, testUserAgent)
 		})
 	}
 }
 
-func assertHeaders(t *testing.T, h http.Header, write bool) {
+// testUserAgent is what the tests pass to WithUserAgent; the application
+// passes licensor/<its build's version>.
+const testUserAgent = "licensor/v9.9.9-test"
+
+// assertHeaders checks the protocol's headers; ua is the User-Agent the
+// driver was given ("licensor" without WithUserAgent).
+func assertHeaders(t *testing.T, h http.Header, write bool, ua string) {
 	t.Helper()
 	want := map[string]string{
 		"Authorization": "Bearer " + testToken,
 		"Accept":        "application/json",
-		"User-Agent":    "licensor/" + vendorclient.Version,
+		"User-Agent":    ua,
 		"Content-Type":  "",
 	}
 	if write {
@@ -123,7 +129,7 @@ func TestDeleteSiteSucceedsOn204And404(t *testing.T) {
 			if len(calls) != 1 || calls[0].Method != http.MethodDelete || calls[0].Path != "/sites/site_9" {
 				t.Errorf("calls = %v, want one DELETE /sites/site_9", calls)
 			}
-			assertHeaders(t, calls[0].Header, true) // a DELETE is a write: vendor.md sends Content-Type
+			assertHeaders(t, calls[0].Header, true, "licensor") // a DELETE is a write, so it sends Content-Type; no WithUserAgent: the default
 		})
 	}
 }

@@ -169,8 +169,8 @@ func (d *HTTPDriver) request(ctx context.Context, c call) (*http.Request, error)
 	}
 	req.Header.Set("Authorization", "Bearer "+d.token)
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "licensor/"+Version)
-	if c.write { // vendor.md: writes (POST and DELETE) send Content-Type
+	req.Header.Set("User-Agent", d.userAgent)
+	if c.write { // the protocol: writes (POST and DELETE) send Content-Type
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil

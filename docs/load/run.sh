@@ -8,13 +8,29 @@ cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
 work=$(mktemp -d)
+db="licensor_load_$$" # the MariaDB database of the mysql case
+# On any exit (an error, Ctrl-C, the end): stop the servers, then drop the
+# database and remove the temp folder (binary, SQLite files, logs, tokens).
+cleanup() {
+  local pidfile
+  for pidfile in "$work"/pid-*; do
+    [ -e "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true # the servers have let go of the database
+  if [ -n "${MYSQL_DSN:-}" ]; then
+    mysql --protocol=tcp -h127.0.0.1 -uroot -e "DROP DATABASE IF EXISTS $db" || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 go build -o "$work/licensor" .
 export APP_ENV=testing APP_KEY="base64:$(head -c 32 /dev/urandom | base64)" LOG_LEVEL=warn APP_STORAGE="$work"
 
 start() { # start DIALECT PORT
   local env=(APP_ADDR=127.0.0.1:$2)
   if [ "$1" = mysql ]; then
-    local db="licensor_load_$$"
     mysql --protocol=tcp -h127.0.0.1 -uroot -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db"
     env+=(DB_CONNECTION=mysql "DB_URL=${MYSQL_DSN%/}/$db")
     env "${env[@]}" "$work/licensor" migrate >/dev/null 2>&1
@@ -32,7 +48,6 @@ dialects=(sqlite)
 port=18080
 declare -A ports
 for d in "${dialects[@]}"; do ports[$d]=$port; start "$d" "$port"; port=$((port + 1)); done
-trap 'for d in "${dialects[@]}"; do kill $(cat "$work/pid-$d") 2>/dev/null || true; done' EXIT
 
 for round in $(seq "$ROUNDS"); do
   for case in create replay list; do

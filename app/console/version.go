@@ -1,0 +1,85 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+// unknown stands for what the build did not record: a binary built with
+// -buildvcs=false (or outside a checkout) has no commit, for instance.
+const unknown = "unknown"
+
+// buildVersion is what the binary knows of its own build, from
+// runtime/debug.ReadBuildInfo: `licensor version` prints it and the vendor
+// driver sends Version in its User-Agent.
+type buildVersion struct {
+	// Version is the main module's version: a tag or a pseudo-version when
+	// the go command stamped one, "devel" for a plain build of a checkout
+	// (Go's "(devel)", without the parentheses a User-Agent may not hold),
+	// or "unknown".
+	Version string
+	// Commit is the VCS revision, or "unknown".
+	Commit string
+	// Modified: the checkout had uncommitted changes (vcs.modified=true).
+	Modified bool
+	// Go is the toolchain that built the binary, or "unknown".
+	Go string
+}
+
+// readBuildVersion reads the running binary's build information.
+func readBuildVersion() buildVersion {
+	return buildVersionOf(debug.ReadBuildInfo())
+}
+
+// buildVersionOf is readBuildVersion on given build information; ok false
+// (none embedded) gives "unknown" everywhere.
+func buildVersionOf(bi *debug.BuildInfo, ok bool) buildVersion {
+	v := buildVersion{Version: unknown, Commit: unknown, Go: unknown}
+	if !ok || bi == nil {
+		return v
+	}
+	switch bi.Main.Version {
+	case "":
+	case "(devel)":
+		v.Version = "devel"
+	default:
+		v.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		v.Go = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if s.Value != "" {
+				v.Commit = s.Value
+			}
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// UserAgent is the User-Agent the vendor driver sends: licensor/<Version>.
+func (v buildVersion) UserAgent() string { return "licensor/" + v.Version }
+
+// String is what `licensor version` prints.
+func (v buildVersion) String() string {
+	commit := v.Commit
+	if v.Modified {
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("version  %s\ncommit   %s\ngo       %s\n", v.Version, commit, v.Go)
+}
+
+// versionCmd is `licensor version` (and `licensor --version`).
+func versionCmd(_ context.Context, e env) error {
+	const summary = "Prints licensor's version, the commit it was built from (\"modified\" when the checkout had changes) and the Go that built it."
+	if ok, err := noArgs(e, "version", summary); !ok {
+		return err
+	}
+	_, err := fmt.Fprint(e.stdout, readBuildVersion())
+	return err
+}

@@ -1,0 +1,258 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// consumerID is a consumer id of the length the rate_limits table takes.
+func consumerID(i int) string { return fmt.Sprintf("01J00000000000000000%06d", i) }
+
+// t0 is the start of a window.
+var t0 = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
+
+// eachCounter runs fn with a limiter of every kind: in memory, and shared in
+// the database of each dialect.
+func eachCounter(t *testing.T, perMinute int, fn func(t *testing.T, l *Limiter, db *gorm.DB)) {
+	t.Run("memory", func(t *testing.T) { fn(t, New(Config{PerMinute: perMinute}), nil) })
+	t.Run("shared", func(t *testing.T) {
+		testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+			fn(t, New(Config{PerMinute: perMinute, Shared: true, DB: db.Gorm}), db.Gorm)
+		})
+	})
+}
+
+func take(t *testing.T, l *Limiter, consumer string, now time.Time) Result {
+	t.Helper()
+	r, err := l.Take(context.Background(), consumer, now)
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	return r
+}
+
+func TestRateLimitCountsPerConsumerAndWindow(t *testing.T) {
+	eachCounter(t, 3, func(t *testing.T, l *Limiter, _ *gorm.DB) {
+		a, b := consumerID(1), consumerID(2)
+		now := t0.Add(15 * time.Second)
+		for i, want := range []Result{
+			{Limit: 3, Remaining: 2, Allowed: true},
+			{Limit: 3, Remaining: 1, Allowed: true},
+			{Limit: 3, Remaining: 0, Allowed: true},
+			{Limit: 3, Remaining: 0, RetryAfter: 45 * time.Second},
+			{Limit: 3, Remaining: 0, RetryAfter: 45 * time.Second},
+		} {
+			if got := take(t, l, a, now); got != want {
+				t.Errorf("take %d = %+v, want %+v", i+1, got, want)
+			}
+		}
+		if got := take(t, l, b, now); got != (Result{Limit: 3, Remaining: 2, Allowed: true}) {
+			t.Errorf("another consumer = %+v, want its own window", got)
+		}
+		if got := take(t, l, a, t0.Add(59*time.Second+500*time.Millisecond)); got.Allowed || got.RetryAfter != 500*time.Millisecond {
+			t.Errorf("at the window's last second = %+v, want refused for 500ms", got)
+		}
+		if got := take(t, l, a, t0.Add(Window)); got != (Result{Limit: 3, Remaining: 2, Allowed: true}) {
+			t.Errorf("next window = %+v, want a fresh count", got)
+		}
+	})
+}
+
+func TestRateLimitOff(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		l := New(Config{PerMinute: 0, Shared: shared}) // no DB: it must not be touched
+		for range 3 {
+			if got := take(t, l, consumerID(1), t0); got != (Result{Allowed: true}) {
+				t.Errorf("shared=%v: %+v, want allowed with Limit 0", shared, got)
+			}
+		}
+	}
+}
+
+// The in-process counter holds the consumers of the current window only:
+// the first request of a new window drops the windows that are over.
+func TestRateLimitMemoryIsBounded(t *testing.T) {
+	l := New(Config{PerMinute: 10})
+	m := l.counter.(*memoryCounter)
+	for i := range 1000 {
+		take(t, l, consumerID(i), t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	if n := m.len(); n != 1000 {
+		t.Fatalf("entries = %d, want 1000", n)
+	}
+	take(t, l, consumerID(0), t0.Add(Window+time.Second))
+	if n := m.len(); n != 1 {
+		t.Errorf("after a new window: entries = %d, want 1", n)
+	}
+	// A request late from the window before is counted in it and swept at
+	// the next window.
+	if got := take(t, l, consumerID(5), t0.Add(59*time.Second)); got.Remaining != 9 {
+		t.Errorf("late request = %+v, want a count of its own", got)
+	}
+	take(t, l, consumerID(0), t0.Add(2*Window))
+	if n := m.len(); n != 1 {
+		t.Errorf("after another window: entries = %d, want 1", n)
+	}
+}
+
+// Concurrent requests of one consumer each get a count of their own, in
+// one process and across replicas sharing the database.
+func TestRateLimitConcurrentTakesCountEachOnce(t *testing.T) {
+	eachCounter(t, 1000, func(t *testing.T, l *Limiter, db *gorm.DB) {
+		limiters := []*Limiter{l, l}
+		if db != nil { // a second replica on the same database
+			limiters[1] = New(Config{PerMinute: 1000, Shared: true, DB: db})
+		}
+		const workers, each = 8, 25
+		var mu sync.Mutex
+		seen := map[int]bool{}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for range each {
+					r, err := limiters[w%2].Take(context.Background(), consumerID(1), t0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					seen[r.Remaining] = true
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != workers*each {
+			t.Errorf("%d distinct counts, want %d: an increment was lost or shared", len(seen), workers*each)
+		}
+		if got := take(t, l, consumerID(1), t0); got.Remaining != 1000-workers*each-1 {
+			t.Errorf("remaining = %d, want %d", got.Remaining, 1000-workers*each-1)
+		}
+	})
+}
+
+// The first request of a window deletes the rows of the windows before the
+// previous one, one batch at a time while batches come back full.
+func TestRateLimitSharedPrunesPastWindows(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		l := New(Config{PerMinute: 10, Shared: true, DB: db.Gorm, PruneBatch: 2})
+		for i := range 5 {
+			take(t, l, consumerID(i), t0) // five rows in window t0
+		}
+		take(t, l, consumerID(0), t0.Add(Window)) // t0 is the previous window: kept
+		rows := func() (n int64) {
+			if err := db.Gorm.Table("rate_limits").Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := rows(); n != 6 {
+			t.Fatalf("rows = %d, want 6 (the previous window is kept)", n)
+		}
+		later := t0.Add(2 * Window)
+		for i, want := range []int64{5, 3, 2, 2} { // +1 row -2, -2, -1, then nothing more this window
+			take(t, l, consumerID(9), later)
+			if n := rows(); n != want {
+				t.Errorf("after take %d: rows = %d, want %d", i+1, n, want)
+			}
+		}
+	})
+}
+
+// A failed count is ErrNotCounted (the caller fails open), unless the
+// database is unavailable in general: that error comes back as it is.
+func TestRateLimitFailures(t *testing.T) {
+	empty := testdb.Empty(t, "sqlite") // no rate_limits table
+	down := errors.New("down")
+	l := New(Config{PerMinute: 5, Shared: true, DB: empty.Gorm})
+	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, ErrNotCounted) {
+		t.Errorf("err = %v, want ErrNotCounted", err)
+	}
+	l = New(Config{PerMinute: 5, Shared: true, DB: empty.Gorm, Unavailable: func(error) bool { return true }})
+	if _, err := l.Take(context.Background(), consumerID(1), t0); err == nil || errors.Is(err, ErrNotCounted) {
+		t.Errorf("err = %v, want the database's own error", err)
+	}
+	db := testdb.New(t, "sqlite")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l = New(Config{PerMinute: 5, Shared: true, DB: db.Gorm})
+	if _, err := l.Take(ctx, consumerID(1), t0); !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotCounted) {
+		t.Errorf("ended context: err = %v, want context.Canceled as it is", err)
+	}
+	retried := 0
+	l = New(Config{PerMinute: 5, Shared: true, DB: empty.Gorm, Unavailable: func(error) bool { return false },
+		Retry: func(_ context.Context, stmt func() *gorm.DB) *gorm.DB {
+			retried++
+			return &gorm.DB{Error: down}
+		}})
+	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, down) || !errors.Is(err, ErrNotCounted) {
+		t.Errorf("err = %v, want ErrNotCounted wrapping the statement's error", err)
+	}
+	if retried != 1 {
+		t.Errorf("Retry called %d times, want 1", retried)
+	}
+}
+
+// BenchmarkRateLimitTake is the limiter's cost per request: in memory (the
+// SQLite setup) and shared in the database (the MySQL setup; SQLite's too,
+// for comparison), one consumer and many.
+//
+//	go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
+//	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
+func BenchmarkRateLimitTake(b *testing.B) {
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = consumerID(i)
+	}
+	run := func(b *testing.B, l *Limiter) {
+		b.Run("one-consumer", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := l.Take(context.Background(), ids[0], t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("1000-consumers", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := l.Take(context.Background(), ids[i%len(ids)], t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("parallel", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					if _, err := l.Take(context.Background(), ids[i%len(ids)], t0); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+	b.Run("memory", func(b *testing.B) { run(b, New(Config{PerMinute: 1 << 30})) })
+	for _, dialect := range []string{"sqlite", "mysql"} {
+		b.Run("shared-"+dialect, func(b *testing.B) {
+			db := testdb.New(b, dialect)
+			run(b, New(Config{PerMinute: 1 << 30, Shared: true, DB: db.Gorm}))
+			// For scale: one parameterised statement that writes nothing, the
+			// floor of any Take that asks the database.
+			b.Run("baseline-select", func(b *testing.B) {
+				var n int64
+				for b.Loop() {
+					if err := db.Gorm.WithContext(context.Background()).Raw("SELECT ?", 1).Scan(&n).Error; err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,32 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+)
+
+func TestIsDown(t *testing.T) {
+	for err, want := range map[error]bool{
+		&UnavailableError{Err: context.DeadlineExceeded}:              true,
+		context.DeadlineExceeded:                                      true,
+		&UnavailableError{Err: &mysqldriver.MySQLError{Number: 1040}}: true, // too many connections
+		&UnavailableError{Err: &mysqldriver.MySQLError{Number: 1053}}: true, // shutting down
+		&UnavailableError{Err: &mysqldriver.MySQLError{Number: 1213}}: false,
+		fmt.Errorf("x: %w", &mysqldriver.MySQLError{Number: 1205}):    false,
+		&UnavailableError{Err: &mysqldriver.MySQLError{Number: 1290}}: false, // read-only: reads still work
+		&mysqldriver.MySQLError{Number: 1146}:                         false, // no such table: not unavailable at all
+		errors.New("boom"):                                            false,
+		&UnavailableError{Err: errors.New("sql: database is closed")}: true,
+	} {
+		if got := IsDown(err); got != want {
+			t.Errorf("IsDown(%v) = %v, want %v", err, got, want)
+		}
+	}
+	if IsDown(nil) {
+		t.Error("IsDown(nil) = true")
+	}
+}

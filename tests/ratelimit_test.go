@@ -1,0 +1,205 @@
+package tests
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// rateLimited sets RATE_LIMIT_PER_MINUTE.
+func rateLimited(perMinute int) option {
+	return withConfig(func(c *config.Config) { c.RateLimitPerMinute = perMinute })
+}
+
+// windowClock is a clock at offset into the current minute, so that tests
+// know how long the window has left.
+func windowClock(offset time.Duration) *clock {
+	return &clock{t: time.Now().UTC().Truncate(time.Minute).Add(offset)}
+}
+
+// wantRateHeaders fails unless the response carries the limit and the
+// remaining count.
+func (r *response) wantRateHeaders(limit, remaining int) *response {
+	r.t.Helper()
+	if got := r.Header().Get("X-RateLimit-Limit"); got != strconv.Itoa(limit) {
+		r.t.Errorf("X-RateLimit-Limit = %q, want %d (status %d)", got, limit, r.Code)
+	}
+	if got := r.Header().Get("X-RateLimit-Remaining"); got != strconv.Itoa(remaining) {
+		r.t.Errorf("X-RateLimit-Remaining = %q, want %d (status %d)", got, remaining, r.Code)
+	}
+	return r
+}
+
+// wantNoRateHeaders fails if the response carries any rate limit header.
+func (r *response) wantNoRateHeaders() *response {
+	r.t.Helper()
+	for name := range r.Header() {
+		if strings.HasPrefix(strings.ToLower(name), "x-ratelimit") || name == "Retry-After" {
+			r.t.Errorf("unexpected header %s: %q (status %d)", name, r.Header().Get(name), r.Code)
+		}
+	}
+	return r
+}
+
+// wantLimited asserts the 429: its body, Retry-After, and the headers.
+func (r *response) wantLimited(limit int, retryAfter int, now time.Time) {
+	r.t.Helper()
+	m := r.wantError(http.StatusTooManyRequests, "rate_limited")
+	if m["message"] != "Too Many Attempts." {
+		r.t.Errorf("message = %v", m["message"])
+	}
+	if got := r.Header().Get("Retry-After"); got != strconv.Itoa(retryAfter) {
+		r.t.Errorf("Retry-After = %q, want %d", got, retryAfter)
+	}
+	if got, want := r.Header().Get("X-RateLimit-Reset"), strconv.FormatInt(now.Unix()+int64(retryAfter), 10); got != want {
+		r.t.Errorf("X-RateLimit-Reset = %q, want %s", got, want)
+	}
+	r.wantRateHeaders(limit, 0)
+}
+
+// A burst past the limit: every answer counts down, the one over it is the
+// 429 until the window ends, and another consumer has its own count.
+func TestRateLimitBurst(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := windowClock(20 * time.Second)
+		a := newApp(t, db, rateLimited(5), withClock(clk))
+		acme := a.consumer("acme")
+		for i := range 5 {
+			a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(5, 4-i)
+		}
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 40, clk.Now())
+		clk.Add(30 * time.Second)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 10, clk.Now())
+		a.do(http.MethodGet, "/api/licenses", "", a.consumer("globex")...).wantStatus(http.StatusOK).wantRateHeaders(5, 4)
+		// A second token of the same consumer shares its count.
+		a.do(http.MethodGet, "/api/licenses", "", a.consumer("acme")...).wantLimited(5, 10, clk.Now())
+		// Nothing of the refused requests reached the handlers or the vendor.
+		a.wantVendorCalls("", 0)
+	})
+}
+
+// Errors after authentication carry the headers and count; a 401 does
+// neither.
+func TestRateLimitHeadersOnEveryAuthenticatedAnswer(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, rateLimited(5), withClock(windowClock(0)))
+		reader := bearer(a.token("acme", auth.LicensesRead))
+		a.do(http.MethodGet, "/api/licenses/01J00000000000000000000000", "", reader...).wantStatus(http.StatusNotFound).wantRateHeaders(5, 4)
+		a.do(http.MethodPost, "/api/licenses", acmeBody, reader...).wantError(http.StatusForbidden, "missing_ability")
+		a.do(http.MethodPost, "/api/licenses", acmeBody, reader...).wantRateHeaders(5, 2)
+		for _, h := range [][]string{nil, bearer("not-a-token"), {"Authorization", "Basic eDp5"}} {
+			a.do(http.MethodGet, "/api/licenses", "", h...).wantStatus(http.StatusUnauthorized).wantNoRateHeaders()
+		}
+		a.do(http.MethodGet, "/api/licenses", "", reader...).wantStatus(http.StatusOK).wantRateHeaders(5, 1)
+		writer := bearer(a.token("acme", auth.LicensesWrite))
+		a.do(http.MethodPost, "/api/licenses", `{"name":""}`, writer...).wantStatus(http.StatusUnprocessableEntity).wantRateHeaders(5, 0)
+	})
+}
+
+// A replay is a request like any other: it counts, and over the limit it
+// is refused rather than replayed.
+func TestRateLimitCountsReplays(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := windowClock(0)
+		a := newApp(t, db, rateLimited(3), withClock(clk))
+		acme := keyed(a.consumer("acme"), "order-1")
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).wantRateHeaders(3, 2)
+		for remaining := 1; remaining >= 0; remaining-- {
+			r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).wantRateHeaders(3, remaining)
+			if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+				t.Error("not a replay")
+			}
+		}
+		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantLimited(3, 60, clk.Now())
+		a.wantVendorCalls("POST", 1)
+	})
+}
+
+// The count starts again when the (injected) clock passes into the next
+// minute.
+func TestRateLimitWindowResets(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := windowClock(50 * time.Second)
+		a := newApp(t, db, rateLimited(2), withClock(clk))
+		acme := a.consumer("acme")
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 1)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 0)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 10, clk.Now())
+		clk.Add(9*time.Second + 500*time.Millisecond)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 1, clk.Now()) // half a second rounds up
+		clk.Add(500 * time.Millisecond)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(2, 1)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(2, 0)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 60, clk.Now())
+	})
+}
+
+// RATE_LIMIT_PER_MINUTE=0 turns the limiter off: no limit, and no headers,
+// as Laravel sends none on a route without a limiter.
+func TestRateLimitOff(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, rateLimited(0))
+		acme := a.consumer("acme")
+		for range 20 {
+			a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantNoRateHeaders()
+		}
+		var rows int64
+		if err := db.Gorm.Table("rate_limits").Count(&rows).Error; err != nil || rows != 0 {
+			t.Errorf("rate_limits rows = %d (%v), want none", rows, err)
+		}
+	})
+}
+
+// Two replicas on one MySQL database share each consumer's count. On
+// SQLite, one process serves the database and counts in memory: two apps
+// in one test count apart, which is what the docs say.
+func TestRateLimitSharedByReplicas(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := windowClock(0)
+		one := newApp(t, db, rateLimited(4), withClock(clk))
+		two := newApp(t, db, rateLimited(4), withClock(clk))
+		acme := one.consumer("acme")
+		one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 3)
+		if db.Dialect != "mysql" {
+			two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 3)
+			one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 2)
+			return
+		}
+		two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 2)
+		one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 1)
+		two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 0)
+		one.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(4, 60, clk.Now())
+		two.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(4, 60, clk.Now())
+		globex := two.consumer("globex")
+		one.do(http.MethodGet, "/api/licenses", "", globex...).wantStatus(http.StatusOK).wantRateHeaders(4, 3)
+	})
+}
+
+// When the counter's write fails and the database still serves the
+// request, the request is served without a limit and without the headers,
+// and a warning is logged (MySQL: on SQLite the counter is in memory).
+func TestRateLimitFailsOpen(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		if db.Dialect != "mysql" {
+			t.Skip("the in-process counter cannot fail")
+		}
+		a := newApp(t, db, rateLimited(1), withClock(windowClock(0)))
+		acme := a.consumer("acme")
+		if err := db.Gorm.Exec("DROP TABLE rate_limits").Error; err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantNoRateHeaders()
+		}
+		if !strings.Contains(a.logs.String(), "rate limit: request not counted") {
+			t.Errorf("no warning logged: %s", a.logs.String())
+		}
+	})
+}
