@@ -20,7 +20,8 @@ import (
 // intentsUsage is the usage line of `licensor intents`.
 const intentsUsage = `usage: licensor intents list [--status S] [--consumer NAME] [--older-than D] [--page N] [--per-page N] [--json]
        licensor intents show ID [--json]
-       licensor intents retry ID`
+       licensor intents retry ID
+       licensor intents digest KEY`
 
 // intentStatuses are the statuses --status accepts, in an intent's order.
 var intentStatuses = []string{idempotency.StatusPending, idempotency.StatusProcessing,
@@ -46,8 +47,10 @@ func intentsCmd(ctx context.Context, e env) error {
 		return intentsShow(ctx, e)
 	case "retry":
 		return intentsRetry(ctx, e)
+	case "digest":
+		return intentsDigest(ctx, e)
 	}
-	return usagef("intents: unknown subcommand %q (list, show or retry)", sub)
+	return usagef("intents: unknown subcommand %q (list, show, retry or digest)", sub)
 }
 
 // listOptions are the flags of `licensor intents list`.
@@ -180,6 +183,22 @@ func intentsRetry(ctx context.Context, e env) error {
 		}
 		fmt.Fprintf(e.stderr, "intent %s (%s) is pending again, attempts reset; the reconciler picks it up on its next pass\n",
 			in.ID, in.Operation)
+		return nil
+	})
+}
+
+// intentsDigest prints the key_digest logs and intents show for a raw
+// Idempotency-Key a consumer gives (an HMAC under APP_KEY, so it must run
+// with the server's APP_KEY), to find its request.
+func intentsDigest(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("intents digest", flag.ContinueOnError)
+	setUsage(fs, "intents digest KEY", "Prints the key_digest of an Idempotency-Key (or a license id, for its revoke), as logs and intents show it.")
+	key, ok, err := oneID(fs, e, "intents digest")
+	if !ok {
+		return err
+	}
+	return withIntents(ctx, e, func(b *Base) error {
+		fmt.Fprintln(e.stdout, b.Store.KeyDigest(key))
 		return nil
 	})
 }

@@ -339,3 +339,23 @@ func lineWith(s, sub string) string {
 	}
 	return ""
 }
+
+// `licensor intents digest KEY` prints the key_digest that list and the API
+// show for that key (keyed under APP_KEY), so an operator can find a
+// consumer's request from the key they give.
+func TestIntentsDigestFindsTheIntent(t *testing.T) {
+	db := testdb.New(t, database.SQLite)
+	f := newIntentsFixture(t, db)
+	stdout, _, err := f.run("digest", seededKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := strings.TrimSpace(stdout)
+	listed, _, err := f.run("list", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(digest) != 12 || !strings.Contains(listed, `"key_digest": "`+digest+`"`) && !strings.Contains(listed, `"key_digest":"`+digest+`"`) {
+		t.Errorf("digest %q is not the one list shows:\n%s", digest, listed)
+	}
+}
