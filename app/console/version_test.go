@@ -175,6 +175,6 @@ func TestHelpHouseStyle(t *testing.T) {
 	var stderr bytes.Buffer
 	if err := Run(context.Background(), []string{"vendor-sim", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil ||
 		strings.Contains(stderr.String(), "shared"+"/spec") || !strings.Contains(stderr.String(), "POST /sites") {
-		t.Errorf("vendor-sim --help = %v:\n%s\nwant the protocol described, no shared/spec", err, stderr.String())
+		t.Errorf("vendor-sim --help = %v:\n%s\nwant the protocol described, no path outside the repository", err, stderr.String())
 	}
 }
