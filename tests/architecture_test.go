@@ -3,8 +3,11 @@ package tests
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -111,5 +114,25 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// go.mod pins a toolchain without the standard-library vulnerabilities of
+// Go before 1.26.10 (one reachable here: MIME header parsing).
+func TestToolchainIsPatched(t *testing.T) {
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^toolchain go(\d+)\.(\d+)\.(\d+)$`).FindStringSubmatch(string(mod))
+	if m == nil {
+		t.Fatal("go.mod pins no toolchain")
+	}
+	v := [3]int{}
+	for i := range v {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	if v[0] == 1 && (v[1] < 26 || v[1] == 26 && v[2] < 10) {
+		t.Errorf("toolchain go%d.%d.%d has known vulnerabilities; pin go1.26.10 or later", v[0], v[1], v[2])
 	}
 }
