@@ -122,7 +122,7 @@ func TestCreateLicenseExistingAndReplayed(t *testing.T) {
 			if lic.Created != tt.wantCreated || lic.Replayed != tt.wantRepl {
 				t.Errorf("Created, Replayed = %v, %v; want %v, %v", lic.Created, lic.Replayed, tt.wantCreated, tt.wantRepl)
 			}
-			want := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+			want := time.Date(2026, 11, 30, 10, 0, 0, 123456000, time.UTC)
 			if lic.Domain != "acme.test" || lic.LicenseKey != "LK-1" || !lic.CreatedAt.Equal(want) {
 				t.Errorf("license = %+v, want acme.test, LK-1, created %v", lic, want)
 			}
@@ -183,7 +183,15 @@ func TestCreateLicenseDoesNotRetry(t *testing.T) {
 
 func TestListLicenses(t *testing.T) {
 	page := `{"data":[` + strings.TrimSuffix(strings.TrimPrefix(licenseJSON, `{"data":`), "}") +
-		`],"meta":{"current_page":2,"per_page":1,"total":3,"last_page":3}}`
+		`],"links":{"first":"http://licensor.test/api/licenses?per_page=1&page=1","last":"http://licensor.test/api/licenses?per_page=1&page=3",` +
+		`"prev":"http://licensor.test/api/licenses?per_page=1&page=1","next":"http://licensor.test/api/licenses?per_page=1&page=3"},` +
+		`"meta":{"current_page":2,"from":2,"last_page":3,"links":[` +
+		`{"url":"http://licensor.test/api/licenses?per_page=1&page=1","label":"&laquo; Previous","active":false},` +
+		`{"url":"http://licensor.test/api/licenses?per_page=1&page=1","label":"1","active":false},` +
+		`{"url":"http://licensor.test/api/licenses?per_page=1&page=2","label":"2","active":true},` +
+		`{"url":"http://licensor.test/api/licenses?per_page=1&page=3","label":"3","active":false},` +
+		`{"url":"http://licensor.test/api/licenses?per_page=1&page=3","label":"Next &raquo;","active":false}],` +
+		`"path":"http://licensor.test/api/licenses","per_page":1,"to":2,"total":3}}`
 	f := newFakeAPI(t, reply{status: 200, body: page})
 	c, _ := newTestClient(t, f)
 	got, err := c.ListLicenses(context.Background(), 2, 1)
@@ -192,6 +200,9 @@ func TestListLicenses(t *testing.T) {
 	}
 	if len(got.Licenses) != 1 || got.Licenses[0].ID != "01JTEST" || got.CurrentPage != 2 || got.PerPage != 1 || got.Total != 3 || got.LastPage != 3 {
 		t.Errorf("page = %+v, want one license, page 2 of 3, 1 per page, 3 in all", got)
+	}
+	if want := time.Date(2026, 11, 30, 10, 0, 0, 123456000, time.UTC); len(got.Licenses) == 1 && !got.Licenses[0].CreatedAt.Equal(want) {
+		t.Errorf("created_at = %v, want %v (Laravel's microseconds)", got.Licenses[0].CreatedAt, want)
 	}
 	if _, err := c.ListLicenses(context.Background(), 0, 0); err != nil {
 		t.Fatal(err)

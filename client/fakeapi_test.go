@@ -15,7 +15,7 @@ import (
 const (
 	testToken   = "test-token-s3cret"
 	licenseJSON = `{"data":{"id":"01JTEST","name":"Acme","domain":"acme.test","license_key":"LK-1","status":"active",` +
-		`"vendor_site_id":"site_1","created_at":"2026-11-30T10:00:00Z","updated_at":"2026-11-30T10:00:00Z"}}`
+		`"vendor_site_id":"site_1","created_at":"2026-11-30T10:00:00.123456Z","updated_at":"2026-11-30T10:00:00.123456Z"}}`
 )
 
 // reply is one scripted answer of a fakeAPI.

@@ -128,7 +128,7 @@ func TestOpenMigratedLogsTheMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := `msg=migrated database="sqlite ` + cfg.Database + `" applied=6`
+	want := `msg=migrated database="sqlite ` + cfg.Database + `" applied=7`
 	if got := logs.String(); !strings.Contains(got, want) || strings.Count(got, "msg=migrated") != 1 {
 		t.Errorf("log = %q, want one line with %q", got, want)
 	}

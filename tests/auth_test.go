@@ -135,7 +135,7 @@ func TestAdminTokenRoundTrip(t *testing.T) {
 		if secret == "" || id == "" || data["consumer"] != "acme" || data["name"] != "ci" {
 			t.Fatalf("issued = %v", data)
 		}
-		expires, err := time.Parse(time.RFC3339, data["expires_at"].(string))
+		expires, err := time.Parse(laravelTime, data["expires_at"].(string))
 		if err != nil || time.Until(expires) < 719*time.Hour || time.Until(expires) > 721*time.Hour {
 			t.Errorf("expires_at = %v (%v), want about 720h ahead", data["expires_at"], err)
 		}

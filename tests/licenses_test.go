@@ -68,8 +68,8 @@ func TestCreateLicenseForNewDomain(t *testing.T) {
 		}
 		for _, f := range []string{"created_at", "updated_at"} {
 			ts, _ := d[f].(string)
-			if parsed, err := time.Parse(time.RFC3339, ts); err != nil || !strings.HasSuffix(ts, "Z") || time.Since(parsed) > time.Minute {
-				t.Errorf("%s = %q, want RFC 3339 UTC now", f, ts)
+			if parsed, err := time.Parse(laravelTime, ts); err != nil || len(ts) != len(laravelTime) || time.Since(parsed) > time.Minute {
+				t.Errorf("%s = %q, want Laravel's 2006-01-02T15:04:05.000000Z, UTC, now", f, ts)
 			}
 		}
 		a.wantVendorCalls("", 2)

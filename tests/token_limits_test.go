@@ -31,13 +31,13 @@ func TestExpiresInAboveMaxTTLIsRefused(t *testing.T) {
 			t.Errorf("refused requests stored %d tokens", after-before)
 		}
 		data := issuedData(a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"expires_in":"720h"}`, root...))
-		expires, err := time.Parse(time.RFC3339, data["expires_at"].(string))
+		expires, err := time.Parse(laravelTime, data["expires_at"].(string))
 		if err != nil || time.Until(expires) < 719*time.Hour || time.Until(expires) > 720*time.Hour+time.Minute {
 			t.Errorf("expires_at = %v, want 720h ahead", data["expires_at"])
 		}
 		// Without expires_in, TOKEN_TTL (24h here) applies.
 		data = issuedData(a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"]}`, root...))
-		if expires, _ := time.Parse(time.RFC3339, data["expires_at"].(string)); time.Until(expires) > testTTL+time.Minute {
+		if expires, _ := time.Parse(laravelTime, data["expires_at"].(string)); time.Until(expires) > testTTL+time.Minute {
 			t.Errorf("expires_at = %v, want TOKEN_TTL ahead", data["expires_at"])
 		}
 	})

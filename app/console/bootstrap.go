@@ -174,6 +174,7 @@ func (a *App) Server() *echo.Echo {
 		Metrics:          a.Metrics,
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit:        a.rateLimiter(),
+		URL:              cfg.URL,
 		Idempotency: idempotency.Config{
 			Store:       a.Store,
 			TTL:         cfg.Idempotency.TTL,

@@ -63,11 +63,7 @@ func decodeJSON(b []byte, v any) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
-		return &Error{
-			Status:  http.StatusUnprocessableEntity,
-			Message: fmt.Sprintf("The %s field has the wrong type.", field),
-			Fields:  map[string][]string{field: {fmt.Sprintf("The %s field must be a %s.", field, jsonKind(typeErr.Type.Kind().String()))}},
-		}
+		return validationError(map[string][]string{field: {fmt.Sprintf("The %s field must be %s.", field, jsonKind(typeErr.Type.Kind().String()))}})
 	}
 	if err != nil {
 		return errMalformedJSON
@@ -75,20 +71,47 @@ func decodeJSON(b []byte, v any) error {
 	return nil
 }
 
+// decodeObject reads a body that must be one JSON object into its fields,
+// undecoded, so each field's type can be checked on its own.
+func decodeObject(b []byte) (map[string]json.RawMessage, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		return nil, errMalformedJSON
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, errMalformedJSON
+	}
+	return raw, nil
+}
+
+// stringField reads the string field name of raw into dst: absent or null
+// leaves dst "" (the rules decide whether that is allowed); any other JSON
+// type is Laravel's "must be a string." message, returned.
+func stringField(raw map[string]json.RawMessage, name string, dst *string) string {
+	v, ok := raw[name]
+	if !ok || string(v) == "null" {
+		return ""
+	}
+	if v[0] != '"' || json.Unmarshal(v, dst) != nil {
+		return "The " + name + " field must be a string."
+	}
+	return ""
+}
+
 func hasJSONSuffix(mt string) bool {
 	return len(mt) > 5 && mt[len(mt)-5:] == "+json"
 }
 
+// jsonKind is Laravel's wording for the type a field must have.
 func jsonKind(goKind string) string {
 	switch goKind {
 	case "string":
-		return "string"
-	case "slice", "array":
-		return "list"
-	case "struct", "map":
-		return "object"
+		return "a string"
+	case "slice", "array", "struct", "map":
+		return "an array"
 	case "bool":
-		return "boolean"
+		return "true or false"
 	}
-	return "number"
+	return "a number"
 }

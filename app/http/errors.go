@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type Error struct {
 	Message    string
 	Code       string              // machine-readable case, when there is one
 	Fields     map[string][]string // validation errors, rendered as "errors"
+	Order      []string            // the fields of Fields in the order they are rendered (rule order)
 	RetryAfter int                 // seconds; a Retry-After header when > 0
 	// Operation names the intent a 202 leaves pending; its Location header
 	// is where to ask about it.
@@ -41,10 +43,10 @@ func (e *Error) Error() string { return e.Message }
 
 // errorBody is Laravel's error shape.
 type errorBody struct {
-	Message   string              `json:"message"`
-	Code      string              `json:"code,omitempty"`
-	Errors    map[string][]string `json:"errors,omitempty"`
-	Operation *pendingOperation   `json:"operation,omitempty"`
+	Message   string            `json:"message"`
+	Code      string            `json:"code,omitempty"`
+	Errors    *orderedErrors    `json:"errors,omitempty"`
+	Operation *pendingOperation `json:"operation,omitempty"`
 }
 
 // unavailable is how an error says "the database cannot serve now; retry
@@ -80,7 +82,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if e.Operation != nil {
 		c.Response().Header().Set(echo.HeaderLocation, operationLocation(e.Operation.ID))
 	}
-	body := errorBody{Message: e.Message, Code: e.Code, Errors: e.Fields, Operation: e.Operation}
+	body := errorBody{Message: e.Message, Code: e.Code, Operation: e.Operation}
+	if len(e.Fields) > 0 {
+		body.Errors = &orderedErrors{fields: e.Fields, order: fieldOrder(e.Fields, e.Order)}
+	}
 	var werr error
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(e.Status)
@@ -146,12 +151,21 @@ type fieldErrors interface {
 	FieldErrors() map[string][]string
 }
 
+// fieldOrderer is a validation error that knows its fields' rule order.
+type fieldOrderer interface {
+	FieldOrder() []string
+}
+
 // fromDomainError maps the domain packages' errors; nil when err is none of them.
 func fromDomainError(err error) *Error {
 	var fe fieldErrors
 	switch {
 	case errors.As(err, &fe):
-		return validationError(fe.FieldErrors())
+		var order []string
+		if o, ok := fe.(fieldOrderer); ok {
+			order = o.FieldOrder()
+		}
+		return validationError(fe.FieldErrors(), order...)
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return errUnauthenticated
 	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound), errors.Is(err, idempotency.ErrIntentNotFound):
@@ -253,9 +267,10 @@ func tooManyAttempts(retryAfter int) *Error {
 var errNotFound = &Error{Status: http.StatusNotFound, Message: "Not Found."}
 
 // validationError is Laravel's 422: the first message, "(and N more
-// errors)", and every message under its field.
-func validationError(fields map[string][]string) *Error {
-	keys := slices.Sorted(maps.Keys(fields))
+// errors)", and every message under its field. order is the rule order of
+// the fields; fields it does not name follow in alphabetical order.
+func validationError(fields map[string][]string, order ...string) *Error {
+	keys := fieldOrder(fields, order)
 	msg, more := "The given data was invalid.", -1
 	for _, k := range keys {
 		for _, m := range fields[k] {
@@ -271,5 +286,53 @@ func validationError(fields map[string][]string) *Error {
 	case more > 1:
 		msg += fmt.Sprintf(" (and %d more errors)", more)
 	}
-	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Fields: fields}
+	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Fields: fields, Order: keys}
+}
+
+// fieldOrder is the fields with errors: those order names first, in its
+// order, then the rest alphabetically.
+func fieldOrder(fields map[string][]string, order []string) []string {
+	keys := make([]string, 0, len(fields))
+	for _, k := range order {
+		if _, ok := fields[k]; ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// orderedErrors renders "errors" with its keys in rule order, which a Go
+// map cannot keep.
+type orderedErrors struct {
+	fields map[string][]string
+	order  []string
+}
+
+// MarshalJSON writes the object key by key, in order.
+func (o *orderedErrors) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.order {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, err := marshalJSON(k)
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := marshalJSON(o.fields[k])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(msgs)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

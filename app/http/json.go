@@ -1,30 +1,45 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/labstack/echo/v4"
 )
 
-// jsonSerializer renders every response as json.Marshal does (compact, no
+// jsonSerializer renders every response through marshalJSON (compact, no
 // trailing newline, as Laravel answers), so that a body rendered outside a
 // request, by the reconciler, is byte for byte what a handler sends.
 type jsonSerializer struct{}
 
 // Serialize writes i as JSON; indent is honoured for ?pretty.
 func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
-	var b []byte
-	var err error
-	if indent != "" {
-		b, err = json.MarshalIndent(i, "", indent)
-	} else {
-		b, err = json.Marshal(i)
-	}
+	b, err := marshalJSON(i)
 	if err != nil {
 		return err
 	}
+	if indent != "" {
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", indent); err != nil {
+			return err
+		}
+		b = out.Bytes()
+	}
 	_, err = c.Response().Write(b)
 	return err
+}
+
+// marshalJSON is json.Marshal without HTML escaping: "&", "<" and ">" are
+// written as they are, as Laravel's json_encode writes them ("AT&T", and the
+// pagination labels "&laquo; Previous"), not as \u0026.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Deserialize is unused: handlers decode bodies with bindJSON.

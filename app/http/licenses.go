@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -70,7 +71,7 @@ func (s *Server) storeLicense(c echo.Context) error {
 // reconciler both render through it, so a reconciled intent replays the very
 // bytes a normal success would have sent.
 func licenseResponse(lic licenses.License, created bool) (idempotency.Response, error) {
-	body, err := json.Marshal(dataBody{Data: newLicenseResource(lic)})
+	body, err := marshalJSON(dataBody{Data: newLicenseResource(lic)})
 	if err != nil {
 		return idempotency.Response{}, err
 	}
@@ -98,23 +99,57 @@ const ctxLicenseInput = "licenses.input"
 // "ACME.test." and "acme.test" are one intent and extra fields a client adds
 // do not make a retry a conflict. A request it refuses never reaches the
 // idempotency store.
+//
+// Every field is checked, in rule order (name, then domain), and every
+// failing field is reported, as Laravel's validator does: a value of the
+// wrong JSON type is "The name field must be a string." and does not hide
+// the other fields' errors.
 func bindLicense(c echo.Context, body []byte) ([]byte, error) {
 	if err := checkJSONType(c); err != nil {
 		return nil, err
 	}
-	var req storeLicenseRequest
-	if err := decodeJSON(body, &req); err != nil {
-		return nil, err
-	}
-	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
+	raw, err := decodeObject(body)
 	if err != nil {
 		return nil, err
 	}
-	c.Set(ctxLicenseInput, in)
-	return json.Marshal(storeLicenseRequest{Name: in.Name, Domain: in.Domain})
+	typeErrs := map[string]string{}
+	var req storeLicenseRequest
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"name", &req.Name}, {"domain", &req.Domain}} {
+		if msg := stringField(raw, f.name, f.dst); msg != "" {
+			typeErrs[f.name] = msg
+		}
+	}
+	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
+	if err == nil && len(typeErrs) == 0 {
+		c.Set(ctxLicenseInput, in)
+		return json.Marshal(storeLicenseRequest{Name: in.Name, Domain: in.Domain})
+	}
+	var verr *licenses.ValidationError
+	if err != nil && !errors.As(err, &verr) {
+		return nil, err
+	}
+	fields, order := map[string][]string{}, []string{}
+	for _, name := range licenseRules {
+		switch {
+		case typeErrs[name] != "":
+			fields[name] = []string{typeErrs[name]}
+		case verr != nil && len(verr.Fields[name]) > 0:
+			fields[name] = verr.Fields[name]
+		default:
+			continue
+		}
+		order = append(order, name)
+	}
+	return nil, validationError(fields, order...)
 }
 
-// pageMeta is Laravel's pagination meta.
+// licenseRules is the order of a create's validation rules.
+var licenseRules = []string{"name", "domain"}
+
+// pageMeta is the meta of the operators' intents listing.
 type pageMeta struct {
 	CurrentPage int   `json:"current_page"`
 	PerPage     int   `json:"per_page"`
@@ -122,31 +157,56 @@ type pageMeta struct {
 	LastPage    int64 `json:"last_page"`
 }
 
-type pageBody struct {
-	Data []licenseResource `json:"data"`
-	Meta pageMeta          `json:"meta"`
-}
+// defaultPerPage is the page size of GET /api/licenses without per_page.
+const defaultPerPage = 15
 
-// listLicenses is GET /api/licenses?page=&per_page=.
+// listLicenses is GET /api/licenses?page=&per_page=, or ?cursor=&per_page=.
+// With page (or neither) it answers Laravel's LengthAwarePaginator resource
+// collection; with cursor (empty for the first page) Laravel's
+// CursorPaginator one, from a keyset query with no COUNT.
 func (s *Server) listLicenses(c echo.Context) error {
 	fields := map[string][]string{}
 	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
-	perPage := queryInt(c, "per_page", 15, 1, 100, fields)
-	if len(fields) > 0 {
-		return validationError(fields)
+	perPage := queryInt(c, "per_page", defaultPerPage, 1, 100, fields)
+	cursorMode := c.QueryParams().Has("cursor")
+	var cur *licenses.Cursor
+	if raw := c.QueryParam("cursor"); raw != "" {
+		if dec, ok := decodeCursor(raw); ok {
+			cur = &dec
+		} else {
+			fields["cursor"] = []string{"The cursor field must be a cursor from a previous page's links or meta."}
+		}
 	}
-	p, err := s.licenses.List(c.Request().Context(), principal(c).ConsumerID, page, perPage)
+	if len(fields) > 0 {
+		return validationError(fields, "page", "per_page", "cursor")
+	}
+	p := pager{path: s.baseURL + "/api/licenses"}
+	if perPage != defaultPerPage {
+		// Laravel's ->appends('per_page', …): the links keep the page size.
+		p.query = "per_page=" + strconv.Itoa(perPage) + "&"
+	}
+	ctx := c.Request().Context()
+	consumer := principal(c).ConsumerID
+	if cursorMode {
+		cp, err := s.licenses.ListCursor(ctx, consumer, cur, perPage)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, p.cursorPaginated(licenseResources(cp.Licenses), cp.Licenses, cur, cp.More, perPage))
+	}
+	lp, err := s.licenses.List(ctx, consumer, page, perPage)
 	if err != nil {
 		return err
 	}
-	body := pageBody{Data: make([]licenseResource, 0, len(p.Licenses)), Meta: pageMeta{
-		CurrentPage: page, PerPage: perPage, Total: p.Total,
-		LastPage: max(1, (p.Total+int64(perPage)-1)/int64(perPage)),
-	}}
-	for _, l := range p.Licenses {
-		body.Data = append(body.Data, newLicenseResource(l))
+	return c.JSON(http.StatusOK, p.lengthAware(licenseResources(lp.Licenses), len(lp.Licenses), page, perPage, lp.Total))
+}
+
+func licenseResources(ls []licenses.License) []licenseResource {
+	out := make([]licenseResource, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, newLicenseResource(l))
 	}
-	return c.JSON(http.StatusOK, body)
+	return out
 }
 
 // queryInt reads an integer query parameter in [lo, hi], noting an error in

@@ -5,6 +5,7 @@ package http
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,6 +35,9 @@ type Deps struct {
 	// RateLimit counts every authenticated request per consumer (nil: no
 	// limit, like a limiter that is off).
 	RateLimit *ratelimit.Limiter
+	// URL is the application's base URL (APP_URL): the absolute links of a
+	// paginated listing start with it.
+	URL string
 }
 
 // Server holds the dependencies the handlers use.
@@ -47,6 +51,7 @@ type Server struct {
 	now      func() time.Time
 	metrics  *metrics.Metrics
 	limiter  *ratelimit.Limiter
+	baseURL  string // APP_URL without a trailing slash
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -57,7 +62,8 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Metrics == nil {
 		d.Metrics = metrics.New([]string{"licenses.store"}, nil)
 	}
-	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit}
+	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
+		baseURL: strings.TrimRight(d.URL, "/")}
 	s.store, s.now = d.Idempotency.Store, d.Idempotency.Now
 	if s.now == nil {
 		s.now = time.Now

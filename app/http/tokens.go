@@ -38,8 +38,12 @@ func newTokenResource(t auth.Token) tokenResource {
 	}
 }
 
-// formatTime renders RFC 3339 in UTC, to the second, as the API promises.
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+// timeLayout is how Laravel serialises a date: UTC, microseconds (always six
+// digits), and Z: 2026-11-30T10:00:00.000000Z.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// formatTime renders a time as Laravel does (timeLayout).
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 func timeOrNil(t *time.Time) *string {
 	if t == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -176,6 +177,56 @@ func (s *Service) List(ctx context.Context, consumerID string, page, perPage int
 	for i := range p.Licenses {
 		if err := s.open(&p.Licenses[i]); err != nil {
 			return Page{}, err
+		}
+	}
+	return p, nil
+}
+
+// Cursor is a position in a consumer's list, newest first: the (created_at,
+// id) of a boundary row, and which way to read from it. Next: the rows after
+// it (older); otherwise the rows before it (newer), as Laravel's cursor
+// points to next or previous items.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+	Next      bool
+}
+
+// CursorPage is one page of a keyset listing. More says whether rows lie
+// beyond it in the direction it was read.
+type CursorPage struct {
+	Licenses []License
+	More     bool
+}
+
+// ListCursor returns up to perPage of the consumer's licenses that List
+// would, in the same order (created_at DESC, id DESC), from the cursor on;
+// a nil cursor is the first page. It is a keyset query on (created_at, id)
+// with no COUNT and no OFFSET, so any page costs what the first does.
+func (s *Service) ListCursor(ctx context.Context, consumerID string, cur *Cursor, perPage int) (CursorPage, error) {
+	q := s.db.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
+	backward := cur != nil && !cur.Next
+	switch {
+	case cur == nil:
+		q = q.Order("created_at DESC, id DESC")
+	case cur.Next:
+		q = q.Where("(created_at, id) < (?, ?)", cur.CreatedAt.UTC(), cur.ID).Order("created_at DESC, id DESC")
+	default:
+		q = q.Where("(created_at, id) > (?, ?)", cur.CreatedAt.UTC(), cur.ID).Order("created_at ASC, id ASC")
+	}
+	var p CursorPage
+	if err := q.Limit(perPage + 1).Find(&p.Licenses).Error; err != nil {
+		return CursorPage{}, fmt.Errorf("list licenses after a cursor: %w", err)
+	}
+	if len(p.Licenses) > perPage {
+		p.More, p.Licenses = true, p.Licenses[:perPage]
+	}
+	if backward {
+		slices.Reverse(p.Licenses)
+	}
+	for i := range p.Licenses {
+		if err := s.open(&p.Licenses[i]); err != nil {
+			return CursorPage{}, err
 		}
 	}
 	return p, nil

@@ -13,8 +13,11 @@ import (
 )
 
 // ValidationError lists what is wrong with the input, field by field.
+// Order names the fields of Fields in rule order (name, then domain), which
+// a map cannot keep: the API reports them in that order.
 type ValidationError struct {
 	Fields map[string][]string
+	Order  []string
 }
 
 func (e *ValidationError) Error() string {
@@ -24,6 +27,20 @@ func (e *ValidationError) Error() string {
 // FieldErrors returns the errors per field.
 func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
 
+// FieldOrder returns the fields with errors, in rule order.
+func (e *ValidationError) FieldOrder() []string { return e.Order }
+
+// add notes msg on field, keeping the order fields first failed in.
+func (e *ValidationError) add(field, msg string) {
+	if e.Fields == nil {
+		e.Fields = map[string][]string{}
+	}
+	if _, ok := e.Fields[field]; !ok {
+		e.Order = append(e.Order, field)
+	}
+	e.Fields[field] = append(e.Fields[field], msg)
+}
+
 // Validate trims and checks the input, returning it with the domain in its
 // normal form. An input Validate returned passes again as it is, so a request
 // validated at the edge is not validated a second time in Create.
@@ -31,18 +48,18 @@ func Validate(in Input) (Input, error) {
 	if in.valid {
 		return in, nil
 	}
-	fields := map[string][]string{}
+	verr := &ValidationError{}
 	in.Name = strings.TrimSpace(in.Name)
 	if msg := nameProblem(in.Name); msg != "" {
-		fields["name"] = []string{msg}
+		verr.add("name", msg)
 	}
 	domain, msg := NormalizeDomain(in.Domain)
 	if msg != "" {
-		fields["domain"] = []string{msg}
+		verr.add("domain", msg)
 	}
 	in.Domain = domain
-	if len(fields) > 0 {
-		return in, &ValidationError{Fields: fields}
+	if len(verr.Fields) > 0 {
+		return in, verr
 	}
 	in.valid = true
 	return in, nil
