@@ -136,11 +136,40 @@ func setUsage(fs *flag.FlagSet, line, summary string) {
 }
 
 // subcommand is one line of a command's list of subcommands.
-type subcommand struct{ name, summary string }
+type subcommand struct {
+	name, summary string
+	run           func(context.Context, env) error
+}
 
-// printSubcommands is the --help of a command made of subcommands (token,
-// licenses), in the house style: the usage line, a one-line summary, then
-// the subcommands.
+// runSubcommand dispatches a command made of subcommands (token, licenses,
+// intents): with none named, or --help, it prints them in the house style
+// (the usage line, a one-line summary, the subcommands); an unknown one is a
+// usage error naming those it knows.
+func runSubcommand(ctx context.Context, e env, group, summary string, subs []subcommand) error {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	known := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
+		printSubcommands(e.stderr, group+" "+strings.Join(names, "|")+" [flags]", summary, subs)
+		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
+			return nil
+		}
+		return usagef("%s: name a subcommand: %s", group, known)
+	}
+	name := e.args[0]
+	e.args = e.args[1:]
+	for _, s := range subs {
+		if s.name == name {
+			return s.run(ctx, e)
+		}
+	}
+	return usagef("%s: unknown subcommand %q (%s)", group, name, known)
+}
+
+// printSubcommands is the --help of a command made of subcommands, in the
+// house style: the usage line, a one-line summary, then the subcommands.
 func printSubcommands(w io.Writer, line, summary string, subs []subcommand) {
 	fmt.Fprintf(w, "usage: licensor %s\n\n%s\n\nsubcommands:\n", line, summary)
 	for _, s := range subs {

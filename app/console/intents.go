@@ -17,40 +17,20 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
-// intentsUsage is the usage line of `licensor intents`.
-const intentsUsage = `usage: licensor intents list [--status S] [--consumer NAME] [--older-than D] [--page N] [--per-page N] [--json]
-       licensor intents show ID [--json]
-       licensor intents retry ID
-       licensor intents digest KEY`
-
 // intentStatuses are the statuses --status accepts, in an intent's order.
 var intentStatuses = []string{idempotency.StatusPending, idempotency.StatusProcessing,
 	idempotency.StatusCompleted, idempotency.StatusFailed}
 
-// intentsCmd is `licensor intents list|show|retry`: the operator's view of
+// intentsCmd is `licensor intents list|show|retry|digest`: the operator's view of
 // the idempotency records. It never shows a raw key, a token or a stored
 // body: idempotency.Intent carries none of them.
 func intentsCmd(ctx context.Context, e env) error {
-	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		fmt.Fprintln(e.stderr, intentsUsage)
-		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
-			return nil
-		}
-		return usagef("intents: name a subcommand: list, show or retry")
-	}
-	sub := e.args[0]
-	e.args = e.args[1:]
-	switch sub {
-	case "list":
-		return intentsList(ctx, e)
-	case "show":
-		return intentsShow(ctx, e)
-	case "retry":
-		return intentsRetry(ctx, e)
-	case "digest":
-		return intentsDigest(ctx, e)
-	}
-	return usagef("intents: unknown subcommand %q (list, show, retry or digest)", sub)
+	return runSubcommand(ctx, e, "intents", "The operator's view of intents (idempotency records) in the configured database.", []subcommand{
+		{"list", "list intents: --status, --consumer NAME, --older-than D, --page, --per-page, --json", intentsList},
+		{"show", "show one intent by its id (--json)", intentsShow},
+		{"retry", "put a failed intent back to pending, its attempts reset", intentsRetry},
+		{"digest", "print the key_digest of an Idempotency-Key, as logs and intents show it", intentsDigest},
+	})
 }
 
 // listOptions are the flags of `licensor intents list`.

@@ -36,25 +36,12 @@ func licensesCmd(ctx context.Context, e env) error {
 // licensesWith is licensesCmd with extra client options: its tests pass a
 // sleep that records the backoff instead of waiting it out.
 func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
-	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		printSubcommands(e.stderr, "licenses create|list [flags]", licensesSummary, []subcommand{
-			{"create", "create a license for a domain; prints it as JSON on stdout"},
-			{"list", "list one page of your licenses, as a table or as JSON"},
-		})
-		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
-			return nil
-		}
-		return usagef("licenses: name a subcommand: create or list")
-	}
-	sub := e.args[0]
-	e.args = e.args[1:]
-	switch sub {
-	case "create":
-		return licensesCreate(ctx, e, opts)
-	case "list":
-		return licensesList(ctx, e, opts)
-	}
-	return usagef("licenses: unknown subcommand %q (create or list)", sub)
+	return runSubcommand(ctx, e, "licenses", licensesSummary, []subcommand{
+		{"create", "create a license for a domain; prints it as JSON on stdout",
+			func(ctx context.Context, e env) error { return licensesCreate(ctx, e, opts) }},
+		{"list", "list one page of your licenses, as a table or as JSON",
+			func(ctx context.Context, e env) error { return licensesList(ctx, e, opts) }},
+	})
 }
 
 // licensesCreate prints the license as JSON on stdout (--json, the default

@@ -16,28 +16,11 @@ import (
 
 // tokenCmd is `licensor token issue|list|revoke`.
 func tokenCmd(ctx context.Context, e env) error {
-	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		printSubcommands(e.stderr, "token issue|list|revoke [flags]", "Issues, lists or revokes API tokens, in the configured database (no server needed).", []subcommand{
-			{"issue", "issue a token to a consumer (created if new); prints the token alone on stdout"},
-			{"list", "list the tokens, without their secrets"},
-			{"revoke", "revoke a token: it stops working on the next request"},
-		})
-		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
-			return nil
-		}
-		return usagef("token: name a subcommand: issue, list or revoke")
-	}
-	sub, rest := e.args[0], e.args[1:]
-	e.args = rest
-	switch sub {
-	case "issue":
-		return tokenIssue(ctx, e)
-	case "list":
-		return tokenList(ctx, e)
-	case "revoke":
-		return tokenRevoke(ctx, e)
-	}
-	return usagef("token: unknown subcommand %q (issue, list or revoke)", sub)
+	return runSubcommand(ctx, e, "token", "Issues, lists or revokes API tokens, in the configured database (no server needed).", []subcommand{
+		{"issue", "issue a token to a consumer (created if new); prints the token alone on stdout", tokenIssue},
+		{"list", "list the tokens, without their secrets", tokenList},
+		{"revoke", "revoke a token: it stops working on the next request", tokenRevoke},
+	})
 }
 
 // tokenIssue prints the new token alone on stdout, so that
