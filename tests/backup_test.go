@@ -49,6 +49,9 @@ func serveRequest(e *echo.Echo, method, path, body string, headers []string) *ht
 	}
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, req)
+	if err := checkContract(req, rec.Code, rec.Result().Header, rec.Body.Bytes()); err != nil {
+		recordBreach(err)
+	}
 	return rec
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -25,11 +26,16 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the binary the end-to-end tests built.
+// TestMain removes the binary the end-to-end tests built, and fails the run
+// when a response a test received over HTTP broke the contract.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
+	}
+	if b := contractBreaches(); len(b) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d responses broke docs/openapi.yaml:\n  %s\n", len(b), strings.Join(b, "\n  "))
+		code = 1
 	}
 	os.Exit(code)
 }
@@ -107,20 +113,42 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// waitFor polls url until it answers with want, or fails at the deadline.
+// waitFor polls a licensor url until it answers with want, or fails at the deadline.
 func waitFor(t *testing.T, url, token string, want int) {
+	t.Helper()
+	pollFor(t, contractClient, url, token, want)
+}
+
+// waitForVendor polls a vendor simulator url until it answers 200.
+func waitForVendor(t *testing.T, url, token string) {
+	t.Helper()
+	pollFor(t, http.DefaultClient, url, token, http.StatusOK)
+}
+
+func pollFor(t *testing.T, client *http.Client, url, token string, want int) {
 	t.Helper()
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); <-tick.C {
-		if code, _, _ := send(url, http.MethodGet, token, "", ""); code == want {
+		if code, _, _ := sendWith(client, url, http.MethodGet, token, "", ""); code == want {
 			return
 		}
 	}
 	t.Fatalf("%s did not answer %d in time", url, want)
 }
 
+// send makes one request to a licensor process, through contractClient.
 func send(url, method, token, key, body string) (int, http.Header, string) {
+	return sendWith(contractClient, url, method, token, key, body)
+}
+
+// sendVendor makes one request to the vendor simulator, which the contract
+// does not describe.
+func sendVendor(url, method, token string) (int, http.Header, string) {
+	return sendWith(http.DefaultClient, url, method, token, "", "")
+}
+
+func sendWith(client *http.Client, url, method, token, key, body string) (int, http.Header, string) {
 	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, nil, ""
@@ -130,7 +158,7 @@ func send(url, method, token, key, body string) (int, http.Header, string) {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, ""
 	}
@@ -161,7 +189,7 @@ func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
 			env = append(env, "DB_DATABASE="+db.Config.Database)
 		}
 		start(t, env, "vendor-sim", "--addr", sim, "--token", "sim-token", "--drop-creates", "1", "--drop-mode", "close")
-		waitFor(t, "http://"+sim+"/sites?domain=x.test", "sim-token", http.StatusOK)
+		waitForVendor(t, "http://"+sim+"/sites?domain=x.test", "sim-token")
 		token := strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
 		serve := start(t, env, "serve")
 		waitFor(t, "http://"+api+"/healthz", "", http.StatusOK)
@@ -180,7 +208,7 @@ func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
 		if code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(body, `"domain":"acme.test"`) {
 			t.Fatalf("retry = %d replayed=%q %s, want the stored 201", code, h.Get("Idempotent-Replayed"), body)
 		}
-		_, _, sites := send("http://"+sim+"/sites?domain=acme.test", http.MethodGet, "sim-token", "", "")
+		_, _, sites := sendVendor("http://"+sim+"/sites?domain=acme.test", http.MethodGet, "sim-token")
 		if n := strings.Count(sites, `"license_key"`); n != 1 {
 			t.Errorf("the vendor holds %d sites for the domain: %s", n, sites)
 		}

@@ -141,6 +141,9 @@ func (a *app) do(method, path, body string, headers ...string) *response {
 	}
 	rec := httptest.NewRecorder()
 	a.e.ServeHTTP(rec, req)
+	if err := checkContract(req, rec.Code, rec.Result().Header, rec.Body.Bytes()); err != nil {
+		a.t.Errorf("contract: %v", err)
+	}
 	return &response{ResponseRecorder: rec, t: a.t}
 }
 

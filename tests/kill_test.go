@@ -226,7 +226,7 @@ func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
 	}
 	args := append([]string{"vendor-sim", "--addr", r.sim, "--token", killSimToken, "--drop-mode", "hang"}, simArgs...)
 	r.vendor = start(t, r.env, args...)
-	waitFor(t, "http://"+r.sim+"/sites?domain=x.test", killSimToken, http.StatusOK)
+	waitForVendor(t, "http://"+r.sim+"/sites?domain=x.test", killSimToken)
 	r.token = strings.TrimSpace(runCmd(t, r.env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
 	r.restartServe()
 	return r
@@ -332,7 +332,7 @@ type killSite struct {
 // vendorSites asks the simulator for the domain's sites.
 func (r *killRig) vendorSites(domain string) []killSite {
 	r.t.Helper()
-	code, _, body := send("http://"+r.sim+"/sites?domain="+domain, http.MethodGet, killSimToken, "", "")
+	code, _, body := sendVendor("http://"+r.sim+"/sites?domain="+domain, http.MethodGet, killSimToken)
 	var list struct {
 		Data []killSite `json:"data"`
 	}

@@ -215,7 +215,7 @@ func TestOversizedBodyWithoutLength(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/licenses", pr)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", a.consumer("acme")[1])
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,414 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/net/idna"
+
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// The contract: docs/openapi.yaml, checked against every response the
+// feature tests receive. a.do checks each in-process exchange; contractClient
+// checks the exchanges with real processes. A response fails the contract
+// when its route and status are not documented, when it carries a header
+// its documented response does not name (beyond the transport's own), when
+// a documented required header is missing, or when its body does not match
+// the documented schema; for the test, every documented object is closed
+// (no property the document does not name), so a new field must be written
+// into the contract before it ships.
+
+// specPath is docs/openapi.yaml, from the tests directory.
+const specPath = "../docs/openapi.yaml"
+
+// transportHeaders are the headers HTTP itself sends, which the contract
+// does not list.
+var transportHeaders = []string{"Content-Type", "Content-Length", "Date", "Vary", "Connection", "Transfer-Encoding", "Content-Encoding"}
+
+// contractDoc is the loaded, closed contract and its router.
+type contractDoc struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var (
+	contractOnce   sync.Once
+	loadedContract *contractDoc
+	contractErr    error
+)
+
+// loadContract reads docs/openapi.yaml once per test run.
+func loadContract() (*contractDoc, error) {
+	contractOnce.Do(func() {
+		openapi3.DefineStringFormatValidator("hostname", openapi3.NewCallbackValidator(validHostname))
+		doc, err := openapi3.NewLoader().LoadFromFile(specPath)
+		if err != nil {
+			contractErr = fmt.Errorf("load %s: %w", specPath, err)
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			contractErr = fmt.Errorf("%s is not a valid OpenAPI document: %w", specPath, err)
+			return
+		}
+		// The router matches paths whatever the host the test used.
+		doc.Servers = nil
+		closeSchemas(doc)
+		router, err := legacy.NewRouter(doc)
+		if err != nil {
+			contractErr = fmt.Errorf("route %s: %w", specPath, err)
+			return
+		}
+		loadedContract = &contractDoc{doc: doc, router: router}
+	})
+	return loadedContract, contractErr
+}
+
+// validHostname accepts what the API stores as a domain: a lowercase ASCII
+// (punycode) hostname with at least two labels, no trailing dot, no IP.
+func validHostname(s string) error {
+	if net.ParseIP(s) != nil || strings.HasSuffix(s, ".") || !strings.Contains(s, ".") || strings.ToLower(s) != s {
+		return fmt.Errorf("%q is not a hostname", s)
+	}
+	ascii, err := idna.Lookup.ToASCII(s)
+	if err != nil || ascii != s {
+		return fmt.Errorf("%q is not a hostname", s)
+	}
+	return nil
+}
+
+// closeSchemas makes every object schema of doc closed: allOf of objects is
+// merged into one object, and an object that does not say what else it
+// allows allows nothing else.
+func closeSchemas(doc *openapi3.T) {
+	seen := map[*openapi3.Schema]bool{}
+	var visit func(ref *openapi3.SchemaRef)
+	visit = func(ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		if len(s.AllOf) > 0 && allObjects(s.AllOf) {
+			merged := &openapi3.Schema{Properties: openapi3.Schemas{}}
+			for _, part := range s.AllOf {
+				mergeObject(merged, part.Value)
+			}
+			// In place: every reference to this schema sees one object.
+			s.AllOf, s.Type, s.Properties, s.Required = nil, &openapi3.Types{openapi3.TypeObject}, merged.Properties, merged.Required
+		}
+		if s.Type != nil && s.Type.Is(openapi3.TypeObject) && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
+			no := false
+			s.AdditionalProperties.Has = &no
+		}
+		for _, p := range s.Properties {
+			visit(p)
+		}
+		visit(s.Items)
+		visit(s.AdditionalProperties.Schema)
+		for _, list := range []openapi3.SchemaRefs{s.OneOf, s.AnyOf, s.AllOf} {
+			for _, r := range list {
+				visit(r)
+			}
+		}
+	}
+	for _, ref := range doc.Components.Schemas {
+		visit(ref)
+	}
+	for _, ref := range doc.Components.Responses {
+		for _, mt := range ref.Value.Content {
+			visit(mt.Schema)
+		}
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, resp := range op.Responses.Map() {
+				for _, mt := range resp.Value.Content {
+					visit(mt.Schema)
+				}
+			}
+		}
+	}
+}
+
+// allObjects reports whether every part of an allOf is an object with
+// properties (so the parts can be merged into one).
+func allObjects(parts openapi3.SchemaRefs) bool {
+	for _, p := range parts {
+		if p.Value == nil || len(p.Value.AllOf) > 0 || len(p.Value.Properties) == 0 {
+			if p.Value != nil && len(p.Value.AllOf) > 0 && allObjects(p.Value.AllOf) {
+				continue
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// mergeObject adds part's properties and required names to merged; a
+// property both name must satisfy both.
+func mergeObject(merged, part *openapi3.Schema) {
+	if len(part.AllOf) > 0 {
+		for _, p := range part.AllOf {
+			mergeObject(merged, p.Value)
+		}
+		return
+	}
+	for name, p := range part.Properties {
+		if have, ok := merged.Properties[name]; ok {
+			merged.Properties[name] = &openapi3.SchemaRef{Value: &openapi3.Schema{AllOf: openapi3.SchemaRefs{have, p}}}
+			continue
+		}
+		merged.Properties[name] = p
+	}
+	for _, r := range part.Required {
+		if !slices.Contains(merged.Required, r) {
+			merged.Required = append(merged.Required, r)
+		}
+	}
+}
+
+// checkContract reports how one exchange breaks the contract, or nil.
+func checkContract(req *http.Request, status int, header http.Header, body []byte) error {
+	c, err := loadContract()
+	if err != nil {
+		return err
+	}
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		// No documented operation: only the router's own 404 and 405, in
+		// the error shape, may answer there.
+		var rerr *routers.RouteError
+		if !errors.As(err, &rerr) {
+			return err
+		}
+		switch status {
+		case http.StatusNotFound, http.StatusMethodNotAllowed:
+			return checkBody(c.doc.Components.Schemas["Error"], header, body)
+		case http.StatusInternalServerError:
+			// A route a test added to make the server fail: still in the contract's 500 shape.
+			return checkBody(c.doc.Components.Responses["ServerError"].Value.Content.Get("application/json").Schema, header, body)
+		}
+		return fmt.Errorf("%s %s is not in the contract, yet it answered %d", req.Method, req.URL.Path, status)
+	}
+	opResp := route.Operation.Responses.Status(status)
+	if opResp == nil {
+		return fmt.Errorf("%s %s answered %d, which the contract does not list", req.Method, route.Path, status)
+	}
+	declared := opResp.Value.Headers
+	for name := range header {
+		if slices.ContainsFunc(transportHeaders, func(h string) bool { return strings.EqualFold(h, name) }) {
+			continue
+		}
+		if !hasHeader(declared, name) {
+			return fmt.Errorf("%s %s answered %d with header %s, which the contract does not list there", req.Method, route.Path, status, name)
+		}
+	}
+	if len(opResp.Value.Content) == 0 && len(body) > 0 {
+		return fmt.Errorf("%s %s answered %d with a body, where the contract lists none: %.200s", req.Method, route.Path, status, body)
+	}
+	// The request is only matched here, not validated: the tests send bad
+	// requests on purpose, and the server's answers to them are the subject.
+	input := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 status,
+		Header:                 header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	input.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
+		return fmt.Errorf("%s %s answered %d against the contract: %v; body: %.300s", req.Method, route.Path, status, err, body)
+	}
+	return nil
+}
+
+// hasHeader reports whether headers names name, in any case.
+func hasHeader(headers openapi3.Headers, name string) bool {
+	for h := range headers {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkBody validates a JSON body (an error's) against one schema.
+func checkBody(schema *openapi3.SchemaRef, header http.Header, body []byte) error {
+	if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("error body has Content-Type %q", ct)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("error body is not JSON: %v", err)
+	}
+	if err := schema.Value.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse()); err != nil {
+		return fmt.Errorf("error body does not match the contract: %v; body: %.300s", err, body)
+	}
+	return nil
+}
+
+// contractTransport checks every exchange it carries against the contract;
+// a breach is recorded and fails the test run (see TestMain), since the
+// callers may be goroutines without a *testing.T.
+type contractTransport struct{ base http.RoundTripper }
+
+// contractClient is the HTTP client tests use to talk to a licensor they
+// run as a real process or a real listener.
+var contractClient = &http.Client{Transport: contractTransport{base: http.DefaultTransport}}
+
+var (
+	breachMu sync.Mutex
+	breaches []string
+)
+
+// RoundTrip implements http.RoundTripper.
+func (ct contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := ct.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		// A body cut short is the test's subject (a killed process), not a breach.
+		return resp, nil
+	}
+	if err := checkContract(req, resp.StatusCode, resp.Header, body); err != nil {
+		recordBreach(err)
+	}
+	return resp, nil
+}
+
+// recordBreach keeps a breach of the contract for TestMain to report.
+func recordBreach(err error) {
+	breachMu.Lock()
+	breaches = append(breaches, err.Error())
+	breachMu.Unlock()
+}
+
+// contractBreaches returns what contractTransport recorded.
+func contractBreaches() []string {
+	breachMu.Lock()
+	defer breachMu.Unlock()
+	return slices.Clone(breaches)
+}
+
+// TestEveryRouteIsInTheContract fails when the server has a route
+// docs/openapi.yaml does not document, or the document names one the server
+// does not have.
+func TestEveryRouteIsInTheContract(t *testing.T) {
+	c, err := loadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(t, testdb.New(t, database.SQLite))
+	served := map[string]bool{}
+	for _, r := range a.e.Routes() {
+		if r.Method == echo.RouteNotFound || strings.HasPrefix(r.Method, "echo_route") {
+			continue
+		}
+		served[r.Method+" "+echoPathToOpenAPI(r.Path)] = true
+	}
+	documented := map[string]bool{}
+	for path, item := range c.doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+path] = true
+		}
+	}
+	if len(served) == 0 || len(documented) == 0 {
+		t.Fatalf("served %d routes, documented %d: nothing to compare", len(served), len(documented))
+	}
+	for r := range served {
+		if !documented[r] {
+			t.Errorf("the server has %s, which docs/openapi.yaml does not document", r)
+		}
+	}
+	for r := range documented {
+		if !served[r] {
+			t.Errorf("docs/openapi.yaml documents %s, which the server does not have", r)
+		}
+	}
+}
+
+// echoPathToOpenAPI writes Echo's /a/:id as OpenAPI's /a/{id}.
+func echoPathToOpenAPI(p string) string {
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, ":") {
+			parts[i] = "{" + part[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// TestTheContractCatchesWhatItDoesNotDescribe feeds the checker answers the
+// contract does not allow, each one change away from an answer it does, so
+// the feature suite's silence means something.
+func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
+	const license = `{"data":{"id":"01JDQ8Z7F0A2B4C6D8E0G2H4J6","name":"Acme","domain":"acme.test","license_key":"k","status":"active","vendor_site_id":"s1","created_at":"2026-11-30T10:00:00.000000Z","updated_at":"2026-11-30T10:00:00.000000Z"}}`
+	json := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r1"}}
+	with := func(h http.Header, kv ...string) http.Header {
+		h = h.Clone()
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	without := func(h http.Header, name string) http.Header {
+		h = h.Clone()
+		h.Del(name)
+		return h
+	}
+	created := with(json, "Location", "/api/licenses/01JDQ8Z7F0A2B4C6D8E0G2H4J6")
+	cases := []struct {
+		name, method, path string
+		status             int
+		header             http.Header
+		body               string
+		ok                 bool
+	}{
+		{"a documented create", "POST", "/api/licenses", 201, created, license, true},
+		{"a replayed create", "POST", "/api/licenses", 201, with(created, "Idempotent-Replayed", "true"), license, true},
+		{"an undocumented status", "POST", "/api/licenses", 418, json, `{"message":"I'm a teapot."}`, false},
+		{"an undocumented header", "POST", "/api/licenses", 201, with(created, "X-Debug", "1"), license, false},
+		{"a required header missing", "POST", "/api/licenses", 201, without(created, "Location"), license, false},
+		{"X-Request-Id missing", "POST", "/api/licenses", 201, without(created, "X-Request-Id"), license, false},
+		{"a field the contract does not name", "POST", "/api/licenses", 201, created, strings.Replace(license, `"name"`, `"secret":"x","name"`, 1), false},
+		{"a required field missing", "POST", "/api/licenses", 201, created, strings.Replace(license, `"license_key":"k",`, ``, 1), false},
+		{"a timestamp without microseconds", "POST", "/api/licenses", 201, created, strings.Replace(license, `00.000000Z","updated`, `00Z","updated`, 1), false},
+		{"a domain that is no hostname", "POST", "/api/licenses", 201, created, strings.Replace(license, `acme.test`, `10.0.0.1`, 1), false},
+		{"an error code the status does not have", "POST", "/api/licenses", 409, json, `{"message":"x","code":"rate_limited"}`, false},
+		{"a 429 without Retry-After", "GET", "/api/licenses", 429, with(json, "X-RateLimit-Reset", "1"), `{"message":"Too Many Attempts.","code":"rate_limited"}`, false},
+		{"a body where none is documented", "DELETE", "/api/tokens/1", 204, json, `{}`, false},
+		{"an unknown route answering 200", "GET", "/api/nothing", 200, json, `{}`, false},
+		{"an unknown route's 404", "GET", "/api/nothing", 404, json, `{"message":"Not Found."}`, true},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		err := checkContract(req, tc.status, tc.header, []byte(tc.body))
+		if tc.ok && err != nil {
+			t.Errorf("%s: the contract refused it: %v", tc.name, err)
+		}
+		if !tc.ok && err == nil {
+			t.Errorf("%s: the contract let it pass", tc.name)
+		}
+	}
+}
