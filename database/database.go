@@ -69,6 +69,9 @@ func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 	if err := boundStatements(db, queryTimeout(cfg)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
 	}
+	if err := db.Use(timeoutPlugin(queryTimeout(cfg))); err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
+	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, err

@@ -347,8 +347,15 @@ func TestIdempotencyLogsDigestNeverKey(t *testing.T) {
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).wantStatus(http.StatusCreated)
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).wantStatus(http.StatusCreated)
 	logs := a.logs.String()
-	if n := strings.Count(logs, `"msg":"idempotency"`); n != 2 {
-		t.Errorf("%d idempotency log lines for 2 requests, want one each", n)
+	// One line per request: the access line carries the idempotency outcome.
+	if n := strings.Count(logs, `"msg":"request"`); n != 2 {
+		t.Errorf("%d request log lines for 2 requests, want one each:\n%s", n, logs)
+	}
+	if n := strings.Count(logs, `"idempotency":{"consumer_id":`); n != 2 {
+		t.Errorf("%d request lines carry the idempotency outcome, want both:\n%s", n, logs)
+	}
+	if strings.Contains(logs, `"msg":"idempotency"`) {
+		t.Errorf("a second line for the idempotency outcome:\n%s", logs)
 	}
 	if strings.Contains(logs, key) {
 		t.Error("the raw key reached the log")

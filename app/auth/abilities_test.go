@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -45,5 +46,28 @@ func TestGrantable(t *testing.T) {
 	}
 	if err := Grantable(Abilities{IntentsManage}, []string{LicensesRead}); !errors.Is(err, ErrNotGrantable) {
 		t.Errorf("intents:manage granting licenses:read = %v, want ErrNotGrantable", err)
+	}
+}
+
+// parseAbilities reads what encoding/json reads, for the plain form it
+// parses by hand and for every other form it hands to encoding/json.
+func TestParseAbilitiesAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`[]`, `["*"]`, `["licenses:read","licenses:write"]`, `[ "a" , "b" ]`, `["a\"b"]`, `["a,b"]`,
+		`["a","b,"]`, `["\u0041"]`, `[""]`,
+	} {
+		got, err := parseAbilities([]byte(in))
+		var want Abilities
+		if jerr := json.Unmarshal([]byte(in), &want); jerr != nil {
+			t.Fatalf("%s: encoding/json: %v", in, jerr)
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseAbilities(%s) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `[`, `["a"`, `{"a":1}`, `[1]`} {
+		if _, err := parseAbilities([]byte(bad)); err == nil {
+			t.Errorf("parseAbilities(%s) accepted it", bad)
+		}
 	}
 }

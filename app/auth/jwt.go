@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -62,7 +63,7 @@ func (s signer) parse(raw string) (*claims, error) {
 		jwt.WithIssuer(s.issuer),
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(s.now),
-		jwt.WithLeeway(5*time.Second),
+		jwt.WithLeeway(tokenLeeway),
 	)
 	if errors.Is(err, jwt.ErrTokenInvalidIssuer) {
 		// The signature is good (it is checked before the claims): a token
@@ -88,3 +89,61 @@ type issuerError struct {
 
 func (e *issuerError) Error() string { return e.err.Error() }
 func (e *issuerError) Unwrap() error { return e.err }
+
+// verifiedCache remembers the claims of tokens whose signature and claims
+// parse has checked, so that a token seen again costs a map lookup instead
+// of an HMAC and a JSON decode. Only the signature check is cached: the
+// time claims are checked again on every use, and Verify still reads the
+// token row every request, so a revoked token stops at once. Bounded: when
+// full it starts over.
+type verifiedCache struct {
+	mu      sync.RWMutex
+	byToken map[string]verifiedClaims
+	now     func() time.Time
+}
+
+// verifiedClaims are what Verify needs of a checked token.
+type verifiedClaims struct {
+	id, subject string
+	issuedAt    time.Time
+	expiresAt   time.Time
+}
+
+// verifiedCacheSize bounds the cache: a few hundred bytes a token.
+const verifiedCacheSize = 10_000
+
+// tokenLeeway is the clock skew parse allows on exp and iat.
+const tokenLeeway = 5 * time.Second
+
+func newVerifiedCache(now func() time.Time) *verifiedCache {
+	return &verifiedCache{byToken: map[string]verifiedClaims{}, now: now}
+}
+
+// get returns the claims of raw when its signature was checked before and
+// its time claims still hold now.
+func (c *verifiedCache) get(raw string) (verifiedClaims, bool) {
+	c.mu.RLock()
+	v, ok := c.byToken[raw]
+	c.mu.RUnlock()
+	if !ok {
+		return verifiedClaims{}, false
+	}
+	now := c.now()
+	if !now.Before(v.expiresAt.Add(tokenLeeway)) || now.Add(tokenLeeway).Before(v.issuedAt) {
+		return verifiedClaims{}, false // parse decides, and says why
+	}
+	return v, true
+}
+
+// put remembers raw's checked claims.
+func (c *verifiedCache) put(raw string, cl *claims) {
+	if cl.ExpiresAt == nil || cl.IssuedAt == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byToken) >= verifiedCacheSize {
+		clear(c.byToken)
+	}
+	c.byToken[raw] = verifiedClaims{id: cl.ID, subject: cl.Subject, issuedAt: cl.IssuedAt.Time, expiresAt: cl.ExpiresAt.Time}
+}

@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -45,4 +47,33 @@ func (a Abilities) MarshalJSON() ([]byte, error) {
 		return []byte("[]"), nil
 	}
 	return json.Marshal([]string(a))
+}
+
+// parseAbilities reads the abilities column (a JSON array of strings, as
+// the json serializer writes it) without encoding/json for the plain form
+// every row holds (no escapes, no spaces), and with it otherwise.
+func parseAbilities(b []byte) (Abilities, error) {
+	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' && !bytes.ContainsAny(b, "\\ \t\r\n") {
+		inner := b[1 : len(b)-1]
+		if len(inner) == 0 {
+			return Abilities{}, nil
+		}
+		out := make(Abilities, 0, bytes.Count(inner, []byte(","))+1)
+		plain := true
+		for part := range bytes.SplitSeq(inner, []byte(",")) {
+			if len(part) < 2 || part[0] != '"' || part[len(part)-1] != '"' || bytes.IndexByte(part[1:len(part)-1], '"') >= 0 {
+				plain = false
+				break
+			}
+			out = append(out, string(part[1:len(part)-1]))
+		}
+		if plain {
+			return out, nil
+		}
+	}
+	var a Abilities
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("abilities column: %w", err)
+	}
+	return a, nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/database"
 )
 
 // Service issues, verifies, lists and revokes tokens. Verify records each
@@ -18,6 +20,8 @@ import (
 // last_used_at.
 type Service struct {
 	db         *gorm.DB
+	tokenRow   *database.Query // Verify's read, on the read pool
+	verified   *verifiedCache  // tokens whose signature was checked
 	signer     signer
 	defaultTTL time.Duration
 	maxTTL     time.Duration
@@ -31,6 +35,9 @@ type Service struct {
 type Config struct {
 	// DB holds the consumers and personal_access_tokens tables. Required.
 	DB *gorm.DB
+	// Read is the pool Verify reads token rows from: the read-only pool on
+	// SQLite, the one pool on MySQL. Nil: DB.
+	Read *gorm.DB
 	// Key is the HS256 signing key: APP_KEY's 32 bytes.
 	Key []byte
 	// PreviousKeys still verify the tokens they signed (APP_PREVIOUS_KEYS),
@@ -71,8 +78,14 @@ func New(cfg Config) *Service {
 	if maxTTL <= 0 {
 		maxTTL = DefaultMaxTTL
 	}
+	read := cfg.Read
+	if read == nil {
+		read = cfg.DB
+	}
 	return &Service{
 		db:         cfg.DB,
+		tokenRow:   database.NewQuery(read, tokenRowQuery),
+		verified:   newVerifiedCache(now),
 		signer:     signer{key: cfg.Key, previous: cfg.PreviousKeys, issuer: cfg.Issuer, now: now},
 		defaultTTL: min(cfg.DefaultTTL, maxTTL),
 		maxTTL:     maxTTL,
@@ -217,32 +230,57 @@ type Principal struct {
 // success records the token's use in memory only, for RunTouchWriter or
 // Flush to write to last_used_at (at most once per token a minute).
 func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
-	c, err := s.signer.parse(raw)
-	var ie *issuerError
-	if errors.As(err, &ie) {
-		// A common misconfiguration (replicas or an old token under another
-		// APP_URL) that the client only sees as a 401. Never the token.
-		s.log.Debug("token issuer does not match APP_URL", "iss", ie.got, "expected", s.signer.issuer)
+	c, ok := s.verified.get(raw)
+	if !ok {
+		parsed, err := s.signer.parse(raw)
+		var ie *issuerError
+		if errors.As(err, &ie) {
+			// A common misconfiguration (replicas or an old token under another
+			// APP_URL) that the client only sees as a 401. Never the token.
+			s.log.Debug("token issuer does not match APP_URL", "iss", ie.got, "expected", s.signer.issuer)
+		}
+		if err != nil {
+			return Principal{}, ErrUnauthenticated
+		}
+		s.verified.put(raw, parsed)
+		c = verifiedClaims{id: parsed.ID, subject: parsed.Subject}
 	}
-	if err != nil {
-		return Principal{}, ErrUnauthenticated
-	}
-	var tok Token
-	// An inner join: a token whose consumer row is gone (possible where
-	// foreign keys are off) is no token at all.
-	err = s.db.WithContext(ctx).InnerJoins("Consumer").Where("personal_access_tokens.id = ?", c.ID).Take(&tok).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	tok, err := s.loadToken(ctx, c.id)
+	if errors.Is(err, database.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("load token: %w", err)
 	}
 	now := s.now()
-	if tok.ConsumerID != c.Subject || !tok.Live(now) {
+	if tok.ConsumerID != c.subject || !tok.Live(now) {
 		return Principal{}, ErrUnauthenticated
 	}
 	s.recordUse(tok, now)
 	return Principal{ConsumerID: tok.ConsumerID, Consumer: tok.Consumer.Name, TokenID: tok.ID, Abilities: tok.Abilities}, nil
+}
+
+// tokenRowQuery reads what Verify needs of a token row, every request. An
+// inner join: a token whose consumer row is gone (possible where foreign
+// keys are off) is no token at all.
+const tokenRowQuery = `SELECT t.consumer_id, c.name, t.abilities, t.last_used_at, t.expires_at, t.revoked_at
+FROM personal_access_tokens t INNER JOIN consumers c ON c.id = t.consumer_id WHERE t.id = ?`
+
+// loadToken reads the token row id for Verify, through the prepared query
+// (no GORM: this read is on every request).
+func (s *Service) loadToken(ctx context.Context, id string) (Token, error) {
+	tok := Token{ID: id}
+	var abilities []byte
+	err := s.tokenRow.Row(ctx, []any{&tok.ConsumerID, &tok.Consumer.Name, &abilities,
+		database.Time(&tok.LastUsedAt), database.NotNullTime(&tok.ExpiresAt), database.Time(&tok.RevokedAt)}, id)
+	if err != nil {
+		return Token{}, err
+	}
+	tok.Consumer.ID = tok.ConsumerID
+	if tok.Abilities, err = parseAbilities(abilities); err != nil {
+		return Token{}, fmt.Errorf("token %s: %w", id, err)
+	}
+	return tok, nil
 }
 
 // List returns the tokens, newest first; of one consumer when consumer is

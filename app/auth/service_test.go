@@ -384,3 +384,22 @@ func TestRunTouchWriterWritesPeriodically(t *testing.T) {
 		waitLastUsed(t, db, issued.ID, clk.now())
 	})
 }
+
+// A token seen before skips the signature check, never the time claims: once
+// its JWT has expired it is refused, even where its row would still let it in.
+func TestCachedTokenStillExpires(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		s := newTestService(db, clk, nil)
+		issued := issue(t, s, "acme")
+		verify(t, s, issued.Secret) // checked and remembered
+		verify(t, s, issued.Secret) // from memory
+		if err := db.Gorm.Model(&Token{}).Where("id = ?", issued.ID).Update("expires_at", clk.now().Add(365*24*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		clk.add(time.Hour + tokenLeeway + time.Second) // past the JWT's exp (DefaultTTL one hour)
+		if _, err := s.Verify(context.Background(), issued.Secret); err != ErrUnauthenticated {
+			t.Fatalf("Verify of a remembered token past its exp = %v, want ErrUnauthenticated", err)
+		}
+	})
+}

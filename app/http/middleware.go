@@ -10,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/licensor-api/licensor/app/idempotency"
 )
 
 const (
@@ -51,8 +53,9 @@ func RequestID(c echo.Context) string {
 	return id
 }
 
-// accessLog writes one line per request: never headers, bodies or query
-// strings, which may carry secrets.
+// accessLog writes one line per request, with the idempotency outcome of a
+// guarded one: never headers, bodies or query strings, which may carry
+// secrets.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -66,13 +69,17 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.LogAttrs(c.Request().Context(), level, "request",
+		attrs := []slog.Attr{
 			slog.String("method", c.Request().Method),
 			slog.String("route", c.Path()),
 			slog.Int("status", status),
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", RequestID(c)),
-		)
+		}
+		if a := idempotency.LogAttrs(c); a != nil {
+			attrs = append(attrs, slog.Attr{Key: "idempotency", Value: slog.GroupValue(a...)})
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
 		return nil
 	}
 }

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -209,19 +208,15 @@ func responseOf(c echo.Context, w *captureWriter) Response {
 // replay answers with a stored response: the same status, the same body
 // byte for byte, the same Content-Type and Location.
 func replay(c echo.Context, r *Record) error {
-	var headers map[string]string
-	if r.ResponseHeaders != nil {
-		if err := json.Unmarshal([]byte(*r.ResponseHeaders), &headers); err != nil {
-			return err
-		}
-	}
 	status := http.StatusOK
 	if r.ResponseStatus != nil {
 		status = *r.ResponseStatus
 	}
 	h := c.Response().Header()
-	for k, v := range headers {
-		h.Set(k, v)
+	if r.ResponseHeaders != nil {
+		if err := eachHeader(*r.ResponseHeaders, h.Set); err != nil {
+			return err
+		}
 	}
 	h.Set(HeaderReplayed, "true")
 	c.Response().WriteHeader(status)

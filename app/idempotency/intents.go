@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -67,10 +66,7 @@ func (s *Store) intent(r *Record) Intent {
 	}
 	if r.Status == StatusCompleted && r.ResponseStatus != nil {
 		in.Result = &Result{Status: *r.ResponseStatus}
-		var h map[string]string
-		if r.ResponseHeaders != nil && json.Unmarshal([]byte(*r.ResponseHeaders), &h) == nil {
-			in.Result.Location = h["Location"]
-		}
+		in.Result.Location = storedHeader(r.ResponseHeaders, "Location")
 	}
 	return in
 }

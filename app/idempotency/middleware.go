@@ -115,14 +115,25 @@ func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
+			hash := bodyHash(c.Request().Method, c.Path(), body)
+			var prior lookup
+			if key != "" {
+				if prior = g.lookup(c, operation, key); prior.replayable(hash, g.now) {
+					// The fast path of a retry: the same bytes as the first
+					// execution, so the same intent; nothing to parse.
+					g.logOutcome(c, prior.rec, "replayed")
+					return replay(c, prior.rec)
+				}
+			}
 			rec, err := g.newRecord(c, operation, key, body, opts)
 			if err != nil {
 				return err
 			}
+			rec.BodyHash = &hash
 			if key == "" { // the server makes the key: the intent is on the record all the same
 				return g.unkeyed(c, next, rec)
 			}
-			return g.guard(c, next, rec)
+			return g.guard(c, next, rec, prior)
 		}
 	}
 }
@@ -203,15 +214,17 @@ func (g *Guard) requestID(c echo.Context) string { return g.cfg.RequestID(c) }
 // guard decides, from the record that holds the scope, whether to replay,
 // refuse, or execute. Only the INSERT in Reserve (or a compare-and-set on an
 // existing record) makes this request the owner.
-func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record) error {
+func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record, prior lookup) error {
 	// The reservation must not be cut short by a hang-up: an INSERT that
 	// committed but reported an error would hold the key for a whole lease.
 	ctx, cancel := g.settleContext(c)
 	defer cancel()
 	// The fast path for retries: a completed record needs no reservation.
-	found, err := g.cfg.Store.Find(ctx, rec.scope())
-	if err != nil {
-		return notRecorded(err)
+	found, err := prior.rec, prior.err
+	if !prior.done || err != nil {
+		if found, err = g.cfg.Store.Find(ctx, rec.scope()); err != nil {
+			return notRecorded(err)
+		}
 	}
 	if found != nil && found.Status == StatusCompleted && !found.expired(rec.CreatedAt) {
 		return g.answerExisting(c, found, rec)
@@ -290,19 +303,53 @@ func (g *Guard) answerExisting(c echo.Context, existing, rec *Record) error {
 	return ErrInProgress
 }
 
-// logOutcome writes the one line each idempotent request gets: a digest of
-// the key, never the key itself.
+// lookup is what the record of a keyed request's scope was, read once before
+// the body is parsed.
+type lookup struct {
+	done bool    // the read was made
+	rec  *Record // nil: no record
+	err  error
+}
+
+// lookup reads the record of the request's scope.
+func (g *Guard) lookup(c echo.Context, operation, key string) lookup {
+	rec, err := g.cfg.Store.Find(c.Request().Context(), Scope{ConsumerID: g.cfg.Consumer(c), Operation: operation, Key: key})
+	return lookup{done: true, rec: rec, err: err}
+}
+
+// replayable reports whether the record is a completed, live execution of a
+// request with exactly these bytes (bodyHash), which a replay may answer
+// without the body parsed: the same bytes are the same intent.
+func (l lookup) replayable(hash string, now func() time.Time) bool {
+	r := l.rec
+	return l.err == nil && r != nil && r.Status == StatusCompleted &&
+		r.BodyHash != nil && *r.BodyHash == hash && !r.expired(now())
+}
+
+// ctxLogAttrs is where a request's idempotency outcome waits for its line.
+const ctxLogAttrs = "idempotency.log"
+
+// logOutcome notes the request's idempotency outcome for its access-log line
+// (LogAttrs): a digest of the key, never the key itself. The last outcome
+// of a request is the one logged.
 func (g *Guard) logOutcome(c echo.Context, r *Record, outcome string) {
 	attrs := []slog.Attr{
 		slog.String("consumer_id", r.ConsumerID),
 		slog.String("operation", r.Operation),
 		slog.String("key_digest", g.cfg.Store.KeyDigest(r.Key)),
 		slog.String("outcome", outcome),
-		slog.String("request_id", g.requestID(c)),
 	}
 	if r.ExternalRef != nil {
 		attrs = append(attrs, slog.String("vendor_ref", *r.ExternalRef))
 	}
-	g.cfg.Log.LogAttrs(c.Request().Context(), slog.LevelInfo, "idempotency", attrs...)
+	c.Set(ctxLogAttrs, attrs)
 	g.cfg.Observe(r.Operation, outcome)
+}
+
+// LogAttrs returns the request's idempotency outcome (consumer_id,
+// operation, key_digest, outcome, vendor_ref) for the one line the access
+// log writes per request; nil for a request the layer did not decide.
+func LogAttrs(c echo.Context) []slog.Attr {
+	a, _ := c.Get(ctxLogAttrs).([]slog.Attr)
+	return a
 }

@@ -20,15 +20,19 @@ type Record struct {
 	ID uint64 `gorm:"primaryKey"`
 	// PublicID is the intent's opaque id (a ULID): what a 202 names and an
 	// operator looks it up by. Never the raw key.
-	PublicID        *string
-	ConsumerID      string
-	Operation       string
-	Key             string `gorm:"column:idempotency_key"`
-	RequestHash     string
+	PublicID    *string
+	ConsumerID  string
+	Operation   string
+	Key         string `gorm:"column:idempotency_key"`
+	RequestHash string
+	// BodyHash is the SHA-256 of the request's method, route and raw body
+	// bytes (see bodyHash): a retry with the same bytes replays without its
+	// body parsed. Nil on records older than it.
+	BodyHash        *string
 	RequestBody     []byte
 	Status          string
 	ResponseStatus  *int
-	ResponseHeaders *string // JSON object: Content-Type, Location
+	ResponseHeaders *string // "Name: value" lines (see encodeHeaders); a JSON object on older records
 	ResponseBody    []byte
 	ResourceType    *string
 	ResourceID      *string

@@ -2,7 +2,6 @@ package idempotency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,6 +17,7 @@ import (
 type Store struct {
 	db     *gorm.DB
 	cipher Cipher
+	find   *database.Query // Find's read, on the read pool
 }
 
 // Cipher keeps stored response bodies encrypted at rest, and digests keys
@@ -35,12 +35,37 @@ type Cipher interface {
 
 // NewStore returns a Store on db that keeps response bodies sealed with c.
 // It panics without a Cipher: a response body is never stored in plaintext.
-func NewStore(db *gorm.DB, c Cipher) *Store {
+func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
 	if c == nil {
 		panic("idempotency: NewStore needs a Cipher")
 	}
-	return &Store{db: db, cipher: c}
+	o := storeOptions{read: db}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Store{db: db, cipher: c, find: database.NewQuery(o.read, findQuery)}
 }
+
+// StoreOption adjusts a Store.
+type StoreOption func(*storeOptions)
+
+type storeOptions struct{ read *gorm.DB }
+
+// WithReadPool makes Find, the read every keyed request makes, use read
+// (SQLite's read-only pool) rather than the pool that writes.
+func WithReadPool(read *gorm.DB) StoreOption {
+	return func(o *storeOptions) {
+		if read != nil {
+			o.read = read
+		}
+	}
+}
+
+// findQuery reads one record by its scope (the unique index), every column.
+const findQuery = `SELECT id, public_id, consumer_id, operation, idempotency_key, request_hash, body_hash, request_body,
+status, response_status, response_headers, response_body, resource_type, resource_id, external_ref,
+correlation_id, requested_by, locked_until, attempts, created_at, updated_at, expires_at
+FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_key = ?`
 
 // KeyDigest is a short, safe stand-in for an idempotency key in logs and in
 // the intents an operator or a consumer sees: never show the key. It is
@@ -48,14 +73,17 @@ func NewStore(db *gorm.DB, c Cipher) *Store {
 func (s *Store) KeyDigest(key string) string { return s.cipher.Digest(key) }
 
 // Find returns the record of the scope, or nil when there is none.
+//
+// It is the read every keyed request makes, a prepared statement scanned by
+// hand (no GORM), on the read pool.
 func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 	var r Record
-	err := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return s.db.WithContext(ctx).
-			Where("consumer_id = ? AND operation = ? AND idempotency_key = ?", sc.ConsumerID, sc.Operation, sc.Key).
-			Take(&r)
-	}).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	err := s.find.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
+		&r.RequestBody, &r.Status, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody, &r.ResourceType,
+		&r.ResourceID, &r.ExternalRef, &r.CorrelationID, &r.RequestedBy, database.Time(&r.LockedUntil), &r.Attempts,
+		database.NotNullTime(&r.CreatedAt), database.NotNullTime(&r.UpdatedAt), database.NotNullTime(&r.ExpiresAt)},
+		sc.ConsumerID, sc.Operation, sc.Key)
+	if errors.Is(err, database.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
@@ -129,6 +157,7 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	set := map[string]any{
 		"status":           StatusProcessing,
 		"request_hash":     r.RequestHash,
+		"body_hash":        r.BodyHash,
 		"request_body":     r.RequestBody,
 		"locked_until":     r.LockedUntil,
 		"correlation_id":   r.CorrelationID,
@@ -184,10 +213,6 @@ func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcom
 
 // completed is the update that makes a record replay resp, its body sealed.
 func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]any, error) {
-	headers, err := json.Marshal(resp.Headers)
-	if err != nil {
-		return nil, err
-	}
 	body, err := s.cipher.Encrypt(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt the response body: %w", err)
@@ -195,7 +220,7 @@ func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]a
 	return map[string]any{
 		"status":           StatusCompleted,
 		"response_status":  resp.Status,
-		"response_headers": string(headers),
+		"response_headers": encodeHeaders(resp.Headers),
 		"response_body":    []byte(body), // bytes: the column is a BLOB
 		"resource_type":    nullable(o.ResourceType),
 		"resource_id":      nullable(o.ResourceID),

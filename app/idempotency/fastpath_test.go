@@ -1,0 +1,92 @@
+package idempotency
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// A retry with the very bytes of the first execution replays without its
+// body parsed (Bind is not called); other bytes of the same intent (keys
+// reordered) are parsed and replay too; another intent is refused; a record
+// older than body_hash replays through the parse as before.
+func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		var binds atomic.Int32
+		store := NewStore(db.Gorm, testCipher(t))
+		g := New(Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute,
+			Consumer: func(echo.Context) string { return "c1" }})
+		e := echo.New()
+		e.POST("/things", func(c echo.Context) error {
+			c.Response().Header().Set(echo.HeaderLocation, "/things/1")
+			return c.JSONBlob(http.StatusCreated, []byte(`{"made":true}`))
+		}, g.Middleware("things.store", Options{Bind: func(_ echo.Context, body []byte) ([]byte, error) {
+			binds.Add(1)
+			return Canonical(body), nil
+		}}))
+		post := func(body string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
+			req.Header.Set(HeaderKey, "k1")
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, req)
+			return rec
+		}
+		first := post(`{"a":1,"b":2}`)
+		if first.Code != http.StatusCreated || binds.Load() != 1 {
+			t.Fatalf("first: %d, %d binds", first.Code, binds.Load())
+		}
+		same := post(`{"a":1,"b":2}`)
+		if same.Code != http.StatusCreated || same.Header().Get(HeaderReplayed) != "true" || same.Body.String() != `{"made":true}` ||
+			same.Header().Get(echo.HeaderLocation) != "/things/1" {
+			t.Fatalf("same bytes: %d %v %s", same.Code, same.Header(), same.Body)
+		}
+		if n := binds.Load(); n != 1 {
+			t.Errorf("the same bytes were parsed again (%d binds)", n)
+		}
+		if r := post(`{"b":2,"a":1}`); r.Code != http.StatusCreated || r.Header().Get(HeaderReplayed) != "true" || binds.Load() != 2 {
+			t.Errorf("reordered: %d replayed=%q, %d binds; want a parsed replay", r.Code, r.Header().Get(HeaderReplayed), binds.Load())
+		}
+		if r := post(`{"a":1,"b":3}`); r.Code == http.StatusCreated {
+			t.Errorf("another intent under the key was answered %d", r.Code)
+		}
+		// A record from before body_hash: no hash, headers as a JSON object.
+		if err := db.Gorm.Model(&Record{}).Where("idempotency_key = ?", "k1").
+			Updates(map[string]any{"body_hash": nil, "response_headers": `{"Content-Type":"application/json","Location":"/things/1"}`}).Error; err != nil {
+			t.Fatal(err)
+		}
+		before := binds.Load()
+		old := post(`{"a":1,"b":2}`)
+		if old.Code != http.StatusCreated || old.Header().Get(echo.HeaderLocation) != "/things/1" || binds.Load() != before+1 {
+			t.Errorf("old record: %d Location %q, %d binds; want a parsed replay with its headers", old.Code, old.Header().Get(echo.HeaderLocation), binds.Load()-before)
+		}
+		rec, err := store.Find(context.Background(), Scope{"c1", "things.store", "k1"})
+		if err != nil || rec == nil {
+			t.Fatal(rec, err)
+		}
+		if got := storedHeader(rec.ResponseHeaders, "location"); got != "/things/1" {
+			t.Errorf("storedHeader(location) = %q", got)
+		}
+	})
+}
+
+func TestHeadersRoundTrip(t *testing.T) {
+	h := map[string]string{"Location": "/api/licenses/01J", "Content-Type": "application/json"}
+	got := map[string]string{}
+	if err := eachHeader(encodeHeaders(h), func(n, v string) { got[n] = v }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["Location"] != h["Location"] || got["Content-Type"] != h["Content-Type"] {
+		t.Errorf("round trip = %v, want %v", got, h)
+	}
+	if bodyHash("POST", "/a", []byte("b")) == bodyHash("POST", "/ab", nil) {
+		t.Error("bodyHash lets the route and body run together")
+	}
+}
