@@ -68,6 +68,9 @@ type DB struct {
 	URL          string // a full DSN; overrides the fields above when set
 	MaxOpenConns int
 	MaxIdleConns int
+	// ReadConns is the size of SQLite's read-only pool (DB_READ_CONNS);
+	// 0: one per CPU, at least two. MySQL has one pool.
+	ReadConns int
 	// QueryTimeout bounds every statement, so a frozen database fails a
 	// request fast (503) instead of hanging it.
 	QueryTimeout time.Duration
@@ -193,8 +196,9 @@ func (v *values) db(storage string) DB {
 		Password:   v.str("DB_PASSWORD", ""),
 		URL:        v.str("DB_URL", ""),
 	}
-	// SQLite serialises writers anyway; one connection means no SQLITE_BUSY
-	// under contention. MySQL gets a pool sized for a small replica.
+	// SQLite serialises writers anyway; one writing connection means no
+	// SQLITE_BUSY under contention, and reads have a pool of their own
+	// (DB_READ_CONNS). MySQL gets one pool sized for a small replica.
 	openDefault, idleDefault := 1, 1
 	d.Database = v.str("DB_DATABASE", storage+"/database.sqlite")
 	if conn == "mysql" {
@@ -203,6 +207,7 @@ func (v *values) db(storage string) DB {
 	}
 	d.MaxOpenConns = v.intRange("DB_MAX_OPEN_CONNS", openDefault, 1, 10000)
 	d.MaxIdleConns = v.intRange("DB_MAX_IDLE_CONNS", idleDefault, 0, 10000)
+	d.ReadConns = v.intRange("DB_READ_CONNS", 0, 0, 10000)
 	d.QueryTimeout = v.duration("DB_QUERY_TIMEOUT", "5s")
 	return d
 }

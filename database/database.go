@@ -9,11 +9,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/libtnb/sqlite"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -37,9 +38,27 @@ const (
 // tries again after a short pause, for as long as the busy timeout or until
 // ctx ends, by which time the winner has made the file WAL.
 func Open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
+	return openRetrying(ctx, cfg, false)
+}
+
+// OpenReader opens the pool for the hot reads (token checks, idempotency
+// records, a license, a list, a domain lookup) beside writer, the pool Open
+// returned. On SQLite it is a pool of its own, DB_READ_CONNS connections
+// that can only read (query_only): in WAL mode readers never wait for the
+// writer, and a read no longer queues behind a write for the one writing
+// connection. A read on it sees every write committed before it began. On
+// MySQL the one pool serves both, and OpenReader returns writer.
+func OpenReader(ctx context.Context, cfg config.DB, writer *gorm.DB) (*gorm.DB, error) {
+	if cfg.Connection != SQLite {
+		return writer, nil
+	}
+	return openRetrying(ctx, cfg, true)
+}
+
+func openRetrying(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 	deadline := time.Now().Add(sqliteBusyTimeout)
 	for attempt := 1; ; attempt++ {
-		db, err := open(ctx, cfg)
+		db, err := open(ctx, cfg, readOnly)
 		if err == nil || cfg.Connection != SQLite || !isSQLiteBusy(err) || time.Now().After(deadline) {
 			return db, err
 		}
@@ -50,8 +69,8 @@ func Open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 }
 
 // open is one attempt of Open.
-func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
-	dialector, err := dialectorFor(cfg)
+func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
+	dialector, err := dialectorFor(cfg, readOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +81,12 @@ func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 		// Unique violations become gorm.ErrDuplicatedKey on both dialects, and
 		// "not now" errors an *UnavailableError (see classifying).
 		TranslateError: true,
+		// Each statement GORM builds is prepared once per connection and
+		// kept (a bounded cache: an IN list of another length is another
+		// statement), instead of parsed by the database on every call.
+		PrepareStmt:        true,
+		PrepareStmtMaxSize: 256,
+		PrepareStmtTTL:     time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
@@ -76,8 +101,12 @@ func open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
-	sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
+	open, idle := cfg.MaxOpenConns, cfg.MaxIdleConns
+	if readOnly {
+		open, idle = readConns(cfg), readConns(cfg)
+	}
+	sqlDB.SetMaxOpenConns(open)
+	sqlDB.SetMaxIdleConns(idle)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -133,7 +162,16 @@ func isSQLiteBusy(err error) bool {
 
 const sqliteBusy = 5 // SQLITE_BUSY
 
-func dialectorFor(cfg config.DB) (gorm.Dialector, error) {
+// readConns is the size of SQLite's read pool: DB_READ_CONNS, or one per
+// CPU the process may use (at least two).
+func readConns(cfg config.DB) int {
+	if cfg.ReadConns > 0 {
+		return cfg.ReadConns
+	}
+	return max(runtime.GOMAXPROCS(0), 2)
+}
+
+func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 	switch cfg.Connection {
 	case SQLite:
 		if dir := filepath.Dir(cfg.Database); dir != "." {
@@ -144,7 +182,11 @@ func dialectorFor(cfg config.DB) (gorm.Dialector, error) {
 		if err := ownerOnly(cfg.Database); err != nil {
 			return nil, err
 		}
-		return sqlite.Open(SQLiteDSN(cfg.Database)), nil
+		dsn := SQLiteDSN(cfg.Database)
+		if readOnly {
+			dsn = SQLiteReadDSN(cfg.Database)
+		}
+		return sqlite.Open(dsn), nil
 	case MySQL:
 		dsn, err := MySQLDSN(cfg)
 		if err != nil {
@@ -167,13 +209,37 @@ const sqliteBusyTimeout = 10 * time.Second
 // connection, so busy_timeout comes first: every pragma after it, the switch
 // to WAL included, waits up to that long for a lock wherever SQLite waits at
 // all (for where it does not, see Open).
+//
+// Times are written as "2006-01-02 15:04:05.999999999-07:00" in UTC
+// (_time_format=sqlite, _timezone=UTC), the text every row holds since the
+// first release: in that form, text order is time order, which the
+// expires_at and cursor comparisons rely on.
 func SQLiteDSN(path string) string {
+	return sqliteDSN(path, false)
+}
+
+// SQLiteReadDSN is SQLiteDSN for a connection of the read pool, which can
+// only read (query_only): a write sent to it by mistake fails loudly
+// instead of taking the write lock beside the writer.
+func SQLiteReadDSN(path string) string {
+	return sqliteDSN(path, true)
+}
+
+func sqliteDSN(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	}
 	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	q.Set("_timezone", "UTC")
+	// Only a column declared DATETIME reads back as a time (as it always
+	// has): an expression's text stays text, whatever it looks like.
+	q.Set("_texttotime", "0")
 	return "file:" + path + "?" + q.Encode()
 }
 

@@ -21,7 +21,7 @@ type rule struct {
 }
 
 // sqlDrivers are the SQL drivers: only package database may import them.
-var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite",
+var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite", "github.com/libtnb/sqlite",
 	"github.com/go-sql-driver/mysql", "gorm.io/driver/", "github.com/ncruces/go-sqlite3"}
 
 // rules are docs/architecture.md's "who may import whom".

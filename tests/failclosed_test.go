@@ -7,6 +7,7 @@ import (
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -36,16 +37,19 @@ func (a *app) wantEveryRouteUnavailable(token []string, key string) {
 	a.do(http.MethodGet, "/healthz", "").wantStatus(http.StatusOK)
 }
 
-// SQLite: the pool is closed under the app. Every route answers 503 with
-// Retry-After, authentication included, and no vendor call is made.
+// SQLite: both pools (the writer and the read pool) are closed under the
+// app. Every route answers 503 with Retry-After, authentication included,
+// and no vendor call is made.
 func TestSQLiteGoneAnswers503(t *testing.T) {
 	a := newApp(t, testdb.New(t, database.SQLite))
 	acme := a.consumer("acme")
-	sqlDB, err := a.db.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
+	for _, pool := range []*gorm.DB{a.db.Gorm, a.db.Read} {
+		sqlDB, err := pool.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlDB.Close()
 	}
-	sqlDB.Close()
 	a.wantEveryRouteUnavailable(acme, "order-5001")
 	a.wantVendorCalls("", 0)
 }

@@ -87,7 +87,7 @@ func newApp(t *testing.T, db *testdb.DB, opts ...option) *app {
 	logs := &logBuffer{}
 	cfg := testConfig(v.srv.URL)
 	o := console.Overrides{
-		DB: db.Gorm,
+		DB: db.Gorm, Read: db.Read,
 		// The driver does not really wait between 429 retries.
 		VendorOptions: []vendorclient.Option{vendorclient.WithSleep(func(ctx context.Context, _ time.Duration) error { return ctx.Err() })},
 	}

@@ -37,7 +37,7 @@ func benchServer(b *testing.B, db *testdb.DB) {
 	cfg := testConfig("")
 	cfg.Vendor = config.Vendor{Driver: "fake"}
 	cfg.LogLevel = "info" // the access log is part of the cost
-	app, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, io.Discard), console.Overrides{DB: db.Gorm})
+	app, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, io.Discard), console.Overrides{DB: db.Gorm, Read: db.Read})
 	if err != nil {
 		b.Fatal(err)
 	}

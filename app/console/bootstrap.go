@@ -35,6 +35,9 @@ type Overrides struct {
 	// DB is an open, migrated database used instead of opening cfg.DB; the
 	// application does not close it.
 	DB *gorm.DB
+	// Read is the read pool beside DB (see database.OpenReader); nil: DB.
+	// The application does not close it.
+	Read *gorm.DB
 	// Vendor replaces the driver cfg.Vendor names.
 	Vendor licenses.Vendor
 	// VendorOptions are added to the configured driver's (a test's sleep).
@@ -50,16 +53,18 @@ type Overrides struct {
 // service, the idempotency store and its pruner. It builds no vendor driver
 // and no HTTP server, so the token commands work without either.
 type Base struct {
-	Config  config.Config
-	Log     *slog.Logger
-	DB      *gorm.DB
-	Metrics *metrics.Metrics
-	Auth    *auth.Service
-	Store   *idempotency.Store
-	Pruner  *idempotency.Pruner
-	Cipher  *crypt.Cipher // secrets at rest: sealed under APP_KEY, opened under it or APP_PREVIOUS_KEYS
-	now     func() time.Time
-	ownsDB  bool
+	Config   config.Config
+	Log      *slog.Logger
+	DB       *gorm.DB // writes, and the reads inside them
+	Read     *gorm.DB // the hot reads: SQLite's read-only pool; DB on MySQL
+	Metrics  *metrics.Metrics
+	Auth     *auth.Service
+	Store    *idempotency.Store
+	Pruner   *idempotency.Pruner
+	Cipher   *crypt.Cipher // secrets at rest: sealed under APP_KEY, opened under it or APP_PREVIOUS_KEYS
+	now      func() time.Time
+	ownsDB   bool
+	ownsRead bool
 }
 
 // OpenBase opens the database (migrating SQLite, refusing a MySQL schema
@@ -82,11 +87,21 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 			return nil, err
 		}
 		b.DB, b.ownsDB = db, true
+		read, err := database.OpenReader(ctx, cfg.DB, db)
+		if err != nil {
+			return nil, errors.Join(err, database.Close(db))
+		}
+		b.Read, b.ownsRead = read, read != db
+	} else {
+		b.Read = o.Read
 	}
-	b.Store = idempotency.NewStore(b.DB, b.Cipher)
+	if b.Read == nil {
+		b.Read = b.DB
+	}
+	b.Store = idempotency.NewStore(b.DB, b.Cipher, idempotency.WithReadPool(b.Read))
 	b.Metrics = metrics.New(operations, intentStats(b.Store))
 	b.Auth = auth.New(auth.Config{
-		DB: b.DB, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.URL,
+		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.URL,
 		DefaultTTL: cfg.TokenTTL, MaxTTL: cfg.TokenMaxTTL, Log: log, Now: b.now,
 	})
 	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
@@ -101,6 +116,9 @@ func (b *Base) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := b.Auth.Flush(ctx)
+	if b.ownsRead {
+		err = errors.Join(err, database.Close(b.Read))
+	}
 	if b.ownsDB {
 		err = errors.Join(err, database.Close(b.DB))
 	}
@@ -141,7 +159,7 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 func (b *Base) app(vendor licenses.Vendor) *App {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
-	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Vendor: vendor, Cipher: b.Cipher, Now: b.now})
+	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now})
 	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
 		Store: b.Store,
 		Resumers: map[string]idempotency.Resumer{

@@ -78,7 +78,7 @@ func (s *Service) Events(ctx context.Context, consumerID, id string) ([]Event, e
 		return nil, err
 	}
 	var events []Event
-	if err := s.db.WithContext(ctx).Where("license_id = ?", id).Order("id").Find(&events).Error; err != nil {
+	if err := s.read.WithContext(ctx).Where("license_id = ?", id).Order("id").Find(&events).Error; err != nil {
 		return nil, fmt.Errorf("list license events: %w", err)
 	}
 	return events, nil

@@ -13,7 +13,10 @@ import (
 
 // Config is what a Service needs.
 type Config struct {
-	DB     *gorm.DB
+	DB *gorm.DB
+	// Read serves the reads (a license, a list, a domain lookup): SQLite's
+	// read-only pool, or on MySQL the one pool. Nil: DB.
+	Read   *gorm.DB
 	Vendor Vendor
 	Cipher Cipher           // encrypts license keys at rest; required
 	Now    func() time.Time // nil: time.Now
@@ -23,7 +26,8 @@ type Config struct {
 // caller's context as it is: a caller that must not be cut short by a client
 // hanging up (the idempotency layer) detaches and bounds it first.
 type Service struct {
-	db     *gorm.DB
+	db     *gorm.DB // writes, and reads inside them
+	read   *gorm.DB // reads on their own
 	vendor Vendor
 	cipher Cipher
 	now    func() time.Time
@@ -38,7 +42,10 @@ func New(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{db: cfg.DB, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now}
+	if cfg.Read == nil {
+		cfg.Read = cfg.DB
+	}
+	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now}
 }
 
 // Create licenses the domain to the consumer. created is false when the
@@ -141,7 +148,7 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 // it, ErrDomainTaken if another does, ErrNotFound if nobody does.
 func (s *Service) activeFor(ctx context.Context, consumerID, domain string) (License, error) {
 	var lic License
-	err := s.db.WithContext(ctx).Where("active_domain = ?", domain).Take(&lic).Error
+	err := s.read.WithContext(ctx).Where("active_domain = ?", domain).Take(&lic).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return License{}, ErrNotFound
@@ -165,7 +172,7 @@ type Page struct {
 // List returns the consumer's licenses that are not revoked (active, or
 // being revoked), newest first.
 func (s *Service) List(ctx context.Context, consumerID string, page, perPage int) (Page, error) {
-	q := s.db.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
+	q := s.read.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
 	var p Page
 	if err := q.Count(&p.Total).Error; err != nil {
 		return Page{}, fmt.Errorf("count licenses: %w", err)
@@ -204,7 +211,7 @@ type CursorPage struct {
 // a nil cursor is the first page. It is a keyset query on (created_at, id)
 // with no COUNT and no OFFSET, so any page costs what the first does.
 func (s *Service) ListCursor(ctx context.Context, consumerID string, cur *Cursor, perPage int) (CursorPage, error) {
-	q := s.db.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
+	q := s.read.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
 	backward := cur != nil && !cur.Next
 	switch {
 	case cur == nil:
@@ -249,7 +256,7 @@ func (s *Service) Get(ctx context.Context, consumerID, id string) (License, erro
 // when the key cannot be decrypted.
 func (s *Service) find(ctx context.Context, consumerID, id string) (License, error) {
 	var lic License
-	err := s.db.WithContext(ctx).Where("id = ? AND consumer_id = ?", id, consumerID).Take(&lic).Error
+	err := s.read.WithContext(ctx).Where("id = ? AND consumer_id = ?", id, consumerID).Take(&lic).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return License{}, ErrNotFound
 	}

@@ -32,6 +32,9 @@ type DB struct {
 	Dialect string
 	Config  config.DB
 	Gorm    *gorm.DB
+	// Read is the read pool the application reads through (SQLite's
+	// read-only pool; Gorm itself on MySQL), as serve opens it.
+	Read *gorm.DB
 }
 
 // Each runs fn as a sub-test once per dialect, each with a fresh migrated
@@ -57,6 +60,14 @@ func New(t testing.TB, dialect string) *DB {
 	if _, err := m.Up(context.Background()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
+	read, err := database.OpenReader(context.Background(), db.Config, db.Gorm)
+	if err != nil {
+		t.Fatalf("open the read pool: %v", err)
+	}
+	if read != db.Gorm {
+		t.Cleanup(func() { _ = database.Close(read) })
+	}
+	db.Read = read
 	return db
 }
 
