@@ -65,6 +65,7 @@ type Base struct {
 	now      func() time.Time
 	ownsDB   bool
 	ownsRead bool
+	group    *database.GroupCommit // SQLite's batched request writes; nil on MySQL
 }
 
 // OpenBase opens the database (migrating SQLite, refusing a MySQL schema
@@ -98,7 +99,14 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	if b.Read == nil {
 		b.Read = b.DB
 	}
-	b.Store = idempotency.NewStore(b.DB, b.Cipher, idempotency.WithReadPool(b.Read))
+	storeOpts := []idempotency.StoreOption{idempotency.WithReadPool(b.Read)}
+	if b.DB.Dialector.Name() == database.SQLite {
+		// One writer: the reservations and settlements of concurrent requests
+		// share commits (MySQL groups its log flushes itself).
+		b.group = database.NewGroupCommit(b.DB, 0)
+		storeOpts = append(storeOpts, idempotency.WithGroupCommit(b.group))
+	}
+	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
 	b.Metrics = metrics.New(operations, intentStats(b.Store))
 	b.Auth = auth.New(auth.Config{
 		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.URL,
@@ -116,6 +124,9 @@ func (b *Base) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := b.Auth.Flush(ctx)
+	if b.group != nil {
+		b.group.Close()
+	}
 	if b.ownsRead {
 		err = errors.Join(err, database.Close(b.Read))
 	}

@@ -17,7 +17,8 @@ import (
 type Store struct {
 	db     *gorm.DB
 	cipher Cipher
-	find   *database.Query // Find's read, on the read pool
+	find   *database.Query       // Find's read, on the read pool
+	group  *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
 }
 
 // Cipher keeps stored response bodies encrypted at rest, and digests keys
@@ -43,13 +44,42 @@ func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{db: db, cipher: c, find: database.NewQuery(o.read, findQuery)}
+	return &Store{db: db, cipher: c, find: database.NewQuery(o.read, findQuery), group: o.group}
 }
 
 // StoreOption adjusts a Store.
 type StoreOption func(*storeOptions)
 
-type storeOptions struct{ read *gorm.DB }
+type storeOptions struct {
+	read  *gorm.DB
+	group *database.GroupCommit
+}
+
+// WithGroupCommit sends the writes a request makes (Reserve, TakeOver,
+// Complete, MarkPending, Release) through g, which commits those of
+// concurrent requests together. For SQLite: see database.GroupCommit.
+func WithGroupCommit(g *database.GroupCommit) StoreOption {
+	return func(o *storeOptions) { o.group = g }
+}
+
+// write runs one write statement of the request path: in the next group
+// commit when the Store has one, else on its own, retried on a deadlock or
+// lock wait (MySQL). The result carries RowsAffected and the error.
+func (s *Store) write(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) *gorm.DB {
+	if s.group == nil {
+		return database.RetryOnConflict(ctx, func() *gorm.DB { return stmt(s.db.WithContext(ctx)) })
+	}
+	var res *gorm.DB
+	err := s.group.Do(ctx, func(tx *gorm.DB) error {
+		res = stmt(tx)
+		return res.Error
+	})
+	if res == nil || err != nil && res.Error == nil {
+		// Never run, or run and then lost with its batch's commit.
+		return &gorm.DB{Error: err}
+	}
+	return res
+}
 
 // WithReadPool makes Find, the read every keyed request makes, use read
 // (SQLite's read-only pool) rather than the pool that writes.
@@ -112,7 +142,7 @@ func (s *Store) openBody(r *Record) error {
 // who owns the intent: when another record holds the scope, Reserve returns
 // that record and ok=false.
 func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
-	err = database.RetryOnConflict(ctx, func() *gorm.DB { return s.db.WithContext(ctx).Create(r) }).Error
+	err = s.write(ctx, func(db *gorm.DB) *gorm.DB { return db.Create(r) }).Error
 	if err == nil {
 		return nil, true, nil
 	}
@@ -173,7 +203,7 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
 		set["public_id"], set["requested_by"] = r.PublicID, r.RequestedBy
 	}
-	res := database.RetryOnConflict(ctx, func() *gorm.DB { return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set) })
+	res := s.write(ctx, func(db *gorm.DB) *gorm.DB { return casWhere(db.Model(&Record{}), read).Updates(set) })
 	if res.Error != nil {
 		return false, fmt.Errorf("take over idempotency record: %w", res.Error)
 	}
@@ -245,8 +275,8 @@ func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.
 
 // settle updates the record the caller owns; ErrLeaseLost when it no longer does.
 func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error {
-	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusProcessing, r.LockedUntil).Updates(set)
+	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
+		return leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil).Updates(set)
 	})
 	if res.Error != nil {
 		return fmt.Errorf("settle idempotency record: %w", res.Error)
@@ -260,8 +290,8 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 // Release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
 func (s *Store) Release(ctx context.Context, r *Record) error {
-	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return leaseHeld(s.db.WithContext(ctx), r, StatusProcessing, r.LockedUntil).Delete(&Record{})
+	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
+		return leaseHeld(db, r, StatusProcessing, r.LockedUntil).Delete(&Record{})
 	})
 	if res.Error != nil {
 		return fmt.Errorf("release idempotency record: %w", res.Error)
