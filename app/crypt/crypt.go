@@ -206,15 +206,63 @@ func parse(s string) (nonce, sealed []byte, err error) {
 	if err != nil {
 		return nil, nil, ErrInvalid
 	}
-	var env struct{ IV, Value, MAC, Tag *string } // nil: missing, or null
-	if err := json.Unmarshal(js, &env); err != nil || env.IV == nil || env.Value == nil || env.MAC == nil || env.Tag == nil {
-		return nil, nil, ErrInvalid
+	iv, value, tagText, ok := parseOwnEnvelope(js)
+	if !ok {
+		var env struct{ IV, Value, MAC, Tag *string } // nil: missing, or null
+		if err := json.Unmarshal(js, &env); err != nil || env.IV == nil || env.Value == nil || env.MAC == nil || env.Tag == nil {
+			return nil, nil, ErrInvalid
+		}
+		iv, value, tagText = *env.IV, *env.Value, *env.Tag
 	}
-	nonce, err1 := base64.StdEncoding.DecodeString(*env.IV)
-	ct, err2 := base64.StdEncoding.DecodeString(*env.Value)
-	tag, err3 := base64.StdEncoding.DecodeString(*env.Tag)
+	nonce, err1 := base64.StdEncoding.DecodeString(iv)
+	ct, err2 := base64.StdEncoding.DecodeString(value)
+	tag, err3 := base64.StdEncoding.DecodeString(tagText)
 	if err1 != nil || err2 != nil || err3 != nil || len(nonce) != nonceSize || len(tag) != tagSize {
 		return nil, nil, ErrInvalid
 	}
 	return nonce, append(ct, tag...), nil
+}
+
+// parseOwnEnvelope reads the envelope in the exact form Encrypt writes it,
+// {"iv":"…","value":"…","mac":"","tag":"…"} with base64 values (which hold
+// no quote or backslash), without encoding/json; ok is false for any other
+// form, which parse then reads with encoding/json (Laravel writes the same
+// fields, possibly with escaped slashes).
+func parseOwnEnvelope(js []byte) (iv, value, tag string, ok bool) {
+	rest := string(js)
+	field := func(name string) (string, bool) {
+		prefix := `"` + name + `":"`
+		if !strings.HasPrefix(rest, prefix) {
+			return "", false
+		}
+		rest = rest[len(prefix):]
+		end := strings.IndexByte(rest, '"')
+		if end < 0 || strings.IndexByte(rest[:end], '\\') >= 0 {
+			return "", false
+		}
+		v := rest[:end]
+		rest = rest[end+1:]
+		return v, true
+	}
+	if !strings.HasPrefix(rest, "{") {
+		return "", "", "", false
+	}
+	rest = rest[1:]
+	var mac string
+	for i, dst := range []*string{&iv, &value, &mac, &tag} {
+		v, found := field([]string{"iv", "value", "mac", "tag"}[i])
+		if !found {
+			return "", "", "", false
+		}
+		*dst = v
+		sep := ","
+		if i == 3 {
+			sep = "}"
+		}
+		if !strings.HasPrefix(rest, sep) {
+			return "", "", "", false
+		}
+		rest = rest[1:]
+	}
+	return iv, value, tag, rest == "" && mac == ""
 }

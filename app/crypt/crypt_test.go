@@ -303,3 +303,41 @@ func BenchmarkEncrypt(b *testing.B) {
 		}
 	}
 }
+
+// The envelope Encrypt writes is read without encoding/json, and anything
+// else is read with it: both give the same fields, and a mangled envelope
+// is refused either way.
+func TestOwnEnvelopeFastPath(t *testing.T) {
+	c, err := New(bytes.Repeat([]byte{7}, KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := c.Encrypt([]byte("the license key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := base64.StdEncoding.DecodeString(sealed)
+	iv, value, tag, ok := parseOwnEnvelope(js)
+	var env struct{ IV, Value, Tag string }
+	if err := json.Unmarshal(js, &env); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || iv != env.IV || value != env.Value || tag != env.Tag {
+		t.Fatalf("parseOwnEnvelope(%s) = %q %q %q %v", js, iv, value, tag, ok)
+	}
+	for _, other := range []string{
+		`{"value":"a","iv":"b","mac":"","tag":"c"}`,    // another order
+		`{"iv":"a\/b","value":"a","mac":"","tag":"c"}`, // an escape
+		`{"iv":"a","value":"a","mac":"x","tag":"c"}`,   // a mac
+		`{"iv":"a","value":"a","mac":"","tag":"c"} `,   // trailing bytes
+	} {
+		if _, _, _, ok := parseOwnEnvelope([]byte(other)); ok {
+			t.Errorf("parseOwnEnvelope took %s", other)
+		}
+	}
+	// Laravel's own spelling (escaped slashes in base64) still opens, through encoding/json.
+	laravel := strings.ReplaceAll(string(js), "/", `\/`)
+	if plain, err := c.Decrypt(base64.StdEncoding.EncodeToString([]byte(laravel))); err != nil || string(plain) != "the license key" {
+		t.Errorf("the escaped form: %q, %v", plain, err)
+	}
+}

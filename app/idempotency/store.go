@@ -91,8 +91,9 @@ func WithReadPool(read *gorm.DB) StoreOption {
 	}
 }
 
-// findQuery reads one record by its scope (the unique index), every column.
-const findQuery = `SELECT id, public_id, consumer_id, operation, idempotency_key, request_hash, body_hash, request_body,
+// findQuery reads one record by its scope (the unique index): every column
+// but the stored request, which only the reconciler reads.
+const findQuery = `SELECT id, public_id, consumer_id, operation, idempotency_key, request_hash, body_hash,
 status, response_status, response_headers, response_body, resource_type, resource_id, external_ref,
 correlation_id, requested_by, locked_until, attempts, created_at, updated_at, expires_at
 FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_key = ?`
@@ -102,14 +103,15 @@ FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_ke
 // keyed by APP_KEY, so a guessable key cannot be found from its digest.
 func (s *Store) KeyDigest(key string) string { return s.cipher.Digest(key) }
 
-// Find returns the record of the scope, or nil when there is none.
+// Find returns the record of the scope, or nil when there is none; its
+// RequestBody is not read.
 //
 // It is the read every keyed request makes, a prepared statement scanned by
 // hand (no GORM), on the read pool.
 func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 	var r Record
 	err := s.find.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
-		&r.RequestBody, &r.Status, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody, &r.ResourceType,
+		&r.Status, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody, &r.ResourceType,
 		&r.ResourceID, &r.ExternalRef, &r.CorrelationID, &r.RequestedBy, database.Time(&r.LockedUntil), &r.Attempts,
 		database.NotNullTime(&r.CreatedAt), database.NotNullTime(&r.UpdatedAt), database.NotNullTime(&r.ExpiresAt)},
 		sc.ConsumerID, sc.Operation, sc.Key)
