@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+)
+
+// mainDB is the database of the everyday cases: licensor serving it, a
+// token of consumer "bench", and one completed create to replay.
+type mainDB struct {
+	t       *dbTarget
+	srv     *process
+	token   string
+	key     string // the replayed create's Idempotency-Key
+	body    []byte // its body
+	license created
+}
+
+// replay is the replayed create on a server at url.
+func (m *mainDB) replay(url string) requestFunc {
+	return fixedPost(url+"/api/licenses", m.token, m.key, m.body)
+}
+
+// show is GET /api/licenses/{id} of the replayed create's license.
+func (m *mainDB) show(url string) requestFunc {
+	return get(url+"/api/licenses/"+m.license.ID, m.token)
+}
+
+// current is the server now serving the main database.
+func (m *mainDB) current() *process { return m.srv }
+
+// restart replaces the main server with one started with extra settings.
+func (b *bench) restart(ctx context.Context, m *mainDB, extraEnv ...string) (*process, error) {
+	if m.srv != nil {
+		if err := b.stopProcess(m.srv); err != nil {
+			return nil, err
+		}
+		m.srv = nil
+	}
+	p, err := b.startLicensor(ctx, m.t, extraEnv...)
+	if err != nil {
+		return nil, err
+	}
+	m.srv = p
+	return p, nil
+}
+
+// runDialect runs every asked-for comparison on one kind of database.
+func (b *bench) runDialect(ctx context.Context, dialect string) (*dbReport, error) {
+	rep := &dbReport{title: "SQLite (embedded, pure-Go driver)", short: dialect}
+	if dialect == dialectMySQL {
+		v, err := mysqlVersion(ctx, b.opts.mysqlDSN)
+		if err != nil {
+			return nil, err
+		}
+		rep.title = "MariaDB " + v
+		if b.dbPid = findProcess("mariadbd", "mysqld"); b.dbPid == 0 {
+			rep.notes = append(rep.notes, "the MariaDB server process was not found in /proc: its CPU is not measured")
+		}
+		defer func() { b.dbPid = 0 }()
+	}
+	fmt.Fprintf(b.errOut, "== %s\n", rep.title)
+	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) {
+		if err := b.runMain(ctx, dialect, rep); err != nil {
+			return rep, err
+		}
+	}
+	if b.opts.want(cmpIdemScale) {
+		if err := b.runIdemScale(ctx, dialect, rep); err != nil {
+			return rep, err
+		}
+	}
+	if b.opts.want(cmpList) {
+		if err := b.runList(ctx, dialect, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func mysqlVersion(ctx context.Context, dsn string) (string, error) {
+	db, err := serverDB(dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		return "", fmt.Errorf("MariaDB at -mysql: %w", err)
+	}
+	return v, nil
+}
+
+// setupMain starts licensor on a fresh main database and makes the create
+// that the replay cases repeat, checking that a repeat is a replay.
+func (b *bench) setupMain(ctx context.Context, dialect string) (*mainDB, error) {
+	t, err := b.newTarget(ctx, dialect, "main")
+	if err != nil {
+		return nil, err
+	}
+	m := &mainDB{t: t, key: newKey()}
+	if m.token, err = b.issueToken(ctx, t, "bench"); err != nil {
+		return nil, err
+	}
+	if _, err := b.restart(ctx, m); err != nil {
+		return nil, err
+	}
+	domain := nextDomain()
+	m.body = licenseBody("Bench", domain)
+	if m.license, err = create(ctx, m.srv.url, m.token, m.key, domain); err != nil {
+		return m, err
+	}
+	again, err := create(ctx, m.srv.url, m.token, m.key, domain)
+	if err != nil {
+		return m, err
+	}
+	if m.license.Status != http.StatusCreated || again.Status != http.StatusCreated || !again.Replayed {
+		return m, fmt.Errorf("the replay setup: first %d, repeat %d (replayed %v); want 201 twice, the repeat replayed",
+			m.license.Status, again.Status, again.Replayed)
+	}
+	return m, nil
+}
+
+// runMain runs the comparisons on the main database: replay vs show, keyed
+// vs keyless create, licensor vs the Fiber peer, rate limit on vs off, and
+// the RSS runs.
+func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err error) {
+	m, err := b.setupMain(ctx, dialect)
+	if m != nil {
+		defer func() {
+			if m.srv != nil {
+				err = errors.Join(err, b.stopProcess(m.srv))
+			}
+		}()
+	}
+	if err != nil {
+		return err
+	}
+	conns := b.opts.conns
+	if b.opts.want(cmpReplayShow) {
+		err := b.compare(ctx, rep, cmpReplayShow,
+			fixedCase("replay (POST, same key)", conns, m.current, m.replay),
+			fixedCase("show (GET /api/licenses/{id})", conns, m.current, m.show))
+		if err != nil {
+			return err
+		}
+	}
+	if b.opts.want(cmpCreate) {
+		err := b.compare(ctx, rep, cmpCreate,
+			fixedCase("keyed create (new key, domain)", conns, m.current, func(url string) requestFunc { return creates(url+"/api/licenses", m.token, true) }),
+			fixedCase("keyless create (new domain)", conns, m.current, func(url string) requestFunc { return creates(url+"/api/licenses", m.token, false) }))
+		if err != nil {
+			return err
+		}
+	}
+	var peer *peerServer
+	if b.opts.want(cmpFiber) || b.opts.want(cmpRSS) {
+		if peer, err = b.startPeer(ctx, m); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, b.stopProcess(peer.proc)) }()
+	}
+	if b.opts.want(cmpFiber) {
+		err := b.compare(ctx, rep, cmpFiber,
+			fixedCase("licensor replay", conns, m.current, m.replay),
+			fixedCase("Fiber idempotency replay", conns, peer.current, peer.replay))
+		if err != nil {
+			return err
+		}
+	}
+	if b.opts.want(cmpRateLimit) {
+		limited := func(name string, perMinute int) caseSpec {
+			return caseSpec{name: name, prepare: func(ctx context.Context) (loadRun, func() error, error) {
+				p, err := b.restart(ctx, m, rateLimitEnv(perMinute))
+				if err != nil {
+					return loadRun{}, nil, err
+				}
+				return loadRun{conns: conns, pid: p.pid(), next: m.replay(p.url)}, func() error { return nil }, nil
+			}}
+		}
+		if err := b.compare(ctx, rep, cmpRateLimit+" (replay)",
+			limited("rate limit on (100000000/min)", 100_000_000), limited("rate limit off (0)", 0)); err != nil {
+			return err
+		}
+		if _, err := b.restart(ctx, m); err != nil {
+			return err
+		}
+	}
+	if b.opts.want(cmpRSS) {
+		if err := b.rssRun(ctx, rep, "licensor replay", func(ctx context.Context) (*process, error) { return b.restart(ctx, m) }, m.replay); err != nil {
+			return err
+		}
+		if err := b.rssRun(ctx, rep, "Fiber replay", peer.restart, peer.replay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peerServer is the Fiber peer on the main database's kind of database.
+type peerServer struct {
+	b     *bench
+	t     *dbTarget
+	env   []string
+	proc  *process
+	token string // <id>|<secret>
+	key   string
+	body  []byte
+}
+
+func (p *peerServer) current() *process { return p.proc }
+
+func (p *peerServer) replay(url string) requestFunc {
+	return fixedPost(url+"/api/licenses", p.token, p.key, p.body)
+}
+
+// restart replaces the peer process with a fresh one.
+func (p *peerServer) restart(ctx context.Context) (*process, error) {
+	if err := p.b.stopProcess(p.proc); err != nil {
+		return nil, err
+	}
+	proc, err := p.b.start(ctx, "fiber-"+p.t.name, p.b.self, []string{peerCommand}, p.env)
+	if err != nil {
+		return nil, err
+	}
+	p.proc = proc
+	return proc, nil
+}
+
+// startPeer starts the Fiber peer: on MariaDB in licensor's scratch
+// database, on SQLite in a file of its own (one writer per file, as
+// licensor has), and makes the create its replay case repeats.
+func (b *bench) startPeer(ctx context.Context, m *mainDB) (*peerServer, error) {
+	t := m.t
+	if t.dialect == dialectSQLite {
+		var err error
+		if t, err = b.newTarget(ctx, dialectSQLite, "peer"); err != nil {
+			return nil, err
+		}
+	}
+	id, secret := randomHex(8), randomHex(20)
+	p := &peerServer{b: b, t: t, token: id + "|" + secret, key: newKey()}
+	p.env = append(b.licensorEnv(t),
+		envPeerTokenID+"="+id, envPeerSecret+"="+secret,
+		envPeerBodySize+"="+strconv.Itoa(len(m.license.Body)))
+	proc, err := b.start(ctx, "fiber-"+t.name, b.self, []string{peerCommand}, p.env)
+	if err != nil {
+		return nil, err
+	}
+	p.proc = proc
+	domain := nextDomain()
+	p.body = licenseBody("Bench", domain)
+	first, err := create(ctx, proc.url, p.token, p.key, domain)
+	if err != nil {
+		return p, err
+	}
+	again, err := create(ctx, proc.url, p.token, p.key, domain)
+	if err != nil {
+		return p, err
+	}
+	if first.Status != http.StatusCreated || again.Status != http.StatusCreated || string(first.Body) != string(again.Body) {
+		return p, fmt.Errorf("the Fiber replay setup: first %d, repeat %d, same body %v", first.Status, again.Status, string(first.Body) == string(again.Body))
+	}
+	if len(first.Body) != len(m.license.Body) {
+		fmt.Fprintf(os.Stderr, "note: Fiber body %d bytes, licensor's %d\n", len(first.Body), len(m.license.Body))
+	}
+	return p, nil
+}
+
+// consumerID is the id of the consumer named name.
+func consumerID(ctx context.Context, db *sql.DB, name string) (string, error) {
+	var id string
+	err := db.QueryRowContext(ctx, "SELECT id FROM consumers WHERE name = ?", name).Scan(&id)
+	if err != nil {
+		return "", fmt.Errorf("consumer %s: %w", name, err)
+	}
+	return id, nil
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// caseSpec is one side of a comparison. prepare readies the server (most
+// cases: nothing; the rate limit cases restart it) and returns the load to
+// run and what to do once it has run.
+type caseSpec struct {
+	name    string
+	prepare func(ctx context.Context) (loadRun, func() error, error)
+}
+
+// fixedCase is a case on a server that is already running.
+func fixedCase(name string, conns int, srv func() *process, next func(url string) requestFunc) caseSpec {
+	return caseSpec{name: name, prepare: func(context.Context) (loadRun, func() error, error) {
+		p := srv()
+		return loadRun{conns: conns, pid: p.pid(), next: next(p.url)}, func() error { return nil }, nil
+	}}
+}
+
+// compare measures a and b in alternated rounds (A, B, A, B, …) and adds
+// the comparison to the report.
+func (b *bench) compare(ctx context.Context, rep *dbReport, title string, a, bb caseSpec) error {
+	c := &comparison{title: title, a: caseResult{name: a.name}, b: caseResult{name: bb.name}}
+	rep.comparisons = append(rep.comparisons, c)
+	for round := 1; round <= b.opts.rounds; round++ {
+		for _, side := range []struct {
+			spec caseSpec
+			res  *caseResult
+		}{{a, &c.a}, {bb, &c.b}} {
+			s, err := b.measure(ctx, side.spec, b.opts.warmup, b.opts.duration)
+			if err != nil {
+				return fmt.Errorf("%s, %s, round %d: %w", title, side.spec.name, round, err)
+			}
+			side.res.samples = append(side.res.samples, s)
+			logSample(b.out, rep.short, title, round, side.spec.name, s)
+		}
+	}
+	return nil
+}
+
+// measure prepares a case, runs its load and tears it down.
+func (b *bench) measure(ctx context.Context, spec caseSpec, warmup, d time.Duration) (sample, error) {
+	l, done, err := spec.prepare(ctx)
+	if err != nil {
+		return sample{}, err
+	}
+	l.dbPid = b.dbPid
+	s, err := l.run(ctx, warmup, d)
+	if derr := done(); err == nil {
+		err = derr
+	}
+	return s, err
+}
+
+// rssRun restarts a server (restart returns the fresh process), then runs
+// its replay at many connections while sampling its VmRSS.
+func (b *bench) rssRun(ctx context.Context, rep *dbReport, name string, restart func(ctx context.Context) (*process, error), next func(url string) requestFunc) error {
+	p, err := restart(ctx)
+	if err != nil {
+		return err
+	}
+	idle, err := readMemory(p.pid())
+	if err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	maxRSS := idle.RSS
+	wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if m, err := readMemory(p.pid()); err == nil {
+					maxRSS = max(maxRSS, m.RSS)
+				}
+			}
+		}
+	})
+	s, err := loadRun{conns: b.opts.rssConns, pid: p.pid(), dbPid: b.dbPid, next: next(p.url)}.run(ctx, b.opts.warmup, b.opts.duration)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	after, err := readMemory(p.pid())
+	if err != nil {
+		return err
+	}
+	r := rssResult{name: name, conns: b.opts.rssConns, idle: idle, after: after, maxSampled: max(maxRSS, after.RSS), s: s}
+	rep.rss = append(rep.rss, r)
+	logSample(b.out, rep.short, "rss", 1, name, s)
+	fmt.Fprintf(b.out, "%-7s %-22s VmRSS idle %.1f MiB, max sampled %.1f MiB, after %.1f MiB, VmHWM %.1f MiB\n",
+		rep.short, "rss", mib(idle.RSS), mib(r.maxSampled), mib(after.RSS), mib(after.HWM))
+	return nil
+}
