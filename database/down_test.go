@@ -19,7 +19,9 @@ func TestIsDown(t *testing.T) {
 		fmt.Errorf("x: %w", &mysqldriver.MySQLError{Number: 1205}):    false,
 		&UnavailableError{Err: &mysqldriver.MySQLError{Number: 1290}}: false, // read-only: reads still work
 		&mysqldriver.MySQLError{Number: 1146}:                         false, // no such table: not unavailable at all
-		errors.New("boom"):                                            false,
+		&UnavailableError{Err: &mysqldriver.MySQLError{Number: 1047, Message: "WSREP has not yet prepared node for application use"}}: true,  // a Galera node cut off
+		&mysqldriver.MySQLError{Number: 1047, Message: "Unknown command"}:                                                             false, // a bug
+		errors.New("boom"): false,
 		&UnavailableError{Err: errors.New("sql: database is closed")}: true,
 	} {
 		if got := IsDown(err); got != want {

@@ -45,6 +45,15 @@ var mysqlUnavailable = map[uint16]bool{
 	3024: true, // query execution interrupted, maximum statement time exceeded
 }
 
+// isGaleraNotReady reports a Galera node that is not in the cluster's
+// primary component (cut off, or still joining): it answers every statement
+// with 1047 "WSREP has not yet prepared node for application use". Not now;
+// another node, or this one once it rejoins, serves the retry. (1047 is
+// also MySQL's "unknown command", a bug, so the message decides.)
+func isGaleraNotReady(me *mysqldriver.MySQLError) bool {
+	return me.Number == 1047 && strings.Contains(me.Message, "WSREP")
+}
+
 // SQLite primary result codes that mean "not now".
 var sqliteUnavailable = map[int]bool{
 	5:  true, // SQLITE_BUSY
@@ -72,7 +81,7 @@ func IsUnavailable(err error) bool {
 		errors.Is(err, sql.ErrConnDone), errors.Is(err, mysqldriver.ErrInvalidConn):
 		return true
 	case errors.As(err, &me):
-		return mysqlUnavailable[me.Number]
+		return mysqlUnavailable[me.Number] || isGaleraNotReady(me)
 	case errors.As(err, &ne):
 		return true
 	case errors.As(err, &coded):

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/database"
 )
 
 // touchEvery is how often, at most, a token's last_used_at is written.
@@ -171,8 +175,11 @@ func (s *Service) flush(ctx context.Context) error {
 			return errors.Join(append(errs, err)...)
 		}
 		at := it.at.UTC().Truncate(time.Microsecond)
-		err := s.db.WithContext(ctx).Model(&Token{}).Where("id = ?", it.id).
-			UpdateColumn("last_used_at", at).Error
+		// Replicas write the same row at times: on MySQL (and Galera) one of
+		// two such writes can be a deadlock, retried like every other write.
+		err := database.RetryOnConflict(ctx, func() *gorm.DB {
+			return s.db.WithContext(ctx).Model(&Token{}).Where("id = ?", it.id).UpdateColumn("last_used_at", at)
+		}).Error
 		interrupted := err != nil && ctx.Err() != nil
 		u.mu.Lock()
 		// Settle the entry unless a newer use was recorded meanwhile, or
