@@ -1,0 +1,510 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The storm: galeraRequests concurrent creates over galeraKeys idempotency
+// keys, each key's requests sent round-robin over the replicas, so that the
+// same key is reserved on two or three Galera nodes at once.
+const (
+	galeraNodes    = 3
+	galeraKeys     = 40
+	galeraRequests = 200
+	galeraSimToken = "galera-sim-token"
+	galeraLatency  = 150 * time.Millisecond
+)
+
+// TestGaleraReplicaStorm runs licensor on a three-node MariaDB Galera
+// cluster (synchronous multi-primary) the test starts on local ports, one
+// `serve` replica per node. Galera checks a transaction against the others
+// only at COMMIT: two nodes inserting the same idempotency key each succeed
+// locally, and the one certified second gets a deadlock (1213) instead of a
+// duplicate key. licensor's conflict retry and its unique indexes must turn
+// that into exactly one vendor create and one license per key, every client
+// getting the same 201, and never a 5xx as a final answer ("storm"). Then
+// the last node is cut off the cluster: its replica must answer 503 with
+// Retry-After, not 500, while the others go on ("non-primary node"). See
+// docs/galera.md.
+func TestGaleraReplicaStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node MariaDB Galera cluster and the licensor binary")
+	}
+	began := time.Now()
+	cluster := newGaleraCluster(t, galeraNodes)
+	clusterUp := time.Since(began)
+
+	sim := freePort(t)
+	base := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"APP_URL=http://licensor.galera.test", "LOG_FORMAT=json",
+		"VENDOR_DRIVER=http", "VENDOR_URL=http://" + sim, "VENDOR_TOKEN=" + galeraSimToken, "VENDOR_TIMEOUT=10s",
+		"RATE_LIMIT_PER_MINUTE=0",
+		"DB_CONNECTION=mysql",
+	}
+	envOn := func(n *galeraNode, extra ...string) []string {
+		env := append(append([]string{}, base...), "DB_URL="+n.dsn(), "APP_STORAGE="+t.TempDir())
+		return append(env, extra...)
+	}
+	runCmd(t, envOn(cluster.nodes[0]), "migrate")
+	galeraSchemaFits(t, cluster.nodes[len(cluster.nodes)-1])
+	token := strings.TrimSpace(runCmd(t, envOn(cluster.nodes[0]), "token", "issue", "--consumer", "acme",
+		"--abilities", "licenses:read,licenses:write"))
+
+	vendor := start(t, base, "vendor-sim", "--addr", sim, "--token", galeraSimToken, "--latency", galeraLatency.String())
+	waitForVendor(t, "http://"+sim+"/sites?domain=x.test", galeraSimToken)
+
+	// One replica per node, each pointed at its own node.
+	apis := make([]string, galeraNodes)
+	serves := make([]*process, galeraNodes)
+	for i, n := range cluster.nodes {
+		apis[i] = freePort(t)
+		serves[i] = start(t, envOn(n, "APP_ADDR="+apis[i]), "serve")
+	}
+	for _, api := range apis {
+		waitFor(t, "http://"+api+"/healthz", "", http.StatusOK)
+	}
+	// Each key reserved on two or three nodes at once: one create, one 201.
+	t.Run("storm", func(t *testing.T) {
+		galeraStormChecks(t, cluster, apis, serves, vendor, token, sim)
+	})
+	// A node cut off the cluster: its replica answers "not now".
+	t.Run("non-primary node", func(t *testing.T) {
+		galeraIsolated(t, cluster, apis, token, sim)
+	})
+	t.Logf("cluster up in %s, whole test %s", clusterUp.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+}
+
+// galeraStormChecks sends the storm and checks its outcome: every answer,
+// the vendor, the rows on every node and the replicas' logs.
+func galeraStormChecks(t *testing.T, cluster *galeraCluster, apis []string, serves []*process, vendor *process, token, sim string) {
+	before := cluster.conflictCounters(t)
+
+	stormBegan := time.Now()
+	answers := galeraStorm(t, apis, token)
+	storm := time.Since(stormBegan)
+
+	// Every request has a final answer: the one 201 of its key.
+	var inProgress, unavailable, retries int
+	perNode := make([]int, galeraNodes)
+	byKey := map[string][]galeraAnswer{}
+	for _, a := range answers {
+		inProgress += a.inProgress
+		unavailable += a.unavailable
+		retries += a.attempts - 1
+		perNode[a.replica]++
+		byKey[a.key] = append(byKey[a.key], a)
+		if a.status >= 500 || a.status == 0 {
+			t.Errorf("%s via replica %d: final answer %d %s", a.key, a.replica+1, a.status, a.body)
+		} else if a.status != http.StatusCreated {
+			t.Errorf("%s via replica %d: final answer %d %s, want 201", a.key, a.replica+1, a.status, a.body)
+		}
+	}
+	licenseIDs := map[string]string{} // license id -> key
+	for k := range galeraKeys {
+		key, domain := galeraKey(k)
+		got := byKey[key]
+		if len(got) != galeraRequests/galeraKeys {
+			t.Errorf("%s: %d answers, want %d", key, len(got), galeraRequests/galeraKeys)
+			continue
+		}
+		executed := 0
+		for _, a := range got {
+			if a.body != got[0].body {
+				t.Errorf("%s: two bodies for one key:\n  replica %d: %s\n  replica %d: %s", key, got[0].replica+1, got[0].body, a.replica+1, a.body)
+			}
+			if !a.replayed {
+				executed++
+			}
+		}
+		if executed > 1 {
+			t.Errorf("%s: %d answers were not replays: the key was executed more than once", key, executed)
+		}
+		lic := decodeKillLicense(got[0].body)
+		if lic.Domain != domain || lic.ID == "" || lic.VendorSiteID == "" {
+			t.Errorf("%s: answered %s, want the license of %s", key, got[0].body, domain)
+			continue
+		}
+		if other, dup := licenseIDs[lic.ID]; dup {
+			t.Errorf("license %s answered for %s and %s", lic.ID, other, key)
+		}
+		licenseIDs[lic.ID] = key
+	}
+
+	// The vendor made exactly one site per key.
+	creates, sites := galeraVendorCreates(t, sim, vendor)
+	if creates != galeraKeys || sites != galeraKeys {
+		t.Errorf("the vendor committed %d creates and holds %d sites, want %d of each", creates, sites, galeraKeys)
+	}
+
+	// Every node holds the same 40 licenses and 40 completed records, read
+	// causally (wsrep_sync_wait) so that a lagging applier cannot hide a row.
+	for _, n := range cluster.nodes {
+		rows, records := galeraRows(t, n)
+		if len(rows) != galeraKeys {
+			t.Errorf("%s holds %d license domains, want %d", n.name, len(rows), galeraKeys)
+		}
+		for domain, count := range rows {
+			if count != 1 {
+				t.Errorf("%s holds %d licenses for %s, want 1", n.name, count, domain)
+			}
+		}
+		if records != fmt.Sprint(galeraKeys)+" completed/201" {
+			t.Errorf("%s: licenses.store records: %s, want %d completed/201", n.name, records, galeraKeys)
+		}
+	}
+
+	after := cluster.conflictCounters(t)
+	// An error a replica logged (a record it failed to settle, say) fails
+	// the test. A warning is reported only: each replica writes a token's
+	// last_used_at once a minute, the same row on every node, and the write
+	// that loses certification is dropped with a warning (best effort: the
+	// token's next use records it again).
+	var logged []string
+	for i, p := range serves {
+		if lines := galeraLogLines(p.output.String(), "ERROR"); len(lines) > 0 {
+			t.Errorf("replica %d logged errors:\n  %s", i+1, strings.Join(lines, "\n  "))
+		}
+		if lines := galeraLogLines(p.output.String(), "WARN"); len(lines) > 0 {
+			logged = append(logged, fmt.Sprintf("replica %d:\n  %s", i+1, strings.Join(lines, "\n  ")))
+		}
+	}
+	t.Logf("storm of %d requests over %d keys and %d replicas (%v each) in %s",
+		galeraRequests, galeraKeys, galeraNodes, perNode, storm.Round(time.Millisecond))
+	t.Logf("transient answers retried: %d × 409 request_in_progress, %d × 503 with Retry-After (%d retries in all)",
+		inProgress, unavailable, retries)
+	t.Logf("vendor: %d creates committed, %d sites; Galera conflicts during the storm (cert failures / BF aborts per node): %s",
+		creates, sites, galeraCounterDelta(before, after))
+	if len(logged) > 0 {
+		t.Logf("serve logged warnings:\n%s", strings.Join(logged, "\n"))
+	}
+}
+
+// galeraLogLines are the log lines (LOG_FORMAT=json) at the levels.
+func galeraLogLines(out string, levels ...string) []string {
+	var lines []string
+	for _, line := range strings.Split(out, "\n") {
+		for _, l := range levels {
+			if strings.Contains(line, `"level":"`+l+`"`) {
+				lines = append(lines, line)
+				break
+			}
+		}
+	}
+	return lines
+}
+
+// galeraIsolated cuts the last node off the cluster (gmcast.isolate): it
+// leaves the primary component and refuses application statements (MariaDB
+// error 1047, "WSREP has not yet prepared node for application use"). Its
+// replica must answer "not now" (503 with Retry-After, /readyz not ready),
+// never 500, and create nothing at the vendor.
+func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim string) {
+	t.Helper()
+	last := len(c.nodes) - 1
+	n := c.nodes[last]
+	if _, err := n.db.Exec("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'"); err != nil {
+		t.Fatalf("isolate %s: %v", n.name, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st, err := n.status(context.Background())
+		if err == nil && st["wsrep_cluster_status"] != "Primary" {
+			t.Logf("%s isolated: cluster_status=%s ready=%s", n.name, st["wsrep_cluster_status"], st["wsrep_ready"])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still in the primary component after its isolation", n.name)
+		}
+	}
+	api := "http://" + apis[last]
+	_, before := galeraStats(t, sim)
+	for _, r := range []struct{ method, path, key, body string }{
+		{http.MethodPost, "/api/licenses", "galera-isolated", `{"name":"Isolated","domain":"isolated.test"}`},
+		{http.MethodPost, "/api/licenses", "", `{"name":"Isolated","domain":"isolated2.test"}`},
+		{http.MethodGet, "/api/licenses", "", ""},
+		{http.MethodGet, "/readyz", "", ""},
+	} {
+		code, h, body := send(api+r.path, r.method, token, r.key, r.body)
+		t.Logf("isolated replica: %s %s key=%q = %d Retry-After=%q %s", r.method, r.path, r.key, code, h.Get("Retry-After"), galeraTail(body, 300))
+		if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+			t.Errorf("%s %s on the replica of the isolated node = %d %s, want 503 with Retry-After", r.method, r.path, code, body)
+		}
+	}
+	if _, after := galeraStats(t, sim); after != before {
+		t.Errorf("the vendor committed %d creates for the isolated replica", after-before)
+	}
+	// The other nodes go on as a primary component of two, and so do their
+	// replicas.
+	code, _, body := send("http://"+apis[0]+"/api/licenses", http.MethodPost, token, "galera-after-isolation",
+		`{"name":"Survivor","domain":"survivor.test"}`)
+	if code != http.StatusCreated {
+		t.Errorf("create through replica 1 while %s is cut off = %d %s, want 201", n.name, code, body)
+	}
+}
+
+// galeraStats is the simulator's sites and creates committed.
+func galeraStats(t *testing.T, sim string) (sites, creates int) {
+	t.Helper()
+	code, _, body := sendVendor("http://"+sim+"/_sim/stats", http.MethodGet, galeraSimToken)
+	var st struct {
+		CreatesCommitted int `json:"creates_committed"`
+		Sites            int `json:"sites"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
+		return -1, -1
+	}
+	return st.Sites, st.CreatesCommitted
+}
+
+// galeraSchemaFits checks, on a node other than the one migrated, that the
+// migration replicated and that every table suits Galera: InnoDB (the only
+// engine it replicates) with a primary key (without one, a row change
+// cannot be certified or applied by key).
+func galeraSchemaFits(t *testing.T, n *galeraNode) {
+	t.Helper()
+	rows, err := n.db.Query(`SELECT t.table_name, t.engine,
+  (SELECT COUNT(*) FROM information_schema.table_constraints c
+    WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.constraint_type = 'PRIMARY KEY')
+FROM information_schema.tables t WHERE t.table_schema = ? AND t.table_type = 'BASE TABLE'`, galeraDatabase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var name, engine string
+		var pk int
+		if err := rows.Scan(&name, &engine, &pk); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+		if engine != "InnoDB" || pk != 1 {
+			t.Errorf("table %s: engine %s, %d primary key(s); Galera needs InnoDB with a primary key", name, engine, pk)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 3 {
+		t.Fatalf("%s holds tables %v after the migration on node1: it did not replicate", n.name, tables)
+	}
+}
+
+// galeraKey is the idempotency key and the domain of key number k.
+func galeraKey(k int) (key, domain string) {
+	return fmt.Sprintf("galera-order-%02d", k), fmt.Sprintf("galera-%02d.test", k)
+}
+
+// galeraAnswer is a request's final answer, after its transient ones.
+type galeraAnswer struct {
+	key         string
+	replica     int
+	status      int
+	body        string
+	replayed    bool
+	attempts    int
+	inProgress  int // 409 request_in_progress answers retried
+	unavailable int // 503 answers with Retry-After retried
+}
+
+// galeraStorm sends galeraRequests creates at once, request j of key k to
+// replica (k+j) mod n, the same body for every request of a key. Each
+// retries 409 request_in_progress and 503 with Retry-After, after the
+// Retry-After, until a final answer.
+func galeraStorm(t *testing.T, apis []string, token string) []galeraAnswer {
+	t.Helper()
+	answers := make([]galeraAnswer, galeraRequests)
+	// Connections opened beforehand, so that the requests leave together
+	// and a key's reach their nodes within a replication round trip.
+	client := &http.Client{Transport: contractTransport{base: &http.Transport{
+		MaxIdleConns: 2 * galeraRequests, MaxIdleConnsPerHost: galeraRequests, IdleConnTimeout: time.Minute,
+	}}}
+	galeraWarm(client, apis, galeraRequests/len(apis)+1)
+	deadline := time.Now().Add(90 * time.Second)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range galeraRequests {
+		k, j := i%galeraKeys, i/galeraKeys
+		key, domain := galeraKey(k)
+		body := fmt.Sprintf(`{"name":"Galera %02d","domain":"%s"}`, k, domain)
+		a := &answers[i]
+		a.key, a.replica = key, (k+j)%len(apis)
+		url := "http://" + apis[a.replica] + "/api/licenses"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			for {
+				a.attempts++
+				code, h, got := sendWith(client, url, http.MethodPost, token, key, body)
+				a.status, a.body, a.replayed = code, got, h.Get("Idempotent-Replayed") == "true"
+				wait, transient := galeraRetryAfter(h)
+				switch {
+				case code == http.StatusConflict && strings.Contains(got, `"request_in_progress"`):
+					a.inProgress++
+				case code == http.StatusServiceUnavailable && transient:
+					a.unavailable++
+				default:
+					return
+				}
+				if time.Now().Add(wait).After(deadline) {
+					return // its last answer stands, and fails the test
+				}
+				time.Sleep(wait)
+			}
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	return answers
+}
+
+// galeraWarm opens n kept-alive connections to each replica.
+func galeraWarm(client *http.Client, apis []string, n int) {
+	var wg sync.WaitGroup
+	for _, api := range apis {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sendWith(client, "http://"+api+"/healthz", http.MethodGet, "", "", "")
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// galeraRetryAfter is the pause a Retry-After header asks for (in seconds),
+// and whether there was one.
+func galeraRetryAfter(h http.Header) (time.Duration, bool) {
+	if h == nil || h.Get("Retry-After") == "" {
+		return 0, false
+	}
+	s, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || s < 0 {
+		return time.Second, true
+	}
+	return min(max(time.Duration(s)*time.Second, 50*time.Millisecond), 5*time.Second), true
+}
+
+// galeraVendorCreates is what the simulator committed: creates and sites
+// from GET /_sim/stats, or, on a simulator without it, the sites of each
+// key's domain and the creates it logged.
+func galeraVendorCreates(t *testing.T, sim string, vendor *process) (creates, sites int) {
+	t.Helper()
+	code, _, body := sendVendor("http://"+sim+"/_sim/stats", http.MethodGet, galeraSimToken)
+	if code == http.StatusOK {
+		var st struct {
+			CreatesCommitted  int                       `json:"creates_committed"`
+			DuplicatesRefused int                       `json:"duplicates_refused"`
+			Sites             int                       `json:"sites"`
+			Calls             map[string]map[string]int `json:"calls"`
+		}
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatalf("GET /_sim/stats: %v: %s", err, body)
+		}
+		if st.DuplicatesRefused != 0 {
+			t.Errorf("the vendor refused %d creates of a domain it already held: a key was executed twice", st.DuplicatesRefused)
+		}
+		t.Logf("vendor stats: %s", body)
+		return st.CreatesCommitted, st.Sites
+	}
+	for k := range galeraKeys {
+		_, domain := galeraKey(k)
+		code, _, list := sendVendor("http://"+sim+"/sites?domain="+domain, http.MethodGet, galeraSimToken)
+		if code != http.StatusOK {
+			t.Fatalf("vendor list = %d %s", code, list)
+		}
+		sites += strings.Count(list, `"license_key"`)
+	}
+	return strings.Count(vendor.output.String(), "method=POST path=/sites status=201"), sites
+}
+
+// galeraRows reads the node's licenses (count per domain) and a summary of
+// its licenses.store records, waiting for the node to have applied every
+// write the cluster committed before the read (wsrep_sync_wait=1).
+func galeraRows(t *testing.T, n *galeraNode) (map[string]int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := n.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT domain, COUNT(*) FROM "+galeraDatabase+".licenses GROUP BY domain")
+	if err != nil {
+		t.Fatalf("%s: %v", n.name, err)
+	}
+	defer rows.Close()
+	domains := map[string]int{}
+	for rows.Next() {
+		var d string
+		var c int
+		if err := rows.Scan(&d, &c); err != nil {
+			t.Fatal(err)
+		}
+		domains[d] = c
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := conn.QueryContext(ctx, "SELECT status, COALESCE(response_status, 0), COUNT(*) FROM "+galeraDatabase+
+		".idempotency_keys WHERE operation = 'licenses.store' GROUP BY status, response_status ORDER BY status")
+	if err != nil {
+		t.Fatalf("%s: %v", n.name, err)
+	}
+	defer recs.Close()
+	var summary []string
+	for recs.Next() {
+		var status string
+		var code, c int
+		if err := recs.Scan(&status, &code, &c); err != nil {
+			t.Fatal(err)
+		}
+		summary = append(summary, fmt.Sprintf("%d %s/%d", c, status, code))
+	}
+	return domains, strings.Join(summary, ", ")
+}
+
+// conflictCounters are each node's wsrep_local_cert_failures (its
+// transactions that lost certification at COMMIT) and wsrep_local_bf_aborts
+// (its transactions aborted by a replicated one).
+func (c *galeraCluster) conflictCounters(t *testing.T) [][2]int {
+	t.Helper()
+	out := make([][2]int, len(c.nodes))
+	for i, n := range c.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := n.status(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: SHOW STATUS: %v", n.name, err)
+		}
+		out[i][0], _ = strconv.Atoi(st["wsrep_local_cert_failures"])
+		out[i][1], _ = strconv.Atoi(st["wsrep_local_bf_aborts"])
+	}
+	return out
+}
+
+func galeraCounterDelta(before, after [][2]int) string {
+	var parts []string
+	for i := range after {
+		parts = append(parts, fmt.Sprintf("node%d %d/%d", i+1, after[i][0]-before[i][0], after[i][1]-before[i][1]))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
