@@ -46,7 +46,16 @@ func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, 
 	}
 	site, err = v.CreateSite(ctx, name, domain)
 	if errors.Is(err, ErrVendorRejected) {
-		if again, ferr := v.FindSite(ctx, domain); ferr == nil && again != nil {
+		// Refused: perhaps because a racing create made the domain's site
+		// after our list. Look again; a site there is the one to adopt.
+		again, ferr := v.FindSite(ctx, domain)
+		if ferr != nil {
+			// The look that would tell a race from a real refusal failed: the
+			// refusal is not definite (a retry may well adopt the site), and
+			// the create had no effect. Answer what the look met (unavailable).
+			return Site{}, false, fmt.Errorf("find vendor site after a refused create: %w", ferr)
+		}
+		if again != nil {
 			return *again, false, nil
 		}
 	}

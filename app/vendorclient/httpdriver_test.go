@@ -3,6 +3,7 @@ package vendorclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -167,4 +168,36 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A create refused because a racing create made the domain's site is
+// answered by adopting that site; when the second look fails, the refusal is
+// not definite (a retry may adopt the site), so EnsureSite answers that the
+// vendor is unavailable, never a 422 the client would take as final. A
+// refusal the second look confirms (no site) stays a refusal.
+func TestEnsureSiteRefusedCreateIsNotFinalUntilTheSecondLookSays(t *testing.T) {
+	taken := respond(http.StatusUnprocessableEntity, `{"message":"domain already has a site","errors":{"domain":["taken"]}}`)
+	t.Run("the second look fails", func(t *testing.T) {
+		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusInternalServerError, `{}`))
+		d, _, _ := newDriver(t, testConfig(s.URL))
+		_, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
+		if !errors.Is(err, licenses.ErrVendorUnavailable) || errors.Is(err, licenses.ErrVendorRejected) {
+			t.Errorf("EnsureSite = %v, want vendor unavailable (retryable), not rejected", err)
+		}
+	})
+	t.Run("the second look finds the site", func(t *testing.T) {
+		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusOK, `{"data":[`+siteBody("site_9", "acme.test", "LK-9")+`]}`))
+		d, _, _ := newDriver(t, testConfig(s.URL))
+		site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
+		if err != nil || site.ID != "site_9" || created {
+			t.Errorf("EnsureSite = %s, %v, %v; want site_9 adopted", site.ID, created, err)
+		}
+	})
+	t.Run("the second look finds nothing", func(t *testing.T) {
+		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusOK, `{"data":[]}`))
+		d, _, _ := newDriver(t, testConfig(s.URL))
+		if _, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test"); !errors.Is(err, licenses.ErrVendorRejected) {
+			t.Errorf("EnsureSite = %v, want the refusal", err)
+		}
+	})
 }
