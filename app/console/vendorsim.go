@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,22 +13,31 @@ import (
 	"github.com/licensor-api/licensor/app/vendorclient"
 )
 
-// vendorSim serves the vendor protocol from memory, with faults on demand,
-// until ctx is done: what the http driver and the idempotency layer are
-// tried against by hand.
+// vendorSim serves the vendor protocol from memory (or a --state file),
+// with faults on demand, until ctx is done: what the http driver and the
+// idempotency layer are tried against by hand and in chaos runs.
 func vendorSim(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("vendor-sim", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address")
 	var opts vendorclient.SimOptions
-	fs.StringVar(&opts.Token, "token", "", "bearer token to require; empty accepts any")
+	fs.StringVar(&opts.Token, "token", "", "bearer token to require, /_sim/ included; empty accepts any")
 	fs.DurationVar(&opts.Latency, "latency", 0, "delay added to every request")
+	fs.DurationVar(&opts.Jitter, "jitter", 0, "a random extra delay of 0..`D` on top of --latency")
 	fs.IntVar(&opts.Burst429, "429-burst", 0, "answer the first `N` requests with 429")
 	retryAfter := fs.Int("retry-after", 1, "Retry-After `seconds` sent with each 429; 0 sends none")
-	fs.Float64Var(&opts.Rate5xx, "5xx-rate", 0, "share of requests, 0..1, answered 500 (every 1/rate-th, not random)")
+	fs.Float64Var(&opts.Rate429, "429-rate", 0, "probability `P`, 0..1, that a request answers 429 (before its work)")
+	fs.Float64Var(&opts.Rate5xx, "5xx-rate", 0, "probability `P`, 0..1, that a request answers 500 (--fault-phase says when)")
+	fs.Float64Var(&opts.DropRate, "drop-rate", 0, "probability `P`, 0..1, that a request's answer is dropped (--drop-mode, --fault-phase)")
 	fs.IntVar(&opts.DropCreates, "drop-creates", 0, "commit the first `N` creates, then drop their answer")
 	fs.IntVar(&opts.DropDeletes, "drop-deletes", 0, "commit the first `N` deletes, then drop their answer")
-	fs.StringVar(&opts.DropMode, "drop-mode", vendorclient.DropHang, "how an answer is dropped: hang (until the client gives up) or close (the connection)")
-	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol from memory, with faults: JSON with a Bearer token, GET /sites?domain=D, POST /sites {name,domain} (201), DELETE /sites/{id} (204, 404 when gone), 429 with Retry-After (see app/vendorclient's package doc).")
+	fs.StringVar(&opts.DropMode, "drop-mode", vendorclient.DropHang, "`mode` of a dropped answer: hang (until the client gives up), close (the connection) or 5xx-after-commit (do the work, answer 500)")
+	fs.StringVar(&opts.FaultPhase, "fault-phase", vendorclient.PhaseBefore, "`phase` at which a random 500 or drop strikes: before the work (nothing done), after it (done, answer lost), or random")
+	seed := fs.Uint64("seed", 0, "seed `N` of the random faults; the default is taken from the clock and logged at start")
+	fs.StringVar(&opts.StateFile, "state", "", "keep the sites in this JSON `file` across restarts; empty keeps them in memory")
+	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol with faults: JSON with a Bearer token, GET /sites?domain=D, POST /sites {name,domain} "+
+		"(201; 422 when the domain has a site), DELETE /sites/{id} (204, 404 when gone), 429 with Retry-After. "+
+		"GET /_sim/stats counts calls by route and status; POST /_sim/faults replaces the faults (JSON, the flags' names with _); "+
+		"POST /_sim/reset forgets the sites and zeroes the stats. Details: docs/operations.md, Vendor simulator.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -35,9 +45,16 @@ func vendorSim(ctx context.Context, e env) error {
 		return usagef("vendor-sim: unexpected argument %q", fs.Arg(0))
 	}
 	opts.RetryAfter = time.Duration(*retryAfter) * time.Second
+	opts.Seed = *seed
+	if !flagSet(fs, "seed") {
+		opts.Seed = uint64(time.Now().UnixNano()) & (1<<53 - 1) // exact in JSON tools too
+	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	opts.Log = log
 	sim, err := vendorclient.NewSimulator(opts)
+	if errors.Is(err, vendorclient.ErrSimState) {
+		return fmt.Errorf("vendor-sim: %w", err)
+	}
 	if err != nil {
 		return usagef("vendor-sim: %v", err)
 	}
@@ -45,10 +62,20 @@ func vendorSim(ctx context.Context, e env) error {
 	if err != nil {
 		return fmt.Errorf("vendor-sim: listen on --addr %s: %w", *addr, err)
 	}
+	f, _ := sim.Faults()
 	log.Info("vendor simulator serving", "addr", "http://"+ln.Addr().String(), "token_required", opts.Token != "",
-		"latency", opts.Latency, "429_burst", opts.Burst429, "retry_after", opts.RetryAfter, "5xx_rate", opts.Rate5xx,
-		"drop_creates", opts.DropCreates, "drop_deletes", opts.DropDeletes, "drop_mode", opts.DropMode)
+		"seed", opts.Seed, "state", opts.StateFile, "sites", len(sim.Sites()),
+		"latency", f.Latency, "jitter", f.Jitter, "429_burst", f.Burst429, "retry_after", f.RetryAfter,
+		"429_rate", f.Rate429, "5xx_rate", f.Rate5xx, "drop_rate", f.DropRate,
+		"drop_creates", f.DropCreates, "drop_deletes", f.DropDeletes, "drop_mode", f.DropMode, "fault_phase", f.FaultPhase)
 	return serveSim(ctx, sim, ln, log)
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // serveSim serves until ctx ends. Requests run on ctx, so a create held by

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +88,12 @@ func TestVendorSimUsageErrors(t *testing.T) {
 		{"--drop-mode", "sideways"},
 		{"--5xx-rate", "2"},
 		{"--429-burst", "-1"},
+		{"--429-rate", "1.1"},
+		{"--drop-rate", "-0.5"},
+		{"--drop-mode", "5xx"},
+		{"--fault-phase", "during"},
+		{"--jitter", "-1s"},
+		{"--seed", "soon"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			err := vendorSim(context.Background(), env{args: args, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
@@ -92,6 +102,91 @@ func TestVendorSimUsageErrors(t *testing.T) {
 				t.Errorf("vendorSim(%q) = %v, want a usage error (exit 2)", args, err)
 			}
 		})
+	}
+}
+
+// TestVendorSimChaosKnobs runs `licensor vendor-sim` with a seed, a random
+// 5xx after the commit and a state file: the create is committed and
+// answered 500, /_sim/stats says so, /_sim/faults clears the faults over
+// the wire, and a second run on the state file still holds the site.
+func TestVendorSimChaosKnobs(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "sites.json")
+	addr, stderr, stop := runVendorSim(t, "--token", "sim-token", "--seed", "7", "--5xx-rate", "1",
+		"--fault-phase", "after", "--state", state)
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer sim-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("POST", "/sites", `{"name":"Acme","domain":"acme.test"}`); code != 500 {
+		t.Fatalf("create = %d %s, want 500 after the commit", code, body)
+	}
+	_, stats := call("GET", "/_sim/stats", "")
+	for _, want := range []string{`"POST /sites":{"500":1}`, `"creates_committed":1`, `"sites":1`} {
+		if !strings.Contains(stats, want) {
+			t.Errorf("stats %s lack %s", stats, want)
+		}
+	}
+	if code, body := call("POST", "/_sim/faults", `{}`); code != 200 || !strings.Contains(body, `"5xx_rate":0`) {
+		t.Errorf("POST /_sim/faults {} = %d %s, want the faults cleared", code, body)
+	}
+	if code, _ := call("GET", "/sites?domain=acme.test", ""); code != 200 {
+		t.Errorf("list after the faults were cleared = %d, want 200", code)
+	}
+	stop()
+	if !strings.Contains(stderr.String(), "seed=7") || !strings.Contains(stderr.String(), "site=site_1") {
+		t.Errorf("vendor-sim did not log its seed and the site:\n%s", stderr)
+	}
+
+	addr, stderr, stop = runVendorSim(t, "--token", "sim-token", "--state", state)
+	defer stop()
+	if _, body := call("GET", "/sites?domain=acme.test", ""); !strings.Contains(body, `"id":"site_1"`) {
+		t.Errorf("after a restart on the state file: %s, want site_1", body)
+	}
+	if !regexp.MustCompile(`seed=\d+ `).MatchString(stderr.String()) || !strings.Contains(stderr.String(), "sites=1") {
+		t.Errorf("vendor-sim did not log a seed of its own and the sites it loaded:\n%s", stderr)
+	}
+}
+
+// runVendorSim starts `licensor vendor-sim` with args on a free address and
+// returns the address, its log and a stop that waits for it to end.
+func runVendorSim(t *testing.T, args ...string) (string, *syncBuffer, func()) {
+	t.Helper()
+	addr := freeAddr(t)
+	stderr := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	args = append([]string{"--addr", addr}, args...)
+	go func() {
+		done <- vendorSim(ctx, env{args: args, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: stderr})
+	}()
+	waitListening(t, addr, done)
+	stopped := false
+	return addr, stderr, func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("vendor-sim returned %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("vendor-sim did not stop after its context was cancelled")
+		}
 	}
 }
 

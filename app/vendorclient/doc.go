@@ -1,7 +1,11 @@
 // Package vendorclient holds the drivers that satisfy licenses.Vendor: the
 // http driver that speaks the vendor protocol, an in-memory fake, and the
 // simulator, an http.Handler that serves the same protocol from memory with
-// faults on demand.
+// faults on demand: seeded random 429s, 5xx and dropped answers before or
+// after the commit, changed while it runs (POST /_sim/faults), its counts
+// over HTTP (GET /_sim/stats), POST /_sim/reset, and optionally its sites
+// kept in a state file across restarts (docs/operations.md, "Vendor
+// simulator").
 //
 // The vendor protocol is JSON over HTTP under VENDOR_URL, each request with
 // "Authorization: Bearer VENDOR_TOKEN": GET /sites?domain=D lists sites

@@ -24,53 +24,55 @@ func toWire(r record) wireSite {
 }
 
 // list answers GET /sites?domain=…; without a domain it lists every site.
-func (s *Simulator) list(w http.ResponseWriter, r *http.Request) {
+func (s *Simulator) list(c *simCall) {
 	sites := []wireSite{}
-	for _, rec := range s.store.list(r.URL.Query().Get("domain")) {
+	for _, rec := range s.store.list(c.r.URL.Query().Get("domain")) {
 		sites = append(sites, toWire(rec))
 	}
-	s.reply(w, r, http.StatusOK, map[string]any{"data": sites}, "")
+	if len(sites) == 1 {
+		c.site = sites[0].ID
+	}
+	s.finish(c, http.StatusOK, map[string]any{"data": sites}, "listed", false)
 }
 
-// create answers POST /sites, then loses the answer if a drop is due.
-func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
+// create answers POST /sites: 201, or the vendor's 422 for a domain that
+// already has a site (counted as a duplicate refused).
+func (s *Simulator) create(c *simCall) {
 	var in struct {
 		Name   string `json:"name"`
 		Domain string `json:"domain"`
 	}
-	body, err := readAll(r)
-	if err == nil {
-		err = json.Unmarshal(body, &in)
-	}
-	if err != nil {
-		s.reply(w, r, http.StatusBadRequest, message("The body is not valid JSON."), "")
+	if err := json.Unmarshal(c.body, &in); err != nil {
+		s.finish(c, http.StatusBadRequest, message("The body is not valid JSON."), "refused", false)
 		return
 	}
 	rec, rej := s.store.create(in.Name, in.Domain)
 	if rej != nil {
-		s.reply(w, r, rej.Status, rejection(rej), "")
+		if existing, ok := s.store.find(in.Domain); ok && rej.Message == duplicateMessage {
+			c.site = existing.site.ID
+			s.count(&s.stats.duplicates)
+		}
+		s.finish(c, rej.Status, rejection(rej), "refused", false)
 		return
 	}
-	if s.dropDue(&s.dropped, s.opts.DropCreates) {
-		s.drop(w, r, "created")
-		return
-	}
-	s.reply(w, r, http.StatusCreated, map[string]any{"data": toWire(rec)}, "")
+	c.site = rec.site.ID
+	s.committed(&s.stats.creates)
+	s.finish(c, http.StatusCreated, map[string]any{"data": toWire(rec)}, "created",
+		s.dropDue(&s.droppedCreates, c.faults.DropCreates))
 }
 
-// delete answers DELETE /sites/{id}: 204, or 404 for a site it does not
-// hold; then loses the answer to a delete it committed if a drop is due.
-func (s *Simulator) delete(w http.ResponseWriter, r *http.Request) {
-	if !s.store.remove(r.PathValue("id")) {
-		s.reply(w, r, http.StatusNotFound, message("Site not found."), "")
+// delete answers DELETE /sites/{id}: 204, or 404 for a site it does not hold.
+func (s *Simulator) delete(c *simCall) {
+	if !s.store.remove(c.r.PathValue("id")) {
+		s.finish(c, http.StatusNotFound, message("Site not found."), "not found", false)
 		return
 	}
-	if s.dropDue(&s.droppedDeletes, s.opts.DropDeletes) {
-		s.drop(w, r, "deleted")
-		return
-	}
-	s.reply(w, r, http.StatusNoContent, nil, "")
+	s.committed(&s.stats.deletes)
+	s.finish(c, http.StatusNoContent, nil, "deleted", s.dropDue(&s.droppedDeletes, c.faults.DropDeletes))
 }
+
+// duplicateMessage is the Fake's refusal of a domain that already has a site.
+const duplicateMessage = "domain already has a site"
 
 func rejection(rej *licenses.RejectedError) map[string]any {
 	body := message(rej.Message)
@@ -80,28 +82,40 @@ func rejection(rej *licenses.RejectedError) map[string]any {
 	return body
 }
 
-// dropDue counts a committed write against its drop budget (dropped of
-// limit) and reports whether its answer is to be lost.
-func (s *Simulator) dropDue(dropped *int, limit int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if *dropped >= limit {
-		return false
+// finish answers a request whose work is done (done: "created", "deleted",
+// "listed", "refused", "not found"), unless a fault strikes after the work:
+// the one its dice drew, or a drop its budget owes (drop).
+func (s *Simulator) finish(c *simCall, status int, body any, done string, drop bool) {
+	after := c.after
+	if drop {
+		after = faultDrop
 	}
-	*dropped++
-	return true
+	switch after {
+	case fault5xx:
+		s.reply(c, http.StatusInternalServerError, message("Server Error"), done+", answered 500: "+c.why)
+	case faultDrop:
+		s.drop(c, done)
+	default:
+		s.reply(c, status, body, "")
+	}
 }
 
-// drop loses the answer to a write that was committed (done: "created",
-// "deleted"): it holds the request until the client gives up (hang), or
-// closes the connection (close).
-func (s *Simulator) drop(w http.ResponseWriter, r *http.Request, done string) {
-	s.opts.Log.Info("vendor-sim", "method", r.Method, "path", r.URL.Path, "status", 0, "fault", done+", answer dropped: "+s.opts.DropMode)
-	if s.opts.DropMode == DropHang {
-		<-r.Context().Done()
+// drop loses the answer to a request (done: what was done first, "nothing
+// done" before the work): it holds the request until the client gives up
+// (hang), closes the connection (close), or answers 500 (5xx-after-commit).
+func (s *Simulator) drop(c *simCall, done string) {
+	mode := c.faults.DropMode
+	if mode == Drop5xxAfterCommit {
+		s.reply(c, http.StatusInternalServerError, message("Server Error"), done+", answer dropped: "+mode)
 		return
 	}
-	conn, _, err := http.NewResponseController(w).Hijack()
+	s.logCall(c, 0, done+", answer dropped: "+mode)
+	s.tally(c.route, statusDropped)
+	if mode == DropHang {
+		<-c.r.Context().Done()
+		return
+	}
+	conn, _, err := http.NewResponseController(c.w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler) // HTTP/2 cannot hijack; aborting drops the stream just the same
 	}

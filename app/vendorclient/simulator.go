@@ -5,11 +5,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,53 +17,52 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 )
 
-// Drop modes: how the simulator loses the answer to a write it committed.
+// Drop modes: how the simulator loses the answer to a request.
 const (
-	DropHang  = "hang"  // hold the request until the client gives up
-	DropClose = "close" // close the connection without a word
+	DropHang           = "hang"             // hold the request until the client gives up
+	DropClose          = "close"            // close the connection without a word
+	Drop5xxAfterCommit = "5xx-after-commit" // do the work, then answer 500
 )
 
-// SimOptions are the simulator's faults; the zero value is a vendor that
-// accepts any token and never fails.
+// SimOptions configure a simulator; the zero value is a vendor that
+// accepts any token, never fails and keeps its sites in memory.
 type SimOptions struct {
-	Token       string        // when set, requests must carry "Bearer <Token>" or get 401
-	Latency     time.Duration // added to every request
-	Burst429    int           // the first N requests (past the token check) answer 429
-	RetryAfter  time.Duration // Retry-After of those 429s, sent in whole seconds rounded up; 0 sends none
-	Rate5xx     float64       // share of requests, 0..1, answering 500 before doing anything: every 1/Rate5xx-th, not random
-	DropCreates int           // the first N creates are committed, then their answer is lost
-	DropDeletes int           // the first N deletes of a site it holds are committed, then their answer is lost
-	DropMode    string        // DropHang (the default) or DropClose
-	Store       *Fake         // the sites; nil for a new, empty store
-	Log         *slog.Logger  // a line per request; nil for none
+	SimFaults              // the faults, replaceable while it runs (POST /_sim/faults)
+	Token     string       // when set, requests must carry "Bearer <Token>" or get 401
+	Seed      uint64       // seeds the random faults: one seed and one request order, one fault sequence
+	StateFile string       // when set, the sites are kept in this JSON file across restarts
+	Store     *Fake        // the sites; nil for a new, empty store
+	Log       *slog.Logger // a line per request; nil for none
 }
 
 // Simulator serves the vendor protocol from memory, with the faults of its
-// SimOptions. It counts the calls it gets, for tests and demos.
+// SimOptions, and the /_sim/ routes that report and steer it (sim_admin.go).
+// It counts the calls it gets, for tests, demos and chaos runs.
 type Simulator struct {
-	opts  SimOptions
+	opts  SimOptions // Token, StateFile, Log; the faults live in faults
 	store *Fake
 	mux   *http.ServeMux
+	save  sync.Mutex // serializes writes of the state file
 
-	mu      sync.Mutex
-	calls   map[string]int // by route: "GET /sites", "POST /sites", "DELETE /sites/{id}"
-	served  int            // requests past the token check, for the 429 burst
-	owed5xx float64        // accumulates Rate5xx; a 500 is due at each whole one
-	dropped int
-	// droppedDeletes counts the deletes whose answer was lost, as dropped
-	// counts the creates.
-	droppedDeletes int
+	mu             sync.Mutex
+	faults         SimFaults
+	seed           uint64
+	rng            *rand.Rand
+	calls          map[string]int // requests by route, counted as they arrive
+	stats          simCounters
+	served         int // requests past the token check, for the 429 burst
+	droppedCreates int // creates whose answer was lost to --drop-creates
+	droppedDeletes int // deletes whose answer was lost to --drop-deletes
 }
 
 var _ http.Handler = (*Simulator)(nil)
 
-// NewSimulator builds a simulator, refusing options that make no sense.
+// NewSimulator builds a simulator, refusing options that make no sense and
+// a state file it cannot read.
 func NewSimulator(opts SimOptions) (*Simulator, error) {
-	if err := opts.validate(); err != nil {
+	faults, err := opts.SimFaults.normalized()
+	if err != nil {
 		return nil, err
-	}
-	if opts.DropMode == "" {
-		opts.DropMode = DropHang
 	}
 	if opts.Store == nil {
 		opts.Store = NewFake()
@@ -72,31 +70,32 @@ func NewSimulator(opts SimOptions) (*Simulator, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Simulator{opts: opts, store: opts.Store, mux: http.NewServeMux(), calls: map[string]int{}}
-	s.route("GET /sites", s.list)
-	s.route("POST /sites", s.create)
-	s.route("DELETE /sites/{id}", s.delete)
+	if opts.StateFile != "" {
+		if err := loadState(opts.StateFile, opts.Store); err != nil {
+			return nil, err
+		}
+	}
+	s := &Simulator{opts: opts, store: opts.Store, mux: http.NewServeMux(), faults: faults, calls: map[string]int{}}
+	s.reseed(opts.Seed)
+	s.route(routeList, s.list)
+	s.route(routeCreate, s.create)
+	s.route(routeDelete, s.delete)
+	s.adminRoutes()
 	return s, nil
 }
 
-func (o SimOptions) validate() error {
-	switch {
-	case o.Latency < 0 || o.RetryAfter < 0:
-		return errors.New("latency and retry-after cannot be negative")
-	case o.Burst429 < 0 || o.DropCreates < 0 || o.DropDeletes < 0:
-		return errors.New("429-burst, drop-creates and drop-deletes cannot be negative")
-	case o.Rate5xx < 0 || o.Rate5xx > 1:
-		return fmt.Errorf("5xx-rate %v is not between 0 and 1", o.Rate5xx)
-	case o.DropMode != "" && o.DropMode != DropHang && o.DropMode != DropClose:
-		return fmt.Errorf("drop-mode %q is not %s or %s", o.DropMode, DropHang, DropClose)
-	}
-	return nil
-}
+// The vendor routes, as Calls and the stats name them.
+const (
+	routeList   = "GET /sites"
+	routeCreate = "POST /sites"
+	routeDelete = "DELETE /sites/{id}"
+)
 
-// ServeHTTP answers one vendor request.
+// ServeHTTP answers one vendor (or /_sim/) request.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Calls returns how many requests each route got, faults included.
+// Calls returns how many requests each vendor route got, faults included,
+// counted as they arrive.
 func (s *Simulator) Calls() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,41 +105,95 @@ func (s *Simulator) Calls() map[string]int {
 // Sites returns the sites the simulator holds, oldest first.
 func (s *Simulator) Sites() []licenses.Site { return s.store.Sites() }
 
+// simCall is one vendor request on its way through the simulator: what its log
+// line names, and the fault due once the route has done its work.
+type simCall struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	route  string
+	body   []byte
+	domain string    // the domain it is about, when known
+	site   string    // the site id it is about, when known
+	faults SimFaults // in force when it arrived
+	after  fault     // the fault to strike after the route's work (fault5xx, faultDrop), or none
+	why    string    // what drew the fault, for the log
+}
+
 // route serves pattern with h, after the latency, the token check and the
-// request-level faults.
-func (s *Simulator) route(pattern string, h http.HandlerFunc) {
+// faults that strike before the work.
+func (s *Simulator) route(pattern string, h func(*simCall)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		s.count(pattern)
+		c := &simCall{w: w, r: r, route: pattern}
 		body, err := readAll(r)
 		if err != nil {
+			s.arrive(pattern)
+			s.canceled(c)
 			return // the client went away mid-request
 		}
+		c.body = body
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if !pause(r.Context(), s.opts.Latency) {
+		s.identify(c)
+		faults, dice := s.arrive(pattern)
+		c.faults = faults
+		if !pause(r.Context(), faults.Latency+time.Duration(dice.jitter*float64(faults.Jitter))) {
+			s.canceled(c)
 			return // the client gave up
 		}
 		if !s.authorized(r) {
-			s.reply(w, r, http.StatusUnauthorized, message("Unauthenticated."), "bad token")
+			s.reply(c, http.StatusUnauthorized, message("Unauthenticated."), "bad token")
 			return
 		}
-		switch s.fault() {
-		case http.StatusTooManyRequests:
-			if s.opts.RetryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int((s.opts.RetryAfter+time.Second-1)/time.Second)))
+		before, why := s.strike(c, dice)
+		switch before {
+		case fault429:
+			if faults.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((faults.RetryAfter+time.Second-1)/time.Second)))
 			}
-			s.reply(w, r, http.StatusTooManyRequests, message("Too Many Attempts."), "429 burst")
-		case http.StatusInternalServerError:
-			s.reply(w, r, http.StatusInternalServerError, message("Server Error"), "5xx rate")
+			s.reply(c, http.StatusTooManyRequests, message("Too Many Attempts."), why)
+		case fault5xx:
+			s.reply(c, http.StatusInternalServerError, message("Server Error"), "nothing done, answered 500: "+why)
+		case faultDrop:
+			s.drop(c, "nothing done")
 		default:
-			h(w, r)
+			h(c)
 		}
 	})
 }
 
-func (s *Simulator) count(pattern string) {
+// arrive counts a request to route and draws its dice, under the faults in
+// force: one draw per request, so a seed and a request order give one
+// sequence of faults.
+func (s *Simulator) arrive(route string) (SimFaults, dice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls[pattern]++
+	s.calls[route]++
+	return s.faults, s.roll()
+}
+
+// identify notes the domain and the site a request is about, for its log
+// line: the query's domain, the body's, or the site of the path's id; and
+// the site the domain has, if any.
+func (s *Simulator) identify(c *simCall) {
+	switch c.route {
+	case routeList:
+		c.domain = c.r.URL.Query().Get("domain")
+	case routeCreate:
+		var in struct {
+			Domain string `json:"domain"`
+		}
+		if json.Unmarshal(c.body, &in) == nil {
+			c.domain = in.Domain
+		}
+	case routeDelete:
+		c.site = c.r.PathValue("id")
+		if rec, ok := s.store.byID(c.site); ok {
+			c.domain = rec.site.Domain
+		}
+		return
+	}
+	if rec, ok := s.store.find(c.domain); ok && c.domain != "" {
+		c.site = rec.site.ID
+	}
 }
 
 func (s *Simulator) authorized(r *http.Request) bool {
@@ -149,23 +202,6 @@ func (s *Simulator) authorized(r *http.Request) bool {
 	}
 	got := []byte(r.Header.Get("Authorization"))
 	return subtle.ConstantTimeCompare(got, []byte("Bearer "+s.opts.Token)) == 1
-}
-
-// fault decides whether this request fails before doing anything: the 429
-// burst comes first, then the share of 500s. It returns 0 for no fault.
-func (s *Simulator) fault() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.served++
-	if s.served <= s.opts.Burst429 {
-		return http.StatusTooManyRequests
-	}
-	s.owed5xx += s.opts.Rate5xx
-	if s.owed5xx >= 1-1e-9 {
-		s.owed5xx--
-		return http.StatusInternalServerError
-	}
-	return 0
 }
 
 // pause waits d; false when ctx ends first.
@@ -178,9 +214,37 @@ func pause(ctx context.Context, d time.Duration) bool {
 
 func message(m string) map[string]any { return map[string]any{"message": m} }
 
-// reply writes a JSON answer and logs it, without the body: it may hold keys.
-func (s *Simulator) reply(w http.ResponseWriter, r *http.Request, status int, body any, fault string) {
-	s.opts.Log.Info("vendor-sim", "method", r.Method, "path", r.URL.Path, "status", status, "fault", fault)
+// reply writes a JSON answer, counts it and logs it, without the body: it
+// may hold keys.
+func (s *Simulator) reply(c *simCall, status int, body any, fault string) {
+	s.logCall(c, status, fault)
+	s.tally(c.route, strconv.Itoa(status))
+	writeJSON(c.w, status, body)
+}
+
+// canceled counts and logs a request whose client gave up before any answer.
+func (s *Simulator) canceled(c *simCall) {
+	s.logCall(c, 0, "client gave up")
+	s.tally(c.route, statusCanceled)
+}
+
+// logCall writes a request's line: what it asked, the domain and site it is
+// about when known, the status (0 for none) and the fault. Never a header or
+// a body: the token and license keys stay out of logs.
+func (s *Simulator) logCall(c *simCall, status int, fault string) {
+	attrs := []any{"method", c.r.Method, "path", c.r.URL.Path}
+	if c.domain != "" {
+		attrs = append(attrs, "domain", c.domain)
+	}
+	if c.site != "" {
+		attrs = append(attrs, "site", c.site)
+	}
+	attrs = append(attrs, "status", status, "fault", fault)
+	s.opts.Log.Info("vendor-sim", attrs...)
+}
+
+// writeJSON writes status and body as JSON; a nil body writes the status alone.
+func writeJSON(w http.ResponseWriter, status int, body any) {
 	if body == nil {
 		w.WriteHeader(status)
 		return

@@ -2,6 +2,7 @@ package vendorclient_test
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -27,7 +28,7 @@ func TestSimulator429Burst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, sim, clock := simulated(t, vendorclient.SimOptions{Burst429: 2, RetryAfter: tt.retryAfter})
+			d, sim, clock := simulated(t, vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{Burst429: 2, RetryAfter: tt.retryAfter}})
 			if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +51,7 @@ func TestSimulator429Burst(t *testing.T) {
 func TestSimulatorDropCreates(t *testing.T) {
 	for _, mode := range []string{vendorclient.DropClose, vendorclient.DropHang} {
 		t.Run(mode, func(t *testing.T) {
-			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{DropCreates: 1, DropMode: mode})
+			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{DropCreates: 1, DropMode: mode}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +87,7 @@ func TestSimulatorDropCreates(t *testing.T) {
 func TestSimulatorDropDeletes(t *testing.T) {
 	for _, mode := range []string{vendorclient.DropClose, vendorclient.DropHang} {
 		t.Run(mode, func(t *testing.T) {
-			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{DropDeletes: 1, DropMode: mode})
+			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{DropDeletes: 1, DropMode: mode}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,29 +119,18 @@ func TestSimulatorDropDeletes(t *testing.T) {
 	}
 }
 
-// TestSimulator5xxRate: a rate of 0.5 fails every second request, before it
-// does anything; a rate of 1 fails them all.
+// TestSimulator5xxRate: a 500 of the 5xx rate strikes before the work, so
+// a create that got one did nothing; a rate of 1 fails every request.
 func TestSimulator5xxRate(t *testing.T) {
-	t.Run("every second request", func(t *testing.T) {
-		d, sim, _ := simulated(t, vendorclient.SimOptions{Rate5xx: 0.5})
-		ctx := context.Background()
-		if _, err := d.FindSite(ctx, "acme.test"); err != nil {
-			t.Fatalf("request 1: %v", err)
-		}
-		_, err := d.CreateSite(ctx, "Acme", "acme.test")
-		wantClass(t, err, licenses.ErrVendorUncertain)
-		if got := len(sim.Sites()); got != 0 {
-			t.Errorf("the simulator holds %d sites after a 500, want 0", got)
-		}
-		if _, err := d.CreateSite(ctx, "Acme", "acme.test"); err != nil {
-			t.Errorf("request 3: %v", err)
-		}
-	})
-	t.Run("every request", func(t *testing.T) {
-		d, _, _ := simulated(t, vendorclient.SimOptions{Rate5xx: 1})
-		_, err := d.FindSite(context.Background(), "acme.test")
-		wantClass(t, err, licenses.ErrVendorUnavailable)
-	})
+	d, sim, _ := simulated(t, vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{Rate5xx: 1}})
+	ctx := context.Background()
+	_, err := d.CreateSite(ctx, "Acme", "acme.test")
+	wantClass(t, err, licenses.ErrVendorUncertain)
+	if got := len(sim.Sites()); got != 0 {
+		t.Errorf("the simulator holds %d sites after a 500 before the commit, want 0", got)
+	}
+	_, err = d.FindSite(ctx, "acme.test")
+	wantClass(t, err, licenses.ErrVendorUnavailable)
 }
 
 // TestSimulatorChecksTheToken: with a token configured, another one is a 401
@@ -178,7 +168,7 @@ func TestSimulatorChecksTheToken(t *testing.T) {
 func TestSimulatorLatency(t *testing.T) {
 	for call, want := range map[string]error{"list": licenses.ErrVendorUnavailable, "create": licenses.ErrVendorUncertain} {
 		t.Run(call, func(t *testing.T) {
-			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{Latency: time.Minute})
+			sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{Latency: time.Minute}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,14 +232,19 @@ func TestSimulatorServesTheProtocol(t *testing.T) {
 
 // TestNewSimulatorRefusesNonsense: options outside their range are errors.
 func TestNewSimulatorRefusesNonsense(t *testing.T) {
-	for name, opts := range map[string]vendorclient.SimOptions{
+	for name, f := range map[string]vendorclient.SimFaults{
 		"5xx rate above 1":    {Rate5xx: 1.5},
+		"negative 429 rate":   {Rate429: -0.1},
+		"drop rate NaN":       {DropRate: math.NaN()},
 		"negative burst":      {Burst429: -1},
 		"unknown drop mode":   {DropMode: "explode"},
+		"unknown fault phase": {FaultPhase: "during"},
 		"negative latency":    {Latency: -time.Second},
+		"negative jitter":     {Jitter: -time.Second},
 		"negative drop count": {DropCreates: -2},
 		"negative deletes":    {DropDeletes: -1},
 	} {
+		opts := vendorclient.SimOptions{SimFaults: f}
 		t.Run(name, func(t *testing.T) {
 			if _, err := vendorclient.NewSimulator(opts); err == nil {
 				t.Error("NewSimulator accepted it")
