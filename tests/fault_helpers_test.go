@@ -1,0 +1,275 @@
+package tests
+
+// Helpers of the end-to-end fault suite (fault_*_test.go): real licensor
+// processes, a vendor-sim steered and read through its /_sim/ routes, and
+// the test's database read directly. The kill rig (kill_test.go) lends its
+// helpers where a scenario fits it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// faultSimToken is the bearer token of the fault suite's simulators: the
+// kill rig's, so that its helpers (vendorSites) read them too.
+const faultSimToken = killSimToken
+
+// faultEnv is the environment of the licensor processes of one fault test:
+// the database, the http vendor driver pointed at vendorURL, rate limits
+// off (the tests make more requests a minute than a consumer may), and
+// extra, which wins over the defaults (the last value of a variable counts).
+func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []string {
+	t.Helper()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
+		"VENDOR_DRIVER=http", "VENDOR_URL=" + vendorURL, "VENDOR_TOKEN=" + faultSimToken, "VENDOR_TIMEOUT=5s",
+		"RATE_LIMIT_PER_MINUTE=0",
+	}
+	if db.Dialect == database.MySQL {
+		env = append(env, "DB_CONNECTION=mysql", "DB_URL="+db.Config.URL)
+	} else {
+		env = append(env, "DB_CONNECTION=sqlite", "DB_DATABASE="+db.Config.Database)
+	}
+	return append(env, extra...)
+}
+
+// faultSim is a vendor-sim process, read and steered through /_sim/.
+type faultSim struct {
+	t    *testing.T
+	addr string
+	proc *process
+}
+
+// startFaultSim starts `licensor vendor-sim` with args on a free port and
+// waits until it answers.
+func startFaultSim(t *testing.T, args ...string) *faultSim {
+	t.Helper()
+	s := &faultSim{t: t, addr: freePort(t)}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	s.proc = start(t, env, append([]string{"vendor-sim", "--addr", s.addr, "--token", faultSimToken}, args...)...)
+	pollFor(t, http.DefaultClient, s.url()+"/_sim/stats", faultSimToken, http.StatusOK)
+	return s
+}
+
+func (s *faultSim) url() string { return "http://" + s.addr }
+
+// simStats is GET /_sim/stats.
+type simStats struct {
+	Calls             map[string]map[string]int `json:"calls"`
+	CreatesCommitted  int                       `json:"creates_committed"`
+	DuplicatesRefused int                       `json:"duplicates_refused"`
+	DeletesCommitted  int                       `json:"deletes_committed"`
+	Sites             int                       `json:"sites"`
+	Dropped           int                       `json:"dropped"`
+}
+
+// total is how many vendor requests were answered (or dropped, or given up
+// by their client), every route and status together.
+func (st simStats) total() int {
+	n := 0
+	for _, byStatus := range st.Calls {
+		for _, c := range byStatus {
+			n += c
+		}
+	}
+	return n
+}
+
+// stats reads GET /_sim/stats.
+func (s *faultSim) stats() simStats {
+	s.t.Helper()
+	code, _, body := sendVendor(s.url()+"/_sim/stats", http.MethodGet, faultSimToken)
+	var st simStats
+	if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
+		s.t.Fatalf("GET /_sim/stats = %d %s: %v (is the simulator's /_sim/ API there?)", code, body, err)
+	}
+	return st
+}
+
+// setFaults replaces the simulator's faults (POST /_sim/faults); "{}"
+// clears them.
+func (s *faultSim) setFaults(faults string) {
+	s.t.Helper()
+	code, _, body := sendWith(http.DefaultClient, s.url()+"/_sim/faults", http.MethodPost, faultSimToken, "", faults)
+	if code != http.StatusOK {
+		s.t.Fatalf("POST /_sim/faults %s = %d %s", faults, code, body)
+	}
+}
+
+// sites asks the simulator for the domain's sites.
+func (s *faultSim) sites(domain string) []killSite {
+	s.t.Helper()
+	code, _, body := sendVendor(s.url()+"/sites?domain="+url.QueryEscape(domain), http.MethodGet, faultSimToken)
+	var list struct {
+		Data []killSite `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
+		s.t.Fatalf("vendor list = %d %s: %v", code, body, err)
+	}
+	return list.Data
+}
+
+// startServes starts n `serve` replicas on env, each on a free address,
+// and waits until each answers; it returns their base URLs and processes.
+func startServes(t *testing.T, env []string, n int) ([]string, []*process) {
+	t.Helper()
+	var urls []string
+	var procs []*process
+	for range n {
+		addr := freePort(t)
+		procs = append(procs, start(t, append(slices.Clone(env), "APP_ADDR="+addr), "serve"))
+		urls = append(urls, "http://"+addr)
+	}
+	for _, u := range urls {
+		waitFor(t, u+"/healthz", "", http.StatusOK)
+	}
+	return urls, procs
+}
+
+// issueToken issues a token of the consumer acme that reads and writes
+// licenses.
+func issueToken(t *testing.T, env []string) string {
+	t.Helper()
+	return strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
+}
+
+// eventually polls cond every 50 ms until it holds, failing the test with
+// what at the deadline.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); <-time.After(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+	}
+}
+
+// intentCounts counts the idempotency records by status.
+func intentCounts(t *testing.T, db *testdb.DB) map[string]int {
+	t.Helper()
+	var rows []struct {
+		Status string
+		N      int
+	}
+	if err := db.Gorm.Model(&idempotency.Record{}).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out
+}
+
+// unsettled is how many intents are pending, processing or failed.
+func unsettled(t *testing.T, db *testdb.DB) int {
+	t.Helper()
+	c := intentCounts(t, db)
+	return c[idempotency.StatusPending] + c[idempotency.StatusProcessing] + c[idempotency.StatusFailed]
+}
+
+// licensesByDomain is every license row, by domain.
+func licensesByDomain(t *testing.T, db *testdb.DB) map[string][]licenses.License {
+	t.Helper()
+	var lics []licenses.License
+	if err := db.Gorm.Order("created_at").Find(&lics).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]licenses.License{}
+	for _, l := range lics {
+		out[l.Domain] = append(out[l.Domain], l)
+	}
+	return out
+}
+
+// wantOneLicensePerSite fails unless each domain has exactly one site at
+// the vendor and exactly one license row, active and pointing at that site.
+func wantOneLicensePerSite(t *testing.T, db *testdb.DB, sim *faultSim, domains []string) {
+	t.Helper()
+	lics := licensesByDomain(t, db)
+	for _, d := range domains {
+		sites := sim.sites(d)
+		if len(sites) != 1 {
+			t.Errorf("%s: the vendor holds %d sites, want 1: %v", d, len(sites), sites)
+			continue
+		}
+		ls := lics[d]
+		if len(ls) != 1 {
+			t.Errorf("%s: %d license rows, want 1: %+v", d, len(ls), ls)
+			continue
+		}
+		if l := ls[0]; l.Status != licenses.StatusActive || l.VendorSiteID != sites[0].ID {
+			t.Errorf("%s: license %s is %s on site %s, want active on the vendor's site %s", d, l.ID, l.Status, l.VendorSiteID, sites[0].ID)
+		}
+	}
+	if len(lics) != len(domains) {
+		t.Errorf("license rows for %d domains, want %d", len(lics), len(domains))
+	}
+}
+
+// vendorTap is an in-test HTTP proxy between serve and the simulator: it
+// tells the test when a request of the route reaches it, then passes it
+// on. A client that dies mid-request cancels the request to the simulator.
+type vendorTap struct {
+	srv     *httptest.Server
+	arrived chan string // "METHOD /path" of each request, dropped when nobody listens
+}
+
+func newVendorTap(t *testing.T, sim *faultSim) *vendorTap {
+	t.Helper()
+	target, err := url.Parse(sim.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &vendorTap{arrived: make(chan string, 16)}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a killed client's request ends in "context canceled"
+	tap.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case tap.arrived <- r.Method + " " + r.URL.Path:
+		default:
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(tap.srv.Close)
+	return tap
+}
+
+// await waits for a request "METHOD /path" to reach the tap.
+func (tap *vendorTap) await(t *testing.T, want string, within time.Duration) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case got := <-tap.arrived:
+			if got == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %s reached the vendor within %s", want, within)
+		}
+	}
+}
+
+// licenseBody is the create body of a domain.
+func licenseBody(domain string) string {
+	return fmt.Sprintf(`{"name":"Fault %s","domain":"%s"}`, domain, domain)
+}

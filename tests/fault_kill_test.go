@@ -1,0 +1,148 @@
+package tests
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// faultKillLatency is the simulator's latency while serve is killed: each
+// vendor call of the create (the list, then the create) takes this long,
+// so the kill lands while the create waits in the simulator, uncommitted,
+// well within serve's work budget (4/5 of killLease).
+const faultKillLatency = 600 * time.Millisecond
+
+// TestFaultKillBeforeVendorCommit kills (SIGKILL) the serve that owns a
+// keyed create while its POST /sites waits in the simulator's latency, not
+// yet committed. (The other variant, the site committed and its answer
+// held, is TestKillMidVendorWriteIsReconciled in kill_test.go.) The dead
+// owner leaves its intent processing and the vendor holds nothing; then
+//
+//   - client retry: the client's retry with the same key (to another
+//     replica on MariaDB, to a restarted serve on SQLite) gets 409
+//     request_in_progress until the lease is over, then a 201;
+//   - no retry: no client comes back; `licensor reconcile` takes the
+//     intent over once its lease has been over a lease more, and creates
+//     the site.
+//
+// Either way: exactly one create committed at the vendor, one site, one
+// active license on it, and no intent left processing or pending.
+func TestFaultKillBeforeVendorCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	t.Parallel()
+	for _, dialect := range []string{database.SQLite, database.MySQL} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			t.Run("client retry", func(t *testing.T) {
+				t.Parallel()
+				faultKillBeforeCommit(t, dialect, true)
+			})
+			t.Run("no retry", func(t *testing.T) {
+				t.Parallel()
+				faultKillBeforeCommit(t, dialect, false)
+			})
+		})
+	}
+}
+
+func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
+	const domain, key = "kill-before.test", "order-kill-before"
+	body := licenseBody(domain)
+	db := testdb.New(t, dialect)
+	sim := startFaultSim(t)
+	tap := newVendorTap(t, sim)
+	env := faultEnv(t, db, tap.srv.URL,
+		"IDEMPOTENCY_LOCK_TIMEOUT="+killLease.String(), "RECONCILE_SETTLE=1s",
+		"RECONCILE_INTERVAL=1h") // only the reconcile command (or a retry) settles here
+	r := &killRig{t: t, db: db, env: env, sim: sim.addr, vendor: sim.proc}
+	r.token = issueToken(t, env)
+	r.restartServe()
+	var survivor string // on MariaDB, a second replica the client's retry goes to
+	if dialect == database.MySQL {
+		urls, _ := startServes(t, env, 1)
+		survivor = urls[0]
+	}
+
+	sim.setFaults(`{"latency":"` + faultKillLatency.String() + `"}`)
+	answered := make(chan int, 1)
+	go func() {
+		code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, key, body)
+		answered <- code
+	}()
+	tap.await(t, "POST /sites", 10*time.Second)
+	if err := r.serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill serve: %v", err)
+	}
+	r.killedAt = time.Now()
+	_ = r.serve.cmd.Wait() // killed: its error says so
+	select {
+	case code := <-answered:
+		if code != 0 {
+			t.Fatalf("serve answered %d before it died", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client still waits for the killed serve")
+	}
+	// The create the dead serve sent was given up in the latency: nothing
+	// was committed.
+	eventually(t, 10*time.Second, "the simulator notes the create given up", func() bool {
+		return sim.stats().Calls["POST /sites"]["canceled"] == 1
+	})
+	if st := sim.stats(); st.CreatesCommitted != 0 || st.Sites != 0 {
+		t.Fatalf("after the kill the vendor committed %d creates and holds %d sites, want none", st.CreatesCommitted, st.Sites)
+	}
+	rec := r.deadOwnersRecord("licenses.store")
+	sim.setFaults("{}")
+
+	if retry {
+		target := survivor
+		if target == "" {
+			r.restartServe()
+			target = "http://" + r.api
+		}
+		a := stormSend(target+"/api/licenses", r.token, key, body)
+		if a.code != http.StatusCreated || !strings.Contains(a.body, `"domain":"`+domain+`"`) {
+			t.Fatalf("the client's retry = %d %s (after %d of 409), want 201", a.code, a.body, a.tries)
+		}
+		t.Logf("the retry got 201 (replayed=%v) after %d answers of 409 request_in_progress", a.replayed, a.tries)
+	} else {
+		r.reconcileUntilSettled(rec, "licenses.store")
+	}
+
+	st := sim.stats()
+	if st.CreatesCommitted != 1 || st.DuplicatesRefused != 0 {
+		t.Errorf("the vendor committed %d creates, refused %d duplicates; want 1 and 0", st.CreatesCommitted, st.DuplicatesRefused)
+	}
+	sites := r.vendorSites(domain)
+	if len(sites) != 1 {
+		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
+	}
+	lics := r.licenseRows(domain)
+	if len(lics) != 1 || lics[0].Status != licenses.StatusActive || lics[0].VendorSiteID != sites[0].ID {
+		t.Fatalf("licenses for the domain %+v, want one active on site %s", lics, sites[0].ID)
+	}
+	done := r.wantAllSettled(rec.ID, http.StatusCreated)
+	if done.ResourceID == nil || *done.ResourceID != lics[0].ID {
+		t.Errorf("the completed record names license %s, want %s", killDeref(done.ResourceID), lics[0].ID)
+	}
+	wantEvent := licenses.EventCreated + " by a request"
+	if !retry {
+		wantEvent = licenses.EventReconciled + " by " + licenses.ActorReconciler
+	}
+	if got := r.events(lics[0].ID); !slices.Equal(got, []string{wantEvent}) {
+		t.Errorf("license events = %v, want [%s]", got, wantEvent)
+	}
+	if c := intentCounts(t, db); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
+		t.Errorf("intents by status %v, want none processing or pending", c)
+	}
+}
