@@ -64,6 +64,9 @@ func (s signer) parse(raw string) (*claims, error) {
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(s.now),
 		jwt.WithLeeway(tokenLeeway),
+		// One spelling per token: base64url with no stray trailing bits or
+		// padding, so a token string cannot be varied and still verify.
+		jwt.WithStrictDecoding(),
 	)
 	if errors.Is(err, jwt.ErrTokenInvalidIssuer) {
 		// The signature is good (it is checked before the claims): a token

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 )
 
 // Canonical returns the canonical JSON of body: object keys sorted at every
@@ -14,7 +15,13 @@ func Canonical(body []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	if err := dec.Decode(&v); err != nil {
+		return body
+	}
+	// Nothing may follow the value: not another value, and not a stray ] or }
+	// either (which More alone does not see), or {"a":1}] would pass as
+	// {"a":1}.
+	if _, err := dec.Token(); err != io.EOF {
 		return body
 	}
 	var buf bytes.Buffer
