@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
@@ -42,9 +40,8 @@ type externalRefer interface {
 }
 
 // pendingOutcome is what to keep with an intent whose outcome is unknown:
-// what the handler described, else the reference its error carries.
-func pendingOutcome(c echo.Context, herr error) Outcome {
-	o := described(c)
+// what the work described, else the reference its error carries.
+func pendingOutcome(o Outcome, herr error) Outcome {
 	var r externalRefer
 	if o.ExternalRef == "" && errors.As(herr, &r) {
 		o.ExternalRef = r.ExternalRef()
@@ -73,66 +70,43 @@ func (e *PendingError) Is(target error) bool { return target == ErrPending }
 // Unwrap exposes the cause.
 func (e *PendingError) Unwrap() error { return e.Err }
 
-// execute runs the handler as the owner of rec, then settles the record. The
-// handler runs detached from the client's connection, within the work budget
-// of the lease (which began before the reservation).
-func (g *Guard) execute(c echo.Context, next echo.HandlerFunc, rec *Record, outcome string) error {
-	ctx, cancel := detach(c.Request().Context(), workDeadline(*rec.LockedUntil, g.now(), g.cfg.LockTimeout))
-	defer cancel()
-	c.SetRequest(c.Request().WithContext(ctx))
-	capture := &captureWriter{ResponseWriter: c.Response().Writer}
-	c.Response().Writer = capture
-
-	settled := false
-	defer func() {
-		if !settled { // a panic: release the key, and let the panic become a 500
-			g.release(c, rec)
-		}
-	}()
-	herr := next(c)
-	settled = true
-	if isOutcomeUnknown(herr) {
-		return g.keepPending(c, rec, herr)
-	}
-	if herr != nil {
-		c.Error(herr) // write the error response here, so it is captured
-	}
-	g.settle(c, rec, capture, outcome)
-	return nil
-}
-
-// keepPending records an intent whose outcome is unknown as pending before
-// the client hears of it: a 202 promises that the intent is kept. When it
-// cannot be recorded the answer is ErrNotKept (503, retry), and the record
-// stays processing, for a retry to take over once its lease ends, or the
-// reconciler when none comes.
-func (g *Guard) keepPending(c echo.Context, rec *Record, herr error) error {
-	ctx, cancel := g.settleContext(c)
-	defer cancel()
-	o := pendingOutcome(c, herr)
-	rec.ExternalRef = nullable(o.ExternalRef)
-	if err := g.cfg.Store.MarkPending(ctx, rec, o, g.now()); err != nil {
-		g.logOutcome(c, rec, "not_kept")
-		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation,
-			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
-		return fmt.Errorf("%w: %w", ErrNotKept, herr)
-	}
-	g.logOutcome(c, rec, "pending")
-	return &PendingError{ID: rec.Ref(), Err: herr}
-}
-
 // unkeyed runs a request that came without a key the way a keyed one runs,
 // under a key the server makes ("auto:" and the request id): the intent is
 // on the record before the vendor hears of it, so that no intent the server
 // accepted is ever dropped, even when the process dies mid-call.
 func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
-	ctx, cancel := g.settleContext(c)
+	ctx, cancel := settleContext(c.Request().Context())
 	defer cancel()
 	if err := g.keepAuto(ctx, rec, g.requestID(c)); err != nil {
 		g.cfg.Log.Error("record intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
 		return notRecorded(err)
 	}
-	return g.execute(c, next, rec, "executed")
+	return g.execute(g.httpAttempt(c, next, rec, lookup{}), "executed")
+}
+
+// httpAttempt is a request as the state machine runs it: the handler is the
+// work, its response (captured as it is written, the error response too) is
+// what a 2xx stores, and outcomes are noted for the access log.
+func (g *Guard) httpAttempt(c echo.Context, next echo.HandlerFunc, rec *Record, prior lookup) *attempt {
+	return &attempt{
+		rec:       rec,
+		prior:     prior,
+		parent:    c.Request().Context(),
+		requestID: g.requestID(c),
+		note:      func(r *Record, outcome string) { g.logOutcome(c, r, outcome) },
+		work: func(ctx context.Context) (Response, Outcome, error) {
+			c.SetRequest(c.Request().WithContext(ctx))
+			capture := &captureWriter{ResponseWriter: c.Response().Writer}
+			c.Response().Writer = capture
+			if herr := next(c); herr != nil {
+				if isOutcomeUnknown(herr) {
+					return Response{}, described(c), herr
+				}
+				c.Error(herr) // write the error response here, so it is captured
+			}
+			return responseOf(c, capture), described(c), nil
+		},
+	}
 }
 
 // keepAuto reserves rec under "auto:<request id>", or under a fresh id when
@@ -153,44 +127,6 @@ func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) err
 		err = errRaced
 	}
 	return err
-}
-
-// settle stores what had an effect and releases the rest, so that a retry
-// runs for real.
-func (g *Guard) settle(c echo.Context, rec *Record, w *captureWriter, outcome string) {
-	ctx, cancel := g.settleContext(c)
-	defer cancel()
-	o := described(c)
-	rec.ExternalRef = nullable(o.ExternalRef)
-	var err error
-	if w.status >= 200 && w.status < 300 {
-		err = g.cfg.Store.Complete(ctx, rec, responseOf(c, w), o, g.now())
-	} else {
-		outcome = "released"
-		err = g.cfg.Store.Release(ctx, rec)
-	}
-	g.logOutcome(c, rec, outcome)
-	if err != nil {
-		// The record stays processing; when its lease runs out a retry takes
-		// it over and converges on the same vendor site.
-		g.cfg.Log.Error("idempotency settle failed", "operation", rec.Operation,
-			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", g.requestID(c), "error", err)
-	}
-}
-
-func (g *Guard) release(c echo.Context, rec *Record) {
-	ctx, cancel := g.settleContext(c)
-	defer cancel()
-	g.logOutcome(c, rec, "released")
-	if err := g.cfg.Store.Release(ctx, rec); err != nil {
-		g.cfg.Log.Error("idempotency release failed", "key_digest", g.cfg.Store.KeyDigest(rec.Key), "error", err)
-	}
-}
-
-// settleContext outlives the client: the record must be settled even when
-// the client has hung up.
-func (g *Guard) settleContext(c echo.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
 }
 
 // responseOf is the response to store: status, body bytes, and the headers

@@ -151,15 +151,24 @@ func (g *Guard) key(c echo.Context, opts Options) (string, error) {
 		}
 		return "", nil
 	}
-	if len(vals) > 1 || len(vals[0]) == 0 || len(vals[0]) > 255 {
+	if len(vals) > 1 || !validKey(vals[0]) {
 		return "", ErrKeyInvalid
 	}
-	for i := 0; i < len(vals[0]); i++ {
-		if b := vals[0][i]; b < 0x21 || b > 0x7E {
-			return "", ErrKeyInvalid
+	return vals[0], nil
+}
+
+// validKey reports whether key is a key the layer accepts: 1–255 visible
+// ASCII characters (the column is ASCII). The one rule for the header and Do.
+func validKey(key string) bool {
+	if len(key) == 0 || len(key) > 255 {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if b := key[i]; b < 0x21 || b > 0x7E {
+			return false
 		}
 	}
-	return vals[0], nil
+	return true
 }
 
 // readBody reads the body for the fingerprint and puts it back for the handler.
@@ -185,25 +194,33 @@ func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, op
 			return nil, err
 		}
 	}
+	sc := Scope{ConsumerID: g.cfg.Consumer(c), Operation: operation, Key: key}
+	return g.makeRecord(sc, Fingerprint(c.Request().Method, c.Path(), intent), canonical,
+		g.cfg.Requester(c), g.requestID(c)), nil
+}
+
+// makeRecord is the record a new execution of an intent reserves: processing,
+// under a lease that starts now.
+func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
 	now := g.now()
 	lease := now.Add(g.cfg.LockTimeout)
 	id := ulid.Make().String()
 	return &Record{
 		PublicID:      &id,
-		RequestedBy:   nullable(g.cfg.Requester(c)),
-		ConsumerID:    g.cfg.Consumer(c),
-		Operation:     operation,
-		Key:           key,
-		RequestHash:   Fingerprint(c.Request().Method, c.Path(), intent),
-		RequestBody:   canonical,
+		RequestedBy:   nullable(requestedBy),
+		ConsumerID:    sc.ConsumerID,
+		Operation:     sc.Operation,
+		Key:           sc.Key,
+		RequestHash:   requestHash,
+		RequestBody:   body,
 		Status:        StatusProcessing,
-		CorrelationID: nullable(g.requestID(c)),
+		CorrelationID: nullable(correlationID),
 		LockedUntil:   &lease,
 		Attempts:      1,
 		CreatedAt:     now,
 		UpdatedAt:     now,
 		ExpiresAt:     now.Add(g.cfg.TTL),
-	}, nil
+	}
 }
 
 // now is the clock, in UTC to the microsecond, as both databases store it.
@@ -211,48 +228,14 @@ func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microse
 
 func (g *Guard) requestID(c echo.Context) string { return g.cfg.RequestID(c) }
 
-// guard decides, from the record that holds the scope, whether to replay,
-// refuse, or execute. Only the INSERT in Reserve (or a compare-and-set on an
-// existing record) makes this request the owner.
+// guard runs a keyed request through the state machine (run), and answers
+// a replay with the stored response.
 func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record, prior lookup) error {
-	// The reservation must not be cut short by a hang-up: an INSERT that
-	// committed but reported an error would hold the key for a whole lease.
-	ctx, cancel := g.settleContext(c)
-	defer cancel()
-	// The fast path for retries: a completed record needs no reservation.
-	found, err := prior.rec, prior.err
-	if !prior.done || err != nil {
-		if found, err = g.cfg.Store.Find(ctx, rec.scope()); err != nil {
-			return notRecorded(err)
-		}
+	stored, err := g.run(g.httpAttempt(c, next, rec, prior))
+	if stored != nil {
+		return replay(c, stored)
 	}
-	if found != nil && found.Status == StatusCompleted && !found.expired(rec.CreatedAt) {
-		return g.answerExisting(c, found, rec)
-	}
-	for range 3 { // a record may change under us; each turn re-reads it
-		existing, ok, err := g.cfg.Store.Reserve(ctx, rec)
-		if errors.Is(err, errRaced) {
-			continue
-		}
-		if err != nil {
-			return notRecorded(err)
-		}
-		if ok {
-			return g.execute(c, next, rec, "executed")
-		}
-		if !g.takeable(existing, rec) {
-			return g.answerExisting(c, existing, rec)
-		}
-		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
-		if err != nil {
-			return notRecorded(err)
-		}
-		if won {
-			return g.execute(c, next, rec, "taken_over")
-		}
-	}
-	g.logOutcome(c, rec, "in_progress")
-	return ErrInProgress
+	return err
 }
 
 // notRecorded is the answer when the store failed before the work began:
@@ -264,43 +247,6 @@ func notRecorded(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	return err
-}
-
-// takeable reports whether the existing record may be taken over for rec:
-// it expired, or it is rec's own intent and failed or was abandoned.
-func (g *Guard) takeable(existing, rec *Record) bool {
-	now := rec.CreatedAt
-	if existing.Status == StatusPending {
-		return false // an accepted intent is settled by the reconciler, never replaced, expired or not
-	}
-	if existing.RequestHash != rec.RequestHash {
-		// Only a finished intent is forgotten at expiry: a failed or
-		// unsettled one may have had an effect nobody else knows of.
-		return existing.Status == StatusCompleted && existing.expired(now)
-	}
-	if existing.expired(now) {
-		return true
-	}
-	return existing.Status == StatusFailed ||
-		existing.Status == StatusProcessing && !existing.leaseAlive(now)
-}
-
-// answerExisting answers from a record this request does not own.
-func (g *Guard) answerExisting(c echo.Context, existing, rec *Record) error {
-	if existing.RequestHash != rec.RequestHash {
-		g.logOutcome(c, rec, "mismatch")
-		return ErrKeyReused
-	}
-	switch existing.Status {
-	case StatusCompleted:
-		g.logOutcome(c, existing, "replayed")
-		return replay(c, existing)
-	case StatusPending:
-		g.logOutcome(c, existing, "pending")
-		return &PendingError{ID: existing.Ref()}
-	}
-	g.logOutcome(c, rec, "in_progress")
-	return ErrInProgress
 }
 
 // lookup is what the record of a keyed request's scope was, read once before
