@@ -88,6 +88,10 @@ type Vendor struct {
 	// AllowFake lets production run the in-memory fake driver
 	// (VENDOR_ALLOW_FAKE, for demos); production refuses it otherwise.
 	AllowFake bool
+	// WebhookSecrets verify the signatures of the vendor's webhooks
+	// (VENDOR_WEBHOOK_SECRET, comma-separated: the new secret and the old
+	// one during a rotation). None: every webhook is refused.
+	WebhookSecrets []string
 }
 
 // Idempotency configures the Idempotency-Key layer.
@@ -163,6 +167,11 @@ func (v *values) load() Config {
 		RetryBase:     v.duration("VENDOR_RETRY_BASE", "500ms"),
 		RetryMaxWait:  v.duration("VENDOR_RETRY_MAX_WAIT", "10s"),
 		AllowFake:     v.boolean("VENDOR_ALLOW_FAKE", false),
+	}
+	for _, secret := range strings.Split(v.str("VENDOR_WEBHOOK_SECRET", ""), ",") {
+		if secret = strings.TrimSpace(secret); secret != "" {
+			c.Vendor.WebhookSecrets = append(c.Vendor.WebhookSecrets, secret)
+		}
 	}
 	if c.Vendor.Driver == "http" {
 		v.requireURL("VENDOR_URL", c.Vendor.URL)

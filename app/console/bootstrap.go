@@ -204,6 +204,7 @@ func (a *App) Server() *echo.Echo {
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit:        a.rateLimiter(),
 		URL:              cfg.URL,
+		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
 		Idempotency: idempotency.Config{
 			Store:       a.Store,
 			TTL:         cfg.Idempotency.TTL,

@@ -254,7 +254,7 @@ func actorContext(c echo.Context) context.Context {
 // eventResource is one entry of a license's audit trail.
 type eventResource struct {
 	Event     string  `json:"event"`
-	Actor     string  `json:"actor"`      // "request" or "reconciler"
+	Actor     string  `json:"actor"`      // "request", "reconciler" or "vendor"
 	RequestID *string `json:"request_id"` // the request that caused it, for actor "request"
 	TokenID   *string `json:"token_id"`   // the token that asked
 	CreatedAt string  `json:"created_at"`
@@ -270,8 +270,8 @@ func (s *Server) licenseEvents(c echo.Context) error {
 	out := make([]eventResource, 0, len(events))
 	for _, e := range events {
 		r := eventResource{Event: e.Event, Actor: "request", RequestID: stringOrNil(e.Actor), TokenID: e.TokenID, CreatedAt: formatTime(e.CreatedAt)}
-		if e.Actor == licenses.ActorReconciler {
-			r.Actor, r.RequestID = licenses.ActorReconciler, nil
+		if e.Actor == licenses.ActorReconciler || e.Actor == licenses.ActorVendor {
+			r.Actor, r.RequestID = e.Actor, nil
 		}
 		out = append(out, r)
 	}

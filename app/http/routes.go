@@ -28,6 +28,10 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/intents/:id", s.showIntent, s.ability(auth.IntentsManage))
 	e.POST("/api/intents/:id/retry", s.retryIntent, s.ability(auth.IntentsManage))
 
+	// The vendor's webhooks: no token; the signature is the authentication,
+	// and each event id is applied once (idempotency.Do).
+	e.POST("/api/webhooks/vendor", s.vendorWebhook)
+
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))
 	e.DELETE("/api/tokens/:id", s.revokeToken, s.ability(auth.TokensManage))

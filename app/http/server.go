@@ -28,6 +28,9 @@ type Deps struct {
 	// Idempotency guards write routes; its Consumer, RequestID and Observe
 	// are filled in by NewServer.
 	Idempotency idempotency.Config
+	// WebhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET);
+	// none: every webhook is refused.
+	WebhookSecrets []string
 	// Metrics are counted here and served at /metrics (nil: a fresh set),
 	// unless MetricsElsewhere says main serves them on METRICS_ADDR.
 	Metrics          *metrics.Metrics
@@ -52,6 +55,8 @@ type Server struct {
 	metrics  *metrics.Metrics
 	limiter  *ratelimit.Limiter
 	baseURL  string // APP_URL without a trailing slash
+	// webhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET).
+	webhookSecrets []string
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
@@ -63,7 +68,7 @@ func NewServer(d Deps) *echo.Echo {
 		d.Metrics = metrics.New([]string{"licenses.store"}, nil)
 	}
 	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
-		baseURL: strings.TrimRight(d.URL, "/")}
+		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets}
 	s.store, s.now = d.Idempotency.Store, d.Idempotency.Now
 	if s.now == nil {
 		s.now = time.Now

@@ -26,8 +26,11 @@ type License struct {
 	Status       string
 	VendorSiteID string
 	RevokedAt    *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// VendorEventAt is the time of the last vendor event applied to the
+	// license (ApplyVendorEvent): an older one changes nothing.
+	VendorEventAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Errors of the licenses domain.

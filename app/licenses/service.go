@@ -163,16 +163,20 @@ func (s *Service) activeFor(ctx context.Context, consumerID, domain string) (Lic
 	return lic, nil
 }
 
+// listedStatuses are the statuses a consumer's list shows: every license not
+// revoked (active, suspended by the vendor, or being revoked).
+var listedStatuses = []string{StatusActive, StatusSuspended, StatusRevoking}
+
 // Page is one page of a consumer's licenses.
 type Page struct {
 	Licenses []License
 	Total    int64
 }
 
-// List returns the consumer's licenses that are not revoked (active, or
-// being revoked), newest first.
+// List returns the consumer's licenses that are not revoked (active,
+// suspended, or being revoked), newest first.
 func (s *Service) List(ctx context.Context, consumerID string, page, perPage int) (Page, error) {
-	q := s.read.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
+	q := s.read.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, listedStatuses)
 	var p Page
 	if err := q.Count(&p.Total).Error; err != nil {
 		return Page{}, fmt.Errorf("count licenses: %w", err)
@@ -211,7 +215,7 @@ type CursorPage struct {
 // a nil cursor is the first page. It is a keyset query on (created_at, id)
 // with no COUNT and no OFFSET, so any page costs what the first does.
 func (s *Service) ListCursor(ctx context.Context, consumerID string, cur *Cursor, perPage int) (CursorPage, error) {
-	q := s.read.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, []string{StatusActive, StatusRevoking})
+	q := s.read.WithContext(ctx).Model(&License{}).Where("consumer_id = ? AND status IN ?", consumerID, listedStatuses)
 	backward := cur != nil && !cur.Next
 	switch {
 	case cur == nil:
@@ -278,10 +282,11 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}
-	markedHere := false // this call moved it active → revoking, and so may move it back
-	if lic.Status == StatusActive {
+	markedHere := false // this call moved it active (or suspended) → revoking, and so may move it back
+	before := lic.Status
+	if before == StatusActive || before == StatusSuspended {
 		now := s.now().UTC().Truncate(time.Microsecond)
-		res := s.db.WithContext(ctx).Model(&License{}).Where("id = ? AND status = ?", id, StatusActive).
+		res := s.db.WithContext(ctx).Model(&License{}).Where("id = ? AND status = ?", id, before).
 			Updates(map[string]any{"status": StatusRevoking, "updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("mark license revoking: %w", res.Error)
@@ -298,9 +303,9 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 		// vendor: keep the intent for the reconciler rather than reopen it.
 		return &UncertainError{Err: err}
 	}
-	// Nothing happened at the vendor: the license is active again. If even
+	// Nothing happened at the vendor: the license is as it was. If even
 	// that cannot be written, the intent is kept and finished later.
-	if rerr := s.transition(ctx, lic, StatusRevoking, StatusActive, EventFailed); rerr != nil {
+	if rerr := s.transition(ctx, lic, StatusRevoking, before, EventFailed); rerr != nil {
 		return &UncertainError{Err: errors.Join(err, rerr)}
 	}
 	return err

@@ -1,0 +1,117 @@
+package licenses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// What the vendor does to a site on its own side, as its webhooks name it.
+const (
+	SiteSuspended   = "site.suspended"
+	SiteReactivated = "site.reactivated"
+	SiteDeleted     = "site.deleted"
+	SiteKeyRotated  = "site.key_rotated"
+)
+
+// StatusSuspended is a license whose site the vendor suspended: still the
+// consumer's, still listed and still holding its domain, until the vendor
+// reactivates or deletes the site (or the consumer revokes it).
+const StatusSuspended = "suspended"
+
+// Audit events of the vendor's own changes; the actor is ActorVendor. A site
+// the vendor deleted is EventRevoked by ActorVendor.
+const (
+	EventSuspended   = "suspended"
+	EventReactivated = "reactivated"
+	EventKeyRotated  = "key_rotated"
+)
+
+// ActorVendor is the actor of the changes the vendor made on its side.
+const ActorVendor = "vendor"
+
+// VendorEvent is a change the vendor made to one of its sites.
+type VendorEvent struct {
+	ID   string    // the vendor's event id
+	Type string    // SiteSuspended, SiteReactivated, SiteDeleted or SiteKeyRotated
+	At   time.Time // when the vendor made the change
+	Site Site      // the site after the change (as it was, for a deletion)
+}
+
+// ErrUnknownEventType is ApplyVendorEvent's answer to a type it does not know.
+var ErrUnknownEventType = errors.New("unknown vendor event type")
+
+// ApplyVendorEvent brings the license of ev's site in line with the change the
+// vendor made: deleted → revoked (its domain freed), suspended → suspended,
+// reactivated → active, key rotated → the new key (encrypted at rest). Each
+// change writes a license event by ActorVendor. It reports whether anything
+// changed: not when no license has the site, when the license has already
+// seen a later (or the same) vendor event — so events delivered out of order
+// never move a license back — or when the change is already in place.
+//
+// It is safe to call twice for one event (the second finds the event's time
+// already applied); the webhook calls it once per event id all the same.
+func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed bool, err error) {
+	switch ev.Type {
+	case SiteSuspended, SiteReactivated, SiteDeleted, SiteKeyRotated:
+	default:
+		return false, fmt.Errorf("%w: %q", ErrUnknownEventType, ev.Type)
+	}
+	at := ev.At.UTC().Truncate(time.Microsecond)
+	ctx = WithActor(ctx, Actor{Name: ActorVendor})
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var lic License
+		// The site's license still in force; a site id is the vendor's and
+		// never given twice, so there is at most one.
+		err := tx.Where("vendor_site_id = ? AND status <> ?", ev.Site.ID, StatusRevoked).Take(&lic).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("find the license of site %s: %w", ev.Site.ID, err)
+		}
+		if lic.VendorEventAt != nil && !at.After(*lic.VendorEventAt) {
+			return nil // a later change of the vendor's is already applied
+		}
+		now := s.now().UTC().Truncate(time.Microsecond)
+		set := map[string]any{"vendor_event_at": at, "updated_at": now}
+		event := ""
+		switch {
+		case ev.Type == SiteDeleted:
+			set["status"], set["active_domain"], set["revoked_at"] = StatusRevoked, nil, now
+			event = EventRevoked
+		case ev.Type == SiteSuspended && lic.Status == StatusActive:
+			set["status"], event = StatusSuspended, EventSuspended
+		case ev.Type == SiteReactivated && lic.Status == StatusSuspended:
+			set["status"], event = StatusActive, EventReactivated
+		case ev.Type == SiteKeyRotated && ev.Site.LicenseKey != "":
+			sealed, err := s.sealed(License{LicenseKey: ev.Site.LicenseKey})
+			if err != nil {
+				return err
+			}
+			set["license_key"], event = sealed.LicenseKey, EventKeyRotated
+		}
+		// Compare-and-set on what was read: a concurrent change to the same
+		// license (another event, a revoke) makes this one a no-op rather
+		// than overwrite it.
+		q := tx.Model(&License{}).Where("id = ? AND status = ?", lic.ID, lic.Status)
+		if lic.VendorEventAt == nil {
+			q = q.Where("vendor_event_at IS NULL")
+		} else {
+			q = q.Where("vendor_event_at = ?", *lic.VendorEventAt)
+		}
+		res := q.Updates(set)
+		if res.Error != nil {
+			return fmt.Errorf("apply %s to license %s: %w", ev.Type, lic.ID, res.Error)
+		}
+		if res.RowsAffected != 1 || event == "" {
+			return nil
+		}
+		changed = true
+		return s.logEvent(ctx, tx, lic, event, now)
+	})
+	return changed, err
+}

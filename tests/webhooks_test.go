@@ -1,0 +1,182 @@
+package tests
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+const webhookSecret = "whsec_test_secret"
+
+// withWebhookSecrets sets VENDOR_WEBHOOK_SECRET.
+func withWebhookSecrets(secrets ...string) option {
+	return withConfig(func(c *config.Config) { c.Vendor.WebhookSecrets = secrets })
+}
+
+// vendorEventBody is a webhook body for the site.
+func vendorEventBody(id, typ string, created time.Time, siteID, key string) string {
+	return fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"site":{"id":%q,"name":"Acme","domain":"acme.test","license_key":%q,"status":"active"}}}`,
+		id, typ, created.Unix(), siteID, key)
+}
+
+// signature is the Vendor-Signature of body at t under each secret.
+func signature(t time.Time, body string, secrets ...string) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	h := "t=" + ts
+	for _, secret := range secrets {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(ts + "." + body))
+		h += ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	}
+	return h
+}
+
+// webhook delivers body signed at t.
+func (a *app) webhook(body, sig string) *response {
+	a.t.Helper()
+	headers := []string{"Content-Type", "application/json"}
+	if sig != "" {
+		headers = append(headers, "Vendor-Signature", sig)
+	}
+	return a.do(http.MethodPost, "/api/webhooks/vendor", body, headers...)
+}
+
+// licenseEventNames lists a license's audit trail as "event by actor".
+func (a *app) licenseEventNames(token []string, id string) []string {
+	a.t.Helper()
+	var out []string
+	for _, e := range a.do(http.MethodGet, "/api/licenses/"+id+"/events", "", token...).wantStatus(http.StatusOK).json()["data"].([]any) {
+		m := e.(map[string]any)
+		out = append(out, fmt.Sprint(m["event"], " by ", m["actor"]))
+	}
+	return out
+}
+
+func countOf(list []string, want string) int {
+	n := 0
+	for _, s := range list {
+		if s == want {
+			n++
+		}
+	}
+	return n
+}
+
+// A signed event reaches the license once, however often it is delivered
+// (50 deliveries at once here), on both databases: suspended, still listed
+// and still holding its domain; reactivated; its key rotated; deleted.
+func TestVendorWebhookAppliesEachEventOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+		id, site := lic["id"].(string), lic["vendor_site_id"].(string)
+		now := time.Now()
+
+		body := vendorEventBody("evt_1", "site.suspended", now.Add(-time.Minute), site, "")
+		var wg sync.WaitGroup
+		codes := make([]int, 50)
+		for i := range codes {
+			wg.Go(func() { codes[i] = a.webhook(body, signature(now, body, webhookSecret)).Code })
+		}
+		wg.Wait()
+		for i, code := range codes {
+			if code != http.StatusOK && code != http.StatusConflict {
+				t.Fatalf("delivery %d: %d, want 200 (or 409 while the first runs)", i, code)
+			}
+		}
+		// A redelivery after the fact is a 200 that changes nothing.
+		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
+			t.Fatalf("status after site.suspended = %v", got)
+		}
+		if n := countOf(a.licenseEventNames(acme, id), "suspended by vendor"); n != 1 {
+			t.Errorf("%d suspended events for 51 deliveries, want 1", n)
+		}
+		list := a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).json()["data"].([]any)
+		if len(list) != 1 || list[0].(map[string]any)["status"] != "suspended" {
+			t.Errorf("the list = %v, want the suspended license", list)
+		}
+		a.do(http.MethodPost, "/api/licenses", `{"name":"Other","domain":"acme.test"}`, a.consumer("globex")...).
+			wantError(http.StatusConflict, "domain_taken")
+
+		body = vendorEventBody("evt_2", "site.reactivated", now.Add(-50*time.Second), site, "")
+		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+		body = vendorEventBody("evt_3", "site.key_rotated", now.Add(-40*time.Second), site, "LK-rotated")
+		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+		got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()
+		if got["status"] != "active" || got["license_key"] != "LK-rotated" {
+			t.Fatalf("after reactivated and key_rotated: %v %v", got["status"], got["license_key"])
+		}
+
+		body = vendorEventBody("evt_4", "site.deleted", now.Add(-30*time.Second), site, "")
+		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "revoked" {
+			t.Fatalf("status after site.deleted = %v", got)
+		}
+		want := []string{"created by request", "suspended by vendor", "reactivated by vendor", "key_rotated by vendor", "revoked by vendor"}
+		if got := a.licenseEventNames(acme, id); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("events = %v, want %v", got, want)
+		}
+		// The domain is free again.
+		a.do(http.MethodPost, "/api/licenses", `{"name":"Other","domain":"acme.test"}`, a.consumer("globex")...).wantStatus(http.StatusCreated)
+	})
+}
+
+// An event older than the last one applied changes nothing: deliveries out
+// of order never move a license back.
+func TestVendorWebhookOutOfOrderNeverMovesBack(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"), withWebhookSecrets(webhookSecret))
+	acme := a.consumer("acme")
+	lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+	id, site := lic["id"].(string), lic["vendor_site_id"].(string)
+	now := time.Now()
+	newer := vendorEventBody("evt_new", "site.suspended", now.Add(-time.Minute), site, "")
+	older := vendorEventBody("evt_old", "site.reactivated", now.Add(-2*time.Minute), site, "")
+	a.webhook(newer, signature(now, newer, webhookSecret)).wantStatus(http.StatusOK)
+	a.webhook(older, signature(now, older, webhookSecret)).wantStatus(http.StatusOK)
+	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
+		t.Errorf("status = %v after a late, older reactivation; want suspended", got)
+	}
+	// A suspended license can still be revoked by its consumer.
+	a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+}
+
+// Only the vendor's signature is accepted: forged, missing, or stale
+// signatures change nothing; during a rotation either secret signs.
+func TestVendorWebhookSignature(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"), withWebhookSecrets("whsec_new", "whsec_old"))
+	acme := a.consumer("acme")
+	lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+	id, site := lic["id"].(string), lic["vendor_site_id"].(string)
+	now := time.Now()
+	body := vendorEventBody("evt_sig", "site.suspended", now, site, "")
+
+	a.webhook(body, "").wantError(http.StatusUnauthorized, "invalid_signature")
+	a.webhook(body, signature(now, body, "whsec_forged")).wantError(http.StatusUnauthorized, "invalid_signature")
+	a.webhook(body, "t=x,v1=00").wantError(http.StatusUnauthorized, "invalid_signature")
+	tampered := vendorEventBody("evt_sig", "site.deleted", now, site, "")
+	a.webhook(tampered, signature(now, body, "whsec_new")).wantError(http.StatusUnauthorized, "invalid_signature")
+	stale := now.Add(-6 * time.Minute)
+	a.webhook(body, signature(stale, body, "whsec_new")).wantError(http.StatusBadRequest, "signature_expired")
+	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData()["status"]; got != "active" {
+		t.Fatalf("status = %v after refused deliveries, want active", got)
+	}
+	// The vendor signs with its old and its new secret during a rotation.
+	a.webhook(body, signature(now, body, "whsec_unknown", "whsec_old")).wantStatus(http.StatusOK)
+	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData()["status"]; got != "suspended" {
+		t.Errorf("status = %v after a delivery signed with the old secret, want suspended", got)
+	}
+	// Without a secret every webhook is refused.
+	b := newApp(t, testdb.New(t, "sqlite"))
+	b.webhook(body, signature(now, body, "whsec_new")).wantError(http.StatusUnauthorized, "invalid_signature")
+}
