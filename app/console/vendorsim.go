@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/licensor-api/licensor/app/vendorclient"
@@ -34,10 +35,16 @@ func vendorSim(ctx context.Context, e env) error {
 	fs.StringVar(&opts.FaultPhase, "fault-phase", vendorclient.PhaseBefore, "`phase` at which a random 500 or drop strikes: before the work (nothing done), after it (done, answer lost), or random")
 	seed := fs.Uint64("seed", 0, "seed `N` of the random faults; the default is taken from the clock and logged at start")
 	fs.StringVar(&opts.StateFile, "state", "", "keep the sites in this JSON `file` across restarts; empty keeps them in memory")
+	fs.StringVar(&opts.Webhook.URL, "webhook-url", "", "POST the events of /_sim/sites/{id}/… to this `URL`; empty sends none")
+	fs.StringVar(&opts.Webhook.Secret, "webhook-secret", "", "`secret` that signs every webhook (Vendor-Signature); required with --webhook-url")
+	fs.Float64Var(&opts.Webhook.DupRate, "webhook-dup-rate", 0, "probability `P`, 0..1, that a webhook is delivered twice")
+	fs.BoolVar(&opts.Webhook.Shuffle, "webhook-shuffle", false, "deliver the webhooks queued together in a random order, seeded by --seed")
 	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol with faults: JSON with a Bearer token, GET /sites?domain=D, POST /sites {name,domain} "+
 		"(201; 422 when the domain has a site), DELETE /sites/{id} (204, 404 when gone), 429 with Retry-After. "+
 		"GET /_sim/stats counts calls by route and status; POST /_sim/faults replaces the faults (JSON, the flags' names with _); "+
-		"POST /_sim/reset forgets the sites and zeroes the stats. Details: docs/operations.md, Vendor simulator.")
+		"POST /_sim/reset forgets the sites and zeroes the stats. GET /sites?page=N&per_page=M lists every site a page at a time. "+
+		"POST /_sim/sites/{id}/suspend|reactivate|delete|rotate changes a site and sends a signed webhook to --webhook-url, retried with backoff. "+
+		"Details: docs/operations.md, Vendor simulator.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -58,6 +65,7 @@ func vendorSim(ctx context.Context, e env) error {
 	if err != nil {
 		return usagef("vendor-sim: %v", err)
 	}
+	defer sim.Close() // after the server: no request queues an event any more
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("vendor-sim: listen on --addr %s: %w", *addr, err)
@@ -67,8 +75,22 @@ func vendorSim(ctx context.Context, e env) error {
 		"seed", opts.Seed, "state", opts.StateFile, "sites", len(sim.Sites()),
 		"latency", f.Latency, "jitter", f.Jitter, "429_burst", f.Burst429, "retry_after", f.RetryAfter,
 		"429_rate", f.Rate429, "5xx_rate", f.Rate5xx, "drop_rate", f.DropRate,
-		"drop_creates", f.DropCreates, "drop_deletes", f.DropDeletes, "drop_mode", f.DropMode, "fault_phase", f.FaultPhase)
+		"drop_creates", f.DropCreates, "drop_deletes", f.DropDeletes, "drop_mode", f.DropMode, "fault_phase", f.FaultPhase,
+		"webhook_url", webhookURL(opts.Webhook.URL), "webhook_dup_rate", opts.Webhook.DupRate, "webhook_shuffle", opts.Webhook.Shuffle)
 	return serveSim(ctx, sim, ln, log)
+}
+
+// webhookURL is the webhook URL as logged: without a password, and "none"
+// when there is none. The secret is never logged.
+func webhookURL(raw string) string {
+	if raw == "" {
+		return "none"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
 }
 
 // flagSet reports whether the command line set the flag.

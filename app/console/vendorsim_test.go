@@ -3,10 +3,15 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -94,6 +99,10 @@ func TestVendorSimUsageErrors(t *testing.T) {
 		{"--fault-phase", "during"},
 		{"--jitter", "-1s"},
 		{"--seed", "soon"},
+		{"--webhook-url", "http://127.0.0.1:1/hook"}, // no secret to sign with
+		{"--webhook-url", "ftp://127.0.0.1/hook", "--webhook-secret", "s"},
+		{"--webhook-url", "http://127.0.0.1:1/hook", "--webhook-secret", "s", "--webhook-dup-rate", "2"},
+		{"--webhook-shuffle=maybe"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			err := vendorSim(context.Background(), env{args: args, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
@@ -209,4 +218,91 @@ func waitListening(t *testing.T, addr string, done <-chan error) {
 		}
 	}
 	t.Fatalf("%s did not accept connections within the deadline", addr)
+}
+
+// TestVendorSimSendsSignedWebhooks runs `licensor vendor-sim` with
+// --webhook-url, --webhook-secret and --webhook-dup-rate 1: a suspend
+// through /_sim/ reaches the receiver twice, signed with the secret, the
+// paged list shows the site suspended, /_sim/stats counts the deliveries,
+// and the log names the event but never the secret.
+func TestVendorSimSendsSignedWebhooks(t *testing.T) {
+	const secret = "whsec-console-s3cret"
+	var mu sync.Mutex
+	var got []*http.Request
+	var bodies [][]byte
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got, bodies = append(got, r), append(bodies, b)
+	}))
+	defer rc.Close()
+	addr, stderr, stop := runVendorSim(t, "--token", "sim-token", "--seed", "5", "--webhook-url", rc.URL+"/hooks",
+		"--webhook-secret", secret, "--webhook-dup-rate", "1", "--webhook-shuffle")
+	defer stop()
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer sim-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("POST", "/sites", `{"name":"Acme","domain":"acme.test"}`); code != 201 {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	code, answered := call("POST", "/_sim/sites/site_1/suspend", "")
+	if code != 200 || !strings.Contains(answered, `"type":"site.suspended"`) {
+		t.Fatalf("suspend = %d %s", code, answered)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver got %d deliveries, want 2", n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling
+	}
+	mu.Lock()
+	for i, r := range got {
+		if r.URL.Path != "/hooks" || r.Header.Get("Content-Type") != "application/json" || string(bodies[i]) != strings.TrimSpace(answered) {
+			t.Errorf("delivery %d: %s %s %s, want the event answered", i+1, r.URL.Path, r.Header.Get("Content-Type"), bodies[i])
+		}
+		ts, v1, _ := strings.Cut(strings.TrimPrefix(r.Header.Get("Vendor-Signature"), "t="), ",v1=")
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(ts + "." + string(bodies[i])))
+		if v1 != hex.EncodeToString(mac.Sum(nil)) {
+			t.Errorf("delivery %d: Vendor-Signature %q does not verify", i+1, r.Header.Get("Vendor-Signature"))
+		}
+	}
+	mu.Unlock()
+
+	_, stats := call("GET", "/_sim/stats", "")
+	var st struct {
+		Webhooks map[string]int `json:"webhooks"`
+	}
+	if err := json.Unmarshal([]byte(stats), &st); err != nil || st.Webhooks["delivered"] != 2 || st.Webhooks["sent"] != 2 || st.Webhooks["pending"] != 0 {
+		t.Errorf("stats %s, want 2 webhooks sent and delivered", stats)
+	}
+	if _, list := call("GET", "/sites?page=1&per_page=1", ""); !strings.Contains(list, `"status":"suspended"`) ||
+		!strings.Contains(list, `"meta":{"page":1,"per_page":1,"total":1}`) {
+		t.Errorf("paged list %s, want site_1 suspended and the meta", list)
+	}
+	stop()
+	log := stderr.String()
+	if !strings.Contains(log, "event=evt_") || !strings.Contains(log, "webhook_url=http://") || strings.Contains(log, secret) {
+		t.Errorf("vendor-sim log: want the event and the URL, never the secret:\n%s", log)
+	}
 }

@@ -52,8 +52,8 @@ var ErrUnknownEventType = errors.New("unknown vendor event type")
 // seen a later (or the same) vendor event — so events delivered out of order
 // never move a license back — or when the change is already in place.
 //
-// It is safe to call twice for one event (the second finds the event's time
-// already applied); the webhook calls it once per event id all the same.
+// Call it once per event id (the webhook does, through idempotency.Do):
+// an event of the same second as the last one applied is applied again.
 func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed bool, err error) {
 	switch ev.Type {
 	case SiteSuspended, SiteReactivated, SiteDeleted, SiteKeyRotated:
@@ -73,8 +73,12 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		if err != nil {
 			return fmt.Errorf("find the license of site %s: %w", ev.Site.ID, err)
 		}
-		if lic.VendorEventAt != nil && !at.After(*lic.VendorEventAt) {
-			return nil // a later change of the vendor's is already applied
+		if lic.VendorEventAt != nil && at.Before(*lic.VendorEventAt) {
+			// A later change of the vendor's is already applied. (Events of
+			// one second cannot be ordered — created is in seconds — and are
+			// applied in the order they arrive; a duplicate never reaches
+			// here twice, the webhook applies each event id once.)
+			return nil
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		set := map[string]any{"vendor_event_at": at, "updated_at": now}

@@ -4,8 +4,10 @@
 // faults on demand: seeded random 429s, 5xx and dropped answers before or
 // after the commit, changed while it runs (POST /_sim/faults), its counts
 // over HTTP (GET /_sim/stats), POST /_sim/reset, and optionally its sites
-// kept in a state file across restarts (docs/operations.md, "Vendor
-// simulator").
+// kept in a state file across restarts; it pages its whole site list
+// (GET /sites?page=&per_page=), and sends signed webhooks when a site is
+// changed on its side (POST /_sim/sites/{id}/suspend|reactivate|delete|rotate)
+// (docs/operations.md, "Vendor simulator").
 //
 // The vendor protocol is JSON over HTTP under VENDOR_URL, each request with
 // "Authorization: Bearer VENDOR_TOKEN": GET /sites?domain=D lists sites

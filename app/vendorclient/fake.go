@@ -82,6 +82,54 @@ func (f *Fake) Sites() []licenses.Site {
 	return sites
 }
 
+// Paging of the vendor's list of every site (GET /sites without a domain).
+const (
+	DefaultPerPage = 100 // sites to a page when per_page is not given
+	MaxPerPage     = 500 // the most sites to a page: a larger per_page gets this many
+)
+
+// ListSites returns page number page (from 1) of every site, oldest first,
+// perPage to a page (MaxPerPage at most), and how many sites there are in
+// all. A page past the last is empty. A page or a perPage below 1 is
+// refused as the vendor refuses it: a *licenses.RejectedError (422).
+func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, &licenses.UnavailableError{Err: err}
+	}
+	recs, total, rej := f.page(page, perPage)
+	if rej != nil {
+		return nil, 0, rej
+	}
+	sites := make([]licenses.Site, len(recs))
+	for i, r := range recs {
+		sites[i] = r.site
+	}
+	return sites, total, nil
+}
+
+// page returns page number page of every site, oldest first, perPage (at
+// most MaxPerPage) to a page, and the number of sites; or the vendor's
+// refusal of a page or a perPage below 1.
+func (f *Fake) page(page, perPage int) ([]record, int, *licenses.RejectedError) {
+	fields := map[string][]string{}
+	if page < 1 {
+		fields["page"] = []string{"The page must be at least 1."}
+	}
+	if perPage < 1 {
+		fields["per_page"] = []string{"The per page must be at least 1."}
+	}
+	if len(fields) > 0 {
+		return nil, 0, &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
+	}
+	perPage = min(perPage, MaxPerPage)
+	all := f.list("")
+	if page-1 >= (len(all)+perPage-1)/perPage { // past the last page; no overflow for a huge page
+		return []record{}, len(all), nil
+	}
+	start := (page - 1) * perPage
+	return all[start:min(start+perPage, len(all))], len(all), nil
+}
+
 func (f *Fake) find(domain string) (record, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,6 +184,45 @@ func (d *HTTPDriver) FindSite(ctx context.Context, domain string) (*licenses.Sit
 		}
 	}
 	return nil, nil
+}
+
+// ListSites lists page number page (from 1) of all the vendor's sites, in
+// id order, perPage to a page (the vendor caps it at 500), and returns them
+// with the number of sites in all. A page past the last is empty. Its
+// failures are classified as FindSite's: a read is never uncertain, so
+// anything but a 200 (a 429 past the retry budget, a 5xx, no answer, a
+// malformed one) is a *licenses.UnavailableError, and a 4xx (a page or a
+// perPage below 1) a *licenses.RejectedError.
+func (d *HTTPDriver) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
+	q := url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(perPage)}}
+	c := call{name: "list", method: http.MethodGet, path: "/sites?" + q.Encode(), ok: []int{http.StatusOK}}
+	a, err := d.send(ctx, c)
+	if err != nil {
+		return nil, 0, err
+	}
+	var list struct {
+		Data *[]siteJSON `json:"data"`
+		Meta *struct {
+			Total *int `json:"total"`
+		} `json:"meta"`
+	}
+	if err := decode(a, &list); err != nil {
+		return nil, 0, d.failure(c, true, err)
+	}
+	if list.Data == nil {
+		return nil, 0, d.failure(c, true, errors.New("malformed answer: no data list"))
+	}
+	if list.Meta == nil || list.Meta.Total == nil || *list.Meta.Total < 0 {
+		return nil, 0, d.failure(c, true, errors.New("malformed answer: no meta.total"))
+	}
+	sites := make([]licenses.Site, 0, len(*list.Data))
+	for _, s := range *list.Data {
+		if err := s.check(); err != nil {
+			return nil, 0, d.failure(c, true, err)
+		}
+		sites = append(sites, s.site())
+	}
+	return sites, *list.Meta.Total, nil
 }
 
 // CreateSite asks the vendor for a site. It is sent once: only a 429 is

@@ -201,3 +201,99 @@ func TestEnsureSiteRefusedCreateIsNotFinalUntilTheSecondLookSays(t *testing.T) {
 		}
 	})
 }
+
+// siteLister is a driver that lists every site a page at a time.
+type siteLister interface {
+	licenses.Vendor
+	ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error)
+}
+
+var (
+	_ siteLister = (*vendorclient.HTTPDriver)(nil)
+	_ siteLister = (*vendorclient.Fake)(nil)
+)
+
+// TestListSitesPages: the fake and the http driver (against the simulator)
+// page through every site alike: in id order, the total with each page, an
+// empty page past the last, per_page capped at 500, and a page or per_page
+// below 1 refused.
+func TestListSitesPages(t *testing.T) {
+	for name, newVendor := range map[string]func(t *testing.T) siteLister{
+		"fake": func(*testing.T) siteLister { return vendorclient.NewFake() },
+		"http driver against the simulator": func(t *testing.T) siteLister {
+			d, _, _ := simulated(t, vendorclient.SimOptions{Token: testToken})
+			return d
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := newVendor(t)
+			ctx := context.Background()
+			var all []licenses.Site
+			for _, domain := range []string{"a.test", "b.test", "c.test", "d.test", "e.test"} {
+				all = append(all, mustCreate(t, v, domain))
+			}
+			for _, tt := range []struct {
+				page, perPage int
+				want          []licenses.Site
+			}{
+				{1, 2, all[0:2]}, {2, 2, all[2:4]}, {3, 2, all[4:5]}, {4, 2, []licenses.Site{}},
+				{1, 5, all}, {2, 5, []licenses.Site{}}, {1, 100, all}, {1, 501, all},
+			} {
+				got, total, err := v.ListSites(ctx, tt.page, tt.perPage)
+				if err != nil || total != 5 || !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("ListSites(%d, %d) = %v, %d, %v; want %v, 5", tt.page, tt.perPage, got, total, err, tt.want)
+				}
+			}
+			for _, bad := range [][2]int{{0, 10}, {1, 0}, {-1, -1}} {
+				_, _, err := v.ListSites(ctx, bad[0], bad[1])
+				wantClass(t, err, licenses.ErrVendorRejected)
+			}
+			if err := v.DeleteSite(ctx, all[1].ID); err != nil {
+				t.Fatal(err)
+			}
+			if got, total, err := v.ListSites(ctx, 1, 2); err != nil || total != 4 || !reflect.DeepEqual(got, []licenses.Site{all[0], all[2]}) {
+				t.Errorf("after a delete: %v, %d, %v; want %v, 4", got, total, err, []licenses.Site{all[0], all[2]})
+			}
+		})
+	}
+}
+
+// TestListSitesClassifiesFailures: ListSites asks GET /sites?page&per_page,
+// rides out a 429, and classifies failures as FindSite does: a 4xx is
+// rejected; a 5xx, no answer or a malformed one (no data, no meta.total, a
+// site without a key) is unavailable, never uncertain.
+func TestListSitesClassifiesFailures(t *testing.T) {
+	ok := `{"data":[` + siteBody("site_3", "c.test", "LK-c") + `],"meta":{"page":2,"per_page":2,"total":3}}`
+	s := stub(t, respond(http.StatusTooManyRequests, "", "Retry-After", "1"), respond(http.StatusOK, ok))
+	d, _, _ := newDriver(t, testConfig(s.URL))
+	sites, total, err := d.ListSites(context.Background(), 2, 2)
+	if err != nil || total != 3 || len(sites) != 1 || sites[0].ID != "site_3" || sites[0].LicenseKey != "LK-c" {
+		t.Fatalf("ListSites = %v, %d, %v", sites, total, err)
+	}
+	calls := s.Sent()
+	if len(calls) != 2 || calls[1].Method != http.MethodGet || calls[1].Path != "/sites" || calls[1].Query != "page=2&per_page=2" {
+		t.Errorf("calls %v, want GET /sites?page=2&per_page=2 twice", calls)
+	}
+
+	for name, tt := range map[string]struct {
+		step http.HandlerFunc
+		want error
+	}{
+		"422":               {respond(http.StatusUnprocessableEntity, `{"message":"The given data was invalid."}`), licenses.ErrVendorRejected},
+		"500":               {respond(http.StatusInternalServerError, `{"message":"Server Error"}`), licenses.ErrVendorUnavailable},
+		"connection closed": {reset, licenses.ErrVendorUnavailable},
+		"not JSON":          {respond(http.StatusOK, `<html>`), licenses.ErrVendorUnavailable},
+		"no data":           {respond(http.StatusOK, `{"meta":{"total":0}}`), licenses.ErrVendorUnavailable},
+		"no meta":           {respond(http.StatusOK, `{"data":[]}`), licenses.ErrVendorUnavailable},
+		"no total":          {respond(http.StatusOK, `{"data":[],"meta":{"page":1}}`), licenses.ErrVendorUnavailable},
+		"a site without key": {respond(http.StatusOK, `{"data":[{"id":"site_1"}],"meta":{"total":1}}`),
+			licenses.ErrVendorUnavailable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := stub(t, tt.step)
+			d, _, _ := newDriver(t, testConfig(s.URL))
+			_, _, err := d.ListSites(context.Background(), 1, 100)
+			wantClass(t, err, tt.want)
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 //	GET  /_sim/faults  the faults in force (faultsJSON)
 //	POST /_sim/faults  replaces them; a knob left out takes its flag's default
 //	POST /_sim/reset   forgets every site and zeroes the stats; faults unchanged
+//	POST /_sim/sites/{id}/{action}  suspend, reactivate, delete or rotate: a webhook event (sim_webhook_sites.go)
 func (s *Simulator) adminRoutes() {
 	s.admin("GET /_sim/stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
@@ -24,6 +25,7 @@ func (s *Simulator) adminRoutes() {
 		writeJSON(w, http.StatusOK, toFaultsJSON(s.Faults()))
 	})
 	s.admin("POST /_sim/faults", s.replaceFaults)
+	s.admin("POST /_sim/sites/{id}/{action}", s.changeSite)
 	s.admin("POST /_sim/reset", func(w http.ResponseWriter, _ *http.Request) {
 		s.Reset()
 		s.opts.Log.Info("vendor-sim: reset", "sites", 0)
@@ -112,7 +114,8 @@ func (s *Simulator) replaceFaults(w http.ResponseWriter, r *http.Request) {
 // Reset forgets every site (ids keep counting up, so no id is given twice),
 // zeroes the stats, counts the 429 burst and the drop budgets afresh and
 // restarts the random sequence from its seed: as if the simulator had just
-// started with the faults in force. The faults are unchanged.
+// started with the faults in force. The faults are unchanged, and so are
+// the webhooks queued: only their counts of deliveries are zeroed.
 func (s *Simulator) Reset() {
 	s.store.clear()
 	s.persist()
@@ -122,4 +125,5 @@ func (s *Simulator) Reset() {
 	seed := s.seed
 	s.mu.Unlock()
 	s.reseed(seed)
+	s.hooks.zero()
 }

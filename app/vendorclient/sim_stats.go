@@ -21,6 +21,7 @@ type SimStats struct {
 	DeletesCommitted  int                       `json:"deletes_committed"`  // sites deleted, answered or not
 	Sites             int                       `json:"sites"`              // sites held now
 	Dropped           int                       `json:"dropped"`            // answers lost (hang, close): the "dropped" of Calls
+	Webhooks          WebhookStats              `json:"webhooks"`           // the webhook deliveries
 }
 
 // simCounters are the stats kept as they happen; s.mu guards them.
@@ -59,10 +60,11 @@ func (s *Simulator) committed(n *int) {
 // reset.
 func (s *Simulator) Stats() SimStats {
 	sites := len(s.store.list(""))
+	hooks := s.hooks.Stats()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := SimStats{Calls: map[string]map[string]int{}, CreatesCommitted: s.stats.creates,
-		DuplicatesRefused: s.stats.duplicates, DeletesCommitted: s.stats.deletes, Sites: sites}
+		DuplicatesRefused: s.stats.duplicates, DeletesCommitted: s.stats.deletes, Sites: sites, Webhooks: hooks}
 	for _, route := range []string{routeList, routeCreate, routeDelete} {
 		st.Calls[route] = maps.Clone(s.stats.byStatus[route])
 		if st.Calls[route] == nil {

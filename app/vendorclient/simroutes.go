@@ -3,6 +3,9 @@ package vendorclient
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
@@ -23,16 +26,60 @@ func toWire(r record) wireSite {
 		Status: r.site.Status, CreatedAt: r.created.Format(time.RFC3339)}
 }
 
-// list answers GET /sites?domain=…; without a domain it lists every site.
+// list answers GET /sites?domain=D with the domain's sites, {"data":[…]};
+// without a domain it lists every site a page at a time (listPage).
 func (s *Simulator) list(c *simCall) {
+	q := c.r.URL.Query()
+	if !q.Has("domain") {
+		s.listPage(c, q)
+		return
+	}
 	sites := []wireSite{}
-	for _, rec := range s.store.list(c.r.URL.Query().Get("domain")) {
+	for _, rec := range s.store.list(q.Get("domain")) {
 		sites = append(sites, toWire(rec))
 	}
 	if len(sites) == 1 {
 		c.site = sites[0].ID
 	}
 	s.finish(c, http.StatusOK, map[string]any{"data": sites}, "listed", false)
+}
+
+// listPage answers GET /sites?page=N&per_page=M: every site in id order
+// (oldest first), {"data":[…],"meta":{"page","per_page","total"}}. page
+// defaults to 1, per_page to DefaultPerPage and is capped at MaxPerPage;
+// either below 1 or not a number is a 422.
+func (s *Simulator) listPage(c *simCall, q url.Values) {
+	page, perPage := 1, DefaultPerPage
+	fields := map[string][]string{}
+	for _, p := range []struct {
+		name string
+		n    *int
+	}{{"page", &page}, {"per_page", &perPage}} {
+		if !q.Has(p.name) {
+			continue
+		}
+		n, err := strconv.Atoi(q.Get(p.name))
+		if err != nil {
+			fields[p.name] = []string{"The " + strings.ReplaceAll(p.name, "_", " ") + " must be an integer."}
+		}
+		*p.n = n
+	}
+	if len(fields) > 0 {
+		rej := &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
+		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		return
+	}
+	recs, total, rej := s.store.page(page, perPage)
+	if rej != nil {
+		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		return
+	}
+	sites := make([]wireSite, len(recs))
+	for i, rec := range recs {
+		sites[i] = toWire(rec)
+	}
+	meta := map[string]int{"page": page, "per_page": min(perPage, MaxPerPage), "total": total}
+	s.finish(c, http.StatusOK, map[string]any{"data": sites, "meta": meta}, "listed", false)
 }
 
 // create answers POST /sites: 201, or the vendor's 422 for a domain that

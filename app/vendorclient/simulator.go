@@ -33,6 +33,7 @@ type SimOptions struct {
 	StateFile string       // when set, the sites are kept in this JSON file across restarts
 	Store     *Fake        // the sites; nil for a new, empty store
 	Log       *slog.Logger // a line per request; nil for none
+	Webhook   SimWebhook   // the events of /_sim/sites/{id}/…; no URL sends none
 }
 
 // Simulator serves the vendor protocol from memory, with the faults of its
@@ -43,6 +44,7 @@ type Simulator struct {
 	store *Fake
 	mux   *http.ServeMux
 	save  sync.Mutex // serializes writes of the state file
+	hooks *webhooks  // builds, queues and delivers the events; Close stops it
 
 	mu             sync.Mutex
 	faults         SimFaults
@@ -58,9 +60,14 @@ type Simulator struct {
 var _ http.Handler = (*Simulator)(nil)
 
 // NewSimulator builds a simulator, refusing options that make no sense and
-// a state file it cannot read.
+// a state file it cannot read. With a webhook URL it starts delivering
+// events at once, until Close.
 func NewSimulator(opts SimOptions) (*Simulator, error) {
 	faults, err := opts.SimFaults.normalized()
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := opts.Webhook.normalized()
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +84,7 @@ func NewSimulator(opts SimOptions) (*Simulator, error) {
 	}
 	s := &Simulator{opts: opts, store: opts.Store, mux: http.NewServeMux(), faults: faults, calls: map[string]int{}}
 	s.reseed(opts.Seed)
+	s.hooks = newWebhooks(hooks, opts.Seed, opts.Log)
 	s.route(routeList, s.list)
 	s.route(routeCreate, s.create)
 	s.route(routeDelete, s.delete)

@@ -2,6 +2,8 @@ package vendorclient_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -250,5 +252,85 @@ func TestNewSimulatorRefusesNonsense(t *testing.T) {
 				t.Error("NewSimulator accepted it")
 			}
 		})
+	}
+}
+
+// TestSimulatorListsAPageAtATime: GET /sites without a domain lists every
+// site in id order a page at a time, with the page, the per_page in force
+// and the total; with a domain it answers as it always has, without meta.
+func TestSimulatorListsAPageAtATime(t *testing.T) {
+	sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/sites", strings.NewReader(fmt.Sprintf(`{"name":"Acme","domain":"s%d.test"}`, i))))
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("create %d = %d", i, rec.Code)
+		}
+	}
+	type page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		Meta *struct {
+			Page    int `json:"page"`
+			PerPage int `json:"per_page"`
+			Total   int `json:"total"`
+		} `json:"meta"`
+	}
+	for _, tt := range []struct {
+		target                 string
+		wantIDs                string
+		wantPage, wantPerPage  int
+		wantTotal, wantRefused int
+	}{
+		{"/sites", "1 2 3 4 5", 1, 100, 5, 0},
+		{"/sites?page=1&per_page=2", "1 2", 1, 2, 5, 0},
+		{"/sites?page=2&per_page=2", "3 4", 2, 2, 5, 0},
+		{"/sites?page=3&per_page=2", "5", 3, 2, 5, 0},
+		{"/sites?page=4&per_page=2", "", 4, 2, 5, 0},
+		{"/sites?page=1&per_page=5", "1 2 3 4 5", 1, 5, 5, 0},
+		{"/sites?page=2&per_page=5", "", 2, 5, 5, 0},
+		{"/sites?page=2&per_page=4", "5", 2, 4, 5, 0},
+		{"/sites?per_page=9999", "1 2 3 4 5", 1, 500, 5, 0},
+		{"/sites?page=9223372036854775807&per_page=500", "", 9223372036854775807, 500, 5, 0},
+		{"/sites?page=0", "", 0, 0, 0, 422},
+		{"/sites?per_page=0", "", 0, 0, 0, 422},
+		{"/sites?page=two", "", 0, 0, 0, 422},
+	} {
+		t.Run(tt.target, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			sim.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.target, nil))
+			if tt.wantRefused != 0 {
+				if rec.Code != tt.wantRefused || !strings.Contains(rec.Body.String(), `"errors"`) {
+					t.Errorf("= %d %s, want %d with errors", rec.Code, rec.Body, tt.wantRefused)
+				}
+				return
+			}
+			var p page
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != http.StatusOK || p.Meta == nil || p.Data == nil {
+				t.Fatalf("= %d %s, want 200 with data and meta", rec.Code, rec.Body)
+			}
+			var ids []string
+			for _, s := range p.Data {
+				ids = append(ids, strings.TrimPrefix(s.ID, "site_"))
+			}
+			if got := strings.Join(ids, " "); got != tt.wantIDs {
+				t.Errorf("sites %q, want %q", got, tt.wantIDs)
+			}
+			if m := *p.Meta; m.Page != tt.wantPage || m.PerPage != tt.wantPerPage || m.Total != tt.wantTotal {
+				t.Errorf("meta %+v, want page %d, per_page %d, total %d", m, tt.wantPage, tt.wantPerPage, tt.wantTotal)
+			}
+		})
+	}
+	for _, target := range []string{"/sites?domain=s3.test", "/sites?domain=S3.TEST&page=2&per_page=1"} {
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		if body := strings.TrimSpace(rec.Body.String()); rec.Code != 200 || !strings.HasPrefix(body, `{"data":[{"id":"site_3"`) ||
+			!strings.HasSuffix(body, "}]}") || strings.Contains(body, "meta") {
+			t.Errorf("GET %s = %d %s, want the domain's site and no meta", target, rec.Code, body)
+		}
 	}
 }

@@ -1,0 +1,134 @@
+package vendorclient
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// siteChanges are the changes POST /_sim/sites/{id}/{action} makes, by
+// action, with the type of the event each sends.
+var siteChanges = map[string]string{
+	"suspend":    "site.suspended",
+	"reactivate": "site.reactivated",
+	"delete":     "site.deleted",
+	"rotate":     "site.key_rotated",
+}
+
+// The site statuses the admin routes set.
+const (
+	statusActive    = "active"
+	statusSuspended = "suspended"
+)
+
+var (
+	errNoSite    = errors.New("site not found")
+	errUnchanged = errors.New("the site is already in that state")
+)
+
+// changeSite answers POST /_sim/sites/{id}/{action}: it changes the site as
+// the vendor would on its own (suspend, reactivate, delete, rotate its
+// license key), saves the state and queues the event, which it answers
+// (200): {"id":"evt_…","type":"site.…","created":unix,"data":{"site":…}},
+// the site after the change (as it was, for a delete). An unknown site or
+// action is a 404, a suspend of a suspended site or a reactivate of an
+// active one a 409; neither sends an event.
+func (s *Simulator) changeSite(w http.ResponseWriter, r *http.Request) {
+	id, action := r.PathValue("id"), r.PathValue("action")
+	kind, ok := siteChanges[action]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, message("Unknown action "+action+": suspend, reactivate, delete or rotate."))
+		return
+	}
+	var rec record
+	var err error
+	switch action {
+	case "suspend":
+		rec, err = s.store.setStatus(id, statusSuspended)
+	case "reactivate":
+		rec, err = s.store.setStatus(id, statusActive)
+	case "rotate":
+		rec, err = s.store.rotate(id)
+	case "delete":
+		rec, err = s.store.take(id)
+	}
+	switch {
+	case errors.Is(err, errNoSite):
+		writeJSON(w, http.StatusNotFound, message("Site not found."))
+		return
+	case err != nil:
+		writeJSON(w, http.StatusConflict, message("The site is already "+rec.site.Status+"."))
+		return
+	}
+	s.persist()
+	ev, body := s.event(kind, rec)
+	s.opts.Log.Info("vendor-sim: site changed", "site", rec.site.ID, "domain", rec.site.Domain, "event", ev.id,
+		"type", kind, "webhook", s.hooks.enabled())
+	s.hooks.enqueue(ev)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
+}
+
+// eventJSON is a webhook's body.
+type eventJSON struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
+		Site wireSite `json:"site"`
+	} `json:"data"`
+}
+
+// event builds the event of a change to rec's site, and its raw JSON.
+func (s *Simulator) event(kind string, rec record) (simEvent, []byte) {
+	e := eventJSON{ID: "evt_" + strings.ToLower(rand.Text()), Type: kind, Created: s.hooks.cfg.Now().Unix()}
+	e.Data.Site = toWire(rec)
+	body, _ := json.Marshal(e) // plain data: it cannot fail
+	return simEvent{id: e.ID, kind: kind, site: rec.site.ID, body: body}, body
+}
+
+// setStatus sets the site's status and returns it after the change;
+// errUnchanged when it had that status already.
+func (f *Fake) setStatus(id, status string) (record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.sites[id]
+	switch {
+	case !ok:
+		return record{}, errNoSite
+	case r.site.Status == status:
+		return r, errUnchanged
+	}
+	r.site.Status = status
+	f.sites[id] = r
+	return r, nil
+}
+
+// rotate gives the site a new license key and returns it after the change.
+func (f *Fake) rotate(id string) (record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.sites[id]
+	if !ok {
+		return record{}, errNoSite
+	}
+	r.site.LicenseKey = "LK-" + rand.Text()
+	f.sites[id] = r
+	return r, nil
+}
+
+// take deletes the site and returns it as it was.
+func (f *Fake) take(id string) (record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.sites[id]
+	if !ok {
+		return record{}, errNoSite
+	}
+	delete(f.sites, id)
+	delete(f.domains, strings.ToLower(r.site.Domain))
+	return r, nil
+}
