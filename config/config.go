@@ -47,6 +47,9 @@ type Config struct {
 	Idempotency Idempotency
 	Reconcile   Reconcile
 	PruneEvery  time.Duration
+	// DriftEvery is how often serve compares the vendor's sites with the
+	// licenses (DRIFT_INTERVAL, default 6h; "0" turns the check off).
+	DriftEvery  time.Duration
 	TokenTTL    time.Duration
 	TokenMaxTTL time.Duration // the longest lifetime a token may be issued with; TokenTTL is at most this
 	// RateLimitPerMinute is how many requests each consumer may make per
@@ -147,6 +150,7 @@ func (v *values) load() Config {
 		IdleTimeout:     v.duration("APP_IDLE_TIMEOUT", "120s"),
 		StorageDir:      v.str("APP_STORAGE", "storage"),
 		PruneEvery:      v.duration("PRUNE_INTERVAL", "1h"),
+		DriftEvery:      v.durationOrOff("DRIFT_INTERVAL", "6h"),
 		TokenTTL:        v.duration("TOKEN_TTL", "2160h"),
 		TokenMaxTTL:     v.duration("TOKEN_MAX_TTL", "8760h"),
 		LogLevel:        v.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),

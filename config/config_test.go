@@ -270,3 +270,20 @@ func TestDotenvWithByteOrderMark(t *testing.T) {
 		t.Error("a name starting with a digit was accepted")
 	}
 }
+
+// DRIFT_INTERVAL: 6h by default, "0" turns the check off, anything else
+// must be a positive duration; VENDOR_WEBHOOK_SECRET takes a list.
+func TestDriftIntervalAndWebhookSecrets(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load(envOf(nil))
+	if err != nil || c.DriftEvery != 6*time.Hour || len(c.Vendor.WebhookSecrets) != 0 {
+		t.Fatalf("defaults: drift %v, secrets %v, %v", c.DriftEvery, c.Vendor.WebhookSecrets, err)
+	}
+	c, err = Load(envOf(map[string]string{"DRIFT_INTERVAL": "0", "VENDOR_WEBHOOK_SECRET": " new , old ,"}))
+	if err != nil || c.DriftEvery != 0 || len(c.Vendor.WebhookSecrets) != 2 || c.Vendor.WebhookSecrets[0] != "new" || c.Vendor.WebhookSecrets[1] != "old" {
+		t.Fatalf("DRIFT_INTERVAL=0: drift %v, secrets %q, %v", c.DriftEvery, c.Vendor.WebhookSecrets, err)
+	}
+	if _, err := Load(envOf(map[string]string{"DRIFT_INTERVAL": "-1h"})); err == nil || !strings.Contains(err.Error(), "DRIFT_INTERVAL") {
+		t.Errorf("DRIFT_INTERVAL=-1h: %v, want an error naming it", err)
+	}
+}

@@ -62,6 +62,14 @@ func (v *values) duration(name, def string) time.Duration {
 	return d
 }
 
+// durationOrOff is a positive duration, or 0 when the variable is "0" (off).
+func (v *values) durationOrOff(name, def string) time.Duration {
+	if v.str(name, def) == "0" {
+		return 0
+	}
+	return v.duration(name, def)
+}
+
 // optionalDuration is a positive duration, or 0 when the variable is unset.
 func (v *values) optionalDuration(name string) time.Duration {
 	if v.str(name, "") == "" {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,6 +169,20 @@ func (v *vendor) normal(w http.ResponseWriter, r *http.Request, in site) {
 	defer v.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/sites" && !r.URL.Query().Has("domain"):
+		// The paged list of every site, in id order (the drift check's).
+		all := make([]site, 0, len(v.sites))
+		for _, s := range v.sites {
+			all = append(all, s)
+		}
+		slices.SortFunc(all, func(a, b site) int { return strings.Compare(a.ID, b.ID) })
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+		page, perPage = max(page, 1), max(perPage, 1)
+		from := min((page-1)*perPage, len(all))
+		to := min(from+perPage, len(all))
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": all[from:to],
+			"meta": map[string]int{"page": page, "per_page": perPage, "total": len(all)}})
 	case r.Method == http.MethodGet && r.URL.Path == "/sites":
 		list := []site{}
 		if s, ok := v.sites[r.URL.Query().Get("domain")]; ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/metrics"
 	"github.com/licensor-api/licensor/config"
 )
@@ -52,6 +53,9 @@ func serve(ctx context.Context, e env) error {
 	background.Go(func() { a.Reconciler.Run(bgCtx) })
 	background.Go(func() { a.Pruner.Run(bgCtx) })
 	background.Go(func() { a.Auth.RunTouchWriter(bgCtx) })
+	if lister, ok := a.Vendor.(licenses.SiteLister); ok && cfg.DriftEvery > 0 {
+		background.Go(func() { runDrift(bgCtx, a, lister, cfg.DriftEvery, log) })
+	}
 	if cfg.MetricsAddr != "" {
 		if err := serveMetrics(bgCtx, &background, cfg.MetricsAddr, a.Metrics, log); err != nil {
 			return err
@@ -123,4 +127,30 @@ func serveMetrics(ctx context.Context, wg *sync.WaitGroup, addr string, m *metri
 		}
 	})
 	return nil
+}
+
+// runDrift compares the vendor's sites with the licenses every interval
+// (the first time one interval after start), reports each mismatch at Warn
+// and counts them in licensor_drift_mismatches; `licensor drift --fix`
+// applies the vendor's state. It stops when ctx ends.
+func runDrift(ctx context.Context, a *App, lister licenses.SiteLister, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		report, err := a.Licenses.Drift(ctx, lister, false)
+		if err != nil {
+			log.Warn("drift check failed", "error", err)
+			continue
+		}
+		for _, m := range report.Mismatches {
+			log.Warn("drift", "kind", m.Kind, "license_id", m.LicenseID, "site_id", m.SiteID, "domain", m.Domain)
+		}
+		a.Metrics.ObserveDrift(report.Counts())
+		log.Info("drift checked", "sites", report.Sites, "licenses", report.Licenses, "mismatches", len(report.Mismatches))
+	}
 }

@@ -29,6 +29,7 @@ type Metrics struct {
 	vendorRetries  prometheus.Counter
 	reconcile      *prometheus.CounterVec
 	pruned         prometheus.Counter
+	drift          *prometheus.GaugeVec
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -69,6 +70,10 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.vendorRetries = f.counter("licensor_vendor_retries_total", "Vendor calls repeated after a 429.")
 	m.reconcile = f.counterVec("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result")
 	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
+	m.drift = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "licensor_drift_mismatches", Help: "Mismatches between the vendor's sites and the licenses at the last drift check, by kind.",
+	}, []string{"kind"})
+	m.reg.MustRegister(m.drift)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(intentGauges{read: intents})
 	for _, op := range operations {
@@ -164,6 +169,13 @@ func (m *Metrics) ObserveVendorRetry(call string) { m.vendorRetries.Inc() }
 
 // ObserveReconcile counts one reconciliation's result.
 func (m *Metrics) ObserveReconcile(result string) { m.reconcile.WithLabelValues(result).Inc() }
+
+// ObserveDrift records the mismatches of the last drift check, by kind.
+func (m *Metrics) ObserveDrift(counts map[string]int) {
+	for kind, n := range counts {
+		m.drift.WithLabelValues(kind).Set(float64(n))
+	}
+}
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }
