@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -33,6 +34,12 @@ func TestMetricsFamiliesExistFromStartUp(t *testing.T) {
 		`licensor_reconcile_total{result="failed"}`,
 		`licensor_prune_deleted_total`,
 	} {
+		if got := a.metric(sample); got != sample+" 0" {
+			t.Errorf("%s: got %q, want it at 0", sample, got)
+		}
+	}
+	for _, kind := range licenses.DriftKinds { // every kind the drift check reports
+		sample := `licensor_drift_mismatches{kind="` + kind + `"}`
 		if got := a.metric(sample); got != sample+" 0" {
 			t.Errorf("%s: got %q, want it at 0", sample, got)
 		}

@@ -40,6 +40,7 @@ var standardMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost,
 var (
 	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "not_kept", "released", "taken_over"}
 	reconcileResults    = []string{"completed", "waiting", "retry", "failed"}
+	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site"} // licenses.DriftKinds
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
 )
 
@@ -74,6 +75,9 @@ func New(operations []string, intents IntentStats) *Metrics {
 		Name: "licensor_drift_mismatches", Help: "Mismatches between the vendor's sites and the licenses at the last drift check, by kind.",
 	}, []string{"kind"})
 	m.reg.MustRegister(m.drift)
+	for _, kind := range driftKinds {
+		m.drift.WithLabelValues(kind).Set(0)
+	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(intentGauges{read: intents})
 	for _, op := range operations {
