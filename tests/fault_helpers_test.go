@@ -114,6 +114,17 @@ func (s *faultSim) setFaults(faults string) {
 	}
 }
 
+// changeSite makes the simulator change a site on its own side
+// (POST /_sim/sites/{id}/suspend|reactivate|delete|rotate), which sends its
+// webhook when it has a --webhook-url.
+func (s *faultSim) changeSite(id, action string) {
+	s.t.Helper()
+	code, _, body := sendWith(http.DefaultClient, s.url()+"/_sim/sites/"+id+"/"+action, http.MethodPost, faultSimToken, "", "")
+	if code != http.StatusOK {
+		s.t.Fatalf("POST /_sim/sites/%s/%s = %d %s", id, action, code, body)
+	}
+}
+
 // sites asks the simulator for the domain's sites.
 func (s *faultSim) sites(domain string) []killSite {
 	s.t.Helper()
