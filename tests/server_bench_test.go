@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,7 +38,7 @@ func BenchmarkServer(b *testing.B) {
 func benchServer(b *testing.B, db *testdb.DB) {
 	cfg := testConfig("")
 	cfg.Vendor = config.Vendor{Driver: "fake"}
-	cfg.LogLevel = "info" // the access log is part of the cost
+	cfg.LogLevel = cmp.Or(os.Getenv("BENCH_LOG_LEVEL"), "info") // the access log is part of the cost
 	app, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, io.Discard), console.Overrides{DB: db.Gorm, Read: db.Read})
 	if err != nil {
 		b.Fatal(err)

@@ -69,6 +69,9 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
+		if !s.log.Enabled(c.Request().Context(), level) {
+			return nil // no line at this level: nothing to build
+		}
 		attrs := []slog.Attr{
 			slog.String("method", c.Request().Method),
 			slog.String("route", c.Path()),
