@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // SiteLister pages through every site the vendor holds, in a stable order
@@ -22,6 +24,8 @@ const (
 	DriftKey         = "key_differs"    // the vendor's license key is not the license's
 	DriftOrphanSite  = "orphan_site"    // a vendor site no license holds: a bill nobody pays
 	driftSitesPerReq = 500
+	// driftLicensesPerBatch is how many licenses a check reads at a time.
+	driftLicensesPerBatch = 1000
 )
 
 // DriftKinds are every kind a drift check reports, for counting each (zero included).
@@ -78,44 +82,36 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 			break
 		}
 	}
-	var lics []License
-	if err := s.read.WithContext(ctx).Where("status <> ?", StatusRevoked).Order("created_at, id").Find(&lics).Error; err != nil {
-		return DriftReport{}, fmt.Errorf("read licenses: %w", err)
-	}
 	report := DriftReport{Sites: len(sites)}
 	held := map[string]bool{}
-	for _, lic := range lics {
-		held[lic.VendorSiteID] = true
-		if lic.Status == StatusRevoking || !lic.CreatedAt.Before(start) {
-			continue
-		}
-		if err := s.open(&lic); err != nil {
-			return DriftReport{}, err
-		}
-		report.Licenses++
-		site, ok := sites[lic.VendorSiteID]
-		var kind, event string
-		switch {
-		case !ok:
-			kind, event, site = DriftSiteGone, SiteDeleted, Site{ID: lic.VendorSiteID}
-		case site.Status == StatusSuspended && lic.Status == StatusActive:
-			kind, event = DriftStatus, SiteSuspended
-		case site.Status == StatusActive && lic.Status == StatusSuspended:
-			kind, event = DriftStatus, SiteReactivated
-		case site.LicenseKey != lic.LicenseKey:
-			kind, event = DriftKey, SiteKeyRotated
-		default:
-			continue
-		}
-		m := Mismatch{Kind: kind, LicenseID: lic.ID, SiteID: lic.VendorSiteID, Domain: lic.Domain}
-		if fix {
-			changed, err := s.ApplyVendorEvent(ctx, VendorEvent{ID: "drift", Type: event, At: start, Site: site})
-			if err != nil {
-				return report, fmt.Errorf("fix license %s: %w", lic.ID, err)
+	var fixErr error
+	// In batches: a large account's licenses (and their decrypted keys) are
+	// never all in memory at once.
+	var batch []License
+	err := s.read.WithContext(ctx).Where("status <> ?", StatusRevoked).Order("id").
+		FindInBatches(&batch, driftLicensesPerBatch, func(*gorm.DB, int) error {
+			for _, lic := range batch {
+				held[lic.VendorSiteID] = true
+				if lic.Status == StatusRevoking || !lic.CreatedAt.Before(start) {
+					continue
+				}
+				m, ok, err := s.compare(ctx, lic, sites, start, fix)
+				if err != nil {
+					fixErr = err
+					return err
+				}
+				report.Licenses++
+				if ok {
+					report.Mismatches = append(report.Mismatches, m)
+				}
 			}
-			m.Fixed = changed
-		}
-		report.Mismatches = append(report.Mismatches, m)
+			return nil
+		}).Error
+	if fixErr != nil {
+		return report, fixErr
+	}
+	if err != nil {
+		return DriftReport{}, fmt.Errorf("read licenses: %w", err)
 	}
 	var orphans []Mismatch
 	for id, site := range sites {
@@ -126,4 +122,35 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 	slices.SortFunc(orphans, func(a, b Mismatch) int { return strings.Compare(a.SiteID, b.SiteID) })
 	report.Mismatches = append(report.Mismatches, orphans...)
 	return report, nil
+}
+
+// compare is one license against the vendor's sites: the mismatch, if
+// there is one (ok), applied with fix.
+func (s *Service) compare(ctx context.Context, lic License, sites map[string]Site, start time.Time, fix bool) (m Mismatch, ok bool, err error) {
+	if err := s.open(&lic); err != nil {
+		return Mismatch{}, false, err
+	}
+	site, found := sites[lic.VendorSiteID]
+	var kind, event string
+	switch {
+	case !found:
+		kind, event, site = DriftSiteGone, SiteDeleted, Site{ID: lic.VendorSiteID}
+	case site.Status == StatusSuspended && lic.Status == StatusActive:
+		kind, event = DriftStatus, SiteSuspended
+	case site.Status == StatusActive && lic.Status == StatusSuspended:
+		kind, event = DriftStatus, SiteReactivated
+	case site.LicenseKey != lic.LicenseKey:
+		kind, event = DriftKey, SiteKeyRotated
+	default:
+		return Mismatch{}, false, nil
+	}
+	m = Mismatch{Kind: kind, LicenseID: lic.ID, SiteID: lic.VendorSiteID, Domain: lic.Domain}
+	if fix {
+		changed, err := s.ApplyVendorEvent(ctx, VendorEvent{ID: "drift", Type: event, At: start, Site: site})
+		if err != nil {
+			return m, false, fmt.Errorf("fix license %s: %w", lic.ID, err)
+		}
+		m.Fixed = changed
+	}
+	return m, true, nil
 }
