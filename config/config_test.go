@@ -287,3 +287,18 @@ func TestDriftIntervalAndWebhookSecrets(t *testing.T) {
 		t.Errorf("DRIFT_INTERVAL=-1h: %v, want an error naming it", err)
 	}
 }
+
+// DB_READ_CONNS sizes SQLite's read pool: 0 (one per CPU) unless set.
+func TestReadConns(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load(envOf(nil))
+	if err != nil || c.DB.ReadConns != 0 {
+		t.Fatalf("default: %d, %v", c.DB.ReadConns, err)
+	}
+	if c, err = Load(envOf(map[string]string{"DB_READ_CONNS": "4"})); err != nil || c.DB.ReadConns != 4 {
+		t.Fatalf("DB_READ_CONNS=4: %d, %v", c.DB.ReadConns, err)
+	}
+	if _, err := Load(envOf(map[string]string{"DB_READ_CONNS": "-1"})); err == nil || !strings.Contains(err.Error(), "DB_READ_CONNS") {
+		t.Errorf("DB_READ_CONNS=-1: %v, want an error naming it", err)
+	}
+}

@@ -124,18 +124,7 @@ func TestVendorSimChaosKnobs(t *testing.T) {
 		"--fault-phase", "after", "--state", state)
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer sim-token")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return simCall(t, addr, method, path, body)
 	}
 	if code, body := call("POST", "/sites", `{"name":"Acme","domain":"acme.test"}`); code != 500 {
 		t.Fatalf("create = %d %s, want 500 after the commit", code, body)
@@ -242,18 +231,7 @@ func TestVendorSimSendsSignedWebhooks(t *testing.T) {
 	defer stop()
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer sim-token")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return simCall(t, addr, method, path, body)
 	}
 	if code, body := call("POST", "/sites", `{"name":"Acme","domain":"acme.test"}`); code != 201 {
 		t.Fatalf("create = %d %s", code, body)
@@ -305,4 +283,22 @@ func TestVendorSimSendsSignedWebhooks(t *testing.T) {
 	if !strings.Contains(log, "event=evt_") || !strings.Contains(log, "webhook_url=http://") || strings.Contains(log, secret) {
 		t.Errorf("vendor-sim log: want the event and the URL, never the secret:\n%s", log)
 	}
+}
+
+// simCall sends one request to the simulator at addr with its test token
+// and returns the status and body.
+func simCall(t *testing.T, addr, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer sim-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
