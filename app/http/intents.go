@@ -8,39 +8,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
 // operationLocation is where a consumer asks about an intent.
 func operationLocation(id string) string { return "/api/operations/" + id }
-
-// operationResource is an intent as its consumer sees it.
-type operationResource struct {
-	ID        string          `json:"id"`
-	Operation string          `json:"operation"`
-	Status    string          `json:"status"`
-	Attempts  int             `json:"attempts"`
-	CreatedAt string          `json:"created_at"`
-	UpdatedAt string          `json:"updated_at"`
-	Result    *resultResource `json:"result,omitempty"`
-}
-
-// resultResource is what a completed intent answered.
-type resultResource struct {
-	Status   int    `json:"status"`
-	Location string `json:"location,omitempty"`
-}
-
-func newOperationResource(in idempotency.Intent) operationResource {
-	r := operationResource{
-		ID: in.ID, Operation: in.Operation, Status: in.Status, Attempts: in.Attempts,
-		CreatedAt: formatTime(in.CreatedAt), UpdatedAt: formatTime(in.UpdatedAt),
-	}
-	if in.Result != nil {
-		r.Result = &resultResource{Status: in.Result.Status, Location: in.Result.Location}
-	}
-	return r
-}
 
 // showOperation is GET /api/operations/{id}: the caller's own intent, the
 // one a 202 named; anyone else's is 404.
@@ -49,37 +22,7 @@ func (s *Server) showOperation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: newOperationResource(in)})
-}
-
-// intentResource is an intent as an operator sees it: a digest of the key,
-// never the key, the stored request or the stored response.
-type intentResource struct {
-	operationResource
-	Consumer      string  `json:"consumer"`
-	ConsumerID    string  `json:"consumer_id"`
-	KeyDigest     string  `json:"key_digest"`
-	KeySource     string  `json:"key_source"` // "client", or "server" for a request sent without a key
-	ExternalRef   *string `json:"external_ref"`
-	ResourceType  *string `json:"resource_type"`
-	ResourceID    *string `json:"resource_id"`
-	RequestID     *string `json:"request_id"`
-	TokenID       *string `json:"token_id"`
-	NextAttemptAt *string `json:"next_attempt_at"`
-}
-
-func newIntentResource(in idempotency.Intent, consumer string) intentResource {
-	source := "client"
-	if in.Auto {
-		source = "server"
-	}
-	return intentResource{
-		operationResource: newOperationResource(in),
-		Consumer:          consumer, ConsumerID: in.ConsumerID, KeyDigest: in.KeyDigest, KeySource: source,
-		ExternalRef: stringOrNil(in.ExternalRef), ResourceType: stringOrNil(in.ResourceType),
-		ResourceID: stringOrNil(in.ResourceID), RequestID: stringOrNil(in.CorrelationID),
-		TokenID: stringOrNil(in.RequestedBy), NextAttemptAt: timeOrNil(in.NextAttemptAt),
-	}
+	return c.JSON(http.StatusOK, dataBody{Data: resource.NewOperation(in)})
 }
 
 func stringOrNil(s string) *string {
@@ -89,12 +32,9 @@ func stringOrNil(s string) *string {
 	return &s
 }
 
-// intentStatuses are the statuses an operator may filter on.
-var intentStatuses = []string{idempotency.StatusProcessing, idempotency.StatusPending, idempotency.StatusCompleted, idempotency.StatusFailed}
-
 type intentsPage struct {
-	Data []intentResource `json:"data"`
-	Meta pageMeta         `json:"meta"`
+	Data []resource.Intent `json:"data"`
+	Meta pageMeta          `json:"meta"`
 }
 
 // listIntents is GET /api/intents?status=&consumer=&page=&per_page=, oldest
@@ -104,7 +44,7 @@ func (s *Server) listIntents(c echo.Context) error {
 	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
 	perPage := queryInt(c, "per_page", 50, 1, 100, fields)
 	status := c.QueryParam("status")
-	if status != "" && !slices.Contains(intentStatuses, status) {
+	if status != "" && !slices.Contains(idempotency.Statuses, status) {
 		fields["status"] = []string{"The selected status is invalid."}
 	}
 	if len(fields) > 0 {
@@ -112,7 +52,7 @@ func (s *Server) listIntents(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	f := idempotency.IntentFilter{Status: status, Page: page, PerPage: perPage}
-	body := intentsPage{Data: []intentResource{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
+	body := intentsPage{Data: []resource.Intent{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
 	if name := c.QueryParam("consumer"); name != "" {
 		consumer, err := s.auth.ConsumerNamed(ctx, name)
 		if errors.Is(err, auth.ErrConsumerNotFound) {
@@ -131,9 +71,7 @@ func (s *Server) listIntents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, in := range intents {
-		body.Data = append(body.Data, newIntentResource(in, names[in.ConsumerID]))
-	}
+	body.Data = resource.NewIntents(intents, names)
 	body.Meta.Total, body.Meta.LastPage = total, max(1, (total+int64(perPage)-1)/int64(perPage))
 	return c.JSON(http.StatusOK, body)
 }
@@ -175,5 +113,5 @@ func (s *Server) renderIntent(c echo.Context, in idempotency.Intent) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: newIntentResource(in, names[in.ConsumerID])})
+	return c.JSON(http.StatusOK, dataBody{Data: resource.NewIntent(in, names[in.ConsumerID])})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/resource"
 )
 
 // tokenResource is a token as the API shows it: never its secret, except
@@ -31,27 +32,16 @@ func newTokenResource(t auth.Token) tokenResource {
 		Consumer:   t.Consumer.Name,
 		Name:       t.Name,
 		Abilities:  t.Abilities,
-		LastUsedAt: timeOrNil(t.LastUsedAt),
-		ExpiresAt:  formatTime(t.ExpiresAt),
-		RevokedAt:  timeOrNil(t.RevokedAt),
-		CreatedAt:  formatTime(t.CreatedAt),
+		LastUsedAt: resource.TimeOrNil(t.LastUsedAt),
+		ExpiresAt:  resource.Time(t.ExpiresAt),
+		RevokedAt:  resource.TimeOrNil(t.RevokedAt),
+		CreatedAt:  resource.Time(t.CreatedAt),
 	}
 }
 
-// timeLayout is how Laravel serialises a date: UTC, microseconds (always six
-// digits), and Z: 2026-11-30T10:00:00.000000Z.
-const timeLayout = "2006-01-02T15:04:05.000000Z"
-
-// formatTime renders a time as Laravel does (timeLayout).
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-func timeOrNil(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
-}
+// formatTime is resource.Time, by the name licenses.go and pagination.go
+// still call it.
+func formatTime(t time.Time) string { return resource.Time(t) }
 
 type issueTokenRequest struct {
 	Consumer  string   `json:"consumer"`

@@ -15,6 +15,11 @@ const (
 	StatusFailed     = "failed"     // reconciliation gave up; a retry executes again
 )
 
+// Statuses are every status a record may be in, in the one order the API
+// documents them (docs/openapi.yaml's IntentStatus) and the command line
+// lists them.
+var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed}
+
 // Record is a row of idempotency_keys: one intent of one consumer.
 type Record struct {
 	ID uint64 `gorm:"primaryKey"`

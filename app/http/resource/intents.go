@@ -1,0 +1,84 @@
+package resource
+
+import "github.com/licensor-api/licensor/app/idempotency"
+
+// Operation is an intent as its consumer sees it (GET /api/operations/{id},
+// and the start of every Intent).
+type Operation struct {
+	ID        string  `json:"id"`
+	Operation string  `json:"operation"`
+	Status    string  `json:"status"`
+	Attempts  int     `json:"attempts"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt string  `json:"updated_at"`
+	Result    *Result `json:"result,omitempty"` // absent until the intent is completed
+}
+
+// Result is what a completed intent answered: its status and, for a
+// create, where the license is (absent otherwise).
+type Result struct {
+	Status   int    `json:"status"`
+	Location string `json:"location,omitempty"`
+}
+
+// NewOperation is the consumer's view of in.
+func NewOperation(in idempotency.Intent) Operation {
+	o := Operation{
+		ID: in.ID, Operation: in.Operation, Status: in.Status, Attempts: in.Attempts,
+		CreatedAt: Time(in.CreatedAt), UpdatedAt: Time(in.UpdatedAt),
+	}
+	if in.Result != nil {
+		o.Result = &Result{Status: in.Result.Status, Location: in.Result.Location}
+	}
+	return o
+}
+
+// Where an intent's key came from (Intent.KeySource).
+const (
+	KeySourceClient = "client" // the consumer's Idempotency-Key, or the license id of a revoke
+	KeySourceServer = "server" // the server made it: a create sent without a key
+)
+
+// Intent is an intent as an operator sees it (GET /api/intents, and
+// `licensor intents list|show --json`): a digest of the key, never the key,
+// a token or a stored body. A nil pointer is an empty field, JSON null.
+type Intent struct {
+	Operation
+	Consumer      string  `json:"consumer"` // the consumer's name; "" when it has none
+	ConsumerID    string  `json:"consumer_id"`
+	KeyDigest     string  `json:"key_digest"`
+	KeySource     string  `json:"key_source"` // KeySourceClient or KeySourceServer
+	ExternalRef   *string `json:"external_ref"`
+	ResourceType  *string `json:"resource_type"`
+	ResourceID    *string `json:"resource_id"`
+	RequestID     *string `json:"request_id"`
+	TokenID       *string `json:"token_id"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+}
+
+// NewIntent is the operator's view of in, whose consumer is named
+// consumerName.
+func NewIntent(in idempotency.Intent, consumerName string) Intent {
+	source := KeySourceClient
+	if in.Auto {
+		source = KeySourceServer
+	}
+	return Intent{
+		Operation: NewOperation(in),
+		Consumer:  consumerName, ConsumerID: in.ConsumerID, KeyDigest: in.KeyDigest, KeySource: source,
+		ExternalRef: stringOrNil(in.ExternalRef), ResourceType: stringOrNil(in.ResourceType),
+		ResourceID: stringOrNil(in.ResourceID), RequestID: stringOrNil(in.CorrelationID),
+		TokenID: stringOrNil(in.RequestedBy), NextAttemptAt: TimeOrNil(in.NextAttemptAt),
+	}
+}
+
+// NewIntents is the operator's view of each of intents, in order, their
+// consumers named by consumerNames (consumer id → name); never nil, so that
+// none is an empty JSON array.
+func NewIntents(intents []idempotency.Intent, consumerNames map[string]string) []Intent {
+	out := make([]Intent, 0, len(intents))
+	for _, in := range intents {
+		out = append(out, NewIntent(in, consumerNames[in.ConsumerID]))
+	}
+	return out
+}

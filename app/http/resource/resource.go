@@ -1,0 +1,33 @@
+// Package resource holds the API's JSON representations: what a body says
+// of a thing, field by field, and the one time format every body uses.
+// app/http answers with them and app/console prints them for --json, so an
+// operator's script reads the same object from either. It knows no echo,
+// GORM, database or configuration: only the types it presents, and the
+// standard library.
+package resource
+
+import "time"
+
+// TimeLayout is how Laravel serialises a date, and so every time in a body:
+// UTC, microseconds (always six digits), and Z: 2026-11-30T10:00:00.000000Z.
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// Time renders t as the API does (TimeLayout), in UTC.
+func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// TimeOrNil is Time(*t), nil (JSON null) for no time.
+func TimeOrNil(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := Time(*t)
+	return &s
+}
+
+// stringOrNil is s, nil (JSON null) when it is empty.
+func stringOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
