@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
@@ -25,9 +27,6 @@ import (
 // This file is the one place the application is wired: `licensor` and the
 // tests both build it here, so that a wiring change in production is a
 // wiring change in every test.
-
-// operations are the guarded operations, each with its Resumer below.
-var operations = []string{"licenses.store", "licenses.destroy"}
 
 // Overrides replace the parts of the application a test must control. The
 // zero value is production.
@@ -46,6 +45,9 @@ type Overrides struct {
 	Now func() time.Time
 	// Log replaces the logger built from cfg.LogLevel and cfg.LogFormat.
 	Log *slog.Logger
+	// Operations are guarded operations declared beside the application's
+	// own (a test's).
+	Operations []idempotency.Declared
 }
 
 // Base is what every command that touches the database shares: the
@@ -107,7 +109,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		storeOpts = append(storeOpts, idempotency.WithGroupCommit(b.group))
 	}
 	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
-	b.Metrics = metrics.New(operations, intentStats(b.Store))
+	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
 	b.Auth = auth.New(auth.Config{
 		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.URL,
 		DefaultTTL: cfg.TokenTTL, MaxTTL: cfg.TokenMaxTTL, Log: log, Now: b.now,
@@ -137,12 +139,14 @@ func (b *Base) Close() error {
 }
 
 // App is the whole application: the Base, the vendor driver, the licenses
-// service, and the reconciler that serve runs in the background beside the
-// Base's pruner.
+// service, the guarded operations and the guard that runs them, and the
+// reconciler that serve runs in the background beside the Base's pruner.
 type App struct {
 	*Base
 	Vendor     licenses.Vendor
 	Licenses   *licenses.Service
+	Operations operations.Set
+	Guard      *idempotency.Guard
 	Reconciler *idempotency.Reconciler
 }
 
@@ -164,19 +168,42 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 			return nil, errors.Join(err, b.Close())
 		}
 	}
-	return b.app(vendor), nil
+	a, err := b.app(vendor, o.Operations)
+	if err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return a, nil
 }
 
-func (b *Base) app(vendor licenses.Vendor) *App {
+// app builds the licenses service, the guarded operations (declared in
+// app/operations, plus a test's extra ones), the guard that runs them and
+// the reconciler that resumes them, all from the one list. An operation that
+// cannot be resumed stops the start here.
+func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared) (*App, error) {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
 	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now})
+	a.Operations = operations.New(a.Licenses)
+	ops, err := idempotency.NewOperations(append(a.Operations.List(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("declare operations: %w", err)
+	}
+	b.Metrics.DeclareOperations(ops.Names())
+	if a.Guard, err = idempotency.New(idempotency.Config{
+		Store:       b.Store,
+		TTL:         cfg.Idempotency.TTL,
+		LockTimeout: cfg.Idempotency.LockTimeout,
+		Required:    cfg.Idempotency.Required,
+		Operations:  ops,
+		Log:         b.Log,
+		Now:         b.now,
+		Observe:     b.Metrics.ObserveIdempotency,
+	}); err != nil {
+		return nil, err
+	}
 	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
-		Store: b.Store,
-		Resumers: map[string]idempotency.Resumer{
-			"licenses.store":   apphttp.LicenseResumer{Licenses: a.Licenses},
-			"licenses.destroy": apphttp.RevokeResumer{Licenses: a.Licenses},
-		},
+		Store:          b.Store,
+		Operations:     ops,
 		Settle:         cfg.Reconcile.Settle,
 		MaxAttempts:    cfg.Reconcile.MaxAttempts,
 		FailedInterval: cfg.Reconcile.FailedEvery,
@@ -188,10 +215,11 @@ func (b *Base) app(vendor licenses.Vendor) *App {
 		Now:            b.now,
 		Observe:        b.Metrics.ObserveReconcile,
 	})
-	return a
+	return a, nil
 }
 
-// Server builds the HTTP API: the handler serve runs and the tests drive.
+// Server builds the HTTP API on the application's guard and operations:
+// the handler serve runs and the tests drive.
 func (a *App) Server() *echo.Echo {
 	cfg := a.Config
 	return apphttp.NewServer(apphttp.Deps{
@@ -200,19 +228,15 @@ func (a *App) Server() *echo.Echo {
 		MaxBody:          cfg.MaxBody,
 		Auth:             a.Auth,
 		Licenses:         a.Licenses,
+		Guard:            a.Guard,
+		Operations:       a.Operations,
+		Intents:          a.Store,
+		Now:              a.now,
 		Metrics:          a.Metrics,
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit:        a.rateLimiter(),
 		URL:              cfg.URL,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
-		Idempotency: idempotency.Config{
-			Store:       a.Store,
-			TTL:         cfg.Idempotency.TTL,
-			LockTimeout: cfg.Idempotency.LockTimeout,
-			Required:    cfg.Idempotency.Required,
-			Log:         a.Log,
-			Now:         a.now,
-		},
 	})
 }
 

@@ -178,6 +178,9 @@ func fromDomainError(err error) *Error {
 	if e := fromIdempotencyError(err); e != nil {
 		return e
 	}
+	if e := fromRequestError(err); e != nil {
+		return e
+	}
 	return fromVendorError(err)
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/http/resource"
 )
 
 // jsonSerializer renders every response through marshalJSON (compact, no
@@ -29,18 +31,9 @@ func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
 	return err
 }
 
-// marshalJSON is json.Marshal without HTML escaping: "&", "<" and ">" are
-// written as they are, as Laravel's json_encode writes them ("AT&T", and the
-// pagination labels "&laquo; Previous"), not as \u0026.
-func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// marshalJSON is resource.Marshal: JSON without HTML escaping, as Laravel
+// writes it.
+func marshalJSON(v any) ([]byte, error) { return resource.Marshal(v) }
 
 // Deserialize is unused: handlers decode bodies with bindJSON.
 func (jsonSerializer) Deserialize(c echo.Context, i any) error {

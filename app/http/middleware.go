@@ -53,12 +53,28 @@ func RequestID(c echo.Context) string {
 	return id
 }
 
+// loggedContext is a request as the access log sees it: Echo's context, and
+// what the idempotency guard decided for a guarded route (noteIdempotency),
+// carried as a value, not under a string key.
+type loggedContext struct {
+	echo.Context
+	idempotency idempotency.Note
+}
+
+// noteIdempotency keeps the guard's decision for the request's log line.
+func noteIdempotency(c echo.Context, n idempotency.Note) {
+	if lc, ok := c.(*loggedContext); ok {
+		lc.idempotency = n
+	}
+}
+
 // accessLog writes one line per request, with the idempotency outcome of a
 // guarded one: never headers, bodies or query strings, which may carry
 // secrets.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(ec echo.Context) error {
 		start := time.Now()
+		c := &loggedContext{Context: ec}
 		err := next(c)
 		if err != nil {
 			c.Error(err) // write the error response now, so its status is logged
@@ -79,7 +95,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", RequestID(c)),
 		}
-		if a := idempotency.LogAttrs(c); a != nil {
+		if a := c.idempotency.LogAttrs(); a != nil {
 			attrs = append(attrs, slog.Attr{Key: "idempotency", Value: slog.GroupValue(a...)})
 		}
 		s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)

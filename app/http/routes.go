@@ -15,13 +15,11 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 
-	e.POST("/api/licenses", s.storeLicense, s.ability(auth.LicensesWrite),
-		s.idem.Middleware("licenses.store", idempotency.Options{Bind: bindLicense}))
+	e.POST("/api/licenses", serve(s, s.ops.StoreLicense), s.ability(auth.LicensesWrite))
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id/events", s.licenseEvents, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", s.revokeLicense, s.ability(auth.LicensesWrite), licenseIDParam,
-		s.idem.Middleware("licenses.destroy", idempotency.Options{Key: func(c echo.Context) string { return c.Param("id") }}))
+	e.DELETE("/api/licenses/:id", serve(s, s.ops.RevokeLicense), s.ability(auth.LicensesWrite), licenseIDParam)
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
@@ -35,6 +33,20 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))
 	e.DELETE("/api/tokens/:id", s.revokeToken, s.ability(auth.TokensManage))
+}
+
+// serve is the handler of a guarded operation's route: the principal is the
+// operation's Call, and what the guard decided goes to the request's log
+// line. The guard must list op (it panics here otherwise, as routes are
+// built).
+func serve[In any](s *Server, op idempotency.Operation[In]) echo.HandlerFunc {
+	s.guard.MustServe(op)
+	return func(c echo.Context) error {
+		p := principal(c)
+		note, err := op.Serve(s.guard, c, idempotency.Call{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)})
+		noteIdempotency(c, note)
+		return err
+	}
 }
 
 // licenseIDParam answers 404 for an id that cannot be a license's (a ULID:

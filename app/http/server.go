@@ -15,6 +15,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
 )
 
@@ -25,14 +26,19 @@ type Deps struct {
 	MaxBody  int64 // request body limit in bytes
 	Auth     *auth.Service
 	Licenses *licenses.Service
-	// Idempotency guards write routes; its Consumer, RequestID and Observe
-	// are filled in by NewServer.
-	Idempotency idempotency.Config
+	// Guard runs the guarded operations; Operations are the ones the routes
+	// serve, declared in app/operations and listed in the Guard.
+	Guard      *idempotency.Guard
+	Operations operations.Set
+	// Intents is the idempotency store, for the intents' views.
+	Intents *idempotency.Store
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 	// WebhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET);
 	// none: every webhook is refused.
 	WebhookSecrets []string
-	// Metrics are counted here and served at /metrics (nil: a fresh set),
-	// unless MetricsElsewhere says main serves them on METRICS_ADDR.
+	// Metrics are counted here and served at /metrics, unless
+	// MetricsElsewhere says main serves them on METRICS_ADDR. Required.
 	Metrics          *metrics.Metrics
 	MetricsElsewhere bool
 	// RateLimit counts every authenticated request per consumer (nil: no
@@ -49,7 +55,8 @@ type Server struct {
 	log      *slog.Logger
 	auth     *auth.Service
 	licenses *licenses.Service
-	idem     *idempotency.Guard
+	guard    *idempotency.Guard
+	ops      operations.Set
 	store    *idempotency.Store
 	now      func() time.Time
 	metrics  *metrics.Metrics
@@ -64,25 +71,12 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.New([]string{"licenses.store"}, nil)
+	if d.Now == nil {
+		d.Now = time.Now
 	}
 	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
+		guard: d.Guard, ops: d.Operations, store: d.Intents, now: d.Now,
 		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets}
-	s.store, s.now = d.Idempotency.Store, d.Idempotency.Now
-	if s.now == nil {
-		s.now = time.Now
-	}
-	d.Idempotency.Consumer = func(c echo.Context) string { return principal(c).ConsumerID }
-	d.Idempotency.Requester = func(c echo.Context) string { return principal(c).TokenID }
-	d.Idempotency.RequestID = RequestID
-	if d.Idempotency.Log == nil {
-		d.Idempotency.Log = d.Log
-	}
-	if d.Idempotency.Observe == nil {
-		d.Idempotency.Observe = d.Metrics.ObserveIdempotency
-	}
-	s.idem = idempotency.New(d.Idempotency)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

@@ -1,12 +1,9 @@
 package http
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -16,21 +13,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/idempotency"
-	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/operations"
 )
 
 // The vendor's webhooks: POST /api/webhooks/vendor, no bearer token, the raw
 // body signed Stripe-style in Vendor-Signature, each event applied once
-// through idempotency.Do under its id.
+// through the webhooks.vendor operation under its id.
 const (
 	headerVendorSignature = "Vendor-Signature"
 	// webhookTolerance is how far a signature's timestamp may be from now:
 	// a replayed old delivery is refused even with a good signature.
 	webhookTolerance = 5 * time.Minute
-	// webhookScope is the consumer the vendor's events are recorded under,
-	// beside (never among) the consumers' own intents.
-	webhookScope     = "vendor"
-	webhookOperation = "webhooks.vendor"
 )
 
 var (
@@ -38,26 +31,6 @@ var (
 	errStaleWebhook = &Error{Status: http.StatusBadRequest, Message: "The webhook signature is too old or from the future.", Code: "signature_expired"}
 	errBadEvent     = &Error{Status: http.StatusBadRequest, Message: "The webhook body is not a vendor event.", Code: "malformed_json"}
 )
-
-// webhookReceived is the answer to every event taken (applied now, applied
-// before, or of a type licensor does not act on).
-var webhookReceived = []byte(`{"received":true}`)
-
-// vendorEvent is the webhook body.
-type vendorEvent struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	Data    struct {
-		Site *struct {
-			ID         string `json:"id"`
-			Name       string `json:"name"`
-			Domain     string `json:"domain"`
-			LicenseKey string `json:"license_key"`
-			Status     string `json:"status"`
-		} `json:"site"`
-	} `json:"data"`
-}
 
 // vendorWebhook is POST /api/webhooks/vendor.
 func (s *Server) vendorWebhook(c echo.Context) error {
@@ -69,34 +42,17 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 		s.log.Info("vendor webhook refused", "request_id", RequestID(c), "reason", err.Message)
 		return err
 	}
-	var ev vendorEvent
-	if json.Unmarshal(body, &ev) != nil || ev.ID == "" || ev.Type == "" || ev.Created <= 0 || ev.Data.Site == nil || ev.Data.Site.ID == "" {
+	ev, err := operations.ParseVendorEvent(body)
+	if err != nil {
 		return errBadEvent
 	}
-	ctx := c.Request().Context()
-	sc := idempotency.Scope{ConsumerID: webhookScope, Operation: webhookOperation, Key: ev.ID}
-	changed := false
-	res, replayed, err := s.idem.Do(ctx, sc, body, func(ctx context.Context) (idempotency.DoResult, error) {
-		site := ev.Data.Site
-		var err error
-		changed, err = s.licenses.ApplyVendorEvent(ctx, licenses.VendorEvent{
-			ID: ev.ID, Type: ev.Type, At: time.Unix(ev.Created, 0),
-			Site: licenses.Site{ID: site.ID, Name: site.Name, Domain: site.Domain, LicenseKey: site.LicenseKey, Status: site.Status},
-		})
-		if errors.Is(err, licenses.ErrUnknownEventType) {
-			err = nil // taken, not acted on: the vendor may add types
-		}
-		if err != nil {
-			return idempotency.DoResult{}, err
-		}
-		return idempotency.DoResult{Status: http.StatusOK, Body: webhookReceived,
-			Outcome: idempotency.Outcome{ResourceType: "site", ExternalRef: site.ID}}, nil
-	})
+	call := idempotency.Call{ConsumerID: operations.VendorConsumer, RequestID: RequestID(c)}
+	res, replayed, err := s.ops.VendorEvent.Do(c.Request().Context(), s.guard, call, ev.ID, ev, body)
 	if err != nil {
 		return err
 	}
 	s.log.Info("vendor webhook", "request_id", RequestID(c), "event_id", ev.ID, "type", ev.Type,
-		"site_id", ev.Data.Site.ID, "replayed", replayed, "changed", changed)
+		"site_id", ev.Site.ID, "replayed", replayed)
 	return c.JSONBlob(http.StatusOK, res.Body)
 }
 

@@ -1,26 +1,25 @@
 package idempotency
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// BenchmarkMiddleware measures the layer's three paths on SQLite, with a
+// BenchmarkGuard measures the layer's three paths on SQLite, with a
 // handler that does nothing else: compare runs with benchstat.
 //
-//	go test -run '^$' -bench Middleware -count 10 ./app/idempotency | tee new.txt
-func BenchmarkMiddleware(b *testing.B) {
+//	go test -run '^$' -bench Guard -count 10 ./app/idempotency | tee new.txt
+func BenchmarkGuard(b *testing.B) {
 	body := `{"name":"Acme","domain":"acme.test"}`
 	b.Run("new", func(b *testing.B) {
 		h := newHarness(b, testdb.New(b, "sqlite"))
-		h.handler = func(c echo.Context) error { return c.JSONBlob(http.StatusCreated, []byte(body)) }
+		h.run = respond(http.StatusCreated, "application/json", body)
 		for i := 0; b.Loop(); i++ {
 			if rec := h.post("k-"+strconv.Itoa(i), body); rec.Code != http.StatusCreated {
 				b.Fatalf("status %d", rec.Code)
@@ -29,7 +28,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	})
 	b.Run("keyless", func(b *testing.B) { // a request without a key: its auto: record, written and settled
 		h := newHarness(b, testdb.New(b, "sqlite"))
-		h.handler = func(c echo.Context) error { return c.JSONBlob(http.StatusCreated, []byte(body)) }
+		h.run = respond(http.StatusCreated, "application/json", body)
 		for i := 0; b.Loop(); i++ {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
 			req.Header.Set("X-Consumer", "c1")
@@ -44,7 +43,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	replay := func(c Cipher) func(b *testing.B) {
 		return func(b *testing.B) {
 			h := newHarnessWith(b, testdb.New(b, "sqlite"), c)
-			h.handler = func(c echo.Context) error { return c.JSONBlob(http.StatusCreated, []byte(body)) }
+			h.run = respond(http.StatusCreated, "application/json", body)
 			h.post("k", body)
 			for b.Loop() {
 				if rec := h.post("k", body); rec.Header().Get(HeaderReplayed) != "true" {
@@ -59,7 +58,11 @@ func BenchmarkMiddleware(b *testing.B) {
 		h := newHarness(b, testdb.New(b, "sqlite"))
 		release := make(chan struct{})
 		entered := make(chan struct{})
-		h.handler = func(c echo.Context) error { close(entered); <-release; return c.NoContent(http.StatusCreated) }
+		h.run = func(context.Context) (Response, Outcome, error) {
+			close(entered)
+			<-release
+			return Response{Status: http.StatusCreated}, Outcome{}, nil
+		}
 		go h.post("k", body) // holds the lease for the whole benchmark
 		<-entered
 		for b.Loop() {

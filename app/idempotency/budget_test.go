@@ -27,20 +27,23 @@ func TestWorkBudgetLeavesAFifthOfTheLease(t *testing.T) {
 // "auto:" record's lease).
 func TestOwnedWorkIsDetachedWithinTheBudget(t *testing.T) {
 	const lease = time.Minute
-	g := New(Config{Store: NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t)), LockTimeout: lease,
-		Consumer: func(echo.Context) string { return "c1" }})
+	var deadline time.Time
+	var cancelled error
+	var hangUp context.CancelFunc
+	op := testOperation("op", func(ctx context.Context) (Response, Outcome, error) {
+		hangUp() // the client goes away mid-request
+		deadline, _ = ctx.Deadline()
+		cancelled = ctx.Err()
+		return Response{Status: http.StatusNoContent}, Outcome{}, nil
+	})
+	g := newTestGuard(t, Config{Store: NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t)), LockTimeout: lease}, op)
 	for name, key := range map[string]string{"keyed": "k-1", "keyless": ""} {
 		t.Run(name, func(t *testing.T) {
 			e := echo.New()
-			var deadline time.Time
-			var cancelled error
-			clientCtx, hangUp := context.WithCancel(context.Background())
-			e.POST("/x", func(c echo.Context) error {
-				hangUp() // the client goes away mid-request
-				deadline, _ = c.Request().Context().Deadline()
-				cancelled = c.Request().Context().Err()
-				return c.NoContent(http.StatusNoContent)
-			}, g.Middleware("op", Options{}))
+			deadline, cancelled = time.Time{}, nil
+			var clientCtx context.Context
+			clientCtx, hangUp = context.WithCancel(context.Background())
+			e.POST("/x", op.Handler(g, headerCall))
 			req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "/x", strings.NewReader("{}"))
 			if key != "" {
 				req.Header.Set(HeaderKey, key)

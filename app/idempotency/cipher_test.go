@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -45,7 +43,7 @@ func TestResponseBodyEncryptedAndReplayedByteForByte(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
 		body := `{"data":{"license_key":"LK-secret/+="}}` + "\n"
-		h.handler = func(c echo.Context) error { return c.Blob(http.StatusCreated, "application/json", []byte(body)) }
+		h.run = respond(http.StatusCreated, "application/json", body)
 		first := h.post("k", `{"a":1}`)
 		if first.Code != http.StatusCreated || first.Body.String() != body {
 			t.Fatalf("first = %d %q", first.Code, first.Body.String())
@@ -65,7 +63,7 @@ func TestResponseBodyEncryptedAndReplayedByteForByte(t *testing.T) {
 func TestLegacyPlaintextBodyReplays(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.handler = func(c echo.Context) error { return c.String(http.StatusCreated, "made") }
+		h.run = text(http.StatusCreated, "made")
 		h.post("k", `{"a":1}`)
 		if err := db.Gorm.Model(&Record{}).Where("idempotency_key = ?", "k").Update("response_body", []byte("legacy body")).Error; err != nil {
 			t.Fatal(err)
@@ -108,7 +106,7 @@ func TestCompleteClaimedEncrypts(t *testing.T) {
 func TestUndecryptableBodyIsAnError(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	h := newHarness(t, db)
-	h.handler = func(c echo.Context) error { return c.String(http.StatusCreated, "LK-secret") }
+	h.run = text(http.StatusCreated, "LK-secret")
 	h.post("k", `{"a":1}`)
 	_, err := NewStore(db.Gorm, cipherOf(t, 9)).Find(context.Background(), Scope{ConsumerID: "c1", Operation: "things.store", Key: "k"})
 	if !errors.Is(err, crypt.ErrDecrypt) {

@@ -23,9 +23,13 @@ type attempt struct {
 	// says the outcome is unknown keeps the intent pending. The Outcome is
 	// kept with the record.
 	work func(ctx context.Context) (Response, Outcome, error)
-	// note tells of an outcome (the access log, metrics).
-	note func(r *Record, outcome string)
+	// noted is the last decision on the attempt, for its log line.
+	noted Note
 }
+
+// tell notes a decision on the attempt (its log line, metrics); the last
+// one told is the attempt's.
+func (g *Guard) tell(a *attempt, r *Record, outcome string) { a.noted = g.note(r, outcome) }
 
 // run is the state machine, the one the middleware and Do share: from the
 // record that holds the scope it decides whether to replay, refuse, or
@@ -47,7 +51,7 @@ func (g *Guard) run(a *attempt) (replay *Record, err error) {
 		}
 	}
 	if found != nil && found.Status == StatusCompleted && !found.expired(rec.CreatedAt) {
-		return answerExisting(a, found)
+		return g.answerExisting(a, found)
 	}
 	for range 3 { // a record may change under us; each turn re-reads it
 		existing, ok, err := g.cfg.Store.Reserve(ctx, rec)
@@ -61,7 +65,7 @@ func (g *Guard) run(a *attempt) (replay *Record, err error) {
 			return nil, g.execute(a, "executed")
 		}
 		if !takeable(existing, rec) {
-			return answerExisting(a, existing)
+			return g.answerExisting(a, existing)
 		}
 		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
 		if err != nil {
@@ -71,7 +75,7 @@ func (g *Guard) run(a *attempt) (replay *Record, err error) {
 			return nil, g.execute(a, "taken_over")
 		}
 	}
-	a.note(rec, "in_progress")
+	g.tell(a, rec, "in_progress")
 	return nil, ErrInProgress
 }
 
@@ -96,20 +100,20 @@ func takeable(existing, rec *Record) bool {
 
 // answerExisting answers from a record this call does not own: the record
 // to replay, or why there is none.
-func answerExisting(a *attempt, existing *Record) (*Record, error) {
+func (g *Guard) answerExisting(a *attempt, existing *Record) (*Record, error) {
 	if existing.RequestHash != a.rec.RequestHash {
-		a.note(a.rec, "mismatch")
+		g.tell(a, a.rec, "mismatch")
 		return nil, ErrKeyReused
 	}
 	switch existing.Status {
 	case StatusCompleted:
-		a.note(existing, "replayed")
+		g.tell(a, existing, "replayed")
 		return existing, nil
 	case StatusPending:
-		a.note(existing, "pending")
+		g.tell(a, existing, "pending")
 		return nil, &PendingError{ID: existing.Ref()}
 	}
-	a.note(a.rec, "in_progress")
+	g.tell(a, a.rec, "in_progress")
 	return nil, ErrInProgress
 }
 
@@ -152,12 +156,12 @@ func (g *Guard) keepPending(a *attempt, o Outcome, herr error) error {
 	o = pendingOutcome(o, herr)
 	rec.ExternalRef = nullable(o.ExternalRef)
 	if err := g.cfg.Store.MarkPending(ctx, rec, o, g.now()); err != nil {
-		a.note(rec, "not_kept")
+		g.tell(a, rec, "not_kept")
 		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation,
 			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", a.requestID, "error", err)
 		return fmt.Errorf("%w: %w", ErrNotKept, herr)
 	}
-	a.note(rec, "pending")
+	g.tell(a, rec, "pending")
 	return &PendingError{ID: rec.Ref(), Err: herr}
 }
 
@@ -175,7 +179,7 @@ func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 		outcome = "released"
 		err = g.cfg.Store.Release(ctx, rec)
 	}
-	a.note(rec, outcome)
+	g.tell(a, rec, outcome)
 	if err != nil {
 		// The record stays processing; when its lease runs out a retry takes
 		// it over and converges on the same vendor site.
@@ -188,7 +192,7 @@ func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 func (g *Guard) release(a *attempt) {
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
-	a.note(a.rec, "released")
+	g.tell(a, a.rec, "released")
 	if err := g.cfg.Store.Release(ctx, a.rec); err != nil {
 		g.cfg.Log.Error("idempotency release failed", "key_digest", g.cfg.Store.KeyDigest(a.rec.Key), "error", err)
 	}

@@ -67,7 +67,6 @@ func (g *Guard) Do(ctx context.Context, sc Scope, intent []byte, fn func(ctx con
 	stored, err := g.run(&attempt{
 		rec:    rec,
 		parent: ctx,
-		note:   func(r *Record, outcome string) { g.cfg.Observe(r.Operation, outcome) },
 		work: func(ctx context.Context) (Response, Outcome, error) {
 			r, err := fn(ctx)
 			if r.Status == 0 && err == nil {

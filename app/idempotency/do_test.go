@@ -72,18 +72,7 @@ var fronts = []front{
 				return next(c)
 			}
 		})
-		e.POST("/things", func(c echo.Context) error {
-			status, body, err := c.Get("work").(work)(c.Request().Context())
-			if err != nil {
-				return err
-			}
-			return c.String(status, body)
-		}, func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				c.Set("work", c.Request().Context().Value(workKey{}))
-				return next(c)
-			}
-		}, g.Middleware("things.store", Options{}))
+		e.POST("/things", scenarioOperation.Handler(g, headerCall))
 		return func(key, body string, w work) answer {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
 			req = req.WithContext(context.WithValue(req.Context(), workKey{}, w))
@@ -121,10 +110,19 @@ var fronts = []front{
 
 type workKey struct{}
 
+// scenarioOperation runs, as its work, the scenario's work that the
+// request's context carries (a detached context keeps its values).
+var scenarioOperation = testOperation("things.store", func(ctx context.Context) (Response, Outcome, error) {
+	status, body, err := ctx.Value(workKey{}).(work)(ctx)
+	if err != nil {
+		return Response{}, Outcome{}, err
+	}
+	return Response{Status: status, Headers: map[string]string{echo.HeaderContentType: echo.MIMETextPlainCharsetUTF8}, Body: []byte(body)}, Outcome{}, nil
+})
+
 func newGuard(t testing.TB, db *testdb.DB) (*Guard, *Store) {
 	s := NewStore(db.Gorm, testCipher(t))
-	return New(Config{Store: s, TTL: time.Hour, LockTimeout: time.Minute,
-		Consumer: func(echo.Context) string { return "c1" }}), s
+	return newTestGuard(t, Config{Store: s, TTL: time.Hour, LockTimeout: time.Minute}, scenarioOperation), s
 }
 
 // stage is what a scenario plays on: one key of one front.

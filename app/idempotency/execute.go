@@ -1,7 +1,6 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -9,17 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 )
-
-const ctxOutcome = "idempotency.outcome"
-
-// Describe tells the layer what the handler's execution produced (the
-// resource it created, the vendor's reference), to keep with the record.
-func Describe(c echo.Context, o Outcome) { c.Set(ctxOutcome, o) }
-
-func described(c echo.Context) Outcome {
-	o, _ := c.Get(ctxOutcome).(Outcome)
-	return o
-}
 
 // outcomeUnknown is how a handler's error says "the effect may have
 // happened": the domain's uncertain errors implement it.
@@ -74,39 +62,14 @@ func (e *PendingError) Unwrap() error { return e.Err }
 // under a key the server makes ("auto:" and the request id): the intent is
 // on the record before the vendor hears of it, so that no intent the server
 // accepted is ever dropped, even when the process dies mid-call.
-func (g *Guard) unkeyed(c echo.Context, next echo.HandlerFunc, rec *Record) error {
-	ctx, cancel := settleContext(c.Request().Context())
+func (g *Guard) unkeyed(a *attempt) error {
+	ctx, cancel := settleContext(a.parent)
 	defer cancel()
-	if err := g.keepAuto(ctx, rec, g.requestID(c)); err != nil {
-		g.cfg.Log.Error("record intent failed", "operation", rec.Operation, "request_id", g.requestID(c), "error", err)
+	if err := g.keepAuto(ctx, a.rec, a.requestID); err != nil {
+		g.cfg.Log.Error("record intent failed", "operation", a.rec.Operation, "request_id", a.requestID, "error", err)
 		return notRecorded(err)
 	}
-	return g.execute(g.httpAttempt(c, next, rec, lookup{}), "executed")
-}
-
-// httpAttempt is a request as the state machine runs it: the handler is the
-// work, its response (captured as it is written, the error response too) is
-// what a 2xx stores, and outcomes are noted for the access log.
-func (g *Guard) httpAttempt(c echo.Context, next echo.HandlerFunc, rec *Record, prior lookup) *attempt {
-	return &attempt{
-		rec:       rec,
-		prior:     prior,
-		parent:    c.Request().Context(),
-		requestID: g.requestID(c),
-		note:      func(r *Record, outcome string) { g.logOutcome(c, r, outcome) },
-		work: func(ctx context.Context) (Response, Outcome, error) {
-			c.SetRequest(c.Request().WithContext(ctx))
-			capture := &captureWriter{ResponseWriter: c.Response().Writer}
-			c.Response().Writer = capture
-			if herr := next(c); herr != nil {
-				if isOutcomeUnknown(herr) {
-					return Response{}, described(c), herr
-				}
-				c.Error(herr) // write the error response here, so it is captured
-			}
-			return responseOf(c, capture), described(c), nil
-		},
-	}
+	return g.execute(a, "executed")
 }
 
 // keepAuto reserves rec under "auto:<request id>", or under a fresh id when
@@ -129,18 +92,6 @@ func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) err
 	return err
 }
 
-// responseOf is the response to store: status, body bytes, and the headers
-// a replay must repeat.
-func responseOf(c echo.Context, w *captureWriter) Response {
-	h := map[string]string{}
-	for _, name := range []string{echo.HeaderContentType, echo.HeaderLocation} {
-		if v := c.Response().Header().Get(name); v != "" {
-			h[name] = v
-		}
-	}
-	return Response{Status: w.status, Headers: h, Body: w.body.Bytes()}
-}
-
 // replay answers with a stored response: the same status, the same body
 // byte for byte, the same Content-Type and Location.
 func replay(c echo.Context, r *Record) error {
@@ -159,27 +110,3 @@ func replay(c echo.Context, r *Record) error {
 	_, err := c.Response().Write(r.ResponseBody)
 	return err
 }
-
-// captureWriter copies the response as it is written; the copy is complete
-// even when the client has gone and writes to it fail.
-type captureWriter struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (w *captureWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *captureWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	w.body.Write(b)
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -22,16 +22,21 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		var binds atomic.Int32
 		store := NewStore(db.Gorm, testCipher(t))
-		g := New(Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute,
-			Consumer: func(echo.Context) string { return "c1" }})
+		op := Operation[struct{}]{
+			Name: "things.store",
+			Bind: func(_ echo.Context, body []byte) (struct{}, []byte, error) {
+				binds.Add(1)
+				return struct{}{}, Canonical(body), nil
+			},
+			Run: func(context.Context, Call, struct{}) (Response, Outcome, error) {
+				return Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`),
+					Headers: map[string]string{echo.HeaderLocation: "/things/1", echo.HeaderContentType: echo.MIMEApplicationJSON}}, Outcome{}, nil
+			},
+			Resume: func(context.Context, *Record, bool) (Resumption, error) { return Resumption{}, nil },
+		}
+		g := newTestGuard(t, Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}, op)
 		e := echo.New()
-		e.POST("/things", func(c echo.Context) error {
-			c.Response().Header().Set(echo.HeaderLocation, "/things/1")
-			return c.JSONBlob(http.StatusCreated, []byte(`{"made":true}`))
-		}, g.Middleware("things.store", Options{Bind: func(_ echo.Context, body []byte) ([]byte, error) {
-			binds.Add(1)
-			return Canonical(body), nil
-		}}))
+		e.POST("/things", op.Handler(g, headerCall))
 		post := func(body string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
 			req.Header.Set(HeaderKey, "k1")

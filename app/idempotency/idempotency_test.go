@@ -15,13 +15,14 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// harness is a bare Echo with one guarded route whose handler the test sets.
+// harness is a bare Echo with one guarded route, "things.store", whose
+// work the test sets.
 type harness struct {
-	t       testing.TB
-	e       *echo.Echo
-	store   *Store
-	handler func(c echo.Context) error
-	runs    atomic.Int32
+	t     testing.TB
+	e     *echo.Echo
+	store *Store
+	run   runFunc
+	runs  atomic.Int32
 }
 
 func newHarness(t testing.TB, db *testdb.DB) *harness {
@@ -33,11 +34,11 @@ func newHarness(t testing.TB, db *testdb.DB) *harness {
 func newHarnessWith(t testing.TB, db *testdb.DB, c Cipher) *harness {
 	t.Helper()
 	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm, c)}
-	g := New(Config{
-		Store: h.store, TTL: time.Hour, LockTimeout: time.Minute,
-		Consumer:  func(c echo.Context) string { return c.Request().Header.Get("X-Consumer") },
-		RequestID: func(c echo.Context) string { return c.Request().Header.Get("X-Request-Id") },
+	op := testOperation("things.store", func(ctx context.Context) (Response, Outcome, error) {
+		h.runs.Add(1)
+		return h.run(ctx)
 	})
+	g := newTestGuard(t, Config{Store: h.store, TTL: time.Hour, LockTimeout: time.Minute}, op)
 	h.e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // app/http's recover, in small
 		return func(c echo.Context) (err error) {
 			defer func() {
@@ -48,10 +49,7 @@ func newHarnessWith(t testing.TB, db *testdb.DB, c Cipher) *harness {
 			return next(c)
 		}
 	})
-	h.e.POST("/things", func(c echo.Context) error {
-		h.runs.Add(1)
-		return h.handler(c)
-	}, g.Middleware("things.store", Options{}))
+	h.e.POST("/things", op.Handler(g, headerCall))
 	return h
 }
 
@@ -67,14 +65,14 @@ func (h *harness) post(key, body string) *httptest.ResponseRecorder {
 func TestPanicReleasesTheKey(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.handler = func(echo.Context) error { panic("boom") }
+		h.run = func(context.Context) (Response, Outcome, error) { panic("boom") }
 		if got := h.post("k", `{}`).Code; got != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", got)
 		}
 		if rec, _ := h.store.Find(context.Background(), Scope{"c1", "things.store", "k"}); rec != nil {
 			t.Fatalf("a panic left a record: %+v", rec)
 		}
-		h.handler = func(c echo.Context) error { return c.String(http.StatusCreated, "made") }
+		h.run = text(http.StatusCreated, "made")
 		if got := h.post("k", `{}`).Code; got != http.StatusCreated {
 			t.Errorf("retry status = %d, want 201", got)
 		}
@@ -84,10 +82,9 @@ func TestPanicReleasesTheKey(t *testing.T) {
 func TestReplayIsByteIdenticalForAnyBody(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.handler = func(c echo.Context) error {
-			c.Response().Header().Set("Location", "/things/1")
-			return c.Blob(http.StatusCreated, "text/plain; charset=utf-8", []byte("  raw\x00bytes\n"))
-		}
+		h.run = respondWith(Response{Status: http.StatusCreated,
+			Headers: map[string]string{"Content-Type": "text/plain; charset=utf-8", "Location": "/things/1"},
+			Body:    []byte("  raw\x00bytes\n")})
 		first := h.post("k", "not json at all")
 		second := h.post("k", "not json at all")
 		if second.Code != http.StatusCreated || second.Body.String() != first.Body.String() ||
@@ -107,7 +104,7 @@ func TestReplayIsByteIdenticalForAnyBody(t *testing.T) {
 func TestFailedRecordIsExecutedAgain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.handler = func(c echo.Context) error { return c.String(http.StatusCreated, "ok") }
+		h.run = text(http.StatusCreated, "ok")
 		h.post("k", `{"a":1}`)
 		if err := db.Gorm.Model(&Record{}).Where("idempotency_key = ?", "k").
 			Updates(map[string]any{"status": StatusFailed, "locked_until": nil}).Error; err != nil {

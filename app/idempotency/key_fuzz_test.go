@@ -62,8 +62,8 @@ func FuzzIdempotencyKey(f *testing.F) {
 			req.Header[HeaderKey] = vals // as given: the rule must hold for any value
 		}
 		c := e.NewContext(req, httptest.NewRecorder())
-		g := New(Config{Required: required})
-		got, err := g.key(c, Options{})
+		g := &Guard{cfg: Config{Required: required}}
+		got, err := g.key(c, nil)
 
 		switch {
 		case len(vals) == 0 && required:

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// Resumer finishes pending intents of one operation; main registers one per
-// operation, so this package never learns what the operation does.
+// Resumer finishes pending intents of one operation: an Operation's Resume,
+// found by the operation's name, so this package never learns what the
+// operation does.
 type Resumer interface {
 	// Resume looks for the effect of rec's request (through the operation's
 	// natural key) and records it. When none is found it creates it only if
@@ -42,8 +43,10 @@ const (
 // ReconcilerConfig is what a Reconciler needs; NewReconciler resolves its
 // defaults.
 type ReconcilerConfig struct {
-	Store    *Store
-	Resumers map[string]Resumer // by operation
+	Store *Store
+	// Operations are the application's operations, whose Resume finishes
+	// their pending intents.
+	Operations *Operations
 	// Settle is how old a record must be before a missing effect is created.
 	Settle      time.Duration
 	MaxAttempts int // default 10
@@ -144,7 +147,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		}
 		return Settled{}, false
 	}
-	resumer, found := r.cfg.Resumers[rec.Operation]
+	resumer, found := r.cfg.Operations.resumer(rec.Operation)
 	if !found {
 		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", r.cfg.Store.KeyDigest(rec.Key))
 		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now); err != nil {

@@ -56,7 +56,7 @@ func TestReserveAndReleaseUnderContention(t *testing.T) {
 func TestPendingRecordIsNeverTakenOver(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.handler = func(c echo.Context) error { return c.String(http.StatusCreated, "new") }
+		h.run = text(http.StatusCreated, "new")
 		old := time.Now().UTC().Add(-25 * time.Hour).Truncate(time.Microsecond)
 		r := &Record{ConsumerID: "c1", Operation: "things.store", Key: "k", RequestHash: "the-accepted-intent",
 			RequestBody: []byte(`{"domain":"a.test"}`), Status: StatusPending, Attempts: 1,
@@ -92,7 +92,13 @@ func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	if _, ok, err := s.Reserve(context.Background(), r); !ok {
 		t.Fatal(err)
 	}
-	rc := NewReconciler(ReconcilerConfig{Store: s, Resumers: map[string]Resumer{"op": panickingResumer{}}, MaxAttempts: 5,
+	op := testOperation("op", respond(http.StatusCreated, "", ""))
+	op.Resume = panickingResumer{}.Resume
+	ops, err := NewOperations(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := NewReconciler(ReconcilerConfig{Store: s, Operations: ops, MaxAttempts: 5,
 		Lease: time.Minute, Backoff: time.Second, TTL: time.Hour})
 	settled, err := rc.RunOnce(context.Background())
 	if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
@@ -110,21 +116,21 @@ func TestHandlerDeadlineEndsBeforeTheLease(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	const skew = 50 * time.Second // as if reserving had taken that long
 	first := true
-	g := New(Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
-		Consumer: func(echo.Context) string { return "c1" },
+	var deadline time.Time
+	op := testOperation("op", func(ctx context.Context) (Response, Outcome, error) {
+		deadline, _ = ctx.Deadline()
+		return Response{Status: http.StatusCreated, Body: []byte("ok")}, Outcome{}, nil
+	})
+	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
 		Now: func() time.Time {
 			if first { // the reading that starts the lease
 				first = false
 				return time.Now().Add(-skew)
 			}
 			return time.Now()
-		}})
+		}}, op)
 	e := echo.New()
-	var deadline time.Time
-	e.POST("/x", func(c echo.Context) error {
-		deadline, _ = c.Request().Context().Deadline()
-		return c.String(http.StatusCreated, "ok")
-	}, g.Middleware("op", Options{}))
+	e.POST("/x", op.Handler(g, headerCall))
 	req := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader("{}"))
 	req.Header.Set(HeaderKey, "k")
 	e.ServeHTTP(httptest.NewRecorder(), req)
@@ -140,7 +146,7 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connectio
 
 func TestUnreadableBodyIsTold(t *testing.T) {
 	h := newHarness(t, testdb.New(t, "sqlite"))
-	h.handler = func(c echo.Context) error { return c.NoContent(http.StatusCreated) }
+	h.run = respond(http.StatusCreated, "", "")
 	var got error
 	h.e.HTTPErrorHandler = func(err error, c echo.Context) { got = err; _ = c.NoContent(http.StatusBadRequest) }
 	req := httptest.NewRequest(http.MethodPost, "/things", failingReader{})

@@ -56,7 +56,8 @@ type IntentCounts struct {
 type IntentStats func(ctx context.Context) (IntentCounts, error)
 
 // New registers every family. operations are the guarded operations
-// (e.g. "licenses.store"); intents is read at each scrape (nil: none).
+// (e.g. "licenses.store"; more can be declared later with
+// DeclareOperations); intents is read at each scrape (nil: none).
 func New(operations []string, intents IntentStats) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := promFactory{m.reg}
@@ -80,11 +81,7 @@ func New(operations []string, intents IntentStats) *Metrics {
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(intentGauges{read: intents})
-	for _, op := range operations {
-		for _, o := range idempotencyOutcomes {
-			m.idempotency.WithLabelValues(op, o)
-		}
-	}
+	m.DeclareOperations(operations)
 	for _, r := range reconcileResults {
 		m.reconcile.WithLabelValues(r)
 	}
@@ -92,6 +89,17 @@ func New(operations []string, intents IntentStats) *Metrics {
 		m.vendorRequests.WithLabelValues(call, status)
 	}
 	return m
+}
+
+// DeclareOperations initialises the idempotency counters of operations
+// (the application's list of guarded operations) to 0 for every outcome, so
+// that each is exposed from start-up.
+func (m *Metrics) DeclareOperations(operations []string) {
+	for _, op := range operations {
+		for _, o := range idempotencyOutcomes {
+			m.idempotency.WithLabelValues(op, o)
+		}
+	}
 }
 
 // intentGauges are the gauges read from the database at each scrape, with

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,25 +45,28 @@ type Config struct {
 	TTL         time.Duration // how long a record lives
 	LockTimeout time.Duration // the lease of an executing request
 	Required    bool          // refuse writes without a key
-	// Consumer names the caller of a request; it scopes every key.
-	Consumer func(echo.Context) string
-	// RequestID is the request's id, kept as the record's correlation id.
-	RequestID func(echo.Context) string
-	// Requester names who asked (the token's id), kept with the record.
-	Requester func(echo.Context) string
-	Log       *slog.Logger     // nil: discard
-	Now       func() time.Time // nil: time.Now
+	// Operations are the application's guarded operations: the only ones
+	// the guard serves. Required.
+	Operations *Operations
+	Log        *slog.Logger     // nil: discard
+	Now        func() time.Time // nil: time.Now
 	// Observe, when set, counts each request's outcome (for metrics).
 	Observe func(operation, outcome string)
 }
 
-// Guard is the idempotency layer; Middleware mounts it on a route.
+// Guard is the idempotency layer: an Operation's Serve and Do run through it.
 type Guard struct {
 	cfg Config
 }
 
-// New returns a Guard.
-func New(cfg Config) *Guard {
+// New returns a Guard; it needs a Store and the application's Operations.
+func New(cfg Config) (*Guard, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("idempotency: New needs a Store")
+	case cfg.Operations == nil:
+		return nil, errors.New("idempotency: New needs the application's Operations")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -75,74 +79,18 @@ func New(cfg Config) *Guard {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 24 * time.Hour
 	}
-	if cfg.RequestID == nil {
-		cfg.RequestID = func(echo.Context) string { return "" }
-	}
-	if cfg.Requester == nil {
-		cfg.Requester = func(echo.Context) string { return "" }
-	}
 	if cfg.Observe == nil {
 		cfg.Observe = func(string, string) {}
 	}
-	return &Guard{cfg: cfg}
-}
-
-// Options tune one operation.
-type Options struct {
-	// Key, when set, is the intent's key, taken from the request itself for
-	// an operation whose intent the URL names (a revoke: the license's id);
-	// the Idempotency-Key header is then not read.
-	Key func(c echo.Context) string
-	// Bind parses and validates the request body, once, for both the
-	// fingerprint and the handler (which it hands the parsed request through
-	// c). It returns the canonical form of just the fields that make the
-	// intent, so that volatile metadata a client adds does not turn a retry
-	// into a conflict. An error is the answer as it is, given before any
-	// record is made. Nil: the intent is the whole canonical body.
-	Bind func(c echo.Context, body []byte) (intent []byte, err error)
-}
-
-// Middleware guards a write route as operation (e.g. "licenses.store"): the
-// work happens once per key, and every retry gets the first response back.
-func (g *Guard) Middleware(operation string, opts Options) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			key, err := g.key(c, opts)
-			if err != nil {
-				return err
-			}
-			body, err := readBody(c)
-			if err != nil {
-				return err
-			}
-			hash := bodyHash(c.Request().Method, c.Path(), body)
-			var prior lookup
-			if key != "" {
-				if prior = g.lookup(c, operation, key); prior.replayable(hash, g.now) {
-					// The fast path of a retry: the same bytes as the first
-					// execution, so the same intent; nothing to parse.
-					g.logOutcome(c, prior.rec, "replayed")
-					return replay(c, prior.rec)
-				}
-			}
-			rec, err := g.newRecord(c, operation, key, body, opts)
-			if err != nil {
-				return err
-			}
-			rec.BodyHash = &hash
-			if key == "" { // the server makes the key: the intent is on the record all the same
-				return g.unkeyed(c, next, rec)
-			}
-			return g.guard(c, next, rec, prior)
-		}
-	}
+	return &Guard{cfg: cfg}, nil
 }
 
 // key returns the request's Idempotency-Key: 1–255 visible ASCII characters,
-// given once. "" means none was given (and none is required).
-func (g *Guard) key(c echo.Context, opts Options) (string, error) {
-	if opts.Key != nil {
-		return opts.Key(c), nil
+// given once, or what keyFrom takes from the request when the operation's
+// intent is named by its URL. "" means none was given (and none is required).
+func (g *Guard) key(c echo.Context, keyFrom func(echo.Context) string) (string, error) {
+	if keyFrom != nil {
+		return keyFrom(c), nil
 	}
 	vals := c.Request().Header.Values(HeaderKey)
 	if len(vals) == 0 {
@@ -185,20 +133,6 @@ func readBody(c echo.Context) ([]byte, error) {
 	return b, nil
 }
 
-func (g *Guard) newRecord(c echo.Context, operation, key string, body []byte, opts Options) (*Record, error) {
-	canonical := Canonical(body)
-	intent := canonical
-	if opts.Bind != nil {
-		var err error
-		if intent, err = opts.Bind(c, body); err != nil {
-			return nil, err
-		}
-	}
-	sc := Scope{ConsumerID: g.cfg.Consumer(c), Operation: operation, Key: key}
-	return g.makeRecord(sc, Fingerprint(c.Request().Method, c.Path(), intent), canonical,
-		g.cfg.Requester(c), g.requestID(c)), nil
-}
-
 // makeRecord is the record a new execution of an intent reserves: processing,
 // under a lease that starts now.
 func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
@@ -226,18 +160,6 @@ func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedB
 // now is the clock, in UTC to the microsecond, as both databases store it.
 func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-func (g *Guard) requestID(c echo.Context) string { return g.cfg.RequestID(c) }
-
-// guard runs a keyed request through the state machine (run), and answers
-// a replay with the stored response.
-func (g *Guard) guard(c echo.Context, next echo.HandlerFunc, rec *Record, prior lookup) error {
-	stored, err := g.run(g.httpAttempt(c, next, rec, prior))
-	if stored != nil {
-		return replay(c, stored)
-	}
-	return err
-}
-
 // notRecorded is the answer when the store failed before the work began:
 // ErrNotRecorded (503, retry) when the database is unavailable for now; any
 // other failure is returned as it is (a bug is a 500, not "retry").
@@ -257,9 +179,9 @@ type lookup struct {
 	err  error
 }
 
-// lookup reads the record of the request's scope.
-func (g *Guard) lookup(c echo.Context, operation, key string) lookup {
-	rec, err := g.cfg.Store.Find(c.Request().Context(), Scope{ConsumerID: g.cfg.Consumer(c), Operation: operation, Key: key})
+// lookup reads the record of a scope, once, before the body is parsed.
+func (g *Guard) lookup(ctx context.Context, sc Scope) lookup {
+	rec, err := g.cfg.Store.Find(ctx, sc)
 	return lookup{done: true, rec: rec, err: err}
 }
 
@@ -272,24 +194,40 @@ func (l lookup) replayable(hash string, now func() time.Time) bool {
 		r.BodyHash != nil && *r.BodyHash == hash && !r.expired(now())
 }
 
-// ctxLogAttrs is where a request's idempotency outcome waits for its line.
-const ctxLogAttrs = "idempotency.log"
+// Note is what the guard decided for one request, for the request's one
+// log line: a digest of the key, never the key itself.
+type Note struct {
+	ConsumerID string
+	Operation  string
+	Outcome    string // executed, replayed, in_progress, mismatch, pending, released, taken_over, not_kept
+	VendorRef  string // the reference the vendor knows the intent by, when one is known
+	keyDigest  keyDigest
+}
 
-// logOutcome notes the request's idempotency outcome for its access-log line
-// (LogAttrs): a digest of the key, never the key itself. The last outcome
-// of a request is the one logged.
-func (g *Guard) logOutcome(c echo.Context, r *Record, outcome string) {
-	attrs := []slog.Attr{
-		slog.String("consumer_id", r.ConsumerID),
-		slog.String("operation", r.Operation),
-		slog.Any("key_digest", keyDigest{store: g.cfg.Store, key: r.Key}),
-		slog.String("outcome", outcome),
-	}
-	if r.ExternalRef != nil {
-		attrs = append(attrs, slog.String("vendor_ref", *r.ExternalRef))
-	}
-	c.Set(ctxLogAttrs, attrs)
+// note counts a decision on r and returns it as the request's Note.
+func (g *Guard) note(r *Record, outcome string) Note {
 	g.cfg.Observe(r.Operation, outcome)
+	return Note{ConsumerID: r.ConsumerID, Operation: r.Operation, Outcome: outcome,
+		VendorRef: deref(r.ExternalRef), keyDigest: keyDigest{store: g.cfg.Store, key: r.Key}}
+}
+
+// LogAttrs are the Note as log attributes (consumer_id, operation,
+// key_digest, outcome, vendor_ref); nil for a request the guard did not
+// decide (refused before its key was read).
+func (n Note) LogAttrs() []slog.Attr {
+	if n.Outcome == "" {
+		return nil
+	}
+	attrs := []slog.Attr{
+		slog.String("consumer_id", n.ConsumerID),
+		slog.String("operation", n.Operation),
+		slog.Any("key_digest", n.keyDigest),
+		slog.String("outcome", n.Outcome),
+	}
+	if n.VendorRef != "" {
+		attrs = append(attrs, slog.String("vendor_ref", n.VendorRef))
+	}
+	return attrs
 }
 
 // keyDigest is a key's digest (an HMAC), computed only when a handler
@@ -302,11 +240,3 @@ type keyDigest struct {
 
 // LogValue implements slog.LogValuer.
 func (d keyDigest) LogValue() slog.Value { return slog.StringValue(d.store.KeyDigest(d.key)) }
-
-// LogAttrs returns the request's idempotency outcome (consumer_id,
-// operation, key_digest, outcome, vendor_ref) for the one line the access
-// log writes per request; nil for a request the layer did not decide.
-func LogAttrs(c echo.Context) []slog.Attr {
-	a, _ := c.Get(ctxLogAttrs).([]slog.Attr)
-	return a
-}

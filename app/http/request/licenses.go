@@ -1,0 +1,78 @@
+package request
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// StoreLicense is the body of POST /api/licenses.
+type StoreLicense struct {
+	Name   string `json:"name"`
+	Domain string `json:"domain"`
+}
+
+// storeLicenseRules is the order of a create's validation rules.
+var storeLicenseRules = []string{"name", "domain"}
+
+// BindStoreLicense parses and validates a create, once: the validated input,
+// and the intent that fingerprints it — the name and the normalised domain,
+// so "ACME.test." and "acme.test" are one intent and extra fields a client
+// adds do not make a retry a conflict.
+//
+// Every field is checked, in rule order (name, then domain), and every
+// failing field is reported, as Laravel's validator does: a value of the
+// wrong JSON type is "The name field must be a string." and does not hide
+// the other fields' errors. The error is a *licenses.ValidationError.
+func BindStoreLicense(contentType string, body []byte) (licenses.Input, []byte, error) {
+	if err := CheckJSON(contentType); err != nil {
+		return licenses.Input{}, nil, err
+	}
+	raw, err := Object(body)
+	if err != nil {
+		return licenses.Input{}, nil, err
+	}
+	typeErrs := map[string]string{}
+	var req StoreLicense
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"name", &req.Name}, {"domain", &req.Domain}} {
+		if msg := String(raw, f.name, f.dst); msg != "" {
+			typeErrs[f.name] = msg
+		}
+	}
+	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
+	if err == nil && len(typeErrs) == 0 {
+		intent, err := json.Marshal(StoreLicense{Name: in.Name, Domain: in.Domain})
+		return in, intent, err
+	}
+	var verr *licenses.ValidationError
+	if err != nil && !errors.As(err, &verr) {
+		return licenses.Input{}, nil, err
+	}
+	out := &licenses.ValidationError{Fields: map[string][]string{}}
+	for _, name := range storeLicenseRules {
+		switch {
+		case typeErrs[name] != "":
+			out.Fields[name] = []string{typeErrs[name]}
+		case verr != nil && len(verr.Fields[name]) > 0:
+			out.Fields[name] = verr.Fields[name]
+		default:
+			continue
+		}
+		out.Order = append(out.Order, name)
+	}
+	return licenses.Input{}, nil, out
+}
+
+// StoredStoreLicense reads back the intent BindStoreLicense made, as a
+// record keeps it, for a create to be finished without its client.
+func StoredStoreLicense(intent []byte) (licenses.Input, error) {
+	var req StoreLicense
+	if err := json.Unmarshal(intent, &req); err != nil {
+		return licenses.Input{}, err
+	}
+	return licenses.Input{Name: req.Name, Domain: req.Domain}, nil
+}

@@ -1,0 +1,67 @@
+// Package request reads request bodies the way the API promises: JSON
+// only, one object, each field's type checked on its own, and Laravel's
+// validation rules in their order (Laravel's app/Http/Requests). It knows no
+// echo: it is handed the Content-Type and the bytes, and returns the domain's
+// input or an error that app/http's error boundary answers.
+package request
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"strings"
+)
+
+// Errors a body is refused with before any rule is checked.
+var (
+	// ErrMalformedJSON: the body is not one JSON object (400 malformed_json).
+	ErrMalformedJSON = errors.New("the request body is not valid JSON")
+	// ErrNotJSON: the Content-Type says the body is not JSON (415).
+	ErrNotJSON = errors.New("the request body is not JSON")
+)
+
+// CheckJSON refuses a body whose Content-Type says it is not JSON; no
+// Content-Type at all is taken as JSON.
+func CheckJSON(contentType string) error {
+	if contentType == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "application/json" && !hasJSONSuffix(mt) {
+		return ErrNotJSON
+	}
+	return nil
+}
+
+// hasJSONSuffix reports a structured syntax suffix of +json
+// (application/merge-patch+json), with a type before it.
+func hasJSONSuffix(mt string) bool { return len(mt) > 5 && strings.HasSuffix(mt, "+json") }
+
+// Object reads a body that must be one JSON object into its fields,
+// undecoded, so each field's type can be checked on its own.
+func Object(b []byte) (map[string]json.RawMessage, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		return nil, ErrMalformedJSON
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, ErrMalformedJSON
+	}
+	return raw, nil
+}
+
+// String reads the string field name of raw into dst: absent or null leaves
+// dst "" (the rules decide whether that is allowed); any other JSON type is
+// Laravel's "must be a string." message, returned ("" when none).
+func String(raw map[string]json.RawMessage, name string, dst *string) string {
+	v, ok := raw[name]
+	if !ok || string(v) == "null" {
+		return ""
+	}
+	if v[0] != '"' || json.Unmarshal(v, dst) != nil {
+		return "The " + name + " field must be a string."
+	}
+	return ""
+}

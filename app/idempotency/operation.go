@@ -1,0 +1,248 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Call is who asks for an operation's work: what the work knows of its
+// request beyond the input. The HTTP layer makes it from the principal; a
+// Do caller (a webhook, a job) makes its own.
+type Call struct {
+	ConsumerID string // scopes the key
+	TokenID    string // the token that asked, "" for none
+	RequestID  string // the request's id, kept as the record's correlation id
+}
+
+// Operation is a guarded write, declared once where its domain lives: its
+// name, how it binds its input, how it runs, and how a pending one is
+// resumed. The same value mounts its route (Serve), runs a call that is not
+// a request (Do), and is what the reconciler resumes by its name.
+type Operation[In any] struct {
+	// Name names the operation in records, logs and metrics
+	// ("licenses.store"). Unique among the application's operations.
+	Name string
+	// Key, when set, takes the intent's key from the request itself, for an
+	// operation whose intent the URL names (a revoke: the license's id); the
+	// Idempotency-Key header is then not read.
+	Key func(c echo.Context) string
+	// Bind parses and validates the request body, once: the input Run is
+	// handed, and the canonical form of just the fields that make the intent
+	// (its fingerprint), so that volatile metadata a client adds does not
+	// turn a retry into a conflict. A nil intent is the whole canonical body.
+	// An error is the answer as it is, given before any record is made. Nil
+	// Bind: the zero input, and the whole canonical body as the intent.
+	Bind func(c echo.Context, body []byte) (in In, intent []byte, err error)
+	// Run does the work as the intent's owner, detached from the client and
+	// within the work budget of the lease. A 2xx Response had an effect and
+	// is stored; an error that says the outcome is unknown (OutcomeUnknown)
+	// keeps the intent pending; any other error or status had no effect and
+	// releases the key. The Outcome is kept with the record, even beside an
+	// error (a pending intent is known by it).
+	Run func(ctx context.Context, call Call, in In) (Response, Outcome, error)
+	// Resume finishes a pending (or abandoned) intent of this operation for
+	// the reconciler, from its record. Required: an intent that can be
+	// pending must be finishable.
+	Resume func(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error)
+}
+
+// Declared is an Operation of any input type, as the guard, the reconciler
+// and the metrics see it. Only Operation implements it.
+type Declared interface {
+	// OperationName is the operation's Name.
+	OperationName() string
+	check() error
+	resumer() Resumer
+}
+
+// OperationName implements Declared.
+func (op Operation[In]) OperationName() string { return op.Name }
+
+func (op Operation[In]) check() error {
+	switch {
+	case op.Name == "":
+		return errors.New("an operation has no name")
+	case op.Run == nil:
+		return fmt.Errorf("operation %q has no Run", op.Name)
+	case op.Resume == nil:
+		return fmt.Errorf("operation %q has no Resume: a pending intent of it could never be finished", op.Name)
+	}
+	return nil
+}
+
+func (op Operation[In]) resumer() Resumer { return resumeFunc(op.Resume) }
+
+// resumeFunc adapts an Operation's Resume to the Resumer interface.
+type resumeFunc func(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error)
+
+// Resume implements Resumer.
+func (f resumeFunc) Resume(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error) {
+	return f(ctx, rec, mayCreate)
+}
+
+// Operations is the application's one list of guarded operations: the
+// guard serves only these, the reconciler resumes them by name, and the
+// metrics label by their names.
+type Operations struct {
+	names    []string
+	resumers map[string]Resumer
+}
+
+// NewOperations checks and lists the application's operations. Every one
+// needs a name no other has, a Run and a Resume; an error names the first
+// that has not, so that a wiring mistake stops the process at start-up, not
+// an intent an hour later.
+func NewOperations(ops ...Declared) (*Operations, error) {
+	o := &Operations{resumers: make(map[string]Resumer, len(ops))}
+	for _, op := range ops {
+		if err := op.check(); err != nil {
+			return nil, err
+		}
+		name := op.OperationName()
+		if _, dup := o.resumers[name]; dup {
+			return nil, fmt.Errorf("operation %q is declared twice", name)
+		}
+		o.names = append(o.names, name)
+		o.resumers[name] = op.resumer()
+	}
+	return o, nil
+}
+
+// Names are the operations' names, in declaration order.
+func (o *Operations) Names() []string { return slices.Clone(o.names) }
+
+// resumer is the Resumer of the operation named name.
+func (o *Operations) resumer(name string) (Resumer, bool) {
+	if o == nil {
+		return nil, false
+	}
+	r, ok := o.resumers[name]
+	return r, ok
+}
+
+// MustServe panics unless op is one of g's operations: a route mounted for
+// an operation the application did not declare is a wiring mistake, found
+// when the routes are built, not when an intent of it waits for a resumer.
+func (g *Guard) MustServe(op Declared) {
+	if _, ok := g.cfg.Operations.resumer(op.OperationName()); !ok {
+		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", op.OperationName()))
+	}
+}
+
+// Handler is op's route handler on g, for a caller that has its Call and
+// nothing to note (tests, small servers); app/http uses Serve.
+func (op Operation[In]) Handler(g *Guard, call func(echo.Context) Call) echo.HandlerFunc {
+	g.MustServe(op)
+	return func(c echo.Context) error {
+		_, err := op.Serve(g, c, call(c))
+		return err
+	}
+}
+
+// Serve runs one request for op through the guard: the key and the body
+// are read, a retry with the same bytes is replayed at once, the body is
+// bound once, the intent is reserved (or the existing record answered), Run
+// runs as its owner and its response is written and settled. It returns
+// what the guard decided, for the request's log line, and the error the
+// error boundary answers with (nil: a response was written).
+func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error) {
+	key, err := g.key(c, op.Key)
+	if err != nil {
+		return Note{}, err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return Note{}, err
+	}
+	req := c.Request()
+	hash := bodyHash(req.Method, c.Path(), body)
+	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
+	var prior lookup
+	if key != "" {
+		if prior = g.lookup(req.Context(), sc); prior.replayable(hash, g.now) {
+			// The fast path of a retry: the same bytes as the first
+			// execution, so the same intent; nothing to parse.
+			return g.note(prior.rec, "replayed"), replay(c, prior.rec)
+		}
+	}
+	in, intent, err := op.bind(c, body)
+	if err != nil {
+		return Note{}, err
+	}
+	canonical := Canonical(body)
+	if intent == nil {
+		intent = canonical
+	}
+	rec := g.makeRecord(sc, Fingerprint(req.Method, c.Path(), intent), canonical, call.TokenID, call.RequestID)
+	rec.BodyHash = &hash
+	var resp Response
+	a := &attempt{rec: rec, prior: prior, parent: req.Context(), requestID: call.RequestID,
+		work: func(ctx context.Context) (Response, Outcome, error) {
+			var o Outcome
+			var err error
+			resp, o, err = op.Run(ctx, call, in)
+			return resp, o, err
+		}}
+	var stored *Record
+	if key == "" { // the server makes the key: the intent is on the record all the same
+		err = g.unkeyed(a)
+	} else {
+		stored, err = g.run(a)
+	}
+	switch {
+	case stored != nil:
+		return a.noted, replay(c, stored)
+	case err != nil:
+		return a.noted, err
+	}
+	return a.noted, write(c, resp)
+}
+
+// bind is op.Bind, or the zero input when the operation has none.
+func (op Operation[In]) bind(c echo.Context, body []byte) (In, []byte, error) {
+	if op.Bind == nil {
+		var zero In
+		return zero, nil, nil
+	}
+	return op.Bind(c, body)
+}
+
+// Do runs op once for the intent its key names, for work that is not an
+// HTTP request (a webhook, a queue job), through Guard.Do: in is Run's
+// input and intent what fingerprints it and is stored for Resume. It
+// returns the response Run gave, or the stored one with replayed true.
+func (op Operation[In]) Do(ctx context.Context, g *Guard, call Call, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
+	g.MustServe(op)
+	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
+	res, replayed, err := g.Do(ctx, sc, intent, func(ctx context.Context) (DoResult, error) {
+		r, o, err := op.Run(ctx, call, in)
+		if err != nil {
+			return DoResult{Outcome: o}, err
+		}
+		return DoResult{Status: r.Status, Body: r.Body, Outcome: o}, nil
+	})
+	return Response{Status: res.Status, Body: res.Body}, replayed, err
+}
+
+// write answers with the response Run gave.
+func write(c echo.Context, r Response) error {
+	h := c.Response().Header()
+	for name, v := range r.Headers {
+		h.Set(name, v)
+	}
+	status := r.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	c.Response().WriteHeader(status)
+	if len(r.Body) == 0 {
+		return nil
+	}
+	_, err := c.Response().Write(r.Body)
+	return err
+}

@@ -1,0 +1,57 @@
+// Package operations declares licensor's guarded writes, each once: its
+// name, how it binds its input, how it runs, and how a pending one is
+// resumed. The bootstrap hands the one list (Set.List) to the guard, the
+// reconciler and the metrics, and the Set to app/http, whose routes serve its
+// typed values. Adding a guarded operation is one declaration here and its
+// route.
+package operations
+
+import (
+	"context"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// Set is the application's guarded operations, typed by their input.
+type Set struct {
+	// StoreLicense is POST /api/licenses: "licenses.store".
+	StoreLicense idempotency.Operation[licenses.Input]
+	// RevokeLicense is DELETE /api/licenses/{id}: "licenses.destroy", keyed
+	// by the license's id.
+	RevokeLicense idempotency.Operation[string]
+	// VendorEvent applies one of the vendor's webhook events, once per event
+	// id: "webhooks.vendor".
+	VendorEvent idempotency.Operation[licenses.VendorEvent]
+}
+
+// New declares the operations on the licenses service they run.
+func New(svc *licenses.Service) Set {
+	return Set{
+		StoreLicense:  storeLicense(svc),
+		RevokeLicense: revokeLicense(svc),
+		VendorEvent:   vendorEvent(svc),
+	}
+}
+
+// List is every operation of the set, as the guard, the reconciler and the
+// metrics take them.
+func (s Set) List() []idempotency.Declared {
+	return []idempotency.Declared{s.StoreLicense, s.RevokeLicense, s.VendorEvent}
+}
+
+// requestActor names the request and its token as the actor of what the
+// licenses service records for call.
+func requestActor(ctx context.Context, call idempotency.Call) context.Context {
+	return licenses.WithActor(ctx, licenses.Actor{Name: call.RequestID, TokenID: call.TokenID})
+}
+
+// reconcilerActor names the reconciler, on behalf of the token that asked,
+// in the audit trail of what it does for rec.
+func reconcilerActor(ctx context.Context, rec *idempotency.Record) context.Context {
+	a := licenses.Actor{Name: licenses.ActorReconciler}
+	if rec.RequestedBy != nil {
+		a.TokenID = *rec.RequestedBy
+	}
+	return licenses.WithActor(ctx, a)
+}

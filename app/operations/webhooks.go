@@ -1,0 +1,90 @@
+package operations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// VendorConsumer is the consumer the vendor's events are recorded under,
+// beside (never among) the consumers' own intents.
+const VendorConsumer = "vendor"
+
+// Received is the answer to every event taken: applied now, applied before,
+// or of a type licensor does not act on.
+var Received = idempotency.Response{Status: http.StatusOK,
+	Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"received":true}`)}
+
+// ErrNotAnEvent is ParseVendorEvent's answer to a body that is not a
+// vendor event.
+var ErrNotAnEvent = errors.New("the body is not a vendor event")
+
+// vendorEvent applies one of the vendor's events to the license of its site.
+// Its intent is the event's body, so a pending one (whose owner died) is
+// finished from the record alone.
+func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEvent] {
+	apply := func(ctx context.Context, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
+		o := idempotency.Outcome{ResourceType: "site", ExternalRef: ev.Site.ID}
+		_, err := svc.ApplyVendorEvent(ctx, ev)
+		if errors.Is(err, licenses.ErrUnknownEventType) {
+			err = nil // taken, not acted on: the vendor may add types
+		}
+		if err != nil {
+			return idempotency.Response{}, o, err
+		}
+		return Received, o, nil
+	}
+	return idempotency.Operation[licenses.VendorEvent]{
+		Name: "webhooks.vendor",
+		Run: func(ctx context.Context, _ idempotency.Call, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
+			return apply(ctx, ev)
+		},
+		Resume: func(ctx context.Context, rec *idempotency.Record, _ bool) (idempotency.Resumption, error) {
+			ev, err := ParseVendorEvent(rec.RequestBody)
+			if err != nil {
+				return idempotency.Resumption{}, fmt.Errorf("%w: stored event: %w", idempotency.ErrAbandon, err)
+			}
+			resp, o, err := apply(ctx, ev)
+			if err != nil {
+				return idempotency.Resumption{}, err
+			}
+			return idempotency.Resumption{Done: true, Response: resp, Outcome: o}, nil
+		},
+	}
+}
+
+// wireEvent is a vendor webhook's body.
+type wireEvent struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
+		Site *struct {
+			ID         string `json:"id"`
+			Name       string `json:"name"`
+			Domain     string `json:"domain"`
+			LicenseKey string `json:"license_key"`
+			Status     string `json:"status"`
+		} `json:"site"`
+	} `json:"data"`
+}
+
+// ParseVendorEvent reads a vendor webhook's body: an event with an id, a
+// type, a creation time and a site with an id; ErrNotAnEvent otherwise.
+func ParseVendorEvent(body []byte) (licenses.VendorEvent, error) {
+	var ev wireEvent
+	if json.Unmarshal(body, &ev) != nil || ev.ID == "" || ev.Type == "" || ev.Created <= 0 || ev.Data.Site == nil || ev.Data.Site.ID == "" {
+		return licenses.VendorEvent{}, ErrNotAnEvent
+	}
+	site := ev.Data.Site
+	return licenses.VendorEvent{
+		ID: ev.ID, Type: ev.Type, At: time.Unix(ev.Created, 0),
+		Site: licenses.Site{ID: site.ID, Name: site.Name, Domain: site.Domain, LicenseKey: site.LicenseKey, Status: site.Status},
+	}, nil
+}
