@@ -66,6 +66,8 @@ var sqliteUnavailable = map[int]bool{
 
 // IsUnavailable reports whether err means the database is unavailable for
 // now (see UnavailableError), as opposed to a bug or a refused statement.
+// IsUnreachable is the part of it that concerns the whole database, not
+// one statement.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
