@@ -21,6 +21,10 @@ type UnavailableError struct {
 	Err error
 }
 
+// UnavailableError implements the unavailable interfaces of app/http and
+// app/idempotency.
+var _ interface{ Unavailable() bool } = (*UnavailableError)(nil)
+
 func (e *UnavailableError) Error() string { return "database unavailable: " + e.Err.Error() }
 
 // Unwrap exposes the driver's error.
@@ -99,6 +103,8 @@ func IsUnavailable(err error) bool {
 type classifying struct {
 	gorm.Dialector
 }
+
+var _ gorm.ErrorTranslator = classifying{}
 
 // Translate implements gorm.ErrorTranslator.
 func (d classifying) Translate(err error) error {
