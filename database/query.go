@@ -117,6 +117,11 @@ func Time(t **time.Time) sql.Scanner { return timeScanner{dst: t, nullable: true
 // NotNullTime is Time for a NOT NULL column.
 func NotNullTime(t *time.Time) sql.Scanner { return notNullTime{dst: t} }
 
+var (
+	_ sql.Scanner = timeScanner{}
+	_ sql.Scanner = notNullTime{}
+)
+
 type timeScanner struct {
 	dst      **time.Time
 	nullable bool
@@ -184,6 +189,8 @@ func parseTime(v any) (time.Time, error) {
 type timeoutPlugin time.Duration
 
 const timeoutPluginName = "licensor:statement-timeout"
+
+var _ gorm.Plugin = timeoutPlugin(0)
 
 func (timeoutPlugin) Name() string              { return timeoutPluginName }
 func (timeoutPlugin) Initialize(*gorm.DB) error { return nil }

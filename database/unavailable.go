@@ -21,6 +21,10 @@ type UnavailableError struct {
 	Err error
 }
 
+// UnavailableError implements the unavailable interfaces of app/http and
+// app/idempotency.
+var _ interface{ Unavailable() bool } = (*UnavailableError)(nil)
+
 func (e *UnavailableError) Error() string { return "database unavailable: " + e.Err.Error() }
 
 // Unwrap exposes the driver's error.
@@ -66,6 +70,8 @@ var sqliteUnavailable = map[int]bool{
 
 // IsUnavailable reports whether err means the database is unavailable for
 // now (see UnavailableError), as opposed to a bug or a refused statement.
+// IsUnreachable is the part of it that concerns the whole database, not
+// one statement.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
@@ -97,6 +103,8 @@ func IsUnavailable(err error) bool {
 type classifying struct {
 	gorm.Dialector
 }
+
+var _ gorm.ErrorTranslator = classifying{}
 
 // Translate implements gorm.ErrorTranslator.
 func (d classifying) Translate(err error) error {

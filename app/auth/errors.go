@@ -22,6 +22,9 @@ type ValidationError struct {
 	Fields map[string][]string
 }
 
+// ValidationError implements app/http's fieldErrors.
+var _ interface{ FieldErrors() map[string][]string } = (*ValidationError)(nil)
+
 func (e *ValidationError) Error() string {
 	var msgs []string
 	for _, field := range slices.Sorted(maps.Keys(e.Fields)) {

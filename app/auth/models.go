@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm/schema"
 )
 
 // Consumer is a caller of the API: a shop or SaaS back end, named by an admin.
@@ -30,6 +32,8 @@ type Token struct {
 	UpdatedAt  time.Time
 }
 
+var _ schema.Tabler = Token{}
+
 // TableName is Laravel Sanctum's table name.
 func (Token) TableName() string { return "personal_access_tokens" }
 
@@ -40,6 +44,8 @@ func (t Token) Live(now time.Time) bool {
 
 // Abilities is a token's list of abilities.
 type Abilities []string
+
+var _ json.Marshaler = Abilities{}
 
 // MarshalJSON renders nil as [] rather than null.
 func (a Abilities) MarshalJSON() ([]byte, error) {

@@ -249,7 +249,7 @@ func (a *App) rateLimiter() *ratelimit.Limiter {
 		Shared:      a.DB.Dialector.Name() == database.MySQL,
 		DB:          a.DB,
 		Retry:       database.RetryOnConflict,
-		Unavailable: database.IsDown,
+		Unavailable: database.IsUnreachable,
 		Log:         a.Log,
 	})
 }

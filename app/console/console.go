@@ -200,9 +200,9 @@ func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	return cfg, NewLogger(cfg, e.stderr), nil
 }
 
-// openBase loads the configuration and opens the Base: what a command needs
-// that touches the database but not the vendor.
-func openBase(ctx context.Context, e env) (*Base, error) {
+// loadBase loads the configuration, then opens the Base (OpenBase): what a
+// command needs that touches the database but not the vendor.
+func loadBase(ctx context.Context, e env) (*Base, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
 		return nil, err
@@ -210,8 +210,9 @@ func openBase(ctx context.Context, e env) (*Base, error) {
 	return OpenBase(ctx, cfg, log, Overrides{})
 }
 
-// bootstrap loads the configuration and builds the whole application.
-func bootstrap(ctx context.Context, e env) (*App, error) {
+// loadApp loads the configuration, then builds the whole application
+// (Bootstrap).
+func loadApp(ctx context.Context, e env) (*App, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
 		return nil, err

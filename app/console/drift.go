@@ -24,7 +24,7 @@ func drift(ctx context.Context, e env) error {
 	if fs.NArg() > 0 {
 		return usagef("drift: unexpected argument %q", fs.Arg(0))
 	}
-	a, err := bootstrap(ctx, e)
+	a, err := loadApp(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -214,7 +214,7 @@ func oneID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
 // withIntents opens the Base (the migrated database, no vendor) and runs
 // fn with it.
 func withIntents(ctx context.Context, e env, fn func(*Base) error) error {
-	b, err := openBase(ctx, e)
+	b, err := loadBase(ctx, e)
 	if err != nil {
 		return err
 	}

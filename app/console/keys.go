@@ -69,7 +69,7 @@ func keysCmd(ctx context.Context, e env) error {
 	if *batch < 1 {
 		return usagef("keys rotate: --batch must be at least 1")
 	}
-	b, err := openBase(ctx, e)
+	b, err := loadBase(ctx, e)
 	if err != nil {
 		return err
 	}

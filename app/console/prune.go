@@ -12,7 +12,7 @@ func prune(ctx context.Context, e env) error {
 	if ok, err := noArgs(e, "prune", summary); !ok {
 		return err
 	}
-	b, err := openBase(ctx, e)
+	b, err := loadBase(ctx, e)
 	if err != nil {
 		return err
 	}

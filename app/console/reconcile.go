@@ -13,7 +13,7 @@ func reconcile(ctx context.Context, e env) error {
 	if ok, err := noArgs(e, "reconcile", summary); !ok {
 		return err
 	}
-	a, err := bootstrap(ctx, e)
+	a, err := loadApp(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ func tokenRevoke(ctx context.Context, e env) error {
 // withAuth opens the Base (the migrated database, no vendor) and runs fn
 // with its token service.
 func withAuth(ctx context.Context, e env, fn func(*auth.Service) error) error {
-	b, err := openBase(ctx, e)
+	b, err := loadBase(ctx, e)
 	if err != nil {
 		return err
 	}

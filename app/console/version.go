@@ -62,6 +62,8 @@ func buildVersionOf(bi *debug.BuildInfo, ok bool) buildVersion {
 	return v
 }
 
+var _ fmt.Stringer = buildVersion{}
+
 // UserAgent is the User-Agent the vendor driver sends: licensor/<Version>.
 func (v buildVersion) UserAgent() string { return "licensor/" + v.Version }
 

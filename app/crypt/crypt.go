@@ -178,6 +178,11 @@ func (c *Cipher) Digest(s string) string {
 	return hex.EncodeToString(m.Sum(nil)[:digestBytes])
 }
 
+var (
+	_ fmt.Stringer   = (*Cipher)(nil)
+	_ fmt.GoStringer = (*Cipher)(nil)
+)
+
 // String keeps the keys out of any log line a Cipher is printed in.
 func (c *Cipher) String() string { return "crypt.Cipher{keys: redacted}" }
 

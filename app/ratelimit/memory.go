@@ -21,6 +21,8 @@ type memoryEntry struct {
 	hits   int64
 }
 
+var _ counter = (*memoryCounter)(nil)
+
 func newMemoryCounter() *memoryCounter {
 	return &memoryCounter{entries: map[string]memoryEntry{}}
 }

@@ -11,15 +11,10 @@ import (
 
 // sqlCounter counts in the rate_limits table: one row per consumer and
 // window, one upsert per request, which every replica on the database
-// shares.
-//
-// On MySQL / MariaDB the upsert hands back the new count in the same round
-// trip: hits is set through LAST_INSERT_ID(expr), whose value the server
-// sends to the client in the statement's OK packet as the insert id
-// (sql.Result.LastInsertId). The row lock the upsert takes makes the
-// increments of concurrent requests queue, so each sees its own count. On
-// SQLite (used by tests alone: in production SQLite counts in memory),
-// RETURNING does the same.
+// shares. The statements are package database's (database.HitRateWindow and
+// database.PruneRateWindows), which this package, importing nothing of the
+// module, finds on the dialector of the database it is given (see
+// windowStatements).
 //
 // Rows of windows that are over are deleted opportunistically: the first
 // request of each window in each process deletes one small batch of the rows
@@ -27,44 +22,41 @@ import (
 // while a batch comes back full the next request deletes another.
 type sqlCounter struct {
 	cfg    Config
-	mysql  bool
-	pruned atomic.Int64 // the window (Unix seconds) up to which this process has pruned
+	stmts  windowStatements // nil: the database offers none
+	pruned atomic.Int64     // the window (Unix seconds) up to which this process has pruned
 }
+
+// windowStatements are the rate_limits table's statements, which the
+// dialector of every database package database opens implements: one hit
+// that sets *hits to the window's count, and one batch of a prune whose
+// RowsAffected says how many rows it deleted. Each is one statement, safe
+// to run again after a lock conflict.
+type windowStatements interface {
+	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB
+	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
+}
+
+var _ counter = (*sqlCounter)(nil)
 
 func newSQLCounter(cfg Config) *sqlCounter {
-	return &sqlCounter{cfg: cfg, mysql: cfg.DB.Dialector.Name() == "mysql"}
+	stmts, _ := cfg.DB.Dialector.(windowStatements)
+	return &sqlCounter{cfg: cfg, stmts: stmts}
 }
 
-const (
-	mysqlUpsert = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, LAST_INSERT_ID(1)) " +
-		"ON DUPLICATE KEY UPDATE hits = LAST_INSERT_ID(hits + 1)"
-	sqliteUpsert = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, 1) " +
-		"ON CONFLICT (consumer_id, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits"
-	mysqlPrune  = "DELETE FROM rate_limits WHERE window_start < ? LIMIT ?"
-	sqlitePrune = "DELETE FROM rate_limits WHERE rowid IN (SELECT rowid FROM rate_limits WHERE window_start < ? LIMIT ?)"
-)
-
-var errNoCount = errors.New("ratelimit: the upsert returned no count")
+// errNoStatements is a database not opened by package database, which
+// offers no rate_limits statements.
+var errNoStatements = errors.New("ratelimit: the database offers no rate_limits statements")
 
 func (s *sqlCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
+	if s.stmts == nil {
+		return 0, errNoStatements
+	}
 	var hits int64
 	res := s.cfg.Retry(ctx, func() *gorm.DB {
-		db := s.cfg.DB.WithContext(ctx)
-		if !s.mysql {
-			return db.Raw(sqliteUpsert, consumer, window).Scan(&hits)
-		}
-		r := gorm.WithResult()
-		tx := db.Clauses(r).Exec(mysqlUpsert, consumer, window)
-		if tx.Error == nil {
-			hits, tx.Error = r.Result.LastInsertId()
-		}
-		return tx
+		return s.stmts.HitRateWindow(ctx, s.cfg.DB, consumer, window, &hits)
 	})
 	if res.Error != nil {
 		return 0, res.Error
-	}
-	if hits < 1 { // a server that did not send the count back
-		return 0, errNoCount
 	}
 	s.prune(ctx, window)
 	return hits, nil
@@ -78,13 +70,9 @@ func (s *sqlCounter) prune(ctx context.Context, window time.Time) {
 	if now <= last || !s.pruned.CompareAndSwap(last, now) {
 		return
 	}
-	stmt := sqlitePrune
-	if s.mysql {
-		stmt = mysqlPrune
-	}
 	before := window.Add(-Window)
 	res := s.cfg.Retry(ctx, func() *gorm.DB {
-		return s.cfg.DB.WithContext(ctx).Exec(stmt, before, s.cfg.PruneBatch)
+		return s.stmts.PruneRateWindows(ctx, s.cfg.DB, before, s.cfg.PruneBatch)
 	})
 	switch {
 	case res.Error != nil:

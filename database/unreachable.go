@@ -9,7 +9,7 @@ import (
 // MySQL errors IsUnavailable counts that leave the database serving other
 // statements: a lost lock conflict on one row, and a read-only server, which
 // still answers reads.
-var mysqlNotDown = map[uint16]bool{
+var mysqlReachable = map[uint16]bool{
 	1205: true, // lock wait timeout
 	1213: true, // deadlock
 	1290: true, // running with --read-only
@@ -17,29 +17,30 @@ var mysqlNotDown = map[uint16]bool{
 }
 
 // SQLite result codes IsUnavailable counts that leave reads working.
-var sqliteNotDown = map[int]bool{
+var sqliteReachable = map[int]bool{
 	8:  true, // SQLITE_READONLY
 	13: true, // SQLITE_FULL
 }
 
-// IsDown reports whether err means the database is unavailable in general,
-// for any statement: it cannot be reached, did not answer in time, has no
-// connection left or is shutting down. It is IsUnavailable without the
+// IsUnreachable reports whether err means that no statement gets through
+// to the database now: it cannot be reached, did not answer in time, has no
+// connection left or is shutting down. It is the part of IsUnavailable that
+// concerns the whole database: IsUnavailable ("retry later") also counts the
 // errors that concern one statement or one kind of statement (a lock
 // conflict, a read-only or full database), after which a read may still
-// succeed. The rate limiter's write fails open on those, and fails the
-// request on these.
-func IsDown(err error) bool {
+// succeed; IsUnreachable counts none of those. The rate limiter's write
+// fails open on those, and fails the request on these.
+func IsUnreachable(err error) bool {
 	if !IsUnavailable(err) {
 		return false
 	}
 	var me *mysqldriver.MySQLError
 	if errors.As(err, &me) {
-		return !mysqlNotDown[me.Number]
+		return !mysqlReachable[me.Number]
 	}
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
-		return !sqliteNotDown[coded.Code()&0xff]
+		return !sqliteReachable[coded.Code()&0xff]
 	}
 	return true
 }

@@ -9,7 +9,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 )
 
-func TestIsDown(t *testing.T) {
+func TestIsUnreachable(t *testing.T) {
 	for err, want := range map[error]bool{
 		&UnavailableError{Err: context.DeadlineExceeded}:              true,
 		context.DeadlineExceeded:                                      true,
@@ -24,11 +24,11 @@ func TestIsDown(t *testing.T) {
 		errors.New("boom"): false,
 		&UnavailableError{Err: errors.New("sql: database is closed")}: true,
 	} {
-		if got := IsDown(err); got != want {
-			t.Errorf("IsDown(%v) = %v, want %v", err, got, want)
+		if got := IsUnreachable(err); got != want {
+			t.Errorf("IsUnreachable(%v) = %v, want %v", err, got, want)
 		}
 	}
-	if IsDown(nil) {
-		t.Error("IsDown(nil) = true")
+	if IsUnreachable(nil) {
+		t.Error("IsUnreachable(nil) = true")
 	}
 }

@@ -1,0 +1,84 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The rate_limits table holds one row per consumer and counting window
+// (its start), with the window's hits: the rate limiter's count, shared by
+// every replica on the database.
+const (
+	mysqlRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, LAST_INSERT_ID(1)) " +
+		"ON DUPLICATE KEY UPDATE hits = LAST_INSERT_ID(hits + 1)"
+	sqliteRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, 1) " +
+		"ON CONFLICT (consumer_id, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits"
+	mysqlRatePrune  = "DELETE FROM rate_limits WHERE window_start < ? LIMIT ?"
+	sqliteRatePrune = "DELETE FROM rate_limits WHERE rowid IN (SELECT rowid FROM rate_limits WHERE window_start < ? LIMIT ?)"
+)
+
+var errNoRateCount = errors.New("database: the rate_limits upsert returned no count")
+
+// HitRateWindow counts one more hit of consumer in the window starting at
+// window, in the rate_limits table, and sets *hits to the window's count,
+// this hit included. It is one upsert, one round trip, and safe to run again
+// after a lock conflict (RetryOnConflict); the *gorm.DB it returns carries
+// its Error.
+//
+// On MySQL / MariaDB the upsert hands back the new count through
+// LAST_INSERT_ID(expr), whose value the server sends to the client in the
+// statement's OK packet as the insert id (sql.Result.LastInsertId). The row
+// lock the upsert takes makes the hits of concurrent requests queue, so each
+// sees its own count. On SQLite, RETURNING does the same. A server that
+// sends no count back is an error.
+func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB {
+	db = db.WithContext(ctx)
+	var tx *gorm.DB
+	if db.Dialector.Name() == MySQL {
+		r := gorm.WithResult()
+		tx = db.Clauses(r).Exec(mysqlRateHit, consumer, window)
+		if tx.Error == nil {
+			*hits, tx.Error = r.Result.LastInsertId()
+		}
+	} else {
+		tx = db.Raw(sqliteRateHit, consumer, window).Scan(hits)
+	}
+	if tx.Error == nil && *hits < 1 {
+		tx.Error = errNoRateCount
+	}
+	return tx
+}
+
+// PruneRateWindows deletes at most limit rows of the rate_limits table whose
+// window started before before; the *gorm.DB it returns carries its Error
+// and, in RowsAffected, how many it deleted. It is one statement, safe to
+// run again after a lock conflict (RetryOnConflict).
+func PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB {
+	stmt := sqliteRatePrune
+	if db.Dialector.Name() == MySQL {
+		stmt = mysqlRatePrune
+	}
+	return db.WithContext(ctx).Exec(stmt, before, limit)
+}
+
+// The dialector implements app/ratelimit's windowStatements.
+var _ interface {
+	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB
+	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
+} = classifying{}
+
+// HitRateWindow is the package function, offered by the dialector of every
+// database Open returns to the packages that speak GORM but may not import
+// this one (app/ratelimit).
+func (classifying) HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB {
+	return HitRateWindow(ctx, db, consumer, window, hits)
+}
+
+// PruneRateWindows is the package function, offered by the dialector like
+// HitRateWindow.
+func (classifying) PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB {
+	return PruneRateWindows(ctx, db, before, limit)
+}
