@@ -32,15 +32,3 @@ func ProbeWrite(ctx context.Context, db *gorm.DB, now time.Time) error {
 	}
 	return db.Delete(&readinessProbe{}, "id = ?", probe.ID).Error
 }
-
-// The dialector implements app/http's writeProber.
-var _ interface {
-	ProbeWrite(ctx context.Context, db *gorm.DB, now time.Time) error
-} = classifying{}
-
-// ProbeWrite is the package function, offered by the dialector of every
-// database Open returns to the packages that speak GORM but may not import
-// this one (app/http's /readyz).
-func (classifying) ProbeWrite(ctx context.Context, db *gorm.DB, now time.Time) error {
-	return ProbeWrite(ctx, db, now)
-}

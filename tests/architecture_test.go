@@ -30,7 +30,8 @@ var rules = []rule{
 	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
 	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
-	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database"}},
+	// app/http speaks no SQL: no GORM, no database package, no driver.
+	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database", "gorm.io"}},
 	// The API's JSON representations, shared by app/http and app/console: the types they present, nothing else.
 	{"app/http/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/auth", module + "/app/vendorclient",
 		module + "/app/metrics", module + "/app/ratelimit", module + "/app/crypt", module + "/config", module + "/database", module + "/client"}},

@@ -4,12 +4,12 @@
 package http
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -21,7 +21,9 @@ import (
 
 // Deps is everything the HTTP layer needs; main fills it in.
 type Deps struct {
-	DB       *gorm.DB
+	// Ready proves the database takes a write (a probe row written and
+	// deleted: database.ProbeWrite), for /readyz.
+	Ready    func(ctx context.Context) error
 	Log      *slog.Logger
 	MaxBody  int64 // request body limit in bytes
 	Auth     *auth.Service
@@ -51,7 +53,7 @@ type Deps struct {
 
 // Server holds the dependencies the handlers use.
 type Server struct {
-	db       *gorm.DB
+	ready    func(ctx context.Context) error
 	log      *slog.Logger
 	auth     *auth.Service
 	licenses *licenses.Service
@@ -74,7 +76,7 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{db: d.DB, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
+	s := &Server{ready: d.Ready, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
 		guard: d.Guard, ops: d.Operations, store: d.Intents, now: d.Now,
 		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets}
 	e := echo.New()
