@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -315,6 +316,8 @@ type orderedErrors struct {
 	fields map[string][]string
 	order  []string
 }
+
+var _ json.Marshaler = (*orderedErrors)(nil)
 
 // MarshalJSON writes the object key by key, in order.
 func (o *orderedErrors) MarshalJSON() ([]byte, error) {

@@ -14,6 +14,8 @@ import (
 // request, by the reconciler, is byte for byte what a handler sends.
 type jsonSerializer struct{}
 
+var _ echo.JSONSerializer = jsonSerializer{}
+
 // Serialize writes i as JSON; indent is honoured for ?pretty.
 func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
 	b, err := marshalJSON(i)

@@ -61,6 +61,8 @@ type loggedContext struct {
 	idempotency idempotency.Note
 }
 
+var _ echo.Context = (*loggedContext)(nil)
+
 // noteIdempotency keeps the guard's decision for the request's log line.
 func noteIdempotency(c echo.Context, n idempotency.Note) {
 	if lc, ok := c.(*loggedContext); ok {

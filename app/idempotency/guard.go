@@ -240,3 +240,5 @@ type keyDigest struct {
 
 // LogValue implements slog.LogValuer.
 func (d keyDigest) LogValue() slog.Value { return slog.StringValue(d.store.KeyDigest(d.key)) }
+
+var _ slog.LogValuer = keyDigest{}

@@ -30,6 +30,13 @@ func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
 // FieldOrder returns the fields with errors, in rule order.
 func (e *ValidationError) FieldOrder() []string { return e.Order }
 
+// app/http's error boundary declares these: a validation error answers 422
+// with its fields, in rule order.
+var (
+	_ interface{ FieldErrors() map[string][]string } = (*ValidationError)(nil)
+	_ interface{ FieldOrder() []string }             = (*ValidationError)(nil)
+)
+
 // add notes msg on field, keeping the order fields first failed in.
 func (e *ValidationError) add(field, msg string) {
 	if e.Fields == nil {

@@ -128,6 +128,13 @@ func (e *UncertainError) OutcomeUnknown() bool { return true }
 // domain (the natural key), since no site id is known yet.
 func (e *UncertainError) ExternalRef() string { return e.Domain }
 
+// An uncertain error tells the idempotency layer, which declares these
+// interfaces, that the outcome is unknown and what the intent is known by.
+var (
+	_ interface{ OutcomeUnknown() bool } = (*UncertainError)(nil)
+	_ interface{ ExternalRef() string }  = (*UncertainError)(nil)
+)
+
 func errText(err error) string {
 	if err == nil {
 		return "no detail"
