@@ -14,12 +14,9 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 )
-
-// intentStatuses are the statuses --status accepts, in an intent's order.
-var intentStatuses = []string{idempotency.StatusPending, idempotency.StatusProcessing,
-	idempotency.StatusCompleted, idempotency.StatusFailed}
 
 // intentsCmd is `licensor intents list|show|retry|digest`: the operator's view of
 // the idempotency records. It never shows a raw key, a token or a stored
@@ -53,11 +50,11 @@ func intentsList(ctx context.Context, e env) error {
 		if o.olderThan > 0 {
 			f.Before = b.now().UTC().Add(-o.olderThan)
 		}
-		views, total, err := findIntents(ctx, e, b, f, o.consumer)
+		intents, names, total, err := findIntents(ctx, e, b, f, o.consumer)
 		if err != nil {
 			return err
 		}
-		if err := writeIntents(e.stdout, views, o.json); err != nil {
+		if err := writeIntents(e.stdout, intents, names, o.json); err != nil {
 			return err
 		}
 		lastPage := max(1, (total+int64(o.perPage)-1)/int64(o.perPage))
@@ -71,7 +68,7 @@ func intentsList(ctx context.Context, e env) error {
 func parseListOptions(e env) (listOptions, bool, error) {
 	var o listOptions
 	fs := flag.NewFlagSet("intents list", flag.ContinueOnError)
-	fs.StringVar(&o.status, "status", "", "only intents in this status: "+strings.Join(intentStatuses, ", "))
+	fs.StringVar(&o.status, "status", "", "only intents in this status: "+strings.Join(idempotency.Statuses, ", "))
 	fs.StringVar(&o.consumer, "consumer", "", "only this consumer's intents, by name")
 	fs.DurationVar(&o.olderThan, "older-than", 0, "only intents created more than this long ago, e.g. 10m")
 	fs.IntVar(&o.page, "page", 1, "the page, from 1")
@@ -84,8 +81,8 @@ func parseListOptions(e env) (listOptions, bool, error) {
 	switch {
 	case fs.NArg() > 0:
 		return o, false, usagef("intents list: unexpected argument %q (flags only)", fs.Arg(0))
-	case o.status != "" && !slices.Contains(intentStatuses, o.status):
-		return o, false, usagef("intents list: unknown --status %q (%s)", o.status, strings.Join(intentStatuses, ", "))
+	case o.status != "" && !slices.Contains(idempotency.Statuses, o.status):
+		return o, false, usagef("intents list: unknown --status %q (%s)", o.status, strings.Join(idempotency.Statuses, ", "))
 	case o.olderThan < 0:
 		return o, false, usagef("intents list: --older-than must not be negative")
 	case o.page < 1:
@@ -98,25 +95,25 @@ func parseListOptions(e env) (listOptions, bool, error) {
 
 // findIntents lists the intents f selects, of the consumer named consumer
 // when it is not empty (an unknown name selects none), with their
-// consumers' names.
-func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter, consumer string) ([]intentView, int64, error) {
+// consumers' names (consumer id → name).
+func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter, consumer string) ([]idempotency.Intent, map[string]string, int64, error) {
 	if consumer != "" {
 		c, err := b.Auth.ConsumerNamed(ctx, consumer)
 		if errors.Is(err, auth.ErrConsumerNotFound) {
 			fmt.Fprintf(e.stderr, "no consumer is named %q\n", consumer)
-			return []intentView{}, 0, nil
+			return nil, map[string]string{}, 0, nil
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		f.ConsumerID = c.ID
 	}
 	intents, total, err := b.Store.Intents(ctx, f)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	views, err := viewsOf(ctx, b.Auth, intents)
-	return views, total, err
+	names, err := consumerNames(ctx, b.Auth, intents)
+	return intents, names, total, err
 }
 
 // intentsShow prints one intent, a field a line, or as a JSON object.
@@ -133,14 +130,14 @@ func intentsShow(ctx context.Context, e env) error {
 		if err != nil {
 			return intentError("show", id, err)
 		}
-		views, err := viewsOf(ctx, b.Auth, []idempotency.Intent{in})
+		names, err := consumerNames(ctx, b.Auth, []idempotency.Intent{in})
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(e.stdout, views[0])
+			return writeJSON(e.stdout, resource.NewIntent(in, names[in.ConsumerID]))
 		}
-		return views[0].writeFields(e.stdout)
+		return writeFields(e.stdout, in, names[in.ConsumerID])
 	})
 }
 
@@ -221,152 +218,96 @@ func withIntents(ctx context.Context, e env, fn func(*Base) error) error {
 	return errors.Join(fn(b), b.Close())
 }
 
-// intentView is an intent as an operator sees it, in the fields and names
-// of GET /api/intents: a digest of the key, never the key, a token or a
-// stored body. A nil pointer is a field that is empty.
-type intentView struct {
-	ID            string      `json:"id"`
-	Consumer      *string     `json:"consumer"`
-	ConsumerID    string      `json:"consumer_id"`
-	Operation     string      `json:"operation"`
-	Status        string      `json:"status"`
-	Attempts      int         `json:"attempts"`
-	KeyDigest     string      `json:"key_digest"`
-	KeySource     string      `json:"key_source"` // "client", or "server" when the request came without a key
-	ExternalRef   *string     `json:"external_ref"`
-	ResourceType  *string     `json:"resource_type"`
-	ResourceID    *string     `json:"resource_id"`
-	RequestID     *string     `json:"request_id"`
-	TokenID       *string     `json:"token_id"`
-	NextAttemptAt *string     `json:"next_attempt_at"`
-	CreatedAt     string      `json:"created_at"`
-	UpdatedAt     string      `json:"updated_at"`
-	Result        *resultView `json:"result"`
-}
-
-// resultView is what a completed intent answered.
-type resultView struct {
-	Status   int     `json:"status"`
-	Location *string `json:"location"`
-}
-
-// viewsOf builds the views of intents, with their consumers' names.
-func viewsOf(ctx context.Context, svc *auth.Service, intents []idempotency.Intent) ([]intentView, error) {
-	views := make([]intentView, 0, len(intents))
+// consumerNames are the names of the consumers of intents, by id.
+func consumerNames(ctx context.Context, svc *auth.Service, intents []idempotency.Intent) (map[string]string, error) {
 	if len(intents) == 0 {
-		return views, nil
+		return map[string]string{}, nil
 	}
 	ids := make([]string, 0, len(intents))
 	for _, in := range intents {
 		ids = append(ids, in.ConsumerID)
 	}
-	names, err := svc.ConsumerNames(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range intents {
-		views = append(views, newIntentView(in, names[in.ConsumerID]))
-	}
-	return views, nil
+	return svc.ConsumerNames(ctx, ids)
 }
 
-// newIntentView is the view of one intent of the consumer named consumer.
-func newIntentView(in idempotency.Intent, consumer string) intentView {
-	v := intentView{
-		ID: in.ID, Consumer: nonEmpty(consumer), ConsumerID: in.ConsumerID, Operation: in.Operation,
-		Status: in.Status, Attempts: in.Attempts, KeyDigest: in.KeyDigest, KeySource: "client",
-		ExternalRef: nonEmpty(in.ExternalRef), ResourceType: nonEmpty(in.ResourceType),
-		ResourceID: nonEmpty(in.ResourceID), RequestID: nonEmpty(in.CorrelationID),
-		TokenID: nonEmpty(in.RequestedBy), NextAttemptAt: nonEmpty(rfc3339(in.NextAttemptAt)),
-		CreatedAt: rfc3339(&in.CreatedAt), UpdatedAt: rfc3339(&in.UpdatedAt),
-	}
-	if in.Auto {
-		v.KeySource = "server"
-	}
-	if in.Result != nil {
-		v.Result = &resultView{Status: in.Result.Status, Location: nonEmpty(in.Result.Location)}
-	}
-	return v
-}
-
-// key is the KEY column: the digest, marked when the server made the key.
-func (v intentView) key() string {
-	if v.KeySource == "server" {
+// keyColumn is the KEY column: the digest, marked when the server made the key.
+func keyColumn(v resource.Intent) string {
+	if v.KeySource == resource.KeySourceServer {
 		return v.KeyDigest + " (server)"
 	}
 	return v.KeyDigest
 }
 
-// fields are the view's fields in order, named as in its JSON, "-" for
-// an empty one.
-func (v intentView) fields() [][2]string {
+// fields are the fields of in, of the consumer named consumer, in order,
+// named and valued as in its JSON (resource.Intent) but for the times,
+// which are RFC 3339 to the second; "-" for an empty one.
+func fields(in idempotency.Intent, consumer string) [][2]string {
+	v := resource.NewIntent(in, consumer)
 	result := "-"
 	if v.Result != nil {
 		result = strconv.Itoa(v.Result.Status)
-		if v.Result.Location != nil {
-			result += " " + *v.Result.Location
+		if v.Result.Location != "" {
+			result += " " + v.Result.Location
 		}
 	}
 	return [][2]string{
-		{"id", v.ID}, {"consumer", orNone(v.Consumer)}, {"consumer_id", v.ConsumerID},
-		{"operation", v.Operation}, {"status", v.Status}, {"attempts", strconv.Itoa(v.Attempts)},
+		{"id", v.ID}, {"consumer", orNone(&v.Consumer)}, {"consumer_id", v.ConsumerID},
+		{"operation", v.Operation.Operation}, {"status", v.Status}, {"attempts", strconv.Itoa(v.Attempts)},
 		{"key_digest", v.KeyDigest}, {"key_source", v.KeySource}, {"external_ref", orNone(v.ExternalRef)},
 		{"resource_type", orNone(v.ResourceType)}, {"resource_id", orNone(v.ResourceID)},
 		{"request_id", orNone(v.RequestID)}, {"token_id", orNone(v.TokenID)},
-		{"next_attempt_at", orNone(v.NextAttemptAt)}, {"created_at", v.CreatedAt},
-		{"updated_at", v.UpdatedAt}, {"result", result},
+		{"next_attempt_at", humanTime(in.NextAttemptAt)}, {"created_at", humanTime(&in.CreatedAt)},
+		{"updated_at", humanTime(&in.UpdatedAt)}, {"result", result},
 	}
 }
 
-// writeFields prints the view a field a line.
-func (v intentView) writeFields(w io.Writer) error {
+// writeFields prints in, of the consumer named consumer, a field a line.
+func writeFields(w io.Writer, in idempotency.Intent, consumer string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, f := range v.fields() {
+	for _, f := range fields(in, consumer) {
 		fmt.Fprintf(tw, "%s\t%s\n", f[0], f[1])
 	}
 	return tw.Flush()
 }
 
-// writeIntents prints the views as a JSON array or as a table.
-func writeIntents(w io.Writer, views []intentView, asJSON bool) error {
+// writeIntents prints intents, their consumers named by names, as the
+// JSON array of the API's objects or as a table.
+func writeIntents(w io.Writer, intents []idempotency.Intent, names map[string]string, asJSON bool) error {
+	views := resource.NewIntents(intents, names)
 	if asJSON {
 		return writeJSON(w, views)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCONSUMER\tOPERATION\tSTATUS\tATTEMPTS\tKEY\tREF\tNEXT ATTEMPT\tCREATED\tUPDATED")
-	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, orNone(v.Consumer), v.Operation,
-			v.Status, v.Attempts, v.key(), orNone(v.ExternalRef), orNone(v.NextAttemptAt), v.CreatedAt, v.UpdatedAt)
+	for i, v := range views {
+		in := intents[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, orNone(&v.Consumer), v.Operation.Operation,
+			v.Status, v.Attempts, keyColumn(v), orNone(v.ExternalRef), humanTime(in.NextAttemptAt),
+			humanTime(&in.CreatedAt), humanTime(&in.UpdatedAt))
 	}
 	return tw.Flush()
 }
 
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON, "&", "<" and ">" as they are, as
+// the API writes them.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-// rfc3339 is t in RFC 3339, UTC, "" for none.
-func rfc3339(t *time.Time) string {
+// humanTime is t in RFC 3339 to the second, UTC, for a table; "-" for none.
+func humanTime(t *time.Time) string {
 	if t == nil {
-		return ""
+		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
 }
 
-// nonEmpty is s, nil when it is empty.
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// orNone is *s, "-" when it is nil.
+// orNone is *s, "-" when it is nil or empty.
 func orNone(s *string) string {
-	if s == nil {
+	if s == nil || *s == "" {
 		return "-"
 	}
 	return *s
