@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 )
@@ -327,11 +328,11 @@ func (o *orderedErrors) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		key, err := marshalJSON(k)
+		key, err := resource.Marshal(k)
 		if err != nil {
 			return nil, err
 		}
-		msgs, err := marshalJSON(o.fields[k])
+		msgs, err := resource.Marshal(o.fields[k])
 		if err != nil {
 			return nil, err
 		}

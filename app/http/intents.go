@@ -22,14 +22,7 @@ func (s *Server) showOperation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: resource.NewOperation(in)})
-}
-
-func stringOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewOperation(in)})
 }
 
 type intentsPage struct {
@@ -113,5 +106,5 @@ func (s *Server) renderIntent(c echo.Context, in idempotency.Intent) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: resource.NewIntent(in, names[in.ConsumerID])})
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewIntent(in, names[in.ConsumerID])})
 }

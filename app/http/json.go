@@ -9,7 +9,7 @@ import (
 	"github.com/licensor-api/licensor/app/http/resource"
 )
 
-// jsonSerializer renders every response through marshalJSON (compact, no
+// jsonSerializer renders every response through resource.Marshal (compact, no
 // trailing newline, as Laravel answers), so that a body rendered outside a
 // request, by the reconciler, is byte for byte what a handler sends.
 type jsonSerializer struct{}
@@ -18,7 +18,7 @@ var _ echo.JSONSerializer = jsonSerializer{}
 
 // Serialize writes i as JSON; indent is honoured for ?pretty.
 func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
-	b, err := marshalJSON(i)
+	b, err := resource.Marshal(i)
 	if err != nil {
 		return err
 	}
@@ -32,10 +32,6 @@ func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
 	_, err = c.Response().Write(b)
 	return err
 }
-
-// marshalJSON is resource.Marshal: JSON without HTML escaping, as Laravel
-// writes it.
-func marshalJSON(v any) ([]byte, error) { return resource.Marshal(v) }
 
 // Deserialize is unused: handlers decode bodies with bindJSON.
 func (jsonSerializer) Deserialize(c echo.Context, i any) error {

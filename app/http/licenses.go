@@ -83,7 +83,7 @@ func (s *Server) showLicense(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: resource.NewLicense(lic)})
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewLicense(lic)})
 }
 
 // eventResource is one entry of a license's audit trail.
@@ -104,11 +104,11 @@ func (s *Server) licenseEvents(c echo.Context) error {
 	}
 	out := make([]eventResource, 0, len(events))
 	for _, e := range events {
-		r := eventResource{Event: e.Event, Actor: "request", RequestID: stringOrNil(e.Actor), TokenID: e.TokenID, CreatedAt: resource.Time(e.CreatedAt)}
+		r := eventResource{Event: e.Event, Actor: "request", RequestID: resource.StringOrNil(e.Actor), TokenID: e.TokenID, CreatedAt: resource.Time(e.CreatedAt)}
 		if e.Actor == licenses.ActorReconciler || e.Actor == licenses.ActorVendor {
 			r.Actor, r.RequestID = e.Actor, nil
 		}
 		out = append(out, r)
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: out})
+	return c.JSON(http.StatusOK, resource.Data{Data: out})
 }

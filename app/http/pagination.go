@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/licenses"
 )
 
@@ -162,7 +163,7 @@ type cursorJSON struct {
 
 // encodeCursor is base64url (no padding) of the cursor's JSON.
 func encodeCursor(c licenses.Cursor) string {
-	b, _ := json.Marshal(cursorJSON{CreatedAt: formatTime(c.CreatedAt), ID: c.ID, PointsToNext: c.Next})
+	b, _ := json.Marshal(cursorJSON{CreatedAt: resource.Time(c.CreatedAt), ID: c.ID, PointsToNext: c.Next})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

@@ -39,10 +39,6 @@ func newTokenResource(t auth.Token) tokenResource {
 	}
 }
 
-// formatTime is resource.Time, by the name licenses.go and pagination.go
-// still call it.
-func formatTime(t time.Time) string { return resource.Time(t) }
-
 type issueTokenRequest struct {
 	Consumer  string   `json:"consumer"`
 	Abilities []string `json:"abilities"`
@@ -76,7 +72,7 @@ func (s *Server) issueToken(c echo.Context) error {
 	}
 	res := newTokenResource(issued.Token)
 	res.Token = issued.Secret
-	return c.JSON(http.StatusCreated, dataBody{Data: res})
+	return c.JSON(http.StatusCreated, resource.Data{Data: res})
 }
 
 // listTokens is GET /api/tokens[?consumer=NAME].
@@ -89,7 +85,7 @@ func (s *Server) listTokens(c echo.Context) error {
 	for _, t := range toks {
 		out = append(out, newTokenResource(t))
 	}
-	return c.JSON(http.StatusOK, dataBody{Data: out})
+	return c.JSON(http.StatusOK, resource.Data{Data: out})
 }
 
 // revokeToken is DELETE /api/tokens/{id}.
@@ -98,11 +94,6 @@ func (s *Server) revokeToken(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// dataBody wraps a resource the way Laravel's API resources do.
-type dataBody struct {
-	Data any `json:"data"`
 }
 
 // notGrantable is the 403 for a token asking to grant more than it may: it

@@ -66,9 +66,9 @@ func NewIntent(in idempotency.Intent, consumerName string) Intent {
 	return Intent{
 		Operation: NewOperation(in),
 		Consumer:  consumerName, ConsumerID: in.ConsumerID, KeyDigest: in.KeyDigest, KeySource: source,
-		ExternalRef: stringOrNil(in.ExternalRef), ResourceType: stringOrNil(in.ResourceType),
-		ResourceID: stringOrNil(in.ResourceID), RequestID: stringOrNil(in.CorrelationID),
-		TokenID: stringOrNil(in.RequestedBy), NextAttemptAt: TimeOrNil(in.NextAttemptAt),
+		ExternalRef: StringOrNil(in.ExternalRef), ResourceType: StringOrNil(in.ResourceType),
+		ResourceID: StringOrNil(in.ResourceID), RequestID: StringOrNil(in.CorrelationID),
+		TokenID: StringOrNil(in.RequestedBy), NextAttemptAt: TimeOrNil(in.NextAttemptAt),
 	}
 }
 

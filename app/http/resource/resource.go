@@ -24,8 +24,8 @@ func TimeOrNil(t *time.Time) *string {
 	return &s
 }
 
-// stringOrNil is s, nil (JSON null) when it is empty.
-func stringOrNil(s string) *string {
+// StringOrNil is s, nil (JSON null) when it is empty.
+func StringOrNil(s string) *string {
 	if s == "" {
 		return nil
 	}
