@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // Fake is an in-memory vendor with one site per domain, safe for concurrent
@@ -82,14 +83,8 @@ func (f *Fake) Sites() []licenses.Site {
 	return sites
 }
 
-// Paging of the vendor's list of every site (GET /sites without a domain).
-const (
-	DefaultPerPage = 100 // sites to a page when per_page is not given
-	MaxPerPage     = 500 // the most sites to a page: a larger per_page gets this many
-)
-
 // ListSites returns page number page (from 1) of every site, oldest first,
-// perPage to a page (MaxPerPage at most), and how many sites there are in
+// perPage to a page (vendorproto.MaxPerPage at most), and how many sites there are in
 // all. A page past the last is empty. A page or a perPage below 1 is
 // refused as the vendor refuses it: a *licenses.RejectedError (422).
 func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
@@ -108,7 +103,7 @@ func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Sit
 }
 
 // page returns page number page of every site, oldest first, perPage (at
-// most MaxPerPage) to a page, and the number of sites; or the vendor's
+// most vendorproto.MaxPerPage) to a page, and the number of sites; or the vendor's
 // refusal of a page or a perPage below 1.
 func (f *Fake) page(page, perPage int) ([]record, int, *licenses.RejectedError) {
 	fields := map[string][]string{}
@@ -121,7 +116,7 @@ func (f *Fake) page(page, perPage int) ([]record, int, *licenses.RejectedError) 
 	if len(fields) > 0 {
 		return nil, 0, &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
 	}
-	perPage = min(perPage, MaxPerPage)
+	perPage = min(perPage, vendorproto.MaxPerPage)
 	all := f.list("")
 	if page-1 >= (len(all)+perPage-1)/perPage { // past the last page; no overflow for a huge page
 		return []record{}, len(all), nil
@@ -168,7 +163,7 @@ func (f *Fake) create(name, domain string) (record, *licenses.RejectedError) {
 	f.next++
 	r := record{
 		site: licenses.Site{ID: "site_" + strconv.Itoa(f.next), Name: name, Domain: domain,
-			LicenseKey: "LK-" + rand.Text(), Status: "active"},
+			LicenseKey: "LK-" + rand.Text(), Status: vendorproto.StatusActive},
 		created: time.Now().UTC(),
 		seq:     f.next,
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // maxBody is the most of an answer the driver reads; a longer one is malformed.
@@ -114,10 +115,7 @@ func (d *HTTPDriver) failure(c call, sent bool, err error) error {
 
 // rejected reads the vendor's refusal: {"message":…, "errors":{field:[…]}}.
 func rejected(a *answer) error {
-	var body struct {
-		Message string              `json:"message"`
-		Errors  map[string][]string `json:"errors"`
-	}
+	var body vendorproto.ErrorBody
 	if a.bodyErr != nil || json.Unmarshal(a.body, &body) != nil || body.Message == "" {
 		body.Message = http.StatusText(a.status)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // wireSite is a site as the vendor writes it.
@@ -46,10 +47,10 @@ func (s *Simulator) list(c *simCall) {
 
 // listPage answers GET /sites?page=N&per_page=M: every site in id order
 // (oldest first), {"data":[…],"meta":{"page","per_page","total"}}. page
-// defaults to 1, per_page to DefaultPerPage and is capped at MaxPerPage;
+// defaults to 1, per_page to vendorproto.DefaultPerPage and is capped at vendorproto.MaxPerPage;
 // either below 1 or not a number is a 422.
 func (s *Simulator) listPage(c *simCall, q url.Values) {
-	page, perPage := 1, DefaultPerPage
+	page, perPage := 1, vendorproto.DefaultPerPage
 	fields := map[string][]string{}
 	for _, p := range []struct {
 		name string
@@ -78,7 +79,7 @@ func (s *Simulator) listPage(c *simCall, q url.Values) {
 	for i, rec := range recs {
 		sites[i] = toWire(rec)
 	}
-	meta := map[string]int{"page": page, "per_page": min(perPage, MaxPerPage), "total": total}
+	meta := map[string]int{"page": page, "per_page": min(perPage, vendorproto.MaxPerPage), "total": total}
 	s.finish(c, http.StatusOK, map[string]any{"data": sites, "meta": meta}, "listed", false)
 }
 
