@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // ErrSimState marks a state file the simulator cannot read: a failure,
@@ -22,8 +23,8 @@ var ErrSimState = errors.New("vendor-sim state file")
 // simState is the state file: the sites, and the number the next id
 // follows, so an id is never given twice.
 type simState struct {
-	Next  int        `json:"next"`
-	Sites []wireSite `json:"sites"`
+	Next  int                `json:"next"`
+	Sites []vendorproto.Site `json:"sites"`
 }
 
 // loadState fills store from the state file (a file that does not exist
@@ -107,7 +108,7 @@ func (f *Fake) byID(id string) (record, bool) {
 func (f *Fake) snapshot() simState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := simState{Next: f.next, Sites: []wireSite{}}
+	st := simState{Next: f.next, Sites: []vendorproto.Site{}}
 	all := make([]record, 0, len(f.sites))
 	for _, r := range f.sites {
 		all = append(all, r)

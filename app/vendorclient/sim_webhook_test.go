@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // delivery is one webhook POST a receiver got.
@@ -192,8 +193,8 @@ func TestSimWebhookIsSigned(t *testing.T) {
 	if want := hex.EncodeToString(mac.Sum(nil)); v1 != want {
 		t.Errorf("v1 = %s, want HMAC-SHA256(secret, t.body) = %s", v1, want)
 	}
-	if got := vendorclient.SignWebhook(hookSecret, now, d.body); got != d.signature {
-		t.Errorf("SignWebhook = %s, sent %s", got, d.signature)
+	if got := vendorproto.Sign(hookSecret, now, d.body); got != d.signature {
+		t.Errorf("Sign = %s, sent %s", got, d.signature)
 	}
 
 	if st := hookStats(t, sim, token); st != (vendorclient.WebhookStats{Sent: 1, Delivered: 1}) {

@@ -12,18 +12,9 @@ import (
 	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
-// wireSite is a site as the vendor writes it.
-type wireSite struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Domain     string `json:"domain"`
-	LicenseKey string `json:"license_key"`
-	Status     string `json:"status"`
-	CreatedAt  string `json:"created_at"`
-}
-
-func toWire(r record) wireSite {
-	return wireSite{ID: r.site.ID, Name: r.site.Name, Domain: r.site.Domain, LicenseKey: r.site.LicenseKey,
+// toWire is a stored site as the vendor writes it.
+func toWire(r record) vendorproto.Site {
+	return vendorproto.Site{ID: r.site.ID, Name: r.site.Name, Domain: r.site.Domain, LicenseKey: r.site.LicenseKey,
 		Status: r.site.Status, CreatedAt: r.created.Format(time.RFC3339)}
 }
 
@@ -35,14 +26,14 @@ func (s *Simulator) list(c *simCall) {
 		s.listPage(c, q)
 		return
 	}
-	sites := []wireSite{}
+	sites := []vendorproto.Site{}
 	for _, rec := range s.store.list(q.Get("domain")) {
 		sites = append(sites, toWire(rec))
 	}
 	if len(sites) == 1 {
 		c.site = sites[0].ID
 	}
-	s.finish(c, http.StatusOK, map[string]any{"data": sites}, "listed", false)
+	s.finish(c, http.StatusOK, vendorproto.SiteList{Data: sites}, "listed", false)
 }
 
 // listPage answers GET /sites?page=N&per_page=M: every site in id order
@@ -75,21 +66,18 @@ func (s *Simulator) listPage(c *simCall, q url.Values) {
 		s.finish(c, rej.Status, rejection(rej), "refused", false)
 		return
 	}
-	sites := make([]wireSite, len(recs))
+	sites := make([]vendorproto.Site, len(recs))
 	for i, rec := range recs {
 		sites[i] = toWire(rec)
 	}
-	meta := map[string]int{"page": page, "per_page": min(perPage, vendorproto.MaxPerPage), "total": total}
-	s.finish(c, http.StatusOK, map[string]any{"data": sites, "meta": meta}, "listed", false)
+	meta := &vendorproto.PageMeta{Page: page, PerPage: min(perPage, vendorproto.MaxPerPage), Total: &total}
+	s.finish(c, http.StatusOK, vendorproto.SitePage{Data: sites, Meta: meta}, "listed", false)
 }
 
 // create answers POST /sites: 201, or the vendor's 422 for a domain that
 // already has a site (counted as a duplicate refused).
 func (s *Simulator) create(c *simCall) {
-	var in struct {
-		Name   string `json:"name"`
-		Domain string `json:"domain"`
-	}
+	var in vendorproto.NewSite
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		s.finish(c, http.StatusBadRequest, message("The body is not valid JSON."), "refused", false)
 		return
@@ -105,7 +93,8 @@ func (s *Simulator) create(c *simCall) {
 	}
 	c.site = rec.site.ID
 	s.committed(&s.stats.creates)
-	s.finish(c, http.StatusCreated, map[string]any{"data": toWire(rec)}, "created",
+	site := toWire(rec)
+	s.finish(c, http.StatusCreated, vendorproto.CreatedSite{Data: &site}, "created",
 		s.dropDue(&s.droppedCreates, c.faults.DropCreates))
 }
 
@@ -122,12 +111,9 @@ func (s *Simulator) delete(c *simCall) {
 // duplicateMessage is the Fake's refusal of a domain that already has a site.
 const duplicateMessage = "domain already has a site"
 
-func rejection(rej *licenses.RejectedError) map[string]any {
-	body := message(rej.Message)
-	if len(rej.Fields) > 0 {
-		body["errors"] = rej.Fields
-	}
-	return body
+// rejection is the body of a refusal: its message, and its fields when any.
+func rejection(rej *licenses.RejectedError) vendorproto.ErrorBody {
+	return vendorproto.ErrorBody{Message: rej.Message, Errors: rej.Fields}
 }
 
 // finish answers a request whose work is done (done: "created", "deleted",

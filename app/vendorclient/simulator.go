@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // Drop modes: how the simulator loses the answer to a request.
@@ -186,9 +187,7 @@ func (s *Simulator) identify(c *simCall) {
 	case routeList:
 		c.domain = c.r.URL.Query().Get("domain")
 	case routeCreate:
-		var in struct {
-			Domain string `json:"domain"`
-		}
+		var in vendorproto.NewSite
 		if json.Unmarshal(c.body, &in) == nil {
 			c.domain = in.Domain
 		}
@@ -220,7 +219,8 @@ func pause(ctx context.Context, d time.Duration) bool {
 	return sleep(ctx, d) == nil
 }
 
-func message(m string) map[string]any { return map[string]any{"message": m} }
+// message is an answer's body that is a message alone.
+func message(m string) vendorproto.ErrorBody { return vendorproto.ErrorBody{Message: m} }
 
 // reply writes a JSON answer, counts it and logs it, without the body: it
 // may hold keys.
