@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"encoding/json"
@@ -6,17 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorproto"
 )
-
-// toWire is a stored site as the vendor writes it.
-func toWire(r record) vendorproto.Site {
-	return vendorproto.Site{ID: r.site.ID, Name: r.site.Name, Domain: r.site.Domain, LicenseKey: r.site.LicenseKey,
-		Status: r.site.Status, CreatedAt: r.created.Format(time.RFC3339)}
-}
 
 // list answers GET /sites?domain=D with the domain's sites, {"data":[…]};
 // without a domain it lists every site a page at a time (listPage).
@@ -28,7 +20,7 @@ func (s *Simulator) list(c *simCall) {
 	}
 	sites := []vendorproto.Site{}
 	for _, rec := range s.store.list(q.Get("domain")) {
-		sites = append(sites, toWire(rec))
+		sites = append(sites, rec.site)
 	}
 	if len(sites) == 1 {
 		c.site = sites[0].ID
@@ -57,18 +49,18 @@ func (s *Simulator) listPage(c *simCall, q url.Values) {
 		*p.n = n
 	}
 	if len(fields) > 0 {
-		rej := &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
-		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		rej := invalid(fields)
+		s.finish(c, rej.status, rej.body, "refused", false)
 		return
 	}
 	recs, total, rej := s.store.page(page, perPage)
 	if rej != nil {
-		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		s.finish(c, rej.status, rej.body, "refused", false)
 		return
 	}
 	sites := make([]vendorproto.Site, len(recs))
 	for i, rec := range recs {
-		sites[i] = toWire(rec)
+		sites[i] = rec.site
 	}
 	meta := &vendorproto.PageMeta{Page: page, PerPage: min(perPage, vendorproto.MaxPerPage), Total: &total}
 	s.finish(c, http.StatusOK, vendorproto.SitePage{Data: sites, Meta: meta}, "listed", false)
@@ -84,17 +76,16 @@ func (s *Simulator) create(c *simCall) {
 	}
 	rec, rej := s.store.create(in.Name, in.Domain)
 	if rej != nil {
-		if existing, ok := s.store.find(in.Domain); ok && rej.Message == duplicateMessage {
+		if existing, ok := s.store.find(in.Domain); ok && rej.body.Message == duplicateMessage {
 			c.site = existing.site.ID
 			s.count(&s.stats.duplicates)
 		}
-		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		s.finish(c, rej.status, rej.body, "refused", false)
 		return
 	}
 	c.site = rec.site.ID
 	s.committed(&s.stats.creates)
-	site := toWire(rec)
-	s.finish(c, http.StatusCreated, vendorproto.CreatedSite{Data: &site}, "created",
+	s.finish(c, http.StatusCreated, vendorproto.CreatedSite{Data: &rec.site}, "created",
 		s.dropDue(&s.droppedCreates, c.faults.DropCreates))
 }
 
@@ -106,14 +97,6 @@ func (s *Simulator) delete(c *simCall) {
 	}
 	s.committed(&s.stats.deletes)
 	s.finish(c, http.StatusNoContent, nil, "deleted", s.dropDue(&s.droppedDeletes, c.faults.DropDeletes))
-}
-
-// duplicateMessage is the Fake's refusal of a domain that already has a site.
-const duplicateMessage = "domain already has a site"
-
-// rejection is the body of a refusal: its message, and its fields when any.
-func rejection(rej *licenses.RejectedError) vendorproto.ErrorBody {
-	return vendorproto.ErrorBody{Message: rej.Message, Errors: rej.Fields}
 }
 
 // finish answers a request whose work is done (done: "created", "deleted",
