@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorproto"
@@ -17,8 +16,9 @@ import (
 // Fake is an in-memory vendor with one site per domain, safe for concurrent
 // use. It answers as the vendor does: a name and a domain are required, and
 // creating a site for a domain that already has one is a
-// *licenses.RejectedError (422, "domain already has a site"). The simulator
-// serves a Fake, so the two cannot disagree.
+// *licenses.RejectedError (422, "domain already has a site"). The tests hold
+// it and the http driver talking to the simulator (package vendorsim) to one
+// behaviour, so the fake the demos use and the vendor cannot drift apart.
 type Fake struct {
 	mu      sync.Mutex
 	next    int
@@ -26,11 +26,10 @@ type Fake struct {
 	domains map[string]string // lower-cased domain → id
 }
 
-// record is a stored site and what only the wire shows of it.
+// record is a stored site and its place in the order of creation.
 type record struct {
-	site    licenses.Site
-	created time.Time
-	seq     int
+	site licenses.Site
+	seq  int
 }
 
 var _ licenses.Vendor = (*Fake)(nil)
@@ -84,8 +83,8 @@ func (f *Fake) Sites() []licenses.Site {
 }
 
 // ListSites returns page number page (from 1) of every site, oldest first,
-// perPage to a page (vendorproto.MaxPerPage at most), and how many sites there are in
-// all. A page past the last is empty. A page or a perPage below 1 is
+// perPage to a page (vendorproto.MaxPerPage at most), and how many sites
+// there are in all. A page past the last is empty. A page or a perPage below 1 is
 // refused as the vendor refuses it: a *licenses.RejectedError (422).
 func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
 	if err := ctx.Err(); err != nil {
@@ -103,8 +102,8 @@ func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Sit
 }
 
 // page returns page number page of every site, oldest first, perPage (at
-// most vendorproto.MaxPerPage) to a page, and the number of sites; or the vendor's
-// refusal of a page or a perPage below 1.
+// most vendorproto.MaxPerPage) to a page, and the number of sites; or the
+// vendor's refusal of a page or a perPage below 1.
 func (f *Fake) page(page, perPage int) ([]record, int, *licenses.RejectedError) {
 	fields := map[string][]string{}
 	if page < 1 {
@@ -164,8 +163,7 @@ func (f *Fake) create(name, domain string) (record, *licenses.RejectedError) {
 	r := record{
 		site: licenses.Site{ID: "site_" + strconv.Itoa(f.next), Name: name, Domain: domain,
 			LicenseKey: "LK-" + rand.Text(), Status: vendorproto.StatusActive},
-		created: time.Now().UTC(),
-		seq:     f.next,
+		seq: f.next,
 	}
 	f.sites[r.site.ID] = r
 	f.domains[key] = r.site.ID
