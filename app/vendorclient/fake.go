@@ -32,7 +32,10 @@ type record struct {
 	seq  int
 }
 
-var _ licenses.Vendor = (*Fake)(nil)
+var (
+	_ licenses.Vendor     = (*Fake)(nil)
+	_ licenses.SiteLister = (*Fake)(nil) // the drift check works against the fake too
+)
 
 // NewFake returns an empty Fake.
 func NewFake() *Fake {

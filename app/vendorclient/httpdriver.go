@@ -38,7 +38,10 @@ type HTTPDriver struct {
 	log    *slog.Logger
 }
 
-var _ licenses.Vendor = (*HTTPDriver)(nil)
+var (
+	_ licenses.Vendor     = (*HTTPDriver)(nil)
+	_ licenses.SiteLister = (*HTTPDriver)(nil) // the drift check pages through the vendor's sites
+)
 
 // options are the http driver's clock and hooks. After NewHTTP none is nil.
 type options struct {

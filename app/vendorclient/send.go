@@ -29,6 +29,8 @@ type call struct {
 	ok     []int // the statuses that are success
 }
 
+var _ fmt.Stringer = call{} // errors and logs name the call with %s
+
 func (c call) String() string { return c.method + " " + c.path }
 
 // answer is what the vendor said to one attempt.
