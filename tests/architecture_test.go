@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,10 +27,14 @@ var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-
 
 // rules are docs/architecture.md's "who may import whom".
 var rules = []rule{
-	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
+	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim",
+		module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
 	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
 	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
+	{"app/vendorsim", []string{"third-party", module + "/app/vendorclient", module + "/app/licenses", module + "/app/idempotency", module + "/app/http",
+		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo
+	{"app/vendorproto", []string{"third-party", module + "/"}},
 	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
@@ -38,7 +43,8 @@ var rules = []rule{
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
 	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",
-		module + "/app/vendorclient", module + "/app/metrics", module + "/config", module + "/database", module + "/client"}}, // main: app/console only
+		module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim", module + "/app/metrics", module + "/config", module + "/database",
+		module + "/client"}}, // main: app/console only
 }
 
 // packages lists the module's packages with their imports, keyed by path
@@ -113,6 +119,29 @@ func TestImportRules(t *testing.T) {
 					t.Errorf("%s imports %s, which docs/architecture.md forbids", r.pkg, imp)
 				}
 			}
+		}
+	}
+}
+
+// The simulator is a vendor of its own, not a part of the application: only
+// app/console imports it, for `licensor vendor-sim`. Tests may (the drivers'
+// own test it against the simulator), and so may bench, a module of its own;
+// packages lists no test's imports.
+func TestSimulatorImportedOnlyByConsole(t *testing.T) {
+	imports := packages(t)
+	const sim = module + "/app/vendorsim"
+	if _, ok := imports["app/vendorsim"]; !ok {
+		t.Fatal("package app/vendorsim is missing from the tree")
+	}
+	if !slices.Contains(imports["app/console"], sim) {
+		t.Error("app/console does not import app/vendorsim: who serves `licensor vendor-sim`?")
+	}
+	for pkg, imps := range imports {
+		if pkg == "app/console" || pkg == "tests" || strings.HasPrefix(pkg, "tests/") {
+			continue
+		}
+		if slices.Contains(imps, sim) {
+			t.Errorf("%s imports app/vendorsim; only app/console may", pkg)
 		}
 	}
 }
