@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ const module = "github.com/licensor-api/licensor"
 // rule forbids a package (and its tests' non-test code) some imports.
 type rule struct {
 	pkg       string
-	forbidden []string // import path prefixes; "third-party" forbids every non-stdlib import outside the module
+	forbidden []string // import path prefixes ("…$": that path alone); "third-party" forbids every non-stdlib import outside the module
 }
 
 // sqlDrivers are the SQL drivers: only package database may import them.
@@ -26,7 +27,8 @@ var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-
 
 // rules are docs/architecture.md's "who may import whom".
 var rules = []rule{
-	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
+	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim",
+		module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
 	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
 	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
@@ -35,6 +37,15 @@ var rules = []rule{
 	// The API's JSON representations, shared by app/http and app/console: the types they present, nothing else.
 	{"app/http/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/auth", module + "/app/vendorclient",
 		module + "/app/metrics", module + "/app/ratelimit", module + "/app/crypt", module + "/config", module + "/database", module + "/client"}},
+	{"app/vendorsim", []string{"third-party", module + "/app/vendorclient", module + "/app/licenses", module + "/app/idempotency", module + "/app/http",
+		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo
+	{"app/vendorproto", []string{"third-party", module + "/"}},
+	// The guarded operations: declared on the domain, bound through request,
+	// rendered through resource; they know no server, no SQL, no wiring.
+	{"app/operations", []string{"gorm.io", module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+		module + "/config", module + "/database"}},
+	// Request bodies read and validated: no echo, no SQL.
+	{"app/http/request", []string{"third-party", module + "/app/http$", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
@@ -42,7 +53,8 @@ var rules = []rule{
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
 	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",
-		module + "/app/vendorclient", module + "/app/metrics", module + "/config", module + "/database", module + "/client"}}, // main: app/console only
+		module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim", module + "/app/metrics", module + "/config", module + "/database",
+		module + "/client"}}, // main: app/console only
 }
 
 // packages lists the module's packages with their imports, keyed by path
@@ -110,6 +122,9 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range pkgImports {
 			for _, f := range r.forbidden {
 				bad := strings.HasPrefix(imp, f)
+				if exact, ok := strings.CutSuffix(f, "$"); ok { // that package alone, not those below it
+					bad = imp == exact
+				}
 				if f == "third-party" {
 					bad = strings.Contains(strings.Split(imp, "/")[0], ".") && !strings.HasPrefix(imp, module)
 				}
@@ -117,6 +132,29 @@ func TestImportRules(t *testing.T) {
 					t.Errorf("%s imports %s, which docs/architecture.md forbids", r.pkg, imp)
 				}
 			}
+		}
+	}
+}
+
+// The simulator is a vendor of its own, not a part of the application: only
+// app/console imports it, for `licensor vendor-sim`. Tests may (the drivers'
+// own test it against the simulator), and so may bench, a module of its own;
+// packages lists no test's imports.
+func TestSimulatorImportedOnlyByConsole(t *testing.T) {
+	imports := packages(t)
+	const sim = module + "/app/vendorsim"
+	if _, ok := imports["app/vendorsim"]; !ok {
+		t.Fatal("package app/vendorsim is missing from the tree")
+	}
+	if !slices.Contains(imports["app/console"], sim) {
+		t.Error("app/console does not import app/vendorsim: who serves `licensor vendor-sim`?")
+	}
+	for pkg, imps := range imports {
+		if pkg == "app/console" || pkg == "tests" || strings.HasPrefix(pkg, "tests/") {
+			continue
+		}
+		if slices.Contains(imps, sim) {
+			t.Errorf("%s imports app/vendorsim; only app/console may", pkg)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
 // vendorSim serves the vendor protocol from memory (or a --state file),
@@ -20,7 +20,7 @@ import (
 func vendorSim(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("vendor-sim", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address")
-	var opts vendorclient.SimOptions
+	var opts vendorsim.SimOptions
 	fs.StringVar(&opts.Token, "token", "", "bearer token to require, /_sim/ included; empty accepts any")
 	fs.DurationVar(&opts.Latency, "latency", 0, "delay added to every request")
 	fs.DurationVar(&opts.Jitter, "jitter", 0, "a random extra delay of 0..`D` on top of --latency")
@@ -31,8 +31,8 @@ func vendorSim(ctx context.Context, e env) error {
 	fs.Float64Var(&opts.DropRate, "drop-rate", 0, "probability `P`, 0..1, that a request's answer is dropped (--drop-mode, --fault-phase)")
 	fs.IntVar(&opts.DropCreates, "drop-creates", 0, "commit the first `N` creates, then drop their answer")
 	fs.IntVar(&opts.DropDeletes, "drop-deletes", 0, "commit the first `N` deletes, then drop their answer")
-	fs.StringVar(&opts.DropMode, "drop-mode", vendorclient.DropHang, "`mode` of a dropped answer: hang (until the client gives up), close (the connection) or 5xx-after-commit (do the work, answer 500)")
-	fs.StringVar(&opts.FaultPhase, "fault-phase", vendorclient.PhaseBefore, "`phase` at which a random 500 or drop strikes: before the work (nothing done), after it (done, answer lost), or random")
+	fs.StringVar(&opts.DropMode, "drop-mode", vendorsim.DropHang, "`mode` of a dropped answer: hang (until the client gives up), close (the connection) or 5xx-after-commit (do the work, answer 500)")
+	fs.StringVar(&opts.FaultPhase, "fault-phase", vendorsim.PhaseBefore, "`phase` at which a random 500 or drop strikes: before the work (nothing done), after it (done, answer lost), or random")
 	seed := fs.Uint64("seed", 0, "seed `N` of the random faults; the default is taken from the clock and logged at start")
 	fs.StringVar(&opts.StateFile, "state", "", "keep the sites in this JSON `file` across restarts; empty keeps them in memory")
 	fs.StringVar(&opts.Webhook.URL, "webhook-url", "", "POST the events of /_sim/sites/{id}/… to this `URL`; empty sends none")
@@ -58,8 +58,8 @@ func vendorSim(ctx context.Context, e env) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	opts.Log = log
-	sim, err := vendorclient.NewSimulator(opts)
-	if errors.Is(err, vendorclient.ErrSimState) {
+	sim, err := vendorsim.NewSimulator(opts)
+	if errors.Is(err, vendorsim.ErrSimState) {
 		return fmt.Errorf("vendor-sim: %w", err)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // VendorConsumer is the consumer the vendor's events are recorded under,
@@ -59,26 +60,10 @@ func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEve
 	}
 }
 
-// wireEvent is a vendor webhook's body.
-type wireEvent struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	Data    struct {
-		Site *struct {
-			ID         string `json:"id"`
-			Name       string `json:"name"`
-			Domain     string `json:"domain"`
-			LicenseKey string `json:"license_key"`
-			Status     string `json:"status"`
-		} `json:"site"`
-	} `json:"data"`
-}
-
 // ParseVendorEvent reads a vendor webhook's body: an event with an id, a
 // type, a creation time and a site with an id; ErrNotAnEvent otherwise.
 func ParseVendorEvent(body []byte) (licenses.VendorEvent, error) {
-	var ev wireEvent
+	var ev vendorproto.Event
 	if json.Unmarshal(body, &ev) != nil || ev.ID == "" || ev.Type == "" || ev.Created <= 0 || ev.Data.Site == nil || ev.Data.Site.ID == "" {
 		return licenses.VendorEvent{}, ErrNotAnEvent
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
 // testVendorBehaviour is what every licenses.Vendor must do. It runs against
@@ -104,15 +105,15 @@ func TestFakeBehaviour(t *testing.T) {
 
 func TestHTTPDriverAgainstSimulatorBehaviour(t *testing.T) {
 	testVendorBehaviour(t, func(t *testing.T) licenses.Vendor {
-		d, _, _ := simulated(t, vendorclient.SimOptions{Token: testToken})
+		d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken})
 		return d
 	})
 }
 
 // simulated starts a simulator with opts and returns an HTTPDriver for it.
-func simulated(t *testing.T, opts vendorclient.SimOptions) (*vendorclient.HTTPDriver, *vendorclient.Simulator, *fakeClock) {
+func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *fakeClock) {
 	t.Helper()
-	sim, err := vendorclient.NewSimulator(opts)
+	sim, err := vendorsim.NewSimulator(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,16 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // Fake is an in-memory vendor with one site per domain, safe for concurrent
 // use. It answers as the vendor does: a name and a domain are required, and
 // creating a site for a domain that already has one is a
-// *licenses.RejectedError (422, "domain already has a site"). The simulator
-// serves a Fake, so the two cannot disagree.
+// *licenses.RejectedError (422, "domain already has a site"). The tests hold
+// it and the http driver talking to the simulator (package vendorsim) to one
+// behaviour, so the fake the demos use and the vendor cannot drift apart.
 type Fake struct {
 	mu      sync.Mutex
 	next    int
@@ -25,14 +26,16 @@ type Fake struct {
 	domains map[string]string // lower-cased domain → id
 }
 
-// record is a stored site and what only the wire shows of it.
+// record is a stored site and its place in the order of creation.
 type record struct {
-	site    licenses.Site
-	created time.Time
-	seq     int
+	site licenses.Site
+	seq  int
 }
 
-var _ licenses.Vendor = (*Fake)(nil)
+var (
+	_ licenses.Vendor     = (*Fake)(nil)
+	_ licenses.SiteLister = (*Fake)(nil) // the drift check works against the fake too
+)
 
 // NewFake returns an empty Fake.
 func NewFake() *Fake {
@@ -82,15 +85,9 @@ func (f *Fake) Sites() []licenses.Site {
 	return sites
 }
 
-// Paging of the vendor's list of every site (GET /sites without a domain).
-const (
-	DefaultPerPage = 100 // sites to a page when per_page is not given
-	MaxPerPage     = 500 // the most sites to a page: a larger per_page gets this many
-)
-
 // ListSites returns page number page (from 1) of every site, oldest first,
-// perPage to a page (MaxPerPage at most), and how many sites there are in
-// all. A page past the last is empty. A page or a perPage below 1 is
+// perPage to a page (vendorproto.MaxPerPage at most), and how many sites
+// there are in all. A page past the last is empty. A page or a perPage below 1 is
 // refused as the vendor refuses it: a *licenses.RejectedError (422).
 func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
 	if err := ctx.Err(); err != nil {
@@ -108,8 +105,8 @@ func (f *Fake) ListSites(ctx context.Context, page, perPage int) ([]licenses.Sit
 }
 
 // page returns page number page of every site, oldest first, perPage (at
-// most MaxPerPage) to a page, and the number of sites; or the vendor's
-// refusal of a page or a perPage below 1.
+// most vendorproto.MaxPerPage) to a page, and the number of sites; or the
+// vendor's refusal of a page or a perPage below 1.
 func (f *Fake) page(page, perPage int) ([]record, int, *licenses.RejectedError) {
 	fields := map[string][]string{}
 	if page < 1 {
@@ -121,7 +118,7 @@ func (f *Fake) page(page, perPage int) ([]record, int, *licenses.RejectedError) 
 	if len(fields) > 0 {
 		return nil, 0, &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
 	}
-	perPage = min(perPage, MaxPerPage)
+	perPage = min(perPage, vendorproto.MaxPerPage)
 	all := f.list("")
 	if page-1 >= (len(all)+perPage-1)/perPage { // past the last page; no overflow for a huge page
 		return []record{}, len(all), nil
@@ -168,9 +165,8 @@ func (f *Fake) create(name, domain string) (record, *licenses.RejectedError) {
 	f.next++
 	r := record{
 		site: licenses.Site{ID: "site_" + strconv.Itoa(f.next), Name: name, Domain: domain,
-			LicenseKey: "LK-" + rand.Text(), Status: "active"},
-		created: time.Now().UTC(),
-		seq:     f.next,
+			LicenseKey: "LK-" + rand.Text(), Status: vendorproto.StatusActive},
+		seq: f.next,
 	}
 	f.sites[r.site.ID] = r
 	f.domains[key] = r.site.ID

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 	"github.com/licensor-api/licensor/config"
 )
 
@@ -20,7 +21,7 @@ import (
 // call without a deadline could hold a request forever.
 const defaultTimeout = 10 * time.Second
 
-// HTTPDriver speaks the vendor protocol over HTTP. It retries only a 429,
+// HTTPDriver speaks the vendor protocol (package vendorproto) over HTTP. It retries only a 429,
 // within the budget of the configuration, and returns every other failure as
 // a *licenses.UnavailableError, *licenses.RejectedError or
 // *licenses.UncertainError. Build it with NewHTTP, whose Options set its
@@ -37,7 +38,10 @@ type HTTPDriver struct {
 	log    *slog.Logger
 }
 
-var _ licenses.Vendor = (*HTTPDriver)(nil)
+var (
+	_ licenses.Vendor     = (*HTTPDriver)(nil)
+	_ licenses.SiteLister = (*HTTPDriver)(nil) // the drift check pages through the vendor's sites
+)
 
 // options are the http driver's clock and hooks. After NewHTTP none is nil.
 type options struct {
@@ -165,21 +169,19 @@ func (d *HTTPDriver) FindSite(ctx context.Context, domain string) (*licenses.Sit
 	if err != nil {
 		return nil, err
 	}
-	var list struct {
-		Data *[]siteJSON `json:"data"`
-	}
+	var list vendorproto.SiteList
 	if err := decode(a, &list); err != nil {
 		return nil, d.failure(c, true, err)
 	}
 	if list.Data == nil {
 		return nil, d.failure(c, true, errors.New("malformed answer: no data list"))
 	}
-	for _, s := range *list.Data {
-		if err := s.check(); err != nil {
+	for _, s := range list.Data {
+		if err := check(s); err != nil {
 			return nil, d.failure(c, true, err)
 		}
 		if strings.EqualFold(s.Domain, domain) {
-			site := s.site()
+			site := fromWire(s)
 			return &site, nil
 		}
 	}
@@ -200,12 +202,7 @@ func (d *HTTPDriver) ListSites(ctx context.Context, page, perPage int) ([]licens
 	if err != nil {
 		return nil, 0, err
 	}
-	var list struct {
-		Data *[]siteJSON `json:"data"`
-		Meta *struct {
-			Total *int `json:"total"`
-		} `json:"meta"`
-	}
+	var list vendorproto.SitePage
 	if err := decode(a, &list); err != nil {
 		return nil, 0, d.failure(c, true, err)
 	}
@@ -215,12 +212,12 @@ func (d *HTTPDriver) ListSites(ctx context.Context, page, perPage int) ([]licens
 	if list.Meta == nil || list.Meta.Total == nil || *list.Meta.Total < 0 {
 		return nil, 0, d.failure(c, true, errors.New("malformed answer: no meta.total"))
 	}
-	sites := make([]licenses.Site, 0, len(*list.Data))
-	for _, s := range *list.Data {
-		if err := s.check(); err != nil {
+	sites := make([]licenses.Site, 0, len(list.Data))
+	for _, s := range list.Data {
+		if err := check(s); err != nil {
 			return nil, 0, d.failure(c, true, err)
 		}
-		sites = append(sites, s.site())
+		sites = append(sites, fromWire(s))
 	}
 	return sites, *list.Meta.Total, nil
 }
@@ -228,7 +225,7 @@ func (d *HTTPDriver) ListSites(ctx context.Context, page, perPage int) ([]licens
 // CreateSite asks the vendor for a site. It is sent once: only a 429 is
 // repeated, so any failure after sending is an *licenses.UncertainError.
 func (d *HTTPDriver) CreateSite(ctx context.Context, name, domain string) (licenses.Site, error) {
-	body, err := json.Marshal(map[string]string{"name": name, "domain": domain})
+	body, err := json.Marshal(vendorproto.NewSite{Name: name, Domain: domain})
 	if err != nil {
 		return licenses.Site{}, fmt.Errorf("encode site: %w", err)
 	}
@@ -237,19 +234,17 @@ func (d *HTTPDriver) CreateSite(ctx context.Context, name, domain string) (licen
 	if err != nil {
 		return licenses.Site{}, err
 	}
-	var created struct {
-		Data *siteJSON `json:"data"`
-	}
+	var created vendorproto.CreatedSite
 	if err := decode(a, &created); err != nil {
 		return licenses.Site{}, d.failure(c, true, err)
 	}
 	if created.Data == nil {
 		return licenses.Site{}, d.failure(c, true, errors.New("malformed answer: no data"))
 	}
-	if err := created.Data.check(); err != nil {
+	if err := check(*created.Data); err != nil {
 		return licenses.Site{}, d.failure(c, true, err)
 	}
-	return created.Data.site(), nil
+	return fromWire(*created.Data), nil
 }
 
 // DeleteSite deletes the site; the vendor's 404 (already gone) is success.
@@ -260,24 +255,17 @@ func (d *HTTPDriver) DeleteSite(ctx context.Context, id string) error {
 	return err
 }
 
-// siteJSON is a site as the vendor writes it; fields we do not use are ignored.
-type siteJSON struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Domain     string `json:"domain"`
-	LicenseKey string `json:"license_key"`
-	Status     string `json:"status"`
-}
-
 // check refuses a site without the two fields licensor cannot do without.
-func (s siteJSON) check() error {
+func check(s vendorproto.Site) error {
 	if s.ID == "" || s.LicenseKey == "" {
 		return errors.New("malformed answer: a site without id or license_key")
 	}
 	return nil
 }
 
-func (s siteJSON) site() licenses.Site {
+// fromWire is the domain's view of a site the vendor sent; fields the
+// domain does not use (created_at, any the vendor adds) are dropped.
+func fromWire(s vendorproto.Site) licenses.Site {
 	return licenses.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.LicenseKey, Status: s.Status}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
 // TestEnsureSiteListsThenCreates: a new domain costs exactly two calls, a
@@ -221,7 +222,7 @@ func TestListSitesPages(t *testing.T) {
 	for name, newVendor := range map[string]func(t *testing.T) siteLister{
 		"fake": func(*testing.T) siteLister { return vendorclient.NewFake() },
 		"http driver against the simulator": func(t *testing.T) siteLister {
-			d, _, _ := simulated(t, vendorclient.SimOptions{Token: testToken})
+			d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken})
 			return d
 		},
 	} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // maxBody is the most of an answer the driver reads; a longer one is malformed.
@@ -27,6 +28,8 @@ type call struct {
 	write  bool  // a write may have happened once sent: failures are uncertain
 	ok     []int // the statuses that are success
 }
+
+var _ fmt.Stringer = call{} // errors and logs name the call with %s
 
 func (c call) String() string { return c.method + " " + c.path }
 
@@ -114,10 +117,7 @@ func (d *HTTPDriver) failure(c call, sent bool, err error) error {
 
 // rejected reads the vendor's refusal: {"message":…, "errors":{field:[…]}}.
 func rejected(a *answer) error {
-	var body struct {
-		Message string              `json:"message"`
-		Errors  map[string][]string `json:"errors"`
-	}
+	var body vendorproto.ErrorBody
 	if a.bodyErr != nil || json.Unmarshal(a.body, &body) != nil || body.Message == "" {
 		body.Message = http.StatusText(a.status)
 	}

@@ -1,4 +1,4 @@
-package vendorclient_test
+package vendorsim_test
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorproto"
+	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
 // delivery is one webhook POST a receiver got.
@@ -106,7 +107,7 @@ const hookSecret = "whsec-t0p-s3cret"
 // hookSim starts a simulator whose webhooks go to url with hookSecret, a
 // recording sleeper unless hook sets its own, and n sites (site_1…); Close
 // runs at the end of the test.
-func hookSim(t *testing.T, url string, n int, hook vendorclient.SimWebhook, opts vendorclient.SimOptions) *vendorclient.Simulator {
+func hookSim(t *testing.T, url string, n int, hook vendorsim.SimWebhook, opts vendorsim.SimOptions) *vendorsim.Simulator {
 	t.Helper()
 	hook.URL, hook.Secret = url, hookSecret
 	if hook.Sleep == nil {
@@ -125,7 +126,7 @@ func hookSim(t *testing.T, url string, n int, hook vendorclient.SimWebhook, opts
 
 // change asks POST /_sim/sites/{id}/{action} and fails the test unless it
 // answers 200.
-func change(t *testing.T, sim *vendorclient.Simulator, id, action, token string) *sink {
+func change(t *testing.T, sim *vendorsim.Simulator, id, action, token string) *sink {
 	t.Helper()
 	w := ask(sim, http.MethodPost, "/_sim/sites/"+id+"/"+action, "", token)
 	if w.status != http.StatusOK {
@@ -147,7 +148,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // hookStats reads the "webhooks" of GET /_sim/stats.
-func hookStats(t *testing.T, sim *vendorclient.Simulator, token string) vendorclient.WebhookStats {
+func hookStats(t *testing.T, sim *vendorsim.Simulator, token string) vendorsim.WebhookStats {
 	t.Helper()
 	return statsOf(t, sim, token).Webhooks
 }
@@ -160,8 +161,8 @@ func TestSimWebhookIsSigned(t *testing.T) {
 	rc := newReceiver(t, always(http.StatusNoContent))
 	logs := &logBuffer{}
 	now := time.Unix(1_800_000_000, 0)
-	sim := hookSim(t, rc.URL, 1, vendorclient.SimWebhook{Now: func() time.Time { return now }},
-		vendorclient.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	sim := hookSim(t, rc.URL, 1, vendorsim.SimWebhook{Now: func() time.Time { return now }},
+		vendorsim.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(logs, nil))})
 
 	answered := change(t, sim, "site_1", "suspend", token)
 	eventually(t, "delivered", func() bool { return hookStats(t, sim, token).Delivered == 1 })
@@ -192,11 +193,11 @@ func TestSimWebhookIsSigned(t *testing.T) {
 	if want := hex.EncodeToString(mac.Sum(nil)); v1 != want {
 		t.Errorf("v1 = %s, want HMAC-SHA256(secret, t.body) = %s", v1, want)
 	}
-	if got := vendorclient.SignWebhook(hookSecret, now, d.body); got != d.signature {
-		t.Errorf("SignWebhook = %s, sent %s", got, d.signature)
+	if got := vendorproto.Sign(hookSecret, now, d.body); got != d.signature {
+		t.Errorf("Sign = %s, sent %s", got, d.signature)
 	}
 
-	if st := hookStats(t, sim, token); st != (vendorclient.WebhookStats{Sent: 1, Delivered: 1}) {
+	if st := hookStats(t, sim, token); st != (vendorsim.WebhookStats{Sent: 1, Delivered: 1}) {
 		t.Errorf("stats %+v, want one sent and delivered", st)
 	}
 	log := logs.String()
@@ -223,8 +224,8 @@ func TestSimWebhookRetriesUntil2xx(t *testing.T) {
 		return http.StatusOK
 	})
 	clock := &sleeper{}
-	sim := hookSim(t, rc.URL, 1, vendorclient.SimWebhook{RetryBase: 40 * time.Millisecond, Sleep: clock.Sleep},
-		vendorclient.SimOptions{Seed: 3})
+	sim := hookSim(t, rc.URL, 1, vendorsim.SimWebhook{RetryBase: 40 * time.Millisecond, Sleep: clock.Sleep},
+		vendorsim.SimOptions{Seed: 3})
 
 	change(t, sim, "site_1", "rotate", "")
 	eventually(t, "delivered", func() bool { return hookStats(t, sim, "").Delivered == 1 })
@@ -247,7 +248,7 @@ func TestSimWebhookRetriesUntil2xx(t *testing.T) {
 			t.Errorf("wait %d = %s, want within [%s, %s]", i+1, w, step/2, step)
 		}
 	}
-	if st := hookStats(t, sim, ""); st != (vendorclient.WebhookStats{Sent: 4, Delivered: 1}) {
+	if st := hookStats(t, sim, ""); st != (vendorsim.WebhookStats{Sent: 4, Delivered: 1}) {
 		t.Errorf("stats %+v, want 4 sent, 1 delivered", st)
 	}
 }
@@ -261,11 +262,11 @@ func TestSimWebhookGivesUp(t *testing.T) {
 	for name, url := range map[string]string{"500": newReceiver(t, always(500)).URL, "unreachable": gone.URL} {
 		t.Run(name, func(t *testing.T) {
 			clock := &sleeper{}
-			sim := hookSim(t, url, 1, vendorclient.SimWebhook{Attempts: 5, RetryBase: time.Second, RetryMax: 2 * time.Second,
-				Sleep: clock.Sleep}, vendorclient.SimOptions{})
+			sim := hookSim(t, url, 1, vendorsim.SimWebhook{Attempts: 5, RetryBase: time.Second, RetryMax: 2 * time.Second,
+				Sleep: clock.Sleep}, vendorsim.SimOptions{})
 			change(t, sim, "site_1", "delete", "")
 			eventually(t, "failed", func() bool { return hookStats(t, sim, "").Failed == 1 })
-			if st := hookStats(t, sim, ""); st != (vendorclient.WebhookStats{Sent: 5, Failed: 1}) {
+			if st := hookStats(t, sim, ""); st != (vendorsim.WebhookStats{Sent: 5, Failed: 1}) {
 				t.Errorf("stats %+v, want 5 sent, 1 failed", st)
 			}
 			waits := clock.Waits()
@@ -285,7 +286,7 @@ func TestSimWebhookGivesUp(t *testing.T) {
 // event is delivered twice in a row, the same body both times.
 func TestSimWebhookDupRateOneSendsEachTwice(t *testing.T) {
 	rc := newReceiver(t, always(http.StatusOK))
-	sim := hookSim(t, rc.URL, 3, vendorclient.SimWebhook{DupRate: 1}, vendorclient.SimOptions{})
+	sim := hookSim(t, rc.URL, 3, vendorsim.SimWebhook{DupRate: 1}, vendorsim.SimOptions{})
 	for _, id := range []string{"site_1", "site_2", "site_3"} {
 		change(t, sim, id, "suspend", "")
 	}
@@ -302,7 +303,7 @@ func TestSimWebhookDupRateOneSendsEachTwice(t *testing.T) {
 			t.Errorf("delivery %d is of %s, want site_%d", i+1, e.Data.Site.ID, i/2+1)
 		}
 	}
-	if st := hookStats(t, sim, ""); st != (vendorclient.WebhookStats{Sent: 6, Delivered: 6}) {
+	if st := hookStats(t, sim, ""); st != (vendorsim.WebhookStats{Sent: 6, Delivered: 6}) {
 		t.Errorf("stats %+v, want 6 sent and delivered", st)
 	}
 }
@@ -322,7 +323,7 @@ func TestSimWebhookShuffleIsSeeded(t *testing.T) {
 			}
 			return http.StatusOK
 		})
-		sim := hookSim(t, rc.URL, 7, vendorclient.SimWebhook{Shuffle: shuffle}, vendorclient.SimOptions{Seed: seed})
+		sim := hookSim(t, rc.URL, 7, vendorsim.SimWebhook{Shuffle: shuffle}, vendorsim.SimOptions{Seed: seed})
 		change(t, sim, "site_1", "suspend", "")
 		<-busy
 		for _, id := range inOrder {
@@ -358,7 +359,7 @@ func TestSimWebhookShuffleIsSeeded(t *testing.T) {
 func TestSimSiteChangesShowInTheList(t *testing.T) {
 	const token = "sim-token"
 	state := t.TempDir() + "/sites.json"
-	sim := hookSim(t, "", 4, vendorclient.SimWebhook{}, vendorclient.SimOptions{Token: token, StateFile: state})
+	sim := hookSim(t, "", 4, vendorsim.SimWebhook{}, vendorsim.SimOptions{Token: token, StateFile: state})
 	before := listed(t, sim, token)
 
 	for _, step := range []struct{ id, action, want string }{
@@ -408,18 +409,18 @@ func TestSimSiteChangesShowInTheList(t *testing.T) {
 			t.Errorf("%s key %s → %s; only site_3's is rotated", after[i].ID, before[i].LicenseKey, after[i].LicenseKey)
 		}
 	}
-	if st := hookStats(t, sim, token); st != (vendorclient.WebhookStats{}) {
+	if st := hookStats(t, sim, token); st != (vendorsim.WebhookStats{}) {
 		t.Errorf("without a URL: stats %+v, want none", st)
 	}
 
-	restarted := newSim(t, vendorclient.SimOptions{Token: token, StateFile: state})
+	restarted := newSim(t, vendorsim.SimOptions{Token: token, StateFile: state})
 	if again := listed(t, restarted, token); len(again) != 3 || again[0].Status != "suspended" || again[2].LicenseKey != after[2].LicenseKey {
 		t.Errorf("after a restart: %+v, want the changes kept", again)
 	}
 }
 
 // listed reads the first page of GET /sites.
-func listed(t *testing.T, sim *vendorclient.Simulator, token string) []site {
+func listed(t *testing.T, sim *vendorsim.Simulator, token string) []site {
 	t.Helper()
 	w := ask(sim, http.MethodGet, "/sites?page=1", "", token)
 	var out struct{ Data []site }
@@ -443,7 +444,7 @@ func TestSimCloseStopsTheDeliveries(t *testing.T) {
 	}))
 	defer rc.Close()
 	defer close(release)
-	sim := hookSim(t, rc.URL, 2, vendorclient.SimWebhook{}, vendorclient.SimOptions{})
+	sim := hookSim(t, rc.URL, 2, vendorsim.SimWebhook{}, vendorsim.SimOptions{})
 	change(t, sim, "site_1", "suspend", "")
 	<-hung
 	closed := make(chan struct{})
@@ -461,7 +462,7 @@ func TestSimCloseStopsTheDeliveries(t *testing.T) {
 
 // TestNewSimulatorRefusesBadWebhooks: webhook options that make no sense.
 func TestNewSimulatorRefusesBadWebhooks(t *testing.T) {
-	for name, w := range map[string]vendorclient.SimWebhook{
+	for name, w := range map[string]vendorsim.SimWebhook{
 		"dup rate above 1":   {URL: "http://127.0.0.1:1/hook", Secret: "s", DupRate: 1.5},
 		"no secret":          {URL: "http://127.0.0.1:1/hook"},
 		"not http":           {URL: "ftp://example.test/hook", Secret: "s"},
@@ -470,7 +471,7 @@ func TestNewSimulatorRefusesBadWebhooks(t *testing.T) {
 		"negative base wait": {RetryBase: -time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if sim, err := vendorclient.NewSimulator(vendorclient.SimOptions{Webhook: w}); err == nil {
+			if sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{Webhook: w}); err == nil {
 				sim.Close()
 				t.Error("NewSimulator accepted it")
 			}

@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"context"
@@ -21,8 +21,8 @@ const (
 )
 
 // SimWebhook configures the simulator's webhooks: the events of the
-// /_sim/sites/{id}/… routes (sim_webhook_sites.go), POSTed to URL, signed
-// with Secret (sim_webhook_deliver.go), retried with backoff on a
+// /_sim/sites/{id}/… routes (sitechanges.go), POSTed to URL, signed with
+// Secret by vendorproto.Sign (deliver.go), retried with backoff on a
 // background goroutine that Simulator.Close stops. The zero value sends
 // none.
 type SimWebhook struct {

@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // Drop modes: how the simulator loses the answer to a request.
@@ -31,17 +31,16 @@ type SimOptions struct {
 	Token     string       // when set, requests must carry "Bearer <Token>" or get 401
 	Seed      uint64       // seeds the random faults: one seed and one request order, one fault sequence
 	StateFile string       // when set, the sites are kept in this JSON file across restarts
-	Store     *Fake        // the sites; nil for a new, empty store
 	Log       *slog.Logger // a line per request; nil for none
 	Webhook   SimWebhook   // the events of /_sim/sites/{id}/…; no URL sends none
 }
 
 // Simulator serves the vendor protocol from memory, with the faults of its
-// SimOptions, and the /_sim/ routes that report and steer it (sim_admin.go).
+// SimOptions, and the /_sim/ routes that report and steer it (admin.go).
 // It counts the calls it gets, for tests, demos and chaos runs.
 type Simulator struct {
 	opts  SimOptions // Token, StateFile, Log; the faults live in faults
-	store *Fake
+	store *store
 	mux   *http.ServeMux
 	save  sync.Mutex // serializes writes of the state file
 	hooks *webhooks  // builds, queues and delivers the events; Close stops it
@@ -71,18 +70,16 @@ func NewSimulator(opts SimOptions) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Store == nil {
-		opts.Store = NewFake()
-	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	st := newStore()
 	if opts.StateFile != "" {
-		if err := loadState(opts.StateFile, opts.Store); err != nil {
+		if err := loadState(opts.StateFile, st); err != nil {
 			return nil, err
 		}
 	}
-	s := &Simulator{opts: opts, store: opts.Store, mux: http.NewServeMux(), faults: faults, calls: map[string]int{}}
+	s := &Simulator{opts: opts, store: st, mux: http.NewServeMux(), faults: faults, calls: map[string]int{}}
 	s.reseed(opts.Seed)
 	s.hooks = newWebhooks(hooks, opts.Seed, opts.Log)
 	s.route(routeList, s.list)
@@ -111,7 +108,14 @@ func (s *Simulator) Calls() map[string]int {
 }
 
 // Sites returns the sites the simulator holds, oldest first.
-func (s *Simulator) Sites() []licenses.Site { return s.store.Sites() }
+func (s *Simulator) Sites() []vendorproto.Site {
+	recs := s.store.list("")
+	sites := make([]vendorproto.Site, len(recs))
+	for i, r := range recs {
+		sites[i] = r.site
+	}
+	return sites
+}
 
 // simCall is one vendor request on its way through the simulator: what its log
 // line names, and the fault due once the route has done its work.
@@ -186,9 +190,7 @@ func (s *Simulator) identify(c *simCall) {
 	case routeList:
 		c.domain = c.r.URL.Query().Get("domain")
 	case routeCreate:
-		var in struct {
-			Domain string `json:"domain"`
-		}
+		var in vendorproto.NewSite
 		if json.Unmarshal(c.body, &in) == nil {
 			c.domain = in.Domain
 		}
@@ -220,7 +222,20 @@ func pause(ctx context.Context, d time.Duration) bool {
 	return sleep(ctx, d) == nil
 }
 
-func message(m string) map[string]any { return map[string]any{"message": m} }
+// sleep waits d, or less when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// message is an answer's body that is a message alone.
+func message(m string) vendorproto.ErrorBody { return vendorproto.ErrorBody{Message: m} }
 
 // reply writes a JSON answer, counts it and logs it, without the body: it
 // may hold keys.
@@ -262,7 +277,10 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	_ = json.NewEncoder(w).Encode(body) // the client went away; nothing to do
 }
 
-// readAll reads a request body whole. Done first, it also lets the server
+// maxBody is the most of a request body the simulator reads.
+const maxBody = 1 << 20
+
+// readAll reads a request body whole (up to maxBody). Done first, it also lets the server
 // notice a client that hangs up during the latency or a dropped answer: the
 // server watches the connection only once the body is read.
 func readAll(r *http.Request) ([]byte, error) {

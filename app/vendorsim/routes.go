@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"encoding/json"
@@ -6,25 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
-
-// wireSite is a site as the vendor writes it.
-type wireSite struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Domain     string `json:"domain"`
-	LicenseKey string `json:"license_key"`
-	Status     string `json:"status"`
-	CreatedAt  string `json:"created_at"`
-}
-
-func toWire(r record) wireSite {
-	return wireSite{ID: r.site.ID, Name: r.site.Name, Domain: r.site.Domain, LicenseKey: r.site.LicenseKey,
-		Status: r.site.Status, CreatedAt: r.created.Format(time.RFC3339)}
-}
 
 // list answers GET /sites?domain=D with the domain's sites, {"data":[…]};
 // without a domain it lists every site a page at a time (listPage).
@@ -34,22 +18,22 @@ func (s *Simulator) list(c *simCall) {
 		s.listPage(c, q)
 		return
 	}
-	sites := []wireSite{}
+	sites := []vendorproto.Site{}
 	for _, rec := range s.store.list(q.Get("domain")) {
-		sites = append(sites, toWire(rec))
+		sites = append(sites, rec.site)
 	}
 	if len(sites) == 1 {
 		c.site = sites[0].ID
 	}
-	s.finish(c, http.StatusOK, map[string]any{"data": sites}, "listed", false)
+	s.finish(c, http.StatusOK, vendorproto.SiteList{Data: sites}, "listed", false)
 }
 
 // listPage answers GET /sites?page=N&per_page=M: every site in id order
 // (oldest first), {"data":[…],"meta":{"page","per_page","total"}}. page
-// defaults to 1, per_page to DefaultPerPage and is capped at MaxPerPage;
+// defaults to 1, per_page to vendorproto.DefaultPerPage and is capped at vendorproto.MaxPerPage;
 // either below 1 or not a number is a 422.
 func (s *Simulator) listPage(c *simCall, q url.Values) {
-	page, perPage := 1, DefaultPerPage
+	page, perPage := 1, vendorproto.DefaultPerPage
 	fields := map[string][]string{}
 	for _, p := range []struct {
 		name string
@@ -65,46 +49,43 @@ func (s *Simulator) listPage(c *simCall, q url.Values) {
 		*p.n = n
 	}
 	if len(fields) > 0 {
-		rej := &licenses.RejectedError{Status: http.StatusUnprocessableEntity, Message: "The given data was invalid.", Fields: fields}
-		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		rej := invalid(fields)
+		s.finish(c, rej.status, rej.body, "refused", false)
 		return
 	}
 	recs, total, rej := s.store.page(page, perPage)
 	if rej != nil {
-		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		s.finish(c, rej.status, rej.body, "refused", false)
 		return
 	}
-	sites := make([]wireSite, len(recs))
+	sites := make([]vendorproto.Site, len(recs))
 	for i, rec := range recs {
-		sites[i] = toWire(rec)
+		sites[i] = rec.site
 	}
-	meta := map[string]int{"page": page, "per_page": min(perPage, MaxPerPage), "total": total}
-	s.finish(c, http.StatusOK, map[string]any{"data": sites, "meta": meta}, "listed", false)
+	meta := &vendorproto.PageMeta{Page: page, PerPage: min(perPage, vendorproto.MaxPerPage), Total: &total}
+	s.finish(c, http.StatusOK, vendorproto.SitePage{Data: sites, Meta: meta}, "listed", false)
 }
 
 // create answers POST /sites: 201, or the vendor's 422 for a domain that
 // already has a site (counted as a duplicate refused).
 func (s *Simulator) create(c *simCall) {
-	var in struct {
-		Name   string `json:"name"`
-		Domain string `json:"domain"`
-	}
+	var in vendorproto.NewSite
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		s.finish(c, http.StatusBadRequest, message("The body is not valid JSON."), "refused", false)
 		return
 	}
 	rec, rej := s.store.create(in.Name, in.Domain)
 	if rej != nil {
-		if existing, ok := s.store.find(in.Domain); ok && rej.Message == duplicateMessage {
+		if existing, ok := s.store.find(in.Domain); ok && rej.body.Message == duplicateMessage {
 			c.site = existing.site.ID
 			s.count(&s.stats.duplicates)
 		}
-		s.finish(c, rej.Status, rejection(rej), "refused", false)
+		s.finish(c, rej.status, rej.body, "refused", false)
 		return
 	}
 	c.site = rec.site.ID
 	s.committed(&s.stats.creates)
-	s.finish(c, http.StatusCreated, map[string]any{"data": toWire(rec)}, "created",
+	s.finish(c, http.StatusCreated, vendorproto.CreatedSite{Data: &rec.site}, "created",
 		s.dropDue(&s.droppedCreates, c.faults.DropCreates))
 }
 
@@ -116,17 +97,6 @@ func (s *Simulator) delete(c *simCall) {
 	}
 	s.committed(&s.stats.deletes)
 	s.finish(c, http.StatusNoContent, nil, "deleted", s.dropDue(&s.droppedDeletes, c.faults.DropDeletes))
-}
-
-// duplicateMessage is the Fake's refusal of a domain that already has a site.
-const duplicateMessage = "domain already has a site"
-
-func rejection(rej *licenses.RejectedError) map[string]any {
-	body := message(rej.Message)
-	if len(rej.Fields) > 0 {
-		body["errors"] = rej.Fields
-	}
-	return body
 }
 
 // finish answers a request whose work is done (done: "created", "deleted",

@@ -1,4 +1,4 @@
-package vendorclient_test
+package vendorsim_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
 // sink is a ResponseWriter that records what was answered; status 0 is no
@@ -55,7 +55,7 @@ var doneCtx = func() context.Context {
 
 // ask sends one request straight to the simulator's handler, with the
 // token when one is given.
-func ask(sim *vendorclient.Simulator, method, target, body, token string) *sink {
+func ask(sim *vendorsim.Simulator, method, target, body, token string) *sink {
 	r := httptest.NewRequestWithContext(doneCtx, method, target, strings.NewReader(body))
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
@@ -65,9 +65,9 @@ func ask(sim *vendorclient.Simulator, method, target, body, token string) *sink 
 	return w
 }
 
-func newSim(t *testing.T, opts vendorclient.SimOptions) *vendorclient.Simulator {
+func newSim(t *testing.T, opts vendorsim.SimOptions) *vendorsim.Simulator {
 	t.Helper()
-	sim, err := vendorclient.NewSimulator(opts)
+	sim, err := vendorsim.NewSimulator(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +77,13 @@ func newSim(t *testing.T, opts vendorclient.SimOptions) *vendorclient.Simulator 
 func createBody(domain string) string { return `{"name":"Acme","domain":"` + domain + `"}` }
 
 // statsOf reads GET /_sim/stats as a client would.
-func statsOf(t *testing.T, sim *vendorclient.Simulator, token string) vendorclient.SimStats {
+func statsOf(t *testing.T, sim *vendorsim.Simulator, token string) vendorsim.SimStats {
 	t.Helper()
 	w := ask(sim, http.MethodGet, "/_sim/stats", "", token)
 	if w.status != http.StatusOK {
 		t.Fatalf("GET /_sim/stats = %d %s", w.status, w.body.String())
 	}
-	var st vendorclient.SimStats
+	var st vendorsim.SimStats
 	if err := json.Unmarshal(w.body.Bytes(), &st); err != nil {
 		t.Fatalf("GET /_sim/stats: %v in %s", err, w.body.String())
 	}
@@ -96,8 +96,8 @@ func statsOf(t *testing.T, sim *vendorclient.Simulator, token string) vendorclie
 // wrong token sees no stats.
 func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 	const token = "sim-token"
-	sim := newSim(t, vendorclient.SimOptions{Token: token,
-		SimFaults: vendorclient.SimFaults{Burst429: 1, DropDeletes: 1, DropMode: vendorclient.DropHang}})
+	sim := newSim(t, vendorsim.SimOptions{Token: token,
+		SimFaults: vendorsim.SimFaults{Burst429: 1, DropDeletes: 1, DropMode: vendorsim.DropHang}})
 	for _, step := range []struct {
 		method, target, body, token string
 		want                        int
@@ -115,7 +115,7 @@ func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 			t.Fatalf("%s %s = %d %s, want %d", step.method, step.target, got.status, got.body.String(), step.want)
 		}
 	}
-	want := vendorclient.SimStats{
+	want := vendorsim.SimStats{
 		Calls: map[string]map[string]int{
 			"GET /sites":         {"429": 1, "200": 1, "401": 1},
 			"POST /sites":        {"201": 2, "422": 1},
@@ -144,7 +144,7 @@ func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 // effect on the next request; a body it cannot take changes nothing; the
 // /_sim/ routes suffer no fault.
 func TestSimFaultsReplacedAtRuntime(t *testing.T) {
-	sim := newSim(t, vendorclient.SimOptions{Seed: 3})
+	sim := newSim(t, vendorsim.SimOptions{Seed: 3})
 	get := func() *sink { return ask(sim, http.MethodGet, "/sites?domain=acme.test", "", "") }
 	if got := get().status; got != 200 {
 		t.Fatalf("before any fault: %d", got)
@@ -196,7 +196,7 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 // the faults stay, and their random sequence starts over; ids are not given
 // twice.
 func TestSimReset(t *testing.T) {
-	sim := newSim(t, vendorclient.SimOptions{Seed: 11, SimFaults: vendorclient.SimFaults{Rate5xx: 0.5}})
+	sim := newSim(t, vendorsim.SimOptions{Seed: 11, SimFaults: vendorsim.SimFaults{Rate5xx: 0.5}})
 	statuses := func() []int {
 		var got []int
 		for range 20 {
@@ -217,7 +217,7 @@ func TestSimReset(t *testing.T) {
 	if w := ask(sim, http.MethodPost, "/_sim/reset", "", ""); w.status != 200 {
 		t.Fatalf("POST /_sim/reset = %d %s", w.status, w.body.String())
 	}
-	empty := vendorclient.SimStats{Calls: map[string]map[string]int{"GET /sites": {}, "POST /sites": {}, "DELETE /sites/{id}": {}}}
+	empty := vendorsim.SimStats{Calls: map[string]map[string]int{"GET /sites": {}, "POST /sites": {}, "DELETE /sites/{id}": {}}}
 	if got := statsOf(t, sim, ""); !reflect.DeepEqual(got, empty) {
 		t.Errorf("stats after reset = %+v, want zero", got)
 	}
@@ -242,9 +242,9 @@ func TestSimReset(t *testing.T) {
 // proportions asked over 2000 requests; another seed gives another one.
 func TestSimRandomFaultsAreSeeded(t *testing.T) {
 	const n = 2000
-	faults := vendorclient.SimFaults{Rate429: 0.1, Rate5xx: 0.2, DropRate: 0.1, DropMode: vendorclient.DropHang}
-	run := func(seed uint64) ([]int, vendorclient.SimStats) {
-		sim := newSim(t, vendorclient.SimOptions{Seed: seed, SimFaults: faults})
+	faults := vendorsim.SimFaults{Rate429: 0.1, Rate5xx: 0.2, DropRate: 0.1, DropMode: vendorsim.DropHang}
+	run := func(seed uint64) ([]int, vendorsim.SimStats) {
+		sim := newSim(t, vendorsim.SimOptions{Seed: seed, SimFaults: faults})
 		seq := make([]int, n)
 		for i := range seq {
 			seq[i] = ask(sim, http.MethodGet, "/sites?domain=acme.test", "", "").status
@@ -281,8 +281,8 @@ func TestSimRandomFaultsAreSeeded(t *testing.T) {
 // answers 500, for the drop budgets and the drop rate alike, whatever the
 // fault phase.
 func TestSim5xxAfterCommit(t *testing.T) {
-	sim := newSim(t, vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{DropCreates: 1,
-		DropMode: vendorclient.Drop5xxAfterCommit, FaultPhase: vendorclient.PhaseBefore}})
+	sim := newSim(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{DropCreates: 1,
+		DropMode: vendorsim.Drop5xxAfterCommit, FaultPhase: vendorsim.PhaseBefore}})
 	if got := ask(sim, http.MethodPost, "/sites", createBody("acme.test"), "").status; got != 500 {
 		t.Fatalf("first create = %d, want 500", got)
 	}
@@ -309,9 +309,9 @@ func TestSimFaultPhaseAfterCommits(t *testing.T) {
 	for _, tt := range []struct {
 		phase     string
 		wantSites int
-	}{{vendorclient.PhaseAfter, 1}, {vendorclient.PhaseBefore, 0}} {
+	}{{vendorsim.PhaseAfter, 1}, {vendorsim.PhaseBefore, 0}} {
 		t.Run("5xx "+tt.phase, func(t *testing.T) {
-			sim := newSim(t, vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{Rate5xx: 1, FaultPhase: tt.phase}})
+			sim := newSim(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{Rate5xx: 1, FaultPhase: tt.phase}})
 			if got := ask(sim, http.MethodPost, "/sites", createBody("acme.test"), "").status; got != 500 {
 				t.Errorf("create = %d, want 500", got)
 			}
@@ -321,8 +321,8 @@ func TestSimFaultPhaseAfterCommits(t *testing.T) {
 		})
 	}
 	t.Run("drop after, close", func(t *testing.T) {
-		sim := newSim(t, vendorclient.SimOptions{SimFaults: vendorclient.SimFaults{DropRate: 1,
-			DropMode: vendorclient.DropClose, FaultPhase: vendorclient.PhaseAfter}})
+		sim := newSim(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{DropRate: 1,
+			DropMode: vendorsim.DropClose, FaultPhase: vendorsim.PhaseAfter}})
 		srv := httptest.NewServer(sim)
 		t.Cleanup(srv.Close)
 		resp, err := http.Post(srv.URL+"/sites", "application/json", strings.NewReader(createBody("acme.test")))
@@ -338,8 +338,8 @@ func TestSimFaultPhaseAfterCommits(t *testing.T) {
 		}
 	})
 	t.Run("random", func(t *testing.T) {
-		sim := newSim(t, vendorclient.SimOptions{Seed: 5, SimFaults: vendorclient.SimFaults{Rate5xx: 1,
-			FaultPhase: vendorclient.PhaseRandom}})
+		sim := newSim(t, vendorsim.SimOptions{Seed: 5, SimFaults: vendorsim.SimFaults{Rate5xx: 1,
+			FaultPhase: vendorsim.PhaseRandom}})
 		for i := range 200 {
 			ask(sim, http.MethodPost, "/sites", createBody("d"+strings.Repeat("x", i)+".test"), "")
 		}
@@ -355,7 +355,7 @@ func TestSimFaultPhaseAfterCommits(t *testing.T) {
 func TestSimStateSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sites.json")
-	first := newSim(t, vendorclient.SimOptions{StateFile: file})
+	first := newSim(t, vendorsim.SimOptions{StateFile: file})
 	for _, d := range []string{"a.test", "b.test"} {
 		if got := ask(first, http.MethodPost, "/sites", createBody(d), "").status; got != 201 {
 			t.Fatalf("create %s = %d", d, got)
@@ -366,7 +366,7 @@ func TestSimStateSurvivesRestart(t *testing.T) {
 	}
 	kept := first.Sites()
 
-	second := newSim(t, vendorclient.SimOptions{StateFile: file})
+	second := newSim(t, vendorsim.SimOptions{StateFile: file})
 	if got := second.Sites(); !reflect.DeepEqual(got, kept) || len(got) != 1 {
 		t.Fatalf("after a restart: %v, want %v", got, kept)
 	}
@@ -378,7 +378,7 @@ func TestSimStateSurvivesRestart(t *testing.T) {
 		t.Errorf("create of a domain the file holds = %d, want 422", w.status)
 	}
 	ask(second, http.MethodPost, "/_sim/reset", "", "")
-	if got := newSim(t, vendorclient.SimOptions{StateFile: file}).Sites(); len(got) != 0 {
+	if got := newSim(t, vendorsim.SimOptions{StateFile: file}).Sites(); len(got) != 0 {
 		t.Errorf("after a reset and a restart: %v, want no site", got)
 	}
 
@@ -396,7 +396,7 @@ func TestSimStateSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, path := range map[string]string{"malformed": file, "unwritable": filepath.Join(dir, "missing", "sites.json")} {
-		if _, err := vendorclient.NewSimulator(vendorclient.SimOptions{StateFile: path}); !errors.Is(err, vendorclient.ErrSimState) {
+		if _, err := vendorsim.NewSimulator(vendorsim.SimOptions{StateFile: path}); !errors.Is(err, vendorsim.ErrSimState) {
 			t.Errorf("NewSimulator on a %s state file = %v, want ErrSimState", name, err)
 		}
 	}
@@ -406,13 +406,13 @@ func TestSimStateSurvivesRestart(t *testing.T) {
 // committed create, however they interleave.
 func TestSimStateUnderConcurrentWrites(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sites.json")
-	sim := newSim(t, vendorclient.SimOptions{StateFile: file})
+	sim := newSim(t, vendorsim.SimOptions{StateFile: file})
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() { ask(sim, http.MethodPost, "/sites", createBody(string(rune('a'+i))+".test"), "") })
 	}
 	wg.Wait()
-	if got := len(newSim(t, vendorclient.SimOptions{StateFile: file}).Sites()); got != 16 {
+	if got := len(newSim(t, vendorsim.SimOptions{StateFile: file}).Sites()); got != 16 {
 		t.Errorf("the state file holds %d sites, want 16", got)
 	}
 }
@@ -423,8 +423,8 @@ func TestSimStateUnderConcurrentWrites(t *testing.T) {
 func TestSimLogsDomainAndSiteNeverToken(t *testing.T) {
 	const token, wrong = "s3cret-sim-token", "wr0ng-token"
 	var buf bytes.Buffer
-	sim := newSim(t, vendorclient.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(&buf, nil)),
-		SimFaults: vendorclient.SimFaults{DropDeletes: 1, Burst429: 1}})
+	sim := newSim(t, vendorsim.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(&buf, nil)),
+		SimFaults: vendorsim.SimFaults{DropDeletes: 1, Burst429: 1}})
 	for _, step := range []struct {
 		method, target, body, token string
 		want                        []string

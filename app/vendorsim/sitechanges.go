@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"crypto/rand"
@@ -6,27 +6,18 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // siteChanges are the changes POST /_sim/sites/{id}/{action} makes, by
 // action, with the type of the event each sends.
 var siteChanges = map[string]string{
-	"suspend":    "site.suspended",
-	"reactivate": "site.reactivated",
-	"delete":     "site.deleted",
-	"rotate":     "site.key_rotated",
+	"suspend":    vendorproto.EventSiteSuspended,
+	"reactivate": vendorproto.EventSiteReactivated,
+	"delete":     vendorproto.EventSiteDeleted,
+	"rotate":     vendorproto.EventSiteKeyRotated,
 }
-
-// The site statuses the admin routes set.
-const (
-	statusActive    = "active"
-	statusSuspended = "suspended"
-)
-
-var (
-	errNoSite    = errors.New("site not found")
-	errUnchanged = errors.New("the site is already in that state")
-)
 
 // changeSite answers POST /_sim/sites/{id}/{action}: it changes the site as
 // the vendor would on its own (suspend, reactivate, delete, rotate its
@@ -46,9 +37,9 @@ func (s *Simulator) changeSite(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch action {
 	case "suspend":
-		rec, err = s.store.setStatus(id, statusSuspended)
+		rec, err = s.store.setStatus(id, vendorproto.StatusSuspended)
 	case "reactivate":
-		rec, err = s.store.setStatus(id, statusActive)
+		rec, err = s.store.setStatus(id, vendorproto.StatusActive)
 	case "rotate":
 		rec, err = s.store.rotate(id)
 	case "delete":
@@ -72,63 +63,10 @@ func (s *Simulator) changeSite(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
 }
 
-// eventJSON is a webhook's body.
-type eventJSON struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	Data    struct {
-		Site wireSite `json:"site"`
-	} `json:"data"`
-}
-
 // event builds the event of a change to rec's site, and its raw JSON.
 func (s *Simulator) event(kind string, rec record) (simEvent, []byte) {
-	e := eventJSON{ID: "evt_" + strings.ToLower(rand.Text()), Type: kind, Created: s.hooks.cfg.Now().Unix()}
-	e.Data.Site = toWire(rec)
+	e := vendorproto.Event{ID: "evt_" + strings.ToLower(rand.Text()), Type: kind, Created: s.hooks.cfg.Now().Unix(),
+		Data: vendorproto.EventData{Site: &rec.site}}
 	body, _ := json.Marshal(e) // plain data: it cannot fail
 	return simEvent{id: e.ID, kind: kind, site: rec.site.ID, body: body}, body
-}
-
-// setStatus sets the site's status and returns it after the change;
-// errUnchanged when it had that status already.
-func (f *Fake) setStatus(id, status string) (record, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.sites[id]
-	switch {
-	case !ok:
-		return record{}, errNoSite
-	case r.site.Status == status:
-		return r, errUnchanged
-	}
-	r.site.Status = status
-	f.sites[id] = r
-	return r, nil
-}
-
-// rotate gives the site a new license key and returns it after the change.
-func (f *Fake) rotate(id string) (record, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.sites[id]
-	if !ok {
-		return record{}, errNoSite
-	}
-	r.site.LicenseKey = "LK-" + rand.Text()
-	f.sites[id] = r
-	return r, nil
-}
-
-// take deletes the site and returns it as it was.
-func (f *Fake) take(id string) (record, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.sites[id]
-	if !ok {
-		return record{}, errNoSite
-	}
-	delete(f.sites, id)
-	delete(f.domains, strings.ToLower(r.site.Domain))
-	return r, nil
 }

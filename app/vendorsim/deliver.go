@@ -1,28 +1,13 @@
-package vendorclient
+package vendorsim
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
+
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
-
-// SignatureHeader carries a webhook's signature, Stripe style:
-// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>".
-const SignatureHeader = "Vendor-Signature"
-
-// SignWebhook returns the Vendor-Signature of a webhook body sent at t.
-func SignWebhook(secret string, t time.Time, body []byte) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
-}
 
 // deliverEvent delivers an event, twice with probability DupRate.
 func (h *webhooks) deliverEvent(ev simEvent) {
@@ -80,7 +65,7 @@ func (h *webhooks) post(ev simEvent) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "licensor-vendor-sim")
-	req.Header.Set(SignatureHeader, SignWebhook(h.cfg.Secret, h.cfg.Now(), ev.body))
+	req.Header.Set(vendorproto.SignatureHeader, vendorproto.Sign(h.cfg.Secret, h.cfg.Now(), ev.body))
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 //	GET  /_sim/faults  the faults in force (faultsJSON)
 //	POST /_sim/faults  replaces them; a knob left out takes its flag's default
 //	POST /_sim/reset   forgets every site and zeroes the stats; faults unchanged
-//	POST /_sim/sites/{id}/{action}  suspend, reactivate, delete or rotate: a webhook event (sim_webhook_sites.go)
+//	POST /_sim/sites/{id}/{action}  suspend, reactivate, delete or rotate: a webhook event (sitechanges.go)
 func (s *Simulator) adminRoutes() {
 	s.admin("GET /_sim/stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())

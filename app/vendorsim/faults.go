@@ -1,4 +1,4 @@
-package vendorclient
+package vendorsim
 
 import (
 	"fmt"

@@ -1,0 +1,246 @@
+package vendorsim
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/licensor-api/licensor/app/vendorproto"
+)
+
+// store holds the simulator's sites, one per domain (DNS names ignore
+// case), safe for concurrent use. It refuses as the vendor does: a name
+// and a domain are required, and a domain has one site at most.
+type store struct {
+	mu      sync.Mutex
+	next    int               // the number of the last id given: ids are never given twice
+	sites   map[string]record // by id
+	domains map[string]string // lower-cased domain → id
+}
+
+// record is a stored site, as the wire shows it, and its place in the
+// order of creation.
+type record struct {
+	site vendorproto.Site
+	seq  int
+}
+
+// refusal is the vendor's 4xx answer to a request: its status and body.
+type refusal struct {
+	status int
+	body   vendorproto.ErrorBody
+}
+
+// invalid is the vendor's 422 refusal of the fields at fault.
+func invalid(fields map[string][]string) *refusal {
+	return &refusal{status: http.StatusUnprocessableEntity,
+		body: vendorproto.ErrorBody{Message: "The given data was invalid.", Errors: fields}}
+}
+
+// duplicateMessage is the vendor's refusal of a domain that already has a site.
+const duplicateMessage = "domain already has a site"
+
+var (
+	errNoSite    = errors.New("site not found")
+	errUnchanged = errors.New("the site is already in that state")
+)
+
+func newStore() *store {
+	return &store{sites: map[string]record{}, domains: map[string]string{}}
+}
+
+// find returns the domain's site.
+func (st *store) find(domain string) (record, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.sites[st.domains[strings.ToLower(domain)]]
+	return r, ok
+}
+
+// byID returns the site with the id.
+func (st *store) byID(id string) (record, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.sites[id]
+	return r, ok
+}
+
+// list returns the sites of a domain, or all of them for "", oldest first.
+func (st *store) list(domain string) []record {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.listLocked(domain)
+}
+
+// listLocked is list; st.mu must be held.
+func (st *store) listLocked(domain string) []record {
+	var out []record
+	for _, r := range st.sites {
+		if domain == "" || strings.EqualFold(r.site.Domain, domain) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b record) int { return a.seq - b.seq })
+	return out
+}
+
+// page returns page number page of every site, oldest first, perPage (at
+// most vendorproto.MaxPerPage) to a page, and the number of sites; or the
+// vendor's refusal of a page or a perPage below 1.
+func (st *store) page(page, perPage int) ([]record, int, *refusal) {
+	fields := map[string][]string{}
+	if page < 1 {
+		fields["page"] = []string{"The page must be at least 1."}
+	}
+	if perPage < 1 {
+		fields["per_page"] = []string{"The per page must be at least 1."}
+	}
+	if len(fields) > 0 {
+		return nil, 0, invalid(fields)
+	}
+	perPage = min(perPage, vendorproto.MaxPerPage)
+	all := st.list("")
+	if page-1 >= (len(all)+perPage-1)/perPage { // past the last page; no overflow for a huge page
+		return []record{}, len(all), nil
+	}
+	start := (page - 1) * perPage
+	return all[start:min(start+perPage, len(all))], len(all), nil
+}
+
+// create creates the domain's site, or refuses as the vendor does.
+func (st *store) create(name, domain string) (record, *refusal) {
+	if rej := validateSite(name, domain); rej != nil {
+		return record{}, rej
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	key := strings.ToLower(domain)
+	if _, taken := st.domains[key]; taken {
+		return record{}, &refusal{status: http.StatusUnprocessableEntity, body: vendorproto.ErrorBody{
+			Message: duplicateMessage,
+			Errors:  map[string][]string{"domain": {"The domain already has a site."}},
+		}}
+	}
+	st.next++
+	r := record{
+		site: vendorproto.Site{ID: "site_" + strconv.Itoa(st.next), Name: name, Domain: domain,
+			LicenseKey: "LK-" + rand.Text(), Status: vendorproto.StatusActive, CreatedAt: time.Now().UTC().Format(time.RFC3339)},
+		seq: st.next,
+	}
+	st.sites[r.site.ID] = r
+	st.domains[key] = r.site.ID
+	return r, nil
+}
+
+// validateSite refuses a site without a name or a domain, as the vendor does.
+func validateSite(name, domain string) *refusal {
+	fields := map[string][]string{}
+	if strings.TrimSpace(name) == "" {
+		fields["name"] = []string{"The name field is required."}
+	}
+	if strings.TrimSpace(domain) == "" {
+		fields["domain"] = []string{"The domain field is required."}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return invalid(fields)
+}
+
+// remove deletes the site; false when there is none with the id.
+func (st *store) remove(id string) bool {
+	_, err := st.take(id)
+	return err == nil
+}
+
+// take deletes the site and returns it as it was.
+func (st *store) take(id string) (record, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.sites[id]
+	if !ok {
+		return record{}, errNoSite
+	}
+	delete(st.sites, id)
+	delete(st.domains, strings.ToLower(r.site.Domain))
+	return r, nil
+}
+
+// setStatus sets the site's status and returns it after the change;
+// errUnchanged when it had that status already.
+func (st *store) setStatus(id, status string) (record, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.sites[id]
+	switch {
+	case !ok:
+		return record{}, errNoSite
+	case r.site.Status == status:
+		return r, errUnchanged
+	}
+	r.site.Status = status
+	st.sites[id] = r
+	return r, nil
+}
+
+// rotate gives the site a new license key and returns it after the change.
+func (st *store) rotate(id string) (record, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.sites[id]
+	if !ok {
+		return record{}, errNoSite
+	}
+	r.site.LicenseKey = "LK-" + rand.Text()
+	st.sites[id] = r
+	return r, nil
+}
+
+// snapshot returns the sites, oldest first, and the id counter.
+func (st *store) snapshot() simState {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sites := st.listLocked("")
+	out := simState{Next: st.next, Sites: make([]vendorproto.Site, len(sites))}
+	for i, r := range sites {
+		out.Sites[i] = r.site
+	}
+	return out
+}
+
+// restore replaces the sites with a snapshot's.
+func (st *store) restore(snap simState) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sites, st.domains, st.next = map[string]record{}, map[string]string{}, snap.Next
+	for i, w := range snap.Sites {
+		created, err := time.Parse(time.RFC3339, w.CreatedAt)
+		if err != nil || w.ID == "" || w.Domain == "" {
+			return fmt.Errorf("site %d (%q) is malformed", i+1, w.ID)
+		}
+		key := strings.ToLower(w.Domain)
+		if _, dup := st.domains[key]; dup {
+			return fmt.Errorf("two sites for domain %q", w.Domain)
+		}
+		w.CreatedAt = created.Format(time.RFC3339)
+		st.sites[w.ID] = record{site: w, seq: i + 1 - len(snap.Sites)} // before any new site
+		st.domains[key] = w.ID
+		if n, err := strconv.Atoi(strings.TrimPrefix(w.ID, "site_")); err == nil && n > st.next {
+			st.next = n // a hand-edited counter must not give an id twice
+		}
+	}
+	return nil
+}
+
+// clear forgets every site; ids keep counting up.
+func (st *store) clear() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sites, st.domains = map[string]record{}, map[string]string{}
+}
