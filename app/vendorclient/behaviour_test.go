@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // testVendorBehaviour is what every licenses.Vendor must do. It runs against
@@ -110,7 +111,7 @@ func TestHTTPDriverAgainstSimulatorBehaviour(t *testing.T) {
 }
 
 // simulated starts a simulator with opts and returns an HTTPDriver for it.
-func simulated(t *testing.T, opts vendorclient.SimOptions) (*vendorclient.HTTPDriver, *vendorclient.Simulator, *fakeClock) {
+func simulated(t *testing.T, opts vendorclient.SimOptions) (*vendorclient.HTTPDriver, *vendorclient.Simulator, *testkit.Clock) {
 	t.Helper()
 	sim, err := vendorclient.NewSimulator(opts)
 	if err != nil {
