@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 func openSQLiteForGroup(t *testing.T) *gorm.DB {
@@ -46,12 +47,9 @@ func runBatch(t *testing.T, g *GroupCommit, writes []func(*gorm.DB) error) []err
 	for i, w := range writes {
 		wg.Go(func() { errs[i] = g.Do(context.Background(), w) })
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(g.ops) < len(writes) { // every write queued behind the held one
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d writes queued", len(g.ops), len(writes))
-		}
-		time.Sleep(time.Millisecond)
+	queued := func() bool { return len(g.ops) >= len(writes) } // every write queued behind the held one
+	if !testkit.Poll(10*time.Second, queued) {
+		t.Fatalf("%d of %d writes queued", len(g.ops), len(writes))
 	}
 	close(hold)
 	wg.Wait()

@@ -1,7 +1,6 @@
 package database_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,26 +17,9 @@ import (
 
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
-
-// lockedBuffer is a log sink several goroutines write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Several processes starting at once on a fresh SQLite file all end up with
 // the migrated schema, each migration applied exactly once; none fails on a
@@ -45,7 +27,7 @@ func (l *lockedBuffer) String() string {
 func TestConcurrentFirstStartsMigrateSQLiteOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fresh.sqlite")
 	cfg := config.DB{Connection: database.SQLite, Database: path, MaxOpenConns: 1, MaxIdleConns: 1}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	errs := make([]error, 6)
 	var wg sync.WaitGroup
@@ -118,7 +100,7 @@ func TestSQLiteDSNSetsTheBusyTimeoutFirst(t *testing.T) {
 
 func TestOpenMigratedLogsTheMigration(t *testing.T) {
 	cfg := config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "db.sqlite"), MaxOpenConns: 1, MaxIdleConns: 1}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	for range 2 { // the second start finds nothing to do and says nothing
 		db, err := database.OpenMigrated(context.Background(), cfg, log)

@@ -57,28 +57,48 @@ var rules = []rule{
 		module + "/client"}}, // main: app/console only
 }
 
-// packages lists the module's packages with their imports, keyed by path
-// relative to the module ("" for main).
-func packages(t *testing.T) map[string][]string {
+// listedPackage is what `go list -json` says of a package: its imports, and
+// those of its test files (in the package, and in package x_test).
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// listPackages runs `go list -json` over the module.
+func listPackages(t *testing.T) []listedPackage {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-json", "../...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	imports := map[string][]string{}
+	var pkgs []listedPackage
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
-		var p struct {
-			ImportPath string
-			Imports    []string
-		}
+		var p listedPackage
 		if err := dec.Decode(&p); err == io.EOF {
 			break
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		imports[rel] = p.Imports
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// relPath is a package's path relative to the module ("" for main).
+func relPath(importPath string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(importPath, module), "/")
+}
+
+// packages lists the module's packages with their imports, keyed by path
+// relative to the module ("" for main).
+func packages(t *testing.T) map[string][]string {
+	t.Helper()
+	imports := map[string][]string{}
+	for _, p := range listPackages(t) {
+		imports[relPath(p.ImportPath)] = p.Imports
 	}
 	return imports
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -141,11 +142,9 @@ func TestBackupUnderWriteLoadRestores(t *testing.T) {
 	defer stopWriters()
 	waitCreated := func(n int64) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); created.Load() < n; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				stopWriters()
-				t.Fatalf("the load made %d creates, want %d", created.Load(), n)
-			}
+		if !testkit.Poll(60*time.Second, func() bool { return created.Load() >= n }) {
+			stopWriters()
+			t.Fatalf("the load made %d creates, want %d", created.Load(), n)
 		}
 	}
 

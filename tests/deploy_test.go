@@ -18,6 +18,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // The deployment files (Dockerfile, compose.yaml, deploy/prometheus.yml,
@@ -679,7 +680,7 @@ func TestDeployHealthcheckAgainstServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	addr := freePort(t)
+	addr := testkit.FreeAddr(t)
 	storage := t.TempDir()
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),

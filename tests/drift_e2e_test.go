@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -26,10 +27,10 @@ func TestDriftCaughtByServeAndFixedByTheCommand(t *testing.T) {
 	sim.changeSite(created.Site, "delete")
 
 	const want = `licensor_drift_mismatches{kind="site_gone"} 1`
-	eventually(t, 15*time.Second, "/metrics showing "+want, func() bool {
+	testkit.Eventually(t, 15*time.Second, func() bool {
 		_, _, metrics := send(urls[0]+"/metrics", http.MethodGet, "", "", "")
 		return strings.Contains(metrics, want)
-	})
+	}, "/metrics showing %s", want)
 	out := runCmd(t, env, "drift", "--fix")
 	if !strings.Contains(out, "site_gone\tlicense "+created.ID) || !strings.Contains(out, "fixed") {
 		t.Fatalf("drift --fix printed %q", out)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -71,12 +71,12 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 // process is a licensor process the test started; it is stopped with SIGTERM.
 type process struct {
 	cmd    *exec.Cmd
-	output *logBuffer
+	output *testkit.Buffer
 }
 
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary(t), args...), output: &logBuffer{}}
+	p := &process{cmd: exec.Command(binary(t), args...), output: &testkit.Buffer{}}
 	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -103,16 +103,6 @@ func runCmd(t *testing.T, env []string, args ...string) string {
 	return stdout.String()
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // waitFor polls a licensor url until it answers with want, or fails at the deadline.
 func waitFor(t *testing.T, url, token string, want int) {
 	t.Helper()
@@ -127,14 +117,13 @@ func waitForVendor(t *testing.T, url, token string) {
 
 func pollFor(t *testing.T, client *http.Client, url, token string, want int) {
 	t.Helper()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); <-tick.C {
-		if code, _, _ := sendWith(client, url, http.MethodGet, token, "", ""); code == want {
-			return
-		}
+	answers := func() bool {
+		code, _, _ := sendWith(client, url, http.MethodGet, token, "", "")
+		return code == want
 	}
-	t.Fatalf("%s did not answer %d in time", url, want)
+	if !testkit.Poll(20*time.Second, answers) {
+		t.Fatalf("%s did not answer %d in time", url, want)
+	}
 }
 
 // send makes one request to a licensor process, through contractClient.
@@ -175,7 +164,7 @@ func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		sim, api := freePort(t), freePort(t)
+		sim, api := testkit.FreeAddr(t), testkit.FreeAddr(t)
 		env := []string{
 			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 			"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -99,12 +100,8 @@ func TestMySQLCutOrFrozenAnswers503(t *testing.T) {
 	p.Restore()
 	p.Cut() // drop the frozen sockets; the pool makes new ones
 	p.Restore()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.do(http.MethodGet, "/readyz", "").Code != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz never came back with the database")
-		}
-		<-time.After(50 * time.Millisecond)
+	if !testkit.Poll(10*time.Second, func() bool { return a.do(http.MethodGet, "/readyz", "").Code == http.StatusOK }) {
+		t.Fatal("/readyz never came back with the database")
 	}
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-5002")...).wantStatus(http.StatusCreated)
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-5002")...).wantStatus(http.StatusCreated)

@@ -14,6 +14,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/client"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -181,7 +182,7 @@ func faultChaos(t *testing.T, dialect string) {
 	t.Logf("%d calls in %s; the vendor answered %v", calls.Load(), chaosDuration, during.Calls)
 
 	cleared := time.Now()
-	eventually(t, 90*time.Second, "serve's reconciler settles every intent", func() bool { return unsettled(t, db) == 0 })
+	testkit.Eventually(t, 90*time.Second, func() bool { return unsettled(t, db) == 0 }, "serve's reconciler settles every intent")
 	t.Logf("settled %s after the faults were cleared", time.Since(cleared).Round(time.Millisecond))
 
 	wantOneLicensePerSite(t, db, sim, domains)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -112,7 +113,7 @@ func TestFaultDatabaseLoss(t *testing.T) {
 		return answers, len(seen)
 	}
 
-	eventually(t, 20*time.Second, "8 creates answered 201 before the cut", func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		n := 0
 		for _, c := range snapshot() {
 			if c.code == http.StatusCreated {
@@ -120,24 +121,24 @@ func TestFaultDatabaseLoss(t *testing.T) {
 			}
 		}
 		return n >= 8
-	})
+	}, "8 creates answered 201 before the cut")
 	cut := time.Now()
 	cutAt.Store(&cut)
 	p.Cut()
 	// Each worker's create in flight at the cut has ended once each has an
 	// answer to one sent after it: from then on the vendor must hear nothing.
-	eventually(t, 20*time.Second, "every worker answered after the cut", func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		_, w := afterCut()
 		return w == dblossWorkers
-	})
+	}, "every worker answered after the cut")
 	before := sim.stats()
 	if code, _, body := send(api+"/readyz", http.MethodGet, "", "", ""); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz during the outage = %d %s, want 503", code, body)
 	}
-	eventually(t, 30*time.Second, "the outage's answers", func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		n, _ := afterCut()
 		return n >= dblossOutageAnswers && time.Since(cut) >= dblossOutage
-	})
+	}, "the outage's answers")
 	close(stop)
 	wg.Wait()
 	if code, _, body := send(api+"/readyz", http.MethodGet, "", "", ""); code != http.StatusServiceUnavailable {

@@ -23,6 +23,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -62,7 +63,7 @@ type faultSim struct {
 // waits until it answers.
 func startFaultSim(t *testing.T, args ...string) *faultSim {
 	t.Helper()
-	s := &faultSim{t: t, addr: freePort(t)}
+	s := &faultSim{t: t, addr: testkit.FreeAddr(t)}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	s.proc = start(t, env, append([]string{"vendor-sim", "--addr", s.addr, "--token", faultSimToken}, args...)...)
 	pollFor(t, http.DefaultClient, s.url()+"/_sim/stats", faultSimToken, http.StatusOK)
@@ -145,7 +146,7 @@ func startServes(t *testing.T, env []string, n int) ([]string, []*process) {
 	var urls []string
 	var procs []*process
 	for range n {
-		addr := freePort(t)
+		addr := testkit.FreeAddr(t)
 		procs = append(procs, start(t, append(slices.Clone(env), "APP_ADDR="+addr), "serve"))
 		urls = append(urls, "http://"+addr)
 	}
@@ -160,17 +161,6 @@ func startServes(t *testing.T, env []string, n int) ([]string, []*process) {
 func issueToken(t *testing.T, env []string) string {
 	t.Helper()
 	return strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
-}
-
-// eventually polls cond every 50 ms until it holds, failing the test with
-// what at the deadline.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); <-time.After(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-	}
 }
 
 // intentCounts counts the idempotency records by status.

@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -95,9 +96,9 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 	}
 	// The create the dead serve sent was given up in the latency: nothing
 	// was committed.
-	eventually(t, 10*time.Second, "the simulator notes the create given up", func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		return sim.stats().Calls["POST /sites"]["canceled"] == 1
-	})
+	}, "the simulator notes the create given up")
 	if st := sim.stats(); st.CreatesCommitted != 0 || st.Sites != 0 {
 		t.Fatalf("after the kill the vendor committed %d creates and holds %d sites, want none", st.CreatesCommitted, st.Sites)
 	}

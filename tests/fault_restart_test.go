@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -82,7 +83,7 @@ func faultRestart(t *testing.T, dialect string) {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	eventually(t, 20*time.Second, "the new serve completes the operation", func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		code, _, got := send(api+"/api/operations/"+op, http.MethodGet, token, "", "")
 		if code != http.StatusOK {
 			t.Fatalf("GET the operation = %d %s", code, got)
@@ -91,7 +92,7 @@ func faultRestart(t *testing.T, dialect string) {
 			t.Fatal(err)
 		}
 		return shown.Data.Status == idempotency.StatusCompleted
-	})
+	}, "the new serve completes the operation")
 	if r := shown.Data.Result; r == nil || r.Status != http.StatusCreated || !strings.HasPrefix(r.Location, "/api/licenses/") {
 		t.Fatalf("the completed operation's result is %+v, want 201 with the license's location", r)
 	}

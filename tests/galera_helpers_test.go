@@ -17,6 +17,8 @@ import (
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
+
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // galeraProvider is where Debian's galera-4 package puts the wsrep provider.
@@ -43,7 +45,7 @@ type galeraNode struct {
 	dir, datadir, socket, conf string
 	sql, gcomm, ist, sst       int // ports on 127.0.0.1
 	cmd                        *exec.Cmd
-	output                     *logBuffer
+	output                     *testkit.Buffer
 	exited                     chan struct{} // closed when the process has ended
 	db                         *sql.DB       // root over TCP, no database selected
 }
@@ -102,7 +104,7 @@ func galeraPorts(t *testing.T, n int) []int {
 	seen := map[int]bool{}
 	var ports []int
 	for len(ports) < n {
-		_, p, _ := net.SplitHostPort(freePort(t))
+		_, p, _ := net.SplitHostPort(testkit.FreeAddr(t))
 		port, err := strconv.Atoi(p)
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +153,7 @@ func newGaleraCluster(t *testing.T, size int) *galeraCluster {
 	for i := range size {
 		n := &galeraNode{
 			name: fmt.Sprintf("node%d", i+1), sql: ports[4*i], gcomm: ports[4*i+1], ist: ports[4*i+2], sst: ports[4*i+3],
-			output: &logBuffer{}, exited: make(chan struct{}),
+			output: &testkit.Buffer{}, exited: make(chan struct{}),
 		}
 		n.dir = filepath.Join(dir, n.name)
 		n.datadir, n.socket, n.conf = filepath.Join(n.dir, "data"), filepath.Join(n.dir, "mysqld.sock"), filepath.Join(n.dir, "my.cnf")
@@ -359,7 +361,7 @@ func (c *galeraCluster) waitSynced(n *galeraNode, size int) {
 	c.t.Helper()
 	want := strconv.Itoa(size)
 	var last string
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	synced := func() bool {
 		select {
 		case <-n.exited:
 			c.t.Fatalf("%s exited while waiting for it to be Synced:\n%s\n%s", n.name, galeraTail(n.output.String(), 3000), n.errorLog(6000))
@@ -370,14 +372,15 @@ func (c *galeraCluster) waitSynced(n *galeraNode, size int) {
 		cancel()
 		if err != nil {
 			last = err.Error()
-			continue
+			return false
 		}
 		last = fmt.Sprintf("cluster_size=%s state=%s ready=%s status=%s", st["wsrep_cluster_size"],
 			st["wsrep_local_state_comment"], st["wsrep_ready"], st["wsrep_cluster_status"])
-		if st["wsrep_cluster_size"] == want && st["wsrep_local_state_comment"] == "Synced" &&
-			st["wsrep_ready"] == "ON" && st["wsrep_cluster_status"] == "Primary" {
-			return
-		}
+		return st["wsrep_cluster_size"] == want && st["wsrep_local_state_comment"] == "Synced" &&
+			st["wsrep_ready"] == "ON" && st["wsrep_cluster_status"] == "Primary"
+	}
+	if testkit.Poll(60*time.Second, synced) {
+		return
 	}
 	c.t.Fatalf("%s not Synced in a cluster of %d in time; last: %s\n%s", n.name, size, last, n.errorLog(6000))
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // The storm: galeraRequests concurrent creates over galeraKeys idempotency
@@ -44,7 +46,7 @@ func TestGaleraReplicaStorm(t *testing.T) {
 	cluster := newGaleraCluster(t, galeraNodes)
 	clusterUp := time.Since(began)
 
-	sim := freePort(t)
+	sim := testkit.FreeAddr(t)
 	base := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
@@ -69,7 +71,7 @@ func TestGaleraReplicaStorm(t *testing.T) {
 	apis := make([]string, galeraNodes)
 	serves := make([]*process, galeraNodes)
 	for i, n := range cluster.nodes {
-		apis[i] = freePort(t)
+		apis[i] = testkit.FreeAddr(t)
 		serves[i] = start(t, envOn(n, "APP_ADDR="+apis[i]), "serve")
 	}
 	for _, api := range apis {
@@ -217,16 +219,16 @@ func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim st
 	if _, err := n.db.Exec("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'"); err != nil {
 		t.Fatalf("isolate %s: %v", n.name, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		st, err := n.status(context.Background())
-		if err == nil && st["wsrep_cluster_status"] != "Primary" {
-			t.Logf("%s isolated: cluster_status=%s ready=%s", n.name, st["wsrep_cluster_status"], st["wsrep_ready"])
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still in the primary component after its isolation", n.name)
-		}
+	var st map[string]string
+	isolated := func() bool {
+		var err error
+		st, err = n.status(context.Background())
+		return err == nil && st["wsrep_cluster_status"] != "Primary"
 	}
+	if !testkit.Poll(30*time.Second, isolated) {
+		t.Fatalf("%s still in the primary component after its isolation", n.name)
+	}
+	t.Logf("%s isolated: cluster_status=%s ready=%s", n.name, st["wsrep_cluster_status"], st["wsrep_ready"])
 	api := "http://" + apis[last]
 	_, before := galeraStats(t, sim)
 	for _, r := range []struct{ method, path, key, body string }{

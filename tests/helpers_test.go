@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -41,7 +41,7 @@ type app struct {
 	e      *echo.Echo
 	auth   *auth.Service
 	vendor *vendor
-	logs   *logBuffer // everything the server logged
+	logs   *testkit.Buffer // everything the server logged
 	store  *idempotency.Store
 }
 
@@ -58,7 +58,7 @@ func withConfig(f func(*config.Config)) option {
 }
 
 // withClock runs every service of the app on clk.
-func withClock(clk *clock) option {
+func withClock(clk *testkit.Clock) option {
 	return func(_ *config.Config, o *console.Overrides) { o.Now = clk.Now }
 }
 
@@ -84,7 +84,7 @@ func testConfig(vendorURL string) config.Config {
 func newApp(t *testing.T, db *testdb.DB, opts ...option) *app {
 	t.Helper()
 	v := newVendor(t)
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	cfg := testConfig(v.srv.URL)
 	o := console.Overrides{
 		DB: db.Gorm, Read: db.Read,
@@ -184,21 +184,3 @@ func (r *response) wantError(status int, code string) map[string]any {
 }
 
 func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
-// logBuffer collects log output safely across goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

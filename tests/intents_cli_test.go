@@ -17,6 +17,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -72,7 +73,7 @@ func sameObject(t *testing.T, what string, api, cli map[string]any) {
 // whose consumer is no longer on record.
 func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		acme, globex := a.consumer("acme"), a.consumer("globex")
 		failed := a.failIntent(acme, "cli-key-3101", acmeBody, clk)

@@ -10,6 +10,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -80,7 +81,7 @@ func TestEveryPendingAnswerNamesAnOperation(t *testing.T) {
 
 // failIntent drives a keyed create to failed: the vendor stays down through
 // every attempt the app allows (the test's RECONCILE_MAX_ATTEMPTS is 1).
-func (a *app) failIntent(token []string, key, body string, clk *clock) string {
+func (a *app) failIntent(token []string, key, body string, clk *testkit.Clock) string {
 	a.t.Helper()
 	a.vendor.script("POST", reply{status: 500, body: `{}`})
 	id := a.do(http.MethodPost, "/api/licenses", body, keyed(token, key)...).pendingOperation()
@@ -95,7 +96,7 @@ func (a *app) failIntent(token []string, key, body string, clk *clock) string {
 // slow schedule once the vendor is back: nobody touches SQL.
 func TestFailedIntentHealsOnTheSlowSchedule(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) {
 			c.Reconcile.MaxAttempts, c.Reconcile.FailedEvery = 1, time.Hour
 		}))
@@ -104,12 +105,12 @@ func TestFailedIntentHealsOnTheSlowSchedule(t *testing.T) {
 		if got := a.metric("licensor_idempotency_failed"); got != "licensor_idempotency_failed 1" {
 			t.Errorf("gauge: %q, want 1", got)
 		}
-		clk.Add(59 * time.Minute)
+		clk.Advance(59 * time.Minute)
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 			t.Fatalf("a failed intent was tried before RECONCILE_FAILED_INTERVAL: %q", got)
 		}
 		a.app.Pruner.RunOnce(context.Background()) // a failed intent is never pruned, expired or not
-		clk.Add(2 * time.Minute)
+		clk.Advance(2 * time.Minute)
 		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("the slow retry: results %q, want completed", got)
 		}
@@ -130,7 +131,7 @@ func TestFailedIntentHealsOnTheSlowSchedule(t *testing.T) {
 // intents:manage, never seeing a raw key, a token or a stored body.
 func TestIntentsAdminRoutes(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		acme, globex := a.consumer("acme"), a.consumer("globex")
 		failed := a.failIntent(acme, "secret-key-3003", acmeBody, clk)

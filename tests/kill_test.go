@@ -13,6 +13,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -209,7 +210,7 @@ type killRig struct {
 // fresh database of the dialect, and issues a token.
 func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
 	t.Helper()
-	r := &killRig{t: t, db: testdb.New(t, dialect), sim: freePort(t)}
+	r := &killRig{t: t, db: testdb.New(t, dialect), sim: testkit.FreeAddr(t)}
 	r.env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
@@ -235,7 +236,7 @@ func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
 // restartServe starts a serve on a fresh address.
 func (r *killRig) restartServe() {
 	r.t.Helper()
-	r.api = freePort(r.t)
+	r.api = testkit.FreeAddr(r.t)
 	r.serve = start(r.t, append(slices.Clone(r.env), "APP_ADDR="+r.api), "serve")
 	waitFor(r.t, "http://"+r.api+"/healthz", "", http.StatusOK)
 }
@@ -269,10 +270,8 @@ func (r *killRig) killMidCall(method, path, key, body, done string) {
 // waitOutput polls a process's output until it holds want.
 func (r *killRig) waitOutput(p *process, want string) {
 	r.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.output.String(), want); <-time.After(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no %s in the output in time:\n%s", want, p.output.String())
-		}
+	if !testkit.Poll(10*time.Second, func() bool { return strings.Contains(p.output.String(), want) }) {
+		r.t.Fatalf("no %s in the output in time:\n%s", want, p.output.String())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -245,8 +246,7 @@ func TestGoldenValidation(t *testing.T) {
 
 func TestGoldenTimestamps(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
-		clk.t = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		r := a.do(http.MethodPost, "/api/licenses", `{"name":"AT&T <Acme>","domain":"acme.test"}`, acme...)
@@ -257,7 +257,7 @@ func TestGoldenTimestamps(t *testing.T) {
 		if got != want {
 			t.Errorf("body\n got: %s\nwant: %s", got, want)
 		}
-		clk.Add(1500 * time.Microsecond)
+		clk.Advance(1500 * time.Microsecond)
 		id := r.licenseData()["id"].(string)
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 		show := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()

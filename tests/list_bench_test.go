@@ -9,6 +9,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkLicenseList(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
 			db := testdb.New(b, "sqlite")
-			app, err := console.Bootstrap(context.Background(), testConfig("http://127.0.0.1:1"), console.NewLogger(testConfig(""), &logBuffer{}), console.Overrides{DB: db.Gorm, Read: db.Read})
+			app, err := console.Bootstrap(context.Background(), testConfig("http://127.0.0.1:1"), console.NewLogger(testConfig(""), &testkit.Buffer{}), console.Overrides{DB: db.Gorm, Read: db.Read})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -25,7 +26,7 @@ func TestAnOperationWithoutResumeStopsTheStart(t *testing.T) {
 			return idempotency.Response{Status: http.StatusOK}, idempotency.Outcome{}, nil
 		},
 	}
-	a, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, &logBuffer{}),
+	a, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, &testkit.Buffer{}),
 		console.Overrides{DB: db.Gorm, Read: db.Read, Operations: []idempotency.Declared{noResume}})
 	if err == nil {
 		a.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -38,7 +39,7 @@ func (a *app) dies(method, path, body string, headers ...string) {
 
 // abandon moves the app's clock past the lease of a dead owner and the lease
 // more after which the reconciler may claim its record.
-func (a *app) abandon(clk *clock) { clk.Add(2*time.Minute + time.Second) }
+func (a *app) abandon(clk *testkit.Clock) { clk.Advance(2*time.Minute + time.Second) }
 
 // wantNothingUnsettled fails when a record is still processing or pending.
 func (a *app) wantNothingUnsettled() {
@@ -63,7 +64,7 @@ func (a *app) activeLicenses() []string {
 // license, and the keyed retry then replays the 201.
 func TestCreateKilledMidCallIsReconciled(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		a.dies(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4001")...)
@@ -98,7 +99,7 @@ func TestCreateKilledMidCallIsReconciled(t *testing.T) {
 // finishes it, and the vendor's 404 for a site already gone counts as done.
 func TestRevokeKilledMidCallIsReconciled(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		id := a.create(acme, "acme.test")
@@ -167,7 +168,7 @@ func TestRevokeRecordedFailureAfterVendorDeleteIsPending(t *testing.T) {
 // know the earlier one did not reach the vendor, so the intent stays kept.
 func TestRevokeNeverReopensWhatAnEarlierAttemptMayHaveDone(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		acme := a.consumer("acme")
 		id := a.create(acme, "acme.test")
@@ -190,11 +191,11 @@ func TestRevokeNeverReopensWhatAnEarlierAttemptMayHaveDone(t *testing.T) {
 // its key: it may have had an effect nobody else knows of.
 func TestExpiredFailedIntentIsNotReplacedByAnotherRequest(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		acme := a.consumer("acme")
 		id := a.failIntent(acme, "order-4010", acmeBody, clk)
-		clk.Add(25 * time.Hour) // past IDEMPOTENCY_TTL (and the test token's lifetime)
+		clk.Advance(25 * time.Hour) // past IDEMPOTENCY_TTL (and the test token's lifetime)
 		acme = a.consumer("acme")
 		a.do(http.MethodPost, "/api/licenses", `{"name":"Other","domain":"other.test"}`, keyed(acme, "order-4010")...).
 			wantError(http.StatusUnprocessableEntity, "idempotency_key_reused")

@@ -10,6 +10,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -20,8 +21,8 @@ func rateLimited(perMinute int) option {
 
 // windowClock is a clock at offset into the current minute, so that tests
 // know how long the window has left.
-func windowClock(offset time.Duration) *clock {
-	return &clock{t: time.Now().UTC().Truncate(time.Minute).Add(offset)}
+func windowClock(offset time.Duration) *testkit.Clock {
+	return testkit.NewClock(time.Now().UTC().Truncate(time.Minute).Add(offset))
 }
 
 // wantRateHeaders fails unless the response carries the limit and the
@@ -75,7 +76,7 @@ func TestRateLimitBurst(t *testing.T) {
 			a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(5, 4-i)
 		}
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 40, clk.Now())
-		clk.Add(30 * time.Second)
+		clk.Advance(30 * time.Second)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 10, clk.Now())
 		a.do(http.MethodGet, "/api/licenses", "", a.consumer("globex")...).wantStatus(http.StatusOK).wantRateHeaders(5, 4)
 		// A second token of the same consumer shares its count.
@@ -132,9 +133,9 @@ func TestRateLimitWindowResets(t *testing.T) {
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 1)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 0)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 10, clk.Now())
-		clk.Add(9*time.Second + 500*time.Millisecond)
+		clk.Advance(9*time.Second + 500*time.Millisecond)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 1, clk.Now()) // half a second rounds up
-		clk.Add(500 * time.Millisecond)
+		clk.Advance(500 * time.Millisecond)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(2, 1)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(2, 0)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 60, clk.Now())

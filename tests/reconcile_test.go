@@ -13,27 +13,11 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// clock is a settable clock shared by a test and the reconciler.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 const settle = time.Minute
-
-// newClock is a settable clock, at the present.
-func newClock() *clock { return &clock{t: time.Now()} }
 
 // reconciler is the reconciler serve runs, as the bootstrap built it.
 func (a *app) reconciler() *idempotency.Reconciler { return a.app.Reconciler }
@@ -59,7 +43,7 @@ func results(s []idempotency.Settled) string {
 // nothing, one pass completes the record, the retry replays the 201.
 func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withClock(newClock()))
+		a := newApp(t, db, withClock(testkit.NewClock(time.Now())))
 		acme := keyed(a.consumer("acme"), "order-2001")
 		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
@@ -97,7 +81,7 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 // is older than the settle time, then one create finishes it.
 func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		acme := keyed(a.consumer("acme"), "order-2002")
 		a.vendor.script("POST", reply{status: 500, body: `{}`}) // failed without effect; we cannot know that
@@ -111,7 +95,7 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 		if got := results(a.reconcileOnce(r)); got != "" {
 			t.Fatalf("a waiting record was worked again before its settle time: %q", got)
 		}
-		clk.Add(settle + time.Second)
+		clk.Advance(settle + time.Second)
 		if got := results(a.reconcileOnce(r)); got != idempotency.ResultCompleted {
 			t.Fatalf("settled record: results %q, want completed", got)
 		}
@@ -127,7 +111,7 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 // and a retry with its key executes again.
 func TestReconcileVendorDownThenFailed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 3 }))
 		acme := keyed(a.consumer("acme"), "order-2003")
 		a.vendor.script("POST", reply{status: 500, body: `{}`})
@@ -142,7 +126,7 @@ func TestReconcileVendorDownThenFailed(t *testing.T) {
 			if got := results(a.reconcileOnce(r)); got != "" {
 				t.Fatalf("worked again before its backoff: %q", got)
 			}
-			clk.Add(2 * time.Hour) // past any backoff
+			clk.Advance(2 * time.Hour) // past any backoff
 		}
 		if got := strings.Join(seen, " "); got != "retry retry failed" {
 			t.Fatalf("results = %q, want retry retry failed", got)
@@ -197,7 +181,7 @@ func TestReconcileRequestWithoutKey(t *testing.T) {
 // every intent ends with one create, never two.
 func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		// A second replica: its own application on the same database and vendor.
 		replica, err := console.Bootstrap(context.Background(), a.app.Config, a.app.Log, console.Overrides{DB: db.Gorm, Now: clk.Now})
@@ -211,7 +195,7 @@ func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
 			a.do(http.MethodPost, "/api/licenses", fmt.Sprintf(`{"name":"S","domain":"shop%d.test"}`, i), keyed(acme, fmt.Sprint("k-", i))...).
 				wantError(http.StatusAccepted, "operation_pending")
 		}
-		clk.Add(settle + time.Second) // all old enough to create
+		clk.Advance(settle + time.Second) // all old enough to create
 		var wg sync.WaitGroup
 		worked := make([]int, 2)
 		for i, r := range []*idempotency.Reconciler{a.reconciler(), replica.Reconciler} {
@@ -236,7 +220,7 @@ func TestTwoReconcilersNeverDoubleCreate(t *testing.T) {
 func TestPruneExpiredRecordsInBatches(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		now := clk.Now().UTC().Truncate(time.Microsecond)
 		mk := func(key, status string, expires time.Time) idempotency.Record {
@@ -334,7 +318,7 @@ func TestIntentThatCannotBeRecordedIsNeverSent(t *testing.T) {
 // a keyless one.
 func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := newClock()
+		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		trigger := map[string]string{
@@ -356,7 +340,7 @@ func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		clk.Add(2*time.Minute + time.Second) // both leases over, and over for a lease more
+		clk.Advance(2*time.Minute + time.Second) // both leases over, and over for a lease more
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyedReq...).wantStatus(http.StatusCreated)
 		if r.licenseData()["vendor_site_id"] != "site_1" {
 			t.Errorf("the keyed retry did not converge on the committed site: %s", r.Body.String())
@@ -421,13 +405,10 @@ func TestBackgroundLoopsWorkAndStop(t *testing.T) {
 		loops.Go(func() { a.app.Reconciler.Run(ctx) })
 		loops.Go(func() { a.app.Pruner.Run(ctx) })
 
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if rec := a.record("order-2007"); rec.Status == idempotency.StatusCompleted && a.record("old") == nil {
-				break
-			}
-			<-time.After(10 * time.Millisecond)
-		}
+		testkit.Poll(10*time.Second, func() bool {
+			rec := a.record("order-2007")
+			return rec.Status == idempotency.StatusCompleted && a.record("old") == nil
+		})
 		stop()
 		loops.Wait() // both loops return once their context ends
 		if rec := a.record("order-2007"); rec.Status != idempotency.StatusCompleted {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -20,7 +21,7 @@ func TestWebhookFromTheSimulator(t *testing.T) {
 	}
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		const secret = "whsec_e2e"
-		api := freePort(t)
+		api := testkit.FreeAddr(t)
 		sim := startFaultSim(t, "--webhook-url", "http://"+api+"/api/webhooks/vendor", "--webhook-secret", secret, "--webhook-dup-rate", "1")
 		env := faultEnv(t, db, sim.url(), "VENDOR_WEBHOOK_SECRET="+secret, "APP_ADDR="+api)
 		token := issueToken(t, env)
@@ -38,11 +39,11 @@ func TestWebhookFromTheSimulator(t *testing.T) {
 			return l.Data
 		}
 		sim.changeSite(created.Site, "suspend")
-		eventually(t, 15*time.Second, "the license suspended", func() bool { return shown()["status"] == "suspended" })
+		testkit.Eventually(t, 15*time.Second, func() bool { return shown()["status"] == "suspended" }, "the license suspended")
 		sim.changeSite(created.Site, "rotate")
-		eventually(t, 15*time.Second, "the license re-keyed", func() bool { return shown()["license_key"] != created.LicenseKey })
+		testkit.Eventually(t, 15*time.Second, func() bool { return shown()["license_key"] != created.LicenseKey }, "the license re-keyed")
 		sim.changeSite(created.Site, "delete")
-		eventually(t, 15*time.Second, "the license revoked", func() bool { return shown()["status"] == "revoked" })
+		testkit.Eventually(t, 15*time.Second, func() bool { return shown()["status"] == "revoked" }, "the license revoked")
 
 		_, _, events := send(license+"/events", http.MethodGet, token, "", "")
 		for _, want := range []string{"suspended", "key_rotated", "revoked"} {

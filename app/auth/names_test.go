@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -65,7 +66,7 @@ func TestFoldKey(t *testing.T) {
 
 func TestIssueRefusesBadConsumerNames(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := newTestService(db, &clock{t: time.Now()}, nil)
+		s := newTestService(db, testkit.NewClock(time.Now()), nil)
 		ctx := context.Background()
 		issue(t, s, "acme")
 		for _, name := range []string{"\xffacme", "ac\u200bme", "ACME", "acme\u202e"} {
@@ -89,8 +90,8 @@ func TestIssueRefusesBadConsumerNames(t *testing.T) {
 
 func TestIssueRefusesTTLAboveMax(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-		s := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, MaxTTL: 90 * time.Minute, Now: clk.now})
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+		s := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, MaxTTL: 90 * time.Minute, Now: clk.Now})
 		ctx := context.Background()
 		_, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 91 * time.Minute})
 		var ve *ValidationError
@@ -98,17 +99,17 @@ func TestIssueRefusesTTLAboveMax(t *testing.T) {
 			t.Fatalf("Issue with TTL above MaxTTL = %v, want a validation error on expires_in naming 1h30m", err)
 		}
 		got, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 90 * time.Minute})
-		if err != nil || !got.ExpiresAt.Equal(clk.now().Add(90*time.Minute)) {
+		if err != nil || !got.ExpiresAt.Equal(clk.Now().Add(90*time.Minute)) {
 			t.Fatalf("Issue with TTL = MaxTTL: %v, %v", got.ExpiresAt, err)
 		}
 
 		// A hand-made Config with a default above the cap gets the cap.
-		s = New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: 3 * time.Hour, MaxTTL: time.Hour, Now: clk.now})
-		if got := issue(t, s, "acme"); !got.ExpiresAt.Equal(clk.now().Add(time.Hour)) {
+		s = New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: 3 * time.Hour, MaxTTL: time.Hour, Now: clk.Now})
+		if got := issue(t, s, "acme"); !got.ExpiresAt.Equal(clk.Now().Add(time.Hour)) {
 			t.Errorf("ExpiresAt = %v, want the MaxTTL ahead", got.ExpiresAt)
 		}
 		// Zero MaxTTL: DefaultMaxTTL.
-		s = New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, Now: clk.now})
+		s = New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, Now: clk.Now})
 		if _, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: DefaultMaxTTL + time.Second}); !errors.As(err, &ve) {
 			t.Errorf("TTL above DefaultMaxTTL = %v, want a validation error", err)
 		}

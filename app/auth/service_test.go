@@ -1,51 +1,19 @@
 package auth
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// clock is a settable clock for tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func newTestService(db *testdb.DB, clk *clock, log *slog.Logger) *Service {
-	return New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, Log: log, Now: clk.now})
+func newTestService(db *testdb.DB, clk *testkit.Clock, log *slog.Logger) *Service {
+	return New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, Log: log, Now: clk.Now})
 }
 
 func issue(t *testing.T, s *Service, consumer string) Issued {
@@ -105,18 +73,12 @@ func wantNeverUsed(t *testing.T, db *testdb.DB, id string) {
 // waitLastUsed polls until last_used_at equals want, or fails at the deadline.
 func waitLastUsed(t *testing.T, db *testdb.DB, id string, want time.Time) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
-	poll := time.NewTicker(5 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		if got := lastUsed(t, db, id); got != nil && got.Equal(want) {
-			return
-		}
-		select {
-		case <-poll.C:
-		case <-deadline:
-			t.Fatalf("last_used_at = %v, want %v", lastUsed(t, db, id), want)
-		}
+	used := func() bool {
+		got := lastUsed(t, db, id)
+		return got != nil && got.Equal(want)
+	}
+	if !testkit.Poll(5*time.Second, used) {
+		t.Fatalf("last_used_at = %v, want %v", lastUsed(t, db, id), want)
 	}
 }
 
@@ -145,7 +107,7 @@ func runWriter(t *testing.T, s *Service) (stop func()) {
 
 func TestLastUsedAtIsWrittenAtMostOncePerMinute(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := newTestService(db, clk, nil)
 		issued := issue(t, s, "acme")
 
@@ -154,41 +116,41 @@ func TestLastUsedAtIsWrittenAtMostOncePerMinute(t *testing.T) {
 		wantPending(t, s, 1)
 		flush(t, s)
 		wantPending(t, s, 0)
-		first := clk.now()
+		first := clk.Now()
 		wantLastUsed(t, db, issued.ID, first)
 
-		clk.add(30 * time.Second)
+		clk.Advance(30 * time.Second)
 		verify(t, s, issued.Secret)
 		wantPending(t, s, 0)
 		flush(t, s)
 		wantLastUsed(t, db, issued.ID, first)
 
-		clk.add(31 * time.Second)
+		clk.Advance(31 * time.Second)
 		verify(t, s, issued.Secret)
 		verify(t, s, issued.Secret)
 		wantPending(t, s, 1)
 		flush(t, s)
-		wantLastUsed(t, db, issued.ID, clk.now())
+		wantLastUsed(t, db, issued.ID, clk.Now())
 	})
 }
 
 func TestRecentLastUsedAtInTheRowIsNotRewritten(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := newTestService(db, clk, nil)
 		issued := issue(t, s, "acme")
 		verify(t, s, issued.Secret)
 		flush(t, s)
-		first := clk.now()
+		first := clk.Now()
 
 		// Another replica, whose memory is empty, reads the row's own
 		// last_used_at.
 		other := newTestService(db, clk, nil)
-		clk.add(59 * time.Second)
+		clk.Advance(59 * time.Second)
 		verify(t, other, issued.Secret)
 		wantPending(t, other, 0)
 
-		clk.add(time.Second)
+		clk.Advance(time.Second)
 		verify(t, other, issued.Secret)
 		wantPending(t, other, 1)
 		flush(t, other)
@@ -198,12 +160,12 @@ func TestRecentLastUsedAtInTheRowIsNotRewritten(t *testing.T) {
 
 func TestExpiredRowRefusedEvenWithLiveJWT(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Now()}
+		clk := testkit.NewClock(time.Now())
 		s := newTestService(db, clk, nil)
 		ctx := context.Background()
 		issued := issue(t, s, "acme")
 		// The row expires earlier than the JWT says (an admin shortened it).
-		if err := db.Gorm.Model(&Token{}).Where("id = ?", issued.ID).Update("expires_at", clk.now().Add(-time.Second).UTC()).Error; err != nil {
+		if err := db.Gorm.Model(&Token{}).Where("id = ?", issued.ID).Update("expires_at", clk.Now().Add(-time.Second).UTC()).Error; err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Verify(ctx, issued.Secret); err != ErrUnauthenticated {
@@ -217,11 +179,11 @@ func TestExpiredRowRefusedEvenWithLiveJWT(t *testing.T) {
 // never the token, and says nothing above Debug.
 func TestForeignIssuerLoggedAtDebug(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Now()}
-		other := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "http://old.test", DefaultTTL: time.Hour, Now: clk.now})
+		clk := testkit.NewClock(time.Now())
+		other := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "http://old.test", DefaultTTL: time.Hour, Now: clk.Now})
 		issued := issue(t, other, "acme")
 		for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
-			var logs syncBuffer
+			var logs testkit.Buffer
 			s := newTestService(db, clk, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level})))
 			if _, err := s.Verify(context.Background(), issued.Secret); err != ErrUnauthenticated {
 				t.Fatalf("Verify of a foreign issuer's token = %v, want ErrUnauthenticated", err)
@@ -243,7 +205,7 @@ func TestForeignIssuerLoggedAtDebug(t *testing.T) {
 			}
 		}
 		// A bad signature or an expired token of this issuer is no issuer problem.
-		var logs syncBuffer
+		var logs testkit.Buffer
 		s := newTestService(db, clk, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		own := issue(t, s, "acme")
 		if _, err := s.Verify(context.Background(), own.Secret+"x"); err != ErrUnauthenticated {
@@ -257,7 +219,7 @@ func TestForeignIssuerLoggedAtDebug(t *testing.T) {
 
 func TestRevocationTakesEffectAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Now()}
+		clk := testkit.NewClock(time.Now())
 		s := newTestService(db, clk, nil)
 		ctx := context.Background()
 		issued := issue(t, s, "acme")
@@ -275,8 +237,8 @@ func TestRevocationTakesEffectAtOnce(t *testing.T) {
 // that finds no room is recorded on a later use, once room is made.
 func TestRecordedUsesStayBounded(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-		logs := &syncBuffer{}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+		logs := &testkit.Buffer{}
 		s := newTestService(db, clk, slog.New(slog.NewTextHandler(logs, nil)))
 		s.uses.limit = 3 // maxTouched, made small enough to reach
 		var toks []Issued
@@ -307,7 +269,7 @@ func TestRecordedUsesStayBounded(t *testing.T) {
 			t.Fatalf("%d tokens have last_used_at, want 3", len(written))
 		}
 		for _, tok := range written {
-			wantLastUsed(t, db, tok.ID, clk.now())
+			wantLastUsed(t, db, tok.ID, clk.Now())
 		}
 
 		// The memory is full of writes that still throttle: no room yet.
@@ -317,22 +279,22 @@ func TestRecordedUsesStayBounded(t *testing.T) {
 		wantPending(t, s, 0)
 
 		// A minute on, they no longer throttle anything and make room.
-		clk.add(touchEvery)
+		clk.Advance(touchEvery)
 		for _, tok := range skipped {
 			verify(t, s, tok.Secret)
 		}
 		wantPending(t, s, 2)
 		flush(t, s)
 		for _, tok := range skipped {
-			wantLastUsed(t, db, tok.ID, clk.now())
+			wantLastUsed(t, db, tok.ID, clk.Now())
 		}
 	})
 }
 
 func TestFailedWriteIsLoggedWithTokenID(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-		logs := &syncBuffer{}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+		logs := &testkit.Buffer{}
 		s := newTestService(db, clk, slog.New(slog.NewTextHandler(logs, nil)))
 		issued := issue(t, s, "acme")
 		verify(t, s, issued.Secret)
@@ -356,7 +318,7 @@ func TestFailedWriteIsLoggedWithTokenID(t *testing.T) {
 
 func TestRunTouchWriterFlushesWhenCancelled(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := newTestService(db, clk, nil)
 		s.uses.interval = time.Hour // only the final write can write
 		issued := issue(t, s, "acme")
@@ -364,24 +326,24 @@ func TestRunTouchWriterFlushesWhenCancelled(t *testing.T) {
 		verify(t, s, issued.Secret)
 		stop()
 		wantPending(t, s, 0)
-		wantLastUsed(t, db, issued.ID, clk.now())
+		wantLastUsed(t, db, issued.ID, clk.Now())
 	})
 }
 
 func TestRunTouchWriterWritesPeriodically(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := newTestService(db, clk, nil)
 		s.uses.interval = 10 * time.Millisecond
 		issued := issue(t, s, "acme")
 		runWriter(t, s)
 
 		verify(t, s, issued.Secret)
-		waitLastUsed(t, db, issued.ID, clk.now())
+		waitLastUsed(t, db, issued.ID, clk.Now())
 
-		clk.add(touchEvery)
+		clk.Advance(touchEvery)
 		verify(t, s, issued.Secret)
-		waitLastUsed(t, db, issued.ID, clk.now())
+		waitLastUsed(t, db, issued.ID, clk.Now())
 	})
 }
 
@@ -389,15 +351,15 @@ func TestRunTouchWriterWritesPeriodically(t *testing.T) {
 // its JWT has expired it is refused, even where its row would still let it in.
 func TestCachedTokenStillExpires(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		clk := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := newTestService(db, clk, nil)
 		issued := issue(t, s, "acme")
 		verify(t, s, issued.Secret) // checked and remembered
 		verify(t, s, issued.Secret) // from memory
-		if err := db.Gorm.Model(&Token{}).Where("id = ?", issued.ID).Update("expires_at", clk.now().Add(365*24*time.Hour)).Error; err != nil {
+		if err := db.Gorm.Model(&Token{}).Where("id = ?", issued.ID).Update("expires_at", clk.Now().Add(365*24*time.Hour)).Error; err != nil {
 			t.Fatal(err)
 		}
-		clk.add(time.Hour + tokenLeeway + time.Second) // past the JWT's exp (DefaultTTL one hour)
+		clk.Advance(time.Hour + tokenLeeway + time.Second) // past the JWT's exp (DefaultTTL one hour)
 		if _, err := s.Verify(context.Background(), issued.Secret); err != ErrUnauthenticated {
 			t.Fatalf("Verify of a remembered token past its exp = %v, want ErrUnauthenticated", err)
 		}

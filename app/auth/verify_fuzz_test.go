@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -38,14 +39,14 @@ import (
 func FuzzVerify(f *testing.F) {
 	ctx := context.Background()
 	db := testdb.New(f, "sqlite")
-	clk := &clock{t: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	current := sha256.Sum256([]byte("licensor fuzz: current APP_KEY"))
 	previous := sha256.Sum256([]byte("licensor fuzz: previous APP_KEY"))
 	keys := [][]byte{current[:], previous[:]}
 	const issuer = "https://licensor.test"
 	svc := New(Config{DB: db.Gorm, Read: db.Read, Key: current[:], PreviousKeys: [][]byte{previous[:]},
-		Issuer: issuer, DefaultTTL: time.Hour, Now: clk.now})
-	old := New(Config{DB: db.Gorm, Read: db.Read, Key: previous[:], Issuer: issuer, DefaultTTL: time.Hour, Now: clk.now})
+		Issuer: issuer, DefaultTTL: time.Hour, Now: clk.Now})
+	old := New(Config{DB: db.Gorm, Read: db.Read, Key: previous[:], Issuer: issuer, DefaultTTL: time.Hour, Now: clk.Now})
 
 	var real []Issued
 	for _, in := range []struct {

@@ -4,36 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while the server writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func getenvOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -76,7 +57,7 @@ func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 // anything is opened; VENDOR_ALLOW_FAKE=true serves, with the fake's warning.
 func TestProductionRefusesFakeVendor(t *testing.T) {
 	t.Chdir(t.TempDir())
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	// Cancelled: were the refusal missing, serve would stop at once instead
 	// of holding the test up.
@@ -93,7 +74,7 @@ func TestProductionRefusesFakeVendor(t *testing.T) {
 	}
 
 	vars["VENDOR_ALLOW_FAKE"] = "true"
-	stderr := &syncBuffer{}
+	stderr := &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, nil, getenvOf(vars), &bytes.Buffer{}, stderr) }()
@@ -111,8 +92,8 @@ func TestProductionRefusesFakeVendor(t *testing.T) {
 // no database server; it migrates SQLite, serves /healthz, and stops cleanly.
 func TestServeWithNoConfiguration(t *testing.T) {
 	t.Chdir(t.TempDir())
-	addr := freeAddr(t)
-	stderr := &syncBuffer{}
+	addr := testkit.FreeAddr(t)
+	stderr := &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, nil, getenvOf(map[string]string{"APP_ADDR": addr}), &bytes.Buffer{}, stderr) }()
@@ -142,7 +123,7 @@ func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	env := getenvOf(map[string]string{"DB_CONNECTION": "mysql", "DB_URL": db.Config.URL, "APP_ADDR": freeAddr(t)})
+	env := getenvOf(map[string]string{"DB_CONNECTION": "mysql", "DB_URL": db.Config.URL, "APP_ADDR": testkit.FreeAddr(t)})
 	err = Run(context.Background(), nil, env, &bytes.Buffer{}, &bytes.Buffer{})
 	if !errors.Is(err, database.ErrSchemaBehind) || !strings.Contains(err.Error(), "licensor migrate") {
 		t.Fatalf("serve on an unmigrated MySQL = %v, want ErrSchemaBehind asking for migrate", err)
@@ -159,38 +140,26 @@ func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // waitHealthy polls /healthz until it answers 200, the server fails, or a
 // deadline passes.
 func waitHealthy(t *testing.T, base string, done <-chan error) {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(15 * time.Second)
-	for ; time.Now().Before(deadline); <-tick.C {
+	healthy := func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("serve exited early: %v", err)
 		default:
 		}
 		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	}
-	t.Fatalf("%s/healthz did not answer within the deadline", base)
+	if !testkit.Poll(15*time.Second, healthy) {
+		t.Fatalf("%s/healthz did not answer within the deadline", base)
+	}
 }
 
 // TestTokenCommandsAgainstServe issues a token with the CLI and uses it
@@ -198,7 +167,7 @@ func waitHealthy(t *testing.T, base string, done <-chan error) {
 func TestTokenCommandsAgainstServe(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		t.Chdir(t.TempDir())
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		vars := map[string]string{"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 		if db.Dialect == database.MySQL {
 			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
@@ -219,7 +188,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 
 		serveCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- Run(serveCtx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
+		go func() { done <- Run(serveCtx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()
 		defer func() { cancel(); <-done }()
 		waitHealthy(t, "http://"+addr, done)
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // healthcheckRun runs `licensor healthcheck args...` and returns its stdout,
@@ -67,7 +69,7 @@ func TestHealthcheckExitCodes(t *testing.T) {
 		t.Errorf("a redirect: exit %d (%v), want 1: redirects are not followed", code, err)
 	}
 
-	closed := freeAddr(t) // nothing listens there
+	closed := testkit.FreeAddr(t) // nothing listens there
 	if _, code, err := healthcheckRun(t, nil, "http://"+closed+"/readyz"); code != 1 {
 		t.Errorf("nothing listening: exit %d (%v), want 1", code, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // TestShutdownLetsRequestsInFlightFinish cancels serve's context (what
@@ -29,7 +31,7 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 	}))
 	defer vendor.Close()
 
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	env := getenvOf(map[string]string{
 		"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"VENDOR_DRIVER": "http", "VENDOR_URL": vendor.URL, "VENDOR_TOKEN": "t",
@@ -42,7 +44,7 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 
 	ctx, sigterm := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
+	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()
 	waitHealthy(t, "http://"+addr, done)
 
 	status := make(chan int, 1)

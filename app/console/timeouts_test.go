@@ -10,17 +10,19 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // A client that trickles its body slower than APP_READ_TIMEOUT is cut off,
 // while other clients are served meanwhile.
 func TestSlowBodyIsCutOffWhileOthersAreServed(t *testing.T) {
 	t.Chdir(t.TempDir())
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	env := getenvOf(map[string]string{"APP_ADDR": addr, "APP_READ_TIMEOUT": "1s"})
-	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &syncBuffer{}) }()
+	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()
 	t.Cleanup(func() { cancel(); <-done })
 	waitHealthy(t, "http://"+addr, done)
 

@@ -22,14 +22,15 @@ import (
 
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // TestVendorSimRidesOutA429Burst runs `licensor vendor-sim --429-burst 2
 // --retry-after 1` and drives it with the http driver: one create succeeds on
 // the third vendor call, after two waits of the second asked.
 func TestVendorSimRidesOutA429Burst(t *testing.T) {
-	addr := freeAddr(t)
-	stderr := &syncBuffer{}
+	addr := testkit.FreeAddr(t)
+	stderr := &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -158,10 +159,10 @@ func TestVendorSimChaosKnobs(t *testing.T) {
 
 // runVendorSim starts `licensor vendor-sim` with args on a free address and
 // returns the address, its log and a stop that waits for it to end.
-func runVendorSim(t *testing.T, args ...string) (string, *syncBuffer, func()) {
+func runVendorSim(t *testing.T, args ...string) (string, *testkit.Buffer, func()) {
 	t.Helper()
-	addr := freeAddr(t)
-	stderr := &syncBuffer{}
+	addr := testkit.FreeAddr(t)
+	stderr := &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	args = append([]string{"--addr", addr}, args...)
@@ -192,21 +193,18 @@ func runVendorSim(t *testing.T, args ...string) (string, *syncBuffer, func()) {
 // fails, or a deadline passes.
 func waitListening(t *testing.T, addr string, done <-chan error) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for ; time.Now().Before(deadline); <-tick.C {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("vendor-sim exited early: %v", err)
 		default:
 		}
-		if conn, err := net.Dial("tcp", addr); err == nil {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
 			conn.Close()
-			return
 		}
-	}
-	t.Fatalf("%s did not accept connections within the deadline", addr)
+		return err == nil
+	}, "%s accepts connections", addr)
 }
 
 // TestVendorSimSendsSignedWebhooks runs `licensor vendor-sim` with
@@ -240,19 +238,11 @@ func TestVendorSimSendsSignedWebhooks(t *testing.T) {
 	if code != 200 || !strings.Contains(answered, `"type":"site.suspended"`) {
 		t.Fatalf("suspend = %d %s", code, answered)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the receiver got %d deliveries, want 2", n)
-		}
-		time.Sleep(5 * time.Millisecond) // polling
-	}
+		defer mu.Unlock()
+		return len(got) >= 2
+	}, "the receiver gets both deliveries")
 	mu.Lock()
 	for i, r := range got {
 		if r.URL.Path != "/hooks" || r.Header.Get("Content-Type") != "application/json" || string(bodies[i]) != strings.TrimSpace(answered) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -206,9 +207,7 @@ var scenarios = []struct {
 		hold := func(ctx context.Context) (int, string, error) {
 			s.runs.Add(1)
 			// Hold the lease until every other caller has its answer.
-			for deadline := time.Now().Add(10 * time.Second); answered.Load() < n-1 && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
+			testkit.Poll(10*time.Second, func() bool { return answered.Load() >= n-1 })
 			return http.StatusCreated, "made", nil
 		}
 		answers := make([]answer, n)

@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/app/vendorsim"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // testVendorBehaviour is what every licenses.Vendor must do. It runs against
@@ -111,7 +112,7 @@ func TestHTTPDriverAgainstSimulatorBehaviour(t *testing.T) {
 }
 
 // simulated starts a simulator with opts and returns an HTTPDriver for it.
-func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *fakeClock) {
+func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *testkit.Clock) {
 	t.Helper()
 	sim, err := vendorsim.NewSimulator(opts)
 	if err != nil {

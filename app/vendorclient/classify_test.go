@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // callVendor makes one of the three calls: "list", "create" or "delete".
@@ -137,12 +137,7 @@ func TestTimeouts(t *testing.T) {
 // TestNothingSentIsUnavailable: when the request cannot leave (connection
 // refused, a TLS handshake that fails), even a write is definite: unavailable.
 func TestNothingSentIsUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
+	refused := "http://" + testkit.FreeAddr(t)
 
 	untrusted := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("a request reached the server past a failed handshake: %s %s", r.Method, r.URL)

@@ -1,8 +1,6 @@
 package vendorclient_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,62 +14,16 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 const testToken = "vendor-token-s3cret"
 
-// fakeClock is the driver's clock in tests: Sleep records the wait and moves
-// Now on at once, so no test waits for a Retry-After.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-// newClock starts at the current second, so that HTTP dates (whole seconds)
-// are exact and real context deadlines still make sense.
-func newClock() *fakeClock { return &fakeClock{now: time.Now().Truncate(time.Second)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waits = append(c.waits, d)
-	c.now = c.now.Add(d)
-	return nil
-}
-
-func (c *fakeClock) Waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.waits...)
-}
-
-// logBuffer collects a driver's log lines; safe while handlers run.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// newClock is the driver's clock in tests. It starts at the current second,
+// so that HTTP dates (whole seconds) are exact and real context deadlines
+// still make sense; its Sleep records the wait and moves Now on at once, so
+// no test waits for a Retry-After.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Now().Truncate(time.Second)) }
 
 func testConfig(url string) config.Vendor {
 	return config.Vendor{Driver: "http", URL: url, Token: testToken, Timeout: 5 * time.Second,
@@ -81,9 +33,9 @@ func testConfig(url string) config.Vendor {
 // newDriver builds an HTTPDriver for url on a fake clock, with jitter that
 // always adds its most (so backoffs are exact) and its log kept at Debug.
 // opts come after those, so they override them.
-func newDriver(t *testing.T, cfg config.Vendor, opts ...vendorclient.Option) (*vendorclient.HTTPDriver, *fakeClock, *logBuffer) {
+func newDriver(t *testing.T, cfg config.Vendor, opts ...vendorclient.Option) (*vendorclient.HTTPDriver, *testkit.Clock, *testkit.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	clock := newClock()
 	opts = append([]vendorclient.Option{
 		vendorclient.WithClock(clock.Now),

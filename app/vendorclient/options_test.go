@@ -3,7 +3,6 @@ package vendorclient_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // observed records what an observer is told.
@@ -56,12 +56,7 @@ func TestObserverSeesEveryAnswerAndRetry(t *testing.T) {
 	}
 	o.check(t, []string{"create 429", "create 201"}, []string{"create"})
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
+	refused := "http://" + testkit.FreeAddr(t)
 	var none observed
 	d, _, _ = newDriver(t, testConfig(refused), vendorclient.WithObserver(none.observe, none.onRetry))
 	_ = callVendor(context.Background(), d, "list")

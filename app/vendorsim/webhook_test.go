@@ -18,6 +18,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/vendorproto"
 	"github.com/licensor-api/licensor/app/vendorsim"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // delivery is one webhook POST a receiver got.
@@ -135,18 +136,6 @@ func change(t *testing.T, sim *vendorsim.Simulator, id, action, token string) *s
 	return w
 }
 
-// eventually polls cond until it holds, or fails the test at a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within the deadline", what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling, not waiting for time to pass
-	}
-}
-
 // hookStats reads the "webhooks" of GET /_sim/stats.
 func hookStats(t *testing.T, sim *vendorsim.Simulator, token string) vendorsim.WebhookStats {
 	t.Helper()
@@ -159,13 +148,13 @@ func hookStats(t *testing.T, sim *vendorsim.Simulator, token string) vendorsim.W
 func TestSimWebhookIsSigned(t *testing.T) {
 	const token = "sim-token"
 	rc := newReceiver(t, always(http.StatusNoContent))
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	now := time.Unix(1_800_000_000, 0)
 	sim := hookSim(t, rc.URL, 1, vendorsim.SimWebhook{Now: func() time.Time { return now }},
 		vendorsim.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(logs, nil))})
 
 	answered := change(t, sim, "site_1", "suspend", token)
-	eventually(t, "delivered", func() bool { return hookStats(t, sim, token).Delivered == 1 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, token).Delivered == 1 }, "delivered")
 	got := rc.deliveries()
 	if len(got) != 1 {
 		t.Fatalf("%d deliveries, want 1", len(got))
@@ -228,7 +217,7 @@ func TestSimWebhookRetriesUntil2xx(t *testing.T) {
 		vendorsim.SimOptions{Seed: 3})
 
 	change(t, sim, "site_1", "rotate", "")
-	eventually(t, "delivered", func() bool { return hookStats(t, sim, "").Delivered == 1 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 1 }, "delivered")
 	got := rc.deliveries()
 	if len(got) != 4 {
 		t.Fatalf("%d deliveries, want 4", len(got))
@@ -265,7 +254,7 @@ func TestSimWebhookGivesUp(t *testing.T) {
 			sim := hookSim(t, url, 1, vendorsim.SimWebhook{Attempts: 5, RetryBase: time.Second, RetryMax: 2 * time.Second,
 				Sleep: clock.Sleep}, vendorsim.SimOptions{})
 			change(t, sim, "site_1", "delete", "")
-			eventually(t, "failed", func() bool { return hookStats(t, sim, "").Failed == 1 })
+			testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Failed == 1 }, "failed")
 			if st := hookStats(t, sim, ""); st != (vendorsim.WebhookStats{Sent: 5, Failed: 1}) {
 				t.Errorf("stats %+v, want 5 sent, 1 failed", st)
 			}
@@ -290,7 +279,7 @@ func TestSimWebhookDupRateOneSendsEachTwice(t *testing.T) {
 	for _, id := range []string{"site_1", "site_2", "site_3"} {
 		change(t, sim, id, "suspend", "")
 	}
-	eventually(t, "delivered", func() bool { return hookStats(t, sim, "").Delivered == 6 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 6 }, "delivered")
 	got := rc.deliveries()
 	if len(got) != 6 {
 		t.Fatalf("%d deliveries, want 6", len(got))
@@ -330,7 +319,7 @@ func TestSimWebhookShuffleIsSeeded(t *testing.T) {
 			change(t, sim, id, "suspend", "")
 		}
 		close(release)
-		eventually(t, "delivered", func() bool { return hookStats(t, sim, "").Delivered == 7 })
+		testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 7 }, "delivered")
 		var ids []string
 		for _, d := range rc.deliveries()[1:] {
 			ids = append(ids, d.event(t).Data.Site.ID)

@@ -1,0 +1,44 @@
+package testkit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// pollFirst and pollMost bound the pause between two calls of a polled
+// condition: it starts at pollFirst and doubles up to pollMost, so a
+// condition that soon holds is seen soon and a slow one is not hammered.
+const (
+	pollFirst = time.Millisecond
+	pollMost  = 20 * time.Millisecond
+)
+
+// Poll calls cond until it returns true, or until within has passed; it
+// reports whether cond held. cond is called at least once, and once more
+// after the deadline has passed; it runs on the caller's goroutine, so it
+// may fail the test itself.
+func Poll(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	pause := pollFirst
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-time.After(pause)
+		pause = min(2*pause, pollMost)
+	}
+}
+
+// Eventually polls cond (as Poll does) until it holds, and otherwise fails
+// t at the deadline with the message format and args make, followed by
+// ": not within" and within.
+func Eventually(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	if !Poll(within, cond) {
+		t.Fatalf("%s: not within %s", fmt.Sprintf(format, args...), within)
+	}
+}
