@@ -41,8 +41,9 @@ var rules = []rule{
 		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo
 	{"app/vendorproto", []string{"third-party", module + "/"}},
 	// The guarded operations: declared on the domain, bound through request,
-	// rendered through resource; they know no server, no SQL, no wiring.
-	{"app/operations", []string{"gorm.io", module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+	// rendered through resource; they know no server and no wiring (GORM only
+	// as the transaction their completion joins).
+	{"app/operations", []string{module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
 		module + "/config", module + "/database"}},
 	// Request bodies read and validated: no echo, no SQL.
 	{"app/http/request", []string{"third-party", module + "/app/http$", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},

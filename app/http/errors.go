@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -220,6 +221,12 @@ func fromIdempotencyError(err error) *Error {
 	case errors.Is(err, idempotency.ErrInProgress):
 		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
 			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
+	case errors.Is(err, idempotency.ErrSuperseded):
+		return &Error{Status: http.StatusConflict, Code: "intent_superseded",
+			Message: "A later request for the same domain settled, or its license was revoked, while this one was open: it will not be executed. List your licenses for the current state."}
+	case errors.Is(err, idempotency.ErrLeaseLost):
+		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
+			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
 	case errors.Is(err, idempotency.ErrPending):
 		var p *idempotency.PendingError
 		errors.As(err, &p)
@@ -243,6 +250,18 @@ func fromIdempotencyError(err error) *Error {
 	return nil
 }
 
+// vendorRetryAfter is the Retry-After, in seconds, of a 503
+// vendor_unavailable when the vendor named no wait.
+const vendorRetryAfter = 5
+
+// retryAfterOr is d in whole seconds (rounded up), or def when d is none.
+func retryAfterOr(d time.Duration, def int) int {
+	if s := int(math.Ceil(d.Seconds())); s > 0 {
+		return s
+	}
+	return def
+}
+
 // fromVendorError maps the vendor's three failure classes. Nothing of the
 // vendor's own answer reaches the client.
 func fromVendorError(err error) *Error {
@@ -253,7 +272,7 @@ func fromVendorError(err error) *Error {
 			Status:     http.StatusServiceUnavailable,
 			Message:    "The license vendor is unavailable. Try again later.",
 			Code:       "vendor_unavailable",
-			RetryAfter: int(math.Ceil(unavailable.RetryAfter.Seconds())),
+			RetryAfter: retryAfterOr(unavailable.RetryAfter, vendorRetryAfter),
 		}
 	case errors.Is(err, licenses.ErrVendorRejected):
 		return &Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}

@@ -94,7 +94,7 @@ func takeable(existing, rec *Record) bool {
 	if existing.expired(now) {
 		return true
 	}
-	return existing.Status == StatusFailed ||
+	return existing.Status == StatusFailed || existing.Status == StatusAbandoned ||
 		existing.Status == StatusProcessing && !existing.leaseAlive(now)
 }
 
@@ -112,6 +112,9 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (*Record, error) {
 	case StatusPending:
 		g.tell(a, existing, "pending")
 		return nil, &PendingError{ID: existing.Ref()}
+	case StatusSuperseded:
+		g.tell(a, existing, "superseded")
+		return nil, ErrSuperseded
 	}
 	g.tell(a, a.rec, "in_progress")
 	return nil, ErrInProgress
@@ -137,11 +140,23 @@ func (g *Guard) execute(a *attempt, outcome string) error {
 	if isOutcomeUnknown(err) {
 		return g.keepPending(a, o, err)
 	}
+	if isRefusal(err) { // no longer ours (superseded, or taken over): nothing to settle
+		g.tell(a, rec, refusalOutcome(err))
+		return err
+	}
 	if err != nil {
 		resp = Response{} // a failure had no effect: released
 	}
 	g.settle(a, resp, o, outcome)
 	return err
+}
+
+// refusalOutcome is how an owner's refusal is noted.
+func refusalOutcome(err error) string {
+	if errors.Is(err, ErrSuperseded) {
+		return "superseded"
+	}
+	return "in_progress"
 }
 
 // keepPending records an intent whose outcome is unknown as pending before
@@ -165,17 +180,20 @@ func (g *Guard) keepPending(a *attempt, o Outcome, herr error) error {
 	return &PendingError{ID: rec.Ref(), Err: herr}
 }
 
-// settle stores what had an effect (a 2xx) and releases the rest, so that a
-// retry runs for real.
+// settle stores what had an effect (a 2xx, unless the work kept it itself
+// or says it changed nothing) and releases the rest, so that a retry runs
+// for real.
 func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 	rec := a.rec
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
 	rec.ExternalRef = nullable(o.ExternalRef)
 	var err error
-	if resp.Status >= 200 && resp.Status < 300 {
+	switch {
+	case o.Kept: // completed by the work, with its local writes
+	case resp.Status >= 200 && resp.Status < 300 && !o.NoEffect:
 		err = g.cfg.Store.Complete(ctx, rec, resp, o, g.now())
-	} else {
+	default:
 		outcome = "released"
 		err = g.cfg.Store.Release(ctx, rec)
 	}

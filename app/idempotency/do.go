@@ -53,6 +53,11 @@ const doMethod = "DO"
 // When fn ran, res is what it returned. The errors of the store are the
 // middleware's: ErrNotRecorded (nothing was done; retry) and ErrNotKept.
 func (g *Guard) Do(ctx context.Context, sc Scope, intent []byte, fn func(ctx context.Context) (DoResult, error)) (res DoResult, replayed bool, err error) {
+	return g.do(ctx, sc, intent, func(ctx context.Context, _ *Record) (DoResult, error) { return fn(ctx) })
+}
+
+// do is Do, with fn handed the record it runs under.
+func (g *Guard) do(ctx context.Context, sc Scope, intent []byte, fn func(ctx context.Context, rec *Record) (DoResult, error)) (res DoResult, replayed bool, err error) {
 	switch {
 	case sc.Key == "":
 		return DoResult{}, false, ErrKeyMissing
@@ -68,7 +73,7 @@ func (g *Guard) Do(ctx context.Context, sc Scope, intent []byte, fn func(ctx con
 		rec:    rec,
 		parent: ctx,
 		work: func(ctx context.Context) (Response, Outcome, error) {
-			r, err := fn(ctx)
+			r, err := fn(ctx, rec)
 			if r.Status == 0 && err == nil {
 				r.Status = http.StatusOK
 			}

@@ -32,7 +32,7 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 				return Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`),
 					Headers: map[string]string{echo.HeaderLocation: "/things/1", echo.HeaderContentType: echo.MIMEApplicationJSON}}, Outcome{}, nil
 			},
-			Resume: func(context.Context, *Record, bool) (Resumption, error) { return Resumption{}, nil },
+			Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil },
 		}
 		g := newTestGuard(t, Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}, op)
 		e := echo.New()

@@ -148,6 +148,7 @@ func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedB
 		RequestHash:   requestHash,
 		RequestBody:   body,
 		Status:        StatusProcessing,
+		Phase:         &phaseReserved,
 		CorrelationID: nullable(correlationID),
 		LockedUntil:   &lease,
 		Attempts:      1,
@@ -156,6 +157,9 @@ func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedB
 		ExpiresAt:     now.Add(g.cfg.TTL),
 	}
 }
+
+// phaseReserved is PhaseReserved, addressable for new records.
+var phaseReserved = PhaseReserved
 
 // now is the clock, in UTC to the microsecond, as both databases store it.
 func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microsecond) }

@@ -17,6 +17,7 @@ type Call struct {
 	ConsumerID string // scopes the key
 	TokenID    string // the token that asked, "" for none
 	RequestID  string // the request's id, kept as the record's correlation id
+	owner      *owner // the record the work executes under (Started, Complete); nil outside the guard
 }
 
 // Operation is a guarded write, declared once where its domain lives: its
@@ -38,17 +39,27 @@ type Operation[In any] struct {
 	// An error is the answer as it is, given before any record is made. Nil
 	// Bind: the zero input, and the whole canonical body as the intent.
 	Bind func(c echo.Context, body []byte) (in In, intent []byte, err error)
+	// Subject, when set, names what an intent is about within its consumer
+	// (a create: its domain). Once an intent completes (Call.Complete), the
+	// consumer's older open intents of the operation about the same subject
+	// are superseded: settled, never executed.
+	Subject func(in In) string
 	// Run does the work as the intent's owner, detached from the client and
-	// within the work budget of the lease. A 2xx Response had an effect and
-	// is stored; an error that says the outcome is unknown (OutcomeUnknown)
-	// keeps the intent pending; any other error or status had no effect and
-	// releases the key. The Outcome is kept with the record, even beside an
-	// error (a pending intent is known by it).
+	// within the work budget of the lease. Before it may reach the vendor it
+	// calls call.Started (the recovery point); it completes the record in the
+	// transaction of its local writes (call.Complete) and says so with
+	// Outcome.Kept, or leaves a 2xx Response to be stored after it. An
+	// Outcome with NoEffect is answered, not stored; an error that says the
+	// outcome is unknown (OutcomeUnknown) keeps the intent pending; any other
+	// error or status had no effect and releases the key. The Outcome is kept
+	// with the record, even beside an error (a pending intent is known by it).
 	Run func(ctx context.Context, call Call, in In) (Response, Outcome, error)
-	// Resume finishes a pending (or abandoned) intent of this operation for
-	// the reconciler, from its record. Required: an intent that can be
-	// pending must be finishable.
-	Resume func(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error)
+	// Resume finishes, for the reconciler, an intent of this operation whose
+	// work may have reached the vendor (pending, or its owner died after
+	// Started), from its record; call completes it as Run's does. Required:
+	// an intent that can be pending must be finishable. An error wrapping
+	// ErrSuperseded settles it as superseded.
+	Resume func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
 }
 
 // Declared is an Operation of any input type, as the guard, the reconciler
@@ -78,11 +89,11 @@ func (op Operation[In]) check() error {
 func (op Operation[In]) resumer() Resumer { return resumeFunc(op.Resume) }
 
 // resumeFunc adapts an Operation's Resume to the Resumer interface.
-type resumeFunc func(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error)
+type resumeFunc func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
 
 // Resume implements Resumer.
-func (f resumeFunc) Resume(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error) {
-	return f(ctx, rec, mayCreate)
+func (f resumeFunc) Resume(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error) {
+	return f(ctx, call, rec, mayCreate)
 }
 
 // Operations is the application's one list of guarded operations: the
@@ -180,12 +191,15 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error)
 	}
 	rec := g.makeRecord(sc, Fingerprint(req.Method, c.Path(), intent), canonical, call.TokenID, call.RequestID)
 	rec.BodyHash = &hash
+	if op.Subject != nil {
+		rec.Subject = nullable(op.Subject(in))
+	}
 	var resp Response
 	a := &attempt{rec: rec, prior: prior, parent: req.Context(), requestID: call.RequestID,
 		work: func(ctx context.Context) (Response, Outcome, error) {
 			var o Outcome
 			var err error
-			resp, o, err = op.Run(ctx, call, in)
+			resp, o, err = op.Run(ctx, g.owned(call, rec), in)
 			return resp, o, err
 		}}
 	var stored *Record
@@ -201,6 +215,13 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error)
 		return a.noted, err
 	}
 	return a.noted, write(c, resp)
+}
+
+// owned is call as the owner of rec executes it: its steps write to rec,
+// under the lease the reservation (or take-over) set.
+func (g *Guard) owned(call Call, rec *Record) Call {
+	call.owner = &owner{store: g.cfg.Store, rec: rec, status: StatusProcessing, lease: *rec.LockedUntil, now: g.now}
+	return call
 }
 
 // bind is op.Bind, or the zero input when the operation has none.
@@ -219,8 +240,8 @@ func (op Operation[In]) bind(c echo.Context, body []byte) (In, []byte, error) {
 func (op Operation[In]) Do(ctx context.Context, g *Guard, call Call, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
 	g.MustServe(op)
 	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
-	res, replayed, err := g.Do(ctx, sc, intent, func(ctx context.Context) (DoResult, error) {
-		r, o, err := op.Run(ctx, call, in)
+	res, replayed, err := g.do(ctx, sc, intent, func(ctx context.Context, rec *Record) (DoResult, error) {
+		r, o, err := op.Run(ctx, g.owned(call, rec), in)
 		if err != nil {
 			return DoResult{Outcome: o}, err
 		}

@@ -36,7 +36,7 @@ func testOperation(name string, run runFunc) Operation[struct{}] {
 	return Operation[struct{}]{
 		Name: name,
 		Run:  func(ctx context.Context, _ Call, _ struct{}) (Response, Outcome, error) { return run(ctx) },
-		Resume: func(context.Context, *Record, bool) (Resumption, error) {
+		Resume: func(context.Context, Call, *Record, bool) (Resumption, error) {
 			return Resumption{}, nil
 		},
 	}

@@ -15,10 +15,12 @@ import (
 // operation does.
 type Resumer interface {
 	// Resume looks for the effect of rec's request (through the operation's
-	// natural key) and records it. When none is found it creates it only if
-	// mayCreate, and otherwise reports Done=false. An error means the
-	// outcome is still unknown and the record stays pending.
-	Resume(ctx context.Context, rec *Record, mayCreate bool) (Resumption, error)
+	// natural key) and records it, completing the record through call in
+	// the same transaction when it can (Outcome.Kept). When none is found it
+	// creates it only if mayCreate, and otherwise reports Done=false. An
+	// error means the outcome is still unknown and the record stays pending;
+	// one wrapping ErrSuperseded settles it as superseded.
+	Resume(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
 }
 
 // Resumption is what a Resumer found.
@@ -38,6 +40,12 @@ const (
 	ResultWaiting   = "waiting"   // nothing found yet, and too young to create
 	ResultRetry     = "retry"     // the vendor failed; tried again later
 	ResultFailed    = "failed"    // gave up after the last attempt
+	// ResultAbandoned: the owner went before its work could have reached
+	// the vendor; nobody was promised anything, so it is not executed.
+	ResultAbandoned = "abandoned"
+	// ResultSuperseded: the effect was found made by a later intent, or the
+	// consumer revoked it; settled, not executed.
+	ResultSuperseded = "superseded"
 )
 
 // ReconcilerConfig is what a Reconciler needs; NewReconciler resolves its
@@ -140,6 +148,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 // reconciler claimed it first or the database failed.
 func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool) {
 	now := r.now()
+	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
+		return r.abandon(ctx, rec, now)
+	}
 	lease := now.Add(r.cfg.Lease)
 	if won, err := r.cfg.Store.Claim(ctx, rec, lease, now); err != nil || !won {
 		if err != nil {
@@ -159,7 +170,13 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	// from the lease's start, as an owner's does.
 	wctx, cancel := context.WithDeadline(ctx, workDeadline(lease, r.now(), r.cfg.Lease))
 	defer cancel()
-	res, err := resume(wctx, resumer, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
+	expires := now.Add(r.cfg.TTL)
+	if expires.Before(rec.ExpiresAt) {
+		expires = rec.ExpiresAt
+	}
+	call := Call{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID),
+		owner: &owner{store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires}}
+	res, err := resume(wctx, resumer, call, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	// What the attempt learnt is written even when the loop is stopping.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
@@ -181,21 +198,45 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 
 // resume calls the Resumer; a panic in it is a failed attempt, not the end
 // of the process (which would claim the same record again after a restart).
-func resume(ctx context.Context, res Resumer, rec *Record, mayCreate bool) (out Resumption, err error) {
+func resume(ctx context.Context, res Resumer, call Call, rec *Record, mayCreate bool) (out Resumption, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return res.Resume(ctx, rec, mayCreate)
+	return res.Resume(ctx, call, rec, mayCreate)
+}
+
+// abandon settles a processing record whose owner went before its work
+// could have reached the vendor: it is never executed here.
+func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Settled, bool) {
+	won, err := r.cfg.Store.Abandon(ctx, rec, now)
+	if err != nil || !won {
+		if err != nil {
+			r.cfg.Log.Error("abandon record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
+		}
+		return Settled{}, false
+	}
+	r.cfg.Observe(ResultAbandoned)
+	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
+	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
+		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", deref(rec.CorrelationID))
+	return s, true
 }
 
 // settle writes what the attempt learnt.
 func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
 	now := r.now()
 	switch {
+	case err == nil && res.Done && res.Outcome.Kept: // completed with its local writes
+		return ResultCompleted, nil
 	case err == nil && res.Done:
 		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL))
+	case errors.Is(err, ErrSuperseded):
+		if serr := r.cfg.Store.SupersedeClaimed(ctx, rec, lease, now); serr != nil && !errors.Is(serr, ErrLeaseLost) {
+			return ResultSuperseded, serr
+		}
+		return ResultSuperseded, nil // superseded now, or by the change that made it moot
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.cfg.Settle), false, now)
 	case errors.Is(err, ErrAbandon):

@@ -13,21 +13,42 @@ const (
 	StatusPending    = "pending"    // the outcome is unknown; the reconciler settles it
 	StatusCompleted  = "completed"  // the response is stored and replayed
 	StatusFailed     = "failed"     // reconciliation gave up; a retry executes again
+	// StatusAbandoned: the owner went (died, or its client was told 503)
+	// before the vendor could have heard of the intent; nobody was promised
+	// anything, so the reconciler never executes it, and a retry with its
+	// key runs it for real.
+	StatusAbandoned = "abandoned"
+	// StatusSuperseded: a later create of the same consumer for the same
+	// subject settled, or the consumer revoked it, while this intent was
+	// open; it is settled for good and never executed (a retry is told
+	// intent_superseded).
+	StatusSuperseded = "superseded"
+)
+
+// Phases of a record: the recovery point its execution reached, each
+// written with the local writes that belong to it.
+const (
+	PhaseReserved = "reserved" // on the record; the vendor has not heard of it
+	PhaseStarted  = "started"  // the work may have reached the vendor (Call.Started)
+	PhaseFinished = "finished" // settled, with the local writes of its effect
 )
 
 // Statuses are every status a record may be in, in the one order the API
 // documents them (docs/openapi.yaml's IntentStatus) and the command line
 // lists them.
-var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed}
+var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusAbandoned, StatusSuperseded}
 
 // Record is a row of idempotency_keys: one intent of one consumer.
 type Record struct {
 	ID uint64 `gorm:"primaryKey"`
 	// PublicID is the intent's opaque id (a ULID): what a 202 names and an
 	// operator looks it up by. Never the raw key.
-	PublicID    *string
-	ConsumerID  string
-	Operation   string
+	PublicID   *string
+	ConsumerID string
+	Operation  string
+	// Subject is what the intent is about within its consumer (a create:
+	// its domain): a later settled intent for it supersedes this one.
+	Subject     *string
 	Key         string `gorm:"column:idempotency_key"`
 	RequestHash string
 	// BodyHash is the SHA-256 of the request's method, route and raw body
@@ -36,6 +57,7 @@ type Record struct {
 	BodyHash        *string
 	RequestBody     []byte
 	Status          string
+	Phase           *string // the recovery point reached; nil on older records (taken as started)
 	ResponseStatus  *int
 	ResponseHeaders *string // "Name: value" lines (see encodeHeaders); a JSON object on older records
 	ResponseBody    []byte
@@ -78,6 +100,10 @@ func (r *Record) scope() Scope {
 }
 
 func (r *Record) expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
+
+// mayHaveStarted reports whether the work may have reached the vendor: it
+// passed Call.Started, or the record is older than phases.
+func (r *Record) mayHaveStarted() bool { return r.Phase == nil || *r.Phase != PhaseReserved }
 
 func (r *Record) leaseAlive(now time.Time) bool {
 	return r.LockedUntil != nil && now.Before(*r.LockedUntil)

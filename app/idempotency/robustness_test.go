@@ -77,7 +77,7 @@ func TestPendingRecordIsNeverTakenOver(t *testing.T) {
 
 type panickingResumer struct{}
 
-func (panickingResumer) Resume(context.Context, *Record, bool) (Resumption, error) {
+func (panickingResumer) Resume(context.Context, Call, *Record, bool) (Resumption, error) {
 	panic("a bug in a resumer")
 }
 

@@ -188,6 +188,8 @@ func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB
 func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	set := map[string]any{
 		"status":           StatusProcessing,
+		"phase":            PhaseReserved,
+		"subject":          r.Subject,
 		"request_hash":     r.RequestHash,
 		"body_hash":        r.BodyHash,
 		"request_body":     r.RequestBody,
@@ -231,6 +233,13 @@ type Outcome struct {
 	ResourceType string
 	ResourceID   string
 	ExternalRef  string
+	// Kept says the work completed the record itself, in the transaction of
+	// its local writes (Call.Complete): there is nothing left to store.
+	Kept bool
+	// NoEffect says the work changed nothing (a create for a domain the
+	// consumer already held): its answer is given but not stored, and the
+	// key is released, so that a retry tells the truth of its own time.
+	NoEffect bool
 }
 
 // Complete stores the response of an execution that had an effect, provided
@@ -240,6 +249,7 @@ func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcom
 	if err != nil {
 		return err
 	}
+	set["phase"] = PhaseFinished
 	return s.settle(ctx, r, set)
 }
 
@@ -304,9 +314,9 @@ func (s *Store) Release(ctx context.Context, r *Record) error {
 	return nil
 }
 
-// ErrLeaseLost means the record was taken over after the caller's lease ran
-// out; the caller's result is not stored.
-var ErrLeaseLost = errors.New("idempotency lease lost")
+// ErrLeaseLost means the caller no longer owns the record: its lease ran out
+// and another owner took it over (409 request_in_progress to a request).
+var ErrLeaseLost error = &ownerRefusal{"idempotency lease lost"}
 
 func nullable(s string) *string {
 	if s == "" {

@@ -63,6 +63,14 @@ func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time,
 	return s.updateClaimed(ctx, r, lease, set)
 }
 
+// SupersedeClaimed settles a claimed record as superseded: its effect was
+// made by a later intent, or the consumer revoked it.
+func (s *Store) SupersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time) error {
+	return s.updateClaimed(ctx, r, lease, map[string]any{
+		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+	})
+}
+
 // Postpone leaves a claimed record pending until next; failed says whether
 // the attempt counts (a vendor error) or not (too young to act on).
 func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time) error {

@@ -29,8 +29,12 @@ type License struct {
 	// VendorEventAt is the time of the last vendor event applied to the
 	// license (ApplyVendorEvent): an older one changes nothing.
 	VendorEventAt *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// IntentID is the public id of the intent that created the license
+	// (nil for licenses older than it): a retry or a resumption of that
+	// intent answers as its creation did.
+	IntentID  *string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Errors of the licenses domain.
@@ -46,6 +50,4 @@ var (
 type Input struct {
 	Name   string
 	Domain string
-	// valid is set by Validate: an input it returned is not checked again.
-	valid bool
 }

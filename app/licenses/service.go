@@ -48,17 +48,47 @@ func New(cfg Config) *Service {
 	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now}
 }
 
-// Create licenses the domain to the consumer. created is false when the
-// consumer already held an active license for the domain, which is returned
-// as it is, with no vendor call. Another consumer's domain is ErrDomainTaken.
-// Vendor failures come back as *UnavailableError, *RejectedError or
-// *UncertainError.
-func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic License, created bool, err error) {
-	if in, err = Validate(in); err != nil {
-		return License{}, false, err
+// Steps are the caller's recovery points around a change, each written with
+// the change's own writes: Started before the vendor may hear of it (a
+// caller that cannot record it stops the change there: nothing is sent),
+// and Commit inside the transaction that writes the change (the license row
+// or its revocation, and its event), so that what the caller keeps of the
+// change (its answer) commits with it, or neither does. IntentID is the
+// intent that makes the change: a license keeps the one that created it.
+// The zero Steps record nothing.
+type Steps struct {
+	IntentID string
+	Started  func(ctx context.Context) error
+	Commit   func(tx *gorm.DB, lic License, created bool) error
+}
+
+func (st Steps) started(ctx context.Context) error {
+	if st.Started == nil {
+		return nil
 	}
+	return st.Started(ctx)
+}
+
+func (st Steps) commit(tx *gorm.DB, lic License, created bool) error {
+	if st.Commit == nil {
+		return nil
+	}
+	return st.Commit(tx, lic, created)
+}
+
+// Create licenses the domain to the consumer; in has passed Validate (the
+// HTTP layer binds it once). created is false when the consumer already
+// held an active license for the domain, which is returned as it is, with
+// no vendor call, unless steps.IntentID is the intent that created it (a
+// retry after a crash): that is answered as created, as it first was.
+// Another consumer's domain is ErrDomainTaken. Vendor failures come back as
+// *UnavailableError, *RejectedError or *UncertainError.
+func (s *Service) Create(ctx context.Context, consumerID string, in Input, steps Steps) (lic License, created bool, err error) {
 	if lic, err := s.activeFor(ctx, consumerID, in.Domain); err == nil || !errors.Is(err, ErrNotFound) {
-		return lic, false, err
+		return lic, err == nil && madeBy(lic, steps), err
+	}
+	if err := steps.started(ctx); err != nil {
+		return License{}, false, err
 	}
 	site, made, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
 	var uncertain *UncertainError
@@ -72,8 +102,8 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	if made {
 		event = EventCreated
 	}
-	lic, created, err = s.record(ctx, consumerID, in, site, event)
-	if err != nil && !errors.Is(err, ErrDomainTaken) {
+	lic, created, err = s.record(ctx, consumerID, in, site, event, steps)
+	if err != nil && !errors.Is(err, ErrDomainTaken) && !isCallerRefusal(err) {
 		// The vendor holds the site but it is not recorded here: the outcome is
 		// as unknown as a lost answer, and is reconciled the same way.
 		return License{}, false, &UncertainError{Err: err, Domain: in.Domain}
@@ -81,11 +111,41 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input) (lic 
 	return lic, created, err
 }
 
+// nonEmpty is &s, nil for "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// madeBy reports whether lic was created by the intent of steps.
+func madeBy(lic License, steps Steps) bool {
+	return steps.IntentID != "" && lic.IntentID != nil && *lic.IntentID == steps.IntentID
+}
+
+// callerRefusal is how the caller's Commit says it refuses the change for a
+// reason of its own (the intent was superseded, its lease lost): the change
+// is rolled back and that error answered, not taken as an unknown outcome.
+type callerRefusal interface{ CallerRefusal() bool }
+
+func isCallerRefusal(err error) bool {
+	var r callerRefusal
+	return errors.As(err, &r) && r.CallerRefusal()
+}
+
+// ErrMadeByAnother is Resume's answer when the domain's license was made by
+// another intent than the one being resumed: that one is moot.
+var ErrMadeByAnother = errors.New("the license was made by another intent")
+
 // Resume finishes a create whose outcome was unknown. It adopts the vendor's
 // site for the domain when there is one; when there is none it creates one
 // (listing first, as always) only if mayCreate, and otherwise reports
-// found=false. The license is recorded as Create would have.
-func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCreate bool) (lic License, created, found bool, err error) {
+// found=false. The license is recorded as Create would have. When the
+// consumer's license for the domain already exists, it is this intent's
+// answer (created) if steps.IntentID made it, and ErrMadeByAnother if
+// another intent did.
+func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCreate bool, steps Steps) (lic License, created, found bool, err error) {
 	if in, err = Validate(in); err != nil {
 		return License{}, false, false, err
 	}
@@ -103,14 +163,17 @@ func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCr
 		}
 		site = &made
 	}
-	lic, created, err = s.record(ctx, consumerID, in, *site, EventReconciled)
-	return lic, created, err == nil, err
+	lic, created, err = s.record(ctx, consumerID, in, *site, EventReconciled, steps)
+	if err == nil && !created && steps.IntentID != "" && !madeBy(lic, steps) {
+		return License{}, false, false, ErrMadeByAnother
+	}
+	return lic, created || madeBy(lic, steps), err == nil, err
 }
 
 // record writes the license row and its event, in one transaction. The
 // unique index on active_domain decides a race: the loser reads the winner's
 // row and answers as if it had come second.
-func (s *Service) record(ctx context.Context, consumerID string, in Input, site Site, event string) (License, bool, error) {
+func (s *Service) record(ctx context.Context, consumerID string, in Input, site Site, event string, steps Steps) (License, bool, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	lic := License{
 		ID:           ulid.Make().String(),
@@ -121,6 +184,7 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		LicenseKey:   site.LicenseKey,
 		Status:       StatusActive,
 		VendorSiteID: site.ID,
+		IntentID:     nonEmpty(steps.IntentID),
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
@@ -132,7 +196,10 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		return s.logEvent(ctx, tx, lic, event, now)
+		if err := s.logEvent(ctx, tx, lic, event, now); err != nil {
+			return err
+		}
+		return steps.commit(tx, lic, true)
 	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		existing, err := s.activeFor(ctx, consumerID, in.Domain)
@@ -277,9 +344,12 @@ func (s *Service) find(ctx context.Context, consumerID, id string) (License, err
 // When the vendor did nothing (unavailable, or it refused), the license is
 // active again; when the outcome is unknown it stays revoking and the error
 // is an *UncertainError.
-func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
+func (s *Service) Revoke(ctx context.Context, consumerID, id string, steps Steps) error {
 	lic, err := s.find(ctx, consumerID, id)
 	if err != nil || lic.Status == StatusRevoked {
+		return err
+	}
+	if err := steps.started(ctx); err != nil {
 		return err
 	}
 	markedHere := false // this call moved it active (or suspended) → revoking, and so may move it back
@@ -293,9 +363,9 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 		}
 		markedHere = res.RowsAffected == 1
 	}
-	err = s.deleteSite(ctx, lic)
+	err = s.deleteSite(ctx, lic, steps)
 	var uncertain *UncertainError
-	if err == nil || errors.As(err, &uncertain) {
+	if err == nil || errors.As(err, &uncertain) || isCallerRefusal(err) {
 		return err
 	}
 	if !markedHere {
@@ -315,21 +385,25 @@ func (s *Service) Revoke(ctx context.Context, consumerID, id string) error {
 // died mid-call: it deletes the site (a site already gone counts as done) and
 // marks the license revoked. A license already revoked is done. On a vendor
 // error the license stays revoking, for the next attempt.
-func (s *Service) ResumeRevoke(ctx context.Context, consumerID, id string) error {
+func (s *Service) ResumeRevoke(ctx context.Context, consumerID, id string, steps Steps) error {
 	lic, err := s.find(ctx, consumerID, id)
 	if err != nil || lic.Status == StatusRevoked {
 		return err
 	}
-	return s.deleteSite(ctx, lic)
+	return s.deleteSite(ctx, lic, steps)
 }
 
 // deleteSite asks the vendor to delete the license's site and, once it has,
 // marks the license revoked.
-func (s *Service) deleteSite(ctx context.Context, lic License) error {
+func (s *Service) deleteSite(ctx context.Context, lic License, steps Steps) error {
 	if err := s.vendor.DeleteSite(ctx, lic.VendorSiteID); err != nil {
 		return fmt.Errorf("delete vendor site: %w", err)
 	}
-	if err := s.transition(ctx, lic, "", StatusRevoked, EventRevoked); err != nil {
+	err := s.transitionWith(ctx, lic, "", StatusRevoked, EventRevoked, func(tx *gorm.DB) error { return steps.commit(tx, lic, false) })
+	if isCallerRefusal(err) {
+		return err
+	}
+	if err != nil {
 		// The vendor deleted the site and we could not record it: as unknown
 		// as a lost answer, and finished the same way (a 404 counts as done).
 		return &UncertainError{Err: err}
@@ -340,6 +414,12 @@ func (s *Service) deleteSite(ctx context.Context, lic License) error {
 // transition moves the license to status (from from, or from any state but
 // revoked when from is "") and writes the event, in one transaction.
 func (s *Service) transition(ctx context.Context, lic License, from, to, event string) error {
+	return s.transitionWith(ctx, lic, from, to, event, nil)
+}
+
+// transitionWith is transition, with also in the transaction (nil: nothing)
+// once the license moved.
+func (s *Service) transitionWith(ctx context.Context, lic License, from, to, event string, also func(tx *gorm.DB) error) error {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	set := map[string]any{"status": to, "updated_at": now}
 	if to == StatusRevoked {
@@ -356,7 +436,13 @@ func (s *Service) transition(ctx context.Context, lic License, from, to, event s
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error // nothing to move: someone else settled it
 		}
-		return s.logEvent(ctx, tx, lic, event, now)
+		if err := s.logEvent(ctx, tx, lic, event, now); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("license %s: %w", to, err)

@@ -32,7 +32,7 @@ func TestCreateKeepsAnEarlierCallerDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	parent, _ := ctx.Deadline()
-	if _, _, err := s.Create(ctx, "c1", Input{Name: "A", Domain: "a.test"}); err != nil {
+	if _, _, err := s.Create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, Steps{}); err != nil {
 		t.Fatal(err)
 	}
 	if v.deadline.IsZero() || v.deadline.After(parent) {

@@ -49,12 +49,9 @@ func (e *ValidationError) add(field, msg string) {
 }
 
 // Validate trims and checks the input, returning it with the domain in its
-// normal form. An input Validate returned passes again as it is, so a request
-// validated at the edge is not validated a second time in Create.
+// normal form: what Create expects. A request is validated once, at the
+// edge (package request); a stored one again when it is resumed.
 func Validate(in Input) (Input, error) {
-	if in.valid {
-		return in, nil
-	}
 	verr := &ValidationError{}
 	in.Name = strings.TrimSpace(in.Name)
 	if msg := nameProblem(in.Name); msg != "" {
@@ -68,7 +65,6 @@ func Validate(in Input) (Input, error) {
 	if len(verr.Fields) > 0 {
 		return in, verr
 	}
-	in.valid = true
 	return in, nil
 }
 

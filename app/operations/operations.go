@@ -27,9 +27,10 @@ type Set struct {
 
 // New declares the operations on the licenses service they run.
 func New(svc *licenses.Service) Set {
+	store := storeLicense(svc)
 	return Set{
-		StoreLicense:  storeLicense(svc),
-		RevokeLicense: revokeLicense(svc),
+		StoreLicense:  store,
+		RevokeLicense: revokeLicense(svc, store.Name), // a revoke supersedes the open creates for its domain
 		VendorEvent:   vendorEvent(svc),
 	}
 }

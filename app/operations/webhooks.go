@@ -46,7 +46,7 @@ func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEve
 		Run: func(ctx context.Context, _ idempotency.Call, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
 			return apply(ctx, ev)
 		},
-		Resume: func(ctx context.Context, rec *idempotency.Record, _ bool) (idempotency.Resumption, error) {
+		Resume: func(ctx context.Context, _ idempotency.Call, rec *idempotency.Record, _ bool) (idempotency.Resumption, error) {
 			ev, err := ParseVendorEvent(rec.RequestBody)
 			if err != nil {
 				return idempotency.Resumption{}, fmt.Errorf("%w: stored event: %w", idempotency.ErrAbandon, err)

@@ -1,0 +1,171 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ErrSuperseded answers a call for an intent that was superseded: a later
+// create of its consumer for the same subject settled, or the consumer
+// revoked it, while it was open. It is settled for good (409
+// intent_superseded); a Resume returns it (wrapped) when it finds the effect
+// made by another intent.
+var ErrSuperseded error = &ownerRefusal{"intent superseded by a later one"}
+
+// ownerRefusal is an error of an owner's step (Started, Complete) that
+// refuses the change: the domain rolls its writes back and answers it, and
+// does not take it for an unknown outcome (CallerRefusal).
+type ownerRefusal struct{ msg string }
+
+func (e *ownerRefusal) Error() string { return e.msg }
+
+// CallerRefusal says the change was refused by its caller, not failed.
+func (e *ownerRefusal) CallerRefusal() bool { return true }
+
+// isRefusal reports whether err is an owner's refusal: the caller no longer
+// owns the record (lost, or superseded), so it neither settles nor releases it.
+func isRefusal(err error) bool {
+	var r *ownerRefusal
+	return errors.As(err, &r)
+}
+
+// owner is one execution of a record by the caller that holds its lease (a
+// request's Serve, Do, or the reconciler's claim): what the work's recovery
+// points are written to.
+type owner struct {
+	store  *Store
+	rec    *Record
+	status string    // the record's status while it is owned: processing, or pending for a claim
+	lease  time.Time // the lease the owner set
+	now    func() time.Time
+	// expires, for a claim, is the end of the replay window counted from
+	// the completion; nil: the record's own.
+	expires *time.Time
+}
+
+// Intent is the public id of the intent the call executes, "" outside the
+// guard: what the effect keeps to know which intent made it.
+func (c Call) Intent() string {
+	if c.owner == nil {
+		return ""
+	}
+	return c.owner.rec.Ref()
+}
+
+// Started records the recovery point before the work may reach the vendor:
+// from here a crash leaves an intent the reconciler finishes by looking at
+// the vendor; before it, one it abandons, since nobody was promised
+// anything. The work must not reach out when Started fails. Outside the
+// guard it does nothing.
+func (c Call) Started(ctx context.Context) error {
+	o := c.owner
+	if o == nil {
+		return nil
+	}
+	res := o.store.write(ctx, func(db *gorm.DB) *gorm.DB {
+		return leaseHeld(db.Model(&Record{}), o.rec, o.status, &o.lease).
+			Updates(map[string]any{"phase": PhaseStarted, "updated_at": o.now()})
+	})
+	if res.Error != nil {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return o.store.whyNotOwned(o.store.db.WithContext(ctx), o.rec)
+	}
+	return nil
+}
+
+// Complete stores resp as the intent's outcome in tx, the transaction that
+// writes the work's local effects, so that the effect and the answer commit
+// together or not at all; older open intents of the consumer for the same
+// subject (of the same operation) are superseded in it too. The work then
+// returns its Outcome with Kept set. It fails, and so rolls tx back, when
+// the caller no longer owns the record (ErrLeaseLost) or the intent was
+// superseded meanwhile (ErrSuperseded). Outside the guard it does nothing.
+func (c Call) Complete(tx *gorm.DB, resp Response, out Outcome) error {
+	o := c.owner
+	if o == nil {
+		return nil
+	}
+	now := o.now()
+	set, err := o.store.completed(resp, out, now)
+	if err != nil {
+		return err
+	}
+	set["phase"] = PhaseFinished
+	if o.expires != nil {
+		set["attempts"], set["expires_at"] = gorm.Expr("attempts + 1"), *o.expires
+	}
+	res := leaseHeld(tx.Model(&Record{}), o.rec, o.status, &o.lease).Updates(set)
+	if res.Error != nil {
+		return fmt.Errorf("complete idempotency record: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return o.store.whyNotOwned(tx, o.rec)
+	}
+	if o.rec.Subject == nil {
+		return nil
+	}
+	return o.store.supersede(tx, o.rec.ConsumerID, o.rec.Operation, *o.rec.Subject, o.rec.ID, now)
+}
+
+// Supersede settles, in tx, every open intent of the call's consumer for
+// operation about subject: the work has made them moot (a revoke of the
+// license a create was for). Outside the guard it does nothing.
+func (c Call) Supersede(tx *gorm.DB, operation, subject string) error {
+	o := c.owner
+	if o == nil {
+		return nil
+	}
+	return o.store.supersede(tx, o.rec.ConsumerID, operation, subject, 0, o.now())
+}
+
+// openStatuses are the statuses of an intent not settled for good.
+var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, StatusAbandoned}
+
+// supersede marks the consumer's open intents of operation about subject
+// superseded, those inserted before the record beforeID only when it is not
+// 0.
+func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, beforeID uint64, now time.Time) error {
+	q := tx.Model(&Record{}).Where("consumer_id = ? AND subject = ? AND operation = ? AND status IN ?", consumerID, subject, operation, openStatuses)
+	if beforeID > 0 {
+		q = q.Where("id < ?", beforeID)
+	}
+	err := q.Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("supersede older intents: %w", err)
+	}
+	return nil
+}
+
+// whyNotOwned tells why an owner's write matched no row: the intent was
+// superseded, or the lease was lost.
+func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
+	var status string
+	if err := db.Model(&Record{}).Where("id = ?", r.ID).Select("status").Scan(&status).Error; err != nil {
+		return fmt.Errorf("read idempotency record: %w", err)
+	}
+	if status == StatusSuperseded {
+		return ErrSuperseded
+	}
+	return ErrLeaseLost
+}
+
+// Abandon settles a processing record whose owner went before its work
+// could have reached the vendor (phase reserved): nobody was promised
+// anything, so it is never executed by the reconciler, and a retry with its
+// key runs it for real. False when the record changed meanwhile.
+func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
+	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
+		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", StatusProcessing, PhaseReserved).
+			Updates(map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
+	})
+	if res.Error != nil {
+		return false, fmt.Errorf("abandon idempotency record: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}

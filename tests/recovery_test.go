@@ -1,0 +1,185 @@
+package tests
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// setPhase puts the record of key at phase, as an owner that stopped there
+// leaves it.
+func (a *app) setPhase(key, phase string) {
+	a.t.Helper()
+	if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Update("phase", phase).Error; err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// The zombie sequence: a keyless create whose vendor committed and then
+// answered 500 is kept (202); the same create again adopts the site (201);
+// the consumer revokes it (204); the reconciler, past the settle time, must
+// not finish the first intent: it was superseded by the second. One vendor
+// site was ever made, and the license stays revoked.
+func TestKeylessIntentCannotResurrectARevokedLicense(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		body := `{"name":"Zombie","domain":"zombie.test"}`
+		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+		first := a.do(http.MethodPost, "/api/licenses", body, acme...).pendingOperation()
+		id := a.do(http.MethodPost, "/api/licenses", body, acme...).wantStatus(http.StatusCreated).licenseData()["id"].(string)
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+
+		clk.Advance(settle + time.Second)
+		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
+			t.Errorf("reconcile = %q, want nothing to do: the first intent was superseded", got)
+		}
+		a.wantVendorCalls("POST", 1)
+		if a.vendor.siteCount() != 0 {
+			t.Errorf("the vendor holds %d sites after the revoke, want 0", a.vendor.siteCount())
+		}
+		if got := a.activeLicenses(); len(got) != 0 {
+			t.Errorf("active licenses %v, want none", got)
+		}
+		op := a.do(http.MethodGet, "/api/operations/"+first, "", acme...).wantStatus(http.StatusOK).json()["data"].(map[string]any)
+		if op["status"] != idempotency.StatusSuperseded {
+			t.Errorf("the first intent is %v, want superseded", op["status"])
+		}
+	})
+}
+
+// A keyed intent left pending, overtaken by a create of the same domain
+// under another key, is superseded: its retry is told so (409
+// intent_superseded, stored: every retry hears the same), and the
+// reconciler never works it.
+func TestSupersededKeyedIntentIsToldSo(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).pendingOperation()
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated)
+		for range 2 {
+			a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusConflict, "intent_superseded")
+		}
+		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
+			t.Errorf("reconcile = %q, want nothing to do", got)
+		}
+		a.wantVendorCalls("POST", 1)
+		if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+			t.Errorf("k-1 is %s, want superseded", rec.Status)
+		}
+	})
+}
+
+// An owner that went before its work could reach the vendor (the record
+// reserved, never started: the process died, or its client was told 503)
+// promised nothing: the reconciler abandons it without a vendor call, and
+// a retry with its key runs it for real.
+func TestIntentThatNeverStartedIsAbandoned(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		a.plantRecord("acme", "k-reserved", acmeBody, idempotency.StatusProcessing, -2*time.Minute-time.Second)
+		a.setPhase("k-reserved", idempotency.PhaseReserved)
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultAbandoned {
+			t.Fatalf("reconcile = %q, want abandoned", got)
+		}
+		a.wantVendorCalls("GET", 0)
+		a.wantVendorCalls("POST", 0)
+		if rec := a.record("k-reserved"); rec.Status != idempotency.StatusAbandoned {
+			t.Fatalf("record is %s, want abandoned", rec.Status)
+		}
+		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
+			t.Errorf("an abandoned intent was worked again: %q", got)
+		}
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-reserved")...).wantStatus(http.StatusCreated)
+		if r.Header().Get(idempotency.HeaderReplayed) != "" {
+			t.Error("the retry of an abandoned intent was a replay, want a real execution")
+		}
+		a.wantVendorCalls("POST", 1)
+	})
+}
+
+// The license row and the record's completion are one transaction: a
+// record found processing after its license was written can only be an
+// older crash, and recovery answers as the first answer was, 201 with
+// Location, on the retry path and on the reconciler's.
+func TestRecoveryAnswersAsTheFirstAnswerWas(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		for _, path := range []string{"retry", "reconciler"} {
+			t.Run(path, func(t *testing.T) {
+				clk := testkit.NewClock(time.Now())
+				a := newApp(t, db, withClock(clk))
+				acme := a.consumer("acme-" + path)
+				key := "k-crash-" + path
+				body := `{"name":"Acme","domain":"` + path + `.crash.test"}`
+				first := a.do(http.MethodPost, "/api/licenses", body, keyed(acme, key)...).wantStatus(http.StatusCreated)
+				// As if the process had died between the license row and the
+				// completion: the record processing (started), its lease over.
+				past := clk.Now().Add(-2 * time.Minute)
+				if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Updates(map[string]any{
+					"status": idempotency.StatusProcessing, "phase": idempotency.PhaseStarted, "locked_until": past,
+					"response_status": nil, "response_body": nil, "response_headers": nil,
+				}).Error; err != nil {
+					t.Fatal(err)
+				}
+				if path == "reconciler" {
+					clk.Advance(time.Minute)
+					if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+						t.Fatalf("reconcile = %q, want completed", got)
+					}
+				}
+				again := a.do(http.MethodPost, "/api/licenses", body, keyed(acme, key)...).wantStatus(http.StatusCreated)
+				if again.Header().Get("Location") != first.Header().Get("Location") || again.Body.String() != first.Body.String() {
+					t.Errorf("after recovery: %d %q %s; want the first answer %q %s", again.Code, again.Header().Get("Location"),
+						again.Body.String(), first.Header().Get("Location"), first.Body.String())
+				}
+				a.wantVendorCalls("POST", 1)
+			})
+		}
+	})
+}
+
+// Only effects are stored: a 200 for a domain the consumer already held is
+// answered, not stored; after that license is revoked, a retry with the
+// key runs for real and tells the truth of its own time (a new license),
+// not a stale "active".
+func TestNoEffectAnswerIsNotReplayed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-first")...).wantStatus(http.StatusCreated).licenseData()["id"].(string)
+		held := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-held")...).wantStatus(http.StatusOK)
+		if held.licenseData()["id"] != id {
+			t.Fatalf("the 200 names %v, want %s", held.licenseData()["id"], id)
+		}
+		if rec := a.record("k-held"); rec != nil {
+			t.Errorf("the 200 that changed nothing was stored: %s", rec.Status)
+		}
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-held")...).wantStatus(http.StatusCreated)
+		if lic := r.licenseData(); lic["status"] != "active" || lic["id"] == id || r.Header().Get(idempotency.HeaderReplayed) != "" {
+			t.Errorf("the retry after the revoke: %v %v replayed=%q; want a new, active license", lic["id"], lic["status"],
+				r.Header().Get(idempotency.HeaderReplayed))
+		}
+	})
+}
+
+// Every 503 vendor_unavailable carries Retry-After: the vendor's when it
+// gave one, the server's own otherwise.
+func TestVendorUnavailableAlwaysSaysWhenToRetry(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	acme := a.consumer("acme")
+	a.vendor.script("GET", reply{status: 503, body: `{}`})
+	r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...)
+	r.wantError(http.StatusServiceUnavailable, "vendor_unavailable")
+	if got := r.Header().Get("Retry-After"); got == "" || got == "0" {
+		t.Errorf("Retry-After = %q, want the server's own when the vendor gave none", got)
+	}
+}
