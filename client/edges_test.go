@@ -38,17 +38,33 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}
 }
 
-// A server asking to wait a day is waited MaxRetryAfter at most.
-func TestRetryAfterIsCapped(t *testing.T) {
+// A server asking to wait a day is never retried early: the call stops at
+// once, with no wait, and the error carries the Retry-After for the caller.
+func TestRetryAfterPastTheCapStopsAtOnce(t *testing.T) {
 	f := newFakeAPI(t, reply{status: 503, code: "vendor_unavailable", header: map[string]string{"Retry-After": "86400"}}, created)
+	c, rec := newTestClient(t, f)
+	_, err := c.CreateLicense(context.Background(), CreateLicenseInput{Name: "Acme", Domain: "acme.test"})
+	var apiErr *APIError
+	if !errors.Is(err, ErrRetryAfterTooLong) || !errors.As(err, &apiErr) || apiErr.RetryAfter != 24*time.Hour {
+		t.Fatalf("err = %v, want ErrRetryAfterTooLong wrapping the 503 with its Retry-After", err)
+	}
+	if len(rec.waits) != 0 || len(f.requests()) != 1 {
+		t.Errorf("waits %v, %d requests: want no wait and no second request", rec.waits, len(f.requests()))
+	}
+	if MaxRetryAfter < time.Second {
+		t.Error("MaxRetryAfter would ignore ordinary Retry-After values")
+	}
+}
+
+// A Retry-After longer than the backoff step but within MaxRetryAfter is
+// waited out whole, never cut to the step.
+func TestRetryAfterIsWaitedWhole(t *testing.T) {
+	f := newFakeAPI(t, reply{status: 503, code: "vendor_unavailable", header: map[string]string{"Retry-After": "45"}}, created)
 	c, rec := newTestClient(t, f)
 	if _, err := c.CreateLicense(context.Background(), CreateLicenseInput{Name: "Acme", Domain: "acme.test"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.waits) != 1 || rec.waits[0] != MaxRetryAfter {
-		t.Errorf("waits = %v, want [%v]", rec.waits, MaxRetryAfter)
-	}
-	if MaxRetryAfter < time.Second {
-		t.Error("MaxRetryAfter would ignore ordinary Retry-After values")
+	if len(rec.waits) != 1 || rec.waits[0] != 45*time.Second {
+		t.Errorf("waits = %v, want [45s]", rec.waits)
 	}
 }

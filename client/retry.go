@@ -54,6 +54,9 @@ func (c *Client) do(ctx context.Context, r request) (response, error) {
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return response{}, giveUp(r.op, attempt, context.DeadlineExceeded, err)
 		}
+		if wait > max(c.maxDelay, MaxRetryAfter) { // never back before the server said: stop now instead
+			return response{}, giveUp(r.op, attempt, ErrRetryAfterTooLong, err)
+		}
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return response{}, giveUp(r.op, attempt, serr, err)
 		}
@@ -118,7 +121,9 @@ func (c *Client) attempt(ctx context.Context, r request) (_ response, retry bool
 // wait is the pause before retry number attempt: half the step plus a
 // random part of up to the other half ("equal jitter", so that clients
 // refused together come back apart), the step doubling from baseDelay up
-// to maxDelay; a longer Retry-After from the server wins.
+// to maxDelay. A longer Retry-After from the server wins, whole: the client
+// never comes back before it (do stops at once when that is longer than it
+// waits at all: MaxRetryAfter, or maxDelay when longer).
 func (c *Client) wait(attempt int, last error) time.Duration {
 	step := c.baseDelay
 	for i := 1; i < attempt && step < c.maxDelay; i++ {
@@ -129,14 +134,21 @@ func (c *Client) wait(attempt int, last error) time.Duration {
 	d := step - half + min(max(c.jitter(half), 0), half)
 	var apiErr *APIError
 	if errors.As(last, &apiErr) && apiErr.RetryAfter > d {
-		d = min(apiErr.RetryAfter, max(c.maxDelay, MaxRetryAfter))
+		d = apiErr.RetryAfter
 	}
 	return d
 }
 
-// MaxRetryAfter caps a server's Retry-After, so that a proxy asking for a
-// day does not hang a caller that set no deadline.
+// MaxRetryAfter is the longest Retry-After the client waits out by itself:
+// a server asking for longer (a proxy asking for a day) ends the call at
+// once with ErrRetryAfterTooLong, its *APIError carrying the RetryAfter, so
+// that the caller can come back then; the client never retries earlier than
+// it was told.
 const MaxRetryAfter = time.Minute
+
+// ErrRetryAfterTooLong is why a call stopped when the server asked to wait
+// longer than MaxRetryAfter.
+var ErrRetryAfterTooLong = errors.New("the server asks to wait longer than the client waits (MaxRetryAfter)")
 
 // transient reports whether a failed round trip may succeed if repeated: a
 // timeout, a connection refused or reset, or a connection closed early.
