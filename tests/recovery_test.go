@@ -54,26 +54,30 @@ func TestKeylessIntentCannotResurrectARevokedLicense(t *testing.T) {
 }
 
 // A keyed intent left pending, overtaken by a create of the same domain
-// under another key, is superseded: its retry is told so (409
-// intent_superseded, stored: every retry hears the same), and the
-// reconciler never works it.
-func TestSupersededKeyedIntentIsToldSo(t *testing.T) {
+// under another key, is superseded: the reconciler never works it, and its
+// client's retry runs for real and tells the truth of its time: 200, the
+// license the consumer holds (answered, not stored).
+func TestSupersededKeyedIntentIsNeverExecutedByTheReconciler(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
 		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).pendingOperation()
-		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated)
-		for range 2 {
-			a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusConflict, "intent_superseded")
+		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"]
+		if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+			t.Errorf("k-1 is %s, want superseded", rec.Status)
 		}
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 			t.Errorf("reconcile = %q, want nothing to do", got)
 		}
-		a.wantVendorCalls("POST", 1)
-		if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
-			t.Errorf("k-1 is %s, want superseded", rec.Status)
+		for range 2 {
+			r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantStatus(http.StatusOK)
+			if r.licenseData()["id"] != id || r.Header().Get(idempotency.HeaderReplayed) != "" {
+				t.Errorf("the retry of k-1 answered %v (replayed %q), want the held license %v, told afresh", r.licenseData()["id"],
+					r.Header().Get(idempotency.HeaderReplayed), id)
+			}
 		}
+		a.wantVendorCalls("POST", 1)
 	})
 }
 

@@ -182,7 +182,8 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared) (*App, error) {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
-	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now})
+	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now,
+		Retry: database.RetryOnConflict})
 	a.Operations = operations.New(a.Licenses)
 	ops, err := idempotency.NewOperations(append(a.Operations.List(), extra...)...)
 	if err != nil {

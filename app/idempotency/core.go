@@ -80,7 +80,10 @@ func (g *Guard) run(a *attempt) (replay *Record, err error) {
 }
 
 // takeable reports whether the existing record may be taken over for rec:
-// it expired, or it is rec's own intent and failed or was abandoned.
+// it expired, or it is rec's own intent and failed, was abandoned or
+// superseded (settled without an answer of its own: the client's retry
+// runs for real and tells the truth of its time), or its owner's lease ran
+// out.
 func takeable(existing, rec *Record) bool {
 	now := rec.CreatedAt
 	if existing.Status == StatusPending {
@@ -94,7 +97,7 @@ func takeable(existing, rec *Record) bool {
 	if existing.expired(now) {
 		return true
 	}
-	return existing.Status == StatusFailed || existing.Status == StatusAbandoned ||
+	return existing.Status == StatusFailed || existing.Status == StatusAbandoned || existing.Status == StatusSuperseded ||
 		existing.Status == StatusProcessing && !existing.leaseAlive(now)
 }
 
@@ -112,9 +115,6 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (*Record, error) {
 	case StatusPending:
 		g.tell(a, existing, "pending")
 		return nil, &PendingError{ID: existing.Ref()}
-	case StatusSuperseded:
-		g.tell(a, existing, "superseded")
-		return nil, ErrSuperseded
 	}
 	g.tell(a, a.rec, "in_progress")
 	return nil, ErrInProgress

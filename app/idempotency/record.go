@@ -20,8 +20,9 @@ const (
 	StatusAbandoned = "abandoned"
 	// StatusSuperseded: a later create of the same consumer for the same
 	// subject settled, or the consumer revoked it, while this intent was
-	// open; it is settled for good and never executed (a retry is told
-	// intent_superseded).
+	// open; the reconciler never executes it. A retry with its key runs for
+	// real and answers the truth of its own time (200 for a license the
+	// consumer holds).
 	StatusSuperseded = "superseded"
 )
 

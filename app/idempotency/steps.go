@@ -9,11 +9,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// ErrSuperseded answers a call for an intent that was superseded: a later
-// create of its consumer for the same subject settled, or the consumer
-// revoked it, while it was open. It is settled for good (409
-// intent_superseded); a Resume returns it (wrapped) when it finds the effect
-// made by another intent.
+// ErrSuperseded answers a request whose intent was superseded while it ran
+// (the consumer revoked the license of its domain meanwhile): its writes
+// are rolled back (409 intent_superseded). A Resume returns it (wrapped)
+// when it finds the effect made by another intent.
 var ErrSuperseded error = &ownerRefusal{"intent superseded by a later one"}
 
 // ownerRefusal is an error of an owner's step (Started, Complete) that
@@ -128,14 +127,25 @@ func (c Call) Supersede(tx *gorm.DB, operation, subject string) error {
 var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, StatusAbandoned}
 
 // supersede marks the consumer's open intents of operation about subject
-// superseded, those inserted before the record beforeID only when it is not
-// 0.
+// superseded: when beforeID is not 0, only those inserted before that
+// record, and not one whose owner is at work on it right now (processing,
+// its lease alive), which finishes on its own and answers what it finds.
+// The ones to settle are read first (a plain read, no range lock), then
+// updated by id, still open: a change that finds none writes nothing.
 func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, beforeID uint64, now time.Time) error {
 	q := tx.Model(&Record{}).Where("consumer_id = ? AND subject = ? AND operation = ? AND status IN ?", consumerID, subject, operation, openStatuses)
 	if beforeID > 0 {
-		q = q.Where("id < ?", beforeID)
+		q = q.Where("id < ?", beforeID).Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
 	}
-	err := q.Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
+	var ids []uint64
+	if err := q.Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("find older intents: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	err := tx.Model(&Record{}).Where("id IN ? AND status IN ?", ids, openStatuses).
+		Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
 	if err != nil {
 		return fmt.Errorf("supersede older intents: %w", err)
 	}

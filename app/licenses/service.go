@@ -20,6 +20,10 @@ type Config struct {
 	Vendor Vendor
 	Cipher Cipher           // encrypts license keys at rest; required
 	Now    func() time.Time // nil: time.Now
+	// Retry runs a statement again while it loses a lock conflict
+	// (database.RetryOnConflict); a transaction of a change is run again
+	// whole. Nil runs it once.
+	Retry func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
 }
 
 // Service creates, lists, shows and revokes licenses. It runs on the
@@ -31,6 +35,7 @@ type Service struct {
 	vendor Vendor
 	cipher Cipher
 	now    func() time.Time
+	retry  func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
 }
 
 // New returns a Service. It panics without a Cipher: license keys are never
@@ -45,7 +50,19 @@ func New(cfg Config) *Service {
 	if cfg.Read == nil {
 		cfg.Read = cfg.DB
 	}
-	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now}
+	if cfg.Retry == nil {
+		cfg.Retry = func(_ context.Context, stmt func() *gorm.DB) *gorm.DB { return stmt() }
+	}
+	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now, retry: cfg.Retry}
+}
+
+// transact runs fn in one transaction, and again, whole, while it loses a
+// lock conflict (a deadlock rolled all of it back). fn must be safe to run
+// again: it writes what it was given, nothing it read before.
+func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.retry(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn)}
+	}).Error
 }
 
 // Steps are the caller's recovery points around a change, each written with
@@ -192,7 +209,7 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 	if err != nil {
 		return License{}, false, err
 	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transact(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
@@ -425,7 +442,7 @@ func (s *Service) transitionWith(ctx context.Context, lic License, from, to, eve
 	if to == StatusRevoked {
 		set["active_domain"], set["revoked_at"] = nil, now
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		q := tx.Model(&License{}).Where("id = ?", lic.ID)
 		if from != "" {
 			q = q.Where("status = ?", from)
