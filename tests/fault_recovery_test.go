@@ -1,0 +1,118 @@
+package tests
+
+import (
+	"net/http"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/database"
+)
+
+// The zombie sequence from outside, on real processes and both databases:
+// the vendor commits the first create and answers 500 (a keyless 202); the
+// same create again adopts the site (201); the consumer revokes it (204);
+// a one-shot `licensor reconcile` with no settle time to wait then finds
+// nothing to do. One site was ever created, none is left, and the license
+// stays revoked: a stale intent cannot bring it back.
+func TestFaultZombieSequence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts licensor processes")
+	}
+	for _, dialect := range []string{database.SQLite, database.MySQL} { // MySQL skips without TEST_MYSQL_DSN
+		t.Run(dialect, func(t *testing.T) {
+			r := newKillRig(t, dialect, "--drop-creates", "1", "--drop-mode", "5xx-after-commit")
+			api, body := "http://"+r.api, licenseBody("zombie.test")
+			if code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body); code != http.StatusAccepted {
+				t.Fatalf("first create = %d %s, want 202 (the vendor committed, then answered 500)", code, got)
+			}
+			code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body)
+			if code != http.StatusCreated {
+				t.Fatalf("second create = %d %s, want 201 adopting the site", code, got)
+			}
+			id := decodeKillLicense(got).ID
+			if code, _, got := send(api+"/api/licenses/"+id, http.MethodDelete, r.token, "", ""); code != http.StatusNoContent {
+				t.Fatalf("revoke = %d %s", code, got)
+			}
+			if out := runCmd(t, append(slices.Clone(r.env), "RECONCILE_SETTLE=1ms"), "reconcile"); out != "0 pending intent(s) worked\n" {
+				t.Errorf("reconcile printed %q, want nothing to do", out)
+			}
+			wantZombieFree(t, r, "zombie.test")
+		})
+	}
+}
+
+// A keyless create cut off by a SIGTERM with a short grace (its vendor
+// create committed, the answer never came) leaves its intent on the record;
+// the client's retry on a new serve adopts the site, the consumer revokes
+// the license, and the dead owner's intent, superseded by the revoke, is
+// never finished: one site ever, none left, the license revoked.
+func TestFaultKeylessCutBySIGTERMThenRevoked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts licensor processes")
+	}
+	for _, dialect := range []string{database.SQLite, database.MySQL} { // MySQL skips without TEST_MYSQL_DSN
+		t.Run(dialect, func(t *testing.T) {
+			r := newKillRig(t, dialect, "--drop-creates", "1")
+			r.env = append(r.env, "APP_SHUTDOWN_TIMEOUT=1s")
+			_ = r.serve.cmd.Process.Signal(syscall.SIGTERM)
+			_ = r.serve.cmd.Wait()
+			r.restartServe()
+			body := licenseBody("cut.test")
+			answered := make(chan int, 1)
+			go func() {
+				code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", body)
+				answered <- code
+			}()
+			r.waitOutput(r.vendor, `fault="created, answer dropped: hang"`)
+			if err := r.serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			_ = r.serve.cmd.Wait()
+			if code := <-answered; code == http.StatusCreated || code == http.StatusOK {
+				t.Fatalf("the cut create was answered %d", code)
+			}
+			var dead []idempotency.Record
+			r.db.Gorm.Where("operation = ?", "licenses.store").Find(&dead)
+			if len(dead) != 1 || dead[0].Status != idempotency.StatusProcessing {
+				t.Fatalf("records after the SIGTERM: %+v, want the cut intent processing", dead)
+			}
+			r.restartServe()
+			api := "http://" + r.api
+			code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body)
+			if code != http.StatusCreated {
+				t.Fatalf("the retry = %d %s, want 201 adopting the site", code, got)
+			}
+			id := decodeKillLicense(got).ID
+			if code, _, got := send(api+"/api/licenses/"+id, http.MethodDelete, r.token, "", ""); code != http.StatusNoContent {
+				t.Fatalf("revoke = %d %s", code, got)
+			}
+			var after idempotency.Record
+			r.db.Gorm.Where("id = ?", dead[0].ID).Take(&after)
+			if after.Status != idempotency.StatusSuperseded {
+				t.Errorf("the cut intent is %s after the revoke, want superseded", after.Status)
+			}
+			if out := runCmd(t, append(slices.Clone(r.env), "RECONCILE_SETTLE=1ms"), "reconcile"); out != "0 pending intent(s) worked\n" {
+				t.Errorf("reconcile printed %q, want nothing to do", out)
+			}
+			wantZombieFree(t, r, "cut.test")
+		})
+	}
+}
+
+// wantZombieFree fails unless the vendor created one site for domain, none
+// is left, and the domain's one license is revoked.
+func wantZombieFree(t *testing.T, r *killRig, domain string) {
+	t.Helper()
+	if n := r.simCalls(http.MethodPost, "/sites"); n != 1 {
+		t.Errorf("the vendor was asked to create %d sites, want 1", n)
+	}
+	if sites := r.vendorSites(domain); len(sites) != 0 {
+		t.Errorf("the vendor holds %v after the revoke, want no site", sites)
+	}
+	if lics := r.licenseRows(domain); len(lics) != 1 || lics[0].Status != licenses.StatusRevoked {
+		t.Errorf("license rows %+v, want one, revoked", lics)
+	}
+}
