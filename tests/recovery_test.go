@@ -1,11 +1,17 @@
 package tests
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -186,4 +192,100 @@ func TestVendorUnavailableAlwaysSaysWhenToRetry(t *testing.T) {
 	if got := r.Header().Get("Retry-After"); got == "" || got == "0" {
 		t.Errorf("Retry-After = %q, want the server's own when the vendor gave none", got)
 	}
+}
+
+// failOnce makes the first statement on idempotency_keys that match
+// accepts fail with err (nil: skip none), once; it reports whether it fired.
+func failOnce(t *testing.T, db *testdb.DB, kind string, match func(*gorm.DB) bool, err error) *atomic.Bool {
+	t.Helper()
+	fired := new(atomic.Bool)
+	cb := func(tx *gorm.DB) {
+		if tx.Statement.Table == (idempotency.Record{}).TableName() && !fired.Load() && match(tx) && fired.CompareAndSwap(false, true) {
+			_ = tx.AddError(err)
+		}
+	}
+	var regErr error
+	switch kind {
+	case "update":
+		regErr = db.Gorm.Callback().Update().Before("gorm:update").Register("test:fail_once_"+t.Name(), cb)
+	case "create":
+		regErr = db.Gorm.Callback().Create().After("gorm:create").Register("test:fail_once_"+t.Name(), cb)
+	}
+	if regErr != nil {
+		t.Fatal(regErr)
+	}
+	return fired
+}
+
+// completing reports whether the statement completes a record.
+func completing(tx *gorm.DB) bool {
+	set, ok := tx.Statement.Dest.(map[string]any)
+	return ok && set["status"] == idempotency.StatusCompleted
+}
+
+// The license row and the record's completion are one transaction: when
+// the completion fails, the license row is rolled back with it (no license
+// without its answer on the record, no answer without its license); the
+// vendor holds the site, so the intent is kept pending, and the reconciler
+// finishes it with the 201 and Location a normal success has, which every
+// retry then replays.
+func TestCompletionFailureRollsTheLicenseBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		fired := failOnce(t, db, "update", completing, errors.New("injected: the completion's write failed"))
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-atomic")...).pendingOperation()
+		if !fired.Load() {
+			t.Fatal("the completion was not written inside the create")
+		}
+		if n := a.licenseRows(); n != 0 {
+			t.Fatalf("%d license rows after the failed completion, want the row rolled back with it", n)
+		}
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile = %q, want completed", got)
+		}
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-atomic")...).wantStatus(http.StatusCreated)
+		id := r.licenseData()["id"].(string)
+		if r.Header().Get("Location") != "/api/licenses/"+id || r.Header().Get(idempotency.HeaderReplayed) != "true" {
+			t.Errorf("after recovery: Location %q replayed %q, want the 201's Location, replayed", r.Header().Get("Location"),
+				r.Header().Get(idempotency.HeaderReplayed))
+		}
+		a.wantVendorCalls("POST", 1)
+	})
+}
+
+// A keyless reservation whose INSERT committed but whose answer was lost
+// (a stalled cluster answering after the statement's deadline) tells the
+// client 503 temporarily_unavailable: nothing was sent to the vendor, and
+// nothing ever is. The reconciler abandons the reserved intent, it does
+// not execute it. MySQL only: an in-process SQLite cannot lose a
+// statement's answer after it committed.
+func TestReservationCommittedAfterItsDeadlineIsAbandoned(t *testing.T) {
+	func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		fired := failOnce(t, db, "create", func(*gorm.DB) bool { return true }, context.DeadlineExceeded)
+		a.do(http.MethodPost, "/api/licenses", acmeBody, append(acme, "X-Request-Id", "req-stalled")...).
+			wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		if !fired.Load() {
+			t.Fatal("the reservation's INSERT was not seen")
+		}
+		rec := a.record("auto:req-stalled")
+		if rec == nil {
+			t.Fatal("the reservation was not committed: the fault did not reproduce a lost answer")
+		}
+		if rec.Status != idempotency.StatusProcessing || rec.Phase == nil || *rec.Phase != idempotency.PhaseReserved {
+			t.Fatalf("the committed reservation is %s/%v, want processing, reserved", rec.Status, rec.Phase)
+		}
+		a.abandon(clk)
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultAbandoned {
+			t.Fatalf("reconcile = %q, want abandoned", got)
+		}
+		a.wantVendorCalls("GET", 0)
+		a.wantVendorCalls("POST", 0)
+		if a.licenseRows() != 0 {
+			t.Error("a license was made for an intent nobody was promised")
+		}
+	}(t, testdb.New(t, database.MySQL)) // skipped without TEST_MYSQL_DSN (failed under CI=true)
 }
