@@ -148,7 +148,7 @@ func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedB
 		RequestHash:   requestHash,
 		RequestBody:   body,
 		Status:        StatusProcessing,
-		Phase:         &phaseReserved,
+		Phase:         nullable(PhaseReserved),
 		CorrelationID: nullable(correlationID),
 		LockedUntil:   &lease,
 		Attempts:      1,
@@ -157,9 +157,6 @@ func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedB
 		ExpiresAt:     now.Add(g.cfg.TTL),
 	}
 }
-
-// phaseReserved is PhaseReserved, addressable for new records.
-var phaseReserved = PhaseReserved
 
 // now is the clock, in UTC to the microsecond, as both databases store it.
 func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microsecond) }
