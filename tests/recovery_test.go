@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -288,4 +289,139 @@ func TestReservationCommittedAfterItsDeadlineIsAbandoned(t *testing.T) {
 			t.Error("a license was made for an intent nobody was promised")
 		}
 	}(t, testdb.New(t, database.MySQL)) // skipped without TEST_MYSQL_DSN (failed under CI=true)
+}
+
+// A client's library still retrying a 202 whose intent was superseded, and
+// whose license the consumer then revoked, is told so (409
+// intent_superseded): the retry answers what it finds and never reaches the
+// vendor, so it cannot bring the revoked license back.
+func TestSupersededRetryNeverBringsARevokedLicenseBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).pendingOperation()
+		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"].(string)
+		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+		for range 2 {
+			a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusConflict, "intent_superseded")
+		}
+		if got := a.activeLicenses(); len(got) != 0 || a.vendor.siteCount() != 0 {
+			t.Errorf("active licenses %v, %d vendor sites: the revoked license came back", got, a.vendor.siteCount())
+		}
+		a.wantVendorCalls("POST", 1)
+		if rec := a.record("k-1"); rec == nil || rec.Status != idempotency.StatusSuperseded {
+			t.Errorf("k-1 after its retries: %+v, want it superseded still", rec)
+		}
+	})
+}
+
+// The reconciler resuming a pending create (its list in flight) while the
+// consumer creates the domain under another key and revokes it: the claim
+// is superseded by the revoke, and the reconciler neither records a license
+// nor leaves a site at the vendor.
+func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
+	clk := testkit.NewClock(time.Now())
+	a := newApp(t, testdb.New(t, "sqlite"), withClock(clk))
+	acme := a.consumer("acme")
+	a.vendor.script("POST", reply{status: 500, body: `{}`}) // no commit: no site
+	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).pendingOperation()
+	clk.Advance(settle + time.Second)
+	hold, entered := make(chan struct{}), make(chan struct{})
+	a.vendor.script("GET", reply{hold: hold, entered: entered}) // the reconciler's look, answered normally once released
+	var wg sync.WaitGroup
+	var got []idempotency.Settled
+	wg.Go(func() { got, _ = a.reconciler().RunOnce(context.Background()) })
+	<-entered
+	id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"].(string)
+	a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
+	close(hold)
+	wg.Wait()
+	if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+		t.Errorf("k-1 is %s after the reconcile (%s), want superseded", rec.Status, results(got))
+	}
+	if got := a.activeLicenses(); len(got) != 0 || a.vendor.siteCount() != 0 {
+		t.Errorf("active licenses %v, %d vendor sites: want neither for a revoked domain", got, a.vendor.siteCount())
+	}
+}
+
+// takeOverAndDie takes the record of key over as a client's retry would,
+// and stops there, as a process that dies before it calls Started.
+func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
+	a.t.Helper()
+	read := a.record(key)
+	now := clk.Now().UTC().Truncate(time.Microsecond)
+	lease := now.Add(time.Minute)
+	r := &idempotency.Record{ConsumerID: read.ConsumerID, Operation: read.Operation, Key: read.Key, RequestHash: read.RequestHash,
+		RequestBody: read.RequestBody, Subject: read.Subject, Status: idempotency.StatusProcessing, LockedUntil: &lease,
+		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if won, err := a.store.TakeOver(context.Background(), read, r); err != nil || !won {
+		a.t.Fatalf("take over: %v %v", won, err)
+	}
+}
+
+// failIntentAfterItsSite makes key's create reach the vendor (the site
+// made, the answer lost: 202), then fails it as the reconciler gives up.
+func (a *app) failIntentAfterItsSite(clk *testkit.Clock, token []string, key string) {
+	a.t.Helper()
+	a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).pendingOperation()
+	next := clk.Now().Add(time.Hour)
+	if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).
+		Updates(map[string]any{"status": idempotency.StatusFailed, "locked_until": next}).Error; err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// A take-over keeps the recovery point the intent reached: a 202'd intent
+// whose create reached the vendor, taken over by a retry that dies before
+// Started, is still finished by the reconciler, never abandoned.
+func TestTakeOverKeepsTheRecoveryPoint(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		a.failIntentAfterItsSite(clk, acme, "k-1")
+		a.takeOverAndDie(clk, "k-1")
+		if rec := a.record("k-1"); rec.Phase == nil || *rec.Phase != idempotency.PhaseStarted {
+			t.Fatalf("the take-over left phase %v, want started kept", rec.Phase)
+		}
+		a.abandon(clk)
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile = %q, want the intent finished", got)
+		}
+		if got := a.activeLicenses(); len(got) != 1 || a.vendor.siteCount() != 1 {
+			t.Errorf("active licenses %v, %d vendor sites; want the one license on the one site", got, a.vendor.siteCount())
+		}
+	})
+}
+
+// A retry that takes over a 202'd intent and fails with no effect of its
+// own (its Started write fails) does not delete the intent: the first
+// execution may have reached the vendor, so the intent goes back to
+// pending and the reconciler finishes it.
+func TestNoEffectFailureOfATakeOverKeepsThePromisedIntent(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		a.failIntentAfterItsSite(clk, acme, "k-1")
+		fired := failOnce(t, db, "update", func(tx *gorm.DB) bool {
+			set, ok := tx.Statement.Dest.(map[string]any)
+			return ok && set["phase"] == idempotency.PhaseStarted
+		}, context.DeadlineExceeded)
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+		if !fired.Load() {
+			t.Fatal("the take-over's Started write was not seen")
+		}
+		rec := a.record("k-1")
+		if rec == nil || rec.Status != idempotency.StatusPending {
+			t.Fatalf("the record after the failed retry: %+v, want the intent kept pending", rec)
+		}
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile = %q, want completed", got)
+		}
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantStatus(http.StatusCreated)
+		a.wantVendorCalls("POST", 1)
+	})
 }

@@ -140,8 +140,14 @@ func (g *Guard) execute(a *attempt, outcome string) error {
 	if isOutcomeUnknown(err) {
 		return g.keepPending(a, o, err)
 	}
-	if isRefusal(err) { // no longer ours (superseded, or taken over): nothing to settle
-		g.tell(a, rec, refusalOutcome(err))
+	if isRefusal(err) {
+		if p := rec.prior; p != nil && p.Status == StatusSuperseded {
+			// A retry of a superseded intent that found nothing to answer
+			// with: still ours, so superseded again for the next retry.
+			g.settle(a, Response{}, o, refusalOutcome(err))
+		} else { // no longer ours (superseded, or taken over): nothing to settle
+			g.tell(a, rec, refusalOutcome(err))
+		}
 		return err
 	}
 	if err != nil {
@@ -195,7 +201,7 @@ func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 		err = g.cfg.Store.Complete(ctx, rec, resp, o, g.now())
 	default:
 		outcome = "released"
-		err = g.cfg.Store.Release(ctx, rec)
+		err = g.cfg.Store.GiveBack(ctx, rec, g.now())
 	}
 	g.tell(a, rec, outcome)
 	if err != nil {
@@ -211,7 +217,7 @@ func (g *Guard) release(a *attempt) {
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
 	g.tell(a, a.rec, "released")
-	if err := g.cfg.Store.Release(ctx, a.rec); err != nil {
+	if err := g.cfg.Store.GiveBack(ctx, a.rec, g.now()); err != nil {
 		g.cfg.Log.Error("idempotency release failed", "key_digest", g.cfg.Store.KeyDigest(a.rec.Key), "error", err)
 	}
 }

@@ -72,6 +72,9 @@ type Record struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	ExpiresAt       time.Time
+	// prior is the record as it was when this execution took it over (not
+	// expired: the same intent), nil for a fresh reservation; not stored.
+	prior *Record
 }
 
 // TableName is the table the records live in.

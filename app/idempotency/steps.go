@@ -58,12 +58,18 @@ func (c Call) Intent() string {
 // Started records the recovery point before the work may reach the vendor:
 // from here a crash leaves an intent the reconciler finishes by looking at
 // the vendor; before it, one it abandons, since nobody was promised
-// anything. The work must not reach out when Started fails. Outside the
-// guard it does nothing.
+// anything. The work must not reach out when Started fails: it does when
+// the call retries a superseded intent (ErrSuperseded), which answers only
+// what it finds. Outside the guard it does nothing.
 func (c Call) Started(ctx context.Context) error {
 	o := c.owner
 	if o == nil {
 		return nil
+	}
+	if p := o.rec.prior; p != nil && p.Status == StatusSuperseded {
+		// A retry of a superseded intent answers what it finds, but never
+		// reaches out: the consumer may have revoked what superseded it.
+		return ErrSuperseded
 	}
 	res := o.store.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return leaseHeld(db.Model(&Record{}), o.rec, o.status, &o.lease).
@@ -144,8 +150,11 @@ func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, be
 	if len(ids) == 0 {
 		return nil
 	}
-	err := tx.Model(&Record{}).Where("id IN ? AND status IN ?", ids, openStatuses).
-		Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
+	u := tx.Model(&Record{}).Where("id IN ? AND status IN ?", ids, openStatuses)
+	if beforeID > 0 { // the exclusion again: one may have been taken over since it was read
+		u = u.Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+	}
+	err := u.Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
 	if err != nil {
 		return fmt.Errorf("supersede older intents: %w", err)
 	}
@@ -178,4 +187,22 @@ func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool,
 		return false, fmt.Errorf("abandon idempotency record: %w", res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// GiveBack ends an execution that had no effect on r, which it owns: a
+// fresh intent is released (deleted), so that a retry runs for real; an
+// intent it took over keeps what it was owed. A superseded one is
+// superseded again; one that may have reached the vendor before (it had
+// started, or failed after a 202) goes back to pending, due now, so that
+// the reconciler finishes it: a retry's definite failure says nothing of
+// the first execution's effect.
+func (s *Store) GiveBack(ctx context.Context, r *Record, now time.Time) error {
+	p := r.prior
+	switch {
+	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
+		return s.Release(ctx, r)
+	case p.Status == StatusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now})
+	}
+	return s.settle(ctx, r, map[string]any{"status": StatusPending, "locked_until": nil, "updated_at": now})
 }

@@ -182,13 +182,15 @@ func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB
 	return db.Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, status, lease)
 }
 
-// TakeOver claims a record that is expired, failed, or whose owner's lease
-// has run out, for a new execution of r's request. It returns false when
-// someone else changed the record first.
+// TakeOver claims a record that is expired, failed, abandoned, superseded,
+// or whose owner's lease has run out, for a new execution of r's request.
+// An expired record becomes a new intent; any other keeps its public id and
+// the phase it reached (an intent that may have reached the vendor stays
+// one), and r remembers what it took over. It returns false when someone
+// else changed the record first.
 func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	set := map[string]any{
 		"status":           StatusProcessing,
-		"phase":            PhaseReserved,
 		"subject":          r.Subject,
 		"request_hash":     r.RequestHash,
 		"body_hash":        r.BodyHash,
@@ -202,7 +204,8 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		"updated_at":       r.UpdatedAt,
 	}
 	expired := read.expired(r.CreatedAt)
-	if expired { // an expired record is a new intent: its clock restarts, under a new id
+	if expired { // an expired record is a new intent: its clock restarts, under a new id, from its first phase
+		set["phase"] = PhaseReserved
 		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
 		set["public_id"], set["requested_by"] = r.PublicID, r.RequestedBy
@@ -215,8 +218,8 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		return false, nil
 	}
 	r.ID = read.ID
-	if !expired { // the same intent, the same id
-		r.PublicID = read.PublicID
+	if !expired { // the same intent, the same id, the recovery point it had reached
+		r.PublicID, r.Phase, r.prior = read.PublicID, read.Phase, read
 	}
 	return true, nil
 }

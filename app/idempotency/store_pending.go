@@ -149,6 +149,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, err
 	}
 }
 
-// prunable are the statuses the pruner deletes once expired. A failed intent
-// is kept, visible and retried on the slow schedule, until it completes.
-var prunable = []string{StatusCompleted}
+// prunable are the statuses the pruner deletes once expired: settled ones
+// (abandoned and superseded intents were never executed after they
+// settled). A failed intent is kept, visible and retried on the slow
+// schedule, until it completes.
+var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded}

@@ -77,6 +77,10 @@ type Steps struct {
 	IntentID string
 	Started  func(ctx context.Context) error
 	Commit   func(tx *gorm.DB, lic License, created bool) error
+	// Committed is told, once the transaction that ran Commit committed,
+	// that what Commit wrote is kept (a transaction that lost a conflict is
+	// run again, and one that failed kept nothing).
+	Committed func()
 }
 
 func (st Steps) started(ctx context.Context) error {
@@ -91,6 +95,12 @@ func (st Steps) commit(tx *gorm.DB, lic License, created bool) error {
 		return nil
 	}
 	return st.Commit(tx, lic, created)
+}
+
+func (st Steps) committed() {
+	if st.Committed != nil {
+		st.Committed()
+	}
 }
 
 // Create licenses the domain to the consumer; in has passed Validate (the
@@ -120,6 +130,9 @@ func (s *Service) Create(ctx context.Context, consumerID string, in Input, steps
 		event = EventCreated
 	}
 	lic, created, err = s.record(ctx, consumerID, in, site, event, steps)
+	if made && isCallerRefusal(err) {
+		s.undoSite(ctx, site)
+	}
 	if err != nil && !errors.Is(err, ErrDomainTaken) && !isCallerRefusal(err) {
 		// The vendor holds the site but it is not recorded here: the outcome is
 		// as unknown as a lost answer, and is reconciled the same way.
@@ -170,21 +183,41 @@ func (s *Service) Resume(ctx context.Context, consumerID string, in Input, mayCr
 	if err != nil {
 		return License{}, false, false, fmt.Errorf("find vendor site: %w", err)
 	}
+	madeHere := false
 	if site == nil {
 		if !mayCreate {
 			return License{}, false, false, nil
 		}
-		made, _, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
+		if err := steps.started(ctx); err != nil { // still the intent's owner, just before the vendor hears of it
+			return License{}, false, false, err
+		}
+		made, createdNow, err := EnsureSite(ctx, s.vendor, in.Name, in.Domain)
 		if err != nil {
 			return License{}, false, false, err
 		}
-		site = &made
+		site, madeHere = &made, createdNow
 	}
 	lic, created, err = s.record(ctx, consumerID, in, *site, EventReconciled, steps)
-	if err == nil && !created && steps.IntentID != "" && !madeBy(lic, steps) {
+	if madeHere && isCallerRefusal(err) {
+		s.undoSite(ctx, *site)
+	}
+	if err == nil && !created && byAnother(lic, steps) {
 		return License{}, false, false, ErrMadeByAnother
 	}
 	return lic, created || madeBy(lic, steps), err == nil, err
+}
+
+// byAnother reports whether lic was created by an intent other than the one
+// of steps; a license older than intent ids says nothing.
+func byAnother(lic License, steps Steps) bool {
+	return steps.IntentID != "" && lic.IntentID != nil && *lic.IntentID != steps.IntentID
+}
+
+// undoSite deletes a site this call created for a change its caller then
+// refused (the intent was superseded meanwhile): no license will hold it.
+// Should the delete fail, the drift check reports the site as an orphan.
+func (s *Service) undoSite(ctx context.Context, site Site) {
+	_ = s.vendor.DeleteSite(ctx, site.ID)
 }
 
 // record writes the license row and its event, in one transaction. The
@@ -218,6 +251,9 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		}
 		return steps.commit(tx, lic, true)
 	})
+	if err == nil {
+		steps.committed()
+	}
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		existing, err := s.activeFor(ctx, consumerID, in.Domain)
 		return existing, false, err
@@ -416,7 +452,10 @@ func (s *Service) deleteSite(ctx context.Context, lic License, steps Steps) erro
 	if err := s.vendor.DeleteSite(ctx, lic.VendorSiteID); err != nil {
 		return fmt.Errorf("delete vendor site: %w", err)
 	}
-	err := s.transitionWith(ctx, lic, "", StatusRevoked, EventRevoked, func(tx *gorm.DB) error { return steps.commit(tx, lic, false) })
+	moved, err := s.transitionWith(ctx, lic, "", StatusRevoked, EventRevoked, func(tx *gorm.DB) error { return steps.commit(tx, lic, false) })
+	if err == nil && moved {
+		steps.committed()
+	}
 	if isCallerRefusal(err) {
 		return err
 	}
@@ -431,18 +470,20 @@ func (s *Service) deleteSite(ctx context.Context, lic License, steps Steps) erro
 // transition moves the license to status (from from, or from any state but
 // revoked when from is "") and writes the event, in one transaction.
 func (s *Service) transition(ctx context.Context, lic License, from, to, event string) error {
-	return s.transitionWith(ctx, lic, from, to, event, nil)
+	_, err := s.transitionWith(ctx, lic, from, to, event, nil)
+	return err
 }
 
 // transitionWith is transition, with also in the transaction (nil: nothing)
-// once the license moved.
-func (s *Service) transitionWith(ctx context.Context, lic License, from, to, event string, also func(tx *gorm.DB) error) error {
+// once the license moved; moved says the committed transaction moved it.
+func (s *Service) transitionWith(ctx context.Context, lic License, from, to, event string, also func(tx *gorm.DB) error) (moved bool, err error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	set := map[string]any{"status": to, "updated_at": now}
 	if to == StatusRevoked {
 		set["active_domain"], set["revoked_at"] = nil, now
 	}
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err = s.transact(ctx, func(tx *gorm.DB) error {
+		moved = false // this run's, not an earlier one's that lost a conflict
 		q := tx.Model(&License{}).Where("id = ?", lic.ID)
 		if from != "" {
 			q = q.Where("status = ?", from)
@@ -457,12 +498,15 @@ func (s *Service) transitionWith(ctx context.Context, lic License, from, to, eve
 			return err
 		}
 		if also != nil {
-			return also(tx)
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
+		moved = true
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("license %s: %w", to, err)
+		return false, fmt.Errorf("license %s: %w", to, err)
 	}
-	return nil
+	return moved, nil
 }

@@ -45,7 +45,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			if err != nil {
 				return idempotency.Resumption{}, fmt.Errorf("%w: stored request: %w", idempotency.ErrAbandon, err)
 			}
-			steps, kept := licenseSteps(call, nil) // the record is past Started: it is being resumed
+			steps, kept := licenseSteps(call, call.Started) // checked again before a create: the claim may have been superseded
 			lic, created, found, err := svc.Resume(reconcilerActor(ctx, rec), rec.ConsumerID, in, mayCreate, steps)
 			var invalid *licenses.ValidationError
 			switch {
@@ -67,10 +67,10 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 	}
 }
 
-// licenseSteps are a create's recovery points on call: started (nil: none),
-// and the license row committing with the record's completion — the very
-// response the create answers. *kept tells, once the create returned,
-// whether the completion was written with it.
+// licenseSteps are a create's recovery points on call: started, and the
+// license row committing with the record's completion — the very response
+// the create answers. *kept tells, once the create returned, whether the
+// completion was committed with it.
 func licenseSteps(call idempotency.Call, started func(context.Context) error) (licenses.Steps, *bool) {
 	kept := new(bool)
 	return licenses.Steps{
@@ -81,12 +81,9 @@ func licenseSteps(call idempotency.Call, started func(context.Context) error) (l
 			if err != nil {
 				return err
 			}
-			if err := call.Complete(tx, resp, licenseOutcome(lic)); err != nil {
-				return err
-			}
-			*kept = call.Intent() != ""
-			return nil
+			return call.Complete(tx, resp, licenseOutcome(lic))
 		},
+		Committed: func() { *kept = call.Intent() != "" },
 	}, kept
 }
 
@@ -110,12 +107,9 @@ func revokeLicense(svc *licenses.Service, creates string) idempotency.Operation[
 				if err := call.Complete(tx, noContent, idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID}); err != nil {
 					return err
 				}
-				if err := call.Supersede(tx, creates, lic.Domain); err != nil {
-					return err
-				}
-				*kept = call.Intent() != ""
-				return nil
+				return call.Supersede(tx, creates, lic.Domain)
 			},
+			Committed: func() { *kept = call.Intent() != "" },
 		}
 	}
 	return idempotency.Operation[string]{

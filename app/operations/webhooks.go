@@ -43,7 +43,12 @@ func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEve
 	}
 	return idempotency.Operation[licenses.VendorEvent]{
 		Name: "webhooks.vendor",
-		Run: func(ctx context.Context, _ idempotency.Call, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
+		Run: func(ctx context.Context, call idempotency.Call, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
+			// Started first: an owner that dies mid-apply leaves an event the
+			// reconciler applies from the record, not one it abandons.
+			if err := call.Started(ctx); err != nil {
+				return idempotency.Response{}, idempotency.Outcome{ResourceType: "site", ExternalRef: ev.Site.ID}, err
+			}
 			return apply(ctx, ev)
 		},
 		Resume: func(ctx context.Context, _ idempotency.Call, rec *idempotency.Record, _ bool) (idempotency.Resumption, error) {
