@@ -154,7 +154,8 @@ func TestSimWebhookIsSigned(t *testing.T) {
 		vendorsim.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(logs, nil))})
 
 	answered := change(t, sim, "site_1", "suspend", token)
-	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, token).Delivered == 1 }, "delivered")
+	// Delivered is counted as the delivery ends, Pending a moment later.
+	testkit.Eventually(t, 10*time.Second, func() bool { st := hookStats(t, sim, token); return st.Delivered == 1 && st.Pending == 0 }, "delivered")
 	got := rc.deliveries()
 	if len(got) != 1 {
 		t.Fatalf("%d deliveries, want 1", len(got))
