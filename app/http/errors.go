@@ -223,7 +223,7 @@ func fromIdempotencyError(err error) *Error {
 			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
 	case errors.Is(err, idempotency.ErrSuperseded):
 		return &Error{Status: http.StatusConflict, Code: "intent_superseded",
-			Message: "A later request for the same domain settled, or its license was revoked, while this one was open: it will not be executed. List your licenses for the current state."}
+			Message: "This request was superseded: its domain's license was revoked while it was open, so it will not be executed. List your licenses for the current state."}
 	case errors.Is(err, idempotency.ErrLeaseLost):
 		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
 			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
