@@ -1,0 +1,478 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// The reconciler's, the pruner's and the store's maintenance failure
+// branches, on the faults of failures_test.go.
+
+// armAfter lets skip matching statements through, then fails the next n.
+func (f *fault) armAfter(skip, n int64) { f.left.Store(n); f.skip.Store(skip) }
+
+// disarm lets every statement through again.
+func (f *fault) disarm() { f.left.Store(0) }
+
+// reconcilerFor is a Reconciler on r's store resuming the operation "op"
+// with resume, on clock.
+func reconcilerFor(r *rig, clock func() time.Time, resume func(ctx context.Context, call Call, rec *Record) (Resumption, error)) *Reconciler {
+	r.t.Helper()
+	op := testOperation("op", text(http.StatusCreated, "made"))
+	op.Resume = func(ctx context.Context, call Call, rec *Record, _ bool) (Resumption, error) {
+		return resume(ctx, call, rec)
+	}
+	ops, err := NewOperations(op)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return NewReconciler(ReconcilerConfig{Store: r.store, Operations: ops, MaxAttempts: 5, Lease: time.Minute,
+		Backoff: time.Second, TTL: time.Hour, Log: r.logger(), Now: clock})
+}
+
+// done is a Resumption that found the effect, its answer to be stored.
+var done = Resumption{Done: true, Response: Response{Status: http.StatusCreated, Body: []byte("made")}}
+
+// A reconciler whose lease is lost while it works (another claimed the
+// record after it ran out) writes nothing over the new owner's: storing the
+// answer, postponing and failing are logged and the record is not reported
+// settled; a superseded record is settled all the same. A database failure
+// of the settle is logged the same way.
+func TestReconcilerLosingItsLease(t *testing.T) {
+	stolen := utcNow().Add(3 * time.Hour)
+	for _, tt := range []struct {
+		name   string
+		res    Resumption
+		err    error
+		fail   bool   // the settle's write fails (the lease is kept)
+		result string // "" for not settled
+		logged []string
+	}{
+		{name: "the answer is found", res: done, logged: []string{"settle pending record", "idempotency lease lost"}},
+		{name: "nothing found yet", logged: []string{"settle pending record", "idempotency lease lost"}},
+		{name: "cannot be finished", err: fmt.Errorf("bad input: %w", ErrAbandon),
+			logged: []string{"intent cannot be finished", "settle pending record", "idempotency lease lost"}},
+		{name: "superseded", err: fmt.Errorf("made by another: %w", ErrSuperseded), result: ResultSuperseded},
+		{name: "superseded, the write fails", err: ErrSuperseded, fail: true,
+			logged: []string{"settle pending record", "settle pending record: injected failure"}},
+		{name: "the answer is found, the write fails", res: done, fail: true,
+			logged: []string{"settle pending record", "settle pending record: injected failure"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+				r := newRig(t, db)
+				seed(t, r.store, "k", nil)
+				var settleFault *fault
+				if tt.fail {
+					settleFault = inject(t, db.Gorm, "update", keysTable, nil, errInjected) // armed once claimed
+				}
+				rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+					if tt.fail {
+						settleFault.arm(1)
+					} else {
+						r.tamper("k", map[string]any{"locked_until": stolen})
+					}
+					return tt.res, tt.err
+				})
+				settled, err := rc.RunOnce(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case tt.result == "" && len(settled) != 0:
+					t.Errorf("settled %+v, want nothing reported", settled)
+				case tt.result != "" && (len(settled) != 1 || settled[0].Result != tt.result):
+					t.Errorf("settled %+v, want one %s", settled, tt.result)
+				}
+				r.wantLogged(tt.logged...)
+				rec := r.find("op", "k")
+				if rec == nil || rec.Status != StatusPending || rec.Attempts != 1 {
+					t.Fatalf("record = %+v, want it pending, its attempts untouched", rec)
+				}
+				if !tt.fail && !rec.LockedUntil.Equal(stolen) {
+					t.Errorf("lease = %v, want the new owner's %v", rec.LockedUntil, stolen)
+				}
+			})
+		})
+	}
+}
+
+// An answer the reconciler found but cannot seal is not stored: the
+// failure is logged, nothing is reported settled, and the record stays
+// pending under the claim, for the next pass once the lease ends.
+func TestReconcilerCannotSealTheAnswer(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRigWith(t, db, sealFails{testCipher(t)})
+		seed(t, r.store, "k", nil)
+		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
+		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
+			t.Fatalf("RunOnce = %+v, %v; want nothing settled", settled, err)
+		}
+		r.wantLogged("settle pending record", "encrypt the response body")
+		if rec := r.find("op", "k"); rec == nil || rec.Status != StatusPending || rec.Attempts != 1 || rec.LockedUntil == nil {
+			t.Errorf("record = %+v, want it pending under the claim", rec)
+		}
+	})
+}
+
+// Of two reconcilers that read the same due record, the one that claims it
+// second loses the compare-and-set and does not resume it; a claim the
+// database fails is logged and resumes nothing either.
+func TestReconcilerLosesTheClaim(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		seed(t, r.store, "k", nil)
+		now := utcNow()
+		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), 10)
+		if err != nil || len(due) != 1 {
+			t.Fatalf("DuePending = %+v, %v", due, err)
+		}
+		stale := due[0]
+		var resumed atomic.Int32
+		resume := func(context.Context, Call, *Record) (Resumption, error) { resumed.Add(1); return done, nil }
+
+		claim := inject(t, db.Gorm, "update", keysTable, setting("status", StatusPending), errInjected)
+		claim.arm(1)
+		if settled, err := reconcilerFor(r, nil, resume).RunOnce(context.Background()); err != nil || len(settled) != 0 {
+			t.Errorf("RunOnce with the claim failing = %+v, %v; want nothing settled", settled, err)
+		}
+		r.wantLogged("claim pending record", "injected failure")
+		if resumed.Load() != 0 {
+			t.Fatal("a record was resumed without its claim")
+		}
+
+		if settled, err := reconcilerFor(r, nil, resume).RunOnce(context.Background()); err != nil || len(settled) != 1 {
+			t.Fatalf("the first reconciler: %+v, %v", settled, err)
+		}
+		if _, ok := reconcilerFor(r, nil, resume).reconcile(context.Background(), &stale); ok {
+			t.Error("the second reconciler reported the record it lost")
+		}
+		if resumed.Load() != 1 {
+			t.Errorf("resumed %d times, want once (by the winner)", resumed.Load())
+		}
+		if rec := r.find("op", "k"); rec == nil || rec.Status != StatusCompleted || rec.Attempts != 2 {
+			t.Errorf("record = %+v, want the winner's completion", rec)
+		}
+	})
+}
+
+// An abandoned record (its owner went before Started) that changed since it
+// was read (a retry took it over) is not abandoned under the new owner; an
+// abandon the database fails is logged, and the record waits for the next
+// pass.
+func TestAbandonLosingItsCompareAndSet(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		long := utcNow().Add(-2 * time.Minute)
+		seed(t, r.store, "k", func(rec *Record) { rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, &phaseReserved, &long })
+		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+			t.Error("a record that never started was resumed")
+			return Resumption{}, nil
+		})
+
+		inject(t, db.Gorm, "update", keysTable, setting("status", StatusAbandoned), errInjected).arm(1)
+		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
+			t.Errorf("RunOnce with the abandon failing = %+v, %v; want nothing settled", settled, err)
+		}
+		r.wantLogged("abandon record", "abandon idempotency record: injected failure")
+
+		now := utcNow()
+		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), 10)
+		if err != nil || len(due) != 1 {
+			t.Fatalf("DuePending = %+v, %v; want the record still due", due, err)
+		}
+		lease := now.Add(time.Minute)
+		r.tamper("k", map[string]any{"locked_until": lease}) // a retry took it over
+		if _, ok := rc.reconcile(context.Background(), &due[0]); ok {
+			t.Error("a record taken over meanwhile was reported abandoned")
+		}
+		if rec := r.find("op", "k"); rec == nil || rec.Status != StatusProcessing || !rec.LockedUntil.Equal(lease) {
+			t.Errorf("record = %+v, want the new owner's, processing", rec)
+		}
+	})
+}
+
+// A pending record of an operation nobody resumes (none declared, or not
+// this one) is postponed an hour, its attempts not counted, and logged; a
+// postponement the database fails is logged too.
+func TestPendingOperationWithNoResumerIsPostponedAnHour(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		ops       bool // a list without the operation, rather than none
+		postponeX bool // the postponement fails
+	}{
+		{name: "no operations"},
+		{name: "not among the operations", ops: true},
+		{name: "the postponement fails", postponeX: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+				r := newRig(t, db)
+				seed(t, r.store, "k", func(rec *Record) { rec.Operation = "gone.op" })
+				clock := testkit.NewClock(utcNow())
+				cfg := ReconcilerConfig{Store: r.store, Lease: time.Minute, Log: r.logger(), Now: clock.Now}
+				if tt.ops {
+					ops, err := NewOperations(testOperation("other.op", text(http.StatusCreated, "x")))
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg.Operations = ops
+				}
+				if tt.postponeX {
+					inject(t, db.Gorm, "update", keysTable, func(tx *gorm.DB) bool {
+						set, ok := tx.Statement.Dest.(map[string]any)
+						_, status := set["status"]
+						return ok && !status // Postpone's, not the claim's
+					}, errInjected).arm(1)
+				}
+				settled, err := NewReconciler(cfg).RunOnce(context.Background())
+				if err != nil || len(settled) != 0 {
+					t.Fatalf("RunOnce = %+v, %v; want nothing settled", settled, err)
+				}
+				r.wantLogged("no resumer for a pending operation", "gone.op")
+				want := clock.Now().Add(time.Hour)
+				if tt.postponeX {
+					r.wantLogged("postpone pending record", "injected failure")
+					want = clock.Now().Add(time.Minute) // the claim's lease
+				}
+				rec := r.find("gone.op", "k")
+				if rec == nil || rec.Status != StatusPending || rec.Attempts != 1 || rec.LockedUntil == nil || !rec.LockedUntil.Equal(want) {
+					t.Errorf("record = %+v, want it pending until %v, attempts 1", rec, want)
+				}
+			})
+		})
+	}
+}
+
+// The reconciler's own attempt failing (the vendor down) is retried on a
+// doubling backoff, each attempt counted, and once MaxAttempts are spent
+// the record fails, to be tried again on the slow schedule.
+func TestResumeFailuresBackOffThenFail(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		seed(t, r.store, "k", nil)
+		clock := testkit.NewClock(utcNow())
+		var resumed atomic.Int32
+		rc := reconcilerFor(r, clock.Now, func(context.Context, Call, *Record) (Resumption, error) {
+			resumed.Add(1)
+			return Resumption{}, errors.New("vendor unavailable")
+		})
+		rc.cfg.MaxAttempts, rc.cfg.Backoff, rc.cfg.FailedInterval = 3, 10*time.Second, 2*time.Hour
+		pass := func(want string) *Record {
+			t.Helper()
+			settled, err := rc.RunOnce(context.Background())
+			if err != nil || len(settled) != 1 || settled[0].Result != want {
+				t.Fatalf("RunOnce = %+v, %v; want one %s\n%s", settled, err, want, r.log.String())
+			}
+			return r.find("op", "k")
+		}
+		for i, wait := range []time.Duration{10 * time.Second, 20 * time.Second} {
+			now := clock.Now()
+			rec := pass(ResultRetry)
+			next := rec.LockedUntil.Sub(now)
+			if rec.Status != StatusPending || rec.Attempts != i+2 || next < wait || next > wait+wait/4 {
+				t.Fatalf("after attempt %d: %s, attempts %d, next in %v; want pending, %d, in %v..%v",
+					i+1, rec.Status, rec.Attempts, next, i+2, wait, wait+wait/4)
+			}
+			if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
+				t.Fatalf("a pass before the backoff ended = %+v, %v; want nothing", settled, err)
+			}
+			clock.Set(rec.LockedUntil.Add(time.Second)) // due
+		}
+		now := clock.Now().Truncate(time.Microsecond) // the reconciler's reading
+		rec := pass(ResultFailed)
+		if rec.Status != StatusFailed || rec.Attempts != 4 || !rec.LockedUntil.Equal(now.Add(2*time.Hour)) {
+			t.Errorf("after the last attempt: %s, attempts %d, next %v; want failed, 4, at %v", rec.Status, rec.Attempts, rec.LockedUntil, now.Add(2*time.Hour))
+		}
+		r.wantLogged("pending intent failed: an operator should look")
+		if resumed.Load() != 3 {
+			t.Errorf("resumed %d times, want 3", resumed.Load())
+		}
+	})
+}
+
+// A pass whose context ends stops between records: what it settled is
+// reported with the context's error, and the next record is left for the
+// next pass, untouched.
+func TestReconcilerPassStopsWhenItsContextEnds(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		seed(t, r.store, "k1", nil)
+		seed(t, r.store, "k2", nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var resumed atomic.Int32
+		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+			resumed.Add(1)
+			cancel() // the process is stopping
+			return done, nil
+		})
+		settled, err := rc.RunOnce(ctx)
+		if !errors.Is(err, context.Canceled) || len(settled) != 1 || settled[0].Result != ResultCompleted {
+			t.Fatalf("RunOnce = %+v, %v; want the first record completed and context.Canceled", settled, err)
+		}
+		if resumed.Load() != 1 {
+			t.Errorf("resumed %d records, want 1", resumed.Load())
+		}
+		if rec := r.find("op", "k2"); rec == nil || rec.Status != StatusPending || rec.Attempts != 1 || rec.LockedUntil != nil {
+			t.Errorf("the next record = %+v, want it untouched", rec)
+		}
+	})
+}
+
+// A pass that cannot list the due records fails with the store's error.
+func TestReconcilerPassFailsWhenItCannotList(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		inject(t, db.Gorm, "query", keysTable, nil, errInjected).arm(1)
+		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
+		if settled, err := rc.RunOnce(context.Background()); !errors.Is(err, errInjected) ||
+			!strings.Contains(err.Error(), "list due pending records") || settled != nil {
+			t.Errorf("RunOnce = %+v, %v; want the listing's error", settled, err)
+		}
+	})
+}
+
+// A completion by the reconciler is replayed for TTL from the completion,
+// but never for less than the record's own expiry: both when the resumer
+// completes it in its transaction and when the reconciler stores its answer.
+func TestClaimedCompletionKeepsTheRecordsOwnExpiry(t *testing.T) {
+	for _, kept := range []bool{true, false} {
+		t.Run(fmt.Sprintf("kept=%v", kept), func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+				r := newRig(t, db)
+				own := seed(t, r.store, "k", func(rec *Record) { rec.ExpiresAt = rec.CreatedAt.Add(48 * time.Hour) }).ExpiresAt
+				rc := reconcilerFor(r, nil, func(ctx context.Context, call Call, _ *Record) (Resumption, error) {
+					if !kept {
+						return done, nil
+					}
+					err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return call.Complete(tx, done.Response, Outcome{}) })
+					return Resumption{Done: true, Outcome: Outcome{Kept: true}}, err
+				})
+				rc.cfg.TTL = time.Minute
+				if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
+					t.Fatalf("RunOnce = %+v, %v", settled, err)
+				}
+				rec := r.find("op", "k")
+				if rec == nil || rec.Status != StatusCompleted || rec.ExpiresAt.Before(own.Add(-time.Second)) {
+					t.Errorf("record = %+v, want completed, expiring at its own %v", rec, own)
+				}
+			})
+		})
+	}
+}
+
+// The defaults a zero config gets, as documented.
+func TestReconcilerAndPrunerDefaults(t *testing.T) {
+	rc := NewReconciler(ReconcilerConfig{}).cfg
+	if rc.MaxAttempts != 10 || rc.Lease != time.Minute || rc.FailedInterval != time.Hour || rc.Backoff != 15*time.Second ||
+		rc.Interval != 15*time.Second || rc.Log == nil || rc.Now == nil || rc.Observe == nil {
+		t.Errorf("reconciler defaults = %+v", rc)
+	}
+	p := NewPruner(PrunerConfig{}).cfg
+	if p.Batch != 500 || p.Interval != time.Hour || p.Log == nil || p.Now == nil || p.Observe == nil {
+		t.Errorf("pruner defaults = %+v", p)
+	}
+	p.Observe(1) // the default is told and ignores it
+}
+
+// The loops of the serve process log a failed pass and keep going, pass
+// after pass, until their context ends.
+func TestRunLoopsLogFailedPassesUntilStopped(t *testing.T) {
+	db := testdb.New(t, "sqlite")
+	r := newRig(t, db)
+	inject(t, db.Gorm, "query", keysTable, nil, errInjected).arm(always)
+	for name, run := range map[string]func(ctx context.Context){
+		"reconcile pass": NewReconciler(ReconcilerConfig{Store: r.store, Interval: time.Millisecond, Log: r.logger()}).Run,
+		"msg=prune":      NewPruner(PrunerConfig{Store: r.store, Interval: time.Millisecond, Log: r.logger()}).Run,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			stopped := make(chan struct{})
+			go func() { defer close(stopped); run(ctx) }()
+			testkit.Eventually(t, 10*time.Second, func() bool { return strings.Count(r.log.String(), name) >= 2 },
+				"two failed passes logged as %q", name)
+			cancel()
+			select {
+			case <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the loop did not stop with its context")
+			}
+		})
+	}
+}
+
+// The store's reads and maintenance statements fail with an error that
+// says what failed, and change nothing.
+func TestStoreStatementFailures(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		ctx := context.Background()
+		past := utcNow().Add(-time.Hour)
+		seed(t, s, "expired", func(r *Record) { r.Status, r.ExpiresAt = StatusCompleted, past })
+		failed := seed(t, s, "failed", func(r *Record) { r.Status = StatusFailed })
+		query := inject(t, db.Gorm, "query", keysTable, nil, errInjected)
+		update := inject(t, db.Gorm, "update", keysTable, nil, errInjected)
+		del := inject(t, db.Gorm, "delete", keysTable, nil, errInjected)
+		for _, tt := range []struct {
+			says string
+			arm  func()
+			call func() error
+		}{
+			{"count pending records", func() { query.arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
+			{"oldest pending record", func() { query.armAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
+			{"list expired records", func() { query.arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
+			{"delete expired records", func() { del.arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
+			{"count intents", func() { query.arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
+			{"list intents", func() { query.armAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
+			{"find intent", func() { query.arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
+			{"count failed intents", func() { query.arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
+			{"retry intent", func() { update.arm(1) }, func() error { _, err := s.RetryFailed(ctx, failed.Ref(), utcNow()); return err }},
+		} {
+			tt.arm()
+			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("%s: err = %v, want the injected failure, said so", tt.says, err)
+			}
+			query.disarm()
+			update.disarm()
+			del.disarm()
+		}
+		if rec, _ := s.Find(ctx, Scope{"c1", "op", "expired"}); rec == nil {
+			t.Error("a failed prune deleted the expired record")
+		}
+		if rec, _ := s.Find(ctx, Scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
+			t.Errorf("a failed retry changed the record: %+v", rec)
+		}
+		if _, err := s.RetryFailed(ctx, "01NOSUCHINTENT", utcNow()); !errors.Is(err, ErrIntentNotFound) {
+			t.Errorf("RetryFailed of an unknown intent = %v, want ErrIntentNotFound", err)
+		}
+		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {
+			t.Errorf("Prune once the database answers = %d, %v; want the expired record", n, err)
+		}
+	})
+}
+
+// Intents created before a time are those the Before filter lists.
+func TestIntentsBeforeFilter(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		now := utcNow()
+		old := seed(t, s, "old", func(r *Record) { r.CreatedAt = now.Add(-2 * time.Hour) })
+		seed(t, s, "new", func(r *Record) { r.CreatedAt = now.Add(-time.Hour) })
+		list, total, err := s.Intents(context.Background(), IntentFilter{Before: now.Add(-90 * time.Minute)})
+		if err != nil || total != 1 || len(list) != 1 || list[0].ID != old.Ref() {
+			t.Errorf("Intents before = %+v (total %d), %v; want only the older", list, total, err)
+		}
+	})
+}
