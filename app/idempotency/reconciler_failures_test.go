@@ -175,7 +175,9 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		long := utcNow().Add(-2 * time.Minute)
-		seed(t, r.store, "k", func(rec *Record) { rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, &phaseReserved, &long })
+		seed(t, r.store, "k", func(rec *Record) {
+			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, nullable(PhaseReserved), &long
+		})
 		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
 			t.Error("a record that never started was resumed")
 			return Resumption{}, nil
