@@ -251,8 +251,10 @@ func fromIdempotencyError(err error) *Error {
 }
 
 // vendorRetryAfter is the Retry-After, in seconds, of a 503
-// vendor_unavailable when the vendor named no wait.
-const vendorRetryAfter = 5
+// vendor_unavailable when the vendor named no wait: a floor, not a
+// forecast (the driver has already spent its own retries); a client's
+// backoff grows from it.
+const vendorRetryAfter = 1
 
 // retryAfterOr is d in whole seconds (rounded up), or def when d is none.
 func retryAfterOr(d time.Duration, def int) int {
