@@ -5,11 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
@@ -195,34 +193,8 @@ func TestVendorUnavailableAlwaysSaysWhenToRetry(t *testing.T) {
 	}
 }
 
-// failOnce makes the first statement on idempotency_keys that match
-// accepts fail with err (nil: skip none), once; it reports whether it fired.
-func failOnce(t *testing.T, db *testdb.DB, kind string, match func(*gorm.DB) bool, err error) *atomic.Bool {
-	t.Helper()
-	fired := new(atomic.Bool)
-	cb := func(tx *gorm.DB) {
-		if tx.Statement.Table == (idempotency.Record{}).TableName() && !fired.Load() && match(tx) && fired.CompareAndSwap(false, true) {
-			_ = tx.AddError(err)
-		}
-	}
-	var regErr error
-	switch kind {
-	case "update":
-		regErr = db.Gorm.Callback().Update().Before("gorm:update").Register("test:fail_once_"+t.Name(), cb)
-	case "create":
-		regErr = db.Gorm.Callback().Create().After("gorm:create").Register("test:fail_once_"+t.Name(), cb)
-	}
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return fired
-}
-
-// completing reports whether the statement completes a record.
-func completing(tx *gorm.DB) bool {
-	set, ok := tx.Statement.Dest.(map[string]any)
-	return ok && set["status"] == idempotency.StatusCompleted
-}
+// keysTable is the table of the idempotency records.
+var keysTable = idempotency.Record{}.TableName()
 
 // The license row and the record's completion are one transaction: when
 // the completion fails, the license row is rolled back with it (no license
@@ -234,9 +206,11 @@ func TestCompletionFailureRollsTheLicenseBack(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		fired := failOnce(t, db, "update", completing, errors.New("injected: the completion's write failed"))
+		fired := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", idempotency.StatusCompleted),
+			errors.New("injected: the completion's write failed"))
+		fired.Arm(1)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-atomic")...).pendingOperation()
-		if !fired.Load() {
+		if fired.Hits() == 0 {
 			t.Fatal("the completion was not written inside the create")
 		}
 		if n := a.licenseRows(); n != 0 {
@@ -266,10 +240,11 @@ func TestReservationCommittedAfterItsDeadlineIsAbandoned(t *testing.T) {
 		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
-		fired := failOnce(t, db, "create", func(*gorm.DB) bool { return true }, context.DeadlineExceeded)
+		fired := testdb.Inject(t, db.Gorm, "created", keysTable, nil, context.DeadlineExceeded)
+		fired.Arm(1)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, append(acme, "X-Request-Id", "req-stalled")...).
 			wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
-		if !fired.Load() {
+		if fired.Hits() == 0 {
 			t.Fatal("the reservation's INSERT was not seen")
 		}
 		rec := a.record("auto:req-stalled")
@@ -406,12 +381,10 @@ func TestNoEffectFailureOfATakeOverKeepsThePromisedIntent(t *testing.T) {
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "k-1")
-		fired := failOnce(t, db, "update", func(tx *gorm.DB) bool {
-			set, ok := tx.Statement.Dest.(map[string]any)
-			return ok && set["phase"] == idempotency.PhaseStarted
-		}, context.DeadlineExceeded)
+		fired := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("phase", idempotency.PhaseStarted), context.DeadlineExceeded)
+		fired.Arm(1)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
-		if !fired.Load() {
+		if fired.Hits() == 0 {
 			t.Fatal("the take-over's Started write was not seen")
 		}
 		rec := a.record("k-1")

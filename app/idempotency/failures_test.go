@@ -31,84 +31,6 @@ import (
 // keysTable is the table the records live in.
 var keysTable = Record{}.TableName()
 
-// fault fails, while it is armed, the statements of one kind on one table
-// that match.
-type fault struct {
-	skip atomic.Int64 // matching statements still to let through first
-	left atomic.Int64 // matching statements still to fail; -1: every one
-	hits atomic.Int64 // statements failed so far
-}
-
-// always arms a fault for every matching statement.
-const always = -1
-
-// arm fails the next n matching statements (always: every one).
-func (f *fault) arm(n int64) { f.skip.Store(0); f.left.Store(n) }
-
-// take reports whether this matching statement is to fail.
-func (f *fault) take() bool {
-	for {
-		n := f.left.Load()
-		if n == 0 {
-			return false
-		}
-		if s := f.skip.Load(); s > 0 {
-			if f.skip.CompareAndSwap(s, s-1) {
-				return false
-			}
-			continue
-		}
-		if n < 0 || f.left.CompareAndSwap(n, n-1) {
-			f.hits.Add(1)
-			return true
-		}
-	}
-}
-
-var faultSeq atomic.Int64
-
-// inject registers on db a fault, disarmed, for the statements of kind
-// (create, query, update, delete, row) on table that match (nil: all): when
-// it fires, the statement fails with err before it reaches the database.
-func inject(t *testing.T, db *gorm.DB, kind, table string, match func(*gorm.DB) bool, err error) *fault {
-	t.Helper()
-	f := &fault{}
-	cb := func(tx *gorm.DB) {
-		if tx.Statement.Table == table && (match == nil || match(tx)) && f.take() {
-			_ = tx.AddError(err)
-		}
-	}
-	name := fmt.Sprintf("test:fault_%d", faultSeq.Add(1))
-	cbs := db.Callback()
-	var regErr error
-	switch kind {
-	case "create":
-		regErr = cbs.Create().Before("gorm:create").Register(name, cb)
-	case "query":
-		regErr = cbs.Query().Before("gorm:query").Register(name, cb)
-	case "update":
-		regErr = cbs.Update().Before("gorm:update").Register(name, cb)
-	case "delete":
-		regErr = cbs.Delete().Before("gorm:delete").Register(name, cb)
-	case "row":
-		regErr = cbs.Row().Before("gorm:row").Register(name, cb)
-	default:
-		t.Fatalf("inject: unknown kind %q", kind)
-	}
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return f
-}
-
-// setting matches an UPDATE whose assignments set column to value.
-func setting(column string, value any) func(*gorm.DB) bool {
-	return func(tx *gorm.DB) bool {
-		set, ok := tx.Statement.Dest.(map[string]any)
-		return ok && set[column] == value
-	}
-}
-
 // errInjected is a failure of the database that is not "unavailable": a bug,
 // as the layer sees it.
 var errInjected = errors.New("injected failure")
@@ -220,15 +142,15 @@ func (sealFails) Encrypt([]byte) (string, error) { return "", errors.New("inject
 func TestReserveRetriesADuplicateWhoseRecordVanished(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		dup := inject(t, db.Gorm, "create", keysTable, nil, gorm.ErrDuplicatedKey)
-		dup.arm(1)
+		dup := testdb.Inject(t, db.Gorm, "create", keysTable, nil, gorm.ErrDuplicatedKey)
+		dup.Arm(1)
 		var runs atomic.Int32
 		res, replayed, err := r.do("k", func(ctx context.Context) (DoResult, error) { runs.Add(1); return made(ctx) })
 		if err != nil || replayed || res.Status != http.StatusCreated || string(res.Body) != "made" {
 			t.Fatalf("Do = %+v, %v, %v; want the work run", res, replayed, err)
 		}
-		if runs.Load() != 1 || dup.hits.Load() != 1 {
-			t.Errorf("work ran %d times after %d vanished duplicates, want once after 1", runs.Load(), dup.hits.Load())
+		if runs.Load() != 1 || dup.Hits() != 1 {
+			t.Errorf("work ran %d times after %d vanished duplicates, want once after 1", runs.Load(), dup.Hits())
 		}
 		if rec := r.find(doOp, "k"); rec == nil || rec.Status != StatusCompleted {
 			t.Errorf("record = %+v, want completed", rec)
@@ -251,8 +173,8 @@ func TestThreeLostReservationRacesAreInProgress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 				r := newRig(t, db)
-				lost := inject(t, db.Gorm, "create", keysTable, nil, tt.err)
-				lost.arm(always)
+				lost := testdb.Inject(t, db.Gorm, "create", keysTable, nil, tt.err)
+				lost.Arm(testdb.Always)
 				_, _, err := r.do("k", func(context.Context) (DoResult, error) {
 					t.Error("the work ran without a reservation")
 					return DoResult{}, nil
@@ -260,7 +182,7 @@ func TestThreeLostReservationRacesAreInProgress(t *testing.T) {
 				if !errors.Is(err, ErrInProgress) {
 					t.Fatalf("Do = %v, want ErrInProgress", err)
 				}
-				if got := lost.hits.Load(); got != 3*tt.attempts {
+				if got := lost.Hits(); got != 3*tt.attempts {
 					t.Errorf("%d INSERTs failed, want %d (three turns)", got, 3*tt.attempts)
 				}
 				if r.outcome() != "in_progress" {
@@ -293,8 +215,8 @@ func TestFailedTakeOverIsNotRecorded(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.tamper("k", map[string]any{"status": StatusFailed, "locked_until": nil})
-				takeOver := inject(t, db.Gorm, "update", keysTable, setting("status", StatusProcessing), tt.err)
-				takeOver.arm(1)
+				takeOver := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusProcessing), tt.err)
+				takeOver.Arm(1)
 				_, _, err := r.do("k", func(context.Context) (DoResult, error) {
 					t.Error("the work ran though the take-over failed")
 					return DoResult{}, nil
@@ -305,8 +227,8 @@ func TestFailedTakeOverIsNotRecorded(t *testing.T) {
 				if !strings.Contains(err.Error(), "take over idempotency record") {
 					t.Errorf("error %q does not say what failed", err)
 				}
-				if takeOver.hits.Load() != 1 {
-					t.Errorf("the take-over was tried %d times, want once", takeOver.hits.Load())
+				if takeOver.Hits() != 1 {
+					t.Errorf("the take-over was tried %d times, want once", takeOver.Hits())
 				}
 				if rec := r.find(doOp, "k"); rec == nil || rec.Status != StatusFailed || rec.Attempts != 1 {
 					t.Errorf("record = %+v, want it failed as it was", rec)
@@ -333,14 +255,16 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 	}{
 		{name: "the completion's write fails",
 			arm: func(db *testdb.DB, t *testing.T) {
-				inject(t, db.Gorm, "update", keysTable, setting("status", StatusCompleted), errInjected).arm(1)
+				testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusCompleted), errInjected).Arm(1)
 			},
 			work: func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "settle idempotency record: injected failure"},
 		{name: "the completion cannot be sealed",
 			cipher: func(t *testing.T) Cipher { return sealFails{testCipher(t)} },
 			work:   func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "encrypt the response body"},
 		{name: "the release's delete fails",
-			arm: func(db *testdb.DB, t *testing.T) { inject(t, db.Gorm, "delete", keysTable, nil, errInjected).arm(1) },
+			arm: func(db *testdb.DB, t *testing.T) {
+				testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected).Arm(1)
+			},
 			work: func(*rig) func(context.Context) (DoResult, error) {
 				return func(context.Context) (DoResult, error) { return DoResult{}, errBoom }
 			},
@@ -389,7 +313,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 func TestReleaseAfterAPanicFailingIsLogged(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		inject(t, db.Gorm, "delete", keysTable, nil, errInjected).arm(1)
+		testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected).Arm(1)
 		func() {
 			defer func() {
 				if p := recover(); p != "boom" {
@@ -440,7 +364,7 @@ func TestStartedFailures(t *testing.T) {
 	}{
 		{name: "database unavailable",
 			before: func(r *rig, t *testing.T) {
-				inject(t, r.db.Gorm, "update", keysTable, setting("phase", PhaseStarted), context.DeadlineExceeded).arm(1)
+				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("phase", PhaseStarted), context.DeadlineExceeded).Arm(1)
 			},
 			want: ErrNotRecorded, outcome: "released"},
 		{name: "superseded meanwhile",
@@ -452,7 +376,7 @@ func TestStartedFailures(t *testing.T) {
 		{name: "why cannot be read",
 			before: func(r *rig, t *testing.T) {
 				r.tamper("k", map[string]any{"locked_until": stolen})
-				inject(t, r.db.Gorm, "row", keysTable, nil, errInjected).arm(1)
+				testdb.Inject(t, r.db.Gorm, "row", keysTable, nil, errInjected).Arm(1)
 			},
 			want: errInjected, says: "read idempotency record", outcome: "released", left: StatusProcessing},
 	} {
@@ -560,11 +484,11 @@ func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
 		{name: "the response cannot be sealed", cipher: func(t *testing.T) Cipher { return sealFails{testCipher(t)} },
 			before: func(*rig, *testing.T) {}, says: "encrypt the response body", outcome: "released"},
 		{name: "older intents cannot be found",
-			before: func(r *rig, t *testing.T) { inject(t, r.db.Gorm, "query", keysTable, nil, errInjected).arm(1) },
+			before: func(r *rig, t *testing.T) { testdb.Inject(t, r.db.Gorm, "query", keysTable, nil, errInjected).Arm(1) },
 			want:   errInjected, says: "find older intents", outcome: "released"},
 		{name: "older intents cannot be superseded", older: true,
 			before: func(r *rig, t *testing.T) {
-				inject(t, r.db.Gorm, "update", keysTable, setting("status", StatusSuperseded), errInjected).arm(1)
+				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("status", StatusSuperseded), errInjected).Arm(1)
 			},
 			want: errInjected, says: "supersede older intents", outcome: "released"},
 	} {
@@ -697,11 +621,11 @@ func TestKeylessReservationRacedTwiceIsNotRun(t *testing.T) {
 			},
 			Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil }}
 		r := newRig(t, db, op)
-		dup := inject(t, db.Gorm, "create", keysTable, nil, gorm.ErrDuplicatedKey)
-		dup.arm(always)
+		dup := testdb.Inject(t, db.Gorm, "create", keysTable, nil, gorm.ErrDuplicatedKey)
+		dup.Arm(testdb.Always)
 		_, err := serve(r.g, op, "", `{}`)
-		if !errors.Is(err, errRaced) || runs.Load() != 0 || dup.hits.Load() != 2 {
-			t.Errorf("error %v, %d runs, %d reservations; want errRaced, none, 2", err, runs.Load(), dup.hits.Load())
+		if !errors.Is(err, errRaced) || runs.Load() != 0 || dup.Hits() != 2 {
+			t.Errorf("error %v, %d runs, %d reservations; want errRaced, none, 2", err, runs.Load(), dup.Hits())
 		}
 		r.wantLogged("record intent failed")
 		var n int64

@@ -17,13 +17,7 @@ import (
 )
 
 // The reconciler's, the pruner's and the store's maintenance failure
-// branches, on the faults of failures_test.go.
-
-// armAfter lets skip matching statements through, then fails the next n.
-func (f *fault) armAfter(skip, n int64) { f.left.Store(n); f.skip.Store(skip) }
-
-// disarm lets every statement through again.
-func (f *fault) disarm() { f.left.Store(0) }
+// branches, on testdb's faults.
 
 // reconcilerFor is a Reconciler on r's store resuming the operation "op"
 // with resume, on clock.
@@ -73,13 +67,13 @@ func TestReconcilerLosingItsLease(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 				r := newRig(t, db)
 				seed(t, r.store, "k", nil)
-				var settleFault *fault
+				var settleFault *testdb.Fault
 				if tt.fail {
-					settleFault = inject(t, db.Gorm, "update", keysTable, nil, errInjected) // armed once claimed
+					settleFault = testdb.Inject(t, db.Gorm, "update", keysTable, nil, errInjected) // armed once claimed
 				}
 				rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
 					if tt.fail {
-						settleFault.arm(1)
+						settleFault.Arm(1)
 					} else {
 						r.tamper("k", map[string]any{"locked_until": stolen})
 					}
@@ -142,8 +136,8 @@ func TestReconcilerLosesTheClaim(t *testing.T) {
 		var resumed atomic.Int32
 		resume := func(context.Context, Call, *Record) (Resumption, error) { resumed.Add(1); return done, nil }
 
-		claim := inject(t, db.Gorm, "update", keysTable, setting("status", StatusPending), errInjected)
-		claim.arm(1)
+		claim := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusPending), errInjected)
+		claim.Arm(1)
 		if settled, err := reconcilerFor(r, nil, resume).RunOnce(context.Background()); err != nil || len(settled) != 0 {
 			t.Errorf("RunOnce with the claim failing = %+v, %v; want nothing settled", settled, err)
 		}
@@ -183,7 +177,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 			return Resumption{}, nil
 		})
 
-		inject(t, db.Gorm, "update", keysTable, setting("status", StatusAbandoned), errInjected).arm(1)
+		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
 		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
 			t.Errorf("RunOnce with the abandon failing = %+v, %v; want nothing settled", settled, err)
 		}
@@ -232,11 +226,11 @@ func TestPendingOperationWithNoResumerIsPostponedAnHour(t *testing.T) {
 					cfg.Operations = ops
 				}
 				if tt.postponeX {
-					inject(t, db.Gorm, "update", keysTable, func(tx *gorm.DB) bool {
+					testdb.Inject(t, db.Gorm, "update", keysTable, func(tx *gorm.DB) bool {
 						set, ok := tx.Statement.Dest.(map[string]any)
 						_, status := set["status"]
 						return ok && !status // Postpone's, not the claim's
-					}, errInjected).arm(1)
+					}, errInjected).Arm(1)
 				}
 				settled, err := NewReconciler(cfg).RunOnce(context.Background())
 				if err != nil || len(settled) != 0 {
@@ -337,7 +331,7 @@ func TestReconcilerPassStopsWhenItsContextEnds(t *testing.T) {
 func TestReconcilerPassFailsWhenItCannotList(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		inject(t, db.Gorm, "query", keysTable, nil, errInjected).arm(1)
+		testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected).Arm(1)
 		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
 		if settled, err := rc.RunOnce(context.Background()); !errors.Is(err, errInjected) ||
 			!strings.Contains(err.Error(), "list due pending records") || settled != nil {
@@ -394,7 +388,7 @@ func TestReconcilerAndPrunerDefaults(t *testing.T) {
 func TestRunLoopsLogFailedPassesUntilStopped(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	r := newRig(t, db)
-	inject(t, db.Gorm, "query", keysTable, nil, errInjected).arm(always)
+	testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected).Arm(testdb.Always)
 	for name, run := range map[string]func(ctx context.Context){
 		"reconcile pass": NewReconciler(ReconcilerConfig{Store: r.store, Interval: time.Millisecond, Log: r.logger()}).Run,
 		"msg=prune":      NewPruner(PrunerConfig{Store: r.store, Interval: time.Millisecond, Log: r.logger()}).Run,
@@ -424,31 +418,31 @@ func TestStoreStatementFailures(t *testing.T) {
 		past := utcNow().Add(-time.Hour)
 		seed(t, s, "expired", func(r *Record) { r.Status, r.ExpiresAt = StatusCompleted, past })
 		failed := seed(t, s, "failed", func(r *Record) { r.Status = StatusFailed })
-		query := inject(t, db.Gorm, "query", keysTable, nil, errInjected)
-		update := inject(t, db.Gorm, "update", keysTable, nil, errInjected)
-		del := inject(t, db.Gorm, "delete", keysTable, nil, errInjected)
+		query := testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected)
+		update := testdb.Inject(t, db.Gorm, "update", keysTable, nil, errInjected)
+		del := testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected)
 		for _, tt := range []struct {
 			says string
 			arm  func()
 			call func() error
 		}{
-			{"count pending records", func() { query.arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"oldest pending record", func() { query.armAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"list expired records", func() { query.arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
-			{"delete expired records", func() { del.arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
-			{"count intents", func() { query.arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
-			{"list intents", func() { query.armAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
-			{"find intent", func() { query.arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
-			{"count failed intents", func() { query.arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
-			{"retry intent", func() { update.arm(1) }, func() error { _, err := s.RetryFailed(ctx, failed.Ref(), utcNow()); return err }},
+			{"count pending records", func() { query.Arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
+			{"oldest pending record", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
+			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
+			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
+			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
+			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
+			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
+			{"count failed intents", func() { query.Arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
+			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, failed.Ref(), utcNow()); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
 				t.Errorf("%s: err = %v, want the injected failure, said so", tt.says, err)
 			}
-			query.disarm()
-			update.disarm()
-			del.disarm()
+			query.Disarm()
+			update.Disarm()
+			del.Disarm()
 		}
 		if rec, _ := s.Find(ctx, Scope{"c1", "op", "expired"}); rec == nil {
 			t.Error("a failed prune deleted the expired record")

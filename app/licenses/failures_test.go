@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,78 +18,6 @@ import (
 
 // The failure branches of the service, each hit by a vendor and a database
 // that fail on command.
-
-// fault fails, while it is armed, the statements of one kind on one table
-// that match.
-type fault struct {
-	skip atomic.Int64 // matching statements still to let through first
-	left atomic.Int64 // matching statements still to fail; -1: every one
-	hits atomic.Int64
-}
-
-// arm fails the next n matching statements.
-func (f *fault) arm(n int64) { f.skip.Store(0); f.left.Store(n) }
-
-// armAfter lets skip matching statements through, then fails the next n.
-func (f *fault) armAfter(skip, n int64) { f.left.Store(n); f.skip.Store(skip) }
-
-func (f *fault) take() bool {
-	for {
-		n := f.left.Load()
-		if n == 0 {
-			return false
-		}
-		if s := f.skip.Load(); s > 0 {
-			if f.skip.CompareAndSwap(s, s-1) {
-				return false
-			}
-			continue
-		}
-		if n < 0 || f.left.CompareAndSwap(n, n-1) {
-			f.hits.Add(1)
-			return true
-		}
-	}
-}
-
-var faultSeq atomic.Int64
-
-// inject registers on db a fault, disarmed, for the statements of kind
-// (create, query, update) on table that match (nil: all): when it fires,
-// the statement fails with err before it reaches the database.
-func inject(t *testing.T, db *gorm.DB, kind, table string, match func(*gorm.DB) bool, err error) *fault {
-	t.Helper()
-	f := &fault{}
-	cb := func(tx *gorm.DB) {
-		if tx.Statement.Table == table && (match == nil || match(tx)) && f.take() {
-			_ = tx.AddError(err)
-		}
-	}
-	name := fmt.Sprintf("test:fault_%d", faultSeq.Add(1))
-	var regErr error
-	switch kind {
-	case "create":
-		regErr = db.Callback().Create().Before("gorm:create").Register(name, cb)
-	case "query":
-		regErr = db.Callback().Query().Before("gorm:query").Register(name, cb)
-	case "update":
-		regErr = db.Callback().Update().Before("gorm:update").Register(name, cb)
-	default:
-		t.Fatalf("inject: unknown kind %q", kind)
-	}
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return f
-}
-
-// setting matches an UPDATE whose assignments set column to value.
-func setting(column string, value any) func(*gorm.DB) bool {
-	return func(tx *gorm.DB) bool {
-		set, ok := tx.Statement.Dest.(map[string]any)
-		return ok && set[column] == value
-	}
-}
 
 var errInjected = errors.New("injected failure")
 
@@ -267,15 +194,15 @@ func TestRevokeWhoseRollbackFailsIsUncertain(t *testing.T) {
 		b := newBench(t, db)
 		lic := b.create("a.test", "")
 		b.v.deleteErr = []error{unavailable}
-		back := inject(t, db.Gorm, "update", "licenses", setting("status", StatusActive), errInjected)
-		back.arm(1)
+		back := testdb.Inject(t, db.Gorm, "update", "licenses", testdb.Setting("status", StatusActive), errInjected)
+		back.Arm(1)
 		err := b.s.Revoke(context.Background(), "c1", lic.ID, Steps{})
 		var uncertain *UncertainError
 		if !errors.As(err, &uncertain) || !errors.Is(err, ErrVendorUnavailable) || !errors.Is(err, errInjected) {
 			t.Fatalf("Revoke = %v; want an UncertainError of the vendor's failure and the rollback's", err)
 		}
-		if back.hits.Load() != 1 {
-			t.Errorf("the rollback was written %d times, want once", back.hits.Load())
+		if back.Hits() != 1 {
+			t.Errorf("the rollback was written %d times, want once", back.Hits())
 		}
 		if got := b.status(lic.ID); got != StatusRevoking {
 			t.Errorf("status = %s, want revoking", got)
@@ -292,7 +219,7 @@ func TestRevokeThatCannotMarkRevokingReachesNoVendor(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		lic := b.create("a.test", "")
-		inject(t, db.Gorm, "update", "licenses", setting("status", StatusRevoking), errInjected).arm(1)
+		testdb.Inject(t, db.Gorm, "update", "licenses", testdb.Setting("status", StatusRevoking), errInjected).Arm(1)
 		err := b.s.Revoke(context.Background(), "c1", lic.ID, Steps{})
 		if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "mark license revoking") {
 			t.Fatalf("Revoke = %v, want the mark's failure", err)
@@ -448,7 +375,7 @@ func TestRecordFailuresAreUncertain(t *testing.T) {
 					b.s = New(Config{DB: db.Gorm, Vendor: b.v, Cipher: sealFails{testCipher(t, 1)}})
 				}
 				if tt.events {
-					inject(t, db.Gorm, "create", "license_events", nil, errInjected).arm(1)
+					testdb.Inject(t, db.Gorm, "create", "license_events", nil, errInjected).Arm(1)
 				}
 				_, _, err := b.s.Create(context.Background(), "c1", Input{Name: "A", Domain: "a.test"}, Steps{})
 				var uncertain *UncertainError
@@ -473,7 +400,7 @@ func TestRevokeWhoseRecordingFailsIsUncertain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		lic := b.create("a.test", "")
-		inject(t, db.Gorm, "create", "license_events", nil, errInjected).arm(1)
+		testdb.Inject(t, db.Gorm, "create", "license_events", nil, errInjected).Arm(1)
 		err := b.s.Revoke(context.Background(), "c1", lic.ID, Steps{})
 		var uncertain *UncertainError
 		if !errors.As(err, &uncertain) || !errors.Is(err, errInjected) {
@@ -502,30 +429,30 @@ func TestReadFailures(t *testing.T) {
 		ctx := context.Background()
 		lic := b.create("a.test", "")
 		finds, _, _ := b.v.counts()
-		licenses := inject(t, db.Gorm, "query", "licenses", nil, errInjected)
-		events := inject(t, db.Gorm, "query", "license_events", nil, errInjected)
+		licenses := testdb.Inject(t, db.Gorm, "query", "licenses", nil, errInjected)
+		events := testdb.Inject(t, db.Gorm, "query", "license_events", nil, errInjected)
 		for _, tt := range []struct {
 			says string
 			arm  func()
 			call func() error
 		}{
-			{"find license by domain", func() { licenses.arm(1) }, func() error {
+			{"find license by domain", func() { licenses.Arm(1) }, func() error {
 				_, _, err := b.s.Create(ctx, "c1", Input{Name: "B", Domain: "b.test"}, Steps{})
 				return err
 			}},
-			{"count licenses", func() { licenses.arm(1) }, func() error { _, err := b.s.List(ctx, "c1", 1, 10); return err }},
-			{"list licenses", func() { licenses.armAfter(1, 1) }, func() error { _, err := b.s.List(ctx, "c1", 1, 10); return err }},
-			{"list licenses after a cursor", func() { licenses.arm(1) }, func() error { _, err := b.s.ListCursor(ctx, "c1", nil, 10); return err }},
-			{"get license", func() { licenses.arm(1) }, func() error { _, err := b.s.Get(ctx, "c1", lic.ID); return err }},
-			{"get license", func() { licenses.arm(1) }, func() error { return b.s.ResumeRevoke(ctx, "c1", lic.ID, Steps{}) }},
-			{"list license events", func() { events.arm(1) }, func() error { _, err := b.s.Events(ctx, "c1", lic.ID); return err }},
+			{"count licenses", func() { licenses.Arm(1) }, func() error { _, err := b.s.List(ctx, "c1", 1, 10); return err }},
+			{"list licenses", func() { licenses.ArmAfter(1, 1) }, func() error { _, err := b.s.List(ctx, "c1", 1, 10); return err }},
+			{"list licenses after a cursor", func() { licenses.Arm(1) }, func() error { _, err := b.s.ListCursor(ctx, "c1", nil, 10); return err }},
+			{"get license", func() { licenses.Arm(1) }, func() error { _, err := b.s.Get(ctx, "c1", lic.ID); return err }},
+			{"get license", func() { licenses.Arm(1) }, func() error { return b.s.ResumeRevoke(ctx, "c1", lic.ID, Steps{}) }},
+			{"list license events", func() { events.Arm(1) }, func() error { _, err := b.s.Events(ctx, "c1", lic.ID); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
 				t.Errorf("%s: err = %v, want the injected failure, said so", tt.says, err)
 			}
-			licenses.arm(0)
-			events.arm(0)
+			licenses.Arm(0)
+			events.Arm(0)
 		}
 		if f, _, _ := b.v.counts(); f != finds {
 			t.Errorf("a failed read reached the vendor (%d finds)", f-finds)
@@ -622,14 +549,14 @@ func TestDriftFailures(t *testing.T) {
 			t.Errorf("Drift with the vendor down = %v", err)
 		}
 
-		read := inject(t, db.Gorm, "query", "licenses", nil, errInjected)
-		read.arm(1)
+		read := testdb.Inject(t, db.Gorm, "query", "licenses", nil, errInjected)
+		read.Arm(1)
 		if _, err := b.s.Drift(ctx, b.v, false); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "read licenses") {
 			t.Errorf("Drift with the licenses unreadable = %v", err)
 		}
 
-		fix := inject(t, db.Gorm, "update", "licenses", nil, errInjected)
-		fix.arm(1)
+		fix := testdb.Inject(t, db.Gorm, "update", "licenses", nil, errInjected)
+		fix.Arm(1)
 		if _, err := b.s.Drift(ctx, b.v, true); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "fix license gone") {
 			t.Errorf("Drift whose fix fails = %v", err)
 		}
@@ -671,7 +598,7 @@ func TestVendorEventBranches(t *testing.T) {
 			t.Errorf("%d events written for no change", n)
 		}
 
-		inject(t, db.Gorm, "query", "licenses", nil, errInjected).arm(1)
+		testdb.Inject(t, db.Gorm, "query", "licenses", nil, errInjected).Arm(1)
 		if _, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "e3", Type: SiteDeleted, At: at, Site: Site{ID: "s1"}}); !errors.Is(err, errInjected) ||
 			!strings.Contains(err.Error(), "find the license of site s1") {
 			t.Errorf("an unreadable license = %v", err)
