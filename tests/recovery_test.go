@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
