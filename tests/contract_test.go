@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -36,8 +37,16 @@ import (
 // (no property the document does not name), so a new field must be written
 // into the contract before it ships.
 
-// specPath is docs/openapi.yaml, from the tests directory.
-const specPath = "../docs/openapi.yaml"
+// specPath is docs/openapi.yaml, resolved from the tests directory when the
+// test binary starts: a test that changes directory (t.Chdir) before the
+// contract is first loaded still finds it.
+var specPath = func() string {
+	p, err := filepath.Abs("../docs/openapi.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
 
 // transportHeaders are the headers HTTP itself sends, which the contract
 // does not list.

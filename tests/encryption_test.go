@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 
@@ -165,12 +167,13 @@ func TestKeyRotation(t *testing.T) {
 			return out.String()
 		}
 		out := rotate()
-		for _, want := range []string{"licenses.license_key: 1 checked, 1 re-encrypted", "idempotency_keys.response_body: 1 checked, 1 re-encrypted"} {
+		for _, want := range []string{"licenses.license_key: 1 checked, 1 re-encrypted", "idempotency_keys.response_body: 1 checked, 1 re-encrypted",
+			"idempotency_keys.request_body: 1 checked, 1 re-encrypted"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("keys rotate printed no %q:\n%s", want, out)
 			}
 		}
-		if again := rotate(); strings.Count(again, " 0 re-encrypted") != 2 {
+		if again := rotate(); strings.Count(again, " 0 re-encrypted") != strings.Count(again, " re-encrypted") {
 			t.Errorf("a second keys rotate changed something:\n%s", again)
 		}
 
@@ -224,4 +227,43 @@ func TestKeyDigestIsKeyedByAppKey(t *testing.T) {
 	if other := newApp(t, db, withKeys(otherKey, testKey)).store.KeyDigest(key); other == digest {
 		t.Error("the digest is the same under another APP_KEY")
 	}
+}
+
+// A vendor event carries the site's license key, and its intent keeps the
+// event as its stored request: that is sealed too. After a key_rotated
+// webhook the new key is in no byte of the SQLite file, its write-ahead
+// log, an online backup of it, or a dump of the MySQL database; the
+// license shows it, opened.
+func TestVendorEventKeysSealedAtRest(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+		const rotated = "LK-ROTATED-5d3a9f0c2b7e4f18"
+		body := vendorEventBody("evt_rotate_1", "site.key_rotated", time.Now().Add(-time.Minute), lic["vendor_site_id"].(string), rotated)
+		a.webhook(body, signature(time.Now(), body, webhookSecret)).wantStatus(http.StatusOK)
+		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).wantStatus(http.StatusOK).licenseData()["license_key"]; got != rotated {
+			t.Fatalf("license_key = %v, want the rotated key", got)
+		}
+		raw := rawDatabase(t, db)
+		if db.Dialect == database.SQLite {
+			copyPath := filepath.Join(t.TempDir(), "backup.sqlite")
+			if err := database.BackupSQLite(context.Background(), db.Gorm, copyPath); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(copyPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw["backup"] = b
+		}
+		for name, bytesOf := range raw {
+			if !bytes.Contains(bytesOf, []byte("evt_rotate_1")) {
+				t.Errorf("%s lacks the event's key (its id), so searching it proves nothing (%d bytes)", name, len(bytesOf))
+			}
+			if bytes.Contains(bytesOf, []byte(rotated)) {
+				t.Errorf("%s holds the rotated license key in plaintext", name)
+			}
+		}
+	})
 }

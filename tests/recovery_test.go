@@ -326,8 +326,12 @@ func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
 	read := a.record(key)
 	now := clk.Now().UTC().Truncate(time.Microsecond)
 	lease := now.Add(time.Minute)
+	body, err := a.app.Cipher.Decrypt(string(read.RequestBody)) // the retry brings its request in the clear
+	if err != nil {
+		a.t.Fatal(err)
+	}
 	r := &idempotency.Record{ConsumerID: read.ConsumerID, Operation: read.Operation, Key: read.Key, RequestHash: read.RequestHash,
-		RequestBody: read.RequestBody, Subject: read.Subject, Status: idempotency.StatusProcessing, LockedUntil: &lease,
+		RequestBody: body, Subject: read.Subject, Status: idempotency.StatusProcessing, LockedUntil: &lease,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if won, err := a.store.TakeOver(context.Background(), read, r); err != nil || !won {
 		a.t.Fatalf("take over: %v %v", won, err)

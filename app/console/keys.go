@@ -17,8 +17,9 @@ import (
 const keysRotateUsage = `usage: licensor keys rotate [--batch N]
 
 Re-encrypts the secrets kept at rest under the current APP_KEY: license keys
-(licenses.license_key) and stored idempotent responses
-(idempotency_keys.response_body). A value sealed under a key of
+(licenses.license_key), stored idempotent responses
+(idempotency_keys.response_body) and the requests kept to finish an intent
+(idempotency_keys.request_body: a vendor event carries a license key). A value sealed under a key of
 APP_PREVIOUS_KEYS, or written in plaintext before encryption at rest, is
 sealed anew; a value already under APP_KEY is left alone, so a second run
 changes nothing. Rows are read and rewritten in batches, each its own short
@@ -100,6 +101,7 @@ type sealedColumn struct {
 var sealedColumns = []sealedColumn{
 	{table: "licenses", column: "license_key", text: true},
 	{table: "idempotency_keys", column: "response_body", intID: true},
+	{table: "idempotency_keys", column: "request_body", intID: true}, // a vendor event carries a license key
 }
 
 // rotation is what rotating one column did.

@@ -437,8 +437,10 @@ func TestDoContract(t *testing.T) {
 	if err := db.Gorm.Model(&Record{}).Where("idempotency_key = ?", "k2").Select("request_body").Row().Scan(&body); err != nil {
 		t.Fatal(err)
 	}
-	if string(body) != `{"a":2,"b":1}` {
-		t.Errorf("request_body = %s, want the canonical intent", body)
+	// Stored sealed (an event's intent may carry a license key), it opens
+	// to the canonical intent.
+	if opened, err := testCipher(t).Decrypt(string(body)); err != nil || string(opened) != `{"a":2,"b":1}` {
+		t.Errorf("request_body = %s, opens to %s (%v); want the canonical intent, sealed", body, opened, err)
 	}
 
 	// A Do intent and a request never share a fingerprint.

@@ -131,10 +131,23 @@ func seed(t *testing.T, s *Store, key string, mut func(*Record)) *Record {
 	return rec
 }
 
-// sealFails is a Cipher that cannot seal (the key store is broken).
-type sealFails struct{ *crypt.Cipher }
+// sealFails is a Cipher whose key store breaks after it sealed allow
+// values: newSealFails lets the stored request through and fails the
+// response.
+type sealFails struct {
+	*crypt.Cipher
+	allow  int32
+	sealed *atomic.Int32
+}
 
-func (sealFails) Encrypt([]byte) (string, error) { return "", errors.New("injected: cannot seal") }
+func newSealFails(t *testing.T) sealFails { return sealFails{testCipher(t), 1, new(atomic.Int32)} }
+
+func (c sealFails) Encrypt(b []byte) (string, error) {
+	if c.sealed.Add(1) <= c.allow {
+		return c.Cipher.Encrypt(b)
+	}
+	return "", errors.New("injected: cannot seal")
+}
 
 // A duplicate whose record is gone by the time it is read (released or
 // pruned between the INSERT and the read) is a race, not an error: the
@@ -259,7 +272,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 			},
 			work: func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "settle idempotency record: injected failure"},
 		{name: "the completion cannot be sealed",
-			cipher: func(t *testing.T) Cipher { return sealFails{testCipher(t)} },
+			cipher: func(t *testing.T) Cipher { return newSealFails(t) },
 			work:   func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "encrypt the response body"},
 		{name: "the release's delete fails",
 			arm: func(db *testdb.DB, t *testing.T) {
@@ -481,7 +494,7 @@ func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
 		{name: "superseded meanwhile",
 			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": StatusSuperseded}) },
 			want:   ErrSuperseded, outcome: "superseded", left: StatusSuperseded},
-		{name: "the response cannot be sealed", cipher: func(t *testing.T) Cipher { return sealFails{testCipher(t)} },
+		{name: "the response cannot be sealed", cipher: func(t *testing.T) Cipher { return newSealFails(t) },
 			before: func(*rig, *testing.T) {}, says: "encrypt the response body", outcome: "released"},
 		{name: "older intents cannot be found",
 			before: func(r *rig, t *testing.T) { testdb.Inject(t, r.db.Gorm, "query", keysTable, nil, errInjected).Arm(1) },

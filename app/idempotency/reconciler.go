@@ -176,7 +176,13 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	}
 	call := Call{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID),
 		owner: &owner{store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires}}
-	res, err := resume(wctx, resumer, call, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
+	var res Resumption
+	var err error
+	if rec.sealedErr != nil { // its request cannot be read under the keys held: tried again later
+		err = rec.sealedErr
+	} else {
+		res, err = resume(wctx, resumer, call, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
+	}
 	// What the attempt learnt is written even when the loop is stopping.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()

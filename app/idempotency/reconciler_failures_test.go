@@ -107,7 +107,7 @@ func TestReconcilerLosingItsLease(t *testing.T) {
 // pending under the claim, for the next pass once the lease ends.
 func TestReconcilerCannotSealTheAnswer(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		r := newRigWith(t, db, sealFails{testCipher(t)})
+		r := newRigWith(t, db, sealFails{testCipher(t), 0, new(atomic.Int32)}) // the seeded record has no request to seal
 		seed(t, r.store, "k", nil)
 		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
 		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {

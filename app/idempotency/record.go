@@ -75,6 +75,9 @@ type Record struct {
 	// prior is the record as it was when this execution took it over (not
 	// expired: the same intent), nil for a fresh reservation; not stored.
 	prior *Record
+	// sealedErr says why the stored request could not be opened (no key of
+	// APP_KEY and APP_PREVIOUS_KEYS does); not stored.
+	sealedErr error
 }
 
 // TableName is the table the records live in.

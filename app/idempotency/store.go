@@ -127,6 +127,33 @@ func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 	return &r, nil
 }
 
+// sealRequest is the stored form of a request body: sealed like a response
+// body (a vendor event carries a license key), nil for none.
+func (s *Store) sealRequest(body []byte) ([]byte, error) {
+	if len(body) == 0 {
+		return body, nil
+	}
+	sealed, err := s.cipher.Encrypt(body)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt the request body: %w", err)
+	}
+	return []byte(sealed), nil
+}
+
+// openRequest decrypts the stored request body of r in place, for a
+// resumption; one stored before it was sealed is read as it is.
+func (s *Store) openRequest(r *Record) error {
+	if len(r.RequestBody) == 0 || !s.cipher.Encrypted(string(r.RequestBody)) {
+		return nil
+	}
+	body, err := s.cipher.Decrypt(string(r.RequestBody))
+	if err != nil {
+		return fmt.Errorf("decrypt the request of idempotency record %d: %w", r.ID, err)
+	}
+	r.RequestBody = body
+	return nil
+}
+
 // openBody decrypts the stored response body of r in place, for a replay.
 func (s *Store) openBody(r *Record) error {
 	if len(r.ResponseBody) == 0 || !s.cipher.Encrypted(string(r.ResponseBody)) {
@@ -144,8 +171,13 @@ func (s *Store) openBody(r *Record) error {
 // who owns the intent: when another record holds the scope, Reserve returns
 // that record and ok=false.
 func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
-	err = s.write(ctx, func(db *gorm.DB) *gorm.DB { return db.Create(r) }).Error
+	row := *r // the row holds the request sealed; r keeps it open
+	if row.RequestBody, err = s.sealRequest(r.RequestBody); err != nil {
+		return nil, false, err
+	}
+	err = s.write(ctx, func(db *gorm.DB) *gorm.DB { return db.Create(&row) }).Error
 	if err == nil {
+		r.ID, r.PublicID = row.ID, row.PublicID
 		return nil, true, nil
 	}
 	if database.IsConflict(err) { // still contended: the key is busy; the caller re-reads it
@@ -189,12 +221,16 @@ func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB
 // one), and r remembers what it took over. It returns false when someone
 // else changed the record first.
 func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
+	sealed, err := s.sealRequest(r.RequestBody)
+	if err != nil {
+		return false, err
+	}
 	set := map[string]any{
 		"status":           StatusProcessing,
 		"subject":          r.Subject,
 		"request_hash":     r.RequestHash,
 		"body_hash":        r.BodyHash,
-		"request_body":     r.RequestBody,
+		"request_body":     sealed,
 		"locked_until":     r.LockedUntil,
 		"correlation_id":   r.CorrelationID,
 		"attempts":         gorm.Expr("attempts + 1"),

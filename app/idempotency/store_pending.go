@@ -25,6 +25,11 @@ func (s *Store) DuePending(ctx context.Context, now, abandonedBefore time.Time, 
 	if err != nil {
 		return nil, fmt.Errorf("list due pending records: %w", err)
 	}
+	for i := range recs { // a record the current keys cannot open is the reconciler's to report, not the pass's end
+		if err := s.openRequest(&recs[i]); err != nil {
+			recs[i].RequestBody, recs[i].sealedErr = nil, err
+		}
+	}
 	return recs, nil
 }
 
