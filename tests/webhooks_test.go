@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,4 +180,61 @@ func TestVendorWebhookSignature(t *testing.T) {
 	// Without a secret every webhook is refused.
 	b := newApp(t, testdb.New(t, "sqlite"))
 	b.webhook(body, signature(now, body, "whsec_new")).wantError(http.StatusUnauthorized, "invalid_signature")
+}
+
+// An event created more than the tolerance ahead of now, or in
+// milliseconds (a date millennia away), is refused (400 invalid_event)
+// before anything is recorded: it would outrank every real event of its
+// license. A real event afterwards is applied.
+func TestVendorWebhookFromTheFutureIsRefused(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+		site, now := lic["vendor_site_id"].(string), time.Now()
+		for name, created := range map[string]time.Time{
+			"three years ahead": now.AddDate(3, 0, 0),
+			"in milliseconds":   time.Unix(now.UnixMilli(), 0),
+		} {
+			body := vendorEventBody("evt_future_"+strconv.Itoa(int(created.Unix()%1000)), "site.suspended", created, site, "")
+			if r := a.webhook(body, signature(now, body, webhookSecret)); r.Code != http.StatusBadRequest {
+				t.Errorf("%s: %d %s, want 400 invalid_event", name, r.Code, r.Body.String())
+			} else {
+				r.wantError(http.StatusBadRequest, "invalid_event")
+			}
+		}
+		var n int64
+		db.Gorm.Table("idempotency_keys").Where("operation = ?", "webhooks.vendor").Count(&n)
+		if n != 0 {
+			t.Errorf("%d webhook intents recorded for refused events, want none", n)
+		}
+		body := vendorEventBody("evt_real", "site.suspended", now.Add(-time.Minute), site, "")
+		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
+			t.Errorf("status after a real event = %v, want suspended", got)
+		}
+	})
+}
+
+// An event id delivered again with another body is refused in the
+// webhook's own words (409 event_conflict naming the id), and changes
+// nothing; the first body's redelivery is still a 200.
+func TestVendorWebhookEventIdReusedIsAConflict(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+		site, now := lic["vendor_site_id"].(string), time.Now()
+		first := vendorEventBody("evt_twice", "site.suspended", now.Add(-time.Minute), site, "")
+		a.webhook(first, signature(now, first, webhookSecret)).wantStatus(http.StatusOK)
+		other := vendorEventBody("evt_twice", "site.reactivated", now.Add(-30*time.Second), site, "")
+		body := a.webhook(other, signature(now, other, webhookSecret)).wantError(http.StatusConflict, "event_conflict")
+		if msg, _ := body["message"].(string); !strings.Contains(msg, "evt_twice") {
+			t.Errorf("message %q does not name the event", msg)
+		}
+		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
+			t.Errorf("status after the conflicting event = %v, want it unchanged", got)
+		}
+		a.webhook(first, signature(now, first, webhookSecret)).wantStatus(http.StatusOK)
+	})
 }

@@ -26,7 +26,19 @@ var (
 	errBadSignature = &Error{Status: http.StatusUnauthorized, Message: "The webhook signature is invalid.", Code: "invalid_signature"}
 	errStaleWebhook = &Error{Status: http.StatusBadRequest, Message: "The webhook signature is too old or from the future.", Code: "signature_expired"}
 	errBadEvent     = &Error{Status: http.StatusBadRequest, Message: "The webhook body is not a vendor event.", Code: "malformed_json"}
+	// errFutureEvent refuses an event created later than the tolerance from
+	// now (or in milliseconds, which reads as a date millennia away): it
+	// would outrank every real event of its license, and no stored time may
+	// be one a read cannot render.
+	errFutureEvent = &Error{Status: http.StatusBadRequest, Code: "invalid_event",
+		Message: "The event's created time is ahead of now: it must be a Unix time in seconds, at most 5 minutes ahead."}
 )
+
+// eventConflict answers an event id delivered before with another body.
+func eventConflict(id string) *Error {
+	return &Error{Status: http.StatusConflict, Code: "event_conflict",
+		Message: "The event " + id + " was received before with another body; an event id names one event."}
+}
 
 // vendorWebhook is POST /api/webhooks/vendor.
 func (s *Server) vendorWebhook(c echo.Context) error {
@@ -42,8 +54,14 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 	if err != nil {
 		return errBadEvent
 	}
+	if ev.At.After(s.now().Add(webhookTolerance)) {
+		return errFutureEvent
+	}
 	call := idempotency.Call{ConsumerID: operations.VendorConsumer, RequestID: RequestID(c)}
 	res, replayed, err := s.ops.VendorEvent.Do(c.Request().Context(), s.guard, call, ev.ID, ev, body)
+	if errors.Is(err, idempotency.ErrKeyReused) {
+		return eventConflict(ev.ID)
+	}
 	if err != nil {
 		return err
 	}
