@@ -238,3 +238,25 @@ func TestVendorWebhookEventIdReusedIsAConflict(t *testing.T) {
 		a.webhook(first, signature(now, first, webhookSecret)).wantStatus(http.StatusOK)
 	})
 }
+
+// The audit trail's actor is what the server knows acted, never a header:
+// a consumer's request with X-Request-Id "vendor" (or "reconciler") is
+// shown as actor request, its id kept as request_id, correlation only.
+func TestAuditActorIsNeverAClientHeader(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		for _, spoof := range []string{"vendor", "reconciler"} {
+			body := `{"name":"Acme","domain":"` + spoof + `.spoof.test"}`
+			id := a.do(http.MethodPost, "/api/licenses", body, append(acme, "X-Request-Id", spoof)...).wantStatus(http.StatusCreated).licenseData()["id"].(string)
+			events := a.do(http.MethodGet, "/api/licenses/"+id+"/events", "", acme...).wantStatus(http.StatusOK).json()["data"].([]any)
+			if len(events) != 1 {
+				t.Fatalf("%d events, want the creation", len(events))
+			}
+			e := events[0].(map[string]any)
+			if e["actor"] != "request" || e["request_id"] != spoof || e["token_id"] == nil {
+				t.Errorf("X-Request-Id %q: event %v, want actor request, request_id %q and the token", spoof, e, spoof)
+			}
+		}
+	})
+}

@@ -104,9 +104,9 @@ func (s *Server) licenseEvents(c echo.Context) error {
 	}
 	out := make([]eventResource, 0, len(events))
 	for _, e := range events {
-		r := eventResource{Event: e.Event, Actor: "request", RequestID: resource.StringOrNil(e.Actor), TokenID: e.TokenID, CreatedAt: resource.Time(e.CreatedAt)}
-		if e.Actor == licenses.ActorReconciler || e.Actor == licenses.ActorVendor {
-			r.Actor, r.RequestID = e.Actor, nil
+		r := eventResource{Event: e.Event, Actor: e.Actor, RequestID: e.RequestID, TokenID: e.TokenID, CreatedAt: resource.Time(e.CreatedAt)}
+		if e.Actor != licenses.ActorRequest {
+			r.RequestID = nil // the reconciler's and the vendor's: no request of the consumer's
 		}
 		out = append(out, r)
 	}

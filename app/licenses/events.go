@@ -25,7 +25,8 @@ type Event struct {
 	LicenseID  string
 	ConsumerID string
 	Event      string
-	Actor      string  // the request id, or "reconciler"
+	Actor      string  // ActorRequest, ActorReconciler or ActorVendor: never a value a client sent
+	RequestID  *string // the request that caused it (correlation only), when one did
 	TokenID    *string // the token that asked, when one did
 	CreatedAt  time.Time
 }
@@ -33,14 +34,21 @@ type Event struct {
 // TableName is the table events live in.
 func (Event) TableName() string { return "license_events" }
 
-// ActorReconciler is the actor of the changes the reconciler makes.
-const ActorReconciler = "reconciler"
+// The actors of an audit trail: who made a change, as the server knows it.
+const (
+	// ActorRequest is an authenticated request, on behalf of its token.
+	ActorRequest = "request"
+	// ActorReconciler is the reconciler, finishing what a token once asked for.
+	ActorReconciler = "reconciler"
+)
 
-// Actor is who causes a change: a request (its id) on behalf of a token, or
-// the reconciler finishing what a token once asked for.
+// Actor is who causes a change: its kind (ActorRequest, ActorReconciler,
+// ActorVendor), from the principal or the component that acts, never from
+// anything a client sent; the request id rides along as correlation only.
 type Actor struct {
-	Name    string // the request id, or ActorReconciler
-	TokenID string
+	Name      string
+	RequestID string
+	TokenID   string
 }
 
 type actorKey struct{}
@@ -61,10 +69,8 @@ func actorFrom(ctx context.Context) Actor {
 // logEvent writes one event for lic within tx.
 func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, lic License, event string, at time.Time) error {
 	a := actorFrom(ctx)
-	e := Event{LicenseID: lic.ID, ConsumerID: lic.ConsumerID, Event: event, Actor: a.Name, CreatedAt: at}
-	if a.TokenID != "" {
-		e.TokenID = &a.TokenID
-	}
+	e := Event{LicenseID: lic.ID, ConsumerID: lic.ConsumerID, Event: event, Actor: a.Name,
+		RequestID: nonEmpty(a.RequestID), TokenID: nonEmpty(a.TokenID), CreatedAt: at}
 	if err := tx.Create(&e).Error; err != nil {
 		return fmt.Errorf("record license event: %w", err)
 	}

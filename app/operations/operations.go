@@ -44,15 +44,22 @@ func (s Set) List() []idempotency.Declared {
 // requestActor names the request and its token as the actor of what the
 // licenses service records for call.
 func requestActor(ctx context.Context, call idempotency.Call) context.Context {
-	return licenses.WithActor(ctx, licenses.Actor{Name: call.RequestID, TokenID: call.TokenID})
+	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorRequest, RequestID: call.RequestID, TokenID: call.TokenID})
 }
 
 // reconcilerActor names the reconciler, on behalf of the token that asked,
 // in the audit trail of what it does for rec.
 func reconcilerActor(ctx context.Context, rec *idempotency.Record) context.Context {
-	a := licenses.Actor{Name: licenses.ActorReconciler}
+	a := licenses.Actor{Name: licenses.ActorReconciler, RequestID: deref(rec.CorrelationID)}
 	if rec.RequestedBy != nil {
 		a.TokenID = *rec.RequestedBy
 	}
 	return licenses.WithActor(ctx, a)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
