@@ -354,3 +354,28 @@ func TestClientHangUpStillCompletesTheCreate(t *testing.T) {
 		a.wantVendorCalls("", 2)
 	})
 }
+
+// A JSON string that is not valid UTF-8 is refused with 422 on its field,
+// in every body the API reads, never read with its bad bytes replaced (two
+// different bodies would fingerprint alike). Nothing is recorded.
+func TestInvalidUTF8IsRefused(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		r := a.do(http.MethodPost, "/api/licenses", "{\"name\":\"Ac\xffme\",\"domain\":\"acme.test\"}", keyed(acme, "utf8-1")...)
+		body := r.wantError(http.StatusUnprocessableEntity, "")
+		if errs, _ := body["errors"].(map[string]any); errs == nil || errs["name"] == nil {
+			t.Errorf("errors = %v, want one on name", body["errors"])
+		}
+		if rec := a.record("utf8-1"); rec != nil {
+			t.Errorf("a refused body was recorded: %s", rec.Status)
+		}
+		root := bearer(a.token("ops", "*"))
+		r = a.do(http.MethodPost, "/api/tokens", "{\"consumer\":\"glo\xfebex\",\"abilities\":[\"licenses:read\"]}", root...)
+		body = r.wantError(http.StatusUnprocessableEntity, "")
+		if errs, _ := body["errors"].(map[string]any); errs == nil || errs["consumer"] == nil {
+			t.Errorf("errors = %v, want one on consumer", body["errors"])
+		}
+		a.wantVendorCalls("POST", 0)
+	})
+}

@@ -65,6 +65,9 @@ func decodeJSON(b []byte, v any) error {
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
 		return errMalformedJSON
 	}
+	if field := request.InvalidUTF8Field(b); field != "" { // refused, not read with the bad bytes replaced
+		return validationError(map[string][]string{field: {request.InvalidUTF8(field)}})
+	}
 	err := json.Unmarshal(b, v)
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {

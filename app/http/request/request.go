@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"mime"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Errors a body is refused with before any rule is checked.
@@ -54,7 +56,9 @@ func Object(b []byte) (map[string]json.RawMessage, error) {
 
 // String reads the string field name of raw into dst: absent or null leaves
 // dst "" (the rules decide whether that is allowed); any other JSON type is
-// Laravel's "must be a string." message, returned ("" when none).
+// Laravel's "must be a string." message, returned ("" when none). A string
+// that is not valid UTF-8 is refused too, rather than read with its bad
+// bytes replaced (two different bodies would then be one intent).
 func String(raw map[string]json.RawMessage, name string, dst *string) string {
 	v, ok := raw[name]
 	if !ok || string(v) == "null" {
@@ -63,5 +67,34 @@ func String(raw map[string]json.RawMessage, name string, dst *string) string {
 	if v[0] != '"' || json.Unmarshal(v, dst) != nil {
 		return "The " + name + " field must be a string."
 	}
+	if !utf8.Valid(v) {
+		return InvalidUTF8(name)
+	}
 	return ""
+}
+
+// InvalidUTF8 is the message for a field whose string is not valid UTF-8.
+func InvalidUTF8(field string) string { return "The " + field + " field must be valid UTF-8." }
+
+// InvalidUTF8Field names the first field of a JSON object body (in sorted
+// order) whose value holds bytes that are not valid UTF-8; "" when none.
+func InvalidUTF8Field(b []byte) string {
+	if utf8.Valid(b) {
+		return ""
+	}
+	raw, err := Object(b)
+	if err != nil {
+		return ""
+	}
+	names := make([]string, 0, len(raw))
+	for k, v := range raw {
+		if !utf8.Valid(v) || !utf8.ValidString(k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return strings.ToValidUTF8(names[0], "\uFFFD")
 }
