@@ -20,6 +20,10 @@ const (
 	EnvProduction = "production"
 )
 
+// minWebhookSecret is the shortest VENDOR_WEBHOOK_SECRET production takes:
+// 32 bytes, as long as the HMAC-SHA256 it keys.
+const minWebhookSecret = 32
+
 // Config is every setting licensor reads, already parsed and validated.
 type Config struct {
 	Env             string
@@ -175,6 +179,10 @@ func (v *values) load() Config {
 	for _, secret := range strings.Split(v.str("VENDOR_WEBHOOK_SECRET", ""), ",") {
 		if secret = strings.TrimSpace(secret); secret != "" {
 			c.Vendor.WebhookSecrets = append(c.Vendor.WebhookSecrets, secret)
+			if c.Env == EnvProduction && len(secret) < minWebhookSecret {
+				v.fail("VENDOR_WEBHOOK_SECRET", "a secret of %d bytes is refused in production: give each at least %d (e.g. openssl rand -hex 32)",
+					len(secret), minWebhookSecret)
+			}
 		}
 	}
 	if c.Vendor.Driver == "http" {

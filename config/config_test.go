@@ -302,3 +302,27 @@ func TestReadConns(t *testing.T) {
 		t.Errorf("DB_READ_CONNS=-1: %v, want an error naming it", err)
 	}
 }
+
+// Production refuses a VENDOR_WEBHOOK_SECRET shorter than 32 bytes (any one
+// of a rotation's), naming the variable but not the secret; elsewhere a
+// short one is taken, for local work and tests.
+func TestProductionRefusesAShortWebhookSecret(t *testing.T) {
+	t.Chdir(t.TempDir())
+	long := strings.Repeat("s", 32)
+	prod := map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true",
+		"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	for name, secrets := range map[string]string{"short": "whsec_short", "one of two short": long + ",whsec_short"} {
+		prod["VENDOR_WEBHOOK_SECRET"] = secrets
+		_, err := Load(envOf(prod))
+		if err == nil || !strings.Contains(err.Error(), "VENDOR_WEBHOOK_SECRET") || strings.Contains(err.Error(), "whsec_short") {
+			t.Errorf("%s: err = %v, want VENDOR_WEBHOOK_SECRET named, the secret not shown", name, err)
+		}
+	}
+	prod["VENDOR_WEBHOOK_SECRET"] = long
+	if _, err := Load(envOf(prod)); err != nil {
+		t.Errorf("a 32-byte secret was refused: %v", err)
+	}
+	if _, err := Load(envOf(map[string]string{"VENDOR_WEBHOOK_SECRET": "whsec_short"})); err != nil {
+		t.Errorf("a short secret outside production was refused: %v", err)
+	}
+}

@@ -395,3 +395,17 @@ func (a *app) plantRecord(consumer, key, body, status string, leaseFromNow time.
 		a.t.Fatal(err)
 	}
 }
+
+// The auto: prefix is the server's: a client's Idempotency-Key that starts
+// with it is refused (400 idempotency_key_invalid), nothing recorded, so no
+// client intent is ever shown as a keyless one.
+func TestAutoPrefixIsReservedForTheServer(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	acme := a.consumer("acme")
+	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "auto:req-1")...).wantError(http.StatusBadRequest, "idempotency_key_invalid")
+	if rec := a.record("auto:req-1"); rec != nil {
+		t.Errorf("a client's auto: key was recorded: %s", rec.Status)
+	}
+	a.wantVendorCalls("GET", 0)
+	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "autos:1")...).wantStatus(http.StatusCreated)
+}

@@ -72,11 +72,15 @@ func (g *Guard) unkeyed(a *attempt) error {
 	return g.execute(a, "executed")
 }
 
+// autoPrefix begins the keys the server makes for requests sent without
+// one; a client's Idempotency-Key may not (it would be shown as server-made).
+const autoPrefix = "auto:"
+
 // keepAuto reserves rec under "auto:<request id>", or under a fresh id when
 // a client sent the same request id twice.
 func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) error {
 	var err error
-	for _, key := range []string{"auto:" + requestID, "auto:" + ulid.Make().String()} {
+	for _, key := range []string{autoPrefix + requestID, autoPrefix + ulid.Make().String()} {
 		rec.ID, rec.Key = 0, key
 		var ok bool
 		if _, ok, err = g.cfg.Store.Reserve(ctx, rec); ok {

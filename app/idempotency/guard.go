@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -99,7 +100,7 @@ func (g *Guard) key(c echo.Context, keyFrom func(echo.Context) string) (string, 
 		}
 		return "", nil
 	}
-	if len(vals) > 1 || !validKey(vals[0]) {
+	if len(vals) > 1 || !validKey(vals[0]) || strings.HasPrefix(vals[0], autoPrefix) {
 		return "", ErrKeyInvalid
 	}
 	return vals[0], nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -56,7 +57,7 @@ var intentColumns = []string{"id", "public_id", "consumer_id", "operation", "ide
 func (s *Store) intent(r *Record) Intent {
 	in := Intent{
 		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
-		KeyDigest: s.KeyDigest(r.Key), Auto: len(r.Key) > 5 && r.Key[:5] == "auto:",
+		KeyDigest: s.KeyDigest(r.Key), Auto: strings.HasPrefix(r.Key, autoPrefix),
 		ExternalRef: deref(r.ExternalRef), ResourceType: deref(r.ResourceType), ResourceID: deref(r.ResourceID),
 		CorrelationID: deref(r.CorrelationID), RequestedBy: deref(r.RequestedBy),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,

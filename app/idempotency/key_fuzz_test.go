@@ -87,9 +87,10 @@ func FuzzIdempotencyKey(f *testing.F) {
 }
 
 // keyRuleHolds is the documented rule, written independently of key: 1 to 255
-// characters, each visible ASCII (0x21 '!' to 0x7E '~').
+// characters, each visible ASCII (0x21 '!' to 0x7E '~'), not starting
+// "auto:" (the server's prefix).
 func keyRuleHolds(k string) bool {
-	if len(k) < 1 || len(k) > 255 {
+	if len(k) < 1 || len(k) > 255 || len(k) >= 5 && k[:5] == "auto:" {
 		return false
 	}
 	return strings.Trim(k, "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") == ""
