@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -408,4 +410,36 @@ func TestAutoPrefixIsReservedForTheServer(t *testing.T) {
 	}
 	a.wantVendorCalls("GET", 0)
 	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "autos:1")...).wantStatus(http.StatusCreated)
+}
+
+// The access line of every authenticated request names who asked: the
+// consumer and the token id (never the token); an unauthenticated one
+// names nobody.
+func TestAccessLogNamesTheTokenThatAsked(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	issued, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.do(http.MethodGet, "/api/licenses", "", bearer(issued.Secret)...).wantStatus(http.StatusOK)
+	a.do(http.MethodGet, "/api/licenses", "").wantStatus(http.StatusUnauthorized)
+	var lines []map[string]any
+	for _, l := range strings.Split(a.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d access lines, want 2", len(lines))
+	}
+	if lines[0]["token_id"] != issued.ID || lines[0]["consumer_id"] == nil || lines[0]["consumer_id"] == "" {
+		t.Errorf("the authenticated line: %v, want token_id %s and its consumer", lines[0], issued.ID)
+	}
+	if _, ok := lines[1]["token_id"]; ok {
+		t.Errorf("the unauthenticated line names a token: %v", lines[1])
+	}
+	if strings.Contains(a.logs.String(), issued.Secret) {
+		t.Error("the token reached the log")
+	}
 }

@@ -97,6 +97,9 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", RequestID(c)),
 		}
+		if p := principal(c); p.TokenID != "" { // who asked, for every authenticated request (never the token itself)
+			attrs = append(attrs, slog.String("consumer_id", p.ConsumerID), slog.String("token_id", p.TokenID))
+		}
 		if a := c.idempotency.LogAttrs(); a != nil {
 			attrs = append(attrs, slog.Attr{Key: "idempotency", Value: slog.GroupValue(a...)})
 		}
