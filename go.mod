@@ -1,6 +1,6 @@
 module github.com/licensor-api/licensor
 
-go 1.26.10
+go 1.26.0
 
 // The toolchain CI and releases build with: Go older than 1.26.10 carries
 // known standard-library vulnerabilities (one reachable: MIME header parsing).

@@ -47,6 +47,10 @@ func serve(ctx context.Context, e env) error {
 		"app_key", cfg.KeySource,
 		"work_budget", idempotency.WorkBudget(cfg.Idempotency.LockTimeout).String(),
 	)
+	if v := readBuildVersion(); v.KnownVulnerable() {
+		log.Warn("built with a Go that has known standard-library vulnerabilities: rebuild with the toolchain go.mod names (GOTOOLCHAIN=go1.27.3 go build)",
+			"go", v.Go)
+	}
 	var background sync.WaitGroup
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	defer func() { stopBackground(); background.Wait() }()

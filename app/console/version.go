@@ -64,6 +64,27 @@ func buildVersionOf(bi *debug.BuildInfo, ok bool) buildVersion {
 
 var _ fmt.Stringer = buildVersion{}
 
+// patchedGo is the first Go without the standard-library vulnerabilities
+// known to reach licensor (MIME header parsing): go.mod's toolchain line
+// builds with a later one wherever the go command may switch toolchains.
+var patchedGo = [3]int{1, 26, 10}
+
+// KnownVulnerable reports whether the binary was built by a Go older than
+// patchedGo (a machine whose GOTOOLCHAIN is "local" ignores go.mod's
+// toolchain line): serve says so at start, rather than run silently on it.
+func (v buildVersion) KnownVulnerable() bool {
+	var got [3]int
+	if n, _ := fmt.Sscanf(v.Go, "go%d.%d.%d", &got[0], &got[1], &got[2]); n < 2 {
+		return false // a development build, or unknown: nothing to compare
+	}
+	for i := range got {
+		if got[i] != patchedGo[i] {
+			return got[i] < patchedGo[i]
+		}
+	}
+	return false
+}
+
 // UserAgent is the User-Agent the vendor driver sends: licensor/<Version>.
 func (v buildVersion) UserAgent() string { return "licensor/" + v.Version }
 

@@ -178,3 +178,18 @@ func TestHelpHouseStyle(t *testing.T) {
 		t.Errorf("vendor-sim --help = %v:\n%s\nwant the protocol described, no path outside the repository", err, stderr.String())
 	}
 }
+
+// A binary built by a Go older than 1.26.10 knows it (serve warns at start,
+// since a local toolchain ignores go.mod's toolchain line); a patched,
+// newer, development or unknown one does not claim to.
+func TestKnownVulnerableGo(t *testing.T) {
+	for goVersion, want := range map[string]bool{
+		"go1.26.8": true, "go1.25.12": true, "go1.26.9": true,
+		"go1.26.10": false, "go1.27.3": false, "go1.27": false, "go2.0.0": false,
+		"devel go1.27-abcdef": false, "unknown": false, "": false,
+	} {
+		if got := (buildVersion{Go: goVersion}).KnownVulnerable(); got != want {
+			t.Errorf("KnownVulnerable(%q) = %v, want %v", goVersion, got, want)
+		}
+	}
+}
