@@ -196,11 +196,10 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error)
 	}
 	var resp Response
 	a := &attempt{rec: rec, prior: prior, parent: req.Context(), requestID: call.RequestID,
-		work: func(ctx context.Context) (Response, Outcome, error) {
-			var o Outcome
-			var err error
-			resp, o, err = op.Run(ctx, g.owned(call, rec), in)
-			return resp, o, err
+		work: func(ctx context.Context) (r Response, o Outcome, err error) {
+			r, o, err = op.Run(ctx, g.owned(call, rec), in)
+			resp = r // what is written when the work succeeds
+			return r, o, err
 		}}
 	var stored *Record
 	if key == "" { // the server makes the key: the intent is on the record all the same
