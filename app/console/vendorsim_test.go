@@ -257,11 +257,17 @@ func TestVendorSimSendsSignedWebhooks(t *testing.T) {
 	}
 	mu.Unlock()
 
-	_, stats := call("GET", "/_sim/stats", "")
+	// The simulator counts a delivery once its answer is back, a moment
+	// after the receiver got it: wait for the counts to settle.
+	var stats string
 	var st struct {
 		Webhooks map[string]int `json:"webhooks"`
 	}
-	if err := json.Unmarshal([]byte(stats), &st); err != nil || st.Webhooks["delivered"] != 2 || st.Webhooks["sent"] != 2 || st.Webhooks["pending"] != 0 {
+	settled := testkit.Poll(10*time.Second, func() bool {
+		_, stats = call("GET", "/_sim/stats", "")
+		return json.Unmarshal([]byte(stats), &st) == nil && st.Webhooks["pending"] == 0
+	})
+	if !settled || st.Webhooks["delivered"] != 2 || st.Webhooks["sent"] != 2 || st.Webhooks["pending"] != 0 {
 		t.Errorf("stats %s, want 2 webhooks sent and delivered", stats)
 	}
 	if _, list := call("GET", "/sites?page=1&per_page=1", ""); !strings.Contains(list, `"status":"suspended"`) ||
