@@ -239,6 +239,60 @@ func TestVendorWebhookEventIdReusedIsAConflict(t *testing.T) {
 	})
 }
 
+// The operator views show a vendor event's intent as the document says:
+// operation webhooks.vendor, no consumer (consumer and consumer_id null),
+// its site as external_ref; in the list, alone and filtered by status,
+// after a conflicting redelivery of its id too. Every response here is
+// checked against docs/openapi.yaml (the in-process client does that).
+func TestVendorWebhookIntentsInOperatorViews(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		admin := bearer(a.token("ops", "intents:manage"))
+		lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
+		site, now := lic["vendor_site_id"].(string), time.Now()
+		event := vendorEventBody("evt_seen", "site.suspended", now.Add(-time.Minute), site, "")
+		a.webhook(event, signature(now, event, webhookSecret)).wantStatus(http.StatusOK)
+		other := vendorEventBody("evt_seen", "site.deleted", now.Add(-time.Minute), site, "")
+		a.webhook(other, signature(now, other, webhookSecret)).wantError(http.StatusConflict, "event_conflict")
+
+		list := a.do(http.MethodGet, "/api/intents?status=completed", "", admin...).wantStatus(http.StatusOK).json()
+		var hook map[string]any
+		for _, v := range list["data"].([]any) {
+			in := v.(map[string]any)
+			switch in["operation"] {
+			case "webhooks.vendor":
+				if hook != nil {
+					t.Errorf("a second webhook intent %v: the conflicting redelivery was recorded", in)
+				}
+				hook = in
+			case "licenses.store":
+				if in["consumer"] != "acme" || in["consumer_id"] == nil {
+					t.Errorf("the consumer's create shows consumer %v (%v), want acme", in["consumer"], in["consumer_id"])
+				}
+			}
+		}
+		if hook == nil {
+			t.Fatalf("no webhooks.vendor intent in %v", list["data"])
+		}
+		if v, ok := hook["consumer"]; !ok || v != nil {
+			t.Errorf("webhook intent consumer = %v (present %v), want null", v, ok)
+		}
+		if v, ok := hook["consumer_id"]; !ok || v != nil {
+			t.Errorf("webhook intent consumer_id = %v (present %v), want null", v, ok)
+		}
+		if hook["external_ref"] != site || hook["resource_type"] != "site" || hook["token_id"] != nil {
+			t.Errorf("webhook intent = %v, want its site %s, resource_type site, no token", hook, site)
+		}
+		one := a.do(http.MethodGet, "/api/intents/"+hook["id"].(string), "", admin...).wantStatus(http.StatusOK).json()["data"].(map[string]any)
+		if one["operation"] != "webhooks.vendor" || one["consumer"] != nil || one["consumer_id"] != nil {
+			t.Errorf("GET the webhook intent = %v, want webhooks.vendor and no consumer", one)
+		}
+		// A consumer never sees it, not even by its id.
+		a.do(http.MethodGet, "/api/operations/"+hook["id"].(string), "", acme...).wantStatus(http.StatusNotFound)
+	})
+}
+
 // The audit trail's actor is what the server knows acted, never a header:
 // a consumer's request with X-Request-Id "vendor" (or "reconciler") is
 // shown as actor request, its id kept as request_id, correlation only.

@@ -251,7 +251,7 @@ func fields(in idempotency.Intent, consumer string) [][2]string {
 		}
 	}
 	return [][2]string{
-		{"id", v.ID}, {"consumer", orNone(&v.Consumer)}, {"consumer_id", v.ConsumerID},
+		{"id", v.ID}, {"consumer", orNone(v.Consumer)}, {"consumer_id", orNone(v.ConsumerID)},
 		{"operation", v.Operation.Operation}, {"status", v.Status}, {"attempts", strconv.Itoa(v.Attempts)},
 		{"key_digest", v.KeyDigest}, {"key_source", v.KeySource}, {"external_ref", orNone(v.ExternalRef)},
 		{"resource_type", orNone(v.ResourceType)}, {"resource_id", orNone(v.ResourceID)},
@@ -281,7 +281,7 @@ func writeIntents(w io.Writer, intents []idempotency.Intent, names map[string]st
 	fmt.Fprintln(tw, "ID\tCONSUMER\tOPERATION\tSTATUS\tATTEMPTS\tKEY\tREF\tNEXT ATTEMPT\tCREATED\tUPDATED")
 	for i, v := range views {
 		in := intents[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, orNone(&v.Consumer), v.Operation.Operation,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, orNone(v.Consumer), v.Operation.Operation,
 			v.Status, v.Attempts, keyColumn(v), orNone(v.ExternalRef), humanTime(in.NextAttemptAt),
 			humanTime(&in.CreatedAt), humanTime(&in.UpdatedAt))
 	}

@@ -16,7 +16,7 @@ import (
 // raw key (a digest of it), never the stored request or response body.
 type Intent struct {
 	ID            string // the public id
-	ConsumerID    string
+	ConsumerID    string // "" for an intent of no consumer's (SystemConsumer)
 	Operation     string
 	Status        string
 	Attempts      int
@@ -61,6 +61,9 @@ func (s *Store) intent(r *Record) Intent {
 		ExternalRef: deref(r.ExternalRef), ResourceType: deref(r.ResourceType), ResourceID: deref(r.ResourceID),
 		CorrelationID: deref(r.CorrelationID), RequestedBy: deref(r.RequestedBy),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if r.ConsumerID == SystemConsumer {
+		in.ConsumerID = ""
 	}
 	if r.Status == StatusPending || r.Status == StatusFailed {
 		in.NextAttemptAt = r.LockedUntil

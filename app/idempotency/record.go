@@ -95,6 +95,12 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 // Ref is the record's public id, "" for none.
 func (r *Record) Ref() string { return deref(r.PublicID) }
 
+// SystemConsumer is the consumer id an intent that belongs to no consumer
+// is recorded under (the vendor's events): beside the consumers' intents,
+// never among them, as no consumer's id is it (theirs are ULIDs). Such an
+// intent shows no consumer (Intent.ConsumerID is "").
+const SystemConsumer = "vendor"
+
 // Scope identifies a record: unique on (consumer, operation, key).
 type Scope struct {
 	ConsumerID string

@@ -13,9 +13,9 @@ import (
 	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
-// VendorConsumer is the consumer the vendor's events are recorded under,
-// beside (never among) the consumers' own intents.
-const VendorConsumer = "vendor"
+// VendorConsumer is the consumer the vendor's events are recorded under:
+// none, beside (never among) the consumers' own intents.
+const VendorConsumer = idempotency.SystemConsumer
 
 // Received is the answer to every event taken: applied now, applied before,
 // or of a type licensor does not act on.

@@ -44,8 +44,8 @@ const (
 // a token or a stored body. A nil pointer is an empty field, JSON null.
 type Intent struct {
 	Operation
-	Consumer      string  `json:"consumer"` // the consumer's name; "" when it has none
-	ConsumerID    string  `json:"consumer_id"`
+	Consumer      *string `json:"consumer"`    // the consumer's name; null for an intent of no consumer's (a vendor event)
+	ConsumerID    *string `json:"consumer_id"` // null for an intent of no consumer's
 	KeyDigest     string  `json:"key_digest"`
 	KeySource     string  `json:"key_source"` // KeySourceClient or KeySourceServer
 	ExternalRef   *string `json:"external_ref"`
@@ -57,19 +57,24 @@ type Intent struct {
 }
 
 // NewIntent is the operator's view of in, whose consumer is named
-// consumerName.
+// consumerName; an intent of no consumer's (in.ConsumerID "") shows null
+// for both.
 func NewIntent(in idempotency.Intent, consumerName string) Intent {
 	source := KeySourceClient
 	if in.Auto {
 		source = KeySourceServer
 	}
-	return Intent{
+	v := Intent{
 		Operation: NewOperation(in),
-		Consumer:  consumerName, ConsumerID: in.ConsumerID, KeyDigest: in.KeyDigest, KeySource: source,
+		KeyDigest: in.KeyDigest, KeySource: source,
 		ExternalRef: StringOrNil(in.ExternalRef), ResourceType: StringOrNil(in.ResourceType),
 		ResourceID: StringOrNil(in.ResourceID), RequestID: StringOrNil(in.CorrelationID),
 		TokenID: StringOrNil(in.RequestedBy), NextAttemptAt: TimeOrNil(in.NextAttemptAt),
 	}
+	if in.ConsumerID != "" {
+		v.Consumer, v.ConsumerID = &consumerName, &in.ConsumerID
+	}
+	return v
 }
 
 // NewIntents is the operator's view of each of intents, in order, their

@@ -29,7 +29,7 @@ func TestTime(t *testing.T) {
 // The objects' JSON, byte for byte, as the API has always answered it
 // (docs/openapi.yaml's Operation and Intent): every Intent field present,
 // an empty one null, except consumer (a string, "" for a consumer with no
-// name) and result (absent until completed, and its location absent but
+// name; null with consumer_id for an intent of no consumer's) and result (absent until completed, and its location absent but
 // for a create).
 func TestIntentJSON(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.FixedZone("CET", 3600))
@@ -62,6 +62,14 @@ func TestIntentJSON(t *testing.T) {
 			`{"id":"01C","operation":"licenses.destroy","status":"completed","attempts":0,"created_at":"2026-11-30T09:00:00.123456Z","updated_at":"2026-11-30T09:00:00.123456Z","result":{"status":204}}`,
 			`{"id":"01C","operation":"licenses.destroy","status":"completed","attempts":0,"created_at":"2026-11-30T09:00:00.123456Z","updated_at":"2026-11-30T09:00:00.123456Z","result":{"status":204},"consumer":"globex","consumer_id":"c3","key_digest":"","key_source":"client","external_ref":null,"resource_type":null,"resource_id":null,"request_id":null,"token_id":null,"next_attempt_at":null}`,
 		},
+		{
+			idempotency.Intent{ID: "01D", Operation: "webhooks.vendor", Status: idempotency.StatusCompleted, Attempts: 1,
+				KeyDigest: "0a1", ResourceType: "site", ExternalRef: "site_1", CorrelationID: "req-hook",
+				CreatedAt: at, UpdatedAt: at, Result: &idempotency.Result{Status: 200}},
+			"",
+			`{"id":"01D","operation":"webhooks.vendor","status":"completed","attempts":1,"created_at":"2026-11-30T09:00:00.123456Z","updated_at":"2026-11-30T09:00:00.123456Z","result":{"status":200}}`,
+			`{"id":"01D","operation":"webhooks.vendor","status":"completed","attempts":1,"created_at":"2026-11-30T09:00:00.123456Z","updated_at":"2026-11-30T09:00:00.123456Z","result":{"status":200},"consumer":null,"consumer_id":null,"key_digest":"0a1","key_source":"client","external_ref":"site_1","resource_type":"site","resource_id":null,"request_id":"req-hook","token_id":null,"next_attempt_at":null}`,
+		},
 	} {
 		if got := marshal(t, NewOperation(c.in)); got != c.operation {
 			t.Errorf("NewOperation(%s) =\n%s\nwant\n%s", c.in.ID, got, c.operation)
@@ -83,8 +91,14 @@ func TestNewIntents(t *testing.T) {
 	if len(got) != 3 || got[0].ID != "1" || got[1].ID != "2" || got[2].ID != "3" {
 		t.Fatalf("NewIntents = %+v, want 1, 2, 3 in order", got)
 	}
-	if got[0].Consumer != "acme" || got[1].Consumer != "" || got[2].Consumer != "acme" {
-		t.Errorf("consumers = %q, %q, %q; want acme, \"\", acme", got[0].Consumer, got[1].Consumer, got[2].Consumer)
+	name := func(v Intent) string {
+		if v.Consumer == nil {
+			return "<nil>"
+		}
+		return *v.Consumer
+	}
+	if name(got[0]) != "acme" || name(got[1]) != "" || name(got[2]) != "acme" {
+		t.Errorf("consumers = %q, %q, %q; want acme, \"\", acme", name(got[0]), name(got[1]), name(got[2]))
 	}
 }
 
