@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -213,6 +215,51 @@ func TestVendorWebhookFromTheFutureIsRefused(t *testing.T) {
 		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
 			t.Errorf("status after a real event = %v, want suspended", got)
 		}
+	})
+}
+
+// A license frozen before webhooks bounded created (a mark ahead of now;
+// on SQLite, one in milliseconds that no read could parse and that failed
+// every read of the license) is repaired by migration 00013: its reads
+// answer again, and the next real event applies.
+func TestVendorEventMarksFromTheFutureAreRepaired(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		now := time.Now()
+		marks := map[string]time.Time{"ahead": now.AddDate(3, 0, 0)}
+		if db.Dialect == database.SQLite {
+			marks["in milliseconds"] = time.Unix(now.UnixMilli(), 0) // MariaDB refuses to store it
+		}
+		m, err := database.NewMigrator(db.Gorm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := m.Down(context.Background()); err != nil || v != 13 {
+			t.Fatalf("migrate down = %d, %v; want 13 rolled back", v, err)
+		}
+		ids := map[string]string{}
+		for name, mark := range marks {
+			body := `{"name":"Acme","domain":"` + strings.ReplaceAll(name, " ", "-") + `.frozen.test"}`
+			lic := a.do(http.MethodPost, "/api/licenses", body, acme...).wantStatus(http.StatusCreated).licenseData()
+			if err := db.Gorm.Exec("UPDATE licenses SET vendor_event_at = ? WHERE id = ?", mark.UTC(), lic["id"]).Error; err != nil {
+				t.Fatalf("%s: store the mark: %v", name, err)
+			}
+			ids[name] = lic["id"].(string) + " " + lic["vendor_site_id"].(string)
+		}
+		if _, err := m.Up(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for name, both := range ids {
+			id, site, _ := strings.Cut(both, " ")
+			a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK)
+			body := vendorEventBody("evt_after_repair_"+site, "site.suspended", now.Add(-time.Minute), site, "")
+			a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+			if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
+				t.Errorf("%s: status after a real event = %v, want suspended (the mark still outranks it)", name, got)
+			}
+		}
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK)
 	})
 }
 
