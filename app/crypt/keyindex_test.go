@@ -57,7 +57,7 @@ func TestKeyIndex(t *testing.T) {
 // A fingerprint is 8 hex characters, the same for one key whatever its
 // place, different for two keys, and no prefix of anything the key derives
 // for encryption or digests, nor of the key itself.
-func TestFingerprint(t *testing.T) {
+func TestKeyFingerprint(t *testing.T) {
 	c := mustNew(t, keyB, keyA)
 	again := mustNew(t, keyA, keyB)
 	hex8 := regexp.MustCompile(`^[0-9a-f]{8}$`)
