@@ -61,7 +61,7 @@ func commands() []command {
 		{"prune", "one pass deleting expired idempotency records", prune},
 		{"drift", "compare the vendor's sites with the licenses; --fix applies the vendor's state", drift},
 		{"intents", "list, show or retry intents (idempotency records) in the database", intentsCmd},
-		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY", keysCmd},
+		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY; status: count them by key", keysCmd},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
 		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", licensesCmd},
 		{"backup", "a consistent copy of the SQLite database while serve runs (MySQL: mysqldump)", backup},

@@ -27,48 +27,88 @@ transaction, and a row the application rewrote meanwhile is left to it: the
 command is safe to run while serve runs. It prints what it did per column,
 and fails (exit 1) when a value opens under no configured key.
 
-To rotate APP_KEY:
-  1. make a key: echo base64:$(head -c 32 /dev/urandom | base64)
-  2. on every replica set APP_PREVIOUS_KEYS=<the old APP_KEY> and
-     APP_KEY=<the new key>, and restart them all: from then on every replica
-     writes under the new key and still reads the old one
+To rotate APP_KEY, each step a rolling restart (one replica at a time), so
+that no replica ever meets a value sealed under a key it does not hold:
+  1. make a key (echo base64:$(head -c 32 /dev/urandom | base64)) and add it
+     to APP_PREVIOUS_KEYS on every replica, APP_KEY unchanged; rolling
+     restart. Every replica can now read the new key; none writes under it
+  2. switch: on every replica APP_KEY=<the new key> and
+     APP_PREVIOUS_KEYS=<the old APP_KEY>; rolling restart. A switched
+     replica writes under the new key (which the others read since step 1)
+     and still reads the old one
   3. run licensor keys rotate (again, if it was interrupted)
-  4. drop the old key from APP_PREVIOUS_KEYS on every replica, and restart.
-API tokens are signed with the new APP_KEY from step 2; those issued under
-the old key keep verifying while it is in APP_PREVIOUS_KEYS and stop at
-step 4: issue new ones before then. Key digests in logs and intents change
-with APP_KEY too.
+  4. run licensor keys status until it reports no value under a previous
+     key (a value it counts as unreadable opens under no key given to it)
+  5. drop the old key from APP_PREVIOUS_KEYS on every replica; rolling
+     restart.
+Skipping step 1 (switching a replica while another holds only the old key)
+makes the other answer 503 key_unavailable for what the switched one wrote.
+API tokens are signed with APP_KEY, and keys rotate cannot re-sign them: a
+token signed with the old key (every token issued before its replica was
+switched at step 2) verifies while the old key is in APP_PREVIOUS_KEYS, and
+is refused (401) from step 5 on. Issue new tokens after step 2 (signed with
+the new key, which every replica verifies since step 1) and hand them out
+before step 5. Key digests in logs and intents change with APP_KEY, replica
+by replica at step 2.
 
 flags:
 `
 
-// keysCmd is `licensor keys rotate`.
+const keysStatusUsage = `usage: licensor keys status [--batch N] [--json]
+
+Counts the values of each column sealed at rest (those keys rotate
+re-encrypts) by what opens them: APP_KEY, each key of APP_PREVIOUS_KEYS (by
+its position in the list, and its fingerprint: 8 hex characters derived
+one-way from the key, the same for one key on every replica, never the key),
+nothing at all (plaintext, written before encryption at rest), or no key it
+is given (unreadable: sealed under a key missing here, or damaged). It reads
+in batches, changes nothing, and is safe to run while serve runs; the counts
+are per batch, not one snapshot. The last line says whether a previous key
+still seals values: once none does (after keys rotate), that key can be
+dropped from APP_PREVIOUS_KEYS (step 5 of keys rotate --help). Exit 0 when
+it could read the database, whatever it counted.
+
+flags:
+`
+
+// keysCmd is `licensor keys rotate|status`.
 func keysCmd(ctx context.Context, e env) error {
-	if len(e.args) == 0 || e.args[0] != "rotate" {
-		fmt.Fprint(e.stderr, keysRotateUsage)
-		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
-			return nil
-		}
-		if len(e.args) == 0 {
-			return usagef("keys: name a subcommand: rotate")
-		}
-		return usagef("keys: unknown subcommand %q (rotate)", e.args[0])
+	return runSubcommand(ctx, e, "keys", "Secrets encrypted at rest under APP_KEY; `licensor keys rotate --help` gives the rotation procedure.", []subcommand{
+		{"rotate", "re-encrypt every sealed value under the current APP_KEY", keysRotate},
+		{"status", "count the sealed values under each configured key; changes nothing", keysStatus},
+	})
+}
+
+// keysFlags parses the flags of keys rotate or status (--batch, and
+// --json when asJSON is not nil); ok is false when the command should
+// stop there (help printed, or err).
+func keysFlags(e env, name, usage, batchHelp string, asJSON *bool) (batch int, ok bool, err error) {
+	fs := flag.NewFlagSet("keys "+name, flag.ContinueOnError)
+	fs.IntVar(&batch, "batch", 500, batchHelp)
+	if asJSON != nil {
+		fs.BoolVar(asJSON, "json", false, "print a JSON object instead of a table")
 	}
-	e.args = e.args[1:]
-	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
-	batch := fs.Int("batch", 500, "rows per transaction")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), keysRotateUsage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	if ok, err := parseFlags(fs, e); !ok {
-		return err
+		return 0, false, err
 	}
 	if fs.NArg() > 0 {
-		return usagef("keys rotate: unexpected argument %q", fs.Arg(0))
+		return 0, false, usagef("keys %s: unexpected argument %q", name, fs.Arg(0))
 	}
-	if *batch < 1 {
-		return usagef("keys rotate: --batch must be at least 1")
+	if batch < 1 {
+		return 0, false, usagef("keys %s: --batch must be at least 1", name)
+	}
+	return batch, true, nil
+}
+
+// keysRotate is `licensor keys rotate`.
+func keysRotate(ctx context.Context, e env) error {
+	batch, ok, err := keysFlags(e, "rotate", keysRotateUsage, "rows per transaction", nil)
+	if !ok {
+		return err
 	}
 	b, err := loadBase(ctx, e)
 	if err != nil {
@@ -76,7 +116,7 @@ func keysCmd(ctx context.Context, e env) error {
 	}
 	var errs []error
 	for _, col := range sealedColumns {
-		r, err := col.rotate(ctx, b.DB, b.Cipher, *batch)
+		r, err := col.rotate(ctx, b.DB, b.Cipher, batch)
 		fmt.Fprintf(e.stdout, "%s.%s: %d checked, %d re-encrypted, %d already under APP_KEY, %d changed meanwhile, %d unreadable\n",
 			col.table, col.column, r.checked, r.resealed, r.current, r.raced, r.unreadableCount)
 		if r.unreadableCount > 0 {
@@ -125,10 +165,7 @@ type sealedRow struct {
 // the application, already under the current key, wins.
 func (col sealedColumn) rotate(ctx context.Context, db *gorm.DB, c *crypt.Cipher, batch int) (rotation, error) {
 	var total rotation
-	var after any = ""
-	if col.intID {
-		after = uint64(0)
-	}
+	after := col.firstID()
 	for {
 		var (
 			r    rotation
@@ -139,12 +176,9 @@ func (col sealedColumn) rotate(ctx context.Context, db *gorm.DB, c *crypt.Cipher
 		res := database.RetryOnConflict(ctx, func() *gorm.DB {
 			r, last, n = rotation{}, "", 0
 			return &gorm.DB{Error: db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-				var rows []sealedRow
-				err := tx.Table(col.table).Select("id", col.column+" AS stored").
-					Where("id > ?", after).Where(col.column + " IS NOT NULL").
-					Order("id").Limit(batch).Scan(&rows).Error
+				rows, err := col.readBatch(tx, after, batch)
 				if err != nil {
-					return fmt.Errorf("read %s: %w", col.table, err)
+					return err
 				}
 				n = len(rows)
 				for _, row := range rows {
@@ -163,15 +197,45 @@ func (col sealedColumn) rotate(ctx context.Context, db *gorm.DB, c *crypt.Cipher
 		if n < batch {
 			return total, nil
 		}
-		after = last // the next batch: the ids after the last one read
-		if col.intID {
-			id, err := strconv.ParseUint(last, 10, 64)
-			if err != nil {
-				return total, fmt.Errorf("keys rotate: %s: id %q: %w", col.table, last, err)
-			}
-			after = id
+		next, err := col.nextID(last)
+		if err != nil {
+			return total, fmt.Errorf("keys rotate: %w", err)
 		}
+		after = next
 	}
+}
+
+// firstID is where the first batch of the column starts: before every id.
+func (col sealedColumn) firstID() any {
+	if col.intID {
+		return uint64(0)
+	}
+	return ""
+}
+
+// readBatch reads up to batch rows of the column that hold a value, in id
+// order, from the first id after after.
+func (col sealedColumn) readBatch(db *gorm.DB, after any, batch int) ([]sealedRow, error) {
+	var rows []sealedRow
+	err := db.Table(col.table).Select("id", col.column+" AS stored").
+		Where("id > ?", after).Where(col.column + " IS NOT NULL").
+		Order("id").Limit(batch).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", col.table, err)
+	}
+	return rows, nil
+}
+
+// nextID is where the batch after one whose last id was last starts.
+func (col sealedColumn) nextID(last string) (any, error) {
+	if !col.intID {
+		return last, nil
+	}
+	id, err := strconv.ParseUint(last, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s: id %q: %w", col.table, last, err)
+	}
+	return id, nil
 }
 
 // reseal rewrites one row under the current key when it is not already.

@@ -35,11 +35,13 @@ import (
 const KeySize = 32
 
 const (
-	infoEncryption = "licensor encryption v1"
-	infoDigest     = "licensor key digest v1"
-	nonceSize      = 12 // openssl_cipher_iv_length('aes-256-gcm')
-	tagSize        = 16 // Laravel refuses any other tag length
-	digestBytes    = 6  // 12 hex characters
+	infoEncryption  = "licensor encryption v1"
+	infoDigest      = "licensor key digest v1"
+	infoFingerprint = "licensor key fingerprint v1"
+	nonceSize       = 12 // openssl_cipher_iv_length('aes-256-gcm')
+	tagSize         = 16 // Laravel refuses any other tag length
+	digestBytes     = 6  // 12 hex characters
+	fingerprintLen  = 4  // 8 hex characters
 )
 
 // envelopePrefix is how every envelope begins: the base64 of `{"iv":`, six
@@ -58,8 +60,9 @@ var (
 // Cipher encrypts and decrypts values at rest, and digests values for logs.
 // It is safe for concurrent use.
 type Cipher struct {
-	keys   []cipher.AEAD // the current key first, then the previous ones
-	digest []byte        // the HMAC key of Digest, derived from the current key
+	keys         []cipher.AEAD // the current key first, then the previous ones
+	fingerprints []string      // each key's Fingerprint, in the order of keys
+	digest       []byte        // the HMAC key of Digest, derived from the current key
 }
 
 // New returns a Cipher that encrypts under current and decrypts under
@@ -79,7 +82,12 @@ func New(current []byte, previous ...[]byte) (*Cipher, error) {
 		if err != nil {
 			return nil, fmt.Errorf("crypt: %s: %w", name, err)
 		}
+		fp, err := hkdf.Key(sha256.New, key, nil, infoFingerprint, fingerprintLen)
+		if err != nil {
+			return nil, fmt.Errorf("crypt: %s: %w", name, err)
+		}
 		c.keys = append(c.keys, aead)
+		c.fingerprints = append(c.fingerprints, hex.EncodeToString(fp))
 	}
 	digest, err := hkdf.Key(sha256.New, current, nil, infoDigest, sha256.Size)
 	if err != nil {
@@ -136,6 +144,34 @@ func (c *Cipher) Encrypt(plain []byte) (string, error) {
 func (c *Cipher) Decrypt(s string) ([]byte, error) {
 	plain, _, err := c.open(s)
 	return plain, err
+}
+
+// KeyIndex says which configured key opens the envelope s, without
+// returning what it holds: 0 for the current key (APP_KEY), n for the n-th
+// previous key (APP_PREVIOUS_KEYS, as New was given them). ErrInvalid when s
+// is no envelope (a value written in plaintext before encryption at rest is
+// none: ask Encrypted first), ErrDecrypt when no key opens it; the index is
+// -1 then.
+func (c *Cipher) KeyIndex(s string) (int, error) {
+	_, key, err := c.open(s)
+	return key, err
+}
+
+// PreviousKeys is how many previous keys the Cipher decrypts with.
+func (c *Cipher) PreviousKeys() int { return len(c.keys) - 1 }
+
+// Fingerprint names key i (numbered as KeyIndex numbers them) in a listing:
+// 8 hex characters of HKDF-SHA256 of the key, under an info string of its
+// own, so it is one-way and no key this package uses (it tells nothing of
+// the encryption or digest keys, and a 32-byte random key cannot be found
+// from it). The same key has the same fingerprint on every replica, so
+// operators can compare configurations without showing a key. "" when
+// there is no key i.
+func (c *Cipher) Fingerprint(i int) string {
+	if i < 0 || i >= len(c.fingerprints) {
+		return ""
+	}
+	return c.fingerprints[i]
 }
 
 // Reseal is one step of a key rotation: it returns s sealed under the current

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -114,6 +117,10 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	if e := fromDomainError(err); e != nil {
 		return e
 	}
+	if errors.Is(err, crypt.ErrDecrypt) {
+		s.keyWarning.note(s.log, s.now(), c)
+		return errKeyUnavailable
+	}
 	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
 		// The client hung up during a read: nothing to answer, no bug to page for.
 		s.log.Info("client went away", "request_id", RequestID(c), "route", c.Path())
@@ -126,6 +133,53 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	}
 	s.log.Error("internal error", "request_id", RequestID(c), "route", c.Path(), "error", err)
 	return errInternal
+}
+
+// keyUnavailableRetryAfter is the Retry-After, in seconds, of a 503
+// key_unavailable: long enough for a rolling restart to move on, or for
+// another replica to answer.
+const keyUnavailableRetryAfter = 5
+
+// errKeyUnavailable answers a request that met a value sealed under a key
+// this replica does not hold (crypt.ErrDecrypt): a replica configured
+// without a key another one writes under, mid-rotation. Nothing was done
+// that a retry would repeat; the body says nothing of keys or values.
+var errKeyUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "key_unavailable", RetryAfter: keyUnavailableRetryAfter,
+	Message: "This server cannot read the stored data right now. Retry later."}
+
+// keyWarningEvery is how often, at most, a replica logs that it met data
+// sealed under a key it does not hold: every request so refused is a 503
+// in the access log; the cause is told once per interval, with how many
+// requests it refused since it was last told.
+const keyWarningEvery = time.Minute
+
+// keyWarningMessage is the line keyWarning logs.
+const keyWarningMessage = "data sealed under a key this replica does not hold: check APP_KEY and APP_PREVIOUS_KEYS on every replica"
+
+// keyWarning logs the cause of 503 key_unavailable once per keyWarningEvery.
+// The zero value is ready to use.
+type keyWarning struct {
+	mu      sync.Mutex
+	last    time.Time // when the cause was last logged; zero: never
+	refused int       // requests refused since then, not counted in a line yet
+}
+
+// note counts one refused request and logs the cause when it was not
+// logged within keyWarningEvery. The line names no key, no value and no
+// envelope: only where to look.
+func (w *keyWarning) note(log *slog.Logger, now time.Time, c echo.Context) {
+	w.mu.Lock()
+	w.refused++
+	due := w.last.IsZero() || now.Sub(w.last) >= keyWarningEvery
+	refused := w.refused
+	if due {
+		w.last, w.refused = now, 0
+	}
+	w.mu.Unlock()
+	if !due {
+		return
+	}
+	log.Error(keyWarningMessage, "request_id", RequestID(c), "route", c.Path(), "refused", refused)
 }
 
 // fromEchoError maps the router's and Echo's own errors (404, 405, 413, …)

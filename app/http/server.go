@@ -66,6 +66,9 @@ type Server struct {
 	baseURL  string // APP_URL without a trailing slash
 	// webhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET).
 	webhookSecrets []string
+	// keyWarning tells, once a minute at most, why requests answer 503
+	// key_unavailable (see errors.go).
+	keyWarning keyWarning
 }
 
 // NewServer builds the Echo instance that serve runs and that the tests drive.
