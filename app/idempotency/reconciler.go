@@ -234,6 +234,13 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (S
 func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
 	now := r.now()
 	switch {
+	case rec.sealedErr != nil:
+		// Its request is sealed under a key this replica does not hold (a
+		// rotation under way, or a replica's keys mistyped): nothing was
+		// tried, so no attempt is counted and it never fails of it; it is
+		// due again after the first backoff, for this replica once it holds
+		// the key or for one that does.
+		return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now)
 	case err == nil && res.Done && res.Outcome.Kept: // completed with its local writes
 		return ResultCompleted, nil
 	case err == nil && res.Done:

@@ -298,6 +298,46 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 	})
 }
 
+// A pending intent whose stored request is sealed under a key this replica
+// does not hold is never resumed here and never fails of it, however many
+// passes meet it: no attempt is counted, and it waits, pending, for a
+// replica that holds the key, which then finishes it.
+func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		holder := newRig(t, db)
+		seed(t, holder.store, "k", func(r *Record) { r.RequestBody = []byte(`{"event":"sealed"}`) })
+		stranger := newRigWith(t, db, cipherOf(t, 9))
+		clock := testkit.NewClock(utcNow())
+		var resumed atomic.Int32
+		resume := func(_ context.Context, _ Call, rec *Record) (Resumption, error) {
+			resumed.Add(1)
+			if string(rec.RequestBody) != `{"event":"sealed"}` {
+				return Resumption{}, fmt.Errorf("resumed with request %q", rec.RequestBody)
+			}
+			return done, nil
+		}
+		rc := reconcilerFor(stranger, clock.Now, resume)
+		for pass := range rc.cfg.MaxAttempts + 2 {
+			settled, err := rc.RunOnce(context.Background())
+			if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
+				t.Fatalf("pass %d = %+v, %v; want one retry\n%s", pass, settled, err, stranger.log.String())
+			}
+			rec := stranger.find("op", "k")
+			if rec.Status != StatusPending || rec.Attempts != 1 {
+				t.Fatalf("after pass %d: %s, attempts %d; want pending, 1 (no attempt counted)", pass, rec.Status, rec.Attempts)
+			}
+			clock.Set(rec.LockedUntil.Add(time.Second))
+		}
+		if resumed.Load() != 0 {
+			t.Fatalf("resumed %d times without its request", resumed.Load())
+		}
+		settled, err := reconcilerFor(holder, clock.Now, resume).RunOnce(context.Background())
+		if err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
+			t.Fatalf("the key's holder = %+v, %v; want it completed\n%s", settled, err, holder.log.String())
+		}
+	})
+}
+
 // A pass whose context ends stops between records: what it settled is
 // reported with the context's error, and the next record is left for the
 // next pass, untouched.
