@@ -56,7 +56,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the HTTP API (the default)", serve},
 		{"migrate", "apply (up), roll back one (down) or list (status) migrations", migrate},
-		{"token", "issue, list or revoke API tokens", tokenCmd},
+		{"token", "issue, list or revoke API tokens; list their audit trail", tokenCmd},
 		{"reconcile", "one pass settling pending intents with the vendor", reconcile},
 		{"prune", "one pass deleting expired idempotency records", prune},
 		{"drift", "compare the vendor's sites with the licenses; --fix applies the vendor's state", drift},

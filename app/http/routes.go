@@ -32,6 +32,9 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))
+	// A static segment wins over :id in Echo's router, whatever the order;
+	// :id has DELETE only, and no token id is "events" (a ULID).
+	e.GET("/api/tokens/events", s.tokenEvents, s.ability(auth.TokensManage))
 	e.DELETE("/api/tokens/:id", s.revokeToken, s.ability(auth.TokensManage))
 }
 
