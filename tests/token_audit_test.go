@@ -247,3 +247,30 @@ func TestTokenChangeAndItsEventAreOneTransaction(t *testing.T) {
 		a.do(http.MethodGet, "/api/licenses", "", bearer(victim.Secret)...).wantStatus(http.StatusUnauthorized)
 	})
 }
+
+// The access line of a request refused after its token was verified (403
+// missing_ability, 429 rate_limited) names the token and its consumer too.
+func TestAccessLogNamesTheTokenOfARefusedRequest(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"), rateLimited(1))
+	tok := a.issued("acme", auth.LicensesRead)
+	a.do(http.MethodGet, "/api/tokens", "", bearer(tok.Secret)...).wantError(http.StatusForbidden, "missing_ability")
+	a.do(http.MethodGet, "/api/licenses", "", bearer(tok.Secret)...).wantError(http.StatusTooManyRequests, "rate_limited")
+	var lines []map[string]any
+	for _, l := range strings.Split(a.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d access lines, want 2:\n%s", len(lines), a.logs.String())
+	}
+	for _, l := range lines {
+		if l["token_id"] != tok.ID || l["consumer_id"] != tok.ConsumerID {
+			t.Errorf("access line %v: want token_id %s and consumer_id %s", l, tok.ID, tok.ConsumerID)
+		}
+	}
+	if strings.Contains(a.logs.String(), tok.Secret) {
+		t.Error("the token reached the log")
+	}
+}
