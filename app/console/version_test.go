@@ -153,6 +153,8 @@ func TestHelpHouseStyle(t *testing.T) {
 		{[]string{"intents", "list"}, "usage: licensor intents list [flags]\n\n", true},
 		{[]string{"intents", "show"}, "usage: licensor intents show ID [--json]\n\n", true},
 		{[]string{"intents", "retry"}, "usage: licensor intents retry ID\n\n", false},
+		{[]string{"intents", "discard"}, "usage: licensor intents discard ID --reason TEXT [--json]\n\n", true},
+		{[]string{"intents", "events"}, "usage: licensor intents events ID [--json]\n\n", true},
 		{[]string{"vendor-sim"}, "usage: licensor vendor-sim [flags]\n\n", true},
 	} {
 		var stderr bytes.Buffer

@@ -44,3 +44,31 @@ func (s *Server) tokenEvents(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, body)
 }
+
+// intentEvents is GET /api/intents/{id}/events: the intent's audit trail
+// (retried, discarded with its reason), oldest first; still listed once the
+// intent itself is pruned. 404 when neither the intent nor an event of it
+// is on record.
+func (s *Server) intentEvents(c echo.Context) error {
+	ctx := c.Request().Context()
+	events, consumerID, err := s.store.IntentEvents(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(events)+1)
+	if consumerID != "" {
+		ids = append(ids, consumerID)
+	}
+	for _, e := range events {
+		if e.ActorConsumerID != nil {
+			ids = append(ids, *e.ActorConsumerID)
+		}
+	}
+	names := map[string]string{}
+	if len(ids) > 0 {
+		if names, err = s.auth.ConsumerNames(ctx, ids); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewIntentEvents(events, names[consumerID], names)})
+}

@@ -25,6 +25,8 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
 	e.GET("/api/intents/:id", s.showIntent, s.ability(auth.IntentsManage))
 	e.POST("/api/intents/:id/retry", s.retryIntent, s.ability(auth.IntentsManage))
+	e.POST("/api/intents/:id/discard", s.discardIntent, s.ability(auth.IntentsManage))
+	e.GET("/api/intents/:id/events", s.intentEvents, s.ability(auth.IntentsManage))
 
 	// The vendor's webhooks: no token; the signature is the authentication,
 	// and each event id is applied once (idempotency.Do).
