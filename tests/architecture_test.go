@@ -47,6 +47,9 @@ var rules = []rule{
 		module + "/config", module + "/database"}},
 	// Request bodies read and validated: no echo, no SQL.
 	{"app/http/request", []string{"third-party", module + "/app/http$", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},
+	// The audit trail: its rows and the actor, written in the transaction a
+	// domain package hands it; it knows no domain, no server, no wiring.
+	{"app/audit", []string{"github.com/labstack/echo", module + "/"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},

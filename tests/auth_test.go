@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -26,7 +27,7 @@ func forge(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims
 // validClaims are the claims of a real token row, for tampering with.
 func validClaims(t *testing.T, a *app, consumer string, abilities ...string) (jwt.MapClaims, string) {
 	t.Helper()
-	issued, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: consumer, Abilities: abilities})
+	issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: consumer, Abilities: abilities})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestEveryBadTokenIsUnauthenticated(t *testing.T) {
 		a := newApp(t, db)
 		claims, _ := validClaims(t, a, "acme", auth.All)
 		revokedClaims, revokedID := validClaims(t, a, "acme", auth.All)
-		if err := a.auth.Revoke(context.Background(), revokedID); err != nil {
+		if err := a.auth.Revoke(context.Background(), audit.Console(), revokedID); err != nil {
 			t.Fatal(err)
 		}
 		deletedClaims, deletedID := validClaims(t, a, "acme", auth.All)

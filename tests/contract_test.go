@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -23,6 +24,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/net/idna"
 
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -387,6 +390,9 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 		return h
 	}
 	created := with(json, "Location", "/api/licenses/01JDQ8Z7F0A2B4C6D8E0G2H4J6")
+	const audited = `"actor":"token","actor_token_id":"01JDQ7Z0A2B4C6D8E0F2G4H6J8","actor_consumer":"ops","request_id":"r1","created_at":"2026-11-30T10:00:00.000000Z"`
+	const tokenEvents = `{"data":[{"id":2,"event":"token.revoked","token_id":"t","consumer":"acme",` + audited + `}],"meta":{"current_page":1,"per_page":50,"total":1,"last_page":1}}`
+	const intentEvents = `{"data":[{"id":3,"event":"intent.discarded","intent_id":"i1","consumer":null,"reason":"why",` + audited + `}]}`
 	cases := []struct {
 		name, method, path string
 		status             int
@@ -409,6 +415,15 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 		{"a body where none is documented", "DELETE", "/api/tokens/1", 204, json, `{}`, false},
 		{"an unknown route answering 200", "GET", "/api/nothing", 200, json, `{}`, false},
 		{"an unknown route's 404", "GET", "/api/nothing", 404, json, `{"message":"Not Found."}`, true},
+		{"a token event", "GET", "/api/tokens/events", 200, json, tokenEvents, true},
+		{"a token event whose actor is a client's word", "GET", "/api/tokens/events", 200, json, strings.Replace(tokenEvents, `"actor":"token"`, `"actor":"req-1"`, 1), false},
+		{"a token event without its request id", "GET", "/api/tokens/events", 200, json, strings.Replace(tokenEvents, `,"request_id":"r1"`, ``, 1), false},
+		{"a token event of an intent", "GET", "/api/tokens/events", 200, json, strings.Replace(tokenEvents, `"token.revoked"`, `"intent.discarded"`, 1), false},
+		{"a token without its issuer", "GET", "/api/tokens", 200, json, `{"data":[{"id":"t","consumer":"c","name":"n","abilities":[],"last_used_at":null,"expires_at":"2026-11-30T10:00:00.000000Z","revoked_at":null,"created_at":"2026-11-30T10:00:00.000000Z"}]}`, false},
+		{"an intent event", "GET", "/api/intents/i1/events", 200, json, intentEvents, true},
+		{"an intent event without its reason", "GET", "/api/intents/i1/events", 200, json, strings.Replace(intentEvents, `,"reason":"why"`, ``, 1), false},
+		{"a discarded key's retry", "POST", "/api/licenses", 409, json, `{"message":"x","code":"intent_discarded"}`, true},
+		{"a discard's refusal", "POST", "/api/intents/i1/discard", 409, json, `{"message":"x","code":"intent_not_discardable"}`, true},
 	}
 	for _, tc := range cases {
 		req := httptest.NewRequest(tc.method, tc.path, nil)
@@ -420,4 +435,42 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 			t.Errorf("%s: the contract let it pass", tc.name)
 		}
 	}
+}
+
+// The audit routes and the discard keep the contract in each of their
+// answers: a flow through every status they have (each checked by a.do
+// against docs/openapi.yaml), on both databases.
+func TestAuditRoutesKeepTheContract(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		root := bearer(a.token("root", auth.All))
+		acme := a.consumer("acme")
+		issued := a.do(http.MethodPost, "/api/tokens", issueBody(t, "globex", auth.LicensesRead), root...).wantStatus(http.StatusCreated).json()["data"].(map[string]any)
+		a.do(http.MethodGet, "/api/tokens", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodDelete, "/api/tokens/"+issued["id"].(string), "", root...).wantStatus(http.StatusNoContent)
+		a.do(http.MethodGet, "/api/tokens/events", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodGet, "/api/tokens/events?token="+issued["id"].(string)+"&per_page=1&page=2", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodGet, "/api/tokens/events?per_page=500", "", root...).wantStatus(http.StatusUnprocessableEntity)
+		a.do(http.MethodGet, "/api/tokens/events", "", acme...).wantStatus(http.StatusForbidden)
+		a.do(http.MethodGet, "/api/tokens/events", "").wantStatus(http.StatusUnauthorized)
+
+		a.plantRecord("acme", "contract-1", acmeBody, idempotency.StatusFailed, time.Hour)
+		id := a.record("contract-1").Ref()
+		a.do(http.MethodPost, "/api/intents/"+id+"/discard", "", root...).wantStatus(http.StatusBadRequest)
+		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":"x"}`, append(root, "Content-Type", "text/plain")...).wantStatus(http.StatusUnsupportedMediaType)
+		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":""}`, root...).wantStatus(http.StatusUnprocessableEntity)
+		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":"x"}`, acme...).wantStatus(http.StatusForbidden)
+		a.do(http.MethodPost, "/api/intents/01NOSUCHINTENT000000000000/discard", `{"reason":"x"}`, root...).wantStatus(http.StatusNotFound)
+		a.do(http.MethodGet, "/api/intents/"+id+"/events", "", root...).wantStatus(http.StatusOK) // none yet: an empty list
+		a.do(http.MethodPost, "/api/intents/"+id+"/retry", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":"x"}`, root...).wantError(http.StatusConflict, "intent_not_discardable")
+		a.plantRecord("acme", "contract-2", acmeBody, idempotency.StatusAbandoned, -time.Minute)
+		other := a.record("contract-2").Ref()
+		a.do(http.MethodPost, "/api/intents/"+other+"/discard", `{"reason":"x"}`, root...).wantStatus(http.StatusOK)
+		a.do(http.MethodGet, "/api/intents/"+other+"/events", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodGet, "/api/intents/"+id+"/events", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodGet, "/api/intents/01NOSUCHINTENT000000000000/events", "", root...).wantStatus(http.StatusNotFound)
+		a.do(http.MethodGet, "/api/intents?status=discarded", "", root...).wantStatus(http.StatusOK)
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "contract-2")...).wantError(http.StatusConflict, "intent_discarded")
+	})
 }

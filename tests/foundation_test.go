@@ -76,7 +76,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 			if err := m.CheckCurrent(ctx); err != database.ErrSchemaBehind {
 				t.Fatalf("CheckCurrent on an empty database = %v, want ErrSchemaBehind", err)
 			}
-			tables := []string{"consumers", "personal_access_tokens", "licenses", "idempotency_keys", "license_events", "readiness_probes", "rate_limits"}
+			tables := []string{"consumers", "personal_access_tokens", "licenses", "idempotency_keys", "license_events", "readiness_probes", "rate_limits", "audit_events"}
 			migrations := migrationFiles(t, "../database/migrations/"+dialect)
 			if n, err := m.Up(ctx); err != nil || n != migrations {
 				t.Fatalf("Up = %d, %v; want %d applied", n, err, migrations)

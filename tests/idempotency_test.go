@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
@@ -417,7 +418,7 @@ func TestAutoPrefixIsReservedForTheServer(t *testing.T) {
 // names nobody.
 func TestAccessLogNamesTheTokenThatAsked(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"))
-	issued, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead}})
+	issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead}})
 	if err != nil {
 		t.Fatal(err)
 	}

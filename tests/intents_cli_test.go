@@ -69,7 +69,7 @@ func sameObject(t *testing.T, what string, api, cli map[string]any) {
 // `intents show ID --json` print, for every intent, the very object that
 // GET /api/intents and GET /api/intents/{id} answer, key for key and value
 // for value (nulls, absent keys and times included), over the same
-// database: intents of every status (abandoned and superseded included), a
+// database: intents of every status (abandoned, superseded and discarded included), a
 // keyless create, a revoke, and one
 // whose consumer is no longer on record.
 func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
@@ -91,6 +91,7 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 		}
 		a.plantRecord("acme", "cli-key-3105", `{"name":"Acme","domain":"gone.test"}`, idempotency.StatusAbandoned, -time.Minute)
 		a.plantRecord("acme", "cli-key-3106", `{"name":"Acme","domain":"moot.test"}`, idempotency.StatusSuperseded, -time.Minute)
+		a.plantRecord("acme", "cli-key-3107", `{"name":"Acme","domain":"dropped.test"}`, idempotency.StatusDiscarded, -time.Minute)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 
 		apiList := a.do(http.MethodGet, "/api/intents?per_page=100", "", admin...).wantStatus(http.StatusOK).json()["data"].([]any)
@@ -98,8 +99,8 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 		if out := a.runCLI("intents", "list", "--json", "--per-page", "100"); json.Unmarshal(out, &cliList) != nil {
 			t.Fatalf("intents list --json is not a JSON array of objects:\n%s", out)
 		}
-		if len(apiList) != 8 || len(cliList) != len(apiList) {
-			t.Fatalf("the API lists %d intents, the CLI %d; want 8 each", len(apiList), len(cliList))
+		if len(apiList) != 9 || len(cliList) != len(apiList) {
+			t.Fatalf("the API lists %d intents, the CLI %d; want 9 each", len(apiList), len(cliList))
 		}
 		seen := map[string]map[string]any{}
 		for i, v := range apiList {

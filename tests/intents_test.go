@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
@@ -196,7 +197,7 @@ func TestIntentsAdminRoutes(t *testing.T) {
 func TestLicenseEventsTellWhoDidWhat(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		tok, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
+		tok, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +240,7 @@ func TestLicenseEventsTellWhoDidWhat(t *testing.T) {
 func TestReconciledLicenseEventNamesTheReconciler(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		tok, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
+		tok, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -31,7 +32,7 @@ func BenchmarkLicenseList(b *testing.B) {
 			}
 			b.Cleanup(func() { _ = app.Close() })
 			ctx := context.Background()
-			if _, err := app.Auth.Issue(ctx, auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead}}); err != nil {
+			if _, err := app.Auth.Issue(ctx, audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead}}); err != nil {
 				b.Fatal(err)
 			}
 			consumer, err := app.Auth.ConsumerNamed(ctx, "acme")

@@ -27,6 +27,7 @@ func TestMetricsFamiliesExistFromStartUp(t *testing.T) {
 	for _, sample := range []string{
 		`licensor_idempotency_requests_total{operation="licenses.store",outcome="executed"}`,
 		`licensor_idempotency_requests_total{operation="licenses.store",outcome="taken_over"}`,
+		`licensor_idempotency_requests_total{operation="licenses.store",outcome="discarded"}`,
 		`licensor_idempotency_pending`,
 		`licensor_idempotency_oldest_pending_seconds`,
 		`licensor_vendor_requests_total{call="create",status="201"}`,

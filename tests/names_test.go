@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -128,7 +129,7 @@ func TestConsumerNameDifferingOnlyInCaseIsRefused(t *testing.T) {
 		}
 		// The exact names still work, and so through the CLI's path (no token).
 		issuedData(a.issueFor(root, "acme", auth.LicensesRead))
-		if _, err := a.auth.Issue(t.Context(), auth.IssueInput{Consumer: "ACME", Abilities: []string{auth.LicensesRead}}); err == nil {
+		if _, err := a.auth.Issue(t.Context(), audit.Console(), auth.IssueInput{Consumer: "ACME", Abilities: []string{auth.LicensesRead}}); err == nil {
 			t.Error("Issue for ACME after acme succeeded, want a validation error")
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/config"
@@ -45,7 +46,7 @@ func benchServer(b *testing.B, db *testdb.DB) {
 	}
 	b.Cleanup(func() { _ = app.Close() })
 	e := app.Server()
-	issued, err := app.Auth.Issue(context.Background(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
+	issued, err := app.Auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -132,7 +133,7 @@ func TestTwoAuthorizationHeadersAre401(t *testing.T) {
 func TestTokenOfDeletedConsumerIs401(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		issued, err := a.auth.Issue(context.Background(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.All}})
+		issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.All}})
 		if err != nil {
 			t.Fatal(err)
 		}

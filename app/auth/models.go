@@ -25,6 +25,9 @@ type Token struct {
 	Consumer   Consumer `gorm:"foreignKey:ConsumerID"`
 	Name       string
 	Abilities  Abilities `gorm:"serializer:json"`
+	// IssuedBy is the token that issued this one; nil for one issued at the
+	// command line (or before issuers were kept).
+	IssuedBy   *string
 	LastUsedAt *time.Time
 	ExpiresAt  time.Time
 	RevokedAt  *time.Time

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -70,7 +71,7 @@ func TestIssueRefusesBadConsumerNames(t *testing.T) {
 		ctx := context.Background()
 		issue(t, s, "acme")
 		for _, name := range []string{"\xffacme", "ac\u200bme", "ACME", "acme\u202e"} {
-			_, err := s.Issue(ctx, IssueInput{Consumer: name, Abilities: []string{LicensesRead}})
+			_, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: name, Abilities: []string{LicensesRead}})
 			var ve *ValidationError
 			if !errors.As(err, &ve) || len(ve.Fields["consumer"]) == 0 {
 				t.Errorf("Issue(%q) = %v, want a validation error on consumer", name, err)
@@ -93,12 +94,12 @@ func TestIssueRefusesTTLAboveMax(t *testing.T) {
 		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, MaxTTL: 90 * time.Minute, Now: clk.Now})
 		ctx := context.Background()
-		_, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 91 * time.Minute})
+		_, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 91 * time.Minute})
 		var ve *ValidationError
 		if !errors.As(err, &ve) || len(ve.Fields["expires_in"]) != 1 || !strings.Contains(ve.Fields["expires_in"][0], "1h30m") {
 			t.Fatalf("Issue with TTL above MaxTTL = %v, want a validation error on expires_in naming 1h30m", err)
 		}
-		got, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 90 * time.Minute})
+		got, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 90 * time.Minute})
 		if err != nil || !got.ExpiresAt.Equal(clk.Now().Add(90*time.Minute)) {
 			t.Fatalf("Issue with TTL = MaxTTL: %v, %v", got.ExpiresAt, err)
 		}
@@ -110,7 +111,7 @@ func TestIssueRefusesTTLAboveMax(t *testing.T) {
 		}
 		// Zero MaxTTL: DefaultMaxTTL.
 		s = New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, Now: clk.Now})
-		if _, err := s.Issue(ctx, IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: DefaultMaxTTL + time.Second}); !errors.As(err, &ve) {
+		if _, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: DefaultMaxTTL + time.Second}); !errors.As(err, &ve) {
 			t.Errorf("TTL above DefaultMaxTTL = %v, want a validation error", err)
 		}
 	})

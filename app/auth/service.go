@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
 )
 
@@ -114,13 +115,18 @@ type Issued struct {
 }
 
 // Issue creates the consumer if it does not exist, records a token for it,
-// and returns the signed token string. The consumer's name is trimmed and
-// normalised to NFC (see NormalizeConsumerName), and looked up byte for
-// byte; a name that is new but differs from an existing consumer's only in
-// case is refused, as is a TTL above the service's MaxTTL (*ValidationError
-// both). Issue does not ask who grants the abilities: the HTTP API asks
-// Grantable first; the operator at the command line may grant any.
-func (s *Service) Issue(ctx context.Context, in IssueInput) (Issued, error) {
+// issued by by, and returns the signed token string. The consumer's name is
+// trimmed and normalised to NFC (see NormalizeConsumerName), and looked up
+// byte for byte; a name that is new but differs from an existing consumer's
+// only in case is refused, as is a TTL above the service's MaxTTL
+// (*ValidationError both). Issue does not ask who grants the abilities: the
+// HTTP API asks Grantable first; the operator at the command line may grant
+// any. The token keeps the token that issued it (none for the console), and
+// its token.issued audit event commits with it.
+func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Issued, error) {
+	if err := by.Check(); err != nil {
+		return Issued{}, err
+	}
 	in, err := s.validate(in)
 	if err != nil {
 		return Issued{}, err
@@ -136,6 +142,7 @@ func (s *Service) Issue(ctx context.Context, in IssueInput) (Issued, error) {
 		Consumer:   consumer,
 		Name:       in.Name,
 		Abilities:  in.Abilities,
+		IssuedBy:   issuer(by),
 		ExpiresAt:  now.Add(in.TTL),
 		CreatedAt:  now,
 		UpdatedAt:  now,
@@ -144,10 +151,34 @@ func (s *Service) Issue(ctx context.Context, in IssueInput) (Issued, error) {
 	if err != nil {
 		return Issued{}, err
 	}
-	if err := s.db.WithContext(ctx).Omit("Consumer").Create(&tok).Error; err != nil {
-		return Issued{}, fmt.Errorf("store token: %w", err)
+	err = s.transact(ctx, func(tx *gorm.DB) error {
+		if err := tx.Omit("Consumer").Create(&tok).Error; err != nil {
+			return fmt.Errorf("store token: %w", err)
+		}
+		return audit.Record(tx, by, audit.Change{Event: audit.TokenIssued, SubjectType: audit.SubjectToken, SubjectID: tok.ID}, now)
+	})
+	if err != nil {
+		return Issued{}, err
 	}
 	return Issued{Token: tok, Secret: secret}, nil
+}
+
+// issuer is the token a token issued by by keeps as its issuer: the acting
+// token, none for the console.
+func issuer(by audit.Actor) *string {
+	if by.Kind != audit.ActorToken {
+		return nil
+	}
+	id := by.TokenID
+	return &id
+}
+
+// transact runs fn in one transaction, run again when it loses a lock
+// conflict (MySQL), so that a change and its audit event commit together.
+func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return database.RetryOnConflict(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn)}
+	}).Error
 }
 
 func (s *Service) validate(in IssueInput) (IssueInput, error) {
@@ -297,23 +328,97 @@ func (s *Service) List(ctx context.Context, consumer string) ([]Token, error) {
 	return toks, nil
 }
 
-// Revoke revokes a token; it stops working on the next request on every
-// replica. Revoking a revoked token is no error.
-func (s *Service) Revoke(ctx context.Context, id string) error {
-	var tok Token
-	db := s.db.WithContext(ctx)
-	if err := db.Where("id = ?", id).Take(&tok).Error; errors.Is(err, gorm.ErrRecordNotFound) {
-		return ErrTokenNotFound
-	} else if err != nil {
-		return fmt.Errorf("find token: %w", err)
+// Revoke revokes a token on behalf of by; it stops working on the next
+// request on every replica. The revocation and its token.revoked audit event
+// commit together. Revoking a revoked token is no error, and changes and
+// records nothing.
+func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
+	if err := by.Check(); err != nil {
+		return err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
-	err := db.Model(&Token{}).Where("id = ? AND revoked_at IS NULL", id).
-		Updates(map[string]any{"revoked_at": now, "updated_at": now}).Error
+	return s.transact(ctx, func(tx *gorm.DB) error {
+		var tok Token
+		if err := tx.Where("id = ?", id).Take(&tok).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrTokenNotFound
+		} else if err != nil {
+			return fmt.Errorf("find token: %w", err)
+		}
+		now := s.now().UTC().Truncate(time.Microsecond)
+		res := tx.Model(&Token{}).Where("id = ? AND revoked_at IS NULL", id).
+			Updates(map[string]any{"revoked_at": now, "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("revoke token: %w", res.Error)
+		}
+		if res.RowsAffected == 0 { // revoked already: nothing changed, nothing to record
+			return nil
+		}
+		return audit.Record(tx, by, audit.Change{Event: audit.TokenRevoked, SubjectType: audit.SubjectToken, SubjectID: id}, now)
+	})
+}
+
+// TokenEvent is an event of the tokens' audit trail, with the names an
+// admin reads it by.
+type TokenEvent struct {
+	audit.Event
+	// Consumer is the name of the consumer of the token the event is
+	// about; "" when it is not on record.
+	Consumer string
+	// ActorConsumer is the name of the acting token's consumer; "" for the
+	// console, or when it is not on record.
+	ActorConsumer string
+}
+
+// TokenEventFilter selects token events: of one token when TokenID is not
+// empty; Page from 1, PerPage events a page (0: 50).
+type TokenEventFilter struct {
+	TokenID       string
+	Page, PerPage int
+}
+
+// Events lists the tokens' audit events (issued, revoked), newest first
+// (the order they were written in, last first), and how many f selects in
+// all.
+func (s *Service) Events(ctx context.Context, f TokenEventFilter) ([]TokenEvent, int64, error) {
+	if f.PerPage <= 0 {
+		f.PerPage = 50
+	}
+	events, total, err := audit.List(ctx, s.db, audit.Filter{SubjectType: audit.SubjectToken, SubjectID: f.TokenID,
+		NewestFirst: true, Page: f.Page, PerPage: f.PerPage})
+	if err != nil || len(events) == 0 {
+		return []TokenEvent{}, total, err
+	}
+	subjects := make([]string, 0, len(events))
+	for _, e := range events {
+		subjects = append(subjects, e.SubjectID)
+	}
+	var owners []Token
+	if err := s.db.WithContext(ctx).Select("id", "consumer_id").Where("id IN ?", subjects).Find(&owners).Error; err != nil {
+		return nil, 0, fmt.Errorf("find the tokens of audit events: %w", err)
+	}
+	ownerOf := make(map[string]string, len(owners))
+	consumers := make([]string, 0, len(owners)+len(events))
+	for _, t := range owners {
+		ownerOf[t.ID] = t.ConsumerID
+		consumers = append(consumers, t.ConsumerID)
+	}
+	for _, e := range events {
+		if e.ActorConsumerID != nil {
+			consumers = append(consumers, *e.ActorConsumerID)
+		}
+	}
+	names, err := s.ConsumerNames(ctx, consumers)
 	if err != nil {
-		return fmt.Errorf("revoke token: %w", err)
+		return nil, 0, err
 	}
-	return nil
+	out := make([]TokenEvent, 0, len(events))
+	for _, e := range events {
+		te := TokenEvent{Event: e, Consumer: names[ownerOf[e.SubjectID]]}
+		if e.ActorConsumerID != nil {
+			te.ActorConsumer = names[*e.ActorConsumerID]
+		}
+		out = append(out, te)
+	}
+	return out, total, nil
 }
 
 // ErrConsumerNotFound means no consumer has that name.

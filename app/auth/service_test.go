@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -18,7 +19,7 @@ func newTestService(db *testdb.DB, clk *testkit.Clock, log *slog.Logger) *Servic
 
 func issue(t *testing.T, s *Service, consumer string) Issued {
 	t.Helper()
-	issued, err := s.Issue(context.Background(), IssueInput{Consumer: consumer, Abilities: []string{LicensesRead}})
+	issued, err := s.Issue(context.Background(), audit.Console(), IssueInput{Consumer: consumer, Abilities: []string{LicensesRead}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestRevocationTakesEffectAtOnce(t *testing.T) {
 		ctx := context.Background()
 		issued := issue(t, s, "acme")
 		verify(t, s, issued.Secret)
-		if err := s.Revoke(ctx, issued.ID); err != nil {
+		if err := s.Revoke(ctx, audit.Console(), issued.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Verify(ctx, issued.Secret); err != ErrUnauthenticated {

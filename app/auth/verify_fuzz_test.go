@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -53,7 +54,7 @@ func FuzzVerify(f *testing.F) {
 		s        *Service
 		consumer string
 	}{{svc, "acme"}, {svc, "globex"}, {old, "acme"}} {
-		issued, err := in.s.Issue(ctx, IssueInput{Consumer: in.consumer, Abilities: []string{LicensesRead}})
+		issued, err := in.s.Issue(ctx, audit.Console(), IssueInput{Consumer: in.consumer, Abilities: []string{LicensesRead}})
 		if err != nil {
 			f.Fatal(err)
 		}

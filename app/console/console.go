@@ -56,11 +56,11 @@ func commands() []command {
 	return []command{
 		{"serve", "run the HTTP API (the default)", serve},
 		{"migrate", "apply (up), roll back one (down) or list (status) migrations", migrate},
-		{"token", "issue, list or revoke API tokens", tokenCmd},
+		{"token", "issue, list or revoke API tokens; list their audit trail", tokenCmd},
 		{"reconcile", "one pass settling pending intents with the vendor", reconcile},
 		{"prune", "one pass deleting expired idempotency records", prune},
 		{"drift", "compare the vendor's sites with the licenses; --fix applies the vendor's state", drift},
-		{"intents", "list, show or retry intents (idempotency records) in the database", intentsCmd},
+		{"intents", "list, show, retry or discard intents (idempotency records) in the database", intentsCmd},
 		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY; status: count them by key", keysCmd},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
 		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", licensesCmd},

@@ -13,19 +13,23 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
-// intentsCmd is `licensor intents list|show|retry|digest`: the operator's view of
-// the idempotency records. It never shows a raw key, a token or a stored
-// body: idempotency.Intent carries none of them.
+// intentsCmd is `licensor intents list|show|retry|discard|events|digest`:
+// the operator's view of the idempotency records. It never shows a raw
+// key, a token or a stored body: idempotency.Intent carries none of them.
+// A retry and a discard are in the audit trail with the actor console.
 func intentsCmd(ctx context.Context, e env) error {
 	return runSubcommand(ctx, e, "intents", "The operator's view of intents (idempotency records) in the configured database.", []subcommand{
 		{"list", "list intents: --status, --consumer NAME, --older-than D, --page, --per-page, --json", intentsList},
 		{"show", "show one intent by its id (--json)", intentsShow},
 		{"retry", "put a failed intent back to pending, its attempts reset", intentsRetry},
+		{"discard", "settle a failed or abandoned intent for good: ID --reason TEXT (required); a retry with its key is refused until it expires", intentsDiscard},
+		{"events", "list an intent's audit trail (retried, discarded with the reason), oldest first (--json)", intentsEvents},
 		{"digest", "print the key_digest of an Idempotency-Key, as logs and intents show it", intentsDigest},
 	})
 }
@@ -130,15 +134,21 @@ func intentsShow(ctx context.Context, e env) error {
 		if err != nil {
 			return intentError("show", id, err)
 		}
-		names, err := consumerNames(ctx, b.Auth, []idempotency.Intent{in})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(e.stdout, resource.NewIntent(in, names[in.ConsumerID]))
-		}
-		return writeFields(e.stdout, in, names[in.ConsumerID])
+		return printIntent(ctx, e, b, in, *asJSON)
 	})
+}
+
+// printIntent prints in as `intents show` does: a field a line, or as the
+// API's JSON object.
+func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJSON bool) error {
+	names, err := consumerNames(ctx, b.Auth, []idempotency.Intent{in})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(e.stdout, resource.NewIntent(in, names[in.ConsumerID]))
+	}
+	return writeFields(e.stdout, in, names[in.ConsumerID])
 }
 
 // intentsRetry puts a failed intent back to pending, its attempts reset,
@@ -151,7 +161,7 @@ func intentsRetry(ctx context.Context, e env) error {
 		return err
 	}
 	return withIntents(ctx, e, func(b *Base) error {
-		in, err := b.Store.RetryFailed(ctx, id, b.now().UTC())
+		in, err := b.Store.RetryFailed(ctx, audit.Console(), id, b.now().UTC())
 		if errors.Is(err, idempotency.ErrNotFailed) {
 			return fmt.Errorf("retry %s: the intent is %s, not failed: %w", id, in.Status, err)
 		}
@@ -161,6 +171,84 @@ func intentsRetry(ctx context.Context, e env) error {
 		fmt.Fprintf(e.stderr, "intent %s (%s) is pending again, attempts reset; the reconciler picks it up on its next pass\n",
 			in.ID, in.Operation)
 		return nil
+	})
+}
+
+// intentsDiscard settles a failed or abandoned intent for good, with the
+// operator's reason in the audit trail, and prints it as `intents show`
+// does. An intent in another status is refused as `intents retry` refuses
+// one that is not failed (exit 1); a missing or invalid --reason is a
+// usage error (exit 2).
+func intentsDiscard(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("intents discard", flag.ContinueOnError)
+	reason := fs.String("reason", "", "why, for the audit trail (required; 1 to 500 characters); never shown to the consumer")
+	asJSON := fs.Bool("json", false, "print the intent as a JSON object instead of a field a line")
+	setUsage(fs, "intents discard ID --reason TEXT [--json]",
+		"Settles a failed or abandoned intent for good: it becomes discarded and is never executed; a client's retry with its key is "+
+			"answered 409 intent_discarded until IDEMPOTENCY_TTL has passed. The reason goes to the audit trail (`licensor intents events ID`).")
+	id, ok, err := oneID(fs, e, "intents discard")
+	if !ok {
+		return err
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usagef("intents discard: --reason is required: say why, for the audit trail")
+	}
+	return withIntents(ctx, e, func(b *Base) error {
+		in, err := b.Store.Discard(ctx, audit.Console(), id, *reason, b.now().UTC())
+		var invalid *audit.ValidationError
+		switch {
+		case errors.As(err, &invalid):
+			return usagef("intents discard: --reason: %s", strings.Join(invalid.Fields["reason"], " "))
+		case errors.Is(err, idempotency.ErrNotDiscardable):
+			return fmt.Errorf("discard %s: the intent is %s, not failed or abandoned: %w", id, in.Status, err)
+		case err != nil:
+			return intentError("discard", id, err)
+		}
+		fmt.Fprintf(e.stderr, "intent %s (%s) is discarded: never executed; a retry with its key is refused until it expires\n", in.ID, in.Operation)
+		return printIntent(ctx, e, b, in, *asJSON)
+	})
+}
+
+// intentsEvents prints an intent's audit trail, oldest first, as a table
+// or as the JSON array of the API's objects.
+func intentsEvents(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("intents events", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	setUsage(fs, "intents events ID [--json]", "Lists an intent's audit trail, oldest first: each retry and discard (with its reason), by which token (console: the command line).")
+	id, ok, err := oneID(fs, e, "intents events")
+	if !ok {
+		return err
+	}
+	return withIntents(ctx, e, func(b *Base) error {
+		events, consumerID, err := b.Store.IntentEvents(ctx, id)
+		if err != nil {
+			return intentError("events of", id, err)
+		}
+		ids := []string{consumerID}
+		for _, ev := range events {
+			if ev.ActorConsumerID != nil {
+				ids = append(ids, *ev.ActorConsumerID)
+			}
+		}
+		names, err := b.Auth.ConsumerNames(ctx, ids)
+		if err != nil {
+			return err
+		}
+		views := resource.NewIntentEvents(events, names[consumerID], names)
+		if *asJSON {
+			return writeJSON(e.stdout, views)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tEVENT\tACTOR\tACTOR TOKEN\tACTOR CONSUMER\tREQUEST\tCREATED\tREASON")
+		for i, v := range views {
+			reason := "-"
+			if v.Reason != nil {
+				reason = strconv.Quote(*v.Reason) // quoted: a reason is anyone's text, never raw to a terminal
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Event, v.Actor, orNone(v.ActorTokenID),
+				orNone(v.ActorConsumer), orNone(v.RequestID), humanTime(&events[i].CreatedAt), reason)
+		}
+		return tw.Flush()
 	})
 }
 

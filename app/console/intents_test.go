@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -69,7 +70,7 @@ func newIntentsFixture(t *testing.T, db *testdb.DB) *intentsFixture {
 
 func (f *intentsFixture) issue(svc *auth.Service, consumer string) auth.Issued {
 	f.t.Helper()
-	issued, err := svc.Issue(context.Background(), auth.IssueInput{Consumer: consumer, Abilities: []string{"licenses:read"}})
+	issued, err := svc.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: consumer, Abilities: []string{"licenses:read"}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -11,15 +11,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/resource"
 )
 
-// tokenCmd is `licensor token issue|list|revoke`.
+// tokenCmd is `licensor token issue|list|revoke|events`. What it issues and
+// revokes is in the audit trail with the actor console.
 func tokenCmd(ctx context.Context, e env) error {
-	return runSubcommand(ctx, e, "token", "Issues, lists or revokes API tokens, in the configured database (no server needed).", []subcommand{
+	return runSubcommand(ctx, e, "token", "Issues, lists or revokes API tokens, and lists their audit trail, in the configured database (no server needed).", []subcommand{
 		{"issue", "issue a token to a consumer (created if new); prints the token alone on stdout", tokenIssue},
 		{"list", "list the tokens, without their secrets", tokenList},
 		{"revoke", "revoke a token: it stops working on the next request", tokenRevoke},
+		{"events", "list the tokens' audit trail (issued, revoked), newest first: --token ID, --page, --per-page, --json", tokenEvents},
 	})
 }
 
@@ -47,8 +51,9 @@ func tokenIssue(ctx context.Context, e env) error {
 		}
 	}
 	return withAuth(ctx, e, func(svc *auth.Service) error {
-		// The operator holds no token: any known ability may be granted here.
-		issued, err := svc.Issue(ctx, auth.IssueInput{
+		// The operator holds no token: any known ability may be granted here,
+		// and the token names no issuer.
+		issued, err := svc.Issue(ctx, audit.Console(), auth.IssueInput{
 			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,
 		})
 		var ve *auth.ValidationError
@@ -87,7 +92,7 @@ func issueUsageError(ve *auth.ValidationError) error {
 func tokenList(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("token list", flag.ContinueOnError)
 	consumer := fs.String("consumer", "", "only this consumer's tokens")
-	setUsage(fs, "token list [flags]", "Lists the tokens, newest first, as a table; secrets are stored nowhere and never shown.")
+	setUsage(fs, "token list [flags]", "Lists the tokens, newest first, as a table; secrets are stored nowhere and never shown. ISSUED BY is the token that issued it, - for the command line.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -97,10 +102,10 @@ func tokenList(ctx context.Context, e env) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tCONSUMER\tNAME\tABILITIES\tEXPIRES\tLAST USED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tCONSUMER\tNAME\tABILITIES\tISSUED BY\tEXPIRES\tLAST USED\tREVOKED")
 		for _, t := range toks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Consumer.Name, t.Name,
-				strings.Join(t.Abilities, ","), t.ExpiresAt.Format(time.RFC3339), orDash(t.LastUsedAt), orDash(t.RevokedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Consumer.Name, t.Name,
+				strings.Join(t.Abilities, ","), orNone(t.IssuedBy), t.ExpiresAt.Format(time.RFC3339), orDash(t.LastUsedAt), orDash(t.RevokedAt))
 		}
 		return tw.Flush()
 	})
@@ -108,7 +113,7 @@ func tokenList(ctx context.Context, e env) error {
 
 func tokenRevoke(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
-	setUsage(fs, "token revoke ID", "Revokes the token (an ID from `licensor token list`): it stops working on the next request, on every replica.")
+	setUsage(fs, "token revoke ID", "Revokes the token (an ID from `licensor token list`): it stops working on the next request, on every replica. The revoke is in the audit trail (actor console); a token revoked already stays as it is.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -116,10 +121,60 @@ func tokenRevoke(ctx context.Context, e env) error {
 		return usagef("token revoke: give exactly one token ID (see `licensor token list`)")
 	}
 	return withAuth(ctx, e, func(svc *auth.Service) error {
-		if err := svc.Revoke(ctx, fs.Arg(0)); err != nil {
+		if err := svc.Revoke(ctx, audit.Console(), fs.Arg(0)); err != nil {
 			return fmt.Errorf("revoke %s: %w (see `licensor token list`)", fs.Arg(0), err)
 		}
 		fmt.Fprintf(e.stderr, "revoked token %s\n", fs.Arg(0))
+		return nil
+	})
+}
+
+// tokenEvents prints one page of the tokens' audit trail, newest first, as
+// a table or as the JSON array of the API's objects; the page line goes to
+// stderr.
+func tokenEvents(ctx context.Context, e env) error {
+	fs := flag.NewFlagSet("token events", flag.ContinueOnError)
+	token := fs.String("token", "", "only this token's events, by id")
+	page := fs.Int("page", 1, "the page, from 1")
+	perPage := fs.Int("per-page", 50, "events per page, 1 to 100")
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	setUsage(fs, "token events [flags]", "Lists the tokens' audit trail, newest first: each token issued or revoked, by which token (console: the command line), in which request.")
+	if ok, err := parseFlags(fs, e); !ok {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("token events: unexpected argument %q (flags only; --token ID for one token)", fs.Arg(0))
+	case *page < 1:
+		return usagef("token events: --page must be 1 or more")
+	case *perPage < 1 || *perPage > 100:
+		return usagef("token events: --per-page must be between 1 and 100")
+	}
+	return withAuth(ctx, e, func(svc *auth.Service) error {
+		events, total, err := svc.Events(ctx, auth.TokenEventFilter{TokenID: *token, Page: *page, PerPage: *perPage})
+		if err != nil {
+			return err
+		}
+		views := make([]resource.TokenEvent, 0, len(events))
+		for _, ev := range events {
+			views = append(views, resource.NewTokenEvent(ev.Event, ev.Consumer, ev.ActorConsumer))
+		}
+		if *asJSON {
+			err = writeJSON(e.stdout, views)
+		} else {
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tEVENT\tTOKEN\tCONSUMER\tACTOR\tACTOR TOKEN\tACTOR CONSUMER\tREQUEST\tCREATED")
+			for i, v := range views {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Event, v.TokenID, orNone(v.Consumer), v.Actor,
+					orNone(v.ActorTokenID), orNone(v.ActorConsumer), orNone(v.RequestID), humanTime(&events[i].CreatedAt))
+			}
+			err = tw.Flush()
+		}
+		if err != nil {
+			return err
+		}
+		lastPage := max(1, (total+int64(*perPage)-1)/int64(*perPage))
+		fmt.Fprintf(e.stderr, "page %d of %d (%d in all)\n", *page, lastPage, total)
 		return nil
 	})
 }

@@ -20,7 +20,9 @@ var (
 // ability is Sanctum's `ability:` middleware: it authenticates the bearer
 // token, counts the request against its consumer's rate limit (throttle, in
 // ratelimit.go), then requires that the token carries need. Routes declare it
-// in routes.go.
+// in routes.go. The principal is kept as soon as the token is verified, so
+// that the access line of a request refused after authentication (429, 403
+// missing_ability) names the token that asked too.
 func (s *Server) ability(need string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -28,13 +30,13 @@ func (s *Server) ability(need string) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
+			c.Set(ctxPrincipal, p)
 			if err := s.throttle(c, p); err != nil {
 				return err
 			}
 			if !p.Abilities.Can(need) {
 				return errMissingAbility
 			}
-			c.Set(ctxPrincipal, p)
 			return next(c)
 		}
 	}

@@ -292,6 +292,13 @@ func fromIdempotencyError(err error) *Error {
 	case errors.Is(err, idempotency.ErrNotFailed):
 		return &Error{Status: http.StatusConflict, Code: "intent_not_failed",
 			Message: "Only a failed intent can be retried; this one is not failed."}
+	case errors.Is(err, idempotency.ErrNotDiscardable):
+		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
+			Message: "Only a failed or abandoned intent can be discarded; this one is neither."}
+	case errors.Is(err, idempotency.ErrDiscarded):
+		// The operator's reason is for the audit trail, never for the consumer.
+		return &Error{Status: http.StatusConflict, Code: "intent_discarded",
+			Message: "An operator discarded this request; send a new Idempotency-Key to try again."}
 	case errors.Is(err, idempotency.ErrNotKept):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
 			Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}

@@ -90,14 +90,37 @@ func (s *Server) showIntent(c echo.Context) error {
 }
 
 // retryIntent is POST /api/intents/{id}/retry: a failed intent back to
-// pending, its attempts reset, for the reconciler's next pass. Any other
-// state is 409 intent_not_failed.
+// pending, its attempts reset, for the reconciler's next pass, with its
+// intent.retried audit event. Any other state is 409 intent_not_failed.
 func (s *Server) retryIntent(c echo.Context) error {
-	in, err := s.store.RetryFailed(c.Request().Context(), c.Param("id"), s.now())
+	in, err := s.store.RetryFailed(c.Request().Context(), actor(c), c.Param("id"), s.now())
 	if err != nil {
 		return err
 	}
 	s.log.Info("intent retried by an operator", "intent", in.ID, "token_id", principal(c).TokenID, "request_id", RequestID(c))
+	return s.renderIntent(c, in)
+}
+
+// discardIntentRequest is the body of POST /api/intents/{id}/discard.
+type discardIntentRequest struct {
+	Reason string `json:"reason"`
+}
+
+// discardIntent is POST /api/intents/{id}/discard {"reason":"…"}: a failed
+// or abandoned intent settled for good, with its intent.discarded audit
+// event and the reason (422 on reason unless it is 1 to 500 characters of
+// valid UTF-8). Any other state is 409 intent_not_discardable. The reason
+// goes to the audit trail only, never to a log line.
+func (s *Server) discardIntent(c echo.Context) error {
+	var req discardIntentRequest
+	if err := bindJSON(c, &req); err != nil {
+		return err
+	}
+	in, err := s.store.Discard(c.Request().Context(), actor(c), c.Param("id"), req.Reason, s.now())
+	if err != nil {
+		return err
+	}
+	s.log.Info("intent discarded by an operator", "intent", in.ID, "token_id", principal(c).TokenID, "request_id", RequestID(c))
 	return s.renderIntent(c, in)
 }
 

@@ -25,6 +25,8 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
 	e.GET("/api/intents/:id", s.showIntent, s.ability(auth.IntentsManage))
 	e.POST("/api/intents/:id/retry", s.retryIntent, s.ability(auth.IntentsManage))
+	e.POST("/api/intents/:id/discard", s.discardIntent, s.ability(auth.IntentsManage))
+	e.GET("/api/intents/:id/events", s.intentEvents, s.ability(auth.IntentsManage))
 
 	// The vendor's webhooks: no token; the signature is the authentication,
 	// and each event id is applied once (idempotency.Do).
@@ -32,6 +34,9 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
 	e.GET("/api/tokens", s.listTokens, s.ability(auth.TokensManage))
+	// A static segment wins over :id in Echo's router, whatever the order;
+	// :id has DELETE only, and no token id is "events" (a ULID).
+	e.GET("/api/tokens/events", s.tokenEvents, s.ability(auth.TokensManage))
 	e.DELETE("/api/tokens/:id", s.revokeToken, s.ability(auth.TokensManage))
 }
 

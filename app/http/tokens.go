@@ -20,6 +20,7 @@ type tokenResource struct {
 	Consumer   string         `json:"consumer"`
 	Name       string         `json:"name"`
 	Abilities  auth.Abilities `json:"abilities"`
+	IssuedBy   *string        `json:"issued_by"` // the token that issued it; null for the command line
 	LastUsedAt *string        `json:"last_used_at"`
 	ExpiresAt  string         `json:"expires_at"`
 	RevokedAt  *string        `json:"revoked_at"`
@@ -32,6 +33,7 @@ func newTokenResource(t auth.Token) tokenResource {
 		Consumer:   t.Consumer.Name,
 		Name:       t.Name,
 		Abilities:  t.Abilities,
+		IssuedBy:   t.IssuedBy,
 		LastUsedAt: resource.TimeOrNil(t.LastUsedAt),
 		ExpiresAt:  resource.Time(t.ExpiresAt),
 		RevokedAt:  resource.TimeOrNil(t.RevokedAt),
@@ -49,7 +51,8 @@ type issueTokenRequest struct {
 // issueToken is POST /api/tokens. The caller's token must be allowed to
 // grant every ability asked for (auth.Grantable: a tokens:manage token grants
 // the consumer abilities only, a * token anything); else 403
-// ability_not_grantable, before any other check of the input.
+// ability_not_grantable, before any other check of the input. The new token
+// keeps the caller's as its issuer, and the issue is in the audit trail.
 func (s *Server) issueToken(c echo.Context) error {
 	var req issueTokenRequest
 	if err := bindJSON(c, &req); err != nil {
@@ -66,7 +69,7 @@ func (s *Server) issueToken(c echo.Context) error {
 		}
 		in.TTL = d
 	}
-	issued, err := s.auth.Issue(c.Request().Context(), in)
+	issued, err := s.auth.Issue(c.Request().Context(), actor(c), in)
 	if err != nil {
 		return err
 	}
@@ -88,9 +91,10 @@ func (s *Server) listTokens(c echo.Context) error {
 	return c.JSON(http.StatusOK, resource.Data{Data: out})
 }
 
-// revokeToken is DELETE /api/tokens/{id}.
+// revokeToken is DELETE /api/tokens/{id}: 204, also for a token revoked
+// already (which records nothing more).
 func (s *Server) revokeToken(c echo.Context) error {
-	if err := s.auth.Revoke(c.Request().Context(), c.Param("id")); err != nil {
+	if err := s.auth.Revoke(c.Request().Context(), actor(c), c.Param("id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

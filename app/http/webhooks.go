@@ -62,6 +62,12 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 	if errors.Is(err, idempotency.ErrKeyReused) {
 		return eventConflict(ev.ID)
 	}
+	if errors.Is(err, idempotency.ErrDiscarded) {
+		// An operator settled this event for good: received, never applied,
+		// so that the vendor stops redelivering it.
+		s.log.Info("vendor webhook discarded by an operator", "request_id", RequestID(c), "event_id", ev.ID, "type", ev.Type)
+		return c.JSONBlob(http.StatusOK, operations.Received.Body)
+	}
 	if err != nil {
 		return err
 	}

@@ -83,16 +83,17 @@ func (g *Guard) run(a *attempt) (replay *Record, err error) {
 // it expired, or it is rec's own intent and failed, was abandoned or
 // superseded (settled without an answer of its own: the client's retry
 // runs for real and tells the truth of its time), or its owner's lease ran
-// out.
+// out. A discarded intent is taken over only once expired, as a new intent.
 func takeable(existing, rec *Record) bool {
 	now := rec.CreatedAt
 	if existing.Status == StatusPending {
 		return false // an accepted intent is settled by the reconciler, never replaced, expired or not
 	}
 	if existing.RequestHash != rec.RequestHash {
-		// Only a finished intent is forgotten at expiry: a failed or
-		// unsettled one may have had an effect nobody else knows of.
-		return existing.Status == StatusCompleted && existing.expired(now)
+		// Only a finished intent is forgotten at expiry (completed, or
+		// discarded by an operator): a failed or unsettled one may have had
+		// an effect nobody else knows of.
+		return (existing.Status == StatusCompleted || existing.Status == StatusDiscarded) && existing.expired(now)
 	}
 	if existing.expired(now) {
 		return true
@@ -115,6 +116,9 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (*Record, error) {
 	case StatusPending:
 		g.tell(a, existing, "pending")
 		return nil, &PendingError{ID: existing.Ref()}
+	case StatusDiscarded: // closed by an operator: nothing runs until the key expires
+		g.tell(a, existing, "discarded")
+		return nil, ErrDiscarded
 	}
 	g.tell(a, a.rec, "in_progress")
 	return nil, ErrInProgress

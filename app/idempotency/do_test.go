@@ -40,7 +40,7 @@ func (unknownOutcome) OutcomeUnknown() bool { return true }
 func (unknownOutcome) ExternalRef() string  { return "site.test" }
 
 // sentinels are the errors a middleware answer is matched against, in order.
-var sentinels = []error{ErrPending, ErrNotKept, ErrInProgress, ErrKeyReused, ErrNotRecorded, errBoom}
+var sentinels = []error{ErrPending, ErrNotKept, ErrInProgress, ErrKeyReused, ErrNotRecorded, ErrDiscarded, errBoom}
 
 // front runs a call for an intent: key and body (the intent) under consumer c1.
 type front struct {
@@ -318,6 +318,33 @@ var scenarios = []struct {
 			s.t.Errorf("answer = %+v, want ErrKeyReused", a)
 		}
 		s.wantRuns(1)
+	}},
+	{"a discarded intent is refused until it expires, then forgotten", func(s *stage) {
+		failed := func(context.Context) (int, string, error) { s.runs.Add(1); return 0, "", unknownOutcome{} }
+		if a := s.call(theIntent, failed); !errors.Is(a.err, ErrPending) {
+			s.t.Fatalf("answer = %+v, want pending", a)
+		}
+		s.tamper(map[string]any{"status": StatusDiscarded, "phase": PhaseFinished})
+		for _, body := range []string{theIntent, theIntent} {
+			if a := s.call(body, s.made); !errors.Is(a.err, ErrDiscarded) {
+				s.t.Errorf("retry = %+v, want ErrDiscarded", a)
+			}
+		}
+		if a := s.call(`{"n":2}`, s.made); !errors.Is(a.err, ErrKeyReused) {
+			s.t.Errorf("another intent = %+v, want ErrKeyReused", a)
+		}
+		s.wantRuns(1)
+		if r := s.record(); r == nil || r.Status != StatusDiscarded {
+			s.t.Fatalf("record = %+v, want still discarded", r)
+		}
+		s.tamper(map[string]any{"expires_at": utcNow().Add(-time.Second)})
+		if a := s.call(`{"n":2}`, s.made); a.err != nil || a.status != http.StatusCreated {
+			s.t.Errorf("another intent once expired = %+v, want it executed", a)
+		}
+		s.wantRuns(2)
+		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 {
+			s.t.Errorf("record = %+v, want a new intent, completed", r)
+		}
 	}},
 }
 

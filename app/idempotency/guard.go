@@ -38,6 +38,9 @@ var (
 	ErrNotRecorded = errors.New("intent could not be recorded; nothing was done")
 	// ErrBodyUnreadable wraps a failure to read the request body. 400.
 	ErrBodyUnreadable = errors.New("request body unreadable")
+	// ErrDiscarded answers a retry of an intent an operator discarded:
+	// nothing is executed until its key expires. 409.
+	ErrDiscarded = errors.New("intent discarded by an operator")
 )
 
 // Config is what the layer needs from the application.
@@ -201,7 +204,7 @@ func (l lookup) replayable(hash string, now func() time.Time) bool {
 type Note struct {
 	ConsumerID string
 	Operation  string
-	Outcome    string // executed, replayed, in_progress, mismatch, pending, released, taken_over, not_kept
+	Outcome    string // executed, replayed, in_progress, mismatch, pending, released, taken_over, not_kept, superseded, discarded
 	VendorRef  string // the reference the vendor knows the intent by, when one is known
 	keyDigest  keyDigest
 }

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
 )
 
@@ -143,23 +144,97 @@ func (s *Store) byPublicID(ctx context.Context, consumerID, id string) (*Record,
 }
 
 // RetryFailed puts a failed intent back to pending, its attempts reset, due
-// for the reconciler at once. ErrNotFailed when it is in another state.
-func (s *Store) RetryFailed(ctx context.Context, id string, now time.Time) (Intent, error) {
-	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return s.db.WithContext(ctx).Model(&Record{}).Where("public_id = ? AND status = ?", id, StatusFailed).
-			Updates(map[string]any{"status": StatusPending, "attempts": 0, "locked_until": nil, "updated_at": now})
-	})
-	if res.Error != nil {
-		return Intent{}, fmt.Errorf("retry intent: %w", res.Error)
+// for the reconciler at once, on behalf of by; the change and its
+// intent.retried audit event commit together. ErrNotFailed when it is in
+// another state (nothing changes).
+func (s *Store) RetryFailed(ctx context.Context, by audit.Actor, id string, now time.Time) (Intent, error) {
+	set := map[string]any{"status": StatusPending, "attempts": 0, "locked_until": nil, "updated_at": now}
+	return s.operatorChange(ctx, by, "retry intent", id, []string{StatusFailed}, set, audit.Change{Event: audit.IntentRetried}, now, ErrNotFailed)
+}
+
+// ErrNotDiscardable means a discard was asked of an intent that is neither
+// failed nor abandoned.
+var ErrNotDiscardable = errors.New("only a failed or abandoned intent can be discarded")
+
+// Discardable are the statuses an operator may discard an intent in: the
+// ones nobody else will settle (a failed intent waits for its slow retry or
+// an operator; an abandoned one for a client's retry that may never come).
+var Discardable = []string{StatusFailed, StatusAbandoned}
+
+// Discard settles a failed or abandoned intent for good, on behalf of by,
+// for reason (trimmed; required, 1 to audit.MaxReason characters of valid
+// UTF-8, else an *audit.ValidationError): it becomes discarded, and its
+// intent.discarded audit event, with the reason, commits with the change.
+// The update is conditional on the status, so a reconciler or a retry that
+// took the intent over first wins, and the discard is ErrNotDiscardable, as
+// it is for an intent in any other status (nothing changes).
+func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time) (Intent, error) {
+	reason, err := audit.Reason(reason)
+	if err != nil {
+		return Intent{}, err
+	}
+	set := map[string]any{"status": StatusDiscarded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}
+	return s.operatorChange(ctx, by, "discard intent", id, Discardable, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable)
+}
+
+// operatorChange (what, for its errors) applies set to the intent id if it
+// is in one of from, and records change (of that intent) in the same
+// transaction. It returns the intent as it is afterwards: with refused when
+// it was in another status, ErrIntentNotFound when there is none.
+func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id string, from []string, set map[string]any,
+	change audit.Change, now time.Time, refused error) (Intent, error) {
+	if err := by.Check(); err != nil {
+		return Intent{}, err
+	}
+	change.SubjectType, change.SubjectID = audit.SubjectIntent, id
+	changed := false
+	err := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from).Updates(set)
+			if res.Error != nil {
+				return fmt.Errorf("%s: %w", what, res.Error)
+			}
+			if changed = res.RowsAffected == 1; !changed {
+				return nil
+			}
+			return audit.Record(tx, by, change, now)
+		})}
+	}).Error
+	if err != nil {
+		return Intent{}, err
 	}
 	r, err := s.byPublicID(ctx, "", id)
 	if err != nil {
 		return Intent{}, err
 	}
-	if res.RowsAffected == 0 {
-		return s.intent(r), ErrNotFailed
+	if !changed {
+		return s.intent(r), refused
 	}
 	return s.intent(r), nil
+}
+
+// IntentEvents returns the audit trail of the intent with that public id
+// (retried, discarded), oldest first, and the id of its consumer ("" once
+// the intent is no longer on record: the trail outlives the pruning of its
+// intent). ErrIntentNotFound when there is no such intent and no event
+// names it.
+func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, string, error) {
+	consumerID := ""
+	r, err := s.byPublicID(ctx, "", id)
+	switch {
+	case err == nil:
+		consumerID = r.ConsumerID
+	case !errors.Is(err, ErrIntentNotFound):
+		return nil, "", err
+	}
+	events, _, err := audit.List(ctx, s.db, audit.Filter{SubjectType: audit.SubjectIntent, SubjectID: id})
+	if err != nil {
+		return nil, "", err
+	}
+	if r == nil && len(events) == 0 {
+		return nil, "", ErrIntentNotFound
+	}
+	return events, consumerID, nil
 }
 
 // FailedCount returns how many intents have failed and wait for the slow

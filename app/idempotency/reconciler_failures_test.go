@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -474,7 +475,7 @@ func TestStoreStatementFailures(t *testing.T) {
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
 			{"count failed intents", func() { query.Arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
-			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, failed.Ref(), utcNow()); return err }},
+			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), utcNow()); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
@@ -490,7 +491,7 @@ func TestStoreStatementFailures(t *testing.T) {
 		if rec, _ := s.Find(ctx, Scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
 			t.Errorf("a failed retry changed the record: %+v", rec)
 		}
-		if _, err := s.RetryFailed(ctx, "01NOSUCHINTENT", utcNow()); !errors.Is(err, ErrIntentNotFound) {
+		if _, err := s.RetryFailed(ctx, audit.Console(), "01NOSUCHINTENT", utcNow()); !errors.Is(err, ErrIntentNotFound) {
 			t.Errorf("RetryFailed of an unknown intent = %v, want ErrIntentNotFound", err)
 		}
 		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {

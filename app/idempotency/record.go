@@ -24,6 +24,11 @@ const (
 	// real and answers the truth of its own time (200 for a license the
 	// consumer holds).
 	StatusSuperseded = "superseded"
+	// StatusDiscarded: an operator settled a failed or abandoned intent for
+	// good (Store.Discard), with a reason in the audit trail. It is closed:
+	// never executed, never superseded again, and a retry with its key is
+	// refused (ErrDiscarded) until the key expires.
+	StatusDiscarded = "discarded"
 )
 
 // Phases of a record: the recovery point its execution reached, each
@@ -37,7 +42,7 @@ const (
 // Statuses are every status a record may be in, in the one order the API
 // documents them (docs/openapi.yaml's IntentStatus) and the command line
 // lists them.
-var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusAbandoned, StatusSuperseded}
+var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusAbandoned, StatusSuperseded, StatusDiscarded}
 
 // Record is a row of idempotency_keys: one intent of one consumer.
 type Record struct {

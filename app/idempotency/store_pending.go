@@ -124,10 +124,11 @@ func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time
 	return count, oldest, nil
 }
 
-// Prune deletes expired completed records in batches of batch
+// Prune deletes expired settled records (prunable) in batches of batch
 // ids, each batch its own short statement, so no delete holds locks for
 // long. Pending, processing and failed records are never pruned: an intent
-// the server accepted is settled, not dropped.
+// the server accepted is settled (by the reconciler, or an operator's
+// discard), not dropped.
 func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, error) {
 	var total int64
 	for {
@@ -155,7 +156,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, err
 }
 
 // prunable are the statuses the pruner deletes once expired: settled ones
-// (abandoned and superseded intents were never executed after they
-// settled). A failed intent is kept, visible and retried on the slow
-// schedule, until it completes.
-var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded}
+// (abandoned, superseded and discarded intents were never executed after
+// they settled). A failed intent is kept, visible and retried on the slow
+// schedule, until it completes or an operator discards it. The audit
+// events of a pruned intent are kept.
+var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded, StatusDiscarded}

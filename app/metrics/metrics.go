@@ -38,7 +38,7 @@ var standardMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost,
 
 // Known label values, initialised to 0 so dashboards and alerts see them.
 var (
-	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "not_kept", "released", "taken_over", "superseded"}
+	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "not_kept", "released", "taken_over", "superseded", "discarded"}
 	reconcileResults    = []string{"completed", "waiting", "retry", "failed", "abandoned", "superseded"}
 	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site"} // licenses.DriftKinds
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}

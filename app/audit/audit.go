@@ -1,0 +1,162 @@
+// Package audit is the trail of administration: tokens issued and revoked,
+// intents retried and discarded, who did it and why. The package that makes
+// a change writes its event (Record) in the transaction of the change, so
+// the trail and the change never disagree. The actor is the server's
+// knowledge of who acted (an authenticated token, or the command line),
+// never a value a client sent; a request id rides along as correlation only.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Events of the trail.
+const (
+	TokenIssued     = "token.issued"     // a token was issued
+	TokenRevoked    = "token.revoked"    // a live token was revoked
+	IntentRetried   = "intent.retried"   // a failed intent was put back to pending
+	IntentDiscarded = "intent.discarded" // a failed or abandoned intent was settled for good
+)
+
+// What an event is about (Event.SubjectType); Event.SubjectID is the
+// token's id or the intent's public id.
+const (
+	SubjectToken  = "token"
+	SubjectIntent = "intent"
+)
+
+// Who acted (Actor.Kind, Event.Actor).
+const (
+	// ActorToken is an API call, on behalf of the token that authenticated it.
+	ActorToken = "token"
+	// ActorConsole is an operator at the command line, who holds no token.
+	ActorConsole = "console"
+)
+
+// Actor is who makes a change: built from the authenticated principal
+// (ByToken) or by the command line (Console), and passed to the service
+// that makes the change as a value.
+type Actor struct {
+	Kind       string // ActorToken or ActorConsole
+	ConsumerID string // the acting token's consumer; "" for the console
+	TokenID    string // the acting token; "" for the console
+	RequestID  string // the request's id, correlation only; "" for none
+}
+
+// ByToken is an API call made with the token tokenID of the consumer
+// consumerID, in the request requestID.
+func ByToken(consumerID, tokenID, requestID string) Actor {
+	return Actor{Kind: ActorToken, ConsumerID: consumerID, TokenID: tokenID, RequestID: requestID}
+}
+
+// Console is the operator at the command line.
+func Console() Actor { return Actor{Kind: ActorConsole} }
+
+// ErrNoActor means a change was to be recorded without a known actor: a
+// token actor without its token, a console actor with one, or no kind.
+var ErrNoActor = errors.New("audit: the change names no actor the server knows")
+
+// Check reports ErrNoActor unless a is a token with its token id or the
+// console without one.
+func (a Actor) Check() error {
+	switch {
+	case a.Kind == ActorToken && a.TokenID != "":
+		return nil
+	case a.Kind == ActorConsole && a.TokenID == "" && a.ConsumerID == "" && a.RequestID == "":
+		return nil
+	}
+	return ErrNoActor
+}
+
+// Event is a row of audit_events.
+type Event struct {
+	ID              uint64 `gorm:"primaryKey"`
+	Event           string
+	SubjectType     string
+	SubjectID       string
+	Actor           string  // ActorToken or ActorConsole
+	ActorConsumerID *string // the acting token's consumer, for ActorToken
+	ActorTokenID    *string // the acting token, for ActorToken
+	RequestID       *string // the request's id (correlation only), for ActorToken
+	Reason          *string // why, when the change takes one (a discard)
+	CreatedAt       time.Time
+}
+
+// TableName is the table events live in.
+func (Event) TableName() string { return "audit_events" }
+
+// Change is what an event records: which event, of which subject, and why
+// ("" for no reason).
+type Change struct {
+	Event       string
+	SubjectType string
+	SubjectID   string
+	Reason      string
+}
+
+// Record writes the event of change, made by by at at, in tx: the
+// transaction of the change itself, so that both commit or neither does.
+func Record(tx *gorm.DB, by Actor, change Change, at time.Time) error {
+	if err := by.Check(); err != nil {
+		return err
+	}
+	e := Event{Event: change.Event, SubjectType: change.SubjectType, SubjectID: change.SubjectID, Actor: by.Kind,
+		ActorConsumerID: orNil(by.ConsumerID), ActorTokenID: orNil(by.TokenID), RequestID: orNil(by.RequestID),
+		Reason: orNil(change.Reason), CreatedAt: at.UTC().Truncate(time.Microsecond)}
+	if err := tx.Create(&e).Error; err != nil {
+		return fmt.Errorf("record audit event %s: %w", change.Event, err)
+	}
+	return nil
+}
+
+// Filter selects events of one subject type.
+type Filter struct {
+	SubjectType string // required
+	SubjectID   string // one subject's events; "" for every subject of the type
+	// NewestFirst lists the last written first; otherwise the first
+	// written comes first. Events are ordered by id, the order they were
+	// written in.
+	NewestFirst bool
+	// Page (from 1) and PerPage cut a page; PerPage 0 lists every event.
+	Page, PerPage int
+}
+
+// List returns the events f selects, in its order, and how many it selects
+// in all.
+func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
+	q := db.WithContext(ctx).Model(&Event{}).Where("subject_type = ?", f.SubjectType)
+	if f.SubjectID != "" {
+		q = q.Where("subject_id = ?", f.SubjectID)
+	}
+	order := "id"
+	if f.NewestFirst {
+		order = "id DESC"
+	}
+	var total int64
+	if f.PerPage > 0 {
+		if err := q.Count(&total).Error; err != nil {
+			return nil, 0, fmt.Errorf("count audit events: %w", err)
+		}
+		q = q.Offset((max(f.Page, 1) - 1) * f.PerPage).Limit(f.PerPage)
+	}
+	var events []Event
+	if err := q.Order(order).Find(&events).Error; err != nil {
+		return nil, 0, fmt.Errorf("list audit events: %w", err)
+	}
+	if f.PerPage <= 0 {
+		total = int64(len(events))
+	}
+	return events, total, nil
+}
+
+func orNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

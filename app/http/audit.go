@@ -1,0 +1,74 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/resource"
+)
+
+// actor is who a request acts as in the audit trail: its authenticated
+// token (and the token's consumer), never a header; the request id rides
+// along as correlation only.
+func actor(c echo.Context) audit.Actor {
+	p := principal(c)
+	return audit.ByToken(p.ConsumerID, p.TokenID, RequestID(c))
+}
+
+type tokenEventsPage struct {
+	Data []resource.TokenEvent `json:"data"`
+	Meta pageMeta              `json:"meta"`
+}
+
+// tokenEvents is GET /api/tokens/events?token=&page=&per_page=: the tokens'
+// audit trail (issued, revoked), newest first; of one token with token (an
+// unknown id lists nothing).
+func (s *Server) tokenEvents(c echo.Context) error {
+	fields := map[string][]string{}
+	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
+	perPage := queryInt(c, "per_page", 50, 1, 100, fields)
+	if len(fields) > 0 {
+		return validationError(fields, "page", "per_page")
+	}
+	events, total, err := s.auth.Events(c.Request().Context(), auth.TokenEventFilter{TokenID: c.QueryParam("token"), Page: page, PerPage: perPage})
+	if err != nil {
+		return err
+	}
+	body := tokenEventsPage{Data: make([]resource.TokenEvent, 0, len(events)),
+		Meta: pageMeta{CurrentPage: page, PerPage: perPage, Total: total, LastPage: max(1, (total+int64(perPage)-1)/int64(perPage))}}
+	for _, e := range events {
+		body.Data = append(body.Data, resource.NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer))
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// intentEvents is GET /api/intents/{id}/events: the intent's audit trail
+// (retried, discarded with its reason), oldest first; still listed once the
+// intent itself is pruned. 404 when neither the intent nor an event of it
+// is on record.
+func (s *Server) intentEvents(c echo.Context) error {
+	ctx := c.Request().Context()
+	events, consumerID, err := s.store.IntentEvents(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(events)+1)
+	if consumerID != "" {
+		ids = append(ids, consumerID)
+	}
+	for _, e := range events {
+		if e.ActorConsumerID != nil {
+			ids = append(ids, *e.ActorConsumerID)
+		}
+	}
+	names := map[string]string{}
+	if len(ids) > 0 {
+		if names, err = s.auth.ConsumerNames(ctx, ids); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewIntentEvents(events, names[consumerID], names)})
+}

@@ -1,0 +1,152 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// auditTable is the table the audit events live in.
+var auditTable = audit.Event{}.TableName()
+
+// A failed or abandoned intent is discarded, with its event, by whoever
+// the caller names; any other status is ErrNotDiscardable and stays as it
+// was; an unknown id, a bad reason or an actor the server does not know
+// changes nothing.
+func TestDiscard(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		ctx := context.Background()
+		now := utcNow()
+		due := now.Add(time.Hour)
+		failed := seed(t, s, "failed", func(r *Record) { r.Status, r.LockedUntil = StatusFailed, &due })
+		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, nullable(PhaseReserved) })
+		by := audit.ByToken("ops-consumer", "ops-token", "req-1")
+
+		in, err := s.Discard(ctx, by, failed.Ref(), "  no longer wanted ", now)
+		if err != nil || in.Status != StatusDiscarded || in.NextAttemptAt != nil {
+			t.Fatalf("Discard(failed) = %+v, %v; want discarded, no next attempt", in, err)
+		}
+		rec, _ := s.Find(ctx, failed.scope())
+		if rec.Status != StatusDiscarded || rec.LockedUntil != nil {
+			t.Errorf("record = %s, lease %v; want discarded with no lease", rec.Status, rec.LockedUntil)
+		}
+		events, consumer, err := s.IntentEvents(ctx, failed.Ref())
+		if err != nil || consumer != "c1" || len(events) != 1 {
+			t.Fatalf("IntentEvents = %+v, %q, %v", events, consumer, err)
+		}
+		e := events[0]
+		if e.Event != audit.IntentDiscarded || e.SubjectType != audit.SubjectIntent || e.SubjectID != failed.Ref() || e.Actor != audit.ActorToken ||
+			deref(e.ActorTokenID) != "ops-token" || deref(e.ActorConsumerID) != "ops-consumer" || deref(e.RequestID) != "req-1" ||
+			deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
+			t.Errorf("event = %+v", e)
+		}
+		if in, err := s.Discard(ctx, audit.Console(), abandoned.Ref(), "stale", now); err != nil || in.Status != StatusDiscarded {
+			t.Errorf("Discard(abandoned) = %+v, %v", in, err)
+		}
+
+		for _, status := range []string{StatusPending, StatusProcessing, StatusCompleted, StatusSuperseded, StatusDiscarded} {
+			r := seed(t, s, "in-"+status, func(r *Record) { r.Status = status })
+			in, err := s.Discard(ctx, by, r.Ref(), "why", now)
+			if !errors.Is(err, ErrNotDiscardable) || in.Status != status {
+				t.Errorf("Discard(%s) = %s, %v; want ErrNotDiscardable and the intent as it is", status, in.Status, err)
+			}
+			if events, _, _ := s.IntentEvents(ctx, r.Ref()); len(events) != 0 {
+				t.Errorf("a refused discard of a %s intent left %+v", status, events)
+			}
+		}
+		if _, err := s.Discard(ctx, by, "01NOSUCHINTENT", "why", now); !errors.Is(err, ErrIntentNotFound) {
+			t.Errorf("Discard(unknown) = %v, want ErrIntentNotFound", err)
+		}
+
+		other := seed(t, s, "other", func(r *Record) { r.Status = StatusFailed })
+		var invalid *audit.ValidationError
+		if _, err := s.Discard(ctx, by, other.Ref(), " ", now); !errors.As(err, &invalid) {
+			t.Errorf("Discard without a reason = %v, want a validation error", err)
+		}
+		for _, nobody := range []audit.Actor{{}, {Kind: audit.ActorToken}, {Kind: audit.ActorConsole, TokenID: "t"}, {Kind: "request", TokenID: "t"}} {
+			if _, err := s.Discard(ctx, nobody, other.Ref(), "why", now); !errors.Is(err, audit.ErrNoActor) {
+				t.Errorf("Discard by %+v = %v, want ErrNoActor", nobody, err)
+			}
+			if _, err := s.RetryFailed(ctx, nobody, other.Ref(), now); !errors.Is(err, audit.ErrNoActor) {
+				t.Errorf("RetryFailed by %+v = %v, want ErrNoActor", nobody, err)
+			}
+		}
+		if rec, _ := s.Find(ctx, other.scope()); rec.Status != StatusFailed {
+			t.Errorf("refused changes left the intent %s", rec.Status)
+		}
+	})
+}
+
+// A change and its audit event are one transaction: when the event cannot
+// be written the status does not change; a failing update or read says
+// what failed.
+func TestOperatorChangeFailures(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		ctx := context.Background()
+		failed := seed(t, s, "failed", func(r *Record) { r.Status = StatusFailed })
+		insert := testdb.Inject(t, db.Gorm, "create", auditTable, nil, errInjected)
+		update := testdb.Inject(t, db.Gorm, "update", keysTable, nil, errInjected)
+		query := testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected)
+		events := testdb.Inject(t, db.Gorm, "query", auditTable, nil, errInjected)
+		for _, tt := range []struct {
+			says string
+			arm  func()
+			call func() error
+		}{
+			{"record audit event intent.discarded", func() { insert.Arm(1) },
+				func() error { _, err := s.Discard(ctx, audit.Console(), failed.Ref(), "why", utcNow()); return err }},
+			{"record audit event intent.retried", func() { insert.Arm(1) },
+				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), utcNow()); return err }},
+			{"discard intent", func() { update.Arm(1) },
+				func() error { _, err := s.Discard(ctx, audit.Console(), failed.Ref(), "why", utcNow()); return err }},
+			{"find intent", func() { query.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
+			{"list audit events", func() { events.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
+		} {
+			tt.arm()
+			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("%s: err = %v, want the injected failure, said so", tt.says, err)
+			}
+			for _, f := range []*testdb.Fault{insert, update, query, events} {
+				f.Disarm()
+			}
+			if rec, _ := s.Find(ctx, failed.scope()); rec.Status != StatusFailed {
+				t.Fatalf("%s: the intent is %s, want failed still", tt.says, rec.Status)
+			}
+		}
+		if got, _, _ := s.IntentEvents(ctx, failed.Ref()); len(got) != 0 {
+			t.Errorf("failed changes left events: %+v", got)
+		}
+	})
+}
+
+// An intent's trail outlives it: once its record is gone (pruned) its
+// events are still listed, with no consumer; an id with neither is
+// ErrIntentNotFound.
+func TestIntentEventsOutliveTheIntent(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		ctx := context.Background()
+		past := utcNow().Add(-2 * time.Hour)
+		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
+		if _, err := s.Discard(ctx, audit.Console(), r.Ref(), "why", utcNow()); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {
+			t.Fatalf("Prune = %d, %v; want the expired discarded intent", n, err)
+		}
+		events, consumer, err := s.IntentEvents(ctx, r.Ref())
+		if err != nil || consumer != "" || len(events) != 1 || events[0].Event != audit.IntentDiscarded {
+			t.Errorf("IntentEvents of a pruned intent = %+v, %q, %v", events, consumer, err)
+		}
+		if _, _, err := s.IntentEvents(ctx, "01NOSUCHINTENT"); !errors.Is(err, ErrIntentNotFound) {
+			t.Errorf("IntentEvents(unknown) = %v, want ErrIntentNotFound", err)
+		}
+	})
+}
