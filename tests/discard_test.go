@@ -420,3 +420,36 @@ func TestDiscardedVendorEventIsReceivedNotApplied(t *testing.T) {
 		}
 	})
 }
+
+// A failed revoke is retried, never discarded: deleting a site is safe to
+// repeat, and its license stays revoking until the revoke ends, so a
+// discard would leave it there (and its DELETE refused) until the key
+// expired. The API and the CLI refuse it (409 intent_not_discardable, exit
+// 1), nothing changes, no event is written, and a retry is still allowed.
+func TestAFailedRevokeIsRetriedNotDiscarded(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		a.consumer("acme")
+		a.plantRecord("acme", "01JDQ8Z7F0A2B4C6D8E0G2H4J6", "", idempotency.StatusFailed, time.Hour)
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "01JDQ8Z7F0A2B4C6D8E0G2H4J6").
+			Update("operation", "licenses.destroy").Error; err != nil {
+			t.Fatal(err)
+		}
+		id := a.record("01JDQ8Z7F0A2B4C6D8E0G2H4J6").Ref()
+		admin := bearer(a.token("ops", auth.IntentsManage))
+		body := a.discard(admin, id, `{"reason":"stuck"}`).wantError(http.StatusConflict, "intent_not_discardable")
+		if msg, _ := body["message"].(string); !strings.Contains(msg, "Retry it") {
+			t.Errorf("message %q does not say to retry it", msg)
+		}
+		if err := a.runCLIErr("intents", "discard", id, "--reason", "stuck"); console.ExitCode(err) != 1 || !errors.Is(err, idempotency.ErrRetryOnly) {
+			t.Errorf("licensor intents discard of a revoke: %v (exit %d), want exit 1, retried not discarded", err, console.ExitCode(err))
+		}
+		if rec := a.record("01JDQ8Z7F0A2B4C6D8E0G2H4J6"); rec.Status != idempotency.StatusFailed {
+			t.Errorf("the refused discards left it %s, want failed", rec.Status)
+		}
+		if got := a.intentEvents(admin, id); len(got) != 0 {
+			t.Errorf("events %v after refused discards, want none", got)
+		}
+		a.do(http.MethodPost, "/api/intents/"+id+"/retry", "", admin...).wantStatus(http.StatusOK)
+	})
+}

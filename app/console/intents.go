@@ -17,6 +17,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/operations"
 )
 
 // intentsCmd is `licensor intents list|show|retry|discard|events|digest`:
@@ -194,11 +195,17 @@ func intentsDiscard(ctx context.Context, e env) error {
 		return usagef("intents discard: --reason is required: say why, for the audit trail")
 	}
 	return withIntents(ctx, e, func(b *Base) error {
-		in, err := b.Store.Discard(ctx, audit.Console(), id, *reason, b.now().UTC())
+		retryOnly, err := retryOnlyOperations()
+		if err != nil {
+			return err
+		}
+		in, err := b.Store.Discard(ctx, audit.Console(), id, *reason, b.now().UTC(), retryOnly...)
 		var invalid *audit.ValidationError
 		switch {
 		case errors.As(err, &invalid):
 			return usagef("intents discard: --reason: %s", strings.Join(invalid.Fields["reason"], " "))
+		case errors.Is(err, idempotency.ErrRetryOnly):
+			return fmt.Errorf("discard %s: a %s intent is retried, never discarded (its license waits on it): licensor intents retry %s: %w", id, in.Operation, id, err)
 		case errors.Is(err, idempotency.ErrNotDiscardable):
 			return fmt.Errorf("discard %s: the intent is %s, not failed or abandoned: %w", id, in.Status, err)
 		case err != nil:
@@ -207,6 +214,17 @@ func intentsDiscard(ctx context.Context, e env) error {
 		fmt.Fprintf(e.stderr, "intent %s (%s) is discarded: never executed; a retry with its key is refused until it expires\n", in.ID, in.Operation)
 		return printIntent(ctx, e, b, in, *asJSON)
 	})
+}
+
+// retryOnlyOperations are the names of the operations whose intents are
+// retried, never discarded, as declared in app/operations (the declarations
+// only: nothing of them runs here).
+func retryOnlyOperations() ([]string, error) {
+	ops, err := idempotency.NewOperations(operations.New(nil).List()...)
+	if err != nil { // the declarations serve starts from: it would refuse them too
+		return nil, fmt.Errorf("declare operations: %w", err)
+	}
+	return ops.RetryOnly(), nil
 }
 
 // intentsEvents prints an intent's audit trail, oldest first, as a table

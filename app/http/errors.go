@@ -292,6 +292,9 @@ func fromIdempotencyError(err error) *Error {
 	case errors.Is(err, idempotency.ErrNotFailed):
 		return &Error{Status: http.StatusConflict, Code: "intent_not_failed",
 			Message: "Only a failed intent can be retried; this one is not failed."}
+	case errors.Is(err, idempotency.ErrRetryOnly):
+		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
+			Message: "A revoke is retried, never discarded: repeating it is safe and its license waits on it. Retry it instead."}
 	case errors.Is(err, idempotency.ErrNotDiscardable):
 		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
 			Message: "Only a failed or abandoned intent can be discarded; this one is neither."}

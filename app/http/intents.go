@@ -116,7 +116,7 @@ func (s *Server) discardIntent(c echo.Context) error {
 	if err := bindJSON(c, &req); err != nil {
 		return err
 	}
-	in, err := s.store.Discard(c.Request().Context(), actor(c), c.Param("id"), req.Reason, s.now())
+	in, err := s.store.Discard(c.Request().Context(), actor(c), c.Param("id"), req.Reason, s.now(), s.guard.Operations().RetryOnly()...)
 	if err != nil {
 		return err
 	}

@@ -150,3 +150,35 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 		}
 	})
 }
+
+// An intent of a RetryOnly operation is never discarded, whatever its
+// status: ErrRetryOnly (an ErrNotDiscardable otherwise, for the other
+// statuses), nothing changes, no event; the operations list names it.
+func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		ctx := context.Background()
+		now := utcNow()
+		revoke := testOperation("things.destroy", nil)
+		revoke.RetryOnly = true
+		ops, err := NewOperations(testOperation("op", nil), revoke)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ops.RetryOnly(); len(got) != 1 || got[0] != "things.destroy" {
+			t.Fatalf("RetryOnly = %q, want things.destroy", got)
+		}
+		r := seed(t, s, "revoke", func(r *Record) { r.Operation, r.Status = "things.destroy", StatusFailed })
+		in, err := s.Discard(ctx, audit.Console(), r.Ref(), "stuck", now, ops.RetryOnly()...)
+		if !errors.Is(err, ErrRetryOnly) || in.Status != StatusFailed {
+			t.Errorf("Discard(a failed revoke) = %s, %v; want ErrRetryOnly and failed", in.Status, err)
+		}
+		if events, _, _ := s.IntentEvents(ctx, r.Ref()); len(events) != 0 {
+			t.Errorf("a refused discard left %+v", events)
+		}
+		create := seed(t, s, "create", func(r *Record) { r.Status = StatusFailed })
+		if in, err := s.Discard(ctx, audit.Console(), create.Ref(), "gone", now, ops.RetryOnly()...); err != nil || in.Status != StatusDiscarded {
+			t.Errorf("Discard(a failed create) = %s, %v; want discarded", in.Status, err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +157,10 @@ func (s *Store) RetryFailed(ctx context.Context, by audit.Actor, id string, now 
 // failed nor abandoned.
 var ErrNotDiscardable = errors.New("only a failed or abandoned intent can be discarded")
 
+// ErrRetryOnly means a discard was asked of an intent of an operation that
+// is retried, never discarded (Operation.RetryOnly): a revoke.
+var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
+
 // Discardable are the statuses an operator may discard an intent in: the
 // ones nobody else will settle (a failed intent waits for its slow retry or
 // an operator; an abandoned one for a client's retry that may never come).
@@ -167,14 +172,20 @@ var Discardable = []string{StatusFailed, StatusAbandoned}
 // intent.discarded audit event, with the reason, commits with the change.
 // The update is conditional on the status, so a reconciler or a retry that
 // took the intent over first wins, and the discard is ErrNotDiscardable, as
-// it is for an intent in any other status (nothing changes).
-func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time) (Intent, error) {
+// it is for an intent in any other status (nothing changes). An intent of
+// one of the operations retryOnly names (Operations.RetryOnly) is never
+// discarded: ErrRetryOnly, and nothing changes.
+func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time, retryOnly ...string) (Intent, error) {
 	reason, err := audit.Reason(reason)
 	if err != nil {
 		return Intent{}, err
 	}
 	set := map[string]any{"status": StatusDiscarded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}
-	return s.operatorChange(ctx, by, "discard intent", id, Discardable, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable)
+	in, err := s.operatorChange(ctx, by, "discard intent", id, Discardable, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable, retryOnly...)
+	if errors.Is(err, ErrNotDiscardable) && slices.Contains(retryOnly, in.Operation) {
+		err = ErrRetryOnly
+	}
+	return in, err
 }
 
 // operatorChange (what, for its errors) applies set to the intent id if it
@@ -182,7 +193,7 @@ func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, 
 // transaction. It returns the intent as it is afterwards: with refused when
 // it was in another status, ErrIntentNotFound when there is none.
 func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id string, from []string, set map[string]any,
-	change audit.Change, now time.Time, refused error) (Intent, error) {
+	change audit.Change, now time.Time, refused error, exceptOperations ...string) (Intent, error) {
 	if err := by.Check(); err != nil {
 		return Intent{}, err
 	}
@@ -190,7 +201,11 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 	changed := false
 	err := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			res := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from).Updates(set)
+			q := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from)
+			if len(exceptOperations) > 0 {
+				q = q.Where("operation NOT IN ?", exceptOperations)
+			}
+			res := q.Updates(set)
 			if res.Error != nil {
 				return fmt.Errorf("%s: %w", what, res.Error)
 			}

@@ -60,6 +60,10 @@ type Operation[In any] struct {
 	// an intent that can be pending must be finishable. An error wrapping
 	// ErrSuperseded settles it as superseded.
 	Resume func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
+	// RetryOnly says an operator may retry a failed intent of it but never
+	// discard it: repeating it is always safe, and its resource waits on it
+	// (a revoke's license stays revoking until the revoke ends).
+	RetryOnly bool
 }
 
 // Declared is an Operation of any input type, as the guard, the reconciler
@@ -69,6 +73,7 @@ type Declared interface {
 	OperationName() string
 	check() error
 	resumer() Resumer
+	retryOnly() bool
 }
 
 // OperationName implements Declared.
@@ -88,6 +93,8 @@ func (op Operation[In]) check() error {
 
 func (op Operation[In]) resumer() Resumer { return resumeFunc(op.Resume) }
 
+func (op Operation[In]) retryOnly() bool { return op.RetryOnly }
+
 // resumeFunc adapts an Operation's Resume to the Resumer interface.
 type resumeFunc func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
 
@@ -100,8 +107,9 @@ func (f resumeFunc) Resume(ctx context.Context, call Call, rec *Record, mayCreat
 // guard serves only these, the reconciler resumes them by name, and the
 // metrics label by their names.
 type Operations struct {
-	names    []string
-	resumers map[string]Resumer
+	names     []string
+	resumers  map[string]Resumer
+	retryOnly []string
 }
 
 // NewOperations checks and lists the application's operations. Every one
@@ -120,12 +128,19 @@ func NewOperations(ops ...Declared) (*Operations, error) {
 		}
 		o.names = append(o.names, name)
 		o.resumers[name] = op.resumer()
+		if op.retryOnly() {
+			o.retryOnly = append(o.retryOnly, name)
+		}
 	}
 	return o, nil
 }
 
 // Names are the operations' names, in declaration order.
 func (o *Operations) Names() []string { return slices.Clone(o.names) }
+
+// RetryOnly are the names of the operations whose intents an operator may
+// retry but never discard (Operation.RetryOnly), as Store.Discard takes them.
+func (o *Operations) RetryOnly() []string { return slices.Clone(o.retryOnly) }
 
 // resumer is the Resumer of the operation named name.
 func (o *Operations) resumer(name string) (Resumer, bool) {
@@ -135,6 +150,9 @@ func (o *Operations) resumer(name string) (Resumer, bool) {
 	r, ok := o.resumers[name]
 	return r, ok
 }
+
+// Operations are the operations g serves.
+func (g *Guard) Operations() *Operations { return g.cfg.Operations }
 
 // MustServe panics unless op is one of g's operations: a route mounted for
 // an operation the application did not declare is a wiring mistake, found
