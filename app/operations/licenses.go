@@ -117,8 +117,8 @@ func revokeLicense(svc *licenses.Service, creates string) idempotency.Operation[
 		// Deleting a site is safe to repeat, and the license stays revoking
 		// until the revoke ends: a failed revoke is retried, never discarded.
 		RetryOnly: true,
-		Key:  func(c echo.Context) string { return c.Param("id") },
-		Bind: func(c echo.Context, _ []byte) (string, []byte, error) { return c.Param("id"), nil, nil },
+		Key:       func(c echo.Context) string { return c.Param("id") },
+		Bind:      func(c echo.Context, _ []byte) (string, []byte, error) { return c.Param("id"), nil, nil },
 		Run: func(ctx context.Context, call idempotency.Call, id string) (idempotency.Response, idempotency.Outcome, error) {
 			var kept bool
 			o := idempotency.Outcome{ResourceType: "license", ResourceID: id}
