@@ -376,6 +376,19 @@ func TestInvalidUTF8IsRefused(t *testing.T) {
 		if errs, _ := body["errors"].(map[string]any); errs == nil || errs["consumer"] == nil {
 			t.Errorf("errors = %v, want one on consumer", body["errors"])
 		}
+		// An escaped lone surrogate is no UTF-8 either: encoding/json would
+		// read it as U+FFFD, so "\ud800y" and "\udbffy" would be one intent.
+		r = a.do(http.MethodPost, "/api/licenses", `{"name":"\ud800y","domain":"acme.test"}`, keyed(acme, "utf8-2")...)
+		if errs, _ := r.wantError(http.StatusUnprocessableEntity, "")["errors"].(map[string]any); errs == nil || errs["name"] == nil {
+			t.Errorf("a lone surrogate: errors = %v, want one on name", errs)
+		}
+		r = a.do(http.MethodPost, "/api/tokens", `{"consumer":"\udfff","abilities":["licenses:read"]}`, root...)
+		if errs, _ := r.wantError(http.StatusUnprocessableEntity, "")["errors"].(map[string]any); errs == nil || errs["consumer"] == nil {
+			t.Errorf("a lone surrogate: errors = %v, want one on consumer", errs)
+		}
+		if rec := a.record("utf8-2"); rec != nil {
+			t.Errorf("a refused body was recorded: %s", rec.Status)
+		}
 		a.wantVendorCalls("POST", 0)
 	})
 }

@@ -67,10 +67,66 @@ func String(raw map[string]json.RawMessage, name string, dst *string) string {
 	if v[0] != '"' || json.Unmarshal(v, dst) != nil {
 		return "The " + name + " field must be a string."
 	}
-	if !utf8.Valid(v) {
+	if !ValidText(v) {
 		return InvalidUTF8(name)
 	}
 	return ""
+}
+
+// ValidText reports whether the JSON text b holds only valid UTF-8: no bad
+// byte, and no \u escape of a lone surrogate (U+D800 to U+DFFF outside a
+// high-low pair), which encoding/json would read as U+FFFD as it does a
+// bad byte.
+func ValidText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // an escape of one character: \" \\ \n …
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		switch {
+		case !ok:
+			return false
+		case r >= 0xDC00 && r <= 0xDFFF: // a low surrogate with no high one before it
+			return false
+		case r >= 0xD800 && r <= 0xDBFF: // a high surrogate: a low one must follow
+			lo, ok := hex4(b, i+8)
+			if !ok || b[i+6] != '\\' || b[i+7] != 'u' || lo < 0xDC00 || lo > 0xDFFF {
+				return false
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // InvalidUTF8 is the message for a field whose string is not valid UTF-8.
@@ -79,7 +135,7 @@ func InvalidUTF8(field string) string { return "The " + field + " field must be 
 // InvalidUTF8Field names the first field of a JSON object body (in sorted
 // order) whose value holds bytes that are not valid UTF-8; "" when none.
 func InvalidUTF8Field(b []byte) string {
-	if utf8.Valid(b) {
+	if ValidText(b) {
 		return ""
 	}
 	raw, err := Object(b)
@@ -88,7 +144,7 @@ func InvalidUTF8Field(b []byte) string {
 	}
 	names := make([]string, 0, len(raw))
 	for k, v := range raw {
-		if !utf8.Valid(v) || !utf8.ValidString(k) {
+		if !ValidText(v) || !utf8.ValidString(k) {
 			names = append(names, k)
 		}
 	}
