@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -395,8 +396,55 @@ func (n *galeraNode) errorLog(max int) string {
 }
 
 // dsn is the DB_URL of licensor's database on the node.
-func (n *galeraNode) dsn() string {
-	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", n.sql, galeraDatabase)
+func (n *galeraNode) dsn() string { return n.dsnOf(galeraDatabase) }
+
+// dsnOf is the DB_URL of a database on the node.
+func (n *galeraNode) dsnOf(database string) string {
+	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", n.sql, database)
+}
+
+// gooseVersion is the newest migration the node has applied to database,
+// as the node has it now (no causal read): 0 when it has none, or no
+// version table yet.
+func (n *galeraNode) gooseVersion(ctx context.Context, database string) (int64, error) {
+	var v sql.NullInt64
+	err := n.db.QueryRowContext(ctx, "SELECT MAX(version_id) FROM `"+database+"`.goose_db_version WHERE is_applied").Scan(&v)
+	if me := (*mysqldriver.MySQLError)(nil); errors.As(err, &me) && me.Number == 1146 { // no such table (yet)
+		return 0, nil
+	}
+	return v.Int64, err
+}
+
+// waitMigrated polls every node until it has applied the newest migration
+// `licensor migrate` committed through the first node; it fails at the
+// deadline, or at once when a node has died.
+func (c *galeraCluster) waitMigrated(database string) {
+	c.t.Helper()
+	ctx := context.Background()
+	want, err := c.nodes[0].gooseVersion(ctx, database)
+	if err != nil || want == 0 {
+		c.t.Fatalf("%s: migrated to version %d: %v", c.nodes[0].name, want, err)
+	}
+	began := time.Now()
+	for _, n := range c.nodes[1:] {
+		var got int64
+		var last error
+		reached := func() bool {
+			select {
+			case <-n.exited:
+				c.t.Fatalf("%s exited while waiting for the migration:\n%s", n.name, n.errorLog(6000))
+			default:
+			}
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			got, last = n.gooseVersion(qctx, database)
+			return last == nil && got == want
+		}
+		if !testkit.Poll(30*time.Second, reached) {
+			c.t.Fatalf("%s holds migration %d (%v), not the newest %d, after 30 s", n.name, got, last, want)
+		}
+	}
+	c.t.Logf("every node holds migration %d (%s after migrate returned)", want, time.Since(began).Round(time.Millisecond))
 }
 
 func galeraTail(s string, max int) string {

@@ -35,7 +35,10 @@ const (
 // duplicate key. licensor's conflict retry and its unique indexes must turn
 // that into exactly one vendor create and one license per key, every client
 // getting the same 201, and never a 5xx as a final answer ("storm"). Then
-// the last node is cut off the cluster: its replica must answer 503 with
+// a replica is started on a node whose appliers are paused while a
+// migration commits through another node: it must wait for the node to
+// catch up, not refuse the schema as behind ("lagging node"). Then the
+// last node is cut off the cluster: its replica must answer 503 with
 // Retry-After, not 500, while the others go on ("non-primary node"). See
 // docs/galera.md.
 func TestGaleraReplicaStorm(t *testing.T) {
@@ -55,11 +58,15 @@ func TestGaleraReplicaStorm(t *testing.T) {
 		"RATE_LIMIT_PER_MINUTE=0",
 		"DB_CONNECTION=mysql",
 	}
-	envOn := func(n *galeraNode, extra ...string) []string {
-		env := append(append([]string{}, base...), "DB_URL="+n.dsn(), "APP_STORAGE="+t.TempDir())
+	envFor := func(dsn string, extra ...string) []string {
+		env := append(append([]string{}, base...), "DB_URL="+dsn, "APP_STORAGE="+t.TempDir())
 		return append(env, extra...)
 	}
+	envOn := func(n *galeraNode, extra ...string) []string { return envFor(n.dsn(), extra...) }
 	runCmd(t, envOn(cluster.nodes[0]), "migrate")
+	// Galera applies the migration on the other nodes a moment after node
+	// 1 committed it: no replica starts on a node it has not reached.
+	cluster.waitMigrated(galeraDatabase)
 	galeraSchemaFits(t, cluster.nodes[len(cluster.nodes)-1])
 	token := strings.TrimSpace(runCmd(t, envOn(cluster.nodes[0]), "token", "issue", "--consumer", "acme",
 		"--abilities", "licenses:read,licenses:write"))
@@ -80,6 +87,11 @@ func TestGaleraReplicaStorm(t *testing.T) {
 	// Each key reserved on two or three nodes at once: one create, one 201.
 	t.Run("storm", func(t *testing.T) {
 		galeraStormChecks(t, cluster, apis, serves, vendor, token, sim)
+	})
+	// A replica started on a node the newest migration has not reached
+	// yet waits for it instead of refusing the schema.
+	t.Run("lagging node", func(t *testing.T) {
+		galeraLaggingNode(t, cluster, envFor)
 	})
 	// A node cut off the cluster: its replica answers "not now".
 	t.Run("non-primary node", func(t *testing.T) {
@@ -253,6 +265,78 @@ func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim st
 	if code != http.StatusCreated {
 		t.Errorf("create through replica 1 while %s is cut off = %d %s, want 201", n.name, code, body)
 	}
+}
+
+// galeraLaggingNode starts a replica on a node that has not applied the
+// newest migration yet, for certain: node 2's appliers are held by FLUSH
+// TABLES WITH READ LOCK (which desyncs the node and pauses its applying)
+// while `licensor migrate` runs through node 1 on a database of its own.
+// serve must not refuse the schema as behind: it waits (a causal read) for
+// the node to apply what the cluster committed, and serves once the lock is
+// let go and the node has caught up.
+func galeraLaggingNode(t *testing.T, c *galeraCluster, envFor func(dsn string, extra ...string) []string) {
+	t.Helper()
+	const lagDatabase = "licensor_lag"
+	first, n := c.nodes[0], c.nodes[1]
+	ctx := context.Background()
+	if _, err := first.db.Exec("CREATE DATABASE `" + lagDatabase + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatal(err)
+	}
+	// The database itself reaches node 2 before its appliers pause.
+	if _, err := n.db.Exec("SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1"); err != nil {
+		t.Fatalf("%s: causal read: %v", n.name, err)
+	}
+	lock, err := n.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
+		t.Fatalf("%s: FLUSH TABLES WITH READ LOCK: %v", n.name, err)
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			if _, err := lock.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+				t.Errorf("%s: UNLOCK TABLES: %v", n.name, err)
+			}
+		}
+	}
+	defer unlock()
+
+	runCmd(t, envFor(first.dsnOf(lagDatabase)), "migrate")
+	want, err := first.gooseVersion(ctx, lagDatabase)
+	if err != nil || want == 0 {
+		t.Fatalf("%s: migrated to version %d: %v", first.name, want, err)
+	}
+	if got, _ := n.gooseVersion(ctx, lagDatabase); got == want {
+		t.Fatalf("%s already holds migration %d with its appliers paused: the test cannot show a lagging node", n.name, want)
+	}
+
+	api := "http://" + testkit.FreeAddr(t)
+	p := start(t, envFor(n.dsnOf(lagDatabase), "APP_ADDR="+strings.TrimPrefix(api, "http://")), "serve")
+	waiting := func() bool {
+		// A command that fails prints "licensor: " and the error, and exits.
+		if out := p.output.String(); strings.Contains(out, "licensor: ") || strings.Contains(out, `"level":"ERROR"`) {
+			t.Fatalf("serve on %s, which has not applied migration %d yet, gave up instead of waiting for it:\n%s", n.name, want, out)
+		}
+		var waits int
+		err := n.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE '%wsrep_sync_wait%'").Scan(&waits)
+		return err == nil && waits > 0
+	}
+	if !testkit.Poll(20*time.Second, waiting) {
+		t.Fatalf("serve on %s never waited for the node to catch up:\n%s", n.name, p.output.String())
+	}
+	unlock()
+	unlocked := time.Now()
+	waitFor(t, api+"/readyz", "", http.StatusOK)
+	t.Logf("serve on %s waited for migration %d while the node's appliers were paused; ready %s after they resumed",
+		n.name, want, time.Since(unlocked).Round(time.Millisecond))
+	if got, err := n.gooseVersion(ctx, lagDatabase); got != want {
+		t.Errorf("%s holds migration %d (%v) once its replica serves, want %d", n.name, got, err, want)
+	}
+	c.waitSynced(n, len(c.nodes))
 }
 
 // galeraStats is the simulator's sites and creates committed.
