@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -99,23 +100,58 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// galeraPorts picks n distinct free ports on 127.0.0.1.
+// galeraPorts picks n distinct free ports on 127.0.0.1, below the
+// kernel's ephemeral range. A node binds its ports seconds after they are
+// picked (the last joiner's SST port ten seconds or more later), and a port
+// of the ephemeral range may be handed meanwhile to any outgoing connection
+// of the machine as its local port: the rsync daemon of a state transfer
+// then fails to bind it and the joiner dies ("the rsync or stunnel daemon
+// terminated unexpectedly", exit 16). Below the range only a process that
+// binds that very port can take it.
 func galeraPorts(t *testing.T, n int) []int {
 	t.Helper()
+	low := ephemeralLow()
+	const first = 10000
+	if low-first < 100*n {
+		t.Fatalf("the ephemeral port range starts at %d: too few ports below it for the cluster", low)
+	}
 	seen := map[int]bool{}
 	var ports []int
-	for len(ports) < n {
-		_, p, _ := net.SplitHostPort(testkit.FreeAddr(t))
-		port, err := strconv.Atoi(p)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			t.Fatalf("no %d free ports in [%d, %d) on 127.0.0.1", n, first, low)
+		}
+		port := first + rand.IntN(low-first)
+		if seen[port] {
+			continue
+		}
+		seen[port] = true
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
-		if !seen[port] {
-			seen[port] = true
-			ports = append(ports, port)
-		}
+		ln.Close()
+		ports = append(ports, port)
 	}
 	return ports
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range; 32768, its default, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 // newGaleraCluster starts a cluster of size nodes: the first bootstraps it
