@@ -43,13 +43,13 @@ type galeraCluster struct {
 
 // galeraNode is one mariadbd of the cluster.
 type galeraNode struct {
-	name                       string
-	dir, datadir, socket, conf string
-	sql, gcomm, ist, sst       int // ports on 127.0.0.1
-	cmd                        *exec.Cmd
-	output                     *testkit.Buffer
-	exited                     chan struct{} // closed when the process has ended
-	db                         *sql.DB       // root over TCP, no database selected
+	name                            string
+	dir, datadir, tmp, socket, conf string
+	sql, gcomm, ist, sst            int // ports on 127.0.0.1
+	cmd                             *exec.Cmd
+	output                          *testkit.Buffer
+	exited                          chan struct{} // closed when the process has ended
+	db                              *sql.DB       // root over TCP, no database selected
 }
 
 // galeraBinaries are the programs a cluster needs.
@@ -194,8 +194,13 @@ func newGaleraCluster(t *testing.T, size int) *galeraCluster {
 		}
 		n.dir = filepath.Join(dir, n.name)
 		n.datadir, n.socket, n.conf = filepath.Join(n.dir, "data"), filepath.Join(n.dir, "mysqld.sock"), filepath.Join(n.dir, "my.cnf")
-		if err := os.MkdirAll(n.datadir, 0o750); err != nil {
-			t.Fatal(err)
+		// A temporary directory of the node's own, not the machine's /tmp,
+		// which other processes share (and clean).
+		n.tmp = filepath.Join(n.dir, "tmp")
+		for _, d := range []string{n.datadir, n.tmp} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				t.Fatal(err)
+			}
 		}
 		c.nodes = append(c.nodes, n)
 		gcomm = append(gcomm, fmt.Sprintf("127.0.0.1:%d", n.gcomm))
@@ -252,6 +257,7 @@ func (c *galeraCluster) config(n *galeraNode, cluster, gcomm string) string {
 		userLine = "user = mysql\n"
 	}
 	return "[mysqld]\n" + userLine + fmt.Sprintf(`datadir = %s
+tmpdir = %s
 socket = %s
 pid-file = %s
 port = %d
@@ -281,7 +287,7 @@ wsrep_slave_threads = 2
 # (1213) it is, rather than being run again by the server first: the test
 # exercises licensor's own conflict handling.
 wsrep_retry_autocommit = 0
-`, n.datadir, n.socket, filepath.Join(n.dir, "mysqld.pid"), n.sql, filepath.Join(n.dir, "error.log"),
+`, n.datadir, n.tmp, n.socket, filepath.Join(n.dir, "mysqld.pid"), n.sql, filepath.Join(n.dir, "error.log"),
 		galeraProvider, cluster, gcomm, n.name, n.gcomm, n.gcomm, n.ist, n.sst)
 }
 
@@ -289,13 +295,13 @@ wsrep_retry_autocommit = 0
 // log in without a password. The joiners receive theirs by state transfer.
 func (c *galeraCluster) installDB(n *galeraNode) {
 	c.t.Helper()
-	args := []string{"--no-defaults", "--datadir=" + n.datadir, "--auth-root-authentication-method=normal",
+	args := []string{"--no-defaults", "--datadir=" + n.datadir, "--tmpdir=" + n.tmp, "--auth-root-authentication-method=normal",
 		"--skip-test-db", "--skip-name-resolve"}
 	if c.owner != nil {
 		args = append(args, "--user=mysql")
 	}
 	cmd := exec.Command(c.bin.installDB, args...)
-	cmd.Dir = n.dir
+	cmd.Dir, cmd.Env = n.dir, append(os.Environ(), "TMPDIR="+n.tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		c.t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
@@ -326,6 +332,7 @@ func (c *galeraCluster) startNode(n *galeraNode, extra ...string) {
 	c.t.Helper()
 	n.cmd = exec.Command(c.bin.mariadbd, append([]string{"--defaults-file=" + n.conf}, extra...)...)
 	n.cmd.Stdout, n.cmd.Stderr = n.output, n.output
+	n.cmd.Env = append(os.Environ(), "TMPDIR="+n.tmp) // the state transfer's scripts too
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
 		c.t.Fatalf("start %s: %v", n.name, err)
