@@ -79,7 +79,9 @@ type DB struct {
 	// 0: one per CPU, at least two. MySQL has one pool.
 	ReadConns int
 	// QueryTimeout bounds every statement, so a frozen database fails a
-	// request fast (503) instead of hanging it.
+	// request fast (503) instead of hanging it. On SQLite it is also the
+	// busy timeout (at most 10 s): how long a write waits for the lock
+	// another connection or process holds.
 	QueryTimeout time.Duration
 }
 

@@ -56,7 +56,7 @@ func OpenReader(ctx context.Context, cfg config.DB, writer *gorm.DB) (*gorm.DB, 
 }
 
 func openRetrying(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
-	deadline := time.Now().Add(sqliteBusyTimeout)
+	deadline := time.Now().Add(sqliteBusyTimeout(cfg))
 	for attempt := 1; ; attempt++ {
 		db, err := open(ctx, cfg, readOnly)
 		if err == nil || cfg.Connection != SQLite || !isSQLiteBusy(err) || time.Now().After(deadline) {
@@ -81,10 +81,11 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 		// Unique violations become gorm.ErrDuplicatedKey on both dialects, and
 		// "not now" errors an *UnavailableError (see classifying).
 		TranslateError: true,
-		// Each statement GORM builds is prepared once per connection and
-		// kept (a bounded cache: an IN list of another length is another
-		// statement), instead of parsed by the database on every call.
-		PrepareStmt:        true,
+		// On SQLite, each statement GORM builds is prepared once per
+		// connection and kept (a bounded cache: an IN list of another
+		// length is another statement), instead of parsed on every call.
+		// On MySQL no statement is prepared on the server: see MySQLDSN.
+		PrepareStmt:        cfg.Connection == SQLite,
 		PrepareStmtMaxSize: 256,
 		PrepareStmtTTL:     time.Hour,
 	})
@@ -182,9 +183,9 @@ func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 		if err := ownerOnly(cfg.Database); err != nil {
 			return nil, err
 		}
-		dsn := SQLiteDSN(cfg.Database)
+		dsn := SQLiteDSN(cfg)
 		if readOnly {
-			dsn = SQLiteReadDSN(cfg.Database)
+			dsn = SQLiteReadDSN(cfg)
 		}
 		return sqlite.Open(dsn), nil
 	case MySQL:
@@ -197,12 +198,26 @@ func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 	return nil, fmt.Errorf("unknown DB_CONNECTION %q", cfg.Connection)
 }
 
-// sqliteBusyTimeout is how long a SQLite statement waits for a lock another
-// connection holds before it fails with SQLITE_BUSY.
-const sqliteBusyTimeout = 10 * time.Second
+// sqliteMaxBusyTimeout is the longest a SQLite statement waits for a lock
+// another connection holds before it fails with SQLITE_BUSY.
+const sqliteMaxBusyTimeout = 10 * time.Second
 
-// SQLiteDSN is the DSN for a SQLite file: a busy timeout, WAL, foreign keys,
-// and transactions that take the write lock when they begin (so two writers
+// sqliteBusyTimeout is how long a SQLite statement waits for a lock another
+// connection holds (another process writing to the file, say) before it
+// fails with SQLITE_BUSY: DB_QUERY_TIMEOUT, at most sqliteMaxBusyTimeout.
+// It bounds the waits no statement deadline reaches too: the BEGIN
+// IMMEDIATE of a transaction begun on a context without a deadline (every
+// GORM transaction of a request, the group commit's writer), which would
+// otherwise wait the whole busy timeout whatever DB_QUERY_TIMEOUT says. A
+// wait whose context ends sooner ends then: the driver's busy handler
+// watches the context of the call in progress.
+func sqliteBusyTimeout(cfg config.DB) time.Duration {
+	return min(sqliteMaxBusyTimeout, queryTimeout(cfg))
+}
+
+// SQLiteDSN is the DSN Open uses for the SQLite file cfg.Database: a busy
+// timeout (DB_QUERY_TIMEOUT, at most 10 s), WAL, foreign keys, and
+// transactions that take the write lock when they begin (so two writers
 // wait for each other instead of failing to upgrade a read lock).
 //
 // The driver runs the _pragma values in the order given, on every new
@@ -214,20 +229,20 @@ const sqliteBusyTimeout = 10 * time.Second
 // (_time_format=sqlite, _timezone=UTC), the text every row holds since the
 // first release: in that form, text order is time order, which the
 // expires_at and cursor comparisons rely on.
-func SQLiteDSN(path string) string {
-	return sqliteDSN(path, false)
+func SQLiteDSN(cfg config.DB) string {
+	return sqliteDSN(cfg, false)
 }
 
 // SQLiteReadDSN is SQLiteDSN for a connection of the read pool, which can
 // only read (query_only): a write sent to it by mistake fails loudly
 // instead of taking the write lock beside the writer.
-func SQLiteReadDSN(path string) string {
-	return sqliteDSN(path, true)
+func SQLiteReadDSN(cfg config.DB) string {
+	return sqliteDSN(cfg, true)
 }
 
-func sqliteDSN(path string, readOnly bool) string {
+func sqliteDSN(cfg config.DB, readOnly bool) string {
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout(cfg).Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
@@ -240,7 +255,7 @@ func sqliteDSN(path string, readOnly bool) string {
 	// Only a column declared DATETIME reads back as a time (as it always
 	// has): an expression's text stays text, whatever it looks like.
 	q.Set("_texttotime", "0")
-	return "file:" + path + "?" + q.Encode()
+	return "file:" + cfg.Database + "?" + q.Encode()
 }
 
 // MySQLDSN builds the go-sql-driver DSN from DB_URL or the DB_* fields,
@@ -266,6 +281,17 @@ func MySQLDSN(cfg config.DB) (string, error) {
 	// row already holds (a frozen clock, two writes in one microsecond) would
 	// look like a lost lease.
 	c.ClientFoundRows = true
+	// Statements go as text, their arguments escaped into them by the
+	// driver (utf8mb4 is safe for it), never as server-side prepared
+	// statements (and Open turns GORM's off on MySQL): on a MariaDB Galera
+	// node, a transaction that a replicated write aborted ("brute force")
+	// while it ran prepared statements could have COMMIT answer success
+	// and have committed nothing. Under a stress of such aborts up to one
+	// transaction in a hundred was lost so with prepared statements, none
+	// as text (TestGaleraReplicaStorm, "commits under brute-force aborts");
+	// in the storm, a create answered 201 with a license that was never
+	// stored, and its key was executed again once its lease ran out.
+	c.InterpolateParams = true
 	c.Collation = "utf8mb4_unicode_ci"
 	if c.Params == nil {
 		c.Params = map[string]string{}

@@ -17,7 +17,11 @@ import (
 // DSN and how many migrations were applied). A MySQL schema is only checked,
 // never migrated, since replicas must never race to migrate it: when it
 // lacks a migration the error is ErrSchemaBehind, and `licensor migrate`
-// applies it. A nil log logs nothing.
+// applies it. On a Galera node the check first waits until the node has
+// applied what the cluster committed (see catchUpWithCluster), so that a
+// replica started right after a migration through another node does not
+// refuse a schema that is only not applied here yet. A nil log logs
+// nothing.
 func OpenMigrated(ctx context.Context, cfg config.DB, log *slog.Logger) (*gorm.DB, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -33,7 +37,7 @@ func OpenMigrated(ctx context.Context, cfg config.DB, log *slog.Logger) (*gorm.D
 			if n, err = migrateSQLite(ctx, m); n > 0 {
 				log.Info("migrated", "database", cfg.Redacted(), "applied", n)
 			}
-		} else {
+		} else if err = catchUpWithCluster(ctx, db, queryTimeout(cfg)); err == nil {
 			err = m.CheckCurrent(ctx)
 		}
 	}

@@ -86,7 +86,7 @@ func TestConcurrentFirstStartsMigrateSQLiteOnce(t *testing.T) {
 // The driver runs the pragmas in order: busy_timeout must come before the
 // ones that take locks (journal_mode(WAL)), or they do not wait as long.
 func TestSQLiteDSNSetsTheBusyTimeoutFirst(t *testing.T) {
-	dsn := database.SQLiteDSN("x.sqlite")
+	dsn := database.SQLiteDSN(config.DB{Database: "x.sqlite"})
 	_, query, _ := strings.Cut(dsn, "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {

@@ -3,8 +3,10 @@ package tests
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -41,13 +43,13 @@ type galeraCluster struct {
 
 // galeraNode is one mariadbd of the cluster.
 type galeraNode struct {
-	name                       string
-	dir, datadir, socket, conf string
-	sql, gcomm, ist, sst       int // ports on 127.0.0.1
-	cmd                        *exec.Cmd
-	output                     *testkit.Buffer
-	exited                     chan struct{} // closed when the process has ended
-	db                         *sql.DB       // root over TCP, no database selected
+	name                            string
+	dir, datadir, tmp, socket, conf string
+	sql, gcomm, ist, sst            int // ports on 127.0.0.1
+	cmd                             *exec.Cmd
+	output                          *testkit.Buffer
+	exited                          chan struct{} // closed when the process has ended
+	db                              *sql.DB       // root over TCP, no database selected
 }
 
 // galeraBinaries are the programs a cluster needs.
@@ -98,23 +100,58 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// galeraPorts picks n distinct free ports on 127.0.0.1.
+// galeraPorts picks n distinct free ports on 127.0.0.1, below the
+// kernel's ephemeral range. A node binds its ports seconds after they are
+// picked (the last joiner's SST port ten seconds or more later), and a port
+// of the ephemeral range may be handed meanwhile to any outgoing connection
+// of the machine as its local port: the rsync daemon of a state transfer
+// then fails to bind it and the joiner dies ("the rsync or stunnel daemon
+// terminated unexpectedly", exit 16). Below the range only a process that
+// binds that very port can take it.
 func galeraPorts(t *testing.T, n int) []int {
 	t.Helper()
+	low := ephemeralLow()
+	const first = 10000
+	if low-first < 100*n {
+		t.Fatalf("the ephemeral port range starts at %d: too few ports below it for the cluster", low)
+	}
 	seen := map[int]bool{}
 	var ports []int
-	for len(ports) < n {
-		_, p, _ := net.SplitHostPort(testkit.FreeAddr(t))
-		port, err := strconv.Atoi(p)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			t.Fatalf("no %d free ports in [%d, %d) on 127.0.0.1", n, first, low)
+		}
+		port := first + rand.IntN(low-first)
+		if seen[port] {
+			continue
+		}
+		seen[port] = true
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
-		if !seen[port] {
-			seen[port] = true
-			ports = append(ports, port)
-		}
+		ln.Close()
+		ports = append(ports, port)
 	}
 	return ports
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range; 32768, its default, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 // newGaleraCluster starts a cluster of size nodes: the first bootstraps it
@@ -157,8 +194,13 @@ func newGaleraCluster(t *testing.T, size int) *galeraCluster {
 		}
 		n.dir = filepath.Join(dir, n.name)
 		n.datadir, n.socket, n.conf = filepath.Join(n.dir, "data"), filepath.Join(n.dir, "mysqld.sock"), filepath.Join(n.dir, "my.cnf")
-		if err := os.MkdirAll(n.datadir, 0o750); err != nil {
-			t.Fatal(err)
+		// A temporary directory of the node's own, not the machine's /tmp,
+		// which other processes share (and clean).
+		n.tmp = filepath.Join(n.dir, "tmp")
+		for _, d := range []string{n.datadir, n.tmp} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				t.Fatal(err)
+			}
 		}
 		c.nodes = append(c.nodes, n)
 		gcomm = append(gcomm, fmt.Sprintf("127.0.0.1:%d", n.gcomm))
@@ -215,6 +257,7 @@ func (c *galeraCluster) config(n *galeraNode, cluster, gcomm string) string {
 		userLine = "user = mysql\n"
 	}
 	return "[mysqld]\n" + userLine + fmt.Sprintf(`datadir = %s
+tmpdir = %s
 socket = %s
 pid-file = %s
 port = %d
@@ -244,7 +287,7 @@ wsrep_slave_threads = 2
 # (1213) it is, rather than being run again by the server first: the test
 # exercises licensor's own conflict handling.
 wsrep_retry_autocommit = 0
-`, n.datadir, n.socket, filepath.Join(n.dir, "mysqld.pid"), n.sql, filepath.Join(n.dir, "error.log"),
+`, n.datadir, n.tmp, n.socket, filepath.Join(n.dir, "mysqld.pid"), n.sql, filepath.Join(n.dir, "error.log"),
 		galeraProvider, cluster, gcomm, n.name, n.gcomm, n.gcomm, n.ist, n.sst)
 }
 
@@ -252,13 +295,13 @@ wsrep_retry_autocommit = 0
 // log in without a password. The joiners receive theirs by state transfer.
 func (c *galeraCluster) installDB(n *galeraNode) {
 	c.t.Helper()
-	args := []string{"--no-defaults", "--datadir=" + n.datadir, "--auth-root-authentication-method=normal",
+	args := []string{"--no-defaults", "--datadir=" + n.datadir, "--tmpdir=" + n.tmp, "--auth-root-authentication-method=normal",
 		"--skip-test-db", "--skip-name-resolve"}
 	if c.owner != nil {
 		args = append(args, "--user=mysql")
 	}
 	cmd := exec.Command(c.bin.installDB, args...)
-	cmd.Dir = n.dir
+	cmd.Dir, cmd.Env = n.dir, append(os.Environ(), "TMPDIR="+n.tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		c.t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
@@ -289,6 +332,7 @@ func (c *galeraCluster) startNode(n *galeraNode, extra ...string) {
 	c.t.Helper()
 	n.cmd = exec.Command(c.bin.mariadbd, append([]string{"--defaults-file=" + n.conf}, extra...)...)
 	n.cmd.Stdout, n.cmd.Stderr = n.output, n.output
+	n.cmd.Env = append(os.Environ(), "TMPDIR="+n.tmp) // the state transfer's scripts too
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
 		c.t.Fatalf("start %s: %v", n.name, err)
@@ -395,8 +439,55 @@ func (n *galeraNode) errorLog(max int) string {
 }
 
 // dsn is the DB_URL of licensor's database on the node.
-func (n *galeraNode) dsn() string {
-	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", n.sql, galeraDatabase)
+func (n *galeraNode) dsn() string { return n.dsnOf(galeraDatabase) }
+
+// dsnOf is the DB_URL of a database on the node.
+func (n *galeraNode) dsnOf(database string) string {
+	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", n.sql, database)
+}
+
+// gooseVersion is the newest migration the node has applied to database,
+// as the node has it now (no causal read): 0 when it has none, or no
+// version table yet.
+func (n *galeraNode) gooseVersion(ctx context.Context, database string) (int64, error) {
+	var v sql.NullInt64
+	err := n.db.QueryRowContext(ctx, "SELECT MAX(version_id) FROM `"+database+"`.goose_db_version WHERE is_applied").Scan(&v)
+	if me := (*mysqldriver.MySQLError)(nil); errors.As(err, &me) && me.Number == 1146 { // no such table (yet)
+		return 0, nil
+	}
+	return v.Int64, err
+}
+
+// waitMigrated polls every node until it has applied the newest migration
+// `licensor migrate` committed through the first node; it fails at the
+// deadline, or at once when a node has died.
+func (c *galeraCluster) waitMigrated(database string) {
+	c.t.Helper()
+	ctx := context.Background()
+	want, err := c.nodes[0].gooseVersion(ctx, database)
+	if err != nil || want == 0 {
+		c.t.Fatalf("%s: migrated to version %d: %v", c.nodes[0].name, want, err)
+	}
+	began := time.Now()
+	for _, n := range c.nodes[1:] {
+		var got int64
+		var last error
+		reached := func() bool {
+			select {
+			case <-n.exited:
+				c.t.Fatalf("%s exited while waiting for the migration:\n%s", n.name, n.errorLog(6000))
+			default:
+			}
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			got, last = n.gooseVersion(qctx, database)
+			return last == nil && got == want
+		}
+		if !testkit.Poll(30*time.Second, reached) {
+			c.t.Fatalf("%s holds migration %d (%v), not the newest %d, after 30 s", n.name, got, last, want)
+		}
+	}
+	c.t.Logf("every node holds migration %d (%s after migrate returned)", want, time.Since(began).Round(time.Millisecond))
 }
 
 func galeraTail(s string, max int) string {

@@ -10,9 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 )
 
@@ -35,7 +40,13 @@ const (
 // duplicate key. licensor's conflict retry and its unique indexes must turn
 // that into exactly one vendor create and one license per key, every client
 // getting the same 201, and never a 5xx as a final answer ("storm"). Then
-// the last node is cut off the cluster: its replica must answer 503 with
+// a replica is started on a node whose appliers are paused while a
+// migration commits through another node: it must wait for the node to
+// catch up, not refuse the schema as behind ("lagging node"). Transactions
+// through licensor's database pool that a replicated write aborts must
+// never report a commit that did not happen ("commits under brute-force
+// aborts"). Then the
+// last node is cut off the cluster: its replica must answer 503 with
 // Retry-After, not 500, while the others go on ("non-primary node"). See
 // docs/galera.md.
 func TestGaleraReplicaStorm(t *testing.T) {
@@ -55,11 +66,15 @@ func TestGaleraReplicaStorm(t *testing.T) {
 		"RATE_LIMIT_PER_MINUTE=0",
 		"DB_CONNECTION=mysql",
 	}
-	envOn := func(n *galeraNode, extra ...string) []string {
-		env := append(append([]string{}, base...), "DB_URL="+n.dsn(), "APP_STORAGE="+t.TempDir())
+	envFor := func(dsn string, extra ...string) []string {
+		env := append(append([]string{}, base...), "DB_URL="+dsn, "APP_STORAGE="+t.TempDir())
 		return append(env, extra...)
 	}
+	envOn := func(n *galeraNode, extra ...string) []string { return envFor(n.dsn(), extra...) }
 	runCmd(t, envOn(cluster.nodes[0]), "migrate")
+	// Galera applies the migration on the other nodes a moment after node
+	// 1 committed it: no replica starts on a node it has not reached.
+	cluster.waitMigrated(galeraDatabase)
 	galeraSchemaFits(t, cluster.nodes[len(cluster.nodes)-1])
 	token := strings.TrimSpace(runCmd(t, envOn(cluster.nodes[0]), "token", "issue", "--consumer", "acme",
 		"--abilities", "licenses:read,licenses:write"))
@@ -80,6 +95,16 @@ func TestGaleraReplicaStorm(t *testing.T) {
 	// Each key reserved on two or three nodes at once: one create, one 201.
 	t.Run("storm", func(t *testing.T) {
 		galeraStormChecks(t, cluster, apis, serves, vendor, token, sim)
+	})
+	// A replica started on a node the newest migration has not reached
+	// yet waits for it instead of refusing the schema.
+	t.Run("lagging node", func(t *testing.T) {
+		galeraLaggingNode(t, cluster, envFor)
+	})
+	// A transaction that commits is committed, also when replicated
+	// writes keep aborting transactions on its node.
+	t.Run("commits under brute-force aborts", func(t *testing.T) {
+		galeraCommitsHold(t, cluster)
 	})
 	// A node cut off the cluster: its replica answers "not now".
 	t.Run("non-primary node", func(t *testing.T) {
@@ -253,6 +278,213 @@ func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim st
 	if code != http.StatusCreated {
 		t.Errorf("create through replica 1 while %s is cut off = %d %s, want 201", n.name, code, body)
 	}
+}
+
+// galeraLaggingNode starts a replica on a node that has not applied the
+// newest migration yet, for certain: node 2's appliers are held by FLUSH
+// TABLES WITH READ LOCK (which desyncs the node and pauses its applying)
+// while `licensor migrate` runs through node 1 on a database of its own.
+// serve must not refuse the schema as behind: it waits (a causal read) for
+// the node to apply what the cluster committed, and serves once the lock is
+// let go and the node has caught up.
+func galeraLaggingNode(t *testing.T, c *galeraCluster, envFor func(dsn string, extra ...string) []string) {
+	t.Helper()
+	const lagDatabase = "licensor_lag"
+	first, n := c.nodes[0], c.nodes[1]
+	ctx := context.Background()
+	if _, err := first.db.Exec("CREATE DATABASE `" + lagDatabase + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatal(err)
+	}
+	// The database itself reaches node 2 before its appliers pause.
+	if _, err := n.db.Exec("SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1"); err != nil {
+		t.Fatalf("%s: causal read: %v", n.name, err)
+	}
+	lock, err := n.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
+		t.Fatalf("%s: FLUSH TABLES WITH READ LOCK: %v", n.name, err)
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			if _, err := lock.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+				t.Errorf("%s: UNLOCK TABLES: %v", n.name, err)
+			}
+		}
+	}
+	defer unlock()
+
+	runCmd(t, envFor(first.dsnOf(lagDatabase)), "migrate")
+	want, err := first.gooseVersion(ctx, lagDatabase)
+	if err != nil || want == 0 {
+		t.Fatalf("%s: migrated to version %d: %v", first.name, want, err)
+	}
+	if got, _ := n.gooseVersion(ctx, lagDatabase); got == want {
+		t.Fatalf("%s already holds migration %d with its appliers paused: the test cannot show a lagging node", n.name, want)
+	}
+
+	api := "http://" + testkit.FreeAddr(t)
+	p := start(t, envFor(n.dsnOf(lagDatabase), "APP_ADDR="+strings.TrimPrefix(api, "http://")), "serve")
+	waiting := func() bool {
+		// A command that fails prints "licensor: " and the error, and exits.
+		if out := p.output.String(); strings.Contains(out, "licensor: ") || strings.Contains(out, `"level":"ERROR"`) {
+			t.Fatalf("serve on %s, which has not applied migration %d yet, gave up instead of waiting for it:\n%s", n.name, want, out)
+		}
+		var waits int
+		err := n.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE '%wsrep_sync_wait%'").Scan(&waits)
+		return err == nil && waits > 0
+	}
+	if !testkit.Poll(20*time.Second, waiting) {
+		t.Fatalf("serve on %s never waited for the node to catch up:\n%s", n.name, p.output.String())
+	}
+	unlock()
+	unlocked := time.Now()
+	waitFor(t, api+"/readyz", "", http.StatusOK)
+	t.Logf("serve on %s waited for migration %d while the node's appliers were paused; ready %s after they resumed",
+		n.name, want, time.Since(unlocked).Round(time.Millisecond))
+	if got, err := n.gooseVersion(ctx, lagDatabase); got != want {
+		t.Errorf("%s holds migration %d (%v) once its replica serves, want %d", n.name, got, err, want)
+	}
+	c.waitSynced(n, len(c.nodes))
+}
+
+// galeraCommitsHold runs, for galeraStressFor, transactions shaped like
+// licensor's license create (two INSERTs, an UPDATE of a row other nodes
+// write too, a SELECT, COMMIT) through a pool database.Open makes on node 1,
+// while node 2 keeps updating the same rows: node 1's appliers then abort
+// ("brute force") many of them, which must answer an error (1213) to a
+// statement or to COMMIT. Every transaction whose COMMIT answered success
+// must be there afterwards. With server-side prepared statements about one
+// in a hundred was not: MariaDB answered COMMIT with success after the abort
+// had rolled it back, and the storm saw it as a 201 for a license that
+// never existed and its key executed again a lease later.
+func galeraCommitsHold(t *testing.T, c *galeraCluster) {
+	t.Helper()
+	const stressDatabase = "licensor_stress"
+	first, second := c.nodes[0], c.nodes[1]
+	for _, stmt := range []string{
+		"CREATE DATABASE `" + stressDatabase + "`",
+		"CREATE TABLE `" + stressDatabase + "`.hot (id INT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO `" + stressDatabase + "`.hot VALUES (1, 0), (2, 0), (3, 0), (4, 0)",
+		"CREATE TABLE `" + stressDatabase + "`.made (id VARCHAR(40) PRIMARY KEY, n BIGINT NOT NULL, UNIQUE KEY (n))",
+		"CREATE TABLE `" + stressDatabase + "`.made_events (id BIGINT AUTO_INCREMENT PRIMARY KEY, made_id VARCHAR(40) NOT NULL)",
+	} {
+		if _, err := first.db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if _, err := second.db.Exec("SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := database.Open(context.Background(), config.DB{Connection: database.MySQL, URL: first.dsnOf(stressDatabase),
+		MaxOpenConns: 20, MaxIdleConns: 20, QueryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer database.Close(pool)
+	before, err := first.status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 4 { // node 2: the replicated writes that abort node 1's transactions
+		writers.Go(func() {
+			for i := w; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = second.db.Exec("UPDATE `"+stressDatabase+"`.hot SET v = v + 1 WHERE id = ?", 1+i%4)
+			}
+		})
+	}
+	var seq, failed atomic.Int64
+	var mu sync.Mutex
+	var committed []string
+	var workers sync.WaitGroup
+	deadline := time.Now().Add(galeraStressFor)
+	for range 12 {
+		workers.Go(func() {
+			for time.Now().Before(deadline) {
+				n := seq.Add(1)
+				id := fmt.Sprintf("made-%d", n)
+				err := pool.Transaction(func(tx *gorm.DB) error {
+					if err := tx.Exec("INSERT INTO made (id, n) VALUES (?, ?)", id, n).Error; err != nil {
+						return err
+					}
+					if err := tx.Exec("INSERT INTO made_events (made_id) VALUES (?)", id).Error; err != nil {
+						return err
+					}
+					if err := tx.Exec("UPDATE hot SET v = v + 1 WHERE id = ?", 1+n%4).Error; err != nil {
+						return err
+					}
+					var ids []int64
+					return tx.Raw("SELECT id FROM hot WHERE id = ? AND v < 0", 1+n%4).Scan(&ids).Error
+				})
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				mu.Lock()
+				committed = append(committed, id)
+				mu.Unlock()
+			}
+		})
+	}
+	workers.Wait()
+	close(stop)
+	writers.Wait()
+
+	after, err := first.status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborts := galeraCounter(after, "wsrep_local_bf_aborts") - galeraCounter(before, "wsrep_local_bf_aborts")
+	present := map[string]bool{}
+	rows, err := first.db.Query("SELECT id FROM `" + stressDatabase + "`.made")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		present[id] = true
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for _, id := range committed {
+		if !present[id] {
+			lost = append(lost, id)
+		}
+	}
+	t.Logf("%d transactions committed, %d failed (%d brute-force aborts on %s), %d of the committed missing",
+		len(committed), failed.Load(), aborts, first.name, len(lost))
+	if len(lost) > 0 {
+		t.Errorf("%d transactions answered COMMIT with success and are not there (%s …)", len(lost), lost[0])
+	}
+	if aborts < 100 || len(committed) < 100 {
+		t.Errorf("%d brute-force aborts and %d commits on %s: too few for the test to show anything", aborts, len(committed), first.name)
+	}
+}
+
+// galeraStressFor is how long galeraCommitsHold runs its transactions.
+const galeraStressFor = 8 * time.Second
+
+// galeraCounter is a numeric wsrep status variable.
+func galeraCounter(st map[string]string, name string) int {
+	n, _ := strconv.Atoi(st[name])
+	return n
 }
 
 // galeraStats is the simulator's sites and creates committed.

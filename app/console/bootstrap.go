@@ -224,7 +224,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared) (*App, 
 func (a *App) Server() *echo.Echo {
 	cfg := a.Config
 	return apphttp.NewServer(apphttp.Deps{
-		Ready:            func(ctx context.Context) error { return database.ProbeWrite(ctx, a.DB, a.now()) },
+		Ready:            database.NewReadiness(a.DB, a.now).Check,
 		Log:              a.Log,
 		MaxBody:          cfg.MaxBody,
 		Auth:             a.Auth,

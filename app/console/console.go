@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
 )
 
 // usageError is a mistake in the command line: main exits 2 for it.
@@ -191,13 +192,17 @@ func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
 	return true, nil
 }
 
-// loadConfig loads the configuration and the logger that goes with it.
+// loadConfig loads the configuration and the logger that goes with it,
+// which the MySQL driver's own lines go to as well (database.LogDriverTo),
+// so that with LOG_FORMAT=json every line on stderr is JSON.
 func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	cfg, err := config.Load(e.getenv)
 	if err != nil {
 		return config.Config{}, nil, err
 	}
-	return cfg, NewLogger(cfg, e.stderr), nil
+	log := NewLogger(cfg, e.stderr)
+	database.LogDriverTo(log)
+	return cfg, log, nil
 }
 
 // loadBase loads the configuration, then opens the Base (OpenBase): what a

@@ -1,0 +1,90 @@
+package database_test
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
+)
+
+// The busy timeout is DB_QUERY_TIMEOUT, at most 10 s: a lock wait never
+// outlasts the statement deadline the rest of the application relies on.
+func TestSQLiteBusyTimeoutFollowsTheQueryTimeout(t *testing.T) {
+	for _, c := range []struct {
+		timeout time.Duration
+		want    string
+	}{
+		{300 * time.Millisecond, "busy_timeout(300)"},
+		{2 * time.Second, "busy_timeout(2000)"},
+		{0, "busy_timeout(5000)"}, // a hand-made config: DB_QUERY_TIMEOUT's default
+		{30 * time.Second, "busy_timeout(10000)"},
+	} {
+		for _, dsn := range []string{
+			database.SQLiteDSN(config.DB{Database: "x.sqlite", QueryTimeout: c.timeout}),
+			database.SQLiteReadDSN(config.DB{Database: "x.sqlite", QueryTimeout: c.timeout}),
+		} {
+			_, query, _ := strings.Cut(dsn, "?")
+			q, err := url.ParseQuery(query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := q["_pragma"]; len(p) == 0 || p[0] != c.want {
+				t.Errorf("DB_QUERY_TIMEOUT=%s: pragmas %q, want %s first", c.timeout, p, c.want)
+			}
+		}
+	}
+}
+
+// A transaction begun on a context without a deadline (as a request's, or
+// the group commit's writer, are) while another connection holds the write
+// lock fails within about DB_QUERY_TIMEOUT with an unavailable error, not
+// after the whole 10 s busy timeout.
+func TestSQLiteTransactionWaitsForTheLockWithinTheQueryTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	cfg := config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "lock.sqlite"),
+		MaxOpenConns: 1, MaxIdleConns: 1, QueryTimeout: timeout}
+	db, err := database.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { database.Close(db) })
+	if err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY)").Error; err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := sql.Open("sqlite", "file:"+cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") })
+
+	began := time.Now()
+	err = db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+		return tx.Exec("INSERT INTO t (id) VALUES (1)").Error
+	})
+	took := time.Since(began)
+	t.Logf("%v after %s", err, took.Round(time.Millisecond))
+	if !database.IsUnavailable(err) {
+		t.Errorf("a transaction behind another connection's lock: %v, want an unavailable error", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("the transaction waited %s for the lock with DB_QUERY_TIMEOUT=%s", took.Round(time.Millisecond), timeout)
+	}
+}
