@@ -68,7 +68,7 @@ const unavailableRetryAfter = 5
 var (
 	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: unavailableRetryAfter,
 		Message: "The service is temporarily unavailable. Retry later."}
-	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error."}
+	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error"}
 	// errClientClosed is nginx's 499: the client closed the request before
 	// the answer; counted as such, never as a 5xx.
 	errClientClosed = &Error{Status: 499, Message: "Client Closed Request."}
