@@ -204,7 +204,7 @@ func fromEchoError(he *echo.HTTPError) *Error {
 	case http.StatusRequestEntityTooLarge:
 		return errTooLarge
 	case http.StatusUnsupportedMediaType:
-		return &Error{Status: he.Code, Message: "The request body must be JSON.", Code: "unsupported_media_type"}
+		return errNotJSON
 	case http.StatusBadRequest:
 		return &Error{Status: he.Code, Message: "Bad Request."}
 	}
