@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -213,10 +214,10 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 		}
 		switch status {
 		case http.StatusNotFound, http.StatusMethodNotAllowed:
-			return checkBody(c.doc.Components.Schemas["Error"], header, body)
+			return checkBody(c.doc.Components.Responses["NotFound"].Value.Content, header, body)
 		case http.StatusInternalServerError:
 			// A route a test added to make the server fail: still in the contract's 500 shape.
-			return checkBody(c.doc.Components.Responses["ServerError"].Value.Content.Get("application/json").Schema, header, body)
+			return checkBody(c.doc.Components.Responses["ServerError"].Value.Content, header, body)
 		}
 		return fmt.Errorf("%s %s is not in the contract, yet it answered %d", req.Method, req.URL.Path, status)
 	}
@@ -261,11 +262,20 @@ func hasHeader(headers openapi3.Headers, name string) bool {
 	return false
 }
 
-// checkBody validates a JSON body (an error's) against one schema.
-func checkBody(schema *openapi3.SchemaRef, header http.Header, body []byte) error {
-	if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("error body has Content-Type %q", ct)
+// checkBody validates a JSON body (an error's) against the schema content
+// gives its media type (application/json, application/problem+json), as
+// the router's validation does for a documented route.
+func checkBody(content openapi3.Content, header http.Header, body []byte) error {
+	ct := header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return fmt.Errorf("error body has Content-Type %q: %v", ct, err)
 	}
+	media := content[mt]
+	if media == nil || media.Schema == nil {
+		return fmt.Errorf("error body has Content-Type %q, which the contract does not list there", ct)
+	}
+	schema := media.Schema
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
 		return fmt.Errorf("error body is not JSON: %v", err)
@@ -389,6 +399,7 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 		h.Del(name)
 		return h
 	}
+	problem := with(json, "Content-Type", "application/problem+json")
 	created := with(json, "Location", "/api/licenses/01JDQ8Z7F0A2B4C6D8E0G2H4J6")
 	const audited = `"actor":"token","actor_token_id":"01JDQ7Z0A2B4C6D8E0F2G4H6J8","actor_consumer":"ops","request_id":"r1","created_at":"2026-11-30T10:00:00.000000Z"`
 	const tokenEvents = `{"data":[{"id":2,"event":"token.revoked","token_id":"t","consumer":"acme",` + audited + `}],"meta":{"current_page":1,"per_page":50,"total":1,"last_page":1}}`
@@ -424,6 +435,18 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 		{"an intent event without its reason", "GET", "/api/intents/i1/events", 200, json, strings.Replace(intentEvents, `,"reason":"why"`, ``, 1), false},
 		{"a discarded key's retry", "POST", "/api/licenses", 409, json, `{"message":"x","code":"intent_discarded"}`, true},
 		{"a discard's refusal", "POST", "/api/intents/i1/discard", 409, json, `{"message":"x","code":"intent_not_discardable"}`, true},
+		{"a problem", "POST", "/api/licenses", 409, problem, `{"type":"https://licensor.dev/problems/domain-taken","title":"Conflict","status":409,"detail":"x","code":"domain_taken"}`, true},
+		{"a problem sent as application/json", "POST", "/api/licenses", 409, json, `{"type":"https://licensor.dev/problems/domain-taken","title":"Conflict","status":409,"detail":"x","code":"domain_taken"}`, false},
+		{"Laravel's shape sent as a problem", "POST", "/api/licenses", 409, problem, `{"message":"x","code":"domain_taken"}`, false},
+		{"a problem without its type", "POST", "/api/licenses", 409, problem, `{"title":"Conflict","status":409,"detail":"x","code":"domain_taken"}`, false},
+		{"a problem whose type is no problem URI", "POST", "/api/licenses", 409, problem, `{"type":"https://example.com/x","title":"Conflict","status":409,"detail":"x","code":"domain_taken"}`, false},
+		{"a problem with a code the status does not have", "POST", "/api/licenses", 409, problem, `{"type":"https://licensor.dev/problems/rate-limited","title":"Conflict","status":409,"detail":"x","code":"rate_limited"}`, false},
+		{"a problem of a validation error", "POST", "/api/licenses", 422, problem, `{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"x","errors":{"name":["x"]}}`, true},
+		{"an unknown route's 404 as a problem", "GET", "/api/nothing", 404, problem, `{"type":"about:blank","title":"Not Found","status":404,"detail":"Not Found."}`, true},
+		{"an unknown route's 404 problem sent as application/json", "GET", "/api/nothing", 404, json, `{"type":"about:blank","title":"Not Found","status":404,"detail":"Not Found."}`, false},
+		{"an unknown route's 404 in Laravel's shape sent as a problem", "GET", "/api/nothing", 404, problem, `{"message":"Not Found."}`, false},
+		{"an unknown route's 500 as a problem", "GET", "/api/nothing", 500, problem, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"Server Error"}`, true},
+		{"an unknown route's 500 problem with another detail", "GET", "/api/nothing", 500, problem, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"Server Error."}`, false},
 	}
 	for _, tc := range cases {
 		req := httptest.NewRequest(tc.method, tc.path, nil)

@@ -236,7 +236,7 @@ func TestLicensesJSON(t *testing.T) {
 }
 
 func TestLicensesUsageErrors(t *testing.T) {
-	api := newLicensesAPI(t, licensesReply{500, `{"message":"Server Error."}`})
+	api := newLicensesAPI(t, licensesReply{500, `{"message":"Server Error"}`})
 	full := map[string]string{"LICENSOR_URL": api.URL, "LICENSOR_TOKEN": licensesTestToken}
 	create := []string{"create", "--name", "Acme", "--domain", "acme.test"}
 	tests := []struct {

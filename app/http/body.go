@@ -15,7 +15,7 @@ import (
 
 var (
 	errMalformedJSON = &Error{Status: http.StatusBadRequest, Message: "The request body is not valid JSON.", Code: "malformed_json"}
-	errNotJSON       = &Error{Status: http.StatusUnsupportedMediaType, Message: "The request body must be JSON (Content-Type: application/json).", Code: "unsupported_media_type"}
+	errNotJSON       = &Error{Status: http.StatusUnsupportedMediaType, Message: "The request body must be JSON or a form (Content-Type: application/json, application/x-www-form-urlencoded or multipart/form-data).", Code: "unsupported_media_type"}
 )
 
 // fromRequestError maps package request's refusals of a body.
@@ -27,6 +27,41 @@ func fromRequestError(err error) *Error {
 		return errNotJSON
 	}
 	return nil
+}
+
+// webhookPath is the route whose body is verified as sent (its signature
+// covers the bytes): formBodies leaves it alone.
+const webhookPath = "/api/webhooks/vendor"
+
+// formBodies reads a form body (application/x-www-form-urlencoded,
+// multipart/form-data) as the JSON object it stands for, before anything
+// else reads it: the handlers, the idempotency guard (its fingerprint, the
+// record's stored request, the reconciler's resume) and the body checks
+// then see one request however it was encoded, as Laravel's
+// $request->input() merges them. The body limit applies to the form as
+// sent. A form that cannot be parsed becomes a body that is not JSON, so
+// it is refused (400 malformed_json) where a bad JSON body would be, after
+// authentication. Other bodies pass as they are.
+func formBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		ct := req.Header.Get(echo.HeaderContentType)
+		if req.Body == nil || req.Body == http.NoBody || !request.IsForm(ct) || c.Path() == webhookPath {
+			return next(c)
+		}
+		b, err := readBody(c)
+		if err != nil {
+			return err
+		}
+		converted, err := request.FormJSON(ct, b)
+		if err != nil {
+			converted = []byte("not a form") // refused as malformed by whatever reads it
+		}
+		req.Body = io.NopCloser(bytes.NewReader(converted))
+		req.ContentLength = int64(len(converted))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		return next(c)
+	}
 }
 
 // readBody reads the whole request body (the body limit applies).

@@ -68,7 +68,7 @@ const unavailableRetryAfter = 5
 var (
 	errUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: unavailableRetryAfter,
 		Message: "The service is temporarily unavailable. Retry later."}
-	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error."}
+	errInternal = &Error{Status: http.StatusInternalServerError, Message: "Server Error"}
 	// errClientClosed is nginx's 499: the client closed the request before
 	// the answer; counted as such, never as a 5xx.
 	errClientClosed = &Error{Status: 499, Message: "Client Closed Request."}
@@ -76,7 +76,9 @@ var (
 )
 
 // handleError is the one error boundary: it turns any error into a JSON body
-// with the right status. Internal errors are logged, never shown.
+// with the right status: Laravel's shape, or RFC 9457 problem details when
+// the request asks for application/problem+json. Internal errors are
+// logged, never shown.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -88,9 +90,18 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if e.Operation != nil {
 		c.Response().Header().Set(echo.HeaderLocation, operationLocation(e.Operation.ID))
 	}
-	body := errorBody{Message: e.Message, Code: e.Code, Operation: e.Operation}
+	var errs *orderedErrors
 	if len(e.Fields) > 0 {
-		body.Errors = &orderedErrors{fields: e.Fields, order: fieldOrder(e.Fields, e.Order)}
+		errs = &orderedErrors{fields: e.Fields, order: fieldOrder(e.Fields, e.Order)}
+	}
+	var body any = errorBody{Message: e.Message, Code: e.Code, Operation: e.Operation, Errors: errs}
+	if e.Status >= 400 {
+		// The shape of an error depends on Accept (a 202 is no error: always Laravel's).
+		c.Response().Header().Add("Vary", "Accept")
+		if wantsProblem(c.Request().Header.Values(echo.HeaderAccept)) {
+			c.Response().Header().Set(echo.HeaderContentType, problemMediaType)
+			body = newProblem(e, errs)
+		}
 	}
 	var werr error
 	if c.Request().Method == http.MethodHead {
@@ -193,7 +204,7 @@ func fromEchoError(he *echo.HTTPError) *Error {
 	case http.StatusRequestEntityTooLarge:
 		return errTooLarge
 	case http.StatusUnsupportedMediaType:
-		return &Error{Status: he.Code, Message: "The request body must be JSON.", Code: "unsupported_media_type"}
+		return errNotJSON
 	case http.StatusBadRequest:
 		return &Error{Status: he.Code, Message: "Bad Request."}
 	}

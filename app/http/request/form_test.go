@@ -1,0 +1,63 @@
+package request
+
+import (
+	"errors"
+	"testing"
+)
+
+// FormJSON parses names as PHP does: [] appends, [n] and [k] index, the
+// last of a repeated name wins, . and space in the top-level name are _,
+// an unmatched [ is part of the name, %XX and + decode leniently, and an
+// array with the keys 0…n-1 is a JSON array.
+func TestFormJSONParsesAsPHP(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                    `{}`,
+		"a=1&b=2":             `{"a":"1","b":"2"}`,
+		"a=1&a=2":             `{"a":"2"}`,
+		"a[]=x&a[]=y":         `{"a":["x","y"]}`,
+		"a%5B%5D=x&a%5B%5D=y": `{"a":["x","y"]}`,
+		"a[0]=x&a[1]=y":       `{"a":["x","y"]}`,
+		"a[1]=y&a[0]=x":       `{"a":{"1":"y","0":"x"}}`,
+		"a[5]=x&a[]=y":        `{"a":{"5":"x","6":"y"}}`,
+		"a[k]=v&a[j][]=w":     `{"a":{"k":"v","j":["w"]}}`,
+		"a=1&a[]=2":           `{"a":["2"]}`,
+		"a[]=1&a=2":           `{"a":"2"}`,
+		"a.b=1&c+d=2":         `{"a_b":"1","c_d":"2"}`,
+		"a[b=1":               `{"a_b":"1"}`,
+		"a[b]x[c]=1":          `{"a":{"b":"1"}}`,
+		"=x&[a]=y&&z":         `{"z":""}`,
+		"q=a+b%20c%zz%4":      `{"q":"a b c%zz%4"}`,
+		"q=%22%5C%0A":         `{"q":"\"\\\u000a"}`,
+		"q=%C3%A9":            `{"q":"é"}`,
+		"q=%FF":               "{\"q\":\"\xff\"}",
+		"q[%FF]=1":            "{\"q\":{\"\xff\":\"1\"}}",
+	} {
+		got, err := FormJSON("application/x-www-form-urlencoded; charset=utf-8", []byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("%q = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}
+
+// A multipart body reads its text parts like urlencoded pairs and its file
+// parts as {}; one without a boundary, or cut short, is malformed.
+func TestFormJSONMultipart(t *testing.T) {
+	body := "--b\r\nContent-Disposition: form-data; name=\"a[]\"\r\n\r\nx\r\n" +
+		"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"x.png\"\r\nContent-Type: image/png\r\n\r\nPNG\r\n" +
+		"--b\r\nContent-Disposition: form-data; name=\"a[]\"\r\n\r\ny\r\n--b--\r\n"
+	got, err := FormJSON("multipart/form-data; boundary=b", []byte(body))
+	if err != nil || string(got) != `{"a":["x","y"],"f":{}}` {
+		t.Errorf("multipart = %s, %v", got, err)
+	}
+	for _, ct := range []string{"multipart/form-data", "multipart/form-data; boundary=c"} {
+		if _, err := FormJSON(ct, []byte(body)); !errors.Is(err, ErrMalformedForm) {
+			t.Errorf("%s: err = %v, want ErrMalformedForm", ct, err)
+		}
+	}
+	if _, err := FormJSON("multipart/form-data; boundary=b", []byte(body[:60])); !errors.Is(err, ErrMalformedForm) {
+		t.Errorf("a cut body: err = %v, want ErrMalformedForm", err)
+	}
+	if !IsForm("Application/X-WWW-Form-Urlencoded") || !IsForm("multipart/form-data; boundary=b") || IsForm("application/json") || IsForm("") {
+		t.Error("IsForm misreads a Content-Type")
+	}
+}
