@@ -53,7 +53,11 @@ type Config struct {
 	PruneEvery  time.Duration
 	// DriftEvery is how often serve compares the vendor's sites with the
 	// licenses (DRIFT_INTERVAL, default 6h; "0" turns the check off).
-	DriftEvery  time.Duration
+	DriftEvery time.Duration
+	// DriftMaxFix is the most licenses one `licensor drift --fix` revokes
+	// or re-keys (DRIFT_MAX_FIX, default 25); above it the fix applies
+	// nothing without --force. 0: every such fix needs --force.
+	DriftMaxFix int
 	TokenTTL    time.Duration
 	TokenMaxTTL time.Duration // the longest lifetime a token may be issued with; TokenTTL is at most this
 	// RateLimitPerMinute is how many requests each consumer may make per
@@ -157,6 +161,7 @@ func (v *values) load() Config {
 		StorageDir:      v.str("APP_STORAGE", "storage"),
 		PruneEvery:      v.duration("PRUNE_INTERVAL", "1h"),
 		DriftEvery:      v.durationOrOff("DRIFT_INTERVAL", "6h"),
+		DriftMaxFix:     v.intRange("DRIFT_MAX_FIX", 25, 0, 1_000_000_000),
 		TokenTTL:        v.duration("TOKEN_TTL", "2160h"),
 		TokenMaxTTL:     v.duration("TOKEN_MAX_TTL", "8760h"),
 		LogLevel:        v.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),

@@ -288,6 +288,25 @@ func TestDriftIntervalAndWebhookSecrets(t *testing.T) {
 	}
 }
 
+// DRIFT_MAX_FIX: 25 by default; 0 (every destructive fix needs --force) or
+// more; anything else is refused, naming it.
+func TestDriftMaxFix(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if c, err := Load(envOf(nil)); err != nil || c.DriftMaxFix != 25 {
+		t.Fatalf("default: %d, %v; want 25", c.DriftMaxFix, err)
+	}
+	for v, want := range map[string]int{"0": 0, "3": 3} {
+		if c, err := Load(envOf(map[string]string{"DRIFT_MAX_FIX": v})); err != nil || c.DriftMaxFix != want {
+			t.Errorf("DRIFT_MAX_FIX=%s: %d, %v", v, c.DriftMaxFix, err)
+		}
+	}
+	for _, v := range []string{"-1", "ten"} {
+		if _, err := Load(envOf(map[string]string{"DRIFT_MAX_FIX": v})); err == nil || !strings.Contains(err.Error(), "DRIFT_MAX_FIX") {
+			t.Errorf("DRIFT_MAX_FIX=%s: %v, want an error naming it", v, err)
+		}
+	}
+}
+
 // DB_READ_CONNS sizes SQLite's read pool: 0 (one per CPU) unless set.
 func TestReadConns(t *testing.T) {
 	t.Chdir(t.TempDir())

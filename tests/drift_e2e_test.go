@@ -14,7 +14,9 @@ import (
 // TestDriftCaughtByServeAndFixedByTheCommand runs real processes: a site
 // deleted at vendor-sim with no webhook sent is caught by serve's drift loop
 // (licensor_drift_mismatches{kind="site_gone"} 1 on /metrics), and
-// `licensor drift --fix` revokes the license.
+// `licensor drift --fix` revokes the license. A second license keeps its
+// site, so that the vendor does not list nothing (which drift refuses to
+// read as deletions).
 func TestDriftCaughtByServeAndFixedByTheCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -24,6 +26,9 @@ func TestDriftCaughtByServeAndFixedByTheCommand(t *testing.T) {
 	token := issueToken(t, env)
 	urls, _ := startServes(t, env, 1)
 	created := createLicense(t, urls[0], token)
+	if code, _, body := send(urls[0]+"/api/licenses", http.MethodPost, token, "", `{"name":"Kept","domain":"kept.test"}`); code != http.StatusCreated {
+		t.Fatalf("create kept.test = %d %s", code, body)
+	}
 	sim.changeSite(created.Site, "delete")
 
 	const want = `licensor_drift_mismatches{kind="site_gone"} 1`

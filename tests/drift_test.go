@@ -48,7 +48,7 @@ func TestDriftFoundAndFixed(t *testing.T) {
 			}
 			return r.Counts()
 		}
-		want := map[string]int{licenses.DriftSiteGone: 1, licenses.DriftStatus: 1, licenses.DriftKey: 1, licenses.DriftOrphanSite: 1}
+		want := map[string]int{licenses.DriftSiteGone: 1, licenses.DriftStatus: 1, licenses.DriftKey: 1, licenses.DriftOrphanSite: 1, licenses.DriftDomain: 0}
 		if got := check(false); !equalCounts(got, want) {
 			t.Errorf("drift = %v, want %v", got, want)
 		}
@@ -71,7 +71,7 @@ func TestDriftFoundAndFixed(t *testing.T) {
 		if got := status("fine.test")["status"]; got != "active" {
 			t.Errorf("fine.test = %v, want active", got)
 		}
-		want = map[string]int{licenses.DriftSiteGone: 0, licenses.DriftStatus: 0, licenses.DriftKey: 0, licenses.DriftOrphanSite: 1}
+		want = map[string]int{licenses.DriftSiteGone: 0, licenses.DriftStatus: 0, licenses.DriftKey: 0, licenses.DriftOrphanSite: 1, licenses.DriftDomain: 0}
 		if got := check(false); !equalCounts(got, want) {
 			t.Errorf("after --fix: %v, want only the orphan", got)
 		}

@@ -25,10 +25,15 @@ func withWebhookSecrets(secrets ...string) option {
 	return withConfig(func(c *config.Config) { c.Vendor.WebhookSecrets = secrets })
 }
 
-// vendorEventBody is a webhook body for the site.
+// vendorEventBody is a webhook body for the site of acme.test.
 func vendorEventBody(id, typ string, created time.Time, siteID, key string) string {
-	return fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"site":{"id":%q,"name":"Acme","domain":"acme.test","license_key":%q,"status":"active"}}}`,
-		id, typ, created.Unix(), siteID, key)
+	return vendorEventBodyFor(id, typ, created, siteID, "acme.test", key)
+}
+
+// vendorEventBodyFor is a webhook body for the site of the domain.
+func vendorEventBodyFor(id, typ string, created time.Time, siteID, domain, key string) string {
+	return fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"site":{"id":%q,"name":"Acme","domain":%q,"license_key":%q,"status":"active"}}}`,
+		id, typ, created.Unix(), siteID, domain, key)
 }
 
 // signature is the Vendor-Signature of body at t under each secret.
@@ -245,15 +250,16 @@ func TestVendorEventMarksFromTheFutureAreRepaired(t *testing.T) {
 			if err := db.Gorm.Exec("UPDATE licenses SET vendor_event_at = ? WHERE id = ?", mark.UTC(), lic["id"]).Error; err != nil {
 				t.Fatalf("%s: store the mark: %v", name, err)
 			}
-			ids[name] = lic["id"].(string) + " " + lic["vendor_site_id"].(string)
+			ids[name] = lic["id"].(string) + " " + lic["vendor_site_id"].(string) + " " + lic["domain"].(string)
 		}
 		if _, err := m.Up(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		for name, both := range ids {
-			id, site, _ := strings.Cut(both, " ")
+			f := strings.Fields(both)
+			id, site, domain := f[0], f[1], f[2]
 			a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK)
-			body := vendorEventBody("evt_after_repair_"+site, "site.suspended", now.Add(-time.Minute), site, "")
+			body := vendorEventBodyFor("evt_after_repair_"+site, "site.suspended", now.Add(-time.Minute), site, domain, "")
 			a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
 			if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
 				t.Errorf("%s: status after a real event = %v, want suspended (the mark still outranks it)", name, got)
@@ -358,6 +364,50 @@ func TestAuditActorIsNeverAClientHeader(t *testing.T) {
 			if e["actor"] != "request" || e["request_id"] != spoof || e["token_id"] == nil {
 				t.Errorf("X-Request-Id %q: event %v, want actor request, request_id %q and the token", spoof, e, spoof)
 			}
+		}
+	})
+}
+
+// A site is matched by its id AND its domain: an event for a site id a
+// license holds, but for another domain (the vendor gave the id again) or
+// with no domain, is received (200, so the vendor stops redelivering), not
+// applied, logged at Warn with its event and site ids, and counted in
+// licensor_vendor_site_mismatches_total{source="webhook"}. The license's own
+// domain (case aside) applies.
+func TestVendorWebhookMatchesSiteIdAndDomain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withWebhookSecrets(webhookSecret))
+		acme := a.consumer("acme")
+		lic := a.do(http.MethodPost, "/api/licenses", `{"name":"Old","domain":"old.test"}`, acme...).wantStatus(http.StatusCreated).licenseData()
+		id, site := lic["id"].(string), lic["vendor_site_id"].(string)
+		now := time.Now()
+		for i, body := range []string{
+			vendorEventBodyFor("evt_other", "site.suspended", now.Add(-time.Minute), site, "new.test", ""),
+			vendorEventBodyFor("evt_none", "site.deleted", now.Add(-time.Minute), site, "", ""),
+			fmt.Sprintf(`{"id":"evt_absent","type":"site.deleted","created":%d,"data":{"site":{"id":%q}}}`, now.Add(-time.Minute).Unix(), site),
+		} {
+			got := a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK).json()
+			if got["received"] != true {
+				t.Errorf("event %d answered %v", i, got)
+			}
+		}
+		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "active" {
+			t.Fatalf("status after events of another domain = %v, want active", got)
+		}
+		const want = `licensor_vendor_site_mismatches_total{source="webhook"} 3`
+		if body := a.do(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK).Body.String(); !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+		logs := a.logs.String()
+		for _, w := range []string{`"event_id":"evt_other"`, `"event_id":"evt_none"`, `"event_id":"evt_absent"`, `"site_id":"` + site + `"`, `"level":"WARN"`} {
+			if !strings.Contains(logs, w) {
+				t.Errorf("logs lack %s", w)
+			}
+		}
+		body := vendorEventBodyFor("evt_own", "site.suspended", now.Add(-time.Minute), site, "OLD.test", "")
+		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
+		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
+			t.Errorf("status after an event of its own domain = %v, want suspended", got)
 		}
 	})
 }

@@ -183,7 +183,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared) (*App, 
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
 	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now,
-		Retry: database.RetryOnConflict})
+		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch})
 	a.Operations = operations.New(a.Licenses)
 	ops, err := idempotency.NewOperations(append(a.Operations.List(), extra...)...)
 	if err != nil {

@@ -139,22 +139,34 @@ func TestVendorSimChaosKnobs(t *testing.T) {
 	if code, body := call("POST", "/_sim/faults", `{}`); code != 200 || !strings.Contains(body, `"5xx_rate":0`) {
 		t.Errorf("POST /_sim/faults {} = %d %s, want the faults cleared", code, body)
 	}
-	if code, _ := call("GET", "/sites?domain=acme.test", ""); code != 200 {
+	code, listed := call("GET", "/sites?domain=acme.test", "")
+	if code != 200 {
 		t.Errorf("list after the faults were cleared = %d, want 200", code)
 	}
+	id := siteIDIn(t, listed) // the create's answer was lost: read it back
 	stop()
-	if !strings.Contains(stderr.String(), "seed=7") || !strings.Contains(stderr.String(), "site=site_1") {
+	if !strings.Contains(stderr.String(), "seed=7") || !strings.Contains(stderr.String(), "site="+id) {
 		t.Errorf("vendor-sim did not log its seed and the site:\n%s", stderr)
 	}
 
 	addr, stderr, stop = runVendorSim(t, "--token", "sim-token", "--state", state)
 	defer stop()
-	if _, body := call("GET", "/sites?domain=acme.test", ""); !strings.Contains(body, `"id":"site_1"`) {
-		t.Errorf("after a restart on the state file: %s, want site_1", body)
+	if _, body := call("GET", "/sites?domain=acme.test", ""); !strings.Contains(body, `"id":"`+id+`"`) {
+		t.Errorf("after a restart on the state file: %s, want %s", body, id)
 	}
 	if !regexp.MustCompile(`seed=\d+ `).MatchString(stderr.String()) || !strings.Contains(stderr.String(), "sites=1") {
 		t.Errorf("vendor-sim did not log a seed of its own and the sites it loaded:\n%s", stderr)
 	}
+}
+
+// siteIDIn is the first site id in a vendor answer: ids are random.
+func siteIDIn(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`"id":"(site_[a-z2-7]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no site id in %s", body)
+	}
+	return m[1]
 }
 
 // runVendorSim starts `licensor vendor-sim` with args on a free address and
@@ -231,10 +243,11 @@ func TestVendorSimSendsSignedWebhooks(t *testing.T) {
 		t.Helper()
 		return simCall(t, addr, method, path, body)
 	}
-	if code, body := call("POST", "/sites", `{"name":"Acme","domain":"acme.test"}`); code != 201 {
-		t.Fatalf("create = %d %s", code, body)
+	code, created := call("POST", "/sites", `{"name":"Acme","domain":"acme.test"}`)
+	if code != 201 {
+		t.Fatalf("create = %d %s", code, created)
 	}
-	code, answered := call("POST", "/_sim/sites/site_1/suspend", "")
+	code, answered := call("POST", "/_sim/sites/"+siteIDIn(t, created)+"/suspend", "")
 	if code != 200 || !strings.Contains(answered, `"type":"site.suspended"`) {
 		t.Fatalf("suspend = %d %s", code, answered)
 	}
@@ -272,7 +285,7 @@ func TestVendorSimSendsSignedWebhooks(t *testing.T) {
 	}
 	if _, list := call("GET", "/sites?page=1&per_page=1", ""); !strings.Contains(list, `"status":"suspended"`) ||
 		!strings.Contains(list, `"meta":{"page":1,"per_page":1,"total":1}`) {
-		t.Errorf("paged list %s, want site_1 suspended and the meta", list)
+		t.Errorf("paged list %s, want the site suspended and the meta", list)
 	}
 	stop()
 	log := stderr.String()

@@ -2,6 +2,7 @@ package licenses
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,21 +24,53 @@ const (
 	DriftStatus      = "status_differs" // suspended at the vendor and active here, or the other way round
 	DriftKey         = "key_differs"    // the vendor's license key is not the license's
 	DriftOrphanSite  = "orphan_site"    // a vendor site no license holds: a bill nobody pays
+	DriftDomain      = "domain_differs" // the vendor's site of the license's id is for another domain: never applied
 	driftSitesPerReq = 500
 	// driftLicensesPerBatch is how many licenses a check reads at a time.
 	driftLicensesPerBatch = 1000
+	// driftEventID is the event id of the changes a drift fix applies.
+	driftEventID = "drift"
 )
 
 // DriftKinds are every kind a drift check reports, for counting each (zero included).
-var DriftKinds = []string{DriftSiteGone, DriftStatus, DriftKey, DriftOrphanSite}
+var DriftKinds = []string{DriftSiteGone, DriftStatus, DriftKey, DriftOrphanSite, DriftDomain}
+
+// The sources of a site matched by id whose domain is not the license's.
+const (
+	MismatchWebhook = "webhook"
+	MismatchDrift   = "drift"
+)
+
+// Errors of a drift check that refused to go on.
+var (
+	// ErrVendorListsNothing is a vendor listing no site at all while
+	// licenses are in force: far likelier a vendor (or a fake vendor in a
+	// new process) that lost its list than every site deleted at once. It
+	// is never reported as deletions, and never fixed.
+	ErrVendorListsNothing = errors.New("the vendor lists no sites")
+	// ErrTooManyFixes is a fix that would revoke licenses or replace their
+	// keys more often than DriftOptions.MaxFix allows: nothing is applied.
+	ErrTooManyFixes = errors.New("too many destructive drift fixes")
+)
 
 // Mismatch is one difference a drift check found.
 type Mismatch struct {
 	Kind      string
 	LicenseID string // "" for an orphan site
 	SiteID    string
-	Domain    string
-	Fixed     bool // Drift with fix applied the vendor's state to the license
+	Domain    string // the license's domain (the site's for an orphan)
+	// Action is what a fix does to the license: "revoke", "suspend",
+	// "reactivate", "replace key"; "" when it does nothing (an orphan site,
+	// a site of another domain).
+	Action string
+	Fixed  bool // Drift with fix applied the vendor's state to the license
+}
+
+// Destructive reports whether the mismatch's fix loses something for good:
+// a license revoked (its domain freed), or its key replaced (the old one is
+// not kept). These are the fixes DriftOptions.MaxFix bounds.
+func (m Mismatch) Destructive() bool {
+	return m.Kind == DriftSiteGone || m.Kind == DriftKey
 }
 
 // DriftReport is what one drift check saw.
@@ -59,15 +92,65 @@ func (r DriftReport) Counts() map[string]int {
 	return c
 }
 
-// Drift compares every site the vendor holds with the licenses: a license
-// (active or suspended, made before the check began: a newer one's site may
-// lie past the pages already read) whose site is gone, whose status or key
-// differs, and a vendor site no license holds. With fix, each license is
-// brought in line through ApplyVendorEvent, the code a webhook runs, as an
-// event of the check's start: a later webhook still wins, an older one does
-// not undo the fix. A license being revoked is left to its intent; an
-// orphan site is reported, never deleted.
+// Destructive is how many of the mismatches a fix would revoke or re-key.
+func (r DriftReport) Destructive() int {
+	n := 0
+	for _, m := range r.Mismatches {
+		if m.Destructive() {
+			n++
+		}
+	}
+	return n
+}
+
+// Unfixed is how many of the mismatches are still there: an orphan site, a
+// site of another domain, or a license the check did not (or could not)
+// change.
+func (r DriftReport) Unfixed() int {
+	n := 0
+	for _, m := range r.Mismatches {
+		if !m.Fixed {
+			n++
+		}
+	}
+	return n
+}
+
+// DriftOptions are a drift check's: whether to fix, and how far.
+type DriftOptions struct {
+	Fix bool // bring each license in line with the vendor's site
+	// MaxFix is the most destructive fixes (Mismatch.Destructive) applied
+	// in one check; above it nothing at all is applied. 0: any destructive
+	// fix needs Force.
+	MaxFix int
+	Force  bool // apply however many there are
+}
+
+// Drift is DriftWith forced: no bound on the fixes (the vendor listing
+// nothing is still refused).
 func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (DriftReport, error) {
+	return s.DriftWith(ctx, lister, DriftOptions{Fix: fix, Force: true})
+}
+
+// DriftWith compares every site the vendor holds with the licenses: a
+// license (active or suspended, made before the check began: a newer one's
+// site may lie past the pages already read) whose site is gone, whose status
+// or key differs, and a vendor site no license holds. A site is a license's
+// by its id and its domain: a site of the license's id for another domain
+// (the vendor gave the id again) is reported as domain_differs, logged and
+// counted, and never applied.
+//
+// With Fix, once every license is compared, each is brought in line
+// through ApplyVendorEvent, the code a webhook runs, as an event of the
+// check's start: a later webhook still wins, an older one does not undo the
+// fix. A license being revoked is left to its intent; an orphan site is
+// reported, never deleted. More than MaxFix destructive fixes without Force
+// apply nothing (ErrTooManyFixes, with the report of what would change).
+//
+// A vendor that lists no site while licenses are in force is
+// ErrVendorListsNothing, with or without Fix and Force: the licenses are
+// not reported as deleted, and nothing is applied.
+func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOptions) (DriftReport, error) {
 	start := s.now().UTC().Truncate(time.Microsecond)
 	sites := map[string]Site{}
 	for page := 1; ; page++ {
@@ -84,7 +167,8 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 	}
 	report := DriftReport{Sites: len(sites)}
 	held := map[string]bool{}
-	var fixErr error
+	var fixes []VendorEvent // fixes[i] is the fix of report.Mismatches[i] ("" Type: none)
+	var openErr error
 	// In batches: a large account's licenses (and their decrypted keys) are
 	// never all in memory at once.
 	var batch []License
@@ -95,23 +179,28 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 				if lic.Status == StatusRevoking || !lic.CreatedAt.Before(start) {
 					continue
 				}
-				m, ok, err := s.compare(ctx, lic, sites, start, fix)
+				m, fix, ok, err := s.compare(ctx, lic, sites, start)
 				if err != nil {
-					fixErr = err
+					openErr = err
 					return err
 				}
 				report.Licenses++
 				if ok {
 					report.Mismatches = append(report.Mismatches, m)
+					fixes = append(fixes, fix)
 				}
 			}
 			return nil
 		}).Error
-	if fixErr != nil {
-		return report, fixErr
+	if openErr != nil {
+		return report, openErr
 	}
 	if err != nil {
 		return DriftReport{}, fmt.Errorf("read licenses: %w", err)
+	}
+	if len(sites) == 0 && report.Licenses > 0 {
+		return DriftReport{Licenses: report.Licenses}, fmt.Errorf("%w: refusing to treat %d license(s) as deleted",
+			ErrVendorListsNothing, report.Licenses)
 	}
 	var orphans []Mismatch
 	for id, site := range sites {
@@ -120,37 +209,57 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 		}
 	}
 	slices.SortFunc(orphans, func(a, b Mismatch) int { return strings.Compare(a.SiteID, b.SiteID) })
+	if !opts.Fix {
+		report.Mismatches = append(report.Mismatches, orphans...)
+		return report, nil
+	}
+	if d := report.Destructive(); d > opts.MaxFix && !opts.Force {
+		report.Mismatches = append(report.Mismatches, orphans...)
+		return report, fmt.Errorf("%w: %d fix(es) would revoke a license or replace its key, more than the bound of %d; nothing applied",
+			ErrTooManyFixes, d, opts.MaxFix)
+	}
+	for i, ev := range fixes {
+		if ev.Type == "" {
+			continue
+		}
+		m := &report.Mismatches[i]
+		changed, err := s.ApplyVendorEvent(ctx, ev)
+		if err != nil {
+			report.Mismatches = append(report.Mismatches, orphans...)
+			return report, fmt.Errorf("fix license %s: %w", m.LicenseID, err)
+		}
+		m.Fixed = changed
+	}
 	report.Mismatches = append(report.Mismatches, orphans...)
 	return report, nil
 }
 
 // compare is one license against the vendor's sites: the mismatch, if
-// there is one (ok), applied with fix.
-func (s *Service) compare(ctx context.Context, lic License, sites map[string]Site, start time.Time, fix bool) (m Mismatch, ok bool, err error) {
+// there is one (ok), and the event that fixes it (no Type: none does).
+func (s *Service) compare(ctx context.Context, lic License, sites map[string]Site, start time.Time) (m Mismatch, fix VendorEvent, ok bool, err error) {
 	if err := s.open(&lic); err != nil {
-		return Mismatch{}, false, err
+		return Mismatch{}, VendorEvent{}, false, err
 	}
 	site, found := sites[lic.VendorSiteID]
-	var kind, event string
+	var kind, event, action string
 	switch {
 	case !found:
-		kind, event, site = DriftSiteGone, SiteDeleted, Site{ID: lic.VendorSiteID}
+		kind, event, action, site = DriftSiteGone, SiteDeleted, "revoke", Site{ID: lic.VendorSiteID, Domain: lic.Domain}
+	case !sameDomain(site.Domain, lic.Domain):
+		s.siteMismatch(ctx, MismatchDrift, driftEventID, lic, site, "the vendor's site is for another domain")
+		kind = DriftDomain
 	case site.Status == StatusSuspended && lic.Status == StatusActive:
-		kind, event = DriftStatus, SiteSuspended
+		kind, event, action = DriftStatus, SiteSuspended, "suspend"
 	case site.Status == StatusActive && lic.Status == StatusSuspended:
-		kind, event = DriftStatus, SiteReactivated
+		kind, event, action = DriftStatus, SiteReactivated, "reactivate"
 	case site.LicenseKey != lic.LicenseKey:
-		kind, event = DriftKey, SiteKeyRotated
+		kind, event, action = DriftKey, SiteKeyRotated, "replace key"
 	default:
-		return Mismatch{}, false, nil
+		return Mismatch{}, VendorEvent{}, false, nil
 	}
-	m = Mismatch{Kind: kind, LicenseID: lic.ID, SiteID: lic.VendorSiteID, Domain: lic.Domain}
-	if fix {
-		changed, err := s.ApplyVendorEvent(ctx, VendorEvent{ID: "drift", Type: event, At: start, Site: site})
-		if err != nil {
-			return m, false, fmt.Errorf("fix license %s: %w", lic.ID, err)
-		}
-		m.Fixed = changed
+	m = Mismatch{Kind: kind, LicenseID: lic.ID, SiteID: lic.VendorSiteID, Domain: lic.Domain, Action: action}
+	if event != "" {
+		fix = VendorEvent{ID: driftEventID, Type: event, At: start, Site: site}
 	}
-	return m, true, nil
+	return m, fix, true, nil
 }

@@ -518,7 +518,7 @@ func TestDriftSkipsRevokingAndNewLicenses(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []Mismatch{
-			{Kind: DriftStatus, LicenseID: "suspended", SiteID: "s2", Domain: "suspended.test", Fixed: true},
+			{Kind: DriftStatus, LicenseID: "suspended", SiteID: "s2", Domain: "suspended.test", Action: "reactivate", Fixed: true},
 			{Kind: DriftOrphanSite, SiteID: "s8", Domain: "eight.test"},
 			{Kind: DriftOrphanSite, SiteID: "s9", Domain: "nine.test"},
 		}
@@ -543,6 +543,7 @@ func TestDriftFailures(t *testing.T) {
 		ctx := context.Background()
 		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
 		seedLicense(t, db, "gone", StatusActive, "s-gone", "K", past)
+		b.v.extra = []Site{{ID: "s-other", Domain: "other.test", Status: StatusActive}} // the vendor lists something
 
 		b.v.listErr = []error{unavailable}
 		if _, err := b.s.Drift(ctx, b.v, false); !errors.Is(err, ErrVendorUnavailable) || !strings.Contains(err.Error(), "list vendor sites, page 1") {
@@ -591,7 +592,7 @@ func TestVendorEventBranches(t *testing.T) {
 		if changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "e1", Type: SiteSuspended, At: at, Site: Site{ID: "s-nobody"}}); changed || err != nil {
 			t.Errorf("a site no license holds = %v, %v; want nothing changed", changed, err)
 		}
-		if changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "e2", Type: SiteSuspended, At: at, Site: Site{ID: "s1"}}); changed || err != nil {
+		if changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "e2", Type: SiteSuspended, At: at, Site: Site{ID: "s1", Domain: "l1.test"}}); changed || err != nil {
 			t.Errorf("suspending a suspended license = %v, %v; want nothing changed", changed, err)
 		}
 		if n := b.rows("license_events"); n != 0 {
@@ -604,7 +605,7 @@ func TestVendorEventBranches(t *testing.T) {
 			t.Errorf("an unreadable license = %v", err)
 		}
 		sealing := New(Config{DB: db.Gorm, Vendor: b.v, Cipher: sealFails{testCipher(t, 1)}})
-		if _, err := sealing.ApplyVendorEvent(ctx, VendorEvent{ID: "e4", Type: SiteKeyRotated, At: at, Site: Site{ID: "s1", LicenseKey: "K-new"}}); err == nil ||
+		if _, err := sealing.ApplyVendorEvent(ctx, VendorEvent{ID: "e4", Type: SiteKeyRotated, At: at, Site: Site{ID: "s1", Domain: "L1.test", LicenseKey: "K-new"}}); err == nil ||
 			!strings.Contains(err.Error(), "cannot seal") {
 			t.Errorf("a key that cannot be sealed = %v", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -24,6 +25,12 @@ type Config struct {
 	// (database.RetryOnConflict); a transaction of a change is run again
 	// whole. Nil runs it once.
 	Retry func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
+	// Log receives the warnings of a vendor site whose id matches a
+	// license but whose domain does not (nil: discarded).
+	Log *slog.Logger
+	// ObserveSiteMismatch counts each such site, by source ("webhook" or
+	// "drift"); nil counts nothing.
+	ObserveSiteMismatch func(source string)
 }
 
 // Service creates, lists, shows and revokes licenses. It runs on the
@@ -36,6 +43,9 @@ type Service struct {
 	cipher Cipher
 	now    func() time.Time
 	retry  func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
+	log    *slog.Logger
+	// observeMismatch counts a site matched by id and not by domain.
+	observeMismatch func(source string)
 }
 
 // New returns a Service. It panics without a Cipher: license keys are never
@@ -53,7 +63,14 @@ func New(cfg Config) *Service {
 	if cfg.Retry == nil {
 		cfg.Retry = func(_ context.Context, stmt func() *gorm.DB) *gorm.DB { return stmt() }
 	}
-	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now, retry: cfg.Retry}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ObserveSiteMismatch == nil {
+		cfg.ObserveSiteMismatch = func(string) {}
+	}
+	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now, retry: cfg.Retry,
+		log: cfg.Log, observeMismatch: cfg.ObserveSiteMismatch}
 }
 
 // transact runs fn in one transaction, and again, whole, while it loses a

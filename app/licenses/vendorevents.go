@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -48,7 +49,10 @@ var ErrUnknownEventType = errors.New("unknown vendor event type")
 // vendor made: deleted → revoked (its domain freed), suspended → suspended,
 // reactivated → active, key rotated → the new key (encrypted at rest). Each
 // change writes a license event by ActorVendor. It reports whether anything
-// changed: not when no license has the site, when the license has already
+// changed: not when no license has the site, when the site's domain is not
+// the license's (or the event names none: a site is matched by its id AND
+// its domain, since a vendor may give an id again; this is logged at Warn
+// and counted, never applied), when the license has already
 // seen a later (or the same) vendor event — so events delivered out of order
 // never move a license back — or when the change is already in place.
 //
@@ -62,6 +66,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 	}
 	at := ev.At.UTC().Truncate(time.Microsecond)
 	ctx = WithActor(ctx, Actor{Name: ActorVendor})
+	var other *License // the license of the site's id, for another domain
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var lic License
 		// The site's license still in force; a site id is the vendor's and
@@ -72,6 +77,10 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		}
 		if err != nil {
 			return fmt.Errorf("find the license of site %s: %w", ev.Site.ID, err)
+		}
+		if !sameDomain(ev.Site.Domain, lic.Domain) {
+			other = &lic
+			return nil
 		}
 		if lic.VendorEventAt != nil && at.Before(*lic.VendorEventAt) {
 			// A later change of the vendor's is already applied. (Events of
@@ -117,5 +126,32 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		changed = true
 		return s.logEvent(ctx, tx, lic, event, now)
 	})
+	if err == nil && other != nil {
+		source, reason := MismatchWebhook, "the event's site is for another domain"
+		if ev.ID == driftEventID {
+			source = MismatchDrift
+		}
+		if strings.TrimSpace(ev.Site.Domain) == "" {
+			reason = "the event's site has no domain"
+		}
+		s.siteMismatch(ctx, source, ev.ID, *other, ev.Site, reason)
+	}
 	return changed, err
+}
+
+// sameDomain reports whether a vendor site's domain is the license's: DNS
+// names ignore case. An empty domain is no one's.
+func sameDomain(site, license string) bool {
+	site = strings.TrimSpace(site)
+	return site != "" && strings.EqualFold(site, license)
+}
+
+// siteMismatch logs (Warn) and counts a vendor site whose id is the
+// license's and whose domain is not: nothing is applied to the license. It
+// logs ids only: no key, and neither domain (the license's is the
+// consumer's to show).
+func (s *Service) siteMismatch(ctx context.Context, source, eventID string, lic License, site Site, reason string) {
+	s.observeMismatch(source)
+	s.log.WarnContext(ctx, "vendor site matches a license by id but not by domain: not applied",
+		"source", source, "event_id", eventID, "site_id", site.ID, "license_id", lic.ID, "reason", reason)
 }

@@ -30,6 +30,7 @@ type Metrics struct {
 	reconcile      *prometheus.CounterVec
 	pruned         prometheus.Counter
 	drift          *prometheus.GaugeVec
+	siteMismatches *prometheus.CounterVec
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -40,7 +41,8 @@ var standardMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost,
 var (
 	idempotencyOutcomes = []string{"executed", "replayed", "in_progress", "mismatch", "pending", "not_kept", "released", "taken_over", "superseded", "discarded"}
 	reconcileResults    = []string{"completed", "waiting", "retry", "failed", "abandoned", "superseded"}
-	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site"} // licenses.DriftKinds
+	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site", "domain_differs"} // licenses.DriftKinds
+	mismatchSources     = []string{"webhook", "drift"}                                                            // licenses.MismatchWebhook, MismatchDrift
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
 )
 
@@ -78,6 +80,11 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.reg.MustRegister(m.drift)
 	for _, kind := range driftKinds {
 		m.drift.WithLabelValues(kind).Set(0)
+	}
+	m.siteMismatches = f.counterVec("licensor_vendor_site_mismatches_total",
+		"Vendor sites whose id is a license's but whose domain is not (nothing applied), by source: webhook or drift.", "source")
+	for _, src := range mismatchSources {
+		m.siteMismatches.WithLabelValues(src)
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(intentGauges{read: intents})
@@ -190,6 +197,10 @@ func (m *Metrics) ObserveDrift(counts map[string]int) {
 		m.drift.WithLabelValues(kind).Set(float64(n))
 	}
 }
+
+// ObserveSiteMismatch counts one vendor site matched by id and not by
+// domain, by source ("webhook" or "drift").
+func (m *Metrics) ObserveSiteMismatch(source string) { m.siteMismatches.WithLabelValues(source).Inc() }
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }

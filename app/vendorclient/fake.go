@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -21,7 +20,7 @@ import (
 // behaviour, so the fake the demos use and the vendor cannot drift apart.
 type Fake struct {
 	mu      sync.Mutex
-	next    int
+	next    int               // the place of the last site created, for the order of creation
 	sites   map[string]record // by id
 	domains map[string]string // lower-cased domain → id
 }
@@ -164,7 +163,7 @@ func (f *Fake) create(name, domain string) (record, *licenses.RejectedError) {
 	}
 	f.next++
 	r := record{
-		site: licenses.Site{ID: "site_" + strconv.Itoa(f.next), Name: name, Domain: domain,
+		site: licenses.Site{ID: newSiteID(), Name: name, Domain: domain,
 			LicenseKey: "LK-" + rand.Text(), Status: vendorproto.StatusActive},
 		seq: f.next,
 	}
@@ -183,6 +182,12 @@ func (f *Fake) remove(id string) bool {
 	}
 	return ok
 }
+
+// newSiteID is a site id never given before, by this process or any other:
+// "site_" and 128 random bits (26 base32 characters). The fake's sites live
+// in its process; a counter from 1 gave site_1 again in the next process,
+// so an id could name another domain's license.
+func newSiteID() string { return "site_" + strings.ToLower(rand.Text()) }
 
 // validateSite refuses a site without a name or a domain, as the vendor does.
 func validateSite(name, domain string) *licenses.RejectedError {

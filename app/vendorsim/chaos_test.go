@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,44 @@ func newSim(t *testing.T, opts vendorsim.SimOptions) *vendorsim.Simulator {
 	return sim
 }
 
+// siteIDs remembers the id of each domain's site a simulator has held, so
+// that a step names a site by its domain ("{acme.test}"), a deleted one
+// too: ids are random, never site_1, site_2, ….
+type siteIDs struct {
+	sim  *vendorsim.Simulator
+	seen map[string]string // lower-cased domain → its latest site's id
+}
+
+func newSiteIDs(sim *vendorsim.Simulator) *siteIDs {
+	return &siteIDs{sim: sim, seen: map[string]string{}}
+}
+
+// expand replaces each "{domain}" in text with the id of the domain's
+// site, now or last.
+func (s *siteIDs) expand(text string) string {
+	for _, site := range s.sim.Sites() {
+		s.seen[strings.ToLower(site.Domain)] = site.ID
+	}
+	for d, id := range s.seen {
+		text = strings.ReplaceAll(text, "{"+d+"}", id)
+	}
+	return text
+}
+
+// createdID is the id in a POST /sites answer.
+func createdID(t *testing.T, w *sink) string {
+	t.Helper()
+	var created struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(w.body.Bytes(), &created); err != nil || !strings.HasPrefix(created.Data.ID, "site_") {
+		t.Fatalf("create answered %d %s, want a site_ id", w.status, w.body.String())
+	}
+	return created.Data.ID
+}
+
 func createBody(domain string) string { return `{"name":"Acme","domain":"` + domain + `"}` }
 
 // statsOf reads GET /_sim/stats as a client would.
@@ -98,6 +137,7 @@ func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 	const token = "sim-token"
 	sim := newSim(t, vendorsim.SimOptions{Token: token,
 		SimFaults: vendorsim.SimFaults{Burst429: 1, DropDeletes: 1, DropMode: vendorsim.DropHang}})
+	ids := newSiteIDs(sim)
 	for _, step := range []struct {
 		method, target, body, token string
 		want                        int
@@ -108,10 +148,10 @@ func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 		{"POST", "/sites", createBody("acme.test"), token, 201},
 		{"POST", "/sites", createBody("ACME.test"), token, 422}, // the domain has a site
 		{"POST", "/sites", createBody("beta.test"), token, 201},
-		{"DELETE", "/sites/site_1", "", token, 0}, // committed, answer dropped
-		{"DELETE", "/sites/site_1", "", token, 404},
+		{"DELETE", "/sites/{acme.test}", "", token, 0}, // committed, answer dropped
+		{"DELETE", "/sites/{acme.test}", "", token, 404},
 	} {
-		if got := ask(sim, step.method, step.target, step.body, step.token); got.status != step.want {
+		if got := ask(sim, step.method, ids.expand(step.target), step.body, step.token); got.status != step.want {
 			t.Fatalf("%s %s = %d %s, want %d", step.method, step.target, got.status, got.body.String(), step.want)
 		}
 	}
@@ -211,6 +251,7 @@ func TestSimReset(t *testing.T) {
 			t.Fatalf("create %s = %d", d, got)
 		}
 	}
+	given := []string{idOf(t, sim, "a.test"), idOf(t, sim, "b.test")}
 	ask(sim, http.MethodPost, "/_sim/faults", `{"5xx_rate":0.5}`, "")
 	faults := ask(sim, http.MethodGet, "/_sim/faults", "", "").body.String()
 
@@ -232,8 +273,8 @@ func TestSimReset(t *testing.T) {
 	}
 	ask(sim, http.MethodPost, "/_sim/faults", `{}`, "")
 	w := ask(sim, http.MethodPost, "/sites", createBody("a.test"), "")
-	if w.status != 201 || !strings.Contains(w.body.String(), `"id":"site_3"`) {
-		t.Errorf("create after reset = %d %s, want 201 with a new id, site_3", w.status, w.body.String())
+	if id := createdID(t, w); w.status != 201 || slices.Contains(given, id) {
+		t.Errorf("create after reset = %d %s, want 201 with a new id, none of %v", w.status, w.body.String(), given)
 	}
 }
 
@@ -294,7 +335,7 @@ func TestSim5xxAfterCommit(t *testing.T) {
 	}
 
 	ask(sim, http.MethodPost, "/_sim/faults", `{"drop_rate":1,"drop_mode":"5xx-after-commit"}`, "")
-	if got := ask(sim, http.MethodDelete, "/sites/site_1", "", "").status; got != 500 {
+	if got := ask(sim, http.MethodDelete, "/sites/"+idOf(t, sim, "acme.test"), "", "").status; got != 500 {
 		t.Errorf("delete under drop_rate 1 = %d, want 500", got)
 	}
 	st := sim.Stats()
@@ -361,7 +402,8 @@ func TestSimStateSurvivesRestart(t *testing.T) {
 			t.Fatalf("create %s = %d", d, got)
 		}
 	}
-	if got := ask(first, http.MethodDelete, "/sites/site_1", "", "").status; got != 204 {
+	given := []string{idOf(t, first, "a.test"), idOf(t, first, "b.test")}
+	if got := ask(first, http.MethodDelete, "/sites/"+given[0], "", "").status; got != 204 {
 		t.Fatalf("delete = %d", got)
 	}
 	kept := first.Sites()
@@ -371,8 +413,8 @@ func TestSimStateSurvivesRestart(t *testing.T) {
 		t.Fatalf("after a restart: %v, want %v", got, kept)
 	}
 	w := ask(second, http.MethodPost, "/sites", createBody("c.test"), "")
-	if !strings.Contains(w.body.String(), `"id":"site_3"`) {
-		t.Errorf("create after a restart = %s, want site_3", w.body.String())
+	if id := createdID(t, w); slices.Contains(given, id) {
+		t.Errorf("create after a restart = %s, want an id none of %v", w.body.String(), given)
 	}
 	if w := ask(second, http.MethodPost, "/sites", createBody("B.TEST"), ""); w.status != 422 {
 		t.Errorf("create of a domain the file holds = %d, want 422", w.status)
@@ -425,6 +467,7 @@ func TestSimLogsDomainAndSiteNeverToken(t *testing.T) {
 	var buf bytes.Buffer
 	sim := newSim(t, vendorsim.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(&buf, nil)),
 		SimFaults: vendorsim.SimFaults{DropDeletes: 1, Burst429: 1}})
+	ids := newSiteIDs(sim)
 	for _, step := range []struct {
 		method, target, body, token string
 		want                        []string
@@ -432,23 +475,23 @@ func TestSimLogsDomainAndSiteNeverToken(t *testing.T) {
 		{"GET", "/sites?domain=acme.test", "", token, []string{"domain=acme.test", "status=429"}},
 		{"GET", "/sites?domain=acme.test", "", token, []string{"domain=acme.test", "status=200"}},
 		{"POST", "/sites", createBody("acme.test"), wrong, []string{"domain=acme.test", "status=401"}},
-		{"POST", "/sites", createBody("acme.test"), token, []string{"domain=acme.test", "site=site_1", "status=201"}},
-		{"GET", "/sites?domain=acme.test", "", token, []string{"domain=acme.test", "site=site_1", "status=200"}},
-		{"POST", "/sites", createBody("acme.test"), token, []string{"domain=acme.test", "site=site_1", "status=422"}},
-		{"DELETE", "/sites/site_1", "", token, []string{"domain=acme.test", "site=site_1", `fault="deleted, answer dropped: hang"`}},
-		{"DELETE", "/sites/site_1", "", token, []string{"site=site_1", "status=404"}},
-		{"POST", "/sites", createBody("acme.test"), token, []string{"domain=acme.test", "site=site_2", "status=201"}},
+		{"POST", "/sites", createBody("acme.test"), token, []string{"domain=acme.test", "site={acme.test}", "status=201"}},
+		{"GET", "/sites?domain=acme.test", "", token, []string{"domain=acme.test", "site={acme.test}", "status=200"}},
+		{"POST", "/sites", createBody("acme.test"), token, []string{"domain=acme.test", "site={acme.test}", "status=422"}},
+		{"DELETE", "/sites/{acme.test}", "", token, []string{"domain=acme.test", "site={acme.test}", `fault="deleted, answer dropped: hang"`}},
+		{"DELETE", "/sites/{acme.test}", "", token, []string{"site={acme.test}", "status=404"}},
+		{"POST", "/sites", createBody("acme.test"), token, []string{"domain=acme.test", "site={acme.test}", "status=201"}},
 		{"POST", "/_sim/faults", `{"429_rate":1}`, token, []string{`msg="vendor-sim: faults replaced"`}},
-		{"GET", "/sites?domain=acme.test", "", token, []string{"domain=acme.test", "site=site_2", "status=429"}}, // known before the work
+		{"GET", "/sites?domain=acme.test", "", token, []string{"domain=acme.test", "site={acme.test}", "status=429"}}, // known before the work
 	} {
 		buf.Reset()
-		ask(sim, step.method, step.target, step.body, step.token)
+		ask(sim, step.method, ids.expand(step.target), step.body, step.token)
 		line := buf.String()
 		if strings.Count(line, "\n") != 1 {
 			t.Errorf("%s %s logged %q, want one line", step.method, step.target, line)
 		}
 		for _, want := range step.want {
-			if !strings.Contains(line, want) {
+			if want = ids.expand(want); !strings.Contains(line, want) { // after the step: a create's id is known
 				t.Errorf("%s %s logged %q, want %s in it", step.method, step.target, line, want)
 			}
 		}

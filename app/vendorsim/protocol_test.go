@@ -32,20 +32,32 @@ func TestSimulatorServesTheProtocol(t *testing.T) {
 	}{
 		{"empty list", http.MethodGet, "/sites?domain=acme.test", "", 200, []string{`{"data":[]}`}},
 		{"create", http.MethodPost, "/sites", `{"name":"Acme","domain":"acme.test"}`, 201,
-			[]string{`"id":"site_1"`, `"license_key":"LK-`, `"status":"active"`, `"created_at":"`}},
-		{"list finds it", http.MethodGet, "/sites?domain=acme.test", "", 200, []string{`"id":"site_1"`}},
+			[]string{`"id":"site_`, `"license_key":"LK-`, `"status":"active"`, `"created_at":"`}},
+		{"list finds it", http.MethodGet, "/sites?domain=acme.test", "", 200, []string{`"id":"{id}"`}},
 		{"malformed JSON", http.MethodPost, "/sites", `{"name":`, 400, []string{`"message"`}},
-		{"delete", http.MethodDelete, "/sites/site_1", "", 204, nil},
-		{"delete again", http.MethodDelete, "/sites/site_1", "", 404, []string{`"message"`}},
+		{"delete", http.MethodDelete, "/sites/{id}", "", 204, nil},
+		{"delete again", http.MethodDelete, "/sites/{id}", "", 404, []string{`"message"`}},
 	}
+	id := ""                   // the created site's, which {id} stands for: ids are random
 	for _, tt := range tests { // in order: each step builds on the last
 		t.Run(tt.name, func(t *testing.T) {
-			rec := do(tt.method, tt.target, tt.body)
+			rec := do(tt.method, strings.ReplaceAll(tt.target, "{id}", id), tt.body)
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status %d, want %d", rec.Code, tt.wantStatus)
 			}
+			if tt.name == "create" {
+				var created struct {
+					Data struct {
+						ID string `json:"id"`
+					} `json:"data"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &created); err != nil || created.Data.ID == "" {
+					t.Fatalf("create answered %s", rec.Body)
+				}
+				id = created.Data.ID
+			}
 			for _, want := range tt.wantBody {
-				if !strings.Contains(rec.Body.String(), want) {
+				if want = strings.ReplaceAll(want, "{id}", id); !strings.Contains(rec.Body.String(), want) {
 					t.Errorf("body %s lacks %s", rec.Body, want)
 				}
 			}
@@ -90,6 +102,10 @@ func TestSimulatorListsAPageAtATime(t *testing.T) {
 		if rec.Code != http.StatusCreated {
 			t.Fatalf("create %d = %d", i, rec.Code)
 		}
+	}
+	number := map[string]string{} // site id → n of sn.test: ids are random
+	for _, site := range sim.Sites() {
+		number[site.ID] = strings.TrimSuffix(strings.TrimPrefix(site.Domain, "s"), ".test")
 	}
 	type page struct {
 		Data []struct {
@@ -136,7 +152,7 @@ func TestSimulatorListsAPageAtATime(t *testing.T) {
 			}
 			var ids []string
 			for _, s := range p.Data {
-				ids = append(ids, strings.TrimPrefix(s.ID, "site_"))
+				ids = append(ids, number[s.ID])
 			}
 			if got := strings.Join(ids, " "); got != tt.wantIDs {
 				t.Errorf("sites %q, want %q", got, tt.wantIDs)
@@ -149,7 +165,7 @@ func TestSimulatorListsAPageAtATime(t *testing.T) {
 	for _, target := range []string{"/sites?domain=s3.test", "/sites?domain=S3.TEST&page=2&per_page=1"} {
 		rec := httptest.NewRecorder()
 		sim.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
-		if body := strings.TrimSpace(rec.Body.String()); rec.Code != 200 || !strings.HasPrefix(body, `{"data":[{"id":"site_3"`) ||
+		if body := strings.TrimSpace(rec.Body.String()); rec.Code != 200 || !strings.HasPrefix(body, `{"data":[{"id":"`+idOf(t, sim, "s3.test")+`"`) ||
 			!strings.HasSuffix(body, "}]}") || strings.Contains(body, "meta") {
 			t.Errorf("GET %s = %d %s, want the domain's site and no meta", target, rec.Code, body)
 		}

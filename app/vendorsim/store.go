@@ -19,7 +19,7 @@ import (
 // and a domain are required, and a domain has one site at most.
 type store struct {
 	mu      sync.Mutex
-	next    int               // the number of the last id given: ids are never given twice
+	next    int               // the place of the last site created, for the order of creation
 	sites   map[string]record // by id
 	domains map[string]string // lower-cased domain → id
 }
@@ -129,7 +129,7 @@ func (st *store) create(name, domain string) (record, *refusal) {
 	}
 	st.next++
 	r := record{
-		site: vendorproto.Site{ID: "site_" + strconv.Itoa(st.next), Name: name, Domain: domain,
+		site: vendorproto.Site{ID: newSiteID(), Name: name, Domain: domain,
 			LicenseKey: "LK-" + rand.Text(), Status: vendorproto.StatusActive, CreatedAt: time.Now().UTC().Format(time.RFC3339)},
 		seq: st.next,
 	}
@@ -137,6 +137,13 @@ func (st *store) create(name, domain string) (record, *refusal) {
 	st.domains[key] = r.site.ID
 	return r, nil
 }
+
+// newSiteID is a site id never given before, by this process or any other:
+// "site_" and 128 random bits (26 base32 characters). A counter from 1 gave
+// site_1 again after each restart, and the id of a deleted site to another
+// domain; licensor matches sites by id and domain, but the vendor's ids are
+// unique, and so are the simulator's.
+func newSiteID() string { return "site_" + strings.ToLower(rand.Text()) }
 
 // validateSite refuses a site without a name or a domain, as the vendor does.
 func validateSite(name, domain string) *refusal {

@@ -106,8 +106,8 @@ func (s *sleeper) Waits() []time.Duration {
 const hookSecret = "whsec-t0p-s3cret"
 
 // hookSim starts a simulator whose webhooks go to url with hookSecret, a
-// recording sleeper unless hook sets its own, and n sites (site_1…); Close
-// runs at the end of the test.
+// recording sleeper unless hook sets its own, and n sites (site1.test…,
+// whose ids siteID gives); Close runs at the end of the test.
 func hookSim(t *testing.T, url string, n int, hook vendorsim.SimWebhook, opts vendorsim.SimOptions) *vendorsim.Simulator {
 	t.Helper()
 	hook.URL, hook.Secret = url, hookSecret
@@ -123,6 +123,25 @@ func hookSim(t *testing.T, url string, n int, hook vendorsim.SimWebhook, opts ve
 		}
 	}
 	return sim
+}
+
+// idOf is the id of the domain's site, read from the simulator: ids are
+// random, never site_1, site_2, ….
+func idOf(t *testing.T, sim *vendorsim.Simulator, domain string) string {
+	t.Helper()
+	for _, site := range sim.Sites() {
+		if site.Domain == domain {
+			return site.ID
+		}
+	}
+	t.Fatalf("no site for %s", domain)
+	return ""
+}
+
+// siteID is the id of a hookSim's site n (from 1), site<n>.test's.
+func siteID(t *testing.T, sim *vendorsim.Simulator, n int) string {
+	t.Helper()
+	return idOf(t, sim, "site"+strconv.Itoa(n)+".test")
 }
 
 // change asks POST /_sim/sites/{id}/{action} and fails the test unless it
@@ -153,7 +172,7 @@ func TestSimWebhookIsSigned(t *testing.T) {
 	sim := hookSim(t, rc.URL, 1, vendorsim.SimWebhook{Now: func() time.Time { return now }},
 		vendorsim.SimOptions{Token: token, Log: slog.New(slog.NewTextHandler(logs, nil))})
 
-	answered := change(t, sim, "site_1", "suspend", token)
+	answered := change(t, sim, siteID(t, sim, 1), "suspend", token)
 	// Delivered is counted as the delivery ends, Pending a moment later.
 	testkit.Eventually(t, 10*time.Second, func() bool { st := hookStats(t, sim, token); return st.Delivered == 1 && st.Pending == 0 }, "delivered")
 	got := rc.deliveries()
@@ -169,7 +188,7 @@ func TestSimWebhookIsSigned(t *testing.T) {
 	}
 	e := d.event(t)
 	if !strings.HasPrefix(e.ID, "evt_") || len(e.ID) < 10 || e.Type != "site.suspended" || e.Created != now.Unix() ||
-		e.Data.Site.ID != "site_1" || e.Data.Site.Status != "suspended" || e.Data.Site.Domain != "site1.test" ||
+		e.Data.Site.ID != siteID(t, sim, 1) || e.Data.Site.Status != "suspended" || e.Data.Site.Domain != "site1.test" ||
 		!strings.HasPrefix(e.Data.Site.LicenseKey, "LK-") {
 		t.Errorf("event %+v", e)
 	}
@@ -191,7 +210,7 @@ func TestSimWebhookIsSigned(t *testing.T) {
 		t.Errorf("stats %+v, want one sent and delivered", st)
 	}
 	log := logs.String()
-	for _, want := range []string{"event=" + e.ID, "type=site.suspended", "site=site_1", "status=204"} {
+	for _, want := range []string{"event=" + e.ID, "type=site.suspended", "site=" + siteID(t, sim, 1), "status=204"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %s:\n%s", want, log)
 		}
@@ -217,7 +236,7 @@ func TestSimWebhookRetriesUntil2xx(t *testing.T) {
 	sim := hookSim(t, rc.URL, 1, vendorsim.SimWebhook{RetryBase: 40 * time.Millisecond, Sleep: clock.Sleep},
 		vendorsim.SimOptions{Seed: 3})
 
-	change(t, sim, "site_1", "rotate", "")
+	change(t, sim, siteID(t, sim, 1), "rotate", "")
 	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 1 }, "delivered")
 	got := rc.deliveries()
 	if len(got) != 4 {
@@ -254,7 +273,7 @@ func TestSimWebhookGivesUp(t *testing.T) {
 			clock := &sleeper{}
 			sim := hookSim(t, url, 1, vendorsim.SimWebhook{Attempts: 5, RetryBase: time.Second, RetryMax: 2 * time.Second,
 				Sleep: clock.Sleep}, vendorsim.SimOptions{})
-			change(t, sim, "site_1", "delete", "")
+			change(t, sim, siteID(t, sim, 1), "delete", "")
 			testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Failed == 1 }, "failed")
 			if st := hookStats(t, sim, ""); st != (vendorsim.WebhookStats{Sent: 5, Failed: 1}) {
 				t.Errorf("stats %+v, want 5 sent, 1 failed", st)
@@ -277,7 +296,7 @@ func TestSimWebhookGivesUp(t *testing.T) {
 func TestSimWebhookDupRateOneSendsEachTwice(t *testing.T) {
 	rc := newReceiver(t, always(http.StatusOK))
 	sim := hookSim(t, rc.URL, 3, vendorsim.SimWebhook{DupRate: 1}, vendorsim.SimOptions{})
-	for _, id := range []string{"site_1", "site_2", "site_3"} {
+	for _, id := range []string{siteID(t, sim, 1), siteID(t, sim, 2), siteID(t, sim, 3)} {
 		change(t, sim, id, "suspend", "")
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 6 }, "delivered")
@@ -289,8 +308,8 @@ func TestSimWebhookDupRateOneSendsEachTwice(t *testing.T) {
 		if string(got[i].body) != string(got[i+1].body) {
 			t.Errorf("delivery %d %s is not followed by its duplicate: %s", i+1, got[i].body, got[i+1].body)
 		}
-		if e := got[i].event(t); e.Data.Site.ID != "site_"+strconv.Itoa(i/2+1) {
-			t.Errorf("delivery %d is of %s, want site_%d", i+1, e.Data.Site.ID, i/2+1)
+		if e := got[i].event(t); e.Data.Site.ID != siteID(t, sim, i/2+1) {
+			t.Errorf("delivery %d is of %s, want site%d.test's", i+1, e.Data.Site.ID, i/2+1)
 		}
 	}
 	if st := hookStats(t, sim, ""); st != (vendorsim.WebhookStats{Sent: 6, Delivered: 6}) {
@@ -302,7 +321,7 @@ func TestSimWebhookDupRateOneSendsEachTwice(t *testing.T) {
 // busy are delivered in the order they came, or with Shuffle in a random
 // order that a seed fixes.
 func TestSimWebhookShuffleIsSeeded(t *testing.T) {
-	inOrder := []string{"site_2", "site_3", "site_4", "site_5", "site_6", "site_7"}
+	inOrder := []string{"site2.test", "site3.test", "site4.test", "site5.test", "site6.test", "site7.test"} // by domain: each run has its own ids
 	order := func(shuffle bool, seed uint64) []string {
 		t.Helper()
 		busy, release := make(chan struct{}), make(chan struct{})
@@ -314,16 +333,16 @@ func TestSimWebhookShuffleIsSeeded(t *testing.T) {
 			return http.StatusOK
 		})
 		sim := hookSim(t, rc.URL, 7, vendorsim.SimWebhook{Shuffle: shuffle}, vendorsim.SimOptions{Seed: seed})
-		change(t, sim, "site_1", "suspend", "")
+		change(t, sim, siteID(t, sim, 1), "suspend", "")
 		<-busy
-		for _, id := range inOrder {
-			change(t, sim, id, "suspend", "")
+		for _, d := range inOrder {
+			change(t, sim, idOf(t, sim, d), "suspend", "")
 		}
 		close(release)
 		testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 7 }, "delivered")
 		var ids []string
 		for _, d := range rc.deliveries()[1:] {
-			ids = append(ids, d.event(t).Data.Site.ID)
+			ids = append(ids, d.event(t).Data.Site.Domain)
 		}
 		return ids
 	}
@@ -351,13 +370,14 @@ func TestSimSiteChangesShowInTheList(t *testing.T) {
 	state := t.TempDir() + "/sites.json"
 	sim := hookSim(t, "", 4, vendorsim.SimWebhook{}, vendorsim.SimOptions{Token: token, StateFile: state})
 	before := listed(t, sim, token)
+	s1, s2, s3, s4 := siteID(t, sim, 1), siteID(t, sim, 2), siteID(t, sim, 3), siteID(t, sim, 4)
 
 	for _, step := range []struct{ id, action, want string }{
-		{"site_1", "suspend", "site.suspended"},
-		{"site_2", "suspend", "site.suspended"},
-		{"site_2", "reactivate", "site.reactivated"},
-		{"site_3", "rotate", "site.key_rotated"},
-		{"site_4", "delete", "site.deleted"},
+		{s1, "suspend", "site.suspended"},
+		{s2, "suspend", "site.suspended"},
+		{s2, "reactivate", "site.reactivated"},
+		{s3, "rotate", "site.key_rotated"},
+		{s4, "delete", "site.deleted"},
 	} {
 		var e event
 		if err := json.Unmarshal(change(t, sim, step.id, step.action, token).body.Bytes(), &e); err != nil {
@@ -374,12 +394,12 @@ func TestSimSiteChangesShowInTheList(t *testing.T) {
 		target, token string
 		want          int
 	}{
-		{"/_sim/sites/site_9/suspend", token, 404},
-		{"/_sim/sites/site_4/rotate", token, 404},
-		{"/_sim/sites/site_1/explode", token, 404},
-		{"/_sim/sites/site_1/suspend", token, 409},
-		{"/_sim/sites/site_2/reactivate", token, 409},
-		{"/_sim/sites/site_2/suspend", "wrong", 401},
+		{"/_sim/sites/site_9/suspend", token, 404}, // an id never given
+		{"/_sim/sites/" + s4 + "/rotate", token, 404},
+		{"/_sim/sites/" + s1 + "/explode", token, 404},
+		{"/_sim/sites/" + s1 + "/suspend", token, 409},
+		{"/_sim/sites/" + s2 + "/reactivate", token, 409},
+		{"/_sim/sites/" + s2 + "/suspend", "wrong", 401},
 	} {
 		if w := ask(sim, http.MethodPost, bad.target, "", bad.token); w.status != bad.want {
 			t.Errorf("POST %s = %d %s, want %d", bad.target, w.status, w.body.String(), bad.want)
@@ -388,15 +408,15 @@ func TestSimSiteChangesShowInTheList(t *testing.T) {
 
 	after := listed(t, sim, token)
 	if len(after) != 3 {
-		t.Fatalf("listed %+v, want 3 sites: site_4 deleted", after)
+		t.Fatalf("listed %+v, want 3 sites: site4.test's deleted", after)
 	}
 	if after[0].Status != "suspended" || after[1].Status != "active" || after[2].Status != "active" {
 		t.Errorf("statuses %s %s %s, want suspended active active", after[0].Status, after[1].Status, after[2].Status)
 	}
 	for i := range 3 {
-		rotated := after[i].ID == "site_3"
+		rotated := after[i].ID == s3
 		if (after[i].LicenseKey != before[i].LicenseKey) != rotated {
-			t.Errorf("%s key %s → %s; only site_3's is rotated", after[i].ID, before[i].LicenseKey, after[i].LicenseKey)
+			t.Errorf("%s key %s → %s; only site3.test's is rotated", after[i].ID, before[i].LicenseKey, after[i].LicenseKey)
 		}
 	}
 	if st := hookStats(t, sim, token); st != (vendorsim.WebhookStats{}) {
@@ -435,7 +455,7 @@ func TestSimCloseStopsTheDeliveries(t *testing.T) {
 	defer rc.Close()
 	defer close(release)
 	sim := hookSim(t, rc.URL, 2, vendorsim.SimWebhook{}, vendorsim.SimOptions{})
-	change(t, sim, "site_1", "suspend", "")
+	change(t, sim, siteID(t, sim, 1), "suspend", "")
 	<-hung
 	closed := make(chan struct{})
 	go func() { sim.Close(); close(closed) }()
@@ -444,7 +464,7 @@ func TestSimCloseStopsTheDeliveries(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return while a delivery hung")
 	}
-	change(t, sim, "site_2", "suspend", "")
+	change(t, sim, siteID(t, sim, 2), "suspend", "")
 	if st := hookStats(t, sim, ""); st.Sent != 1 || st.Delivered != 0 {
 		t.Errorf("stats %+v, want the one hung attempt", st)
 	}
