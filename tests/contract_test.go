@@ -238,10 +238,16 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 	}
 	// The request is only matched here, not validated: the tests send bad
 	// requests on purpose, and the server's answers to them are the subject.
+	// Header names are case-insensitive; the validator looks them up in
+	// canonical form, and some are sent in another (X-RateLimit-*).
+	canonical := http.Header{}
+	for name, values := range header {
+		canonical[http.CanonicalHeaderKey(name)] = append(canonical[http.CanonicalHeaderKey(name)], values...)
+	}
 	input := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
 		Status:                 status,
-		Header:                 header,
+		Header:                 canonical,
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	input.SetBodyBytes(body)
