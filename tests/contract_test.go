@@ -382,7 +382,7 @@ func echoPathToOpenAPI(p string) string {
 // the feature suite's silence means something.
 func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 	const license = `{"data":{"id":"01JDQ8Z7F0A2B4C6D8E0G2H4J6","name":"Acme","domain":"acme.test","license_key":"k","status":"active","vendor_site_id":"s1","created_at":"2026-11-30T10:00:00.000000Z","updated_at":"2026-11-30T10:00:00.000000Z"}}`
-	json := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r1"}}
+	json := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r1"}, "Cache-Control": {"no-cache, private"}}
 	with := func(h http.Header, kv ...string) http.Header {
 		h = h.Clone()
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -92,3 +92,76 @@ func TestLaravelRateLimitHeadersSpelledExactlyOnTheWire(t *testing.T) {
 		}
 	})
 }
+
+// Symfony's ResponseHeaderBag gives a response with no cache header of its
+// own "Cache-Control: no-cache, private", so every Laravel answer has it:
+// successes, errors, the router's 404 and 405, probes.
+func TestLaravelCacheControlOnEveryResponse(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		h := a.consumer("acme")
+		for _, r := range []*response{
+			a.do("GET", "/api/licenses", "", h...).wantStatus(200),
+			a.do("POST", "/api/licenses", `{}`, h...).wantStatus(422),
+			a.do("GET", "/api/licenses", ""),
+			a.do("GET", "/api/nothing-here", "", h...).wantStatus(404),
+			a.do("PUT", "/api/licenses", "", h...).wantStatus(405),
+			a.do("GET", "/healthz", "").wantStatus(200),
+		} {
+			if got := r.Header().Values("Cache-Control"); len(got) != 1 || got[0] != "no-cache, private" {
+				t.Errorf("status %d: Cache-Control = %q, want [\"no-cache, private\"]", r.Code, got)
+			}
+		}
+	})
+}
+
+// Laravel's Paginator::resolveCurrentPage: the page is the query's page when
+// filter_var(FILTER_VALIDATE_INT) takes it and it is >= 1, else 1; never a
+// 422. On every paginated route. per_page keeps licensor's rule, declared
+// as Laravel's ['nullable', 'integer', 'min:1', 'max:100'], with Laravel's
+// messages, one per failing rule.
+func TestLaravelPageFallsBackToOne(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		a.create(acme, "a.test")
+		a.create(acme, "b.test")
+		admin := bearer(a.token("ops", auth.All))
+		for _, q := range []string{"abc", "0", "-1", "1.5", "01", "", "99999999999999999999", "9223372036854775807"} {
+			for _, route := range []struct {
+				path string
+				h    []string
+			}{{"/api/licenses", acme}, {"/api/intents", admin}, {"/api/tokens/events", admin}} {
+				r := a.do("GET", route.path+"?page="+q, "", route.h...).wantStatus(200)
+				if got := r.json()["meta"].(map[string]any)["current_page"]; got != 1.0 {
+					t.Errorf("%s?page=%s: current_page = %v, want 1", route.path, q, got)
+				}
+			}
+		}
+		// A valid page is that page (filter_var takes a sign and surrounding whitespace).
+		for _, q := range []string{"2", "+2", "%202%20"} {
+			r := a.do("GET", "/api/licenses?per_page=1&page="+q, "", acme...).wantStatus(200)
+			if got := r.json()["meta"].(map[string]any)["current_page"]; got != 2.0 {
+				t.Errorf("page=%s: current_page = %v, want 2", q, got)
+			}
+		}
+
+		perPage := map[string]string{
+			"0":    `{"message":"The per page field must be at least 1.","errors":{"per_page":["The per page field must be at least 1."]}}`,
+			"101":  `{"message":"The per page field must not be greater than 100.","errors":{"per_page":["The per page field must not be greater than 100."]}}`,
+			"abc":  `{"message":"The per page field must be an integer.","errors":{"per_page":["The per page field must be an integer."]}}`,
+			"-1.5": `{"message":"The per page field must be an integer. (and 1 more error)","errors":{"per_page":["The per page field must be an integer.","The per page field must be at least 1."]}}`,
+		}
+		for q, want := range perPage {
+			for _, route := range []struct {
+				path string
+				h    []string
+			}{{"/api/licenses", acme}, {"/api/intents", admin}, {"/api/tokens/events", admin}} {
+				r := a.do("GET", route.path+"?page=abc&per_page="+q, "", route.h...).wantStatus(422)
+				if got := r.Body.String(); strings.TrimSpace(got) != want {
+					t.Errorf("%s?per_page=%s:\n got %s\nwant %s", route.path, q, got, want)
+				}
+			}
+		}
+	})
+}

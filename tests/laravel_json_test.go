@@ -238,8 +238,9 @@ func TestGoldenValidation(t *testing.T) {
 			`{"message":"The name field is required. (and 1 more error)","errors":{"name":["The name field is required."],"domain":["The domain field is required."]}}`)
 		wantGolden(t, post(`{"name":"Acme","domain":7}`), http.StatusUnprocessableEntity,
 			`{"message":"The domain field must be a string.","errors":{"domain":["The domain field must be a string."]}}`)
+		// page=0 is page 1 (Paginator::resolveCurrentPage); per_page has Laravel's max message.
 		wantGolden(t, a.do(http.MethodGet, "/api/licenses?per_page=101&page=0", "", acme...), http.StatusUnprocessableEntity,
-			`{"message":"The page field must be an integer between 1 and 2147483647. (and 1 more error)","errors":{"page":["The page field must be an integer between 1 and 2147483647."],"per_page":["The per_page field must be an integer between 1 and 100."]}}`)
+			`{"message":"The per page field must not be greater than 100.","errors":{"per_page":["The per page field must not be greater than 100."]}}`)
 		a.wantVendorCalls("", 0)
 	})
 }

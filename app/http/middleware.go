@@ -47,6 +47,19 @@ func saneRequestID(id string) bool {
 	return true
 }
 
+// defaultCacheControl is what Symfony's ResponseHeaderBag sends on a
+// response that sets no cache header of its own, so on every Laravel answer.
+const defaultCacheControl = "no-cache, private"
+
+// cacheControl gives every response Laravel's default Cache-Control before
+// the handler runs; a handler (or an error) that sets its own replaces it.
+func cacheControl(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderCacheControl, defaultCacheControl)
+		return next(c)
+	}
+}
+
 // RequestID returns the id of the request being served.
 func RequestID(c echo.Context) string {
 	id, _ := c.Get(ctxRequestID).(string)

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -185,4 +188,79 @@ func decodeCursor(s string) (licenses.Cursor, bool) {
 		return licenses.Cursor{}, false
 	}
 	return licenses.Cursor{CreatedAt: t.UTC(), ID: cj.ID, Next: cj.PointsToNext}, true
+}
+
+// maxPage is the largest page number served as asked; a page past it (no
+// listing has that many pages) is page 1, as any other page number
+// that cannot be used is, rather than an offset that overflows.
+const maxPage = 1<<31 - 1
+
+// queryPage is the page a listing shows, as Laravel's
+// Paginator::resolveCurrentPage decides it: the page query parameter when
+// filter_var(FILTER_VALIDATE_INT) takes it and it is at least 1, else 1.
+// Never a validation error: ?page=abc, ?page=0 and ?page=-1 are page 1.
+func queryPage(c echo.Context) int {
+	n, ok := filterInt(c.QueryParam("page"))
+	if !ok || n < 1 || n > maxPage {
+		return 1
+	}
+	return int(n)
+}
+
+// queryPerPage reads per_page, licensor's own rule declared as Laravel
+// would, ['nullable', 'integer', 'min:1', 'max:100']: absent or empty is
+// def; else every rule that fails adds its message under per_page, in
+// that order.
+func queryPerPage(c echo.Context, def int, fields map[string][]string) int {
+	raw := c.QueryParam("per_page")
+	if raw == "" {
+		return def
+	}
+	var msgs []string
+	n, isInt := filterInt(raw)
+	if !isInt {
+		msgs = append(msgs, "The per page field must be an integer.")
+	}
+	size := phpSize(raw)
+	if size < 1 {
+		msgs = append(msgs, "The per page field must be at least 1.")
+	}
+	if size > 100 {
+		msgs = append(msgs, "The per page field must not be greater than 100.")
+	}
+	if len(msgs) > 0 {
+		fields["per_page"] = msgs
+		return def
+	}
+	return int(n)
+}
+
+// filterInt is PHP's filter_var($s, FILTER_VALIDATE_INT): surrounding
+// whitespace trimmed, an optional sign, then 0 or digits without a leading
+// zero, within 64 bits.
+func filterInt(s string) (int64, bool) {
+	s = strings.Trim(s, " \t\r\n\v\x00")
+	digits := strings.TrimLeft(s, "+-")
+	if len(s)-len(digits) > 1 || digits == "" || len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// phpSize is the size Laravel's min and max rules measure for a field
+// with a numeric rule (integer): the number when PHP's is_numeric takes the
+// value, else its length in characters.
+func phpSize(s string) float64 {
+	t := strings.TrimLeft(strings.TrimRight(s, " \t\r\n\v\f"), " \t\r\n\v\f")
+	numeric := t != "" && !strings.ContainsAny(t, "xXpP_iInN")
+	if f, err := strconv.ParseFloat(t, 64); numeric && err == nil {
+		return f
+	}
+	return float64(utf8.RuneCountInString(s))
 }
