@@ -165,3 +165,43 @@ func TestLaravelPageFallsBackToOne(t *testing.T) {
 		}
 	})
 }
+
+// Laravel 12.23+ LengthAwarePaginator::linkCollection(): every link is
+// {"url","label","page","active"}; Previous has currentPage()-1 when
+// currentPage() > 1, Next currentPage()+1 when hasMorePages(), else null;
+// the "..." separator stays {"url":null,"label":"...","active":false}.
+func TestLaravelPaginationLinksCarryPage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		for _, d := range []string{"a.test", "b.test", "c.test"} {
+			a.create(acme, d)
+		}
+		links := func(q string) string {
+			r := a.do("GET", "/api/licenses?"+q, "", acme...).wantStatus(200).Body.String()
+			i, j := strings.Index(r, `"links":[`), strings.Index(r, `],"path"`)
+			if i < 0 || j < i {
+				t.Fatalf("no meta.links in %s", r)
+			}
+			return r[i+len(`"links":[`) : j]
+		}
+		u := func(p string) string { return `"http://licensor.test/api/licenses?per_page=1&page=` + p + `"` }
+		want := `{"url":` + u("1") + `,"label":"&laquo; Previous","page":1,"active":false},` +
+			`{"url":` + u("1") + `,"label":"1","page":1,"active":false},` +
+			`{"url":` + u("2") + `,"label":"2","page":2,"active":true},` +
+			`{"url":` + u("3") + `,"label":"3","page":3,"active":false},` +
+			`{"url":` + u("3") + `,"label":"Next &raquo;","page":3,"active":false}`
+		if got := links("per_page=1&page=2"); got != want {
+			t.Errorf("page 2 of 3:\n got %s\nwant %s", got, want)
+		}
+		// Past the last page: Previous points back one page, Next nowhere.
+		want = `{"url":` + u("8") + `,"label":"&laquo; Previous","page":8,"active":false},` +
+			`{"url":` + u("1") + `,"label":"1","page":1,"active":false},` +
+			`{"url":` + u("2") + `,"label":"2","page":2,"active":false},` +
+			`{"url":` + u("3") + `,"label":"3","page":3,"active":false},` +
+			`{"url":null,"label":"Next &raquo;","page":null,"active":false}`
+		if got := links("per_page=1&page=9"); got != want {
+			t.Errorf("page 9 of 3:\n got %s\nwant %s", got, want)
+		}
+	})
+}

@@ -28,11 +28,35 @@ type paginatorLinks struct {
 	Next  *string `json:"next"`
 }
 
-// pageLink is one entry of LengthAwarePaginator::linkCollection().
+// pageLink is one entry of LengthAwarePaginator::linkCollection() as
+// Laravel 12.23 and later render it: {"url","label","page","active"}, page
+// the number the link goes to (null for a Previous or Next that goes
+// nowhere). A "..." separator has no page key at all, as in Laravel.
 type pageLink struct {
-	URL    *string `json:"url"`
-	Label  string  `json:"label"`
-	Active bool    `json:"active"`
+	URL    *string
+	Label  string
+	Page   *int
+	Active bool
+	sep    bool // the "..." separator: url null, no page
+}
+
+var _ json.Marshaler = pageLink{}
+
+// MarshalJSON writes the link's keys in Laravel's order.
+func (l pageLink) MarshalJSON() ([]byte, error) {
+	if l.sep {
+		return resource.Marshal(struct {
+			URL    *string `json:"url"`
+			Label  string  `json:"label"`
+			Active bool    `json:"active"`
+		}{nil, l.Label, false})
+	}
+	return resource.Marshal(struct {
+		URL    *string `json:"url"`
+		Label  string  `json:"label"`
+		Page   *int    `json:"page"`
+		Active bool    `json:"active"`
+	}{l.URL, l.Label, l.Page, l.Active})
 }
 
 // lengthAwareMeta is the "meta" of a LengthAwarePaginator.
@@ -94,23 +118,26 @@ func (p pager) lengthAware(data any, count int, page, perPage int, total int64) 
 		m.From, m.To = &from, &to
 	}
 	var prev, next *string
+	var prevPage, nextPage *int
 	if page > 1 {
-		prev = p.pageURL(page - 1)
+		prev, prevPage = p.pageURL(page-1), ptr(page-1)
 	}
 	if page < lastPage {
-		next = p.pageURL(page + 1)
+		next, nextPage = p.pageURL(page+1), ptr(page+1)
 	}
-	m.Links = append(m.Links, pageLink{URL: prev, Label: "&laquo; Previous"})
+	m.Links = append(m.Links, pageLink{URL: prev, Label: "&laquo; Previous", Page: prevPage})
 	for _, el := range urlWindow(page, lastPage, 3) {
 		if el == 0 {
-			m.Links = append(m.Links, pageLink{Label: "..."})
+			m.Links = append(m.Links, pageLink{Label: "...", sep: true})
 			continue
 		}
-		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Active: el == page})
+		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Page: ptr(el), Active: el == page})
 	}
-	m.Links = append(m.Links, pageLink{URL: next, Label: "Next &raquo;"})
+	m.Links = append(m.Links, pageLink{URL: next, Label: "Next &raquo;", Page: nextPage})
 	return lengthAwareBody{Data: data, Links: paginatorLinks{First: p.pageURL(1), Last: p.pageURL(lastPage), Prev: prev, Next: next}, Meta: m}
 }
+
+func ptr(n int) *int { return &n }
 
 // urlWindow is Illuminate\Pagination\UrlWindow: the page numbers the links
 // show, 0 standing for a "..." separator.
