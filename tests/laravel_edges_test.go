@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -203,5 +204,105 @@ func TestLaravelPaginationLinksCarryPage(t *testing.T) {
 		if got := links("per_page=1&page=9"); got != want {
 			t.Errorf("page 9 of 3:\n got %s\nwant %s", got, want)
 		}
+	})
+}
+
+// Laravel's router matches HEAD for every GET route (Route::get registers
+// GET and HEAD) and Symfony's Response::prepare strips the body of a HEAD
+// answer, keeping the GET's headers, Content-Length included. A 405 lists
+// HEAD in Allow wherever GET is (MethodNotAllowedHttpException: the path's
+// methods in Router::$verbs order, "GET, HEAD, POST").
+func TestLaravelHeadOnEveryGetRoute(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		tok := a.token("acme", auth.LicensesRead, auth.LicensesWrite)
+		id := a.create(bearer(tok), "a.test")
+		for _, path := range []string{"/api/licenses", "/api/licenses/" + id, "/api/licenses/" + id + "/events", "/healthz", "/api/licenses/01NOSUCHLICENSE00000000000"} {
+			get := a.do("GET", path, "", bearer(tok)...)
+			head := a.do("HEAD", path, "", bearer(tok)...)
+			if head.Code != get.Code || head.Body.Len() != 0 {
+				t.Errorf("HEAD %s = %d with %d bytes of body, want GET's %d and none", path, head.Code, head.Body.Len(), get.Code)
+			}
+			for _, name := range []string{"Content-Type", "Cache-Control", "X-RateLimit-Limit"} {
+				if g, h := get.Header().Get(name), head.Header().Get(name); g != h {
+					t.Errorf("HEAD %s: %s = %q, GET's is %q", path, name, h, g)
+				}
+			}
+			if got, want := head.Header().Get("Content-Length"), strconv.Itoa(get.Body.Len()); got != want {
+				t.Errorf("HEAD %s: Content-Length = %q, want the GET body's %s", path, got, want)
+			}
+		}
+
+		// Over a real listener: the bytes on the wire are the GET's head and no body.
+		head, body := rawExchange(t, a, "HEAD /api/licenses HTTP/1.1\r\nHost: licensor.test\r\nAuthorization: Bearer "+tok+"\r\nConnection: close\r\n\r\n")
+		getHead, getBody := rawExchange(t, a, "GET /api/licenses HTTP/1.1\r\nHost: licensor.test\r\nAuthorization: Bearer "+tok+"\r\nConnection: close\r\n\r\n")
+		if head[0] != "HTTP/1.1 200 OK" || body != "" {
+			t.Errorf("HEAD over the wire: %q, body %q", head, body)
+		}
+		if got, want := headerLine(head, "Content-Length"), "Content-Length: "+strconv.Itoa(len(getBody)); got != want || headerLine(getHead, "Content-Length") != want {
+			t.Errorf("HEAD Content-Length line %q, GET's %q, want %q", got, headerLine(getHead, "Content-Length"), want)
+		}
+
+		// 405: Laravel's Allow.
+		for path, want := range map[string]string{
+			"/api/licenses":        "GET, HEAD, POST",
+			"/api/licenses/" + id:  "GET, HEAD, DELETE",
+			"/api/webhooks/vendor": "POST",
+		} {
+			r := a.do("PUT", path, "", bearer(tok)...).wantStatus(405)
+			if got := r.Header().Values("Allow"); len(got) != 1 || got[0] != want {
+				t.Errorf("PUT %s: Allow = %q, want %q", path, got, want)
+			}
+		}
+		// HEAD on a path with no GET is that path's 405.
+		r := a.do("HEAD", "/api/webhooks/vendor", "").wantStatus(405)
+		if got := r.Header().Get("Allow"); got != "POST" || r.Body.Len() != 0 {
+			t.Errorf("HEAD /api/webhooks/vendor: Allow %q, body %q", got, r.Body.String())
+		}
+	})
+}
+
+// A HEAD's access line says HEAD, not the GET it was served as.
+func TestLaravelHeadIsLoggedAsHead(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		a.do("HEAD", "/healthz", "").wantStatus(200)
+		if !strings.Contains(a.logs.String(), `"method":"HEAD","route":"/healthz"`) {
+			t.Errorf("no HEAD access line in %s", a.logs.String())
+		}
+	})
+}
+
+// Laravel's RouteCollection::match throws NotFoundHttpException("The route
+// {path} could not be found.") for a path no route has, rendered in
+// production as {"message":"The route api/tokens/x/y could not be found."}:
+// nested paths under a route of another method included, where Echo's
+// router answered 405. A real 405 (the path exists, not with this method)
+// stays 405 with Allow.
+func TestLaravelUnknownNestedPathIs404(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		admin := bearer(a.token("ops", auth.All))
+		for _, tc := range []struct{ method, path, want string }{
+			{"GET", "/api/tokens/x/y", `{"message":"The route api/tokens/x/y could not be found."}`},
+			{"POST", "/api/tokens/x/y", `{"message":"The route api/tokens/x/y could not be found."}`},
+			{"GET", "/api/licenses/x/y/z", `{"message":"The route api/licenses/x/y/z could not be found."}`},
+			{"GET", "/api/nothing", `{"message":"The route api/nothing could not be found."}`},
+			{"HEAD", "/api/nothing", ``},
+			{"GET", "/", `{"message":"The route / could not be found."}`},
+		} {
+			r := a.do(tc.method, tc.path, "", admin...)
+			if r.Code != 404 || r.Body.String() != tc.want || r.Header().Get("Allow") != "" {
+				t.Errorf("%s %s = %d %s (Allow %q), want 404 %s", tc.method, tc.path, r.Code, r.Body.String(), r.Header().Get("Allow"), tc.want)
+			}
+		}
+		// A resource that is not there keeps its own 404.
+		a.do("GET", "/api/licenses/01NOSUCHLICENSE00000000000", "", admin...).wantStatus(404)
+		// Real 405s stay.
+		r := a.do("GET", "/api/tokens/01NOSUCHTOKEN0000000000000", "", admin...).wantStatus(405)
+		if got := r.Header().Get("Allow"); got != "DELETE" {
+			t.Errorf("GET /api/tokens/{id}: Allow %q, want DELETE", got)
+		}
+		a.do("PATCH", "/api/licenses", "", admin...).wantStatus(405)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,6 +19,81 @@ const (
 	headerRequestID = "X-Request-Id"
 	ctxRequestID    = "request_id"
 )
+
+// headAsGet serves HEAD on every GET route, as Laravel's router matches GET
+// routes for HEAD: the request is routed and handled as the GET it stands
+// for (errors included), its answer kept back, and then only the headers
+// are sent: the GET's status, Content-Type and Content-Length, no body.
+// Echo routes on the request's own method, so that is set to GET for the
+// handlers and back to HEAD before anything is written, for net/http.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Method != http.MethodHead {
+			return next(c)
+		}
+		req.Method = http.MethodGet
+		res := c.Response()
+		hw := &headWriter{w: res.Writer}
+		res.Writer = hw
+		err := next(c)
+		if err != nil && !res.Committed {
+			c.Error(err)
+		}
+		req.Method = http.MethodHead
+		res.Writer = hw.w
+		hw.send()
+		return nil
+	}
+}
+
+// requestMethod is the method the client sent: HEAD for a HEAD served as
+// its GET, which headAsGet's writer tells.
+func requestMethod(c echo.Context) string {
+	if _, head := c.Response().Writer.(*headWriter); head {
+		return http.MethodHead
+	}
+	return c.Request().Method
+}
+
+// headWriter keeps a HEAD's answer back: it counts the body instead of
+// sending it, and send writes the status with the body's Content-Length.
+type headWriter struct {
+	w      http.ResponseWriter
+	status int
+	n      int
+}
+
+func (h *headWriter) Header() http.Header { return h.w.Header() }
+
+// Flush does nothing: nothing is sent before send.
+func (h *headWriter) Flush() {}
+
+func (h *headWriter) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *headWriter) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	h.n += len(b)
+	return len(b), nil
+}
+
+// send writes the kept status, with the Content-Length the GET would have
+// had when it had a body and named no length of its own.
+func (h *headWriter) send() {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	if h.n > 0 && h.w.Header().Get(echo.HeaderContentLength) == "" {
+		h.w.Header().Set(echo.HeaderContentLength, strconv.Itoa(h.n))
+	}
+	h.w.WriteHeader(h.status)
+}
 
 // requestID keeps the caller's X-Request-Id when it is sane (1–128 visible
 // characters from a safe set) and makes a new one otherwise.
@@ -95,7 +171,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err) // write the error response now, so its status is logged
 		}
 		status := c.Response().Status
-		s.metrics.ObserveHTTP(c.Path(), c.Request().Method, status, time.Since(start))
+		s.metrics.ObserveHTTP(c.Path(), requestMethod(c), status, time.Since(start))
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
@@ -104,7 +180,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil // no line at this level: nothing to build
 		}
 		attrs := []slog.Attr{
-			slog.String("method", c.Request().Method),
+			slog.String("method", requestMethod(c)),
 			slog.String("route", c.Path()),
 			slog.Int("status", status),
 			slog.Duration("duration", time.Since(start)),

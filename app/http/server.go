@@ -86,7 +86,8 @@ func NewServer(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.JSONSerializer = jsonSerializer{}
-	e.Use(requestID, cacheControl, s.accessLog, s.recoverPanic, bodyLimit(d.MaxBody))
+	e.Pre(headAsGet)
+	e.Use(requestID, cacheControl, s.accessLog, s.recoverPanic, bodyLimit(d.MaxBody), laravelRouter)
 	s.routes(e)
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
