@@ -203,6 +203,9 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 	if err != nil {
 		return err
 	}
+	if req.Method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
+		return checkPreflight(c.doc, status, header, body)
+	}
 	head := req.Method == http.MethodHead
 	if head {
 		// HEAD is served on every GET route (as Laravel's router does): the
@@ -269,6 +272,26 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 	input.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
 		return fmt.Errorf("%s %s answered %d against the contract: %v; body: %.300s", req.Method, route.Path, status, err, body)
+	}
+	return nil
+}
+
+// checkPreflight checks a CORS preflight's answer against the contract's
+// Preflight response: 204, no body, only the headers it lists.
+func checkPreflight(doc *openapi3.T, status int, header http.Header, body []byte) error {
+	declared := doc.Components.Responses["Preflight"].Value.Headers
+	if status != http.StatusNoContent || len(body) > 0 {
+		return fmt.Errorf("a preflight answered %d with %d bytes of body, want 204 and none", status, len(body))
+	}
+	for name := range header {
+		if !slices.ContainsFunc(transportHeaders, func(h string) bool { return strings.EqualFold(h, name) }) && !hasHeader(declared, name) {
+			return fmt.Errorf("a preflight answered with header %s, which the contract's Preflight does not list", name)
+		}
+	}
+	for name, h := range declared {
+		if h.Value.Required && header.Get(name) == "" {
+			return fmt.Errorf("a preflight answered without its required header %s", name)
+		}
 	}
 	return nil
 }

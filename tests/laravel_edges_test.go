@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -304,5 +305,78 @@ func TestLaravelUnknownNestedPathIs404(t *testing.T) {
 			t.Errorf("GET /api/tokens/{id}: Allow %q, want DELETE", got)
 		}
 		a.do("PATCH", "/api/licenses", "", admin...).wantStatus(405)
+	})
+}
+
+// withCORS sets CORS_ALLOWED_ORIGINS.
+func withCORS(origins ...string) option {
+	return withConfig(func(c *config.Config) { c.CORSAllowedOrigins = origins })
+}
+
+// Laravel 12's HandleCors with the default config/cors.php on api/*
+// (fruitcake/php-cors CorsService): allowed_origins *, allowed_methods *,
+// allowed_headers *, exposed_headers none, max_age 0, no credentials. A
+// preflight is 204 before routing with the request's method and headers
+// echoed; every api/* answer carries Access-Control-Allow-Origin.
+func TestLaravelCORS(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		preflight := func(a *app, path, origin string) *response {
+			return a.do("OPTIONS", path, "", "Origin", origin, "Access-Control-Request-Method", "post",
+				"Access-Control-Request-Headers", "authorization,content-type,idempotency-key")
+		}
+		want := func(r *response, name, value string) {
+			t.Helper()
+			if got := r.Header().Values(name); value == "" && len(got) != 0 || value != "" && (len(got) != 1 || got[0] != value) {
+				t.Errorf("%s = %q, want %q", name, got, value)
+			}
+		}
+
+		a := newApp(t, db) // the default: *
+		r := preflight(a, "/api/licenses", "https://app.example").wantStatus(204)
+		want(r, "Access-Control-Allow-Origin", "*")
+		want(r, "Access-Control-Allow-Methods", "POST")
+		want(r, "Access-Control-Allow-Headers", "authorization,content-type,idempotency-key")
+		want(r, "Access-Control-Max-Age", "0")
+		want(r, "Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
+		want(r, "Access-Control-Allow-Credentials", "")
+		want(r, "Cache-Control", "no-cache, private")
+		if r.Body.Len() != 0 {
+			t.Errorf("preflight body %q", r.Body.String())
+		}
+		preflight(a, "/api/no-such-route", "https://app.example").wantStatus(204) // before routing, as HandleCors
+		acme := a.consumer("acme")
+		for _, r := range []*response{
+			a.do("GET", "/api/licenses", "", append(acme, "Origin", "https://app.example")...).wantStatus(200),
+			a.do("GET", "/api/licenses", "").wantStatus(401), // errors too, and without an Origin (allow all: always *)
+			a.do("GET", "/api/nothing", "", "Origin", "https://app.example").wantStatus(404),
+		} {
+			want(r, "Access-Control-Allow-Origin", "*")
+			want(r, "Access-Control-Expose-Headers", "")
+			want(r, "Vary", "")
+		}
+		want(a.do("GET", "/healthz", "", "Origin", "https://app.example"), "Access-Control-Allow-Origin", "") // not api/*
+
+		// One origin: always that origin, no Vary (CorsService::isSingleOriginAllowed).
+		one := newApp(t, db, withCORS("https://app.example"))
+		r = one.do("GET", "/api/licenses", "", append(one.consumer("acme"), "Origin", "https://evil.example")...).wantStatus(200)
+		want(r, "Access-Control-Allow-Origin", "https://app.example")
+		want(r, "Vary", "")
+
+		// Several: the request's Origin when allowed, Vary: Origin always.
+		many := newApp(t, db, withCORS("https://app.example", "https://*.acme.test"))
+		h := many.consumer("acme")
+		r = many.do("GET", "/api/licenses", "", append(h, "Origin", "https://admin.acme.test")...).wantStatus(200)
+		want(r, "Access-Control-Allow-Origin", "https://admin.acme.test")
+		want(r, "Vary", "Origin")
+		r = many.do("GET", "/api/licenses", "", append(h, "Origin", "https://evil.example")...).wantStatus(200)
+		want(r, "Access-Control-Allow-Origin", "")
+		want(r, "Vary", "Origin")
+		r = preflight(many, "/api/licenses", "https://app.example").wantStatus(204)
+		want(r, "Access-Control-Allow-Origin", "https://app.example")
+		want(r, "Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+		r = preflight(many, "/api/licenses", "https://evil.example").wantStatus(204)
+		want(r, "Access-Control-Allow-Origin", "")
+		want(r, "Access-Control-Allow-Methods", "")
+		want(r, "Vary", "Origin, Access-Control-Request-Method")
 	})
 }

@@ -5,8 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -256,3 +259,102 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// cors is Laravel 12's HandleCors with the default config/cors.php on
+// api/*: allowed_origins from CORS_ALLOWED_ORIGINS (default *),
+// allowed_methods and allowed_headers *, no exposed headers, max_age 0, no
+// credentials. It mirrors fruitcake/php-cors' CorsService header for
+// header: a preflight (OPTIONS with Access-Control-Request-Method) is
+// answered 204 here, before routing, with the request's method and headers
+// echoed back; every other api/* answer, errors included, gets
+// Access-Control-Allow-Origin. With * it is "*" on every answer; with one
+// origin, that origin on every answer; with several (or a pattern such as
+// https://*.example.com), the request's Origin when it is one of them,
+// and Vary: Origin always.
+type cors struct {
+	all      bool
+	origins  []string
+	patterns []*regexp.Regexp
+}
+
+// newCORS reads the allowed origins as CorsService normalises them: "*"
+// among them allows all; one with a * is a pattern.
+func newCORS(origins []string) *cors {
+	c := &cors{}
+	if len(origins) == 0 {
+		origins = []string{"*"}
+	}
+	for _, o := range origins {
+		switch {
+		case o == "*":
+			c.all = true
+		case strings.Contains(o, "*"):
+			c.patterns = append(c.patterns, regexp.MustCompile("^"+strings.ReplaceAll(regexp.QuoteMeta(o), `\*`, ".*")+"$"))
+		default:
+			c.origins = append(c.origins, o)
+		}
+	}
+	return c
+}
+
+// middleware applies the CORS headers to api/* requests.
+func (co *cors) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if !strings.HasPrefix(req.URL.Path, "/api/") {
+			return next(c)
+		}
+		h := c.Response().Header()
+		if req.Method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
+			if co.allowOrigin(h, req) {
+				h.Set("Access-Control-Allow-Methods", strings.ToUpper(req.Header.Get("Access-Control-Request-Method")))
+				vary(h, "Access-Control-Request-Method")
+				h.Set("Access-Control-Allow-Headers", req.Header.Get("Access-Control-Request-Headers"))
+				vary(h, "Access-Control-Request-Headers")
+				h.Set("Access-Control-Max-Age", "0")
+			}
+			vary(h, "Access-Control-Request-Method")
+			return c.NoContent(http.StatusNoContent)
+		}
+		if req.Method == http.MethodOptions {
+			vary(h, "Access-Control-Request-Method")
+		}
+		co.allowOrigin(h, req)
+		return next(c)
+	}
+}
+
+// allowOrigin is CorsService::configureAllowedOrigin; it reports whether
+// Access-Control-Allow-Origin was set.
+func (co *cors) allowOrigin(h http.Header, req *http.Request) bool {
+	origin := req.Header.Get("Origin")
+	switch {
+	case co.all:
+		h.Set(echo.HeaderAccessControlAllowOrigin, "*")
+	case len(co.origins) == 1 && len(co.patterns) == 0:
+		h.Set(echo.HeaderAccessControlAllowOrigin, co.origins[0])
+	default:
+		allowed := origin != "" && (slices.Contains(co.origins, origin) || slices.ContainsFunc(co.patterns, func(p *regexp.Regexp) bool { return p.MatchString(origin) }))
+		if allowed {
+			h.Set(echo.HeaderAccessControlAllowOrigin, origin)
+		}
+		vary(h, "Origin")
+	}
+	return h.Get(echo.HeaderAccessControlAllowOrigin) != ""
+}
+
+// vary adds name to the Vary header once, as CorsService::varyHeader does
+// ("Origin, Access-Control-Request-Method").
+func vary(h http.Header, name string) {
+	v := h.Get(echo.HeaderVary)
+	if v == "" {
+		h.Set(echo.HeaderVary, name)
+		return
+	}
+	for _, p := range strings.Split(v, ",") {
+		if strings.TrimSpace(p) == name {
+			return
+		}
+	}
+	h.Set(echo.HeaderVary, v+", "+name)
+}
