@@ -380,3 +380,49 @@ func TestLaravelCORS(t *testing.T) {
 		want(r, "Vary", "Origin, Access-Control-Request-Method")
 	})
 }
+
+// POST /api/tokens validates as a Laravel FormRequest with the rules
+// consumer ['required','string'], abilities ['required','array'],
+// abilities.* ['string','in:…'], name ['nullable','string','max:255'],
+// expires_in ['nullable','string', a positive duration]: every failing
+// field, in that order, array items keyed abilities.N ("The selected
+// abilities.0 is invalid."), attributes with underscores as spaces, and
+// the message of Laravel's ValidationException::summarize ("… (and 2 more
+// errors)"). The grant check (authorize()) still comes first.
+func TestLaravelTokenValidation(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		admin := bearer(a.token("ops", auth.All))
+		for body, want := range map[string]string{
+			`{"abilities":["licenses:read","nope",5],"name":7,"expires_in":"soon"}`: `{"message":"The consumer field is required. (and 5 more errors)","errors":{` +
+				`"consumer":["The consumer field is required."],` +
+				`"abilities.1":["The selected abilities.1 is invalid."],` +
+				`"abilities.2":["The abilities.2 field must be a string.","The selected abilities.2 is invalid."],` +
+				`"name":["The name field must be a string."],` +
+				`"expires_in":["The expires in field must be a positive duration such as 720h."]}}`,
+			`{"expires_in":720,"consumer":["acme"],"abilities":"licenses:read"}`: `{"message":"The consumer field must be a string. (and 2 more errors)","errors":{` +
+				`"consumer":["The consumer field must be a string."],` +
+				`"abilities":["The abilities field must be an array."],` +
+				`"expires_in":["The expires in field must be a string."]}}`,
+			`{"consumer":"  ","abilities":[],"name":null,"expires_in":""}`: `{"message":"The consumer field is required. (and 1 more error)","errors":{` +
+				`"consumer":["The consumer field is required."],` +
+				`"abilities":["The abilities field is required."]}}`,
+			`{"consumer":"acme","abilities":["licenses:read"],"name":"` + strings.Repeat("n", 256) + `"}`: `{"message":"The name field must not be greater than 255 characters.","errors":{` +
+				`"name":["The name field must not be greater than 255 characters."]}}`,
+		} {
+			r := a.do("POST", "/api/tokens", body, admin...).wantStatus(422)
+			if got := r.Body.String(); got != want {
+				t.Errorf("%s:\n got %s\nwant %s", body, got, want)
+			}
+		}
+		// auth's own checks come back in the rules' order too.
+		r := a.do("POST", "/api/tokens", `{"consumer":"ac\u200bme","abilities":["licenses:read"],"expires_in":"100000h"}`, admin...).wantStatus(422)
+		if got := r.Body.String(); !strings.HasPrefix(got, `{"message":"The consumer field must not contain`) || strings.Index(got, `"consumer":`) > strings.Index(got, `"expires_in":`) {
+			t.Errorf("auth's errors out of order: %s", got)
+		}
+		// authorize() first: a tokens:manage token may not grant *, whatever else is wrong.
+		manager := bearer(a.token("ops", auth.TokensManage))
+		a.do("POST", "/api/tokens", `{"abilities":["*"],"name":7}`, manager...).wantError(403, "ability_not_grantable")
+		a.do("POST", "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"name":" Deploy ","expires_in":"720h"}`, admin...).wantStatus(201)
+	})
+}
