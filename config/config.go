@@ -63,6 +63,10 @@ type Config struct {
 	// RateLimitPerMinute is how many requests each consumer may make per
 	// minute (RATE_LIMIT_PER_MINUTE); 0 turns rate limiting off.
 	RateLimitPerMinute int
+	// CORSAllowedOrigins are the origins browsers may call api/* from
+	// (CORS_ALLOWED_ORIGINS, a comma list; default "*", any origin), as
+	// Laravel's config/cors.php allowed_origins.
+	CORSAllowedOrigins []string
 
 	LogLevel  string
 	LogFormat string
@@ -170,6 +174,14 @@ func (v *values) load() Config {
 	}
 	if c.TokenTTL > 0 && c.TokenMaxTTL > 0 && c.TokenTTL > c.TokenMaxTTL {
 		v.fail("TOKEN_TTL", "%v is longer than TOKEN_MAX_TTL (%v); tokens may not live that long", c.TokenTTL, c.TokenMaxTTL)
+	}
+	for _, o := range strings.Split(v.str("CORS_ALLOWED_ORIGINS", "*"), ",") {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			c.CORSAllowedOrigins = append(c.CORSAllowedOrigins, o)
+		}
+	}
+	if len(c.CORSAllowedOrigins) == 0 {
+		c.CORSAllowedOrigins = []string{"*"}
 	}
 	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
 	c.DB = v.db(c.StorageDir)

@@ -172,7 +172,7 @@ func TestIssueTokenValidation(t *testing.T) {
 		cases := []struct {
 			name, body, field string
 		}{
-			{"unknown ability", `{"consumer":"acme","abilities":["licenses:delete"]}`, "abilities"},
+			{"unknown ability", `{"consumer":"acme","abilities":["licenses:delete"]}`, "abilities.0"}, // Laravel keys an array item's error by its index
 			{"no abilities", `{"consumer":"acme","abilities":[]}`, "abilities"},
 			{"no consumer", `{"abilities":["licenses:read"]}`, "consumer"},
 			{"bad expiry", `{"consumer":"acme","abilities":["licenses:read"],"expires_in":"soon"}`, "expires_in"},

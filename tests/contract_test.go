@@ -204,8 +204,24 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 	if err != nil {
 		return err
 	}
+	if req.Method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
+		return checkPreflight(c.doc, status, header, body)
+	}
+	head := req.Method == http.MethodHead
+	if head {
+		// HEAD is served on every GET route (as Laravel's router does): the
+		// GET's status and headers, never a body.
+		if len(body) > 0 {
+			return fmt.Errorf("HEAD %s answered %d with a body: %.200s", req.URL.Path, status, body)
+		}
+		req = req.Clone(context.Background())
+		req.Method = http.MethodGet
+	}
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {
+		if head && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
+			return nil
+		}
 		// No documented operation: only the router's own 404 and 405, in
 		// the error shape, may answer there.
 		var rerr *routers.RouteError
@@ -234,20 +250,49 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 			return fmt.Errorf("%s %s answered %d with header %s, which the contract does not list there", req.Method, route.Path, status, name)
 		}
 	}
+	if head {
+		return nil
+	}
 	if len(opResp.Value.Content) == 0 && len(body) > 0 {
 		return fmt.Errorf("%s %s answered %d with a body, where the contract lists none: %.200s", req.Method, route.Path, status, body)
 	}
 	// The request is only matched here, not validated: the tests send bad
 	// requests on purpose, and the server's answers to them are the subject.
+	// Header names are case-insensitive; the validator looks them up in
+	// canonical form, and some are sent in another (X-RateLimit-*).
+	canonical := http.Header{}
+	for name, values := range header {
+		canonical[http.CanonicalHeaderKey(name)] = append(canonical[http.CanonicalHeaderKey(name)], values...)
+	}
 	input := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
 		Status:                 status,
-		Header:                 header,
+		Header:                 canonical,
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	input.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
 		return fmt.Errorf("%s %s answered %d against the contract: %v; body: %.300s", req.Method, route.Path, status, err, body)
+	}
+	return nil
+}
+
+// checkPreflight checks a CORS preflight's answer against the contract's
+// Preflight response: 204, no body, only the headers it lists.
+func checkPreflight(doc *openapi3.T, status int, header http.Header, body []byte) error {
+	declared := doc.Components.Responses["Preflight"].Value.Headers
+	if status != http.StatusNoContent || len(body) > 0 {
+		return fmt.Errorf("a preflight answered %d with %d bytes of body, want 204 and none", status, len(body))
+	}
+	for name := range header {
+		if !slices.ContainsFunc(transportHeaders, func(h string) bool { return strings.EqualFold(h, name) }) && !hasHeader(declared, name) {
+			return fmt.Errorf("a preflight answered with header %s, which the contract's Preflight does not list", name)
+		}
+	}
+	for name, h := range declared {
+		if h.Value.Required && header.Get(name) == "" {
+			return fmt.Errorf("a preflight answered without its required header %s", name)
+		}
 	}
 	return nil
 }
@@ -386,7 +431,7 @@ func echoPathToOpenAPI(p string) string {
 // the feature suite's silence means something.
 func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 	const license = `{"data":{"id":"01JDQ8Z7F0A2B4C6D8E0G2H4J6","name":"Acme","domain":"acme.test","license_key":"k","status":"active","vendor_site_id":"s1","created_at":"2026-11-30T10:00:00.000000Z","updated_at":"2026-11-30T10:00:00.000000Z"}}`
-	json := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r1"}}
+	json := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r1"}, "Cache-Control": {"no-cache, private"}}
 	with := func(h http.Header, kv ...string) http.Header {
 		h = h.Clone()
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -77,11 +77,11 @@ func TestGoldenLicenseList(t *testing.T) {
 				`{"data":`+goldenData(41, 27)+`,`+
 					`"links":{"first":"http://licensor.test/api/licenses?page=1","last":"http://licensor.test/api/licenses?page=3","prev":null,"next":"http://licensor.test/api/licenses?page=2"},`+
 					`"meta":{"current_page":1,"from":1,"last_page":3,"links":[`+
-					`{"url":null,"label":"&laquo; Previous","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","active":true},`+
-					`{"url":"http://licensor.test/api/licenses?page=2","label":"2","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=3","label":"3","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=2","label":"Next &raquo;","active":false}],`+
+					`{"url":null,"label":"&laquo; Previous","page":null,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","page":1,"active":true},`+
+					`{"url":"http://licensor.test/api/licenses?page=2","label":"2","page":2,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=3","label":"3","page":3,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=2","label":"Next &raquo;","page":2,"active":false}],`+
 					`"path":"http://licensor.test/api/licenses","per_page":15,"to":15,"total":42}}`)
 		})
 		t.Run("last page", func(t *testing.T) {
@@ -89,11 +89,11 @@ func TestGoldenLicenseList(t *testing.T) {
 				`{"data":`+goldenData(11, 0)+`,`+
 					`"links":{"first":"http://licensor.test/api/licenses?page=1","last":"http://licensor.test/api/licenses?page=3","prev":"http://licensor.test/api/licenses?page=2","next":null},`+
 					`"meta":{"current_page":3,"from":31,"last_page":3,"links":[`+
-					`{"url":"http://licensor.test/api/licenses?page=2","label":"&laquo; Previous","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=2","label":"2","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=3","label":"3","active":true},`+
-					`{"url":null,"label":"Next &raquo;","active":false}],`+
+					`{"url":"http://licensor.test/api/licenses?page=2","label":"&laquo; Previous","page":2,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","page":1,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=2","label":"2","page":2,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=3","label":"3","page":3,"active":true},`+
+					`{"url":null,"label":"Next &raquo;","page":null,"active":false}],`+
 					`"path":"http://licensor.test/api/licenses","per_page":15,"to":42,"total":42}}`)
 		})
 		t.Run("past the last page", func(t *testing.T) {
@@ -101,24 +101,24 @@ func TestGoldenLicenseList(t *testing.T) {
 				`{"data":[],`+
 					`"links":{"first":"http://licensor.test/api/licenses?page=1","last":"http://licensor.test/api/licenses?page=3","prev":"http://licensor.test/api/licenses?page=4","next":null},`+
 					`"meta":{"current_page":5,"from":null,"last_page":3,"links":[`+
-					`{"url":"http://licensor.test/api/licenses?page=4","label":"&laquo; Previous","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=2","label":"2","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=3","label":"3","active":false},`+
-					`{"url":null,"label":"Next &raquo;","active":false}],`+
+					`{"url":"http://licensor.test/api/licenses?page=4","label":"&laquo; Previous","page":4,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","page":1,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=2","label":"2","page":2,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=3","label":"3","page":3,"active":false},`+
+					`{"url":null,"label":"Next &raquo;","page":null,"active":false}],`+
 					`"path":"http://licensor.test/api/licenses","per_page":15,"to":null,"total":42}}`)
 		})
 		t.Run("sliding window, per_page kept in the links", func(t *testing.T) {
 			u := func(p int) string { return fmt.Sprintf(`"http://licensor.test/api/licenses?per_page=2&page=%d"`, p) }
 			link := func(p int, active bool) string {
-				return fmt.Sprintf(`{"url":%s,"label":"%d","active":%t}`, u(p), p, active)
+				return fmt.Sprintf(`{"url":%s,"label":"%d","page":%d,"active":%t}`, u(p), p, p, active)
 			}
 			dots := `{"url":null,"label":"...","active":false}`
-			links := []string{`{"url":` + u(10) + `,"label":"&laquo; Previous","active":false}`, link(1, false), link(2, false), dots}
+			links := []string{`{"url":` + u(10) + `,"label":"&laquo; Previous","page":10,"active":false}`, link(1, false), link(2, false), dots}
 			for p := 8; p <= 14; p++ {
 				links = append(links, link(p, p == 11))
 			}
-			links = append(links, dots, link(20, false), link(21, false), `{"url":`+u(12)+`,"label":"Next &raquo;","active":false}`)
+			links = append(links, dots, link(20, false), link(21, false), `{"url":`+u(12)+`,"label":"Next &raquo;","page":12,"active":false}`)
 			wantGolden(t, a.do(http.MethodGet, "/api/licenses?per_page=2&page=11", "", acme...), http.StatusOK,
 				`{"data":`+goldenData(21, 20)+`,`+
 					`"links":{"first":`+u(1)+`,"last":`+u(21)+`,"prev":`+u(10)+`,"next":`+u(12)+`},`+
@@ -153,9 +153,9 @@ func TestGoldenLicenseList(t *testing.T) {
 				`{"data":[],`+
 					`"links":{"first":"http://licensor.test/api/licenses?page=1","last":"http://licensor.test/api/licenses?page=1","prev":null,"next":null},`+
 					`"meta":{"current_page":1,"from":null,"last_page":1,"links":[`+
-					`{"url":null,"label":"&laquo; Previous","active":false},`+
-					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","active":true},`+
-					`{"url":null,"label":"Next &raquo;","active":false}],`+
+					`{"url":null,"label":"&laquo; Previous","page":null,"active":false},`+
+					`{"url":"http://licensor.test/api/licenses?page=1","label":"1","page":1,"active":true},`+
+					`{"url":null,"label":"Next &raquo;","page":null,"active":false}],`+
 					`"path":"http://licensor.test/api/licenses","per_page":15,"to":null,"total":0}}`)
 		})
 	})
@@ -238,8 +238,9 @@ func TestGoldenValidation(t *testing.T) {
 			`{"message":"The name field is required. (and 1 more error)","errors":{"name":["The name field is required."],"domain":["The domain field is required."]}}`)
 		wantGolden(t, post(`{"name":"Acme","domain":7}`), http.StatusUnprocessableEntity,
 			`{"message":"The domain field must be a string.","errors":{"domain":["The domain field must be a string."]}}`)
+		// page=0 is page 1 (Paginator::resolveCurrentPage); per_page has Laravel's max message.
 		wantGolden(t, a.do(http.MethodGet, "/api/licenses?per_page=101&page=0", "", acme...), http.StatusUnprocessableEntity,
-			`{"message":"The page field must be an integer between 1 and 2147483647. (and 1 more error)","errors":{"page":["The page field must be an integer between 1 and 2147483647."],"per_page":["The per_page field must be an integer between 1 and 100."]}}`)
+			`{"message":"The per page field must not be greater than 100.","errors":{"per_page":["The per page field must not be greater than 100."]}}`)
 		a.wantVendorCalls("", 0)
 	})
 }

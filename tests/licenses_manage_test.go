@@ -51,7 +51,7 @@ func TestListLicenses(t *testing.T) {
 		if len(empty["data"].([]any)) != 0 || empty["meta"].(map[string]any)["last_page"] != 1.0 {
 			t.Errorf("a consumer without licenses sees %v", empty)
 		}
-		for _, q := range []string{"per_page=0", "per_page=101", "page=0", "page=abc", "per_page=-1"} {
+		for _, q := range []string{"per_page=0", "per_page=101", "per_page=abc", "per_page=-1"} {
 			a.do(http.MethodGet, "/api/licenses?"+q, "", acme...).wantError(http.StatusUnprocessableEntity, "")
 		}
 		a.do(http.MethodGet, "/api/licenses", "", bearer(a.token("writer", "licenses:write"))...).wantError(http.StatusForbidden, "missing_ability")

@@ -120,7 +120,7 @@ func TestUnknownAbilityIs422NotGrantableIs403(t *testing.T) {
 		for _, granter := range [][]string{{auth.TokensManage}, {auth.All}} {
 			admin := bearer(a.token("ops", granter...))
 			m := a.do(http.MethodPost, "/api/tokens", issueBody(t, "acme", "licenses:delete"), admin...).wantError(http.StatusUnprocessableEntity, "")
-			if errs, _ := m["errors"].(map[string]any); errs["abilities"] == nil {
+			if errs, _ := m["errors"].(map[string]any); errs["abilities.0"] == nil { // Laravel keys an item's error by its index
 				t.Errorf("%v granting licenses:delete: errors = %v, want abilities", granter, m["errors"])
 			}
 		}

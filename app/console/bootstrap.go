@@ -237,6 +237,7 @@ func (a *App) Server() *echo.Echo {
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit:        a.rateLimiter(),
 		URL:              cfg.URL,
+		CORSOrigins:      cfg.CORSAllowedOrigins,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
 	})
 }

@@ -28,10 +28,10 @@ type tokenEventsPage struct {
 // unknown id lists nothing).
 func (s *Server) tokenEvents(c echo.Context) error {
 	fields := map[string][]string{}
-	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
-	perPage := queryInt(c, "per_page", 50, 1, 100, fields)
+	page := queryPage(c)
+	perPage := queryPerPage(c, 50, fields)
 	if len(fields) > 0 {
-		return validationError(fields, "page", "per_page")
+		return validationError(fields, "per_page")
 	}
 	events, total, err := s.auth.Events(c.Request().Context(), auth.TokenEventFilter{TokenID: c.QueryParam("token"), Page: page, PerPage: perPage})
 	if err != nil {

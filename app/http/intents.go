@@ -34,8 +34,8 @@ type intentsPage struct {
 // first. consumer takes a consumer's name; an unknown one lists nothing.
 func (s *Server) listIntents(c echo.Context) error {
 	fields := map[string][]string{}
-	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
-	perPage := queryInt(c, "per_page", 50, 1, 100, fields)
+	page := queryPage(c)
+	perPage := queryPerPage(c, 50, fields)
 	status := c.QueryParam("status")
 	if status != "" && !slices.Contains(idempotency.Statuses, status) {
 		fields["status"] = []string{"The selected status is invalid."}

@@ -27,8 +27,8 @@ const defaultPerPage = 15
 // CursorPaginator one, from a keyset query with no COUNT.
 func (s *Server) listLicenses(c echo.Context) error {
 	fields := map[string][]string{}
-	page := queryInt(c, "page", 1, 1, 1<<31-1, fields)
-	perPage := queryInt(c, "per_page", defaultPerPage, 1, 100, fields)
+	page := queryPage(c)
+	perPage := queryPerPage(c, defaultPerPage, fields)
 	cursorMode := c.QueryParams().Has("cursor")
 	var cur *licenses.Cursor
 	if raw := c.QueryParam("cursor"); raw != "" {
@@ -39,7 +39,7 @@ func (s *Server) listLicenses(c echo.Context) error {
 		}
 	}
 	if len(fields) > 0 {
-		return validationError(fields, "page", "per_page", "cursor")
+		return validationError(fields, "per_page", "cursor")
 	}
 	p := pager{path: s.baseURL + "/api/licenses"}
 	if perPage != defaultPerPage {
@@ -60,21 +60,6 @@ func (s *Server) listLicenses(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, p.lengthAware(resource.NewLicenses(lp.Licenses), len(lp.Licenses), page, perPage, lp.Total))
-}
-
-// queryInt reads an integer query parameter in [lo, hi], noting an error in
-// fields when it is not one.
-func queryInt(c echo.Context, name string, def, lo, hi int, fields map[string][]string) int {
-	raw := c.QueryParam(name)
-	if raw == "" {
-		return def
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < lo || n > hi {
-		fields[name] = []string{"The " + name + " field must be an integer between " + strconv.Itoa(lo) + " and " + strconv.Itoa(hi) + "."}
-		return def
-	}
-	return n
 }
 
 // showLicense is GET /api/licenses/{id}: 404 for anything not the caller's.

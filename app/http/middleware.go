@@ -5,7 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,6 +22,81 @@ const (
 	headerRequestID = "X-Request-Id"
 	ctxRequestID    = "request_id"
 )
+
+// headAsGet serves HEAD on every GET route, as Laravel's router matches GET
+// routes for HEAD: the request is routed and handled as the GET it stands
+// for (errors included), its answer kept back, and then only the headers
+// are sent: the GET's status, Content-Type and Content-Length, no body.
+// Echo routes on the request's own method, so that is set to GET for the
+// handlers and back to HEAD before anything is written, for net/http.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Method != http.MethodHead {
+			return next(c)
+		}
+		req.Method = http.MethodGet
+		res := c.Response()
+		hw := &headWriter{w: res.Writer}
+		res.Writer = hw
+		err := next(c)
+		if err != nil && !res.Committed {
+			c.Error(err)
+		}
+		req.Method = http.MethodHead
+		res.Writer = hw.w
+		hw.send()
+		return nil
+	}
+}
+
+// requestMethod is the method the client sent: HEAD for a HEAD served as
+// its GET, which headAsGet's writer tells.
+func requestMethod(c echo.Context) string {
+	if _, head := c.Response().Writer.(*headWriter); head {
+		return http.MethodHead
+	}
+	return c.Request().Method
+}
+
+// headWriter keeps a HEAD's answer back: it counts the body instead of
+// sending it, and send writes the status with the body's Content-Length.
+type headWriter struct {
+	w      http.ResponseWriter
+	status int
+	n      int
+}
+
+func (h *headWriter) Header() http.Header { return h.w.Header() }
+
+// Flush does nothing: nothing is sent before send.
+func (h *headWriter) Flush() {}
+
+func (h *headWriter) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *headWriter) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	h.n += len(b)
+	return len(b), nil
+}
+
+// send writes the kept status, with the Content-Length the GET would have
+// had when it had a body and named no length of its own.
+func (h *headWriter) send() {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	if h.n > 0 && h.w.Header().Get(echo.HeaderContentLength) == "" {
+		h.w.Header().Set(echo.HeaderContentLength, strconv.Itoa(h.n))
+	}
+	h.w.WriteHeader(h.status)
+}
 
 // requestID keeps the caller's X-Request-Id when it is sane (1–128 visible
 // characters from a safe set) and makes a new one otherwise.
@@ -45,6 +124,19 @@ func saneRequestID(id string) bool {
 		}
 	}
 	return true
+}
+
+// defaultCacheControl is what Symfony's ResponseHeaderBag sends on a
+// response that sets no cache header of its own, so on every Laravel answer.
+const defaultCacheControl = "no-cache, private"
+
+// cacheControl gives every response Laravel's default Cache-Control before
+// the handler runs; a handler (or an error) that sets its own replaces it.
+func cacheControl(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderCacheControl, defaultCacheControl)
+		return next(c)
+	}
 }
 
 // RequestID returns the id of the request being served.
@@ -82,7 +174,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err) // write the error response now, so its status is logged
 		}
 		status := c.Response().Status
-		s.metrics.ObserveHTTP(c.Path(), c.Request().Method, status, time.Since(start))
+		s.metrics.ObserveHTTP(c.Path(), requestMethod(c), status, time.Since(start))
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
@@ -91,7 +183,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil // no line at this level: nothing to build
 		}
 		attrs := []slog.Attr{
-			slog.String("method", c.Request().Method),
+			slog.String("method", requestMethod(c)),
 			slog.String("route", c.Path()),
 			slog.Int("status", status),
 			slog.Duration("duration", time.Since(start)),
@@ -167,3 +259,102 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// cors is Laravel 12's HandleCors with the default config/cors.php on
+// api/*: allowed_origins from CORS_ALLOWED_ORIGINS (default *),
+// allowed_methods and allowed_headers *, no exposed headers, max_age 0, no
+// credentials. It mirrors fruitcake/php-cors' CorsService header for
+// header: a preflight (OPTIONS with Access-Control-Request-Method) is
+// answered 204 here, before routing, with the request's method and headers
+// echoed back; every other api/* answer, errors included, gets
+// Access-Control-Allow-Origin. With * it is "*" on every answer; with one
+// origin, that origin on every answer; with several (or a pattern such as
+// https://*.example.com), the request's Origin when it is one of them,
+// and Vary: Origin always.
+type cors struct {
+	all      bool
+	origins  []string
+	patterns []*regexp.Regexp
+}
+
+// newCORS reads the allowed origins as CorsService normalises them: "*"
+// among them allows all; one with a * is a pattern.
+func newCORS(origins []string) *cors {
+	c := &cors{}
+	if len(origins) == 0 {
+		origins = []string{"*"}
+	}
+	for _, o := range origins {
+		switch {
+		case o == "*":
+			c.all = true
+		case strings.Contains(o, "*"):
+			c.patterns = append(c.patterns, regexp.MustCompile("^"+strings.ReplaceAll(regexp.QuoteMeta(o), `\*`, ".*")+"$"))
+		default:
+			c.origins = append(c.origins, o)
+		}
+	}
+	return c
+}
+
+// middleware applies the CORS headers to api/* requests.
+func (co *cors) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if !strings.HasPrefix(req.URL.Path, "/api/") {
+			return next(c)
+		}
+		h := c.Response().Header()
+		if req.Method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
+			if co.allowOrigin(h, req) {
+				h.Set("Access-Control-Allow-Methods", strings.ToUpper(req.Header.Get("Access-Control-Request-Method")))
+				vary(h, "Access-Control-Request-Method")
+				h.Set("Access-Control-Allow-Headers", req.Header.Get("Access-Control-Request-Headers"))
+				vary(h, "Access-Control-Request-Headers")
+				h.Set("Access-Control-Max-Age", "0")
+			}
+			vary(h, "Access-Control-Request-Method")
+			return c.NoContent(http.StatusNoContent)
+		}
+		if req.Method == http.MethodOptions {
+			vary(h, "Access-Control-Request-Method")
+		}
+		co.allowOrigin(h, req)
+		return next(c)
+	}
+}
+
+// allowOrigin is CorsService::configureAllowedOrigin; it reports whether
+// Access-Control-Allow-Origin was set.
+func (co *cors) allowOrigin(h http.Header, req *http.Request) bool {
+	origin := req.Header.Get("Origin")
+	switch {
+	case co.all:
+		h.Set(echo.HeaderAccessControlAllowOrigin, "*")
+	case len(co.origins) == 1 && len(co.patterns) == 0:
+		h.Set(echo.HeaderAccessControlAllowOrigin, co.origins[0])
+	default:
+		allowed := origin != "" && (slices.Contains(co.origins, origin) || slices.ContainsFunc(co.patterns, func(p *regexp.Regexp) bool { return p.MatchString(origin) }))
+		if allowed {
+			h.Set(echo.HeaderAccessControlAllowOrigin, origin)
+		}
+		vary(h, "Origin")
+	}
+	return h.Get(echo.HeaderAccessControlAllowOrigin) != ""
+}
+
+// vary adds name to the Vary header once, as CorsService::varyHeader does
+// ("Origin, Access-Control-Request-Method").
+func vary(h http.Header, name string) {
+	v := h.Get(echo.HeaderVary)
+	if v == "" {
+		h.Set(echo.HeaderVary, name)
+		return
+	}
+	for _, p := range strings.Split(v, ",") {
+		if strings.TrimSpace(p) == name {
+			return
+		}
+	}
+	h.Set(echo.HeaderVary, v+", "+name)
+}

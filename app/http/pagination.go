@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -25,11 +28,35 @@ type paginatorLinks struct {
 	Next  *string `json:"next"`
 }
 
-// pageLink is one entry of LengthAwarePaginator::linkCollection().
+// pageLink is one entry of LengthAwarePaginator::linkCollection() as
+// Laravel 12.23 and later render it: {"url","label","page","active"}, page
+// the number the link goes to (null for a Previous or Next that goes
+// nowhere). A "..." separator has no page key at all, as in Laravel.
 type pageLink struct {
-	URL    *string `json:"url"`
-	Label  string  `json:"label"`
-	Active bool    `json:"active"`
+	URL    *string
+	Label  string
+	Page   *int
+	Active bool
+	sep    bool // the "..." separator: url null, no page
+}
+
+var _ json.Marshaler = pageLink{}
+
+// MarshalJSON writes the link's keys in Laravel's order.
+func (l pageLink) MarshalJSON() ([]byte, error) {
+	if l.sep {
+		return resource.Marshal(struct {
+			URL    *string `json:"url"`
+			Label  string  `json:"label"`
+			Active bool    `json:"active"`
+		}{nil, l.Label, false})
+	}
+	return resource.Marshal(struct {
+		URL    *string `json:"url"`
+		Label  string  `json:"label"`
+		Page   *int    `json:"page"`
+		Active bool    `json:"active"`
+	}{l.URL, l.Label, l.Page, l.Active})
 }
 
 // lengthAwareMeta is the "meta" of a LengthAwarePaginator.
@@ -91,23 +118,26 @@ func (p pager) lengthAware(data any, count int, page, perPage int, total int64) 
 		m.From, m.To = &from, &to
 	}
 	var prev, next *string
+	var prevPage, nextPage *int
 	if page > 1 {
-		prev = p.pageURL(page - 1)
+		prev, prevPage = p.pageURL(page-1), ptr(page-1)
 	}
 	if page < lastPage {
-		next = p.pageURL(page + 1)
+		next, nextPage = p.pageURL(page+1), ptr(page+1)
 	}
-	m.Links = append(m.Links, pageLink{URL: prev, Label: "&laquo; Previous"})
+	m.Links = append(m.Links, pageLink{URL: prev, Label: "&laquo; Previous", Page: prevPage})
 	for _, el := range urlWindow(page, lastPage, 3) {
 		if el == 0 {
-			m.Links = append(m.Links, pageLink{Label: "..."})
+			m.Links = append(m.Links, pageLink{Label: "...", sep: true})
 			continue
 		}
-		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Active: el == page})
+		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Page: ptr(el), Active: el == page})
 	}
-	m.Links = append(m.Links, pageLink{URL: next, Label: "Next &raquo;"})
+	m.Links = append(m.Links, pageLink{URL: next, Label: "Next &raquo;", Page: nextPage})
 	return lengthAwareBody{Data: data, Links: paginatorLinks{First: p.pageURL(1), Last: p.pageURL(lastPage), Prev: prev, Next: next}, Meta: m}
 }
+
+func ptr(n int) *int { return &n }
 
 // urlWindow is Illuminate\Pagination\UrlWindow: the page numbers the links
 // show, 0 standing for a "..." separator.
@@ -185,4 +215,79 @@ func decodeCursor(s string) (licenses.Cursor, bool) {
 		return licenses.Cursor{}, false
 	}
 	return licenses.Cursor{CreatedAt: t.UTC(), ID: cj.ID, Next: cj.PointsToNext}, true
+}
+
+// maxPage is the largest page number served as asked; a page past it (no
+// listing has that many pages) is page 1, as any other page number
+// that cannot be used is, rather than an offset that overflows.
+const maxPage = 1<<31 - 1
+
+// queryPage is the page a listing shows, as Laravel's
+// Paginator::resolveCurrentPage decides it: the page query parameter when
+// filter_var(FILTER_VALIDATE_INT) takes it and it is at least 1, else 1.
+// Never a validation error: ?page=abc, ?page=0 and ?page=-1 are page 1.
+func queryPage(c echo.Context) int {
+	n, ok := filterInt(c.QueryParam("page"))
+	if !ok || n < 1 || n > maxPage {
+		return 1
+	}
+	return int(n)
+}
+
+// queryPerPage reads per_page, licensor's own rule declared as Laravel
+// would, ['nullable', 'integer', 'min:1', 'max:100']: absent or empty is
+// def; else every rule that fails adds its message under per_page, in
+// that order.
+func queryPerPage(c echo.Context, def int, fields map[string][]string) int {
+	raw := c.QueryParam("per_page")
+	if raw == "" {
+		return def
+	}
+	var msgs []string
+	n, isInt := filterInt(raw)
+	if !isInt {
+		msgs = append(msgs, "The per page field must be an integer.")
+	}
+	size := phpSize(raw)
+	if size < 1 {
+		msgs = append(msgs, "The per page field must be at least 1.")
+	}
+	if size > 100 {
+		msgs = append(msgs, "The per page field must not be greater than 100.")
+	}
+	if len(msgs) > 0 {
+		fields["per_page"] = msgs
+		return def
+	}
+	return int(n)
+}
+
+// filterInt is PHP's filter_var($s, FILTER_VALIDATE_INT): surrounding
+// whitespace trimmed, an optional sign, then 0 or digits without a leading
+// zero, within 64 bits.
+func filterInt(s string) (int64, bool) {
+	s = strings.Trim(s, " \t\r\n\v\x00")
+	digits := strings.TrimLeft(s, "+-")
+	if len(s)-len(digits) > 1 || digits == "" || len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// phpSize is the size Laravel's min and max rules measure for a field
+// with a numeric rule (integer): the number when PHP's is_numeric takes the
+// value, else its length in characters.
+func phpSize(s string) float64 {
+	t := strings.TrimLeft(strings.TrimRight(s, " \t\r\n\v\f"), " \t\r\n\v\f")
+	numeric := t != "" && !strings.ContainsAny(t, "xXpP_iInN")
+	if f, err := strconv.ParseFloat(t, 64); numeric && err == nil {
+		return f
+	}
+	return float64(utf8.RuneCountInString(s))
 }

@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"math"
+	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -11,7 +12,11 @@ import (
 	"github.com/licensor-api/licensor/app/ratelimit"
 )
 
-// The rate limit headers, Laravel's names.
+// The rate limit headers, spelled as Laravel sends them. They are written
+// with setExact, never http.Header.Set, which would canonicalise them to
+// X-Ratelimit-*: a client reading headers case-sensitively (a JS front end's
+// fetch Headers is case-insensitive, but proxies' and some SDKs' maps are
+// not) must see Laravel's spelling on the wire.
 const (
 	headerRateLimitLimit     = "X-RateLimit-Limit"
 	headerRateLimitRemaining = "X-RateLimit-Remaining"
@@ -46,12 +51,22 @@ func (s *Server) throttle(c echo.Context, p auth.Principal) error {
 		return nil
 	}
 	h := c.Response().Header()
-	h.Set(headerRateLimitLimit, strconv.Itoa(res.Limit))
-	h.Set(headerRateLimitRemaining, strconv.Itoa(res.Remaining))
+	setExact(h, headerRateLimitLimit, strconv.Itoa(res.Limit))
+	setExact(h, headerRateLimitRemaining, strconv.Itoa(res.Remaining))
 	if res.Allowed {
 		return nil
 	}
 	retryAfter := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
-	h.Set(headerRateLimitReset, strconv.FormatInt(now.Unix()+int64(retryAfter), 10))
+	setExact(h, headerRateLimitReset, strconv.FormatInt(now.Unix()+int64(retryAfter), 10))
 	return tooManyAttempts(retryAfter)
+}
+
+// setExact sets header name to value under name exactly as spelled (Go's
+// server writes a header map's keys to the wire as they are), dropping any
+// canonical spelling of it set before, so the header is sent once.
+func setExact(h http.Header, name, value string) {
+	if c := http.CanonicalHeaderKey(name); c != name {
+		delete(h, c)
+	}
+	h[name] = []string{value}
 }

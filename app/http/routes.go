@@ -1,6 +1,10 @@
 package http
 
 import (
+	"errors"
+	"net/http"
+	"strings"
+
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 
@@ -63,4 +67,79 @@ func licenseIDParam(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// laravelVerbs is Laravel's Router::$verbs order, the order a 405's Allow
+// lists the methods of the path in.
+var laravelVerbs = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// laravelRouter answers what Echo's router could not route as Laravel's
+// router does. A path no route has is Laravel's NotFoundHttpException from
+// RouteCollection::match, 404 {"message":"The route api/x could not be
+// found."}, its path as Request::path() gives it. Echo answers 405 for some
+// paths no route has (GET /api/tokens/x/y, where /api/tokens/:id takes
+// DELETE): a 405 whose path does not match its route's pattern is that 404
+// too. A real 405 (the path exists, not for this method) gets Laravel's
+// Allow: the path's methods in Router::$verbs order, HEAD wherever GET is
+// (Laravel's GET routes match HEAD, as headAsGet makes licensor's), no
+// OPTIONS, which no route declares ("GET, HEAD, POST" for /api/licenses).
+func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		h := c.Response().Header()
+		if errors.Is(err, echo.ErrMethodNotAllowed) && !pathMatches(c.Path(), c.Request().URL.Path) {
+			h.Del(echo.HeaderAllow)
+			err = echo.ErrNotFound
+		}
+		if errors.Is(err, echo.ErrNotFound) {
+			return routeNotFound(c)
+		}
+		if allow := h.Get(echo.HeaderAllow); allow != "" && errors.Is(err, echo.ErrMethodNotAllowed) {
+			h.Set(echo.HeaderAllow, laravelAllow(allow))
+		}
+		return err
+	}
+}
+
+// routeNotFound is the 404 of a path no route has, in Laravel's words.
+func routeNotFound(c echo.Context) *Error {
+	path := c.Request().URL.EscapedPath()
+	if uri := c.Request().RequestURI; strings.HasPrefix(uri, "/") {
+		path, _, _ = strings.Cut(uri, "?") // the path as it was sent, as Laravel's
+	}
+	if path = strings.Trim(path, "/"); path == "" {
+		path = "/"
+	}
+	return &Error{Status: http.StatusNotFound, Message: "The route " + path + " could not be found."}
+}
+
+// pathMatches reports whether path is one of pattern's (Echo's: ":name"
+// one segment, "*" the rest).
+func pathMatches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	for i, p := range ps {
+		if p == "*" {
+			return true
+		}
+		if i >= len(xs) || (strings.HasPrefix(p, ":") && xs[i] == "") || (!strings.HasPrefix(p, ":") && p != xs[i]) {
+			return false
+		}
+	}
+	return len(ps) == len(xs)
+}
+
+// laravelAllow is allow (Echo's Allow) in Laravel's form.
+func laravelAllow(allow string) string {
+	has := map[string]bool{}
+	for _, m := range strings.Split(allow, ",") {
+		has[strings.TrimSpace(m)] = true
+	}
+	has[http.MethodHead] = has[http.MethodGet]
+	var out []string
+	for _, m := range laravelVerbs {
+		if has[m] {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, ", ")
 }

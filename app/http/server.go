@@ -46,6 +46,9 @@ type Deps struct {
 	// RateLimit counts every authenticated request per consumer (nil: no
 	// limit, like a limiter that is off).
 	RateLimit *ratelimit.Limiter
+	// CORSOrigins are the origins a browser may call api/* from
+	// (CORS_ALLOWED_ORIGINS); none or "*": any.
+	CORSOrigins []string
 	// URL is the application's base URL (APP_URL): the absolute links of a
 	// paginated listing start with it.
 	URL string
@@ -86,7 +89,8 @@ func NewServer(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.JSONSerializer = jsonSerializer{}
-	e.Use(requestID, s.accessLog, s.recoverPanic, bodyLimit(d.MaxBody), formBodies)
+	e.Pre(headAsGet)
+	e.Use(requestID, cacheControl, s.accessLog, s.recoverPanic, newCORS(d.CORSOrigins).middleware, bodyLimit(d.MaxBody), laravelRouter, formBodies)
 	s.routes(e)
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/request"
 	"github.com/licensor-api/licensor/app/http/resource"
 )
 
@@ -41,35 +41,43 @@ func newTokenResource(t auth.Token) tokenResource {
 	}
 }
 
-type issueTokenRequest struct {
-	Consumer  string   `json:"consumer"`
-	Abilities []string `json:"abilities"`
-	Name      string   `json:"name"`
-	ExpiresIn string   `json:"expires_in"`
-}
+// issueTokenOrder is the order auth's own checks (the consumer's name, the
+// longest lifetime) report their fields in: the rules' order.
+var issueTokenOrder = []string{"consumer", "abilities", "name", "expires_in"}
 
 // issueToken is POST /api/tokens. The caller's token must be allowed to
 // grant every ability asked for (auth.Grantable: a tokens:manage token grants
 // the consumer abilities only, a * token anything); else 403
-// ability_not_grantable, before any other check of the input. The new token
-// keeps the caller's as its issuer, and the issue is in the audit trail.
+// ability_not_grantable, before any other check of the input (as a Laravel
+// FormRequest's authorize() runs before its rules). Then the body's rules,
+// request.IssueTokenRules, every failing field in their order; then the
+// consumer's name and the lifetime's maximum (auth). The new token keeps
+// the caller's as its issuer, and the issue is in the audit trail.
 func (s *Server) issueToken(c echo.Context) error {
-	var req issueTokenRequest
-	if err := bindJSON(c, &req); err != nil {
+	if err := checkJSONType(c); err != nil {
 		return err
 	}
+	b, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	raw, err := request.Object(b)
+	if err != nil {
+		return err
+	}
+	req, verr := request.BindIssueToken(raw, auth.Known)
 	if err := auth.Grantable(principal(c).Abilities, req.Abilities); err != nil {
 		return err
 	}
-	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name}
-	if strings.TrimSpace(req.ExpiresIn) != "" {
-		d, err := time.ParseDuration(strings.TrimSpace(req.ExpiresIn))
-		if err != nil || d <= 0 {
-			return validationError(map[string][]string{"expires_in": {"The expires in field must be a positive duration such as 720h."}})
-		}
-		in.TTL = d
+	if verr != nil {
+		return verr
 	}
+	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name, TTL: req.TTL}
 	issued, err := s.auth.Issue(c.Request().Context(), actor(c), in)
+	var fe interface{ FieldErrors() map[string][]string }
+	if errors.As(err, &fe) {
+		return validationError(fe.FieldErrors(), issueTokenOrder...)
+	}
 	if err != nil {
 		return err
 	}

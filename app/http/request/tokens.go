@@ -1,0 +1,155 @@
+package request
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// IssueToken is a POST /api/tokens body after its rules: strings trimmed,
+// as Laravel's TrimStrings middleware leaves them.
+type IssueToken struct {
+	Consumer  string
+	Abilities []string // every string item, known or not (for the grant check)
+	Name      string
+	TTL       time.Duration // expires_in; 0: the default lifetime
+}
+
+// IssueTokenRules is the order of POST /api/tokens' rules, as its Laravel
+// FormRequest would declare them:
+//
+//	'consumer'    => ['required', 'string'],
+//	'abilities'   => ['required', 'array'],
+//	'abilities.*' => ['string', 'in:…known abilities…'],
+//	'name'        => ['nullable', 'string', 'max:255'],
+//	'expires_in'  => ['nullable', 'string', new PositiveDuration],
+//
+// abilities.* stands for abilities.0, abilities.1, … in their order.
+var IssueTokenRules = []string{"consumer", "abilities", "abilities.*", "name", "expires_in"}
+
+// FieldsError is a 422 of fields in rule order (app/http's error boundary
+// answers it as Laravel's ValidationException).
+type FieldsError struct {
+	Fields map[string][]string
+	Order  []string
+}
+
+func (e *FieldsError) Error() string {
+	return fmt.Sprintf("invalid input: %v", slices.Sorted(maps.Keys(e.Fields)))
+}
+
+// FieldErrors returns the errors per field.
+func (e *FieldsError) FieldErrors() map[string][]string { return e.Fields }
+
+// FieldOrder returns the fields with errors, in rule order.
+func (e *FieldsError) FieldOrder() []string { return e.Order }
+
+func (e *FieldsError) add(field, msg string) {
+	if e.Fields == nil {
+		e.Fields = map[string][]string{}
+	}
+	if _, ok := e.Fields[field]; !ok {
+		e.Order = append(e.Order, field)
+	}
+	e.Fields[field] = append(e.Fields[field], msg)
+}
+
+// BindIssueToken reads raw (the body's object) by IssueTokenRules, every
+// rule of every field, as Laravel's validator runs them: a required rule
+// that fails stops that field's other rules; a nullable field that is null
+// (or absent, or an empty string: ConvertEmptyStringsToNull) has no other
+// rule run. known is the abilities the in rule takes. The error is a
+// *FieldsError; the input is returned with it, its Abilities read for the
+// grant check that comes before validation.
+func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken, error) {
+	var in IssueToken
+	verr := &FieldsError{}
+	str := func(field string, required bool, dst *string) {
+		v, present := raw[field]
+		s, isString, ok := laravelString(v, present)
+		switch {
+		case !ok && required:
+			verr.add(field, "The "+attribute(field)+" field is required.")
+		case !ok:
+		case !isString:
+			verr.add(field, "The "+attribute(field)+" field must be a string.")
+		case !ValidText(v):
+			verr.add(field, InvalidUTF8(attribute(field)))
+		default:
+			*dst = s
+		}
+	}
+	str("consumer", true, &in.Consumer)
+
+	abilities, present := raw["abilities"]
+	var items []json.RawMessage
+	switch {
+	case !present || string(abilities) == "null":
+		verr.add("abilities", "The abilities field is required.")
+	case abilities[0] != '[' || json.Unmarshal(abilities, &items) != nil:
+		if string(abilities) == `""` {
+			verr.add("abilities", "The abilities field is required.")
+		} else {
+			verr.add("abilities", "The abilities field must be an array.")
+		}
+	case len(items) == 0:
+		verr.add("abilities", "The abilities field is required.")
+	default:
+		for i, item := range items {
+			field := fmt.Sprintf("abilities.%d", i)
+			s, isString, ok := laravelString(item, true)
+			if !ok || !isString {
+				verr.add(field, "The "+field+" field must be a string.")
+			}
+			if isString {
+				in.Abilities = append(in.Abilities, s)
+			}
+			if !ok || !isString || !slices.Contains(known, s) {
+				verr.add(field, "The selected "+field+" is invalid.")
+			}
+		}
+	}
+
+	str("name", false, &in.Name)
+	if utf8.RuneCountInString(in.Name) > 255 {
+		verr.add("name", "The name field must not be greater than 255 characters.")
+	}
+	var expiresIn string
+	str("expires_in", false, &expiresIn)
+	if expiresIn != "" {
+		if d, err := time.ParseDuration(expiresIn); err != nil || d <= 0 {
+			verr.add("expires_in", "The expires in field must be a positive duration such as 720h.")
+		} else {
+			in.TTL = d
+		}
+	}
+	if len(verr.Fields) > 0 {
+		return in, verr
+	}
+	return in, nil
+}
+
+// laravelString is a JSON value as Laravel's validator sees it after
+// TrimStrings and ConvertEmptyStringsToNull: ok false for absent, null or
+// a string empty once trimmed; isString false for another JSON type.
+func laravelString(v json.RawMessage, present bool) (s string, isString, ok bool) {
+	if !present || len(v) == 0 || string(v) == "null" {
+		return "", false, false
+	}
+	if v[0] != '"' {
+		return "", false, true
+	}
+	if json.Unmarshal(v, &s) != nil {
+		return "", false, true
+	}
+	s = strings.TrimSpace(s)
+	return s, true, s != ""
+}
+
+// attribute is Laravel's displayable name of a field: underscores become
+// spaces ("expires_in" is "expires in").
+func attribute(field string) string { return strings.ReplaceAll(field, "_", " ") }
