@@ -80,7 +80,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
 			return help(ctx, args[1:], getenv, stdout, stderr)
-		case "-version", "--version":
+		case "-v", "-version", "--version":
 			name, rest = "version", args[1:]
 		default:
 			if !strings.HasPrefix(args[0], "-") {
@@ -154,10 +154,12 @@ func runSubcommand(ctx context.Context, e env, group, summary string, subs []sub
 	}
 	known := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		printSubcommands(e.stderr, group+" "+strings.Join(names, "|")+" [flags]", summary, subs)
-		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
+		line := group + " " + strings.Join(names, "|") + " [flags]"
+		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "-help" || e.args[0] == "--help") {
+			printSubcommands(e.stdout, line, summary, subs)
 			return nil
 		}
+		printSubcommands(e.stderr, line, summary, subs)
 		return usagef("%s: name a subcommand: %s", group, known)
 	}
 	name := e.args[0]
@@ -180,16 +182,24 @@ func printSubcommands(w io.Writer, line, summary string, subs []subcommand) {
 	fmt.Fprintf(w, "\n`licensor %s <subcommand> --help` prints a subcommand's flags.\n", strings.Fields(line)[0])
 }
 
-// parseFlags parses a command's flags; --help prints them and is no error.
+// parseFlags parses a command's flags. --help prints the command's usage on
+// stdout and is no error (exit 0). A bad flag prints the usage on stderr and
+// returns the flag package's complaint as a usage error, which main prints
+// once (the flag package's own copy of it is discarded).
 func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
-	fs.SetOutput(e.stderr)
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, nil
-		}
-		return false, usagef("%s: %v", fs.Name(), err)
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(e.args)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(e.stdout)
+		fs.Usage()
+		return false, nil
 	}
-	return true, nil
+	fs.SetOutput(e.stderr)
+	fs.Usage()
+	return false, usagef("%s: %v", fs.Name(), err)
 }
 
 // loadConfig loads the configuration and the logger that goes with it,
