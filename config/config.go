@@ -154,7 +154,7 @@ func (v *values) load() Config {
 		ReadTimeout:     v.duration("APP_READ_TIMEOUT", "15s"),
 		WriteTimeout:    v.optionalDuration("APP_WRITE_TIMEOUT"),
 		IdleTimeout:     v.duration("APP_IDLE_TIMEOUT", "120s"),
-		StorageDir:      v.str("APP_STORAGE", "storage"),
+		StorageDir:      v.storage("APP_STORAGE", "storage"),
 		PruneEvery:      v.duration("PRUNE_INTERVAL", "1h"),
 		DriftEvery:      v.durationOrOff("DRIFT_INTERVAL", "6h"),
 		TokenTTL:        v.duration("TOKEN_TTL", "2160h"),
