@@ -4,11 +4,13 @@
 #
 #   docker build -t licensor .
 #   docker run --read-only --tmpfs /tmp -v licensor-data:/data -p 8080:8080 \
-#     -e APP_KEY=base64:... -e VENDOR_DRIVER=http -e VENDOR_URL=... -e VENDOR_TOKEN=... licensor
+#     -e APP_KEY=base64:... -e APP_URL=https://licensor.example \
+#     -e VENDOR_DRIVER=http -e VENDOR_URL=... -e VENDOR_TOKEN=... licensor
 #
 # The image runs with APP_ENV=production, which refuses to start without
-# APP_KEY (base64:<32 random bytes>): generate one once, keep it in a secret
-# store, and give every replica the same. tests/deploy_test.go checks this
+# APP_KEY (base64:<32 random bytes>) and APP_URL (the public base URL, the
+# tokens' issuer): generate the key once, keep it in a secret store, and
+# give every replica the same of both. tests/deploy_test.go checks this
 # file against config and the command list.
 
 # The build stage: the same static build CI makes (.ci/run). Go 1.26.10 and

@@ -12,6 +12,8 @@ import (
 
 const keyFile = "app.key"
 
+var errProductionKey = errors.New("config: APP_KEY: is required in production; generate one with: echo base64:$(head -c 32 /dev/urandom | base64)")
+
 // loadKey sets c.Key from APP_KEY, or, in local, from storage/app.key,
 // generating that file once. In testing a missing key is ephemeral;
 // production refuses to start without one.
@@ -26,7 +28,7 @@ func (c *Config) loadKey(raw string) error {
 	}
 	switch c.Env {
 	case EnvProduction:
-		return errors.New("config: APP_KEY: is required in production; generate one with: echo base64:$(head -c 32 /dev/urandom | base64)")
+		return errProductionKey
 	case EnvTesting:
 		c.Key, c.KeySource = NewKey(), "ephemeral"
 		return nil

@@ -37,7 +37,7 @@ func configVars(t *testing.T) map[string]bool {
 	seen := map[string]bool{}
 	for _, env := range []map[string]string{
 		{"APP_ENV": config.EnvTesting},
-		{"APP_ENV": config.EnvProduction, "APP_KEY": config.EncodeKey(testKey), "DB_CONNECTION": "mysql",
+		{"APP_ENV": config.EnvProduction, "APP_KEY": config.EncodeKey(testKey), "APP_URL": "https://licensor.test", "DB_CONNECTION": "mysql",
 			"VENDOR_DRIVER": "http", "VENDOR_URL": "http://vendor.test", "VENDOR_TOKEN": "t"},
 	} {
 		if _, err := config.Load(func(name string) string { seen[name] = true; return env[name] }); err != nil {

@@ -58,7 +58,7 @@ func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 func TestProductionRefusesFakeVendor(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
-	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_URL": "http://" + addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	// Cancelled: were the refusal missing, serve would stop at once instead
 	// of holding the test up.
 	stopped, stop := context.WithCancel(context.Background())
