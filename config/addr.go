@@ -2,6 +2,10 @@ package config
 
 import "net"
 
+// DefaultURL is APP_URL outside production when it is unset: where `go run
+// .` serves by default.
+const DefaultURL = "http://127.0.0.1:8080"
+
 // URLOf is the APP_URL that goes with a listen address when APP_URL is
 // unset (outside production): http:// and the address, an address on every
 // interface (":8080", "0.0.0.0:8080", "[::]:8080") read as the loopback

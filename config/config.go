@@ -167,13 +167,15 @@ func (v *values) load() Config {
 	}
 	c.URL = v.str("APP_URL", "")
 	if c.URL == "" {
-		// Tokens carry APP_URL as their issuer: a default that is not the
-		// address served would make every token a 401 after APP_ADDR changes.
+		// Tokens carry APP_URL as their issuer, checked by every replica:
+		// production names it; elsewhere one fixed default, whatever
+		// APP_ADDR each process has (a one-off `token issue`, replicas on
+		// other ports), so that every process agrees on the issuer.
 		if c.Env == EnvProduction {
 			v.fail("APP_URL", "is required in production: it is the tokens' issuer and the base of the API's links; "+
 				"give every replica the same, e.g. https://licensor.example")
 		} else {
-			c.URL = URLOf(c.Addr)
+			c.URL = DefaultURL
 		}
 	}
 	if c.TokenTTL > 0 && c.TokenMaxTTL > 0 && c.TokenTTL > c.TokenMaxTTL {

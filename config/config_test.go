@@ -327,21 +327,27 @@ func TestProductionRefusesAShortWebhookSecret(t *testing.T) {
 	}
 }
 
-// APP_URL unset follows APP_ADDR outside production (the tokens' issuer is
-// then the address served), and is required in production.
-func TestAppURLDefaultsToAddr(t *testing.T) {
-	t.Chdir(t.TempDir())
+// URLOf is the URL of a listen address, loopback for every interface.
+func TestURLOf(t *testing.T) {
 	for addr, want := range map[string]string{
 		"127.0.0.1:9999": "http://127.0.0.1:9999", ":8081": "http://127.0.0.1:8081", "0.0.0.0:8082": "http://127.0.0.1:8082",
 		"[::]:8083": "http://127.0.0.1:8083", "[::1]:8084": "http://[::1]:8084", "localhost:8085": "http://localhost:8085",
 	} {
-		c, err := Load(envOf(map[string]string{"APP_ADDR": addr}))
-		if err != nil || c.URL != want {
-			t.Errorf("APP_ADDR=%s without APP_URL: URL %q, %v; want %q", addr, c.URL, err, want)
+		if got := URLOf(addr); got != want {
+			t.Errorf("URLOf(%s) = %q, want %q", addr, got, want)
 		}
 	}
-	if c, err := Load(envOf(nil)); err != nil || c.URL != "http://127.0.0.1:8080" {
-		t.Errorf("no APP_ADDR, no APP_URL: URL %q, %v; want the default address's", c.URL, err)
+}
+
+// APP_URL is required in production, and named with APP_KEY at once.
+func TestAppURLRequiredInProduction(t *testing.T) {
+	t.Chdir(t.TempDir())
+	// Outside production one default, whatever APP_ADDR: every process
+	// (serve on any port, a one-off token issue) agrees on the issuer.
+	for _, addr := range []string{"", "127.0.0.1:9999"} {
+		if c, err := Load(envOf(map[string]string{"APP_ADDR": addr})); err != nil || c.URL != DefaultURL {
+			t.Errorf("APP_ADDR=%q without APP_URL: URL %q, %v; want %q", addr, c.URL, err, DefaultURL)
+		}
 	}
 	if c, err := Load(envOf(map[string]string{"APP_ADDR": ":9000", "APP_URL": "https://api.test"})); err != nil || c.URL != "https://api.test" {
 		t.Errorf("APP_URL set: URL %q, %v; want it as given", c.URL, err)
