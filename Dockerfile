@@ -4,11 +4,13 @@
 #
 #   docker build -t licensor .
 #   docker run --read-only --tmpfs /tmp -v licensor-data:/data -p 8080:8080 \
-#     -e APP_KEY=base64:... -e VENDOR_DRIVER=http -e VENDOR_URL=... -e VENDOR_TOKEN=... licensor
+#     -e APP_KEY=base64:... -e APP_URL=https://licensor.example \
+#     -e VENDOR_DRIVER=http -e VENDOR_URL=... -e VENDOR_TOKEN=... licensor
 #
 # The image runs with APP_ENV=production, which refuses to start without
-# APP_KEY (base64:<32 random bytes>): generate one once, keep it in a secret
-# store, and give every replica the same. tests/deploy_test.go checks this
+# APP_KEY (base64:<32 random bytes>) and APP_URL (the public base URL, the
+# tokens' issuer): generate the key once, keep it in a secret store, and
+# give every replica the same of both. tests/deploy_test.go checks this
 # file against config and the command list.
 
 # The build stage: the same static build CI makes (.ci/run). Go 1.26.10 and
@@ -20,9 +22,16 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
     GOTOOLCHAIN=local go mod download
 COPY . .
+# The image has no .git (.dockerignore), so the build cannot record the
+# version: pass it, and `licensor version` in the image (and the vendor
+# driver's User-Agent) says it instead of "devel":
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg COMMIT=$(git rev-parse HEAD) -t licensor .
+ARG VERSION=
+ARG COMMIT=
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /licensor .
+    GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/licensor-api/licensor/app/console.stampedVersion=${VERSION} -X github.com/licensor-api/licensor/app/console.stampedCommit=${COMMIT}" -o /licensor .
 # The storage directory, owned by the runtime user: a named volume mounted on
 # /data starts as a copy of it, owner and mode included.
 RUN mkdir -p /out/data && chown 65532:65532 /out/data && chmod 0700 /out/data

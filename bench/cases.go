@@ -59,8 +59,11 @@ func (b *bench) runDialect(ctx context.Context, dialect string) (*dbReport, erro
 			return nil, err
 		}
 		rep.title = "MariaDB " + v
-		if b.dbPid = findProcess("mariadbd", "mysqld"); b.dbPid == 0 {
-			rep.notes = append(rep.notes, "the MariaDB server process was not found in /proc: its CPU is not measured")
+		var how string
+		if b.dbPid, how = serverPID(ctx, b.opts.mysqlDSN); b.dbPid == 0 {
+			rep.notes = append(rep.notes, "the MariaDB server process behind the DSN was not found ("+how+"): its CPU is not measured")
+		} else {
+			fmt.Fprintf(b.errOut, "MariaDB server: pid %d (%s)\n", b.dbPid, how)
 		}
 		defer func() { b.dbPid = 0 }()
 	}

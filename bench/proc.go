@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -68,22 +67,4 @@ func readMemory(pid int) (memory, error) {
 		}
 	}
 	return m, sc.Err()
-}
-
-// findProcess is the pid of the first process whose command name (comm)
-// is one of names, 0 when there is none: the MariaDB server, whose CPU a
-// request on MySQL costs too.
-func findProcess(names ...string) int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/comm")
-	for _, d := range dirs {
-		comm, err := os.ReadFile(d)
-		if err != nil || !contains(names, strings.TrimSpace(string(comm))) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
-		if err == nil {
-			return pid
-		}
-	}
-	return 0
 }

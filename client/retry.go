@@ -10,9 +10,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -36,9 +38,19 @@ type response struct {
 
 // do sends r until it succeeds or the retry policy stops; then it returns
 // the last attempt's error, wrapped with why it stopped.
+//
+// When no attempt got as far as writing its request (each one's connection
+// was refused or never made), the error wraps ErrNotSent: the server cannot
+// have acted on the call. A refused connection is not retried: nothing
+// listens there, and waiting would only delay saying so.
 func (c *Client) do(ctx context.Context, r request) (response, error) {
+	anySent := false
 	for attempt := 1; ; attempt++ {
-		resp, retry, err := c.attempt(ctx, r)
+		resp, retry, sent, err := c.attempt(ctx, r)
+		anySent = anySent || sent
+		if err != nil && !anySent {
+			err = fmt.Errorf("%w: %w", ErrNotSent, err)
+		}
 		switch {
 		case err == nil:
 			return resp, nil
@@ -76,17 +88,32 @@ func giveUp(op string, attempts int, why, last error) error {
 	return fmt.Errorf("%s: gave up after %s (%w): %w", op, n, why, last)
 }
 
+// ErrNotSent is in the error of a call none of whose attempts wrote its
+// request: the connection was refused (nothing listens at the URL) or never
+// made, so the server did nothing. Any other failed call may have been
+// acted on (its answer was lost): retry it with the same Idempotency-Key.
+var ErrNotSent = errors.New("nothing was sent")
+
 // attempt sends r once. retry says whether the policy may send it again:
 // a network error or timeout (the request may have been sent: the same key
-// makes that safe), or an APIError that is Retryable.
-func (c *Client) attempt(ctx context.Context, r request) (_ response, retry bool, _ error) {
+// makes that safe), or an APIError that is Retryable; a refused connection
+// is not. sent says whether the request was written, in part or whole: an
+// answer came, or the error came after the write.
+func (c *Client) attempt(ctx context.Context, r request) (_ response, retry, sent bool, _ error) {
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		// Called once the request is written, or its write failed (then
+		// some of it may have gone out: counted as sent).
+		WroteHeaders: func() { wrote.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	})
 	req, err := http.NewRequestWithContext(ctx, r.method, c.baseURL+r.path, body)
 	if err != nil {
-		return response{}, false, err
+		return response{}, false, false, err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "licensor-go-client")
@@ -101,21 +128,24 @@ func (c *Client) attempt(ctx context.Context, r request) (_ response, retry bool
 	}
 	res, err := c.hc.Do(req) // its errors name the URL, never the headers
 	if err != nil {
-		return response{}, transient(err), err
+		if !wrote.Load() && errors.Is(err, syscall.ECONNREFUSED) {
+			return response{}, false, false, err // nothing listens: say so now
+		}
+		return response{}, transient(err), wrote.Load(), err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, MaxResponseBytes+1))
 	if err != nil {
-		return response{}, true, fmt.Errorf("read the response to %s %s: %w", r.method, r.path, err)
+		return response{}, true, true, fmt.Errorf("read the response to %s %s: %w", r.method, r.path, err)
 	}
 	if !slices.Contains(r.success, res.StatusCode) {
 		e := newAPIError(res.StatusCode, res.Header, b, time.Now())
-		return response{}, e.Retryable(), e
+		return response{}, e.Retryable(), true, e
 	}
 	if len(b) > MaxResponseBytes {
-		return response{}, false, fmt.Errorf("the response to %s %s is over %d bytes", r.method, r.path, MaxResponseBytes)
+		return response{}, false, true, fmt.Errorf("the response to %s %s is over %d bytes", r.method, r.path, MaxResponseBytes)
 	}
-	return response{status: res.StatusCode, header: res.Header, body: b}, false, nil
+	return response{status: res.StatusCode, header: res.Header, body: b}, false, true, nil
 }
 
 // wait is the pause before retry number attempt: half the step plus a

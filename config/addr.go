@@ -1,5 +1,26 @@
 package config
 
+import "net"
+
+// DefaultURL is APP_URL outside production when it is unset: where `go run
+// .` serves by default.
+const DefaultURL = "http://127.0.0.1:8080"
+
+// URLOf is the APP_URL that goes with a listen address when APP_URL is
+// unset (outside production): http:// and the address, an address on every
+// interface (":8080", "0.0.0.0:8080", "[::]:8080") read as the loopback
+// that reaches it.
+func URLOf(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // ListenAddr is APP_ADDR as Load reads it (the environment, then .env, then
 // the default), without the rest of Load: `licensor healthcheck` needs only
 // the address, and must neither fail for want of APP_KEY nor make a key file.

@@ -142,6 +142,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}}
 	c := v.load()
 	c.PreviousKeys = v.keys("APP_PREVIOUS_KEYS")
+	if c.Env == EnvProduction && v.str("APP_KEY", "") == "" {
+		v.errs = append(v.errs, errProductionKey) // said with the others, not after they are fixed
+	}
 	if len(v.errs) > 0 {
 		return Config{}, errors.Join(v.errs...)
 	}
@@ -154,7 +157,6 @@ func Load(getenv func(string) string) (Config, error) {
 func (v *values) load() Config {
 	c := Config{
 		Env:             v.oneOf("APP_ENV", EnvLocal, EnvLocal, EnvTesting, EnvProduction),
-		URL:             v.str("APP_URL", "http://127.0.0.1:8080"),
 		Addr:            v.str("APP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:     v.str("METRICS_ADDR", ""),
 		MaxBody:         v.size("APP_MAX_BODY", "64KB"),
@@ -162,7 +164,7 @@ func (v *values) load() Config {
 		ReadTimeout:     v.duration("APP_READ_TIMEOUT", "15s"),
 		WriteTimeout:    v.optionalDuration("APP_WRITE_TIMEOUT"),
 		IdleTimeout:     v.duration("APP_IDLE_TIMEOUT", "120s"),
-		StorageDir:      v.str("APP_STORAGE", "storage"),
+		StorageDir:      v.storage("APP_STORAGE", "storage"),
 		PruneEvery:      v.duration("PRUNE_INTERVAL", "1h"),
 		DriftEvery:      v.durationOrOff("DRIFT_INTERVAL", "6h"),
 		DriftMaxFix:     v.intRange("DRIFT_MAX_FIX", 25, 0, 1_000_000_000),
@@ -171,6 +173,19 @@ func (v *values) load() Config {
 		LogLevel:        v.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		// 0 turns it off; the bound keeps a window's count in an INT UNSIGNED.
 		RateLimitPerMinute: v.intRange("RATE_LIMIT_PER_MINUTE", 600, 0, 1_000_000_000),
+	}
+	c.URL = v.str("APP_URL", "")
+	if c.URL == "" {
+		// Tokens carry APP_URL as their issuer, checked by every replica:
+		// production names it; elsewhere one fixed default, whatever
+		// APP_ADDR each process has (a one-off `token issue`, replicas on
+		// other ports), so that every process agrees on the issuer.
+		if c.Env == EnvProduction {
+			v.fail("APP_URL", "is required in production: it is the tokens' issuer and the base of the API's links; "+
+				"give every replica the same, e.g. https://licensor.example")
+		} else {
+			c.URL = DefaultURL
+		}
 	}
 	if c.TokenTTL > 0 && c.TokenMaxTTL > 0 && c.TokenTTL > c.TokenMaxTTL {
 		v.fail("TOKEN_TTL", "%v is longer than TOKEN_MAX_TTL (%v); tokens may not live that long", c.TokenTTL, c.TokenMaxTTL)

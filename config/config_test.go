@@ -82,7 +82,7 @@ func TestProductionRefusesFakeVendor(t *testing.T) {
 		t.Errorf(".env.example lacks VENDOR_ALLOW_FAKE=false (%v)", err)
 	}
 	t.Chdir(t.TempDir())
-	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "APP_URL": "https://licensor.test"}
 	with := func(extra ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range prod {
@@ -328,7 +328,7 @@ func TestReadConns(t *testing.T) {
 func TestProductionRefusesAShortWebhookSecret(t *testing.T) {
 	t.Chdir(t.TempDir())
 	long := strings.Repeat("s", 32)
-	prod := map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true",
+	prod := map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true", "APP_URL": "https://licensor.test",
 		"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	for name, secrets := range map[string]string{"short": "whsec_short", "one of two short": long + ",whsec_short"} {
 		prod["VENDOR_WEBHOOK_SECRET"] = secrets
@@ -343,5 +343,40 @@ func TestProductionRefusesAShortWebhookSecret(t *testing.T) {
 	}
 	if _, err := Load(envOf(map[string]string{"VENDOR_WEBHOOK_SECRET": "whsec_short"})); err != nil {
 		t.Errorf("a short secret outside production was refused: %v", err)
+	}
+}
+
+// URLOf is the URL of a listen address, loopback for every interface.
+func TestURLOf(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:9999": "http://127.0.0.1:9999", ":8081": "http://127.0.0.1:8081", "0.0.0.0:8082": "http://127.0.0.1:8082",
+		"[::]:8083": "http://127.0.0.1:8083", "[::1]:8084": "http://[::1]:8084", "localhost:8085": "http://localhost:8085",
+	} {
+		if got := URLOf(addr); got != want {
+			t.Errorf("URLOf(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+// APP_URL is required in production, and named with APP_KEY at once.
+func TestAppURLRequiredInProduction(t *testing.T) {
+	t.Chdir(t.TempDir())
+	// Outside production one default, whatever APP_ADDR: every process
+	// (serve on any port, a one-off token issue) agrees on the issuer.
+	for _, addr := range []string{"", "127.0.0.1:9999"} {
+		if c, err := Load(envOf(map[string]string{"APP_ADDR": addr})); err != nil || c.URL != DefaultURL {
+			t.Errorf("APP_ADDR=%q without APP_URL: URL %q, %v; want %q", addr, c.URL, err, DefaultURL)
+		}
+	}
+	if c, err := Load(envOf(map[string]string{"APP_ADDR": ":9000", "APP_URL": "https://api.test"})); err != nil || c.URL != "https://api.test" {
+		t.Errorf("APP_URL set: URL %q, %v; want it as given", c.URL, err)
+	}
+	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "VENDOR_ALLOW_FAKE": "true"}
+	if _, err := Load(envOf(prod)); err == nil || !strings.Contains(err.Error(), "APP_URL") {
+		t.Errorf("production without APP_URL: err = %v, want APP_URL required", err)
+	}
+	_, err := Load(envOf(map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true"}))
+	if err == nil || !strings.Contains(err.Error(), "APP_URL") || !strings.Contains(err.Error(), "APP_KEY") {
+		t.Errorf("production without APP_URL and APP_KEY: err = %v, want both named at once", err)
 	}
 }

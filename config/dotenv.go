@@ -92,3 +92,21 @@ func validName(s string) bool {
 	}
 	return s != ""
 }
+
+// WithDotenv returns getenv backed by the .env file in the working
+// directory, as Load reads the server's configuration: a variable the
+// environment lacks (or has empty) is taken from .env. The command-line
+// client (`licensor licenses`) reads LICENSOR_URL and LICENSOR_TOKEN
+// through it. A .env that cannot be read or parsed is an error.
+func WithDotenv(getenv func(string) string) (func(string) string, error) {
+	dotenv, err := readDotenv(".env")
+	if err != nil {
+		return nil, err
+	}
+	return func(name string) string {
+		if s := getenv(name); s != "" {
+			return s
+		}
+		return dotenv[name]
+	}, nil
+}

@@ -12,6 +12,8 @@ import (
 
 const keyFile = "app.key"
 
+var errProductionKey = errors.New("config: APP_KEY: is required in production; generate one with: echo base64:$(head -c 32 /dev/urandom | base64)")
+
 // loadKey sets c.Key from APP_KEY, or, in local, from storage/app.key,
 // generating that file once. In testing a missing key is ephemeral;
 // production refuses to start without one.
@@ -26,18 +28,29 @@ func (c *Config) loadKey(raw string) error {
 	}
 	switch c.Env {
 	case EnvProduction:
-		return errors.New("config: APP_KEY: is required in production; generate one with: echo base64:$(head -c 32 /dev/urandom | base64)")
+		return errProductionKey
 	case EnvTesting:
 		c.Key, c.KeySource = NewKey(), "ephemeral"
 		return nil
 	}
 	key, err := localKey(filepath.Join(c.StorageDir, keyFile))
+	var se storageError
+	if errors.As(err, &se) {
+		return fmt.Errorf("config: APP_STORAGE: %s cannot hold the generated %s: %w (fix APP_STORAGE, or set APP_KEY)", c.StorageDir, keyFile, se.err)
+	}
 	if err != nil {
 		return fmt.Errorf("config: APP_KEY: %w", err)
 	}
 	c.Key, c.KeySource = key, "file"
 	return nil
 }
+
+// storageError is a failure of the storage directory itself (it cannot be
+// made, read or written), which is APP_STORAGE's fault, not APP_KEY's.
+type storageError struct{ err error }
+
+func (e storageError) Error() string { return e.err.Error() }
+func (e storageError) Unwrap() error { return e.err }
 
 // localKey reads the key file, creating it (mode 0600) when it is missing.
 // Several processes may start at once on a fresh checkout: the key is
@@ -49,11 +62,11 @@ func localKey(path string) ([]byte, error) {
 		return key, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return nil, storageError{err}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".app.key-*")
 	if err != nil {
-		return nil, err
+		return nil, storageError{err}
 	}
 	defer os.Remove(tmp.Name())
 	key = NewKey()
@@ -62,12 +75,12 @@ func localKey(path string) ([]byte, error) {
 		err = cerr
 	}
 	if err != nil {
-		return nil, err
+		return nil, storageError{err}
 	}
 	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
 		return readKeyFile(path) // another process won: use its key
 	} else if err != nil {
-		return nil, err
+		return nil, storageError{err}
 	}
 	return key, nil
 }
@@ -76,6 +89,9 @@ func localKey(path string) ([]byte, error) {
 func readKeyFile(path string) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			err = storageError{err} // e.g. the directory cannot be searched
+		}
 		return nil, err
 	}
 	if info.Mode().Perm()&0o077 != 0 {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,16 @@ func (v *values) str(name, def string) string {
 		return s
 	}
 	return def
+}
+
+// storage reads a directory that is made on first use: a path that exists
+// must be a directory.
+func (v *values) storage(name, def string) string {
+	dir := v.str(name, def)
+	if info, err := os.Stat(dir); err == nil && !info.IsDir() {
+		v.fail(name, "%s is not a directory", dir)
+	}
+	return dir
 }
 
 func (v *values) require(name, s string) {

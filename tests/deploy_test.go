@@ -37,7 +37,7 @@ func configVars(t *testing.T) map[string]bool {
 	seen := map[string]bool{}
 	for _, env := range []map[string]string{
 		{"APP_ENV": config.EnvTesting},
-		{"APP_ENV": config.EnvProduction, "APP_KEY": config.EncodeKey(testKey), "DB_CONNECTION": "mysql",
+		{"APP_ENV": config.EnvProduction, "APP_KEY": config.EncodeKey(testKey), "APP_URL": "https://licensor.test", "DB_CONNECTION": "mysql",
 			"VENDOR_DRIVER": "http", "VENDOR_URL": "http://vendor.test", "VENDOR_TOKEN": "t"},
 	} {
 		if _, err := config.Load(func(name string) string { seen[name] = true; return env[name] }); err != nil {
@@ -184,6 +184,18 @@ func dockerEnv(t *testing.T, s dockerStage) map[string]string {
 	return env
 }
 
+// versionVar and commitVar are the variables the image's build stamps with
+// its VERSION and COMMIT build arguments (app/console/version.go).
+const (
+	versionVar = "github.com/licensor-api/licensor/app/console.stampedVersion"
+	commitVar  = "github.com/licensor-api/licensor/app/console.stampedCommit"
+)
+
+// unstamped is go build flags without their -X stamps.
+func unstamped(flags string) string {
+	return regexp.MustCompile(` -X [^ "]+`).ReplaceAllString(flags, "")
+}
+
 // buildFlags is the flags of a `go build ... -o OUT .` command line,
 // between "go build" and "-o".
 func buildFlags(cmdline string) (flags, out string, ok bool) {
@@ -270,8 +282,15 @@ func TestDeployDockerfile(t *testing.T) {
 		t.Fatalf("no `go build ... -o ...` in the build stage")
 	case !strings.Contains(build, "CGO_ENABLED=0 go build") && dockerEnv(t, d.build)["CGO_ENABLED"] != "0":
 		t.Errorf("the build is not CGO_ENABLED=0: %s", build)
-	case flags != `-trimpath -ldflags "-s -w"`:
-		t.Errorf("go build flags = %s, want -trimpath -ldflags \"-s -w\"", flags)
+	case !strings.Contains(flags, "-X "+versionVar+"=${VERSION}") || !strings.Contains(flags, "-X "+commitVar+"=${COMMIT}"):
+		t.Errorf("go build flags = %s: want the VERSION and COMMIT build arguments stamped (-X %s=${VERSION} -X %s=${COMMIT})", flags, versionVar, commitVar)
+	case unstamped(flags) != `-trimpath -ldflags "-s -w"`:
+		t.Errorf("go build flags = %s, want -trimpath -ldflags \"-s -w\" (and the version stamps)", flags)
+	}
+	for _, arg := range []string{"VERSION", "COMMIT"} {
+		if !slices.ContainsFunc(d.build.all("ARG"), func(in dockerInstr) bool { return strings.HasPrefix(in.args, arg) }) {
+			t.Errorf("the build stage declares no ARG %s", arg)
+		}
 	}
 	ci := readRepoFile(t, ".ci/run")
 	ciBuild := ""
@@ -280,7 +299,7 @@ func TestDeployDockerfile(t *testing.T) {
 			ciBuild = line
 		}
 	}
-	if ciFlags, _, ok := buildFlags(ciBuild); !ok || ciFlags != flags {
+	if ciFlags, _, ok := buildFlags(ciBuild); !ok || ciFlags != unstamped(flags) {
 		t.Errorf(".ci/run builds %q, want CGO_ENABLED=0 go build %s, as the Dockerfile does", strings.TrimSpace(ciBuild), flags)
 	}
 

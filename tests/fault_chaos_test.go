@@ -198,7 +198,7 @@ func faultChaos(t *testing.T, dialect string) {
 		t.Fatalf("the run sent creates for %d domains of %d: too few calls for the run's length", n, chaosDomains)
 	}
 	during := sim.stats()
-	sim.setFaults("{}")
+	sim.clearFaults()
 	t.Logf("%d calls in %s; the vendor answered %v", calls.Load(), chaosDuration, during.Calls)
 
 	cleared := time.Now()

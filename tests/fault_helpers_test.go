@@ -105,13 +105,22 @@ func (s *faultSim) stats() simStats {
 	return st
 }
 
-// setFaults replaces the simulator's faults (POST /_sim/faults); "{}"
-// clears them.
+// setFaults sets the knobs faults names on the simulator (POST
+// /_sim/faults); the others stay in force.
 func (s *faultSim) setFaults(faults string) {
 	s.t.Helper()
 	code, _, body := sendWith(http.DefaultClient, s.url()+"/_sim/faults", http.MethodPost, faultSimToken, "", faults)
 	if code != http.StatusOK {
 		s.t.Fatalf("POST /_sim/faults %s = %d %s", faults, code, body)
+	}
+}
+
+// clearFaults clears every fault of the simulator (DELETE /_sim/faults).
+func (s *faultSim) clearFaults() {
+	s.t.Helper()
+	code, _, body := sendWith(http.DefaultClient, s.url()+"/_sim/faults", http.MethodDelete, faultSimToken, "", "")
+	if code != http.StatusOK {
+		s.t.Fatalf("DELETE /_sim/faults = %d %s", code, body)
 	}
 }
 

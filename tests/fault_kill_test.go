@@ -103,7 +103,7 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 		t.Fatalf("after the kill the vendor committed %d creates and holds %d sites, want none", st.CreatesCommitted, st.Sites)
 	}
 	rec := r.deadOwnersRecord("licenses.store")
-	sim.setFaults("{}")
+	sim.clearFaults()
 
 	if retry {
 		target := survivor

@@ -87,7 +87,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	if b.DB == nil {
 		db, err := database.OpenMigrated(ctx, cfg.DB, log)
 		if err != nil {
-			return nil, err
+			return nil, unknownMySQLDatabase(cfg.DB, err)
 		}
 		b.DB, b.ownsDB = db, true
 		read, err := database.OpenReader(ctx, cfg.DB, db)

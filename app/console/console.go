@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/licensor-api/licensor/config"
@@ -80,7 +82,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
 			return help(ctx, args[1:], getenv, stdout, stderr)
-		case "-version", "--version":
+		case "-v", "-version", "--version":
 			name, rest = "version", args[1:]
 		default:
 			if !strings.HasPrefix(args[0], "-") {
@@ -154,10 +156,12 @@ func runSubcommand(ctx context.Context, e env, group, summary string, subs []sub
 	}
 	known := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 	if len(e.args) == 0 || strings.HasPrefix(e.args[0], "-") {
-		printSubcommands(e.stderr, group+" "+strings.Join(names, "|")+" [flags]", summary, subs)
-		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "--help") {
+		line := group + " " + strings.Join(names, "|") + " [flags]"
+		if len(e.args) > 0 && (e.args[0] == "-h" || e.args[0] == "-help" || e.args[0] == "--help") {
+			printSubcommands(e.stdout, line, summary, subs)
 			return nil
 		}
+		printSubcommands(e.stderr, line, summary, subs)
 		return usagef("%s: name a subcommand: %s", group, known)
 	}
 	name := e.args[0]
@@ -180,16 +184,24 @@ func printSubcommands(w io.Writer, line, summary string, subs []subcommand) {
 	fmt.Fprintf(w, "\n`licensor %s <subcommand> --help` prints a subcommand's flags.\n", strings.Fields(line)[0])
 }
 
-// parseFlags parses a command's flags; --help prints them and is no error.
+// parseFlags parses a command's flags. --help prints the command's usage on
+// stdout and is no error (exit 0). A bad flag prints the usage on stderr and
+// returns the flag package's complaint as a usage error, which main prints
+// once (the flag package's own copy of it is discarded).
 func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
-	fs.SetOutput(e.stderr)
-	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, nil
-		}
-		return false, usagef("%s: %v", fs.Name(), err)
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(e.args)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(e.stdout)
+		fs.Usage()
+		return false, nil
 	}
-	return true, nil
+	fs.SetOutput(e.stderr)
+	fs.Usage()
+	return false, usagef("%s: %v", fs.Name(), err)
 }
 
 // loadConfig loads the configuration and the logger that goes with it,
@@ -206,21 +218,76 @@ func loadConfig(e env) (config.Config, *slog.Logger, error) {
 }
 
 // loadBase loads the configuration, then opens the Base (OpenBase): what a
-// command needs that touches the database but not the vendor.
+// command needs that touches the database but not the vendor. The database
+// must exist already (databaseExists).
 func loadBase(ctx context.Context, e env) (*Base, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
+		return nil, err
+	}
+	if err := databaseExists(cfg.DB); err != nil {
 		return nil, err
 	}
 	return OpenBase(ctx, cfg, log, Overrides{})
 }
 
 // loadApp loads the configuration, then builds the whole application
-// (Bootstrap).
+// (Bootstrap) on a database that exists already (databaseExists): only
+// serve (serveApp) and migrate may create one.
 func loadApp(ctx context.Context, e env) (*App, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
 		return nil, err
 	}
+	if err := databaseExists(cfg.DB); err != nil {
+		return nil, err
+	}
 	return Bootstrap(ctx, cfg, log, Overrides{})
+}
+
+// serveApp is loadApp for serve, which creates and migrates a SQLite
+// database that is not there yet: `go run .` on a fresh checkout.
+func serveApp(ctx context.Context, e env) (*App, error) {
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return nil, err
+	}
+	return Bootstrap(ctx, cfg, log, Overrides{})
+}
+
+// databaseExists refuses a SQLite DB_DATABASE that names no file, so that a
+// mistyped name does not silently create (and migrate) a new, empty
+// database for a command that only reads or changes one (`token list`
+// would list no token, `token issue` would issue one nobody serves).
+func databaseExists(cfg config.DB) error {
+	if cfg.Connection != database.SQLite || cfg.Database == "" || cfg.Database == ":memory:" || strings.HasPrefix(cfg.Database, "file:") {
+		return nil
+	}
+	info, err := os.Stat(cfg.Database)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("DB_DATABASE: there is no SQLite database at %s: check DB_DATABASE (and APP_STORAGE), "+
+			"or create it with `licensor migrate` (or by starting `licensor serve`)", cfg.Database)
+	case err != nil:
+		return fmt.Errorf("DB_DATABASE: %w", err)
+	case info.IsDir():
+		return fmt.Errorf("DB_DATABASE: %s is a directory, not a SQLite database", cfg.Database)
+	}
+	return nil
+}
+
+// unknownMySQLDatabase names DB_DATABASE (or DB_URL) in the error of a MySQL
+// server that does not know the database. Only package database may import
+// the driver, so its error is recognised by the server's error number as
+// the driver writes it ("Error 1049 (42000): Unknown database 'x'").
+func unknownMySQLDatabase(cfg config.DB, err error) error {
+	if err == nil || cfg.Connection != database.MySQL || !strings.Contains(err.Error(), "Error 1049 ") {
+		return err
+	}
+	name := "DB_DATABASE " + strconv.Quote(cfg.Database)
+	if cfg.URL != "" {
+		name = "the database of DB_URL"
+	}
+	return fmt.Errorf("%s does not exist on the MySQL server: check the name, or create it "+
+		"(CREATE DATABASE ... CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci) and run `licensor migrate`: %w", name, err)
 }

@@ -58,7 +58,7 @@ func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 func TestProductionRefusesFakeVendor(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
-	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_URL": "http://" + addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	// Cancelled: were the refusal missing, serve would stop at once instead
 	// of holding the test up.
 	stopped, stop := context.WithCancel(context.Background())
@@ -245,4 +245,72 @@ func getStatus(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Every command's and subcommand's --help goes to stdout and exits 0, with
+// nothing on stderr: `licensor token issue --help | less` shows it.
+func TestHelpGoesToStdout(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var cases [][]string
+	for _, c := range commands() {
+		if c.run != nil {
+			cases = append(cases, []string{c.name, "--help"}, []string{c.name, "-h"})
+		}
+	}
+	for _, sub := range []string{"token issue", "token list", "token revoke", "token events",
+		"intents list", "intents show", "intents retry", "intents discard", "intents events", "intents digest",
+		"keys rotate", "keys status", "licenses create", "licenses list"} {
+		cases = append(cases, append(strings.Fields(sub), "--help"))
+	}
+	cases = append(cases, []string{"help", "token"}, []string{"--help"})
+	for _, args := range cases {
+		var stdout, stderr bytes.Buffer
+		err := Run(context.Background(), args, getenvOf(nil), &stdout, &stderr)
+		if err != nil || !strings.Contains(stdout.String(), "usage: licensor") || stderr.Len() > 0 {
+			t.Errorf("%q = %v (exit %d), stdout %q, stderr %q; want the usage on stdout, exit 0", args, err, ExitCode(err), stdout.String(), stderr.String())
+		}
+	}
+	if _, err := os.Stat("storage"); !os.IsNotExist(err) {
+		t.Error("a --help made storage/")
+	}
+}
+
+// A bad flag is reported once: main prints the returned error, so the flag
+// package's own copy must not reach stderr; the usage still goes there.
+func TestFlagErrorPrintedOnce(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{{"serve", "--bogus"}, {"--bogus"}, {"token", "issue", "--ttl", "soon"}, {"licenses", "list", "--nope"}} {
+		var stdout, stderr bytes.Buffer
+		err := Run(context.Background(), args, getenvOf(nil), &stdout, &stderr)
+		if ExitCode(err) != 2 {
+			t.Errorf("%q = %v, want exit 2", args, err)
+			continue
+		}
+		// What the user sees: stderr, then main's "licensor: <err>".
+		seen := stderr.String() + "licensor: " + err.Error() + "\n"
+		for _, complaint := range []string{"flag provided but not defined", "invalid value"} {
+			if n := strings.Count(seen, complaint); n > 1 {
+				t.Errorf("%q: %q printed %d times:\n%s", args, complaint, n, seen)
+			}
+		}
+		if !strings.Contains(stderr.String(), "usage: licensor") || stdout.Len() > 0 {
+			t.Errorf("%q: want the usage on stderr and nothing on stdout; stdout %q, stderr %q", args, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// `licensor -v` and `licensor --version` print the version, as
+// `licensor version` does.
+func TestVersionFlags(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, flagName := range []string{"-v", "--version", "-version"} {
+		var stdout, stderr bytes.Buffer
+		if err := Run(context.Background(), []string{flagName}, getenvOf(nil), &stdout, &stderr); err != nil {
+			t.Errorf("licensor %s = %v, want the version", flagName, err)
+			continue
+		}
+		if !strings.HasPrefix(stdout.String(), "version  ") || !strings.Contains(stdout.String(), "\ngo       ") {
+			t.Errorf("licensor %s printed %q, want the version block", flagName, stdout.String())
+		}
+	}
 }

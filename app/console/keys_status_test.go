@@ -24,22 +24,22 @@ func TestKeysStatusUsage(t *testing.T) {
 			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
 		}
 	}
-	var stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"keys", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil {
+	var stdout bytes.Buffer
+	if err := Run(context.Background(), []string{"keys", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"rotate", "status"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("keys --help lacks %q:\n%s", want, stderr.String())
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("keys --help lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	stderr.Reset()
-	if err := Run(context.Background(), []string{"keys", "status", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil {
+	stdout.Reset()
+	if err := Run(context.Background(), []string{"keys", "status", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"usage: licensor keys status", "APP_PREVIOUS_KEYS", "fingerprint", "plaintext", "unreadable", "changes nothing", "-json", "-batch"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("keys status --help lacks %q:\n%s", want, stderr.String())
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("keys status --help lacks %q:\n%s", want, stdout.String())
 		}
 	}
 }
@@ -51,11 +51,11 @@ func TestKeysStatusUsage(t *testing.T) {
 // what happens to tokens signed with the old key.
 func TestKeysRotateUsageGivesTheRollingProcedure(t *testing.T) {
 	t.Chdir(t.TempDir())
-	var stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"keys", "rotate", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil {
+	var stdout bytes.Buffer
+	if err := Run(context.Background(), []string{"keys", "rotate", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	help := strings.Join(strings.Fields(stderr.String()), " ")
+	help := strings.Join(strings.Fields(stdout.String()), " ")
 	steps := []string{
 		"1. make a key", "add it to APP_PREVIOUS_KEYS on every replica, APP_KEY unchanged; rolling restart",
 		"2. switch: on every replica APP_KEY=<the new key> and APP_PREVIOUS_KEYS=<the old APP_KEY>; rolling restart",
@@ -67,13 +67,13 @@ func TestKeysRotateUsageGivesTheRollingProcedure(t *testing.T) {
 	for _, step := range steps {
 		i := strings.Index(help[at:], step)
 		if i < 0 {
-			t.Fatalf("keys rotate --help lacks %q after what came before it:\n%s", step, stderr.String())
+			t.Fatalf("keys rotate --help lacks %q after what came before it:\n%s", step, stdout.String())
 		}
 		at += i + len(step)
 	}
 	for _, want := range []string{"503 key_unavailable", "refused (401) from step 5", "Issue new tokens after step 2"} {
 		if !strings.Contains(help, want) {
-			t.Errorf("keys rotate --help lacks %q:\n%s", want, stderr.String())
+			t.Errorf("keys rotate --help lacks %q:\n%s", want, stdout.String())
 		}
 	}
 }

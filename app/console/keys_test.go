@@ -32,13 +32,13 @@ func TestKeysUsage(t *testing.T) {
 			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
 		}
 	}
-	var stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"keys", "rotate", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil {
+	var stdout bytes.Buffer
+	if err := Run(context.Background(), []string{"keys", "rotate", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"APP_PREVIOUS_KEYS=<the old APP_KEY>", "restart", "licensor keys rotate", "drop the old key", "-batch"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("keys rotate --help lacks %q:\n%s", want, stderr.String())
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("keys rotate --help lacks %q:\n%s", want, stdout.String())
 		}
 	}
 }

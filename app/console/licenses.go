@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/client"
+	"github.com/licensor-api/licensor/config"
 )
 
 // defaultLicensorURL is where `licensor licenses` looks for the API when
@@ -28,7 +29,9 @@ const licensesSummary = "A client of a running API at LICENSOR_URL (default " + 
 
 // licensesCmd is `licensor licenses create|list`: a client of a running
 // API, built on package client and its retry policy. It reads LICENSOR_URL
-// and LICENSOR_TOKEN only (config.Load is the server's).
+// and LICENSOR_TOKEN (and, for the default URL, APP_URL and APP_ADDR) from
+// the environment or the working directory's .env, as the server reads its
+// own; config.Load is the server's.
 func licensesCmd(ctx context.Context, e env) error {
 	return licensesWith(ctx, e)
 }
@@ -83,7 +86,7 @@ func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 		return usagef("licenses create: --key: %v", client.ErrInvalidKey)
 	}
 	if err != nil {
-		return explainLicensesError(err, "licenses:write", func() string {
+		return explainLicensesError(err, base, "licenses:write", func() string {
 			return fmt.Sprintf("the outcome is not known yet (%s may have made it): run the same command with --key %s to get it", base, *key)
 		})
 	}
@@ -131,7 +134,7 @@ func licensesList(ctx context.Context, e env, opts []client.Option) error {
 	defer cancel()
 	p, err := c.ListLicenses(ctx, *page, *perPage)
 	if err != nil {
-		return explainLicensesError(err, "licenses:read", func() string {
+		return explainLicensesError(err, base, "licenses:read", func() string {
 			return "check that licensor serves at " + base + " (LICENSOR_URL) and run the command again"
 		})
 	}
@@ -173,17 +176,29 @@ func writeLicenses(w io.Writer, p client.Page, asJSON bool) error {
 	return tw.Flush()
 }
 
-// licensorClient builds the API client from LICENSOR_URL (default
-// defaultLicensorURL) and LICENSOR_TOKEN (required); it returns the URL too.
+// licensorClient builds the API client from LICENSOR_URL and LICENSOR_TOKEN
+// (required), read from the environment or .env; it returns the URL too.
+// Without LICENSOR_URL it calls the server this directory configures: its
+// APP_URL, or the APP_URL APP_ADDR gives, or defaultLicensorURL.
 func licensorClient(e env, opts []client.Option) (*client.Client, string, error) {
-	base := e.getenv("LICENSOR_URL")
-	if base == "" {
+	getenv, err := config.WithDotenv(e.getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	base := getenv("LICENSOR_URL")
+	switch {
+	case base != "":
+	case getenv("APP_URL") != "":
+		base = getenv("APP_URL")
+	case getenv("APP_ADDR") != "":
+		base = config.URLOf(getenv("APP_ADDR"))
+	default:
 		base = defaultLicensorURL
 	}
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, "", usagef("licenses: LICENSOR_URL %q is not an http(s) URL like %s", base, defaultLicensorURL)
 	}
-	token := e.getenv("LICENSOR_TOKEN")
+	token := getenv("LICENSOR_TOKEN")
 	if token == "" {
 		return nil, "", usagef("licenses: set LICENSOR_TOKEN to an API token (`licensor token issue --consumer NAME --abilities licenses:read,licenses:write` prints one)")
 	}
@@ -193,7 +208,10 @@ func licensorClient(e env, opts []client.Option) (*client.Client, string, error)
 // explainLicensesError adds what to do to a failed call: for a refusal,
 // what the API's status and code ask for; for a call that gave up on
 // retryable answers or the network, retry's advice.
-func explainLicensesError(err error, ability string, retry func() string) error {
+func explainLicensesError(err error, base string, ability string, retry func() string) error {
+	if errors.Is(err, client.ErrNotSent) {
+		return fmt.Errorf("%w; nothing happened: check that licensor serves at %s (LICENSOR_URL), then run the command again", err, base)
+	}
 	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || apiErr.Retryable() {
 		return fmt.Errorf("%w; %s", err, retry())

@@ -24,7 +24,7 @@ func serve(ctx context.Context, e env) error {
 	if ok, err := noArgs(e, "serve", summary); !ok {
 		return err
 	}
-	a, err := loadApp(ctx, e)
+	a, err := serveApp(ctx, e)
 	if err != nil {
 		return err
 	}

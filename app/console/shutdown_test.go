@@ -36,6 +36,7 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 		"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"VENDOR_DRIVER": "http", "VENDOR_URL": vendor.URL, "VENDOR_TOKEN": "t",
 	})
+	migrateHere(t, env)
 	var out bytes.Buffer
 	if err := Run(context.Background(), []string{"token", "issue", "--consumer", "acme", "--abilities", "licenses:write"}, env, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)

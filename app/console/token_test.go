@@ -32,6 +32,7 @@ func wantUsage(t *testing.T, err error, mention string) {
 // ability, admin abilities included.
 func TestTokenIssueGrantsAnyAbility(t *testing.T) {
 	t.Chdir(t.TempDir())
+	migrateHere(t, getenvOf(nil))
 	for _, abilities := range []string{"*", "tokens:manage", "intents:manage", "licenses:read,licenses:write,tokens:manage,intents:manage,*"} {
 		if tok, err := issueCLI(t, nil, "--consumer", "ops", "--abilities", abilities); err != nil || strings.Count(tok, ".") != 2 {
 			t.Errorf("token issue --abilities %s = %q, %v", abilities, tok, err)
@@ -42,6 +43,7 @@ func TestTokenIssueGrantsAnyAbility(t *testing.T) {
 // --ttl above TOKEN_MAX_TTL is refused, not shortened.
 func TestTokenIssueTTLAboveMax(t *testing.T) {
 	t.Chdir(t.TempDir())
+	migrateHere(t, getenvOf(nil))
 	_, err := issueCLI(t, nil, "--consumer", "acme", "--abilities", "licenses:read", "--ttl", "8761h")
 	wantUsage(t, err, "--ttl")
 	if !strings.Contains(err.Error(), "8760h") {
@@ -57,6 +59,7 @@ func TestTokenIssueTTLAboveMax(t *testing.T) {
 
 func TestTokenIssueBadConsumerNames(t *testing.T) {
 	t.Chdir(t.TempDir())
+	migrateHere(t, getenvOf(nil))
 	if _, err := issueCLI(t, nil, "--consumer", "acme", "--abilities", "licenses:read"); err != nil {
 		t.Fatal(err)
 	}

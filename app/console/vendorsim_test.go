@@ -117,7 +117,7 @@ func TestVendorSimUsageErrors(t *testing.T) {
 
 // TestVendorSimChaosKnobs runs `licensor vendor-sim` with a seed, a random
 // 5xx after the commit and a state file: the create is committed and
-// answered 500, /_sim/stats says so, /_sim/faults clears the faults over
+// answered 500, /_sim/stats says so, DELETE /_sim/faults clears the faults over
 // the wire, and a second run on the state file still holds the site.
 func TestVendorSimChaosKnobs(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "sites.json")
@@ -136,8 +136,11 @@ func TestVendorSimChaosKnobs(t *testing.T) {
 			t.Errorf("stats %s lack %s", stats, want)
 		}
 	}
-	if code, body := call("POST", "/_sim/faults", `{}`); code != 200 || !strings.Contains(body, `"5xx_rate":0`) {
-		t.Errorf("POST /_sim/faults {} = %d %s, want the faults cleared", code, body)
+	if code, body := call("POST", "/_sim/faults", `{}`); code != 200 || !strings.Contains(body, `"5xx_rate":1`) {
+		t.Errorf("POST /_sim/faults {} = %d %s, want the faults kept", code, body)
+	}
+	if code, body := call("DELETE", "/_sim/faults", ""); code != 200 || !strings.Contains(body, `"5xx_rate":0`) {
+		t.Errorf("DELETE /_sim/faults = %d %s, want the faults cleared", code, body)
 	}
 	code, listed := call("GET", "/sites?domain=acme.test", "")
 	if code != 200 {

@@ -27,9 +27,35 @@ type buildVersion struct {
 	Go string
 }
 
-// readBuildVersion reads the running binary's build information.
+// stampedVersion and stampedCommit are set at link time by a build that has
+// no VCS information to record, such as the container image's (the
+// Dockerfile's VERSION and COMMIT build arguments):
+//
+//	go build -ldflags "-X github.com/licensor-api/licensor/app/console.stampedVersion=v1.4.0
+//	  -X github.com/licensor-api/licensor/app/console.stampedCommit=$(git rev-parse HEAD)" .
+//
+// Link-time constants, never assigned at run time. Empty: not stamped.
+var (
+	stampedVersion string
+	stampedCommit  string
+)
+
+// readBuildVersion reads the running binary's build information, with what
+// the link stamped (stampedVersion, stampedCommit) in place of it.
 func readBuildVersion() buildVersion {
-	return buildVersionOf(debug.ReadBuildInfo())
+	return buildVersionOf(debug.ReadBuildInfo()).stamped(stampedVersion, stampedCommit)
+}
+
+// stamped replaces the version and the commit with those given at link
+// time; an empty one keeps what the build information says.
+func (v buildVersion) stamped(version, commit string) buildVersion {
+	if version != "" {
+		v.Version = version
+	}
+	if commit != "" {
+		v.Commit, v.Modified = commit, false
+	}
+	return v
 }
 
 // buildVersionOf is readBuildVersion on given build information; ok false

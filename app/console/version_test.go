@@ -31,11 +31,11 @@ func TestHelpFlagsListCommands(t *testing.T) {
 			t.Errorf("%q: stderr = %q, want nothing (serve's help?)", args, stderr.String())
 		}
 	}
-	// help COMMAND is COMMAND --help.
-	var stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"help", "token"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil ||
-		!strings.HasPrefix(stderr.String(), "usage: licensor token ") {
-		t.Errorf("help token = %v, stderr %q; want token's usage", err, stderr.String())
+	// help COMMAND is COMMAND --help, on stdout.
+	var helpOut bytes.Buffer
+	if err := Run(context.Background(), []string{"help", "token"}, getenvOf(nil), &helpOut, &bytes.Buffer{}); err != nil ||
+		!strings.HasPrefix(helpOut.String(), "usage: licensor token ") {
+		t.Errorf("help token = %v, stdout %q; want token's usage", err, helpOut.String())
 	}
 	for _, args := range [][]string{{"help", "frob"}, {"help", "token", "issue"}, {"help", "--bogus"}} {
 		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); ExitCode(err) != 2 {
@@ -157,12 +157,12 @@ func TestHelpHouseStyle(t *testing.T) {
 		{[]string{"intents", "events"}, "usage: licensor intents events ID [--json]\n\n", true},
 		{[]string{"vendor-sim"}, "usage: licensor vendor-sim [flags]\n\n", true},
 	} {
-		var stderr bytes.Buffer
+		var stdout bytes.Buffer
 		args := append(tc.args, "--help")
-		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil {
+		if err := Run(context.Background(), args, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
 			t.Errorf("%q = %v, want help and no error", args, err)
 		}
-		got := stderr.String()
+		got := stdout.String()
 		if !strings.HasPrefix(got, tc.usage) || strings.Contains(got, "Usage of") {
 			t.Errorf("%q printed:\n%s\nwant it to start with %q", args, got, tc.usage)
 		}
@@ -175,10 +175,10 @@ func TestHelpHouseStyle(t *testing.T) {
 	}
 	// vendor-sim's help describes the protocol instead of pointing at a
 	// file users do not have.
-	var stderr bytes.Buffer
-	if err := Run(context.Background(), []string{"vendor-sim", "--help"}, getenvOf(nil), &bytes.Buffer{}, &stderr); err != nil ||
-		strings.Contains(stderr.String(), "shared"+"/spec") || !strings.Contains(stderr.String(), "POST /sites") {
-		t.Errorf("vendor-sim --help = %v:\n%s\nwant the protocol described, no path outside the repository", err, stderr.String())
+	var stdout bytes.Buffer
+	if err := Run(context.Background(), []string{"vendor-sim", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil ||
+		strings.Contains(stdout.String(), "shared"+"/spec") || !strings.Contains(stdout.String(), "POST /sites") {
+		t.Errorf("vendor-sim --help = %v:\n%s\nwant the protocol described, no path outside the repository", err, stdout.String())
 	}
 }
 

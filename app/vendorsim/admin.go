@@ -14,7 +14,8 @@ import (
 //
 //	GET  /_sim/stats   SimStats as JSON
 //	GET  /_sim/faults  the faults in force (faultsJSON)
-//	POST /_sim/faults  replaces them; a knob left out takes its flag's default
+//	POST   /_sim/faults  merges the knobs given into those in force; a knob left out stays as it is
+//	DELETE /_sim/faults  clears every fault (each knob to its default: no fault)
 //	POST /_sim/reset   forgets every site and zeroes the stats; faults unchanged
 //	POST /_sim/sites/{id}/{action}  suspend, reactivate, delete or rotate: a webhook event (sitechanges.go)
 func (s *Simulator) adminRoutes() {
@@ -24,7 +25,8 @@ func (s *Simulator) adminRoutes() {
 	s.admin("GET /_sim/faults", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, toFaultsJSON(s.Faults()))
 	})
-	s.admin("POST /_sim/faults", s.replaceFaults)
+	s.admin("POST /_sim/faults", s.mergeFaults)
+	s.admin("DELETE /_sim/faults", s.clearFaults)
 	s.admin("POST /_sim/sites/{id}/{action}", s.changeSite)
 	s.admin("POST /_sim/reset", func(w http.ResponseWriter, _ *http.Request) {
 		s.Reset()
@@ -68,13 +70,16 @@ func toFaultsJSON(f SimFaults, seed uint64) faultsJSON {
 		FaultPhase: f.FaultPhase, Seed: &seed}
 }
 
-// replaceFaults answers POST /_sim/faults: the body's faults replace those
-// in force (a knob left out takes its flag's default, so {} clears every
-// fault), the 429 burst and the drop budgets count afresh, and a "seed"
-// restarts the random sequence from it (without one, it goes on). The
-// answer is the faults now in force. A body it cannot take changes nothing.
-func (s *Simulator) replaceFaults(w http.ResponseWriter, r *http.Request) {
-	in := faultsJSON{Latency: "0s", Jitter: "0s", RetryAfter: 1, DropMode: DropHang, FaultPhase: PhaseBefore}
+// mergeFaults answers POST /_sim/faults: the knobs the body names replace
+// those in force and a knob left out stays as it is (so {} changes no
+// fault; DELETE /_sim/faults clears them), the 429 burst and the drop
+// budgets count afresh, and a "seed" restarts the random sequence from it
+// (without one, it goes on). The answer is the faults now in force. A body
+// it cannot take changes nothing.
+func (s *Simulator) mergeFaults(w http.ResponseWriter, r *http.Request) {
+	current, _ := s.Faults()
+	in := toFaultsJSON(current, 0)
+	in.Seed = nil // only a seed the body names restarts the sequence
 	body, err := readAll(r)
 	if err != nil {
 		return // the client went away
@@ -91,6 +96,9 @@ func (s *Simulator) replaceFaults(w http.ResponseWriter, r *http.Request) {
 	f := SimFaults{Burst429: in.Burst429, RetryAfter: time.Duration(in.RetryAfter) * time.Second, Rate429: in.Rate429,
 		Rate5xx: in.Rate5xx, DropRate: in.DropRate, DropCreates: in.DropCreates, DropDeletes: in.DropDeletes,
 		DropMode: in.DropMode, FaultPhase: in.FaultPhase}
+	if in.RetryAfter == toFaultsJSON(current, 0).RetryAfter {
+		f.RetryAfter = current.RetryAfter // left as it is: keep a sub-second value the wire rounds
+	}
 	if f.Latency, err = time.ParseDuration(in.Latency); err == nil {
 		f.Jitter, err = time.ParseDuration(in.Jitter)
 	}
@@ -108,6 +116,18 @@ func (s *Simulator) replaceFaults(w http.ResponseWriter, r *http.Request) {
 	now := toFaultsJSON(s.Faults())
 	logged, _ := json.Marshal(now) // plain data: it cannot fail
 	s.opts.Log.Info("vendor-sim: faults replaced", "faults", string(logged))
+	writeJSON(w, http.StatusOK, now)
+}
+
+// clearFaults answers DELETE /_sim/faults: every knob back to its default
+// (no latency, no 429, no 5xx, no drop; retry_after 1 s, drop_mode hang,
+// fault_phase before), the 429 burst and the drop budgets counted afresh;
+// the random sequence goes on. The answer is the faults now in force.
+func (s *Simulator) clearFaults(w http.ResponseWriter, _ *http.Request) {
+	s.setFaults(SimFaults{RetryAfter: time.Second, DropMode: DropHang, FaultPhase: PhaseBefore})
+	now := toFaultsJSON(s.Faults())
+	logged, _ := json.Marshal(now) // plain data: it cannot fail
+	s.opts.Log.Info("vendor-sim: faults cleared", "faults", string(logged))
 	writeJSON(w, http.StatusOK, now)
 }
 

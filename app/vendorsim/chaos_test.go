@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/licensor-api/licensor/app/vendorsim"
 )
@@ -179,8 +181,8 @@ func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 	}
 }
 
-// TestSimFaultsReplacedAtRuntime: POST /_sim/faults replaces the faults (a
-// knob left out takes its default) and answers those in force; they take
+// TestSimFaultsReplacedAtRuntime: POST /_sim/faults sets the knobs it is
+// given (the others stay in force) and answers those in force; they take
 // effect on the next request; a body it cannot take changes nothing; the
 // /_sim/ routes suffer no fault.
 func TestSimFaultsReplacedAtRuntime(t *testing.T) {
@@ -198,7 +200,8 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 	if err := json.Unmarshal(w.body.Bytes(), &now); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"latency": "0s", "jitter": "0s", "429_burst": 0.0, "retry_after": 1.0, "429_rate": 0.0,
+	// retry_after stays the 0 the simulator started with: a knob left out is kept.
+	want := map[string]any{"latency": "0s", "jitter": "0s", "429_burst": 0.0, "retry_after": 0.0, "429_rate": 0.0,
 		"5xx_rate": 1.0, "drop_rate": 0.0, "drop_creates": 0.0, "drop_deletes": 0.0, "drop_mode": "hang",
 		"fault_phase": "before", "seed": 3.0}
 	if !reflect.DeepEqual(now, want) {
@@ -216,8 +219,8 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 	if w.status != 429 || w.Header().Get("Retry-After") != "3" {
 		t.Errorf("with a 429 burst of 1: %d Retry-After %q, want 429 and 3", w.status, w.Header().Get("Retry-After"))
 	}
-	if got := get().status; got != 200 {
-		t.Errorf("after the burst, the 5xx rate left out: %d, want 200", got)
+	if got := get().status; got != 500 {
+		t.Errorf("after the burst, the 5xx rate left out (still in force): %d, want 500", got)
 	}
 
 	before := ask(sim, http.MethodGet, "/_sim/faults", "", "").body.String()
@@ -229,6 +232,50 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 	}
 	if after := ask(sim, http.MethodGet, "/_sim/faults", "", "").body.String(); after != before {
 		t.Errorf("a refused body changed the faults:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// TestSimFaultsMergeAndClear: POST /_sim/faults merges the knobs it is
+// given into the faults in force (a knob left out keeps its value, {}
+// changes nothing), and DELETE /_sim/faults clears every knob to its
+// default, no fault, leaving the seed as it is.
+func TestSimFaultsMergeAndClear(t *testing.T) {
+	sim := newSim(t, vendorsim.SimOptions{Seed: 5, SimFaults: vendorsim.SimFaults{Latency: 10 * time.Millisecond, Rate5xx: 0.25,
+		RetryAfter: 2 * time.Second, DropMode: vendorsim.DropClose}})
+	faults := func(method, body string) map[string]any {
+		t.Helper()
+		w := ask(sim, method, "/_sim/faults", body, "")
+		var got map[string]any
+		if err := json.Unmarshal(w.body.Bytes(), &got); w.status != 200 || err != nil {
+			t.Fatalf("%s /_sim/faults %s = %d %s: %v", method, body, w.status, w.body.String(), err)
+		}
+		return got
+	}
+	started := faults(http.MethodGet, "")
+	if got := faults(http.MethodPost, `{}`); !reflect.DeepEqual(got, started) {
+		t.Errorf("POST {} changed the faults:\n%v\nwere\n%v", got, started)
+	}
+	want := maps.Clone(started)
+	want["429_rate"], want["fault_phase"] = 0.5, "after"
+	if got := faults(http.MethodPost, `{"429_rate":0.5,"fault_phase":"after"}`); !reflect.DeepEqual(got, want) {
+		t.Errorf("POST of two knobs = %v\nwant the others kept: %v", got, want)
+	}
+	if got := faults(http.MethodGet, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("GET after the merge = %v, want %v", got, want)
+	}
+	cleared := map[string]any{"latency": "0s", "jitter": "0s", "429_burst": 0.0, "retry_after": 1.0, "429_rate": 0.0,
+		"5xx_rate": 0.0, "drop_rate": 0.0, "drop_creates": 0.0, "drop_deletes": 0.0, "drop_mode": "hang",
+		"fault_phase": "before", "seed": 5.0}
+	if got := faults(http.MethodDelete, ""); !reflect.DeepEqual(got, cleared) {
+		t.Errorf("DELETE /_sim/faults = %v\nwant every knob at its default: %v", got, cleared)
+	}
+	if got := faults(http.MethodGet, ""); !reflect.DeepEqual(got, cleared) {
+		t.Errorf("GET after DELETE = %v, want %v", got, cleared)
+	}
+	for range 20 {
+		if got := ask(sim, http.MethodGet, "/sites", "", "").status; got != 200 {
+			t.Fatalf("a call after DELETE /_sim/faults = %d, want 200: no fault", got)
+		}
 	}
 }
 
@@ -245,6 +292,7 @@ func TestSimReset(t *testing.T) {
 		return got
 	}
 	first := statuses()
+	ask(sim, http.MethodDelete, "/_sim/faults", "", "")
 	ask(sim, http.MethodPost, "/_sim/faults", `{"seed":11}`, "") // no faults, the sequence from the start
 	for _, d := range []string{"a.test", "b.test"} {
 		if got := ask(sim, http.MethodPost, "/sites", createBody(d), "").status; got != 201 {
@@ -271,7 +319,7 @@ func TestSimReset(t *testing.T) {
 	if again := statuses(); !reflect.DeepEqual(again, first) {
 		t.Errorf("after reset the 5xx sequence is %v, want it from the seed again: %v", again, first)
 	}
-	ask(sim, http.MethodPost, "/_sim/faults", `{}`, "")
+	ask(sim, http.MethodDelete, "/_sim/faults", "", "")
 	w := ask(sim, http.MethodPost, "/sites", createBody("a.test"), "")
 	if id := createdID(t, w); w.status != 201 || slices.Contains(given, id) {
 		t.Errorf("create after reset = %d %s, want 201 with a new id, none of %v", w.status, w.body.String(), given)

@@ -1,0 +1,32 @@
+package tests
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// A newcomer reads the README from the top: the first `licensor <command>`
+// it shows (in prose or in a shell block) must come after the line that
+// builds the binary, or the command is "not found" on a fresh machine.
+func TestReadmeBuildsBinaryBeforeFirstLicensorCommand(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	build := strings.Index(readme, "go build -o licensor .")
+	if build < 0 {
+		t.Fatal("README.md never shows `go build -o licensor .`")
+	}
+	// `licensor reconcile` in prose, or a line of a block running licensor.
+	first := regexp.MustCompile("(?m)`licensor [a-z]|^\\s*(\\./)?licensor [a-z]").FindStringIndex(readme)
+	if first == nil {
+		t.Fatal("README.md shows no licensor command")
+	}
+	if first[0] < build {
+		line := strings.Count(readme[:first[0]], "\n") + 1
+		t.Errorf("README.md line %d uses `licensor` before `go build -o licensor .` builds it", line)
+	}
+}
