@@ -2,8 +2,8 @@ package config
 
 import "net"
 
-// DefaultURL is APP_URL outside production when it is unset: where `go run
-// .` serves by default.
+// DefaultURL is the tokens' issuer outside production when APP_URL is
+// unset (Config.Issuer), and where `go run .` serves by default.
 const DefaultURL = "http://127.0.0.1:8080"
 
 // URLOf is the APP_URL that goes with a listen address when APP_URL is

@@ -26,11 +26,17 @@ const minWebhookSecret = 32
 
 // Config is every setting licensor reads, already parsed and validated.
 type Config struct {
-	Env             string
-	Key             []byte   // the 32 bytes APP_KEY decodes to; signs tokens, encrypts secrets at rest
-	KeySource       string   // where Key came from: "env", "file" or "ephemeral"
-	PreviousKeys    [][]byte // APP_PREVIOUS_KEYS: older keys that still decrypt what they sealed
-	URL             string
+	Env          string
+	Key          []byte   // the 32 bytes APP_KEY decodes to; signs tokens, encrypts secrets at rest
+	KeySource    string   // where Key came from: "env", "file" or "ephemeral"
+	PreviousKeys [][]byte // APP_PREVIOUS_KEYS: older keys that still decrypt what they sealed
+	// URL is APP_URL, the base of the API's links; unset outside
+	// production, the URL of the address served (URLOf(Addr)).
+	URL string
+	// Issuer is the tokens' issuer, checked by every replica and command:
+	// APP_URL when set, else DefaultURL, one value whatever APP_ADDR each
+	// process has (a one-off `token issue`, replicas on other ports).
+	Issuer          string
 	Addr            string
 	MetricsAddr     string // when set, /metrics is served there instead of on Addr
 	MaxBody         int64
@@ -175,16 +181,16 @@ func (v *values) load() Config {
 		RateLimitPerMinute: v.intRange("RATE_LIMIT_PER_MINUTE", 600, 0, 1_000_000_000),
 	}
 	c.URL = v.str("APP_URL", "")
+	c.Issuer = c.URL
 	if c.URL == "" {
-		// Tokens carry APP_URL as their issuer, checked by every replica:
-		// production names it; elsewhere one fixed default, whatever
-		// APP_ADDR each process has (a one-off `token issue`, replicas on
-		// other ports), so that every process agrees on the issuer.
+		// Production names it. Elsewhere the links follow the address
+		// served, and the tokens' issuer is one fixed default, so that
+		// every process agrees on it whatever APP_ADDR each has.
 		if c.Env == EnvProduction {
 			v.fail("APP_URL", "is required in production: it is the tokens' issuer and the base of the API's links; "+
 				"give every replica the same, e.g. https://licensor.example")
 		} else {
-			c.URL = DefaultURL
+			c.URL, c.Issuer = URLOf(c.Addr), DefaultURL
 		}
 	}
 	if c.TokenTTL > 0 && c.TokenMaxTTL > 0 && c.TokenTTL > c.TokenMaxTTL {

@@ -361,15 +361,16 @@ func TestURLOf(t *testing.T) {
 // APP_URL is required in production, and named with APP_KEY at once.
 func TestAppURLRequiredInProduction(t *testing.T) {
 	t.Chdir(t.TempDir())
-	// Outside production one default, whatever APP_ADDR: every process
-	// (serve on any port, a one-off token issue) agrees on the issuer.
-	for _, addr := range []string{"", "127.0.0.1:9999"} {
-		if c, err := Load(envOf(map[string]string{"APP_ADDR": addr})); err != nil || c.URL != DefaultURL {
-			t.Errorf("APP_ADDR=%q without APP_URL: URL %q, %v; want %q", addr, c.URL, err, DefaultURL)
+	// Outside production the links follow the address served, and the
+	// issuer is one default whatever APP_ADDR: every process (serve on any
+	// port, a one-off token issue) agrees on it.
+	for addr, url := range map[string]string{"": DefaultURL, "127.0.0.1:9999": "http://127.0.0.1:9999", ":9000": "http://127.0.0.1:9000"} {
+		if c, err := Load(envOf(map[string]string{"APP_ADDR": addr})); err != nil || c.URL != url || c.Issuer != DefaultURL {
+			t.Errorf("APP_ADDR=%q without APP_URL: URL %q, issuer %q, %v; want %q and %q", addr, c.URL, c.Issuer, err, url, DefaultURL)
 		}
 	}
-	if c, err := Load(envOf(map[string]string{"APP_ADDR": ":9000", "APP_URL": "https://api.test"})); err != nil || c.URL != "https://api.test" {
-		t.Errorf("APP_URL set: URL %q, %v; want it as given", c.URL, err)
+	if c, err := Load(envOf(map[string]string{"APP_ADDR": ":9000", "APP_URL": "https://api.test"})); err != nil || c.URL != "https://api.test" || c.Issuer != "https://api.test" {
+		t.Errorf("APP_URL set: URL %q, issuer %q, %v; want it as given for both", c.URL, c.Issuer, err)
 	}
 	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "VENDOR_ALLOW_FAKE": "true"}
 	if _, err := Load(envOf(prod)); err == nil || !strings.Contains(err.Error(), "APP_URL") {

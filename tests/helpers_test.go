@@ -67,7 +67,7 @@ func withClock(clk *testkit.Clock) option {
 // vendor driver pointed at the test's counting vendor.
 func testConfig(vendorURL string) config.Config {
 	return config.Config{
-		Env: config.EnvTesting, Key: testKey, URL: testIssuer, MaxBody: 64 << 10, TokenTTL: testTTL,
+		Env: config.EnvTesting, Key: testKey, URL: testIssuer, Issuer: testIssuer, MaxBody: 64 << 10, TokenTTL: testTTL,
 		Vendor: config.Vendor{
 			Driver: "http", URL: vendorURL, Token: "vendor-secret-token", Timeout: vendorTimeout,
 			RetryAttempts: 3, RetryBase: 10 * time.Millisecond, RetryMaxWait: 10 * time.Second,

@@ -111,7 +111,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
 	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
 	b.Auth = auth.New(auth.Config{
-		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.URL,
+		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.Issuer,
 		DefaultTTL: cfg.TokenTTL, MaxTTL: cfg.TokenMaxTTL, Log: log, Now: b.now,
 	})
 	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
