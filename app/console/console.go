@@ -62,7 +62,7 @@ func commands() []command {
 		{"token", "issue, list or revoke API tokens; list their audit trail", tokenCmd},
 		{"reconcile", "one pass settling pending intents with the vendor", reconcile},
 		{"prune", "one pass deleting expired idempotency records", prune},
-		{"drift", "compare the vendor's sites with the licenses; --fix applies the vendor's state", drift},
+		{"drift", "compare the vendor's sites with the licenses; --fix applies the vendor's state (bounded; --force past DRIFT_MAX_FIX)", drift},
 		{"intents", "list, show, retry or discard intents (idempotency records) in the database", intentsCmd},
 		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY; status: count them by key", keysCmd},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},

@@ -201,7 +201,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // recoverPanic turns a panic into a 500 and logs the stack for the operator;
-// the client sees only "Server Error.".
+// the client sees only "Server Error".
 func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
