@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	"gorm.io/gorm"
@@ -20,6 +23,7 @@ var ErrSchemaBehind = errors.New("the database schema is behind this binary: run
 // Migrator applies the embedded migrations of one dialect.
 type Migrator struct {
 	provider *goose.Provider
+	files    fs.FS // the dialect's migration files
 }
 
 // MigrationStatus is one migration and whether it has been applied.
@@ -47,7 +51,7 @@ func NewMigrator(db *gorm.DB) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
-	return &Migrator{provider: p}, nil
+	return &Migrator{provider: p, files: sub}, nil
 }
 
 // Up applies every pending migration and returns how many it applied, also
@@ -75,6 +79,42 @@ func (m *Migrator) Down(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("migrate down: %w", err)
 	}
 	return res.Source.Version, nil
+}
+
+// dropStatement matches a statement that destroys data: a table or a
+// column dropped (an index dropped loses nothing).
+var dropStatement = regexp.MustCompile(`(?i)^\s*(DROP\s+TABLE|ALTER\s+TABLE\s+\S+\s+DROP\s+(COLUMN\s+)?\S+)`)
+
+// Drops says what rolling back the newest applied migration (its version;
+// 0 when none is applied) would destroy: the statements of its Down
+// section that drop a table or a column, as written; none when its Down
+// destroys nothing.
+func (m *Migrator) Drops(ctx context.Context) (int64, []string, error) {
+	v, err := m.provider.GetDBVersion(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("migration version: %w", err)
+	}
+	if v == 0 {
+		return 0, nil, nil
+	}
+	for _, src := range m.provider.ListSources() {
+		if src.Version != v {
+			continue
+		}
+		b, err := fs.ReadFile(m.files, filepath.Base(src.Path))
+		if err != nil {
+			return v, nil, fmt.Errorf("read migration %d: %w", v, err)
+		}
+		_, down, _ := strings.Cut(string(b), "-- +goose Down")
+		var drops []string
+		for line := range strings.SplitSeq(down, "\n") {
+			if dropStatement.MatchString(line) {
+				drops = append(drops, strings.TrimSpace(line))
+			}
+		}
+		return v, drops, nil
+	}
+	return v, nil, fmt.Errorf("migration %d is applied but unknown to this binary", v)
 }
 
 // Status lists every migration this binary knows, oldest first.

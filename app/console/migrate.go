@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/licensor-api/licensor/database"
@@ -12,19 +13,29 @@ import (
 // migrate applies, rolls back or lists the embedded migrations.
 func migrate(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	force := fs.Bool("force", false, "down: roll back a migration whose rollback drops a table or a column (take a backup first)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: licensor migrate [up|down|status]\n\n  up      apply every pending migration (the default)\n  down    roll back the newest migration\n  status  list migrations and whether each is applied")
+		fmt.Fprintln(fs.Output(), "usage: licensor migrate [up|down [--force]|status]\n\n  up      apply every pending migration (the default)\n"+
+			"  down    roll back the newest migration; one that drops a table or a column (its data with it) is refused\n"+
+			"          unless --force is given: take a backup first (licensor backup; mysqldump on MySQL)\n"+
+			"  status  list migrations and whether each is applied\n\nflags:")
+		fs.PrintDefaults()
 	}
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
 	action := "up"
-	switch fs.NArg() {
-	case 0:
-	case 1:
+	if fs.NArg() > 0 {
 		action = fs.Arg(0)
-	default:
+		if ok, err := parseFlags(fs, env{args: fs.Args()[1:], stdout: e.stdout, stderr: e.stderr}); !ok { // flags after the action
+			return err
+		}
+	}
+	if fs.NArg() > 0 {
 		return usagef("migrate: too many arguments")
+	}
+	if *force && action != "down" {
+		return usagef("migrate: --force goes with down only")
 	}
 	if action != "up" && action != "down" && action != "status" {
 		return usagef("migrate: unknown action %q (up, down or status)", action)
@@ -54,6 +65,14 @@ func migrate(ctx context.Context, e env) error {
 		}
 		log.Info("migrated", "database", cfg.DB.Redacted(), "applied", n)
 	case "down":
+		newest, drops, err := m.Drops(ctx)
+		if err != nil {
+			return err
+		}
+		if len(drops) > 0 && !*force {
+			return fmt.Errorf("migrate down: rolling back migration %d destroys data (%s); take a backup first "+
+				"(licensor backup; mysqldump on MySQL), then run licensor migrate down --force", newest, strings.Join(drops, "; "))
+		}
 		v, err := m.Down(ctx)
 		if err != nil {
 			return err
