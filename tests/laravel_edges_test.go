@@ -254,6 +254,12 @@ func TestLaravelHeadOnEveryGetRoute(t *testing.T) {
 			if got := r.Header().Values("Allow"); len(got) != 1 || got[0] != want {
 				t.Errorf("PUT %s: Allow = %q, want %q", path, got, want)
 			}
+			// AbstractRouteCollection::requestMethodNotAllowed, shown in
+			// production too (an HttpException's message).
+			wantBody := `{"message":"The PUT method is not supported for route ` + strings.TrimPrefix(path, "/") + `. Supported methods: ` + want + `."}`
+			if got := strings.TrimSpace(r.Body.String()); got != wantBody {
+				t.Errorf("PUT %s: body %s, want %s", path, got, wantBody)
+			}
 		}
 		// HEAD on a path with no GET is that path's 405.
 		r := a.do("HEAD", "/api/webhooks/vendor", "").wantStatus(405)

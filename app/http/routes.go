@@ -2,6 +2,7 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -95,7 +96,12 @@ func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
 			return routeNotFound(c)
 		}
 		if allow := h.Get(echo.HeaderAllow); allow != "" && errors.Is(err, echo.ErrMethodNotAllowed) {
-			h.Set(echo.HeaderAllow, laravelAllow(allow))
+			allow = laravelAllow(allow)
+			h.Set(echo.HeaderAllow, allow)
+			// AbstractRouteCollection::requestMethodNotAllowed's message,
+			// which Laravel shows in production too (an HttpException's).
+			return &Error{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
+				"The %s method is not supported for route %s. Supported methods: %s.", c.Request().Method, laravelPath(c), allow)}
 		}
 		return err
 	}
@@ -103,6 +109,12 @@ func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
 
 // routeNotFound is the 404 of a path no route has, in Laravel's words.
 func routeNotFound(c echo.Context) *Error {
+	return &Error{Status: http.StatusNotFound, Message: "The route " + laravelPath(c) + " could not be found."}
+}
+
+// laravelPath is the request's path as Laravel's Request::path() gives it:
+// as it was sent, without its slashes at either end, "/" for the root.
+func laravelPath(c echo.Context) string {
 	path := c.Request().URL.EscapedPath()
 	if uri := c.Request().RequestURI; strings.HasPrefix(uri, "/") {
 		path, _, _ = strings.Cut(uri, "?") // the path as it was sent, as Laravel's
@@ -110,7 +122,7 @@ func routeNotFound(c echo.Context) *Error {
 	if path = strings.Trim(path, "/"); path == "" {
 		path = "/"
 	}
-	return &Error{Status: http.StatusNotFound, Message: "The route " + path + " could not be found."}
+	return path
 }
 
 // pathMatches reports whether path is one of pattern's (Echo's: ":name"
