@@ -436,3 +436,23 @@ func TestLaravelTokenValidation(t *testing.T) {
 		a.do("POST", "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"name":" Deploy ","expires_in":"720h"}`, admin...).wantStatus(201)
 	})
 }
+
+// A path with a trailing slash is the path without it, as Laravel's router
+// matches it (Request::path() trims slashes): the same route, the same
+// answer, the same intent (a create retried without the slash is a replay).
+func TestLaravelTrailingSlashIsTheSameRoute(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		created := a.do("POST", "/api/licenses/", acmeBody, keyed(acme, "slash-1")...).wantStatus(201)
+		replay := a.do("POST", "/api/licenses", acmeBody, keyed(acme, "slash-1")...).wantStatus(201)
+		if replay.Header().Get("Idempotent-Replayed") != "true" || replay.Body.String() != created.Body.String() {
+			t.Errorf("the create without the slash = %q %s, want the replay of the one with it", replay.Header().Get("Idempotent-Replayed"), replay.Body.String())
+		}
+		id := created.licenseData()["id"].(string)
+		a.do("GET", "/api/licenses/"+id+"/", "", acme...).wantStatus(200)
+		a.do("GET", "/api/licenses/", "", acme...).wantStatus(200)
+		a.do("GET", "/healthz/", "").wantStatus(200)
+		a.do("GET", "/", "").wantStatus(404)
+	})
+}

@@ -50,6 +50,25 @@ func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// trimTrailingSlash routes a path with a trailing slash as the path
+// without it ("/api/licenses/" is "/api/licenses"), as Laravel's router
+// does, before routing and with no redirect; the root stays "/".
+func trimTrailingSlash(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		if len(u.Path) > 1 && strings.HasSuffix(u.Path, "/") {
+			u.Path = strings.TrimRight(u.Path, "/")
+			if u.Path == "" {
+				u.Path = "/"
+			}
+			if u.RawPath != "" { // an escaped path: the same trim, its escapes kept
+				u.RawPath = strings.TrimRight(u.RawPath, "/")
+			}
+		}
+		return next(c)
+	}
+}
+
 // requestMethod is the method the client sent: HEAD for a HEAD served as
 // its GET, which headAsGet's writer tells.
 func requestMethod(c echo.Context) string {

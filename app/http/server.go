@@ -89,7 +89,10 @@ func NewServer(d Deps) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.JSONSerializer = jsonSerializer{}
-	e.Pre(headAsGet)
+	// Laravel's router matches a path with or without its trailing slash
+	// (Request::path() trims it): so does licensor, the path rewritten
+	// before routing, no redirect.
+	e.Pre(trimTrailingSlash, headAsGet)
 	e.Use(requestID, cacheControl, s.accessLog, s.recoverPanic, newCORS(d.CORSOrigins).middleware, bodyLimit(d.MaxBody), laravelRouter, formBodies)
 	s.routes(e)
 	if !d.MetricsElsewhere {
