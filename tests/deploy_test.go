@@ -488,7 +488,7 @@ func TestDeployCompose(t *testing.T) {
 	licensor := map[string]map[string]any{}
 	for name, v := range services {
 		svc := mapOf(t, "service "+name, v)
-		if svc["build"] == "." {
+		if build, _ := svc["build"].(map[string]any); svc["build"] == "." || build != nil && build["context"] == "." {
 			image, _ = svc["image"].(string)
 			licensor[name] = svc
 		}
@@ -496,6 +496,20 @@ func TestDeployCompose(t *testing.T) {
 	for name, v := range services {
 		if svc := v.(map[string]any); image != "" && svc["image"] == image {
 			licensor[name] = svc
+		}
+	}
+	// The image is built with its version: compose passes the build
+	// arguments the Dockerfile stamps (VERSION, COMMIT), from the shell.
+	for name, svc := range licensor {
+		build, _ := svc["build"].(map[string]any)
+		args, _ := build["args"].(map[string]any)
+		if build == nil {
+			continue // a service that reuses the image another builds
+		}
+		for _, arg := range []string{"VERSION", "COMMIT"} {
+			if v, _ := args[arg].(string); !strings.Contains(v, "${LICENSOR_"+arg) {
+				t.Errorf("service %s builds the image without its %s build argument from LICENSOR_%s (args %v)", name, arg, arg, args)
+			}
 		}
 	}
 	command := map[string]string{} // service → licensor command
