@@ -19,6 +19,32 @@ var ErrMalformedForm = errors.New("the request body is not a valid form")
 // (a[b][c]… past 64 brackets) is dropped, as PHP drops it.
 const maxFormDepth = 64
 
+// maxFormVars is PHP's max_input_vars: a form of more fields is refused
+// (PHP drops the rest; a dropped field would make two different bodies one
+// intent). maxFormNodes bounds the nesting of all its names together
+// (each [ a level), so that no body within the size limit costs more than
+// a few thousand nodes to read, whoever sends it: forms are read before
+// authentication.
+const (
+	maxFormVars  = 1000
+	maxFormNodes = 4096
+)
+
+// ErrFormTooLarge: a form of more than maxFormVars fields, or of names
+// nested more than maxFormNodes levels in all; answered as 400
+// malformed_json, like a form that cannot be parsed.
+var ErrFormTooLarge = errors.New("the form has too many fields")
+
+// formBudget counts what a form's names cost as they are read.
+type formBudget struct{ vars, nodes int }
+
+// spend takes name's cost from the budget; false once it is spent.
+func (b *formBudget) spend(name string) bool {
+	b.vars++
+	b.nodes += 1 + min(strings.Count(name, "["), maxFormDepth)
+	return b.vars <= maxFormVars && b.nodes <= maxFormNodes
+}
+
 // IsForm reports whether contentType names a form body:
 // application/x-www-form-urlencoded or multipart/form-data.
 func IsForm(contentType string) bool {
@@ -41,14 +67,19 @@ func FormJSON(contentType string, body []byte) ([]byte, error) {
 		return nil, ErrMalformedForm
 	}
 	root := newFormNode()
+	var budget formBudget
 	switch mt {
 	case "application/x-www-form-urlencoded":
-		for _, pair := range strings.Split(string(body), "&") {
+		for pair := range strings.SplitSeq(string(body), "&") {
 			if pair == "" {
 				continue
 			}
 			name, value, _ := strings.Cut(pair, "=")
-			root.set(unescape(name), unescape(value))
+			name = unescape(name)
+			if !budget.spend(name) {
+				return nil, ErrFormTooLarge
+			}
+			root.set(name, unescape(value))
 		}
 	case "multipart/form-data":
 		boundary := params["boundary"]
@@ -65,6 +96,9 @@ func FormJSON(contentType string, body []byte) ([]byte, error) {
 				return nil, ErrMalformedForm
 			}
 			name := part.FormName()
+			if !budget.spend(name) {
+				return nil, ErrFormTooLarge
+			}
 			if part.FileName() != "" {
 				root.set(name, formFile{})
 				continue
