@@ -81,9 +81,49 @@ func (m *Migrator) Down(ctx context.Context) (int64, error) {
 	return res.Source.Version, nil
 }
 
-// dropStatement matches a statement that destroys data: a table or a
-// column dropped (an index dropped loses nothing).
-var dropStatement = regexp.MustCompile(`(?i)^\s*(DROP\s+TABLE|ALTER\s+TABLE\s+\S+\s+DROP\s+(COLUMN\s+)?\S+)`)
+// Destructive are the statements of a migration's Down section that
+// destroy data, whitespace collapsed: a table dropped, or a column (in an
+// ALTER TABLE of any layout: "DROP COLUMN x", "DROP x", one clause of
+// several). Dropping an index, a key or a constraint loses nothing.
+func Destructive(down string) []string {
+	var out []string
+	for stmt := range strings.SplitSeq(stripSQLComments(down), ";") {
+		stmt = strings.Join(strings.Fields(stmt), " ")
+		switch {
+		case dropTable.MatchString(stmt):
+			out = append(out, stmt)
+		case alterTable.MatchString(stmt):
+			for clause := range strings.SplitSeq(alterTable.ReplaceAllString(stmt, ""), ",") {
+				if m := dropClause.FindStringSubmatch(clause); m != nil && !keptByDrop[strings.ToUpper(m[1])] {
+					out = append(out, stmt)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+var (
+	dropTable  = regexp.MustCompile(`(?i)^DROP TABLE\b`)
+	alterTable = regexp.MustCompile(`(?i)^ALTER TABLE \S+ `)
+	dropClause = regexp.MustCompile(`(?i)^\s*DROP\s+(\S+)`)
+	// keptByDrop are what DROP names in an ALTER TABLE without losing data.
+	keptByDrop = map[string]bool{"INDEX": true, "KEY": true, "PRIMARY": true, "FOREIGN": true, "CONSTRAINT": true, "CHECK": true}
+)
+
+// stripSQLComments removes the -- comments of sql, line by line.
+func stripSQLComments(sql string) string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(sql, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
 
 // Drops says what rolling back the newest applied migration (its version;
 // 0 when none is applied) would destroy: the statements of its Down
@@ -106,13 +146,7 @@ func (m *Migrator) Drops(ctx context.Context) (int64, []string, error) {
 			return v, nil, fmt.Errorf("read migration %d: %w", v, err)
 		}
 		_, down, _ := strings.Cut(string(b), "-- +goose Down")
-		var drops []string
-		for line := range strings.SplitSeq(down, "\n") {
-			if dropStatement.MatchString(line) {
-				drops = append(drops, strings.TrimSpace(line))
-			}
-		}
-		return v, drops, nil
+		return v, Destructive(down), nil
 	}
 	return v, nil, fmt.Errorf("migration %d is applied but unknown to this binary", v)
 }
