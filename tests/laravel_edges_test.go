@@ -266,6 +266,11 @@ func TestLaravelHeadOnEveryGetRoute(t *testing.T) {
 		if got := r.Header().Get("Allow"); got != "POST" || r.Body.Len() != 0 {
 			t.Errorf("HEAD /api/webhooks/vendor: Allow %q, body %q", got, r.Body.String())
 		}
+		// Its message names HEAD, as Laravel's does: the GET of it says so.
+		msg := `{"message":"The HEAD method is not supported for route api/webhooks/vendor. Supported methods: POST."}`
+		if got := r.Header().Get("Content-Length"); got != strconv.Itoa(len(msg)) {
+			t.Errorf("HEAD /api/webhooks/vendor: Content-Length %s, want that of %s", got, msg)
+		}
 	})
 }
 

@@ -101,7 +101,7 @@ func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
 			// AbstractRouteCollection::requestMethodNotAllowed's message,
 			// which Laravel shows in production too (an HttpException's).
 			return &Error{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
-				"The %s method is not supported for route %s. Supported methods: %s.", c.Request().Method, laravelPath(c), allow)}
+				"The %s method is not supported for route %s. Supported methods: %s.", requestMethod(c), laravelPath(c), allow)}
 		}
 		return err
 	}
