@@ -459,5 +459,13 @@ func TestLaravelTrailingSlashIsTheSameRoute(t *testing.T) {
 		a.do("GET", "/api/licenses/", "", acme...).wantStatus(200)
 		a.do("GET", "/healthz/", "").wantStatus(200)
 		a.do("GET", "/", "").wantStatus(404)
+		// An escaped path is trimmed as it was sent: %2F/ loses the slash,
+		// never the escaped one, and answers as the path without it.
+		for _, p := range []string{"/api/licenses/" + id + "%2F", "/api/licenses/" + id + "%2Fx"} {
+			want := a.do("GET", p, "", acme...).Code
+			if got := a.do("GET", p+"/", "", acme...).Code; got != want {
+				t.Errorf("GET %s/ = %d, want %d as without the slash", p, got, want)
+			}
+		}
 	})
 }

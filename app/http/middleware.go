@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -56,13 +57,15 @@ func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
 func trimTrailingSlash(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		u := c.Request().URL
-		if len(u.Path) > 1 && strings.HasSuffix(u.Path, "/") {
-			u.Path = strings.TrimRight(u.Path, "/")
-			if u.Path == "" {
-				u.Path = "/"
+		if u.RawPath != "" { // an escaped path: trimmed as sent, the decoded path read from it
+			if trimmed := strings.TrimRight(u.RawPath, "/"); trimmed != u.RawPath && trimmed != "" {
+				if p, err := url.PathUnescape(trimmed); err == nil {
+					u.RawPath, u.Path = trimmed, p
+				}
 			}
-			if u.RawPath != "" { // an escaped path: the same trim, its escapes kept
-				u.RawPath = strings.TrimRight(u.RawPath, "/")
+		} else if len(u.Path) > 1 && strings.HasSuffix(u.Path, "/") {
+			if u.Path = strings.TrimRight(u.Path, "/"); u.Path == "" {
+				u.Path = "/"
 			}
 		}
 		return next(c)
