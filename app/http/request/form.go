@@ -48,8 +48,13 @@ func (b *formBudget) spend(name string) bool {
 // IsForm reports whether contentType names a form body:
 // application/x-www-form-urlencoded or multipart/form-data.
 func IsForm(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && (mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data")
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.TrimSpace(mt)
+	if !strings.EqualFold(mt, "application/x-www-form-urlencoded") && !strings.EqualFold(mt, "multipart/form-data") {
+		return false // every JSON body: no parse, no allocation
+	}
+	_, _, err := mime.ParseMediaType(contentType)
+	return err == nil
 }
 
 // FormJSON reads a form body as Laravel's $request->input() does and writes

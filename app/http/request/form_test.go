@@ -97,3 +97,27 @@ func TestFormJSONBudget(t *testing.T) {
 		t.Errorf("a multipart form of %d fields: %v, want ErrFormTooLarge", maxFormVars+1, err)
 	}
 }
+
+// IsForm names the two form media types, in any case and with parameters,
+// and nothing else; a form type with malformed parameters is not one.
+func TestIsForm(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/x-www-form-urlencoded":                true,
+		"Application/X-WWW-Form-Urlencoded; charset=UTF-8": true,
+		"multipart/form-data; boundary=xyz":                true,
+		" multipart/form-data ; boundary=xyz":              true,
+		"multipart/form-data; boundary=":                   false,
+		"application/json":                                 false,
+		"application/json; charset=utf-8":                  false,
+		"text/plain":                                       false,
+		"":                                                 false,
+		"multipart/form-data-ish":                          false,
+	} {
+		if got := IsForm(ct); got != want {
+			t.Errorf("IsForm(%q) = %v, want %v", ct, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { IsForm("application/json") }); n != 0 {
+		t.Errorf("IsForm of a JSON body allocates %.0f times, want none", n)
+	}
+}
