@@ -240,8 +240,14 @@ func TestVendorEventMarksFromTheFutureAreRepaired(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := m.Down(context.Background()); err != nil || v != 13 {
-			t.Fatalf("migrate down = %d, %v; want 13 rolled back", v, err)
+		for { // down to 12, whatever came after 13
+			v, err := m.Down(context.Background())
+			if err != nil || v < 13 {
+				t.Fatalf("migrate down = %d, %v; want 13 rolled back", v, err)
+			}
+			if v == 13 {
+				break
+			}
 		}
 		ids := map[string]string{}
 		for name, mark := range marks {
