@@ -60,14 +60,36 @@ type faultSim struct {
 }
 
 // startFaultSim starts `licensor vendor-sim` with args on a free port and
-// waits until it answers.
+// waits until it answers. A free port can be taken by another test's
+// process between FreeAddr and the simulator's bind; then the simulator
+// exits and another one (of the same token) would answer in its place,
+// mixing two tests' vendors. So the start waits for this process's own
+// "serving" line, and takes another port when its bind failed.
 func startFaultSim(t *testing.T, args ...string) *faultSim {
 	t.Helper()
-	s := &faultSim{t: t, addr: testkit.FreeAddr(t)}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	s.proc = start(t, env, append([]string{"vendor-sim", "--addr", s.addr, "--token", faultSimToken}, args...)...)
-	pollFor(t, http.DefaultClient, s.url()+"/_sim/stats", faultSimToken, http.StatusOK)
-	return s
+	for range 3 {
+		s := &faultSim{t: t, addr: testkit.FreeAddr(t)}
+		s.proc = start(t, env, append([]string{"vendor-sim", "--addr", s.addr, "--token", faultSimToken}, args...)...)
+		var bound, taken bool
+		testkit.Poll(20*time.Second, func() bool {
+			out := s.proc.output.String()
+			bound = strings.Contains(out, "vendor simulator serving")
+			taken = strings.Contains(out, "address already in use")
+			return bound || taken
+		})
+		if taken {
+			t.Logf("vendor-sim: %s was taken before it bound; another port", s.addr)
+			continue
+		}
+		if !bound {
+			t.Fatalf("vendor-sim on %s never said it was serving:\n%s", s.addr, s.proc.output.String())
+		}
+		pollFor(t, http.DefaultClient, s.url()+"/_sim/stats", faultSimToken, http.StatusOK)
+		return s
+	}
+	t.Fatal("vendor-sim: three free ports were taken before it bound")
+	return nil
 }
 
 func (s *faultSim) url() string { return "http://" + s.addr }
