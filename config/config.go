@@ -56,7 +56,11 @@ type Config struct {
 
 	Idempotency Idempotency
 	Reconcile   Reconcile
-	PruneEvery  time.Duration
+	Webhooks    Webhooks
+	// EventsTTL is how long a consumer event is kept (EVENTS_TTL, 30 days):
+	// the feed reads back that far, and the pruner deletes older events.
+	EventsTTL  time.Duration
+	PruneEvery time.Duration
 	// DriftEvery is how often serve compares the vendor's sites with the
 	// licenses (DRIFT_INTERVAL, default 6h; "0" turns the check off).
 	DriftEvery time.Duration
@@ -122,6 +126,30 @@ type Idempotency struct {
 	TTL         time.Duration
 	LockTimeout time.Duration
 	Required    bool
+}
+
+// Webhooks configures the delivery of consumer events to the consumers'
+// webhook endpoints.
+type Webhooks struct {
+	// Timeout bounds one delivery attempt, connection to answer
+	// (WEBHOOK_TIMEOUT, 10s): a 2xx within it is delivered.
+	Timeout time.Duration
+	// RetryBase is the first wait after a failed attempt (WEBHOOK_RETRY_BASE,
+	// 30s), doubling with each attempt, with jitter.
+	RetryBase time.Duration
+	// RetryFor is how long a delivery is retried before it is failed, and
+	// how long an endpoint may fail every delivery before it is disabled
+	// (WEBHOOK_RETRY_FOR, 72h).
+	RetryFor time.Duration
+	// AllowPrivate lets endpoints resolve to loopback, private and
+	// link-local addresses (WEBHOOK_ALLOW_PRIVATE; default true outside
+	// production, false in production).
+	AllowPrivate bool
+	// RequireHTTPS refuses endpoint URLs that are not https: production.
+	RequireHTTPS bool
+	// PollInterval is how often each replica looks for events to dispatch
+	// and deliveries that are due (WEBHOOK_POLL_INTERVAL, 1s).
+	PollInterval time.Duration
 }
 
 // Reconcile configures the loop that settles pending intents.
@@ -237,6 +265,15 @@ func (v *values) load() Config {
 		TTL:         v.duration("IDEMPOTENCY_TTL", "24h"),
 		LockTimeout: v.duration("IDEMPOTENCY_LOCK_TIMEOUT", "60s"),
 		Required:    v.boolean("IDEMPOTENCY_REQUIRED", false),
+	}
+	c.EventsTTL = v.duration("EVENTS_TTL", "720h")
+	c.Webhooks = Webhooks{
+		Timeout:      v.duration("WEBHOOK_TIMEOUT", "10s"),
+		RetryBase:    v.duration("WEBHOOK_RETRY_BASE", "30s"),
+		RetryFor:     v.duration("WEBHOOK_RETRY_FOR", "72h"),
+		AllowPrivate: v.boolean("WEBHOOK_ALLOW_PRIVATE", c.Env != EnvProduction),
+		RequireHTTPS: c.Env == EnvProduction,
+		PollInterval: v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
 	}
 	c.Reconcile = Reconcile{
 		Interval:    v.duration("RECONCILE_INTERVAL", "15s"),

@@ -12,14 +12,18 @@ const (
 	LicensesWrite = "licenses:write"
 	TokensManage  = "tokens:manage"
 	IntentsManage = "intents:manage" // the operator's view of intents: list, show, retry
-	All           = "*"              // every ability
+	// WebhooksManage is a consumer's: its own webhook endpoints and their
+	// deliveries.
+	WebhooksManage = "webhooks:manage"
+	All            = "*" // every ability
 )
 
 // Known lists every ability a token may be issued with.
-var Known = []string{LicensesRead, LicensesWrite, TokensManage, IntentsManage, All}
+var Known = []string{LicensesRead, LicensesWrite, WebhooksManage, TokensManage, IntentsManage, All}
 
-// ConsumerAbilities are what a consumer's own token carries: its licenses.
-var ConsumerAbilities = []string{LicensesRead, LicensesWrite}
+// ConsumerAbilities are what a consumer's own token carries: its licenses
+// and its webhook endpoints.
+var ConsumerAbilities = []string{LicensesRead, LicensesWrite, WebhooksManage}
 
 // AdminAbilities are the operator's: managing tokens and intents, and "*".
 var AdminAbilities = []string{TokensManage, IntentsManage, All}

@@ -10,8 +10,8 @@ import (
 func TestCanGrant(t *testing.T) {
 	grants := map[string][]string{ // granter's abilities → what it may grant
 		"*":                            Known,
-		"tokens:manage":                {LicensesRead, LicensesWrite},
-		"tokens:manage,intents:manage": {LicensesRead, LicensesWrite},
+		"tokens:manage":                {LicensesRead, LicensesWrite, WebhooksManage},
+		"tokens:manage,intents:manage": {LicensesRead, LicensesWrite, WebhooksManage},
 		"tokens:manage,*":              Known,
 		"intents:manage":               nil,
 		"licenses:read,licenses:write": nil,

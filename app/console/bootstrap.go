@@ -13,6 +13,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/app/events"
 	apphttp "github.com/licensor-api/licensor/app/http"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -20,6 +21,7 @@ import (
 	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/webhooks"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 )
@@ -64,6 +66,8 @@ type Base struct {
 	Store    *idempotency.Store
 	Pruner   *idempotency.Pruner
 	Cipher   *crypt.Cipher // secrets at rest: sealed under APP_KEY, opened under it or APP_PREVIOUS_KEYS
+	Events   *events.Log   // the consumer events: the outbox every license change writes to
+	Webhooks *webhooks.Service
 	now      func() time.Time
 	ownsDB   bool
 	ownsRead bool
@@ -109,6 +113,14 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		storeOpts = append(storeOpts, idempotency.WithGroupCommit(b.group))
 	}
 	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
+	b.Events = events.New(b.DB, b.Read, b.Cipher)
+	b.Webhooks = webhooks.New(webhooks.Config{
+		DB: b.DB, Read: b.Read, Events: b.Events, Cipher: b.Cipher,
+		Policy:  webhooks.Policy{AllowPrivate: cfg.Webhooks.AllowPrivate, RequireHTTPS: cfg.Webhooks.RequireHTTPS},
+		Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase, RetryFor: cfg.Webhooks.RetryFor,
+		Interval: cfg.Webhooks.PollInterval, UserAgent: readBuildVersion().UserAgent(),
+		Retry: database.RetryOnConflict, Now: b.now, Log: log,
+	})
 	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
 	b.Auth = auth.New(auth.Config{
 		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.Issuer,
@@ -183,7 +195,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared) (*App, 
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
 	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now,
-		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch})
+		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch, Events: b.Events})
 	a.Operations = operations.New(a.Licenses)
 	ops, err := idempotency.NewOperations(append(a.Operations.List(), extra...)...)
 	if err != nil {

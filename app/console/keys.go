@@ -18,8 +18,10 @@ const keysRotateUsage = `usage: licensor keys rotate [--batch N]
 
 Re-encrypts the secrets kept at rest under the current APP_KEY: license keys
 (licenses.license_key), stored idempotent responses
-(idempotency_keys.response_body) and the requests kept to finish an intent
-(idempotency_keys.request_body: a vendor event carries a license key). A value sealed under a key of
+(idempotency_keys.response_body), the requests kept to finish an intent
+(idempotency_keys.request_body: a vendor event carries a license key), the
+consumer events (consumer_events.data: a license event carries its key) and
+the webhook endpoints' signing secrets (webhook_endpoints.secret). A value sealed under a key of
 APP_PREVIOUS_KEYS, or written in plaintext before encryption at rest, is
 sealed anew; a value already under APP_KEY is left alone, so a second run
 changes nothing. Rows are read and rewritten in batches, each its own short
@@ -141,7 +143,9 @@ type sealedColumn struct {
 var sealedColumns = []sealedColumn{
 	{table: "licenses", column: "license_key", text: true},
 	{table: "idempotency_keys", column: "response_body", intID: true},
-	{table: "idempotency_keys", column: "request_body", intID: true}, // a vendor event carries a license key
+	{table: "idempotency_keys", column: "request_body", intID: true},    // a vendor event carries a license key
+	{table: "consumer_events", column: "data", text: true, intID: true}, // a license event carries its key
+	{table: "webhook_endpoints", column: "secret", text: true},
 }
 
 // rotation is what rotating one column did.

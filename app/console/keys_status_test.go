@@ -169,7 +169,9 @@ func TestKeysStatus(t *testing.T) {
 		}
 		want := "licenses.license_key current=2 previous=[2 1] plaintext=1 unreadable=1; " +
 			"idempotency_keys.response_body current=1 previous=[1 0] plaintext=1 unreadable=1; " +
-			"idempotency_keys.request_body current=1 previous=[1 1] plaintext=1 unreadable=0"
+			"idempotency_keys.request_body current=1 previous=[1 1] plaintext=1 unreadable=0; " +
+			"consumer_events.data current=0 previous=[0 0] plaintext=0 unreadable=0; " +
+			"webhook_endpoints.secret current=0 previous=[0 0] plaintext=0 unreadable=0"
 		if got := counts(st); got != want || !st.PreviousInUse {
 			t.Errorf("status = %s (previous in use %v),\nwant     %s (previous in use true)", got, st.PreviousInUse, want)
 		}
@@ -196,7 +198,9 @@ func TestKeysStatus(t *testing.T) {
 		st = status()
 		want = "licenses.license_key current=6 previous=[0 0] plaintext=0 unreadable=1; " +
 			"idempotency_keys.response_body current=3 previous=[0 0] plaintext=0 unreadable=1; " +
-			"idempotency_keys.request_body current=4 previous=[0 0] plaintext=0 unreadable=0"
+			"idempotency_keys.request_body current=4 previous=[0 0] plaintext=0 unreadable=0; " +
+			"consumer_events.data current=0 previous=[0 0] plaintext=0 unreadable=0; " +
+			"webhook_endpoints.secret current=0 previous=[0 0] plaintext=0 unreadable=0"
 		if got := counts(st); got != want || st.PreviousInUse {
 			t.Errorf("after keys rotate: status = %s (previous in use %v),\nwant     %s (previous in use false)", got, st.PreviousInUse, want)
 		}

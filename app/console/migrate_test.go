@@ -13,11 +13,11 @@ import (
 func TestMigrateDownWithNothingToRollBack(t *testing.T) {
 	t.Chdir(t.TempDir())
 	env := getenvOf(map[string]string{"DB_DATABASE": filepath.Join(t.TempDir(), "db.sqlite")})
-	migrate := func(action string) string {
+	migrate := func(args ...string) string {
 		t.Helper()
 		var stderr bytes.Buffer
-		if err := Run(context.Background(), []string{"migrate", action}, env, &bytes.Buffer{}, &stderr); err != nil {
-			t.Fatalf("migrate %s: %v\n%s", action, err, stderr.String())
+		if err := Run(context.Background(), append([]string{"migrate"}, args...), env, &bytes.Buffer{}, &stderr); err != nil {
+			t.Fatalf("migrate %s: %v\n%s", args, err, stderr.String())
 		}
 		return stderr.String()
 	}
@@ -25,7 +25,7 @@ func TestMigrateDownWithNothingToRollBack(t *testing.T) {
 		t.Errorf("down on an empty database logged:\n%s\nwant \"nothing to roll back\"", log)
 	}
 	migrate("up")
-	if log := migrate("down"); !strings.Contains(log, `msg="rolled back"`) || !strings.Contains(log, "version=") {
+	if log := migrate("down", "--force"); !strings.Contains(log, `msg="rolled back"`) || !strings.Contains(log, "version=") {
 		t.Errorf("down after up logged:\n%s\nwant \"rolled back\" with the version", log)
 	}
 }
@@ -45,10 +45,18 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 	if out, err := run("up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
+	out, err := run("down") // 14: the events and webhook tables
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 14") ||
+		!strings.Contains(err.Error(), "DROP TABLE consumer_events") {
+		t.Fatalf("migrate down of 14 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	}
+	if out, err := run("down", "--force"); err != nil {
+		t.Fatalf("migrate down --force of 14: %v\n%s", err, out)
+	}
 	if out, err := run("down"); err != nil { // 13: a repair, nothing to drop
 		t.Fatalf("migrate down of a rollback that drops nothing: %v\n%s", err, out)
 	}
-	out, err := run("down")
+	out, err = run("down")
 	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 12") ||
 		!strings.Contains(err.Error(), "DROP TABLE audit_events") || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("migrate down of 12 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/events"
 )
 
 // Events of a license's audit trail: the vendor effects on it, and who
@@ -66,15 +68,67 @@ func actorFrom(ctx context.Context) Actor {
 	return a
 }
 
-// logEvent writes one event for lic within tx.
-func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, lic License, event string, at time.Time) error {
+// consumerEvents are the consumer events of the audit events that change
+// what a consumer sees of its license: every creation (made, adopted, or
+// recorded by the reconciler) is license.created; a revoke that ended
+// without effect (failed) changed nothing the consumer holds, and has none.
+var consumerEvents = map[string]string{
+	EventCreated:     events.LicenseCreated,
+	EventAdopted:     events.LicenseCreated,
+	EventReconciled:  events.LicenseCreated,
+	EventRevoked:     events.LicenseRevoked,
+	EventSuspended:   events.LicenseSuspended,
+	EventReactivated: events.LicenseReactivated,
+	EventKeyRotated:  events.LicenseKeyRotated,
+}
+
+// publishes reports whether the audit event has a consumer event: the
+// change's UPDATE then adds one to the license's event_sequence.
+func publishes(event string) bool { _, ok := consumerEvents[event]; return ok }
+
+// logEvent writes, within tx, the audit event of a change to a license and,
+// when the change is one a consumer hears of, its consumer event (the
+// outbox row): both commit with the change or neither does. after is the
+// license as the change left it, its key in plaintext and its
+// EventSequence the one the change's UPDATE wrote.
+func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time) error {
 	a := actorFrom(ctx)
-	e := Event{LicenseID: lic.ID, ConsumerID: lic.ConsumerID, Event: event, Actor: a.Name,
+	e := Event{LicenseID: after.ID, ConsumerID: after.ConsumerID, Event: event, Actor: a.Name,
 		RequestID: nonEmpty(a.RequestID), TokenID: nonEmpty(a.TokenID), CreatedAt: at}
 	if err := tx.Create(&e).Error; err != nil {
 		return fmt.Errorf("record license event: %w", err)
 	}
-	return nil
+	typ, ok := consumerEvents[event]
+	if !ok {
+		return nil
+	}
+	return s.events.Append(tx, events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
+		Sequence: after.EventSequence, Data: events.LicenseData{License: after.Resource()}, At: at})
+}
+
+// openForEvent opens the key of the license an event carries, in place. A
+// change needs no key (a revoke works when no configured key opens it), and
+// neither does its event: one whose key cannot be opened carries an empty
+// license_key, and the license's id is logged at Warn (a key missing from
+// APP_KEY and APP_PREVIOUS_KEYS, which `licensor keys status` counts).
+func (s *Service) openForEvent(ctx context.Context, lic *License) {
+	if err := s.open(lic); err != nil {
+		s.log.WarnContext(ctx, "license event without its key: no configured key opens it", "license_id", lic.ID)
+		lic.LicenseKey = ""
+	}
+}
+
+// sequenceOf reads, within tx, the event_sequence the change's UPDATE just
+// wrote: a transaction reads its own writes, whatever its snapshot.
+func sequenceOf(tx *gorm.DB, id string) (uint64, error) {
+	var seq []uint64
+	if err := tx.Model(&License{}).Where("id = ?", id).Pluck("event_sequence", &seq).Error; err != nil {
+		return 0, fmt.Errorf("read the event sequence of license %s: %w", id, err)
+	}
+	if len(seq) != 1 {
+		return 0, fmt.Errorf("read the event sequence of license %s: %d rows", id, len(seq))
+	}
+	return seq[0], nil
 }
 
 // Events returns the audit trail of the consumer's license, oldest first;

@@ -3,6 +3,8 @@ package licenses
 import (
 	"errors"
 	"time"
+
+	"github.com/licensor-api/licensor/app/events"
 )
 
 // Statuses of a license.
@@ -32,9 +34,26 @@ type License struct {
 	// IntentID is the public id of the intent that created the license
 	// (nil for licenses older than it): a retry or a resumption of that
 	// intent answers as its creation did.
-	IntentID  *string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	IntentID *string
+	// EventSequence is the sequence of the license's last consumer event
+	// (0: none yet): each change that writes one adds one to it.
+	EventSequence uint64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Resource is the license as the API shows it and its events carry it.
+func (l License) Resource() events.License {
+	return events.License{
+		ID:           l.ID,
+		Name:         l.Name,
+		Domain:       l.Domain,
+		LicenseKey:   l.LicenseKey,
+		Status:       l.Status,
+		VendorSiteID: l.VendorSiteID,
+		CreatedAt:    events.Time(l.CreatedAt),
+		UpdatedAt:    events.Time(l.UpdatedAt),
+	}
 }
 
 // Errors of the licenses domain.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/events"
 )
 
 // Config is what a Service needs.
@@ -31,6 +33,10 @@ type Config struct {
 	// ObserveSiteMismatch counts each such site, by source ("webhook" or
 	// "drift"); nil counts nothing.
 	ObserveSiteMismatch func(source string)
+	// Events is the consumer events' outbox each change writes to, in its
+	// own transaction. Nil: one on DB, sealed with Cipher (there is no
+	// Service without its events).
+	Events *events.Log
 }
 
 // Service creates, lists, shows and revokes licenses. It runs on the
@@ -44,6 +50,7 @@ type Service struct {
 	now    func() time.Time
 	retry  func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
 	log    *slog.Logger
+	events *events.Log
 	// observeMismatch counts a site matched by id and not by domain.
 	observeMismatch func(source string)
 }
@@ -69,8 +76,11 @@ func New(cfg Config) *Service {
 	if cfg.ObserveSiteMismatch == nil {
 		cfg.ObserveSiteMismatch = func(string) {}
 	}
+	if cfg.Events == nil {
+		cfg.Events = events.New(cfg.DB, cfg.Read, cfg.Cipher)
+	}
 	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now, retry: cfg.Retry,
-		log: cfg.Log, observeMismatch: cfg.ObserveSiteMismatch}
+		log: cfg.Log, events: cfg.Events, observeMismatch: cfg.ObserveSiteMismatch}
 }
 
 // transact runs fn in one transaction, and again, whole, while it loses a
@@ -252,8 +262,10 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		Status:       StatusActive,
 		VendorSiteID: site.ID,
 		IntentID:     nonEmpty(steps.IntentID),
-		CreatedAt:    now,
-		UpdatedAt:    now,
+		// A creation is always a consumer event (license.created), the first.
+		EventSequence: 1,
+		CreatedAt:     now,
+		UpdatedAt:     now,
 	}
 	row, err := s.sealed(lic)
 	if err != nil {
@@ -496,8 +508,15 @@ func (s *Service) transition(ctx context.Context, lic License, from, to, event s
 func (s *Service) transitionWith(ctx context.Context, lic License, from, to, event string, also func(tx *gorm.DB) error) (moved bool, err error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	set := map[string]any{"status": to, "updated_at": now}
+	after := lic
+	after.Status, after.UpdatedAt = to, now
 	if to == StatusRevoked {
 		set["active_domain"], set["revoked_at"] = nil, now
+		after.ActiveDomain, after.RevokedAt = nil, &now
+	}
+	if publishes(event) {
+		set["event_sequence"] = gorm.Expr("event_sequence + 1")
+		s.openForEvent(ctx, &after) // the event carries the license as the API shows it
 	}
 	err = s.transact(ctx, func(tx *gorm.DB) error {
 		moved = false // this run's, not an earlier one's that lost a conflict
@@ -511,7 +530,14 @@ func (s *Service) transitionWith(ctx context.Context, lic License, from, to, eve
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error // nothing to move: someone else settled it
 		}
-		if err := s.logEvent(ctx, tx, lic, event, now); err != nil {
+		if publishes(event) {
+			seq, err := sequenceOf(tx, lic.ID)
+			if err != nil {
+				return err
+			}
+			after.EventSequence = seq
+		}
+		if err := s.logEvent(ctx, tx, after, event, now); err != nil {
 			return err
 		}
 		if also != nil {

@@ -91,26 +91,40 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		set := map[string]any{"vendor_event_at": at, "updated_at": now}
+		after := lic
+		after.UpdatedAt, after.VendorEventAt = now, &at
 		event := ""
 		switch {
 		case ev.Type == SiteDeleted:
 			set["status"], set["active_domain"], set["revoked_at"] = StatusRevoked, nil, now
+			after.Status, after.ActiveDomain, after.RevokedAt = StatusRevoked, nil, &now
 			event = EventRevoked
 		case ev.Type == SiteSuspended && lic.Status == StatusActive:
 			set["status"], event = StatusSuspended, EventSuspended
+			after.Status = StatusSuspended
 		case ev.Type == SiteReactivated && lic.Status == StatusSuspended:
 			set["status"], event = StatusActive, EventReactivated
+			after.Status = StatusActive
 		case ev.Type == SiteKeyRotated && ev.Site.LicenseKey != "":
 			sealed, err := s.sealed(License{LicenseKey: ev.Site.LicenseKey})
 			if err != nil {
 				return err
 			}
 			set["license_key"], event = sealed.LicenseKey, EventKeyRotated
+			after.LicenseKey = ev.Site.LicenseKey
+		}
+		if event != "" {
+			// Every change here is one the consumer hears of: its event
+			// carries the license as the API shows it, with the next
+			// sequence (the compare-and-set below holds the one read).
+			set["event_sequence"] = lic.EventSequence + 1
+			after.EventSequence = lic.EventSequence + 1
+			s.openForEvent(ctx, &after)
 		}
 		// Compare-and-set on what was read: a concurrent change to the same
 		// license (another event, a revoke) makes this one a no-op rather
 		// than overwrite it.
-		q := tx.Model(&License{}).Where("id = ? AND status = ?", lic.ID, lic.Status)
+		q := tx.Model(&License{}).Where("id = ? AND status = ? AND event_sequence = ?", lic.ID, lic.Status, lic.EventSequence)
 		if lic.VendorEventAt == nil {
 			q = q.Where("vendor_event_at IS NULL")
 		} else {
@@ -124,7 +138,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 			return nil
 		}
 		changed = true
-		return s.logEvent(ctx, tx, lic, event, now)
+		return s.logEvent(ctx, tx, after, event, now)
 	})
 	if err == nil && other != nil {
 		source, reason := MismatchWebhook, "the event's site is for another domain"

@@ -5,35 +5,16 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 )
 
-// License is a license as the API shows it.
-type License struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	Domain       string `json:"domain"`
-	LicenseKey   string `json:"license_key"`
-	Status       string `json:"status"`
-	VendorSiteID string `json:"vendor_site_id"`
-	CreatedAt    string `json:"created_at"`
-	UpdatedAt    string `json:"updated_at"`
-}
+// License is a license as the API shows it (and as an event carries it).
+type License = events.License
 
 // NewLicense presents l.
-func NewLicense(l licenses.License) License {
-	return License{
-		ID:           l.ID,
-		Name:         l.Name,
-		Domain:       l.Domain,
-		LicenseKey:   l.LicenseKey,
-		Status:       l.Status,
-		VendorSiteID: l.VendorSiteID,
-		CreatedAt:    Time(l.CreatedAt),
-		UpdatedAt:    Time(l.UpdatedAt),
-	}
-}
+func NewLicense(l licenses.License) License { return l.Resource() }
 
 // NewLicenses presents ls, in their order.
 func NewLicenses(ls []licenses.License) []License {

@@ -6,11 +6,15 @@
 // standard library.
 package resource
 
-import "time"
+import (
+	"time"
+
+	"github.com/licensor-api/licensor/app/events"
+)
 
 // TimeLayout is how Laravel serialises a date, and so every time in a body:
 // UTC, microseconds (always six digits), and Z: 2026-11-30T10:00:00.000000Z.
-const TimeLayout = "2006-01-02T15:04:05.000000Z"
+const TimeLayout = events.TimeLayout
 
 // Time renders t as the API does (TimeLayout), in UTC.
 func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }

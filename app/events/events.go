@@ -1,0 +1,242 @@
+// Package events is the consumer events: what happened to a consumer's
+// licenses (and to its webhook endpoints), written as an outbox row in the
+// same transaction as the change itself, read back as the feed
+// (GET /api/events) and delivered to the consumer's webhook endpoints.
+//
+// A change appends its event inside its own transaction (Append), so there
+// is no change without its event and no event without its change. The row is
+// not in the feed yet: the dispatcher (app/webhooks) numbers committed events
+// one batch at a time, whichever replica runs it, and hands each to the
+// consumer's endpoints in the same transaction. The feed is read in that
+// order, so a reader resuming after an event never misses one that committed
+// late under a lower id.
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+)
+
+// The types of consumer events.
+const (
+	LicenseCreated     = "license.created"     // a license was made (or the vendor's site for the domain adopted)
+	LicenseRevoked     = "license.revoked"     // revoked by the consumer, or its site deleted at the vendor
+	LicenseSuspended   = "license.suspended"   // its site suspended at the vendor
+	LicenseReactivated = "license.reactivated" // its site reactivated at the vendor
+	LicenseKeyRotated  = "license.key_rotated" // its license key replaced at the vendor
+	// EndpointDisabled is a webhook endpoint disabled after failing every
+	// delivery for WEBHOOK_RETRY_FOR.
+	EndpointDisabled = "webhook_endpoint.disabled"
+)
+
+// Types are every event type, in the order the docs list them.
+var Types = []string{LicenseCreated, LicenseRevoked, LicenseSuspended, LicenseReactivated, LicenseKeyRotated, EndpointDisabled}
+
+// LicenseWildcard subscribes an endpoint to every license event.
+const LicenseWildcard = "license.*"
+
+// IsType reports whether t is an event type.
+func IsType(t string) bool { return slices.Contains(Types, t) }
+
+// Matches reports whether an endpoint subscribed to patterns (types, or
+// LicenseWildcard) takes events of type t.
+func Matches(patterns []string, t string) bool {
+	for _, p := range patterns {
+		if p == t || (p == LicenseWildcard && strings.HasPrefix(t, "license.")) {
+			return true
+		}
+	}
+	return false
+}
+
+// IDPrefix starts every event's public id.
+const IDPrefix = "evt_"
+
+// Event is one consumer event as its row stores it.
+type Event struct {
+	// Seq is the row's id: the order events were written in (not the
+	// feed's; see Position).
+	Seq        uint64 `gorm:"column:id;primaryKey"`
+	ID         string `gorm:"column:public_id"` // "evt_" + a ULID: what the API shows
+	ConsumerID string
+	Type       string
+	SubjectID  string // the license's id (or the webhook endpoint's)
+	// Sequence grows by one per event of one subject, from 1.
+	Sequence uint64
+	// Data is the event's "data" object as JSON, sealed under APP_KEY.
+	Data string
+	// Position is the event's place in the feed; nil until dispatched.
+	Position  *uint64
+	CreatedAt time.Time
+}
+
+// TableName is the table events live in.
+func (Event) TableName() string { return "consumer_events" }
+
+// Cipher seals the events' data at rest (app/crypt's *Cipher): a license's
+// data carries its key.
+type Cipher interface {
+	Encrypt(plain []byte) (string, error)
+	Decrypt(envelope string) ([]byte, error)
+}
+
+// Log appends, reads and prunes consumer events.
+type Log struct {
+	db     *gorm.DB
+	read   *gorm.DB
+	cipher Cipher
+}
+
+// New returns a Log writing to db and reading from read (nil: db).
+func New(db, read *gorm.DB, cipher Cipher) *Log {
+	if cipher == nil {
+		panic("events: New needs a Cipher")
+	}
+	if read == nil {
+		read = db
+	}
+	return &Log{db: db, read: read, cipher: cipher}
+}
+
+// Draft is an event to append.
+type Draft struct {
+	ConsumerID string
+	Type       string
+	SubjectID  string
+	Sequence   uint64
+	// Data is the "data" object: {"license": …} or {"webhook_endpoint": …}.
+	Data any
+	At   time.Time
+}
+
+// Append writes the event within tx, the transaction of the change it
+// describes.
+func (l *Log) Append(tx *gorm.DB, d Draft) error {
+	if !IsType(d.Type) {
+		return fmt.Errorf("events: unknown type %q", d.Type)
+	}
+	plain, err := marshal(d.Data)
+	if err != nil {
+		return fmt.Errorf("encode event data: %w", err)
+	}
+	sealed, err := l.cipher.Encrypt(plain)
+	if err != nil {
+		return fmt.Errorf("encrypt event data: %w", err)
+	}
+	e := Event{ID: IDPrefix + ulid.Make().String(), ConsumerID: d.ConsumerID, Type: d.Type, SubjectID: d.SubjectID,
+		Sequence: d.Sequence, Data: sealed, CreatedAt: d.At.UTC().Truncate(time.Microsecond)}
+	if err := tx.Create(&e).Error; err != nil {
+		return fmt.Errorf("record consumer event: %w", err)
+	}
+	return nil
+}
+
+// marshal is json.Marshal without HTML escaping, as every body the API
+// writes ("AT&T", not "AT\u0026T").
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Body is the event as the feed lists it and a webhook sends it:
+// {"id","type","created_at","data":{…},"sequence"}. The same event renders
+// the same bytes every time, so every attempt at a delivery signs the same
+// body.
+func (l *Log) Body(e Event) (json.RawMessage, error) {
+	data, err := l.cipher.Decrypt(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("decrypt the data of event %s: %w", e.ID, err)
+	}
+	return marshal(struct {
+		ID        string          `json:"id"`
+		Type      string          `json:"type"`
+		CreatedAt string          `json:"created_at"`
+		Data      json.RawMessage `json:"data"`
+		Sequence  uint64          `json:"sequence"`
+	}{e.ID, e.Type, Time(e.CreatedAt), data, e.Sequence})
+}
+
+// ErrNotFound is an event id the consumer has no event under.
+var ErrNotFound = errors.New("event not found")
+
+// Query is one read of a consumer's feed.
+type Query struct {
+	ConsumerID string
+	After      string   // an event id of the consumer's: the events after it; "" from the oldest
+	Types      []string // only these types; none: every type
+	Limit      int
+}
+
+// Page is one read of the feed: the events in feed order, their bodies, and
+// whether more follow.
+type Page struct {
+	Events []Event
+	Bodies []json.RawMessage
+	More   bool
+}
+
+// List reads the consumer's feed, oldest first, after q.After. Only
+// dispatched events are listed (normally within a second of their change).
+// An After the consumer has no event under (pruned, or another's) is
+// ErrNotFound.
+func (l *Log) List(ctx context.Context, q Query) (Page, error) {
+	db := l.read.WithContext(ctx)
+	tx := db.Where("consumer_id = ? AND position IS NOT NULL", q.ConsumerID)
+	if q.After != "" {
+		var after Event
+		err := db.Select("position").Where("public_id = ? AND consumer_id = ? AND position IS NOT NULL", q.After, q.ConsumerID).Take(&after).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Page{}, ErrNotFound
+		}
+		if err != nil {
+			return Page{}, fmt.Errorf("find event %s: %w", q.After, err)
+		}
+		tx = tx.Where("position > ?", *after.Position)
+	}
+	if len(q.Types) > 0 {
+		tx = tx.Where("type IN ?", q.Types)
+	}
+	var p Page
+	if err := tx.Order("position").Limit(q.Limit + 1).Find(&p.Events).Error; err != nil {
+		return Page{}, fmt.Errorf("list events: %w", err)
+	}
+	if len(p.Events) > q.Limit {
+		p.More, p.Events = true, p.Events[:q.Limit]
+	}
+	p.Bodies = make([]json.RawMessage, len(p.Events))
+	for i, e := range p.Events {
+		body, err := l.Body(e)
+		if err != nil {
+			return Page{}, err
+		}
+		p.Bodies[i] = body
+	}
+	return p, nil
+}
+
+// Get returns the event of the given row id.
+func (l *Log) Get(ctx context.Context, seq uint64) (Event, error) {
+	var e Event
+	err := l.read.WithContext(ctx).Where("id = ?", seq).Take(&e).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Event{}, ErrNotFound
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("get event: %w", err)
+	}
+	return e, nil
+}

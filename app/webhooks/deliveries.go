@@ -1,0 +1,182 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/events"
+)
+
+// DeliveryQuery selects deliveries: of one consumer (all: ""), of one
+// endpoint (all: ""), in one status (all: ""), newest first, a page at a
+// time.
+type DeliveryQuery struct {
+	ConsumerID string
+	EndpointID string
+	Status     string
+	Page       int // from 1
+	PerPage    int
+}
+
+// DeliveryView is a delivery with what the API shows of it: its event's
+// public id and type, and its attempts, oldest first.
+type DeliveryView struct {
+	Delivery
+	EventPublicID string
+	EventType     string
+	Attempts      []Attempt
+}
+
+// DeliveryPage is one page of deliveries.
+type DeliveryPage struct {
+	Deliveries []DeliveryView
+	Total      int64
+}
+
+// ErrUnknownStatus is a delivery status filter that is none of Statuses.
+var ErrUnknownStatus = errors.New("unknown delivery status")
+
+// Deliveries lists the deliveries q selects, newest first, with their
+// attempts.
+func (s *Service) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, error) {
+	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
+		return DeliveryPage{}, fmt.Errorf("%w: %q", ErrUnknownStatus, q.Status)
+	}
+	if q.Page < 1 {
+		q.Page = 1
+	}
+	if q.PerPage < 1 {
+		q.PerPage = 15
+	}
+	db := s.read.WithContext(ctx)
+	sel := db.Model(&Delivery{})
+	if q.ConsumerID != "" {
+		sel = sel.Where("consumer_id = ?", q.ConsumerID)
+	}
+	if q.EndpointID != "" {
+		sel = sel.Where("endpoint_id = ?", q.EndpointID)
+	}
+	if q.Status != "" {
+		sel = sel.Where("status = ?", q.Status)
+	}
+	var p DeliveryPage
+	if err := sel.Count(&p.Total).Error; err != nil {
+		return DeliveryPage{}, fmt.Errorf("count deliveries: %w", err)
+	}
+	var rows []Delivery
+	if err := sel.Order("created_at DESC, id DESC").Offset((q.Page - 1) * q.PerPage).Limit(q.PerPage).Find(&rows).Error; err != nil {
+		return DeliveryPage{}, fmt.Errorf("list deliveries: %w", err)
+	}
+	views, err := s.views(db, rows)
+	if err != nil {
+		return DeliveryPage{}, err
+	}
+	p.Deliveries = views
+	return p, nil
+}
+
+// views adds to each delivery its event's id and type and its attempts.
+func (s *Service) views(db *gorm.DB, rows []Delivery) ([]DeliveryView, error) {
+	out := make([]DeliveryView, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	ids, eventIDs := make([]string, len(rows)), make([]uint64, len(rows))
+	for i, d := range rows {
+		ids[i], eventIDs[i] = d.ID, d.EventID
+	}
+	var evs []events.Event
+	if err := db.Select("id", "public_id", "type").Where("id IN ?", eventIDs).Find(&evs).Error; err != nil {
+		return nil, fmt.Errorf("read the deliveries' events: %w", err)
+	}
+	byID := make(map[uint64]events.Event, len(evs))
+	for _, e := range evs {
+		byID[e.Seq] = e
+	}
+	var attempts []Attempt
+	if err := db.Where("delivery_id IN ?", ids).Order("id").Find(&attempts).Error; err != nil {
+		return nil, fmt.Errorf("read the deliveries' attempts: %w", err)
+	}
+	of := make(map[string][]Attempt, len(rows))
+	for _, a := range attempts {
+		of[a.DeliveryID] = append(of[a.DeliveryID], a)
+	}
+	for i, d := range rows {
+		e := byID[d.EventID]
+		out[i] = DeliveryView{Delivery: d, EventPublicID: e.ID, EventType: e.Type, Attempts: of[d.ID]}
+		if out[i].Attempts == nil {
+			out[i].Attempts = []Attempt{}
+		}
+	}
+	return out, nil
+}
+
+// GetDelivery returns one delivery (of the consumer's, and of the endpoint,
+// when they are given) with its attempts.
+func (s *Service) GetDelivery(ctx context.Context, consumerID, endpointID, id string) (DeliveryView, error) {
+	db := s.read.WithContext(ctx)
+	d, err := s.delivery(db, consumerID, endpointID, id)
+	if err != nil {
+		return DeliveryView{}, err
+	}
+	views, err := s.views(db, []Delivery{d})
+	if err != nil {
+		return DeliveryView{}, err
+	}
+	return views[0], nil
+}
+
+func (s *Service) delivery(db *gorm.DB, consumerID, endpointID, id string) (Delivery, error) {
+	q := db.Where("id = ?", id)
+	if consumerID != "" {
+		q = q.Where("consumer_id = ?", consumerID)
+	}
+	if endpointID != "" {
+		q = q.Where("endpoint_id = ?", endpointID)
+	}
+	var d Delivery
+	err := q.Take(&d).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Delivery{}, notFound("webhook delivery")
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("get webhook delivery: %w", err)
+	}
+	return d, nil
+}
+
+// ErrInFlight is a retry of a delivery a worker is sending now: its
+// attempt decides, and a retry is for after it.
+var ErrInFlight = errors.New("the delivery is being sent")
+
+// RetryDelivery makes the delivery due now, whatever its status, with a new
+// retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a
+// delivered one is sent again (the receiver drops it if it has it), and a
+// pending one is tried now rather than at its backoff. One a worker is
+// sending is ErrInFlight.
+func (s *Service) RetryDelivery(ctx context.Context, consumerID, endpointID, id string) (DeliveryView, error) {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		d, err := s.delivery(tx, consumerID, endpointID, id)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		res := tx.Model(&Delivery{}).Where("id = ? AND claim IS NULL", d.ID).
+			Updates(map[string]any{"status": StatusPending, "window_start": now, "next_attempt_at": now, "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("retry webhook delivery: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return ErrInFlight
+		}
+		return nil
+	})
+	if err != nil {
+		return DeliveryView{}, err
+	}
+	return s.GetDelivery(ctx, consumerID, endpointID, id)
+}

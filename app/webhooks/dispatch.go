@@ -1,0 +1,132 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/events"
+)
+
+// dispatchBatch is how many events one dispatch transaction takes.
+const dispatchBatch = 200
+
+// Dispatch numbers the events committed since the last dispatch for the
+// feed, oldest first, and owes each to its consumer's enabled endpoints that
+// take its type, all in one transaction per batch; it returns how many
+// events it dispatched. One dispatch runs at a time across replicas (each
+// locks the dispatcher's row first), so positions are handed out in the
+// order their batches commit: a feed read after a position never misses an
+// event. An endpoint disabled (or registered later) is not owed the events
+// dispatched meanwhile; the feed still has them.
+func (s *Service) Dispatch(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.dispatchOnce(ctx)
+		total += n
+		if err != nil || n < dispatchBatch {
+			return total, err
+		}
+	}
+}
+
+func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
+	var n int
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		n = 0
+		// The lock, first: an UPDATE locks the row on MySQL, and takes
+		// SQLite's write lock, before anything is read.
+		if err := tx.Exec("UPDATE event_dispatcher SET last_position = last_position WHERE id = 1").Error; err != nil {
+			return fmt.Errorf("lock the event dispatcher: %w", err)
+		}
+		var last uint64
+		if err := tx.Raw("SELECT last_position FROM event_dispatcher WHERE id = 1").Scan(&last).Error; err != nil {
+			return fmt.Errorf("read the event dispatcher: %w", err)
+		}
+		var batch []events.Event
+		if err := tx.Select("id", "consumer_id", "type").Where("position IS NULL").Order("id").Limit(dispatchBatch).Find(&batch).Error; err != nil {
+			return fmt.Errorf("read the events to dispatch: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		owed, err := s.owed(tx, batch)
+		if err != nil {
+			return err
+		}
+		if len(owed) > 0 {
+			if err := tx.CreateInBatches(owed, 500).Error; err != nil {
+				return fmt.Errorf("record deliveries: %w", err)
+			}
+		}
+		// One UPDATE numbers the batch: position = last + its rank.
+		var sql strings.Builder
+		args := make([]any, 0, 2*len(batch)+1)
+		ids := make([]uint64, len(batch))
+		sql.WriteString("UPDATE consumer_events SET position = CASE id")
+		for i, e := range batch {
+			sql.WriteString(" WHEN ? THEN ?")
+			args = append(args, e.Seq, last+uint64(i)+1)
+			ids[i] = e.Seq
+		}
+		sql.WriteString(" END WHERE id IN ? AND position IS NULL")
+		args = append(args, ids)
+		res := tx.Exec(sql.String(), args...)
+		if res.Error != nil {
+			return fmt.Errorf("number the events: %w", res.Error)
+		}
+		if res.RowsAffected != int64(len(batch)) {
+			return fmt.Errorf("number the events: %d of %d numbered", res.RowsAffected, len(batch))
+		}
+		if err := tx.Exec("UPDATE event_dispatcher SET last_position = ? WHERE id = 1", last+uint64(len(batch))).Error; err != nil {
+			return fmt.Errorf("advance the event dispatcher: %w", err)
+		}
+		n = len(batch)
+		return nil
+	})
+	return n, err
+}
+
+// owed is the deliveries the batch's events owe: one per event and enabled
+// endpoint of its consumer that takes its type.
+func (s *Service) owed(tx *gorm.DB, batch []events.Event) ([]Delivery, error) {
+	consumers := make([]string, 0, len(batch))
+	seen := map[string]bool{}
+	for _, e := range batch {
+		if !seen[e.ConsumerID] {
+			seen[e.ConsumerID] = true
+			consumers = append(consumers, e.ConsumerID)
+		}
+	}
+	var endpoints []Endpoint
+	if err := tx.Select("id", "consumer_id", "events").Where("consumer_id IN ? AND enabled = ?", consumers, true).
+		Find(&endpoints).Error; err != nil {
+		return nil, fmt.Errorf("read the endpoints to deliver to: %w", err)
+	}
+	if len(endpoints) == 0 {
+		return nil, nil
+	}
+	type subscriber struct {
+		id    string
+		types []string
+	}
+	byConsumer := map[string][]subscriber{}
+	for _, ep := range endpoints {
+		byConsumer[ep.ConsumerID] = append(byConsumer[ep.ConsumerID], subscriber{ep.ID, ep.Types()})
+	}
+	now := s.now()
+	var owed []Delivery
+	for _, e := range batch {
+		for _, ep := range byConsumer[e.ConsumerID] {
+			if !events.Matches(ep.types, e.Type) {
+				continue
+			}
+			owed = append(owed, Delivery{ID: ulid.Make().String(), EndpointID: ep.id, EventID: e.Seq, ConsumerID: e.ConsumerID,
+				Status: StatusPending, NextAttemptAt: &now, WindowStart: now, CreatedAt: now, UpdatedAt: now})
+		}
+	}
+	return owed, nil
+}
