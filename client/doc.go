@@ -9,5 +9,10 @@
 // backoff and jitter, honouring a longer Retry-After, until the call
 // succeeds, its attempts are spent (DefaultMaxAttempts, WithMaxAttempts) or
 // the context's deadline would pass; any other 4xx is returned at once as an
-// *APIError. The package imports the standard library only.
+// *APIError.
+//
+// VerifyWebhook checks a webhook licensor sent (SignatureHeader), and Event
+// is its body. The package imports the standard library and, for the
+// signature scheme licensor signs with, the module's internal/hmacsig,
+// which imports the standard library only.
 package client

@@ -11,7 +11,8 @@ import (
 
 // closedAddr is a loopback address nothing listens on (a port the system
 // handed out and took back), as internal/testkit.FreeAddr gives; package
-// client imports nothing of the module, its tests included.
+// client imports nothing of the module but internal/hmacsig, its tests
+// included.
 func closedAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

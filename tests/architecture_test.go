@@ -21,6 +21,14 @@ type rule struct {
 	forbidden []string // import path prefixes ("…$": that path alone); "third-party" forbids every non-stdlib import outside the module
 }
 
+// allowed are the imports a package's rule forbids but that it may make:
+// the webhook signature scheme, stdlib only, which both the vendor's
+// protocol and licensor's own webhooks use.
+var allowed = map[string][]string{
+	"app/vendorproto": {module + "/internal/hmacsig"},
+	"client":          {module + "/internal/hmacsig"},
+}
+
 // sqlDrivers are the SQL drivers: only package database may import them.
 var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite", "github.com/libtnb/sqlite",
 	"github.com/go-sql-driver/mysql", "gorm.io/driver/", "github.com/ncruces/go-sqlite3"}
@@ -39,7 +47,9 @@ var rules = []rule{
 		module + "/app/metrics", module + "/app/ratelimit", module + "/app/crypt", module + "/config", module + "/database", module + "/client"}},
 	{"app/vendorsim", []string{"third-party", module + "/app/vendorclient", module + "/app/licenses", module + "/app/idempotency", module + "/app/http",
 		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo
+	// The vendor's protocol: stdlib, and internal/hmacsig (allowed), the signature scheme it shares with licensor's webhooks.
 	{"app/vendorproto", []string{"third-party", module + "/"}},
+	{"internal/hmacsig", []string{"third-party", module + "/"}},
 	// The guarded operations: declared on the domain, bound through request,
 	// rendered through resource; they know no server and no wiring (GORM only
 	// as the transaction their completion joins).
@@ -54,6 +64,7 @@ var rules = []rule{
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
 	{"app/crypt", []string{"third-party", module + "/"}},
+	// Consumers import the client: stdlib, and internal/hmacsig (allowed), which verifies licensor's webhooks.
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
 	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",
@@ -144,6 +155,9 @@ func TestImportRules(t *testing.T) {
 			continue
 		}
 		for _, imp := range pkgImports {
+			if slices.Contains(allowed[r.pkg], imp) {
+				continue
+			}
 			for _, f := range r.forbidden {
 				bad := strings.HasPrefix(imp, f)
 				if exact, ok := strings.CutSuffix(f, "$"); ok { // that package alone, not those below it

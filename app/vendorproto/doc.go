@@ -1,9 +1,12 @@
 // Package vendorproto is the upstream vendor's wire protocol, and its only
 // home: the shapes of the JSON the vendor and licensor exchange, the names
-// of the vendor's events, and the scheme that signs its webhooks. The http
+// of the vendor's events, and the header that signs its webhooks. The http
 // driver (app/vendorclient), the webhook receiver (app/http) and the
 // simulator (app/vendorsim) all speak it through this package, so a change
-// to the protocol is a change here. It imports only the standard library.
+// to the protocol is a change here. The signature scheme itself is
+// Stripe's, which licensor's own webhooks use too: its one home is
+// internal/hmacsig, which Sign and Verify forward to. It imports only the
+// standard library and internal/hmacsig.
 //
 // The protocol is JSON over HTTP under VENDOR_URL, each request with
 // "Authorization: Bearer VENDOR_TOKEN":
