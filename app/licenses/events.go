@@ -92,18 +92,20 @@ func publishes(event string) bool { _, ok := consumerEvents[event]; return ok }
 // license as the change left it, its key in plaintext and its
 // EventSequence the one the change's UPDATE wrote.
 func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time) error {
+	if typ, ok := consumerEvents[event]; ok {
+		err := s.events.Append(tx, events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
+			Sequence: after.EventSequence, Data: events.LicenseData{License: after.Resource()}, At: at})
+		if err != nil {
+			return err
+		}
+	}
 	a := actorFrom(ctx)
 	e := Event{LicenseID: after.ID, ConsumerID: after.ConsumerID, Event: event, Actor: a.Name,
 		RequestID: nonEmpty(a.RequestID), TokenID: nonEmpty(a.TokenID), CreatedAt: at}
 	if err := tx.Create(&e).Error; err != nil {
 		return fmt.Errorf("record license event: %w", err)
 	}
-	typ, ok := consumerEvents[event]
-	if !ok {
-		return nil
-	}
-	return s.events.Append(tx, events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
-		Sequence: after.EventSequence, Data: events.LicenseData{License: after.Resource()}, At: at})
+	return nil
 }
 
 // openForEvent opens the key of the license an event carries, in place. A
