@@ -50,6 +50,9 @@ type Overrides struct {
 	// Operations are guarded operations declared beside the application's
 	// own (a test's).
 	Operations []idempotency.Declared
+	// Outbox replaces the consumer events' outbox the licenses service
+	// writes each change's event to (a benchmark's: what the event costs).
+	Outbox licenses.Outbox
 }
 
 // Base is what every command that touches the database shares: the
@@ -180,7 +183,7 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 			return nil, errors.Join(err, b.Close())
 		}
 	}
-	a, err := b.app(vendor, o.Operations)
+	a, err := b.app(vendor, o.Operations, o.Outbox)
 	if err != nil {
 		return nil, errors.Join(err, b.Close())
 	}
@@ -191,11 +194,14 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 // app/operations, plus a test's extra ones), the guard that runs them and
 // the reconciler that resumes them, all from the one list. An operation that
 // cannot be resumed stops the start here.
-func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared) (*App, error) {
+func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox licenses.Outbox) (*App, error) {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
+	if outbox == nil {
+		outbox = b.Events
+	}
 	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now,
-		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch, Events: b.Events})
+		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch, Events: outbox})
 	a.Operations = operations.New(a.Licenses)
 	ops, err := idempotency.NewOperations(append(a.Operations.List(), extra...)...)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // testCipher is a Cipher under a key made of the byte b.
-func testCipher(t *testing.T, b byte, previous ...[]byte) *crypt.Cipher {
+func testCipher(t testing.TB, b byte, previous ...[]byte) *crypt.Cipher {
 	t.Helper()
 	c, err := crypt.New(bytes.Repeat([]byte{b}, crypt.KeySize), previous...)
 	if err != nil {
@@ -22,7 +22,7 @@ func testCipher(t *testing.T, b byte, previous ...[]byte) *crypt.Cipher {
 	return c
 }
 
-func seedConsumer(t *testing.T, db *testdb.DB, id string) {
+func seedConsumer(t testing.TB, db *testdb.DB, id string) {
 	t.Helper()
 	now := time.Now().UTC()
 	if err := db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, id, now, now).Error; err != nil {

@@ -34,9 +34,14 @@ type Config struct {
 	// "drift"); nil counts nothing.
 	ObserveSiteMismatch func(source string)
 	// Events is the consumer events' outbox each change writes to, in its
-	// own transaction. Nil: one on DB, sealed with Cipher (there is no
-	// Service without its events).
-	Events *events.Log
+	// own transaction (app/events' *Log). Nil: one on DB, sealed with
+	// Cipher (there is no Service without its events).
+	Events Outbox
+}
+
+// Outbox appends a consumer event within the transaction of its change.
+type Outbox interface {
+	Append(tx *gorm.DB, d events.Draft) error
 }
 
 // Service creates, lists, shows and revokes licenses. It runs on the
@@ -50,7 +55,7 @@ type Service struct {
 	now    func() time.Time
 	retry  func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
 	log    *slog.Logger
-	events *events.Log
+	events Outbox
 	// observeMismatch counts a site matched by id and not by domain.
 	observeMismatch func(source string)
 }
