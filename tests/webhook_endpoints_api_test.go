@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/resource"
@@ -225,6 +228,9 @@ func TestWebhookEndpointsAreTheCallersOwn(t *testing.T) {
 		}
 		// A delivery of another endpoint of the caller's is not this one's.
 		other := a.endpoint(acme, `{"url":"https://shop.example/other"}`)["id"].(string)
+		if got := a.deliveries(acme, other, "")["meta"].(map[string]any)["total"]; got != 0.0 {
+			t.Errorf("an endpoint registered after the dispatch lists %v deliveries, want none (another endpoint's)", got)
+		}
 		a.do(http.MethodPost, "/api/webhook-endpoints/"+other+"/deliveries/"+delivery+"/retry", "", acme...).wantStatus(http.StatusNotFound)
 		a.do(http.MethodGet, "/api/webhook-endpoints/"+id, "", acme...).wantStatus(http.StatusOK)
 	})
@@ -352,4 +358,45 @@ func TestOperatorsListEveryConsumersDeliveries(t *testing.T) {
 		a.do(http.MethodGet, "/api/webhook-deliveries?status=bogus", "", ops...).wantStatus(http.StatusUnprocessableEntity)
 		a.do(http.MethodGet, "/api/webhook-deliveries", "", acme...).wantError(http.StatusForbidden, "missing_ability")
 	})
+}
+
+func TestWebhookIDsThatCannotBeULIDsTouchNothing(t *testing.T) {
+	db := testdb.New(t, "sqlite")
+	a := newApp(t, db, withPrivateWebhooks())
+	acme := a.hooks("acme")
+	var faults []*testdb.Fault
+	for _, g := range []*gorm.DB{db.Gorm, db.Read} {
+		for _, table := range []string{"webhook_endpoints", "webhook_deliveries"} {
+			for _, kind := range []string{"query", "update", "delete"} {
+				f := testdb.Inject(t, g, kind, table, nil, errors.New("touched"))
+				f.Arm(testdb.Always)
+				faults = append(faults, f)
+			}
+		}
+	}
+	hits := func() (n int64) {
+		for _, f := range faults {
+			n += f.Hits()
+		}
+		return n
+	}
+	const valid = "01JDQ8Z7F0A2B4C6D8E0G2H4J6"
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/api/webhook-endpoints/nope"},
+		{http.MethodPatch, "/api/webhook-endpoints/nope"},
+		{http.MethodDelete, "/api/webhook-endpoints/nope"},
+		{http.MethodGet, "/api/webhook-endpoints/nope/deliveries"},
+		{http.MethodPost, "/api/webhook-endpoints/nope/deliveries/" + valid + "/retry"},
+		{http.MethodPost, "/api/webhook-endpoints/" + valid + "/deliveries/nope/retry"},
+	} {
+		a.do(r.method, r.path, "{}", acme...).wantStatus(http.StatusNotFound)
+	}
+	if n := hits(); n != 0 {
+		t.Errorf("%d statements reached the endpoints' tables for ids that cannot be", n)
+	}
+	// The faults do fire for an id that can be one.
+	a.do(http.MethodGet, "/api/webhook-endpoints/"+valid, "", acme...)
+	if hits() == 0 {
+		t.Fatal("the faults never fire: the test proves nothing")
+	}
 }
