@@ -250,6 +250,8 @@ func (a *App) Server() *echo.Echo {
 		Guard:            a.Guard,
 		Operations:       a.Operations,
 		Intents:          a.Store,
+		Events:           a.Events,
+		Webhooks:         a.Webhooks,
 		Now:              a.now,
 		Metrics:          a.Metrics,
 		MetricsElsewhere: cfg.MetricsAddr != "",

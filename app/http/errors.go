@@ -19,9 +19,11 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/webhooks"
 )
 
 // Error is an error with everything its response needs. Handlers and
@@ -236,7 +238,8 @@ func fromDomainError(err error) *Error {
 		return validationError(fe.FieldErrors(), order...)
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return errUnauthenticated
-	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound), errors.Is(err, idempotency.ErrIntentNotFound):
+	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound), errors.Is(err, idempotency.ErrIntentNotFound),
+		errors.Is(err, webhooks.ErrNotFound), errors.Is(err, events.ErrNotFound):
 		return errNotFound
 	case errors.Is(err, auth.ErrNotGrantable):
 		return notGrantable(err)
@@ -246,10 +249,29 @@ func fromDomainError(err error) *Error {
 	if e := fromIdempotencyError(err); e != nil {
 		return e
 	}
+	if e := fromWebhooksError(err); e != nil {
+		return e
+	}
 	if e := fromRequestError(err); e != nil {
 		return e
 	}
 	return fromVendorError(err)
+}
+
+// fromWebhooksError maps the webhook endpoints' and deliveries' refusals
+// (their validation errors are fieldErrors, mapped above).
+func fromWebhooksError(err error) *Error {
+	switch {
+	case errors.Is(err, webhooks.ErrUnknownStatus):
+		return validationError(map[string][]string{"status": {"The selected status is invalid."}})
+	case errors.Is(err, webhooks.ErrTooManyEndpoints):
+		return &Error{Status: http.StatusConflict, Code: "too_many_endpoints", Message: fmt.Sprintf(
+			"You have %d webhook endpoints, the most a consumer may have. Delete one (or change one's url or events) instead.", webhooks.MaxEndpoints)}
+	case errors.Is(err, webhooks.ErrInFlight):
+		return &Error{Status: http.StatusConflict, Code: "delivery_in_progress",
+			Message: "The delivery is being sent right now; its attempt decides. Retry it once that attempt is recorded."}
+	}
+	return nil
 }
 
 // pendingRetryAfter is the Retry-After, in seconds, of a 202 operation_pending.

@@ -33,6 +33,17 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/api/intents/:id/discard", s.discardIntent, s.ability(auth.IntentsManage))
 	e.GET("/api/intents/:id/events", s.intentEvents, s.ability(auth.IntentsManage))
 
+	e.GET("/api/events", s.listEvents, s.ability(auth.LicensesRead))
+
+	e.POST("/api/webhook-endpoints", s.createWebhookEndpoint, s.ability(auth.WebhooksManage))
+	e.GET("/api/webhook-endpoints", s.listWebhookEndpoints, s.ability(auth.WebhooksManage))
+	e.GET("/api/webhook-endpoints/:id", s.showWebhookEndpoint, s.ability(auth.WebhooksManage), webhookIDParams)
+	e.PATCH("/api/webhook-endpoints/:id", s.updateWebhookEndpoint, s.ability(auth.WebhooksManage), webhookIDParams)
+	e.DELETE("/api/webhook-endpoints/:id", s.deleteWebhookEndpoint, s.ability(auth.WebhooksManage), webhookIDParams)
+	e.GET("/api/webhook-endpoints/:id/deliveries", s.listWebhookDeliveries, s.ability(auth.WebhooksManage), webhookIDParams)
+	e.POST("/api/webhook-endpoints/:id/deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.WebhooksManage), webhookIDParams)
+	e.GET("/api/webhook-deliveries", s.listAllWebhookDeliveries, s.ability(auth.IntentsManage))
+
 	// The vendor's webhooks: no token; the signature is the authentication,
 	// and each event id is applied once (idempotency.Do).
 	e.POST("/api/webhooks/vendor", s.vendorWebhook)

@@ -12,11 +12,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/metrics"
 	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
+	"github.com/licensor-api/licensor/app/webhooks"
 )
 
 // Deps is everything the HTTP layer needs; main fills it in.
@@ -34,6 +36,11 @@ type Deps struct {
 	Operations operations.Set
 	// Intents is the idempotency store, for the intents' views.
 	Intents *idempotency.Store
+	// Events is the consumer events, for the feed (GET /api/events).
+	Events *events.Log
+	// Webhooks manages the consumers' webhook endpoints and shows their
+	// deliveries.
+	Webhooks *webhooks.Service
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// WebhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET);
@@ -63,6 +70,8 @@ type Server struct {
 	guard    *idempotency.Guard
 	ops      operations.Set
 	store    *idempotency.Store
+	events   *events.Log
+	webhooks *webhooks.Service
 	now      func() time.Time
 	metrics  *metrics.Metrics
 	limiter  *ratelimit.Limiter
@@ -83,7 +92,7 @@ func NewServer(d Deps) *echo.Echo {
 		d.Now = time.Now
 	}
 	s := &Server{ready: d.Ready, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
-		guard: d.Guard, ops: d.Operations, store: d.Intents, now: d.Now,
+		guard: d.Guard, ops: d.Operations, store: d.Intents, events: d.Events, webhooks: d.Webhooks, now: d.Now,
 		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

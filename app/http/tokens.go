@@ -120,6 +120,14 @@ func notGrantable(err error) *Error {
 		Status: http.StatusForbidden,
 		Code:   "ability_not_grantable",
 		Message: "Your token may not grant " + refused + ". A tokens:manage token grants " +
-			strings.Join(auth.ConsumerAbilities, " and ") + " only; admin abilities need a * token.",
+			abilityList(auth.ConsumerAbilities) + " only; admin abilities need a * token.",
 	}
+}
+
+// abilityList is abilities as a sentence lists them: "a, b and c".
+func abilityList(abilities []string) string {
+	if len(abilities) < 2 {
+		return strings.Join(abilities, "")
+	}
+	return strings.Join(abilities[:len(abilities)-1], ", ") + " and " + abilities[len(abilities)-1]
 }

@@ -119,6 +119,44 @@ func (s *Service) checkURL(ctx context.Context, verr *ValidationError, raw strin
 	return raw
 }
 
+// checkDescription validates an endpoint's description.
+func checkDescription(verr *ValidationError, raw string) string {
+	desc := strings.TrimSpace(raw)
+	if utf8.RuneCountInString(desc) > maxDescription || !utf8.ValidString(desc) {
+		verr.add("description", fmt.Sprintf("The description field must not be greater than %d characters.", maxDescription))
+	}
+	return desc
+}
+
+// CheckEndpoint runs CreateEndpoint's checks of in and stores nothing: the
+// *ValidationError CreateEndpoint would answer, or nil. app/http runs it
+// only when a field of the body has the wrong JSON type, so that its 422
+// names every failing field, the domain's beside the types'.
+func (s *Service) CheckEndpoint(ctx context.Context, in EndpointInput) error {
+	verr := &ValidationError{}
+	s.checkURL(ctx, verr, in.URL)
+	checkTypes(verr, in.Events)
+	checkDescription(verr, in.Description)
+	return verr.orNil()
+}
+
+// CheckPatch runs UpdateEndpoint's checks of p and stores nothing, as
+// CheckEndpoint does for a new endpoint.
+func (s *Service) CheckPatch(ctx context.Context, p EndpointPatch) error {
+	verr := &ValidationError{}
+	if p.URL != nil {
+		s.checkURL(ctx, verr, *p.URL)
+	}
+	if p.Events != nil {
+		given := *p.Events
+		if given == nil {
+			given = []string{} // as UpdateEndpoint: a change names the types
+		}
+		checkTypes(verr, given)
+	}
+	return verr.orNil()
+}
+
 // newSecret is a signing secret: SecretPrefix and 32 random bytes in hex.
 func newSecret() string {
 	b := make([]byte, 32)
@@ -132,10 +170,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in Endp
 	verr := &ValidationError{}
 	url := s.checkURL(ctx, verr, in.URL)
 	types := checkTypes(verr, in.Events)
-	desc := strings.TrimSpace(in.Description)
-	if utf8.RuneCountInString(desc) > maxDescription || !utf8.ValidString(desc) {
-		verr.add("description", fmt.Sprintf("The description field must not be greater than %d characters.", maxDescription))
-	}
+	desc := checkDescription(verr, in.Description)
 	if err := verr.orNil(); err != nil {
 		return Endpoint{}, "", err
 	}

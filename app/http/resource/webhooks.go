@@ -1,0 +1,95 @@
+package resource
+
+import "github.com/licensor-api/licensor/app/webhooks"
+
+// WebhookEndpoint is a webhook endpoint as the API shows it: never its
+// secret (app/webhooks renders it, as a webhook_endpoint.disabled event
+// carries it too).
+type WebhookEndpoint = webhooks.EndpointResource
+
+// NewWebhookEndpoints presents es, in their order; never nil, so that none
+// is an empty JSON array.
+func NewWebhookEndpoints(es []webhooks.Endpoint) []WebhookEndpoint {
+	out := make([]WebhookEndpoint, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Resource())
+	}
+	return out
+}
+
+// CreatedWebhookEndpoint is the answer to a new endpoint: the endpoint and
+// its signing secret, shown this once.
+type CreatedWebhookEndpoint struct {
+	WebhookEndpoint
+	Secret string `json:"secret"`
+}
+
+// WebhookEndpointLocation is the path of an endpoint, as a 201's Location
+// header.
+func WebhookEndpointLocation(id string) string { return "/api/webhook-endpoints/" + id }
+
+// WebhookAttempt is one attempt at a delivery. A nil pointer is JSON null:
+// no answer (refused, timed out, not allowed), or no error.
+type WebhookAttempt struct {
+	AttemptedAt    string  `json:"attempted_at"`
+	ResponseStatus *int    `json:"response_status"`
+	DurationMS     int64   `json:"duration_ms"`
+	Error          *string `json:"error"`
+}
+
+// WebhookDelivery is one event owed to one endpoint, with its attempts,
+// oldest first (GET /api/webhook-endpoints/{id}/deliveries).
+type WebhookDelivery struct {
+	ID            string           `json:"id"`
+	EndpointID    string           `json:"endpoint_id"`
+	EventID       string           `json:"event_id"` // the event's public id, evt_…
+	EventType     string           `json:"event_type"`
+	Status        string           `json:"status"`
+	AttemptCount  int              `json:"attempt_count"`
+	NextAttemptAt *string          `json:"next_attempt_at"`
+	DeliveredAt   *string          `json:"delivered_at"`
+	CreatedAt     string           `json:"created_at"`
+	UpdatedAt     string           `json:"updated_at"`
+	Attempts      []WebhookAttempt `json:"attempts"`
+}
+
+// NewWebhookDelivery presents v.
+func NewWebhookDelivery(v webhooks.DeliveryView) WebhookDelivery {
+	d := WebhookDelivery{
+		ID: v.ID, EndpointID: v.EndpointID, EventID: v.EventPublicID, EventType: v.EventType, Status: v.Status,
+		AttemptCount: v.Delivery.Attempts, NextAttemptAt: TimeOrNil(v.NextAttemptAt), DeliveredAt: TimeOrNil(v.DeliveredAt),
+		CreatedAt: Time(v.CreatedAt), UpdatedAt: Time(v.UpdatedAt), Attempts: make([]WebhookAttempt, 0, len(v.Attempts)),
+	}
+	for _, a := range v.Attempts {
+		d.Attempts = append(d.Attempts, WebhookAttempt{AttemptedAt: Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus,
+			DurationMS: a.DurationMS, Error: a.Error})
+	}
+	return d
+}
+
+// NewWebhookDeliveries presents vs, in their order; never nil.
+func NewWebhookDeliveries(vs []webhooks.DeliveryView) []WebhookDelivery {
+	out := make([]WebhookDelivery, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, NewWebhookDelivery(v))
+	}
+	return out
+}
+
+// ConsumerWebhookDelivery is a delivery as an operator sees it
+// (GET /api/webhook-deliveries): whose it is, then the delivery.
+type ConsumerWebhookDelivery struct {
+	Consumer   string `json:"consumer"` // the consumer's name
+	ConsumerID string `json:"consumer_id"`
+	WebhookDelivery
+}
+
+// NewConsumerWebhookDeliveries presents vs for an operator, their
+// consumers named by consumerNames (consumer id → name); never nil.
+func NewConsumerWebhookDeliveries(vs []webhooks.DeliveryView, consumerNames map[string]string) []ConsumerWebhookDelivery {
+	out := make([]ConsumerWebhookDelivery, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, ConsumerWebhookDelivery{Consumer: consumerNames[v.ConsumerID], ConsumerID: v.ConsumerID, WebhookDelivery: NewWebhookDelivery(v)})
+	}
+	return out
+}
