@@ -53,6 +53,17 @@ func TestKeyRotationFleetUnderLoad(t *testing.T) {
 	oldKey, newKey := config.EncodeKey(testKey), config.EncodeKey(otherKey)
 	tokenOld := issueToken(t, f.env(oldKey))
 	f.start(f.env(oldKey))
+	// An endpoint whose signing secret is sealed under the old key, for
+	// keys rotate to re-seal with the rest.
+	hooks := strings.TrimSpace(runCmd(t, f.env(oldKey), "token", "issue", "--consumer", "acme", "--abilities", "webhooks:manage"))
+	req, _ := http.NewRequest(http.MethodPost, f.replicas[0].url+"/api/webhook-endpoints", strings.NewReader(`{"url":"http://127.0.0.1:9/hooks"}`))
+	req.Header.Set("Authorization", "Bearer "+hooks)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register an endpoint: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	load := f.load(tokenOld)
 	began := time.Now()
 	load.served(t, "both on the old key")
@@ -515,7 +526,7 @@ func keysStatusOf(t *testing.T, env []string) keyStatusJSON {
 	t.Helper()
 	out := runCmd(t, env, "keys", "status", "--json")
 	var st keyStatusJSON
-	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Columns) != 3 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Columns) != 5 {
 		t.Fatalf("keys status --json printed %s: %v", out, err)
 	}
 	return st
