@@ -21,13 +21,16 @@ const (
 	TokenRevoked    = "token.revoked"    // a live token was revoked
 	IntentRetried   = "intent.retried"   // a failed intent was put back to pending
 	IntentDiscarded = "intent.discarded" // a failed or abandoned intent was settled for good
+	// WebhookDeliveryRetried is a webhook delivery made due again by hand.
+	WebhookDeliveryRetried = "webhook_delivery.retried"
 )
 
 // What an event is about (Event.SubjectType); Event.SubjectID is the
-// token's id or the intent's public id.
+// token's id, the intent's public id or the webhook delivery's id.
 const (
-	SubjectToken  = "token"
-	SubjectIntent = "intent"
+	SubjectToken           = "token"
+	SubjectIntent          = "intent"
+	SubjectWebhookDelivery = "webhook_delivery"
 )
 
 // Who acted (Actor.Kind, Event.Actor).

@@ -117,20 +117,24 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	}
 	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
 	b.Events = events.New(b.DB, b.Read, b.Cipher)
+	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
 	b.Webhooks = webhooks.New(webhooks.Config{
 		DB: b.DB, Read: b.Read, Events: b.Events, Cipher: b.Cipher,
 		Policy:  webhooks.Policy{AllowPrivate: cfg.Webhooks.AllowPrivate, RequireHTTPS: cfg.Webhooks.RequireHTTPS},
 		Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase, RetryFor: cfg.Webhooks.RetryFor,
 		Interval: cfg.Webhooks.PollInterval, UserAgent: readBuildVersion().UserAgent(),
-		Retry: database.RetryOnConflict, Now: b.now, Log: log,
+		Retry: database.RetryOnConflict, Now: b.now, Log: log, Observe: b.Metrics.ObserveWebhook,
 	})
-	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
+	b.Metrics.ReadWebhooks(webhookStats(b.Webhooks))
 	b.Auth = auth.New(auth.Config{
 		DB: b.DB, Read: b.Read, Key: cfg.Key, PreviousKeys: cfg.PreviousKeys, Issuer: cfg.Issuer,
 		DefaultTTL: cfg.TokenTTL, MaxTTL: cfg.TokenMaxTTL, Log: log, Now: b.now,
 	})
 	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
 		Store: b.Store, Interval: cfg.PruneEvery, Log: log, Now: b.now, Observe: b.Metrics.ObservePruned,
+		Also: []idempotency.PruneFunc{{Name: prunedEvents, Prune: func(ctx context.Context, now time.Time) (int64, error) {
+			return b.Webhooks.Prune(ctx, now.Add(-cfg.EventsTTL), 0)
+		}}},
 	})
 	return b, nil
 }
@@ -285,6 +289,20 @@ func intentStats(store *idempotency.Store) metrics.IntentStats {
 			return c, err
 		}
 		c.Failed, err = store.FailedCount(ctx)
+		return c, err
+	}
+}
+
+// prunedEvents names the consumer events' prune (EVENTS_TTL) beside the
+// idempotency records'.
+const prunedEvents = "consumer events"
+
+// webhookStats reads the webhook gauges from the database, at each scrape.
+func webhookStats(hooks *webhooks.Service) metrics.WebhookStats {
+	return func(ctx context.Context) (metrics.WebhookCounts, error) {
+		var c metrics.WebhookCounts
+		var err error
+		c.OldestPending, c.Disabled, err = hooks.Stats(ctx)
 		return c, err
 	}
 }

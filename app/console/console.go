@@ -64,6 +64,7 @@ func commands() []command {
 		{"prune", "one pass deleting expired idempotency records", prune},
 		{"drift", "compare the vendor's sites with the licenses; --fix applies the vendor's state (bounded; --force past DRIFT_MAX_FIX)", drift},
 		{"intents", "list, show, retry or discard intents (idempotency records) in the database", intentsCmd},
+		{"webhooks", "list webhook endpoints, an endpoint's deliveries, or retry a delivery", webhooksCmd},
 		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY; status: count them by key", keysCmd},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
 		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", licensesCmd},

@@ -17,8 +17,9 @@ import (
 )
 
 // serve runs the HTTP API until ctx is cancelled, then shuts down
-// gracefully; the background work (the reconciler, the pruner, the token-use
-// writer, the metrics listener) stops with it and is waited for.
+// gracefully; the background work (the reconciler, the pruner, the webhook
+// worker, the token-use writer, the metrics listener) stops with it and is
+// waited for (a webhook attempt in flight for at most WEBHOOK_TIMEOUT).
 func serve(ctx context.Context, e env) error {
 	const summary = "Serves the API on APP_ADDR; every setting comes from the environment (see .env.example)."
 	if ok, err := noArgs(e, "serve", summary); !ok {
@@ -56,6 +57,7 @@ func serve(ctx context.Context, e env) error {
 	defer func() { stopBackground(); background.Wait() }()
 	background.Go(func() { a.Reconciler.Run(bgCtx) })
 	background.Go(func() { a.Pruner.Run(bgCtx) })
+	background.Go(func() { a.Webhooks.Run(bgCtx) })
 	background.Go(func() { a.Auth.RunTouchWriter(bgCtx) })
 	if lister, ok := a.Vendor.(licenses.SiteLister); ok && cfg.DriftEvery > 0 {
 		background.Go(func() { runDrift(bgCtx, a, lister, cfg.DriftEvery, log) })

@@ -2,6 +2,8 @@ package idempotency
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -16,6 +18,17 @@ type PrunerConfig struct {
 	Now      func() time.Time
 	// Observe, when set, is told how many records each pass deleted.
 	Observe func(deleted int64)
+	// Also are other stores' prunes each pass runs after the records' (the
+	// consumer events', EVENTS_TTL), so that one loop and one command prune
+	// everything that expires; each is given the pass's time.
+	Also []PruneFunc
+}
+
+// PruneFunc is another store's prune: Name says what it deletes, in the
+// log; Prune deletes what has expired at now and returns how many rows.
+type PruneFunc struct {
+	Name  string
+	Prune func(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Pruner deletes expired records: every serve process runs it in a loop,
@@ -44,23 +57,46 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 	return &Pruner{cfg: cfg}
 }
 
-// RunOnce deletes every expired record and returns how many.
+// RunOnce deletes every expired record, then runs the other prunes (Also),
+// and returns how many records it deleted (RunOnceAll tells the others').
 func (p *Pruner) RunOnce(ctx context.Context) (int64, error) {
-	n, err := p.cfg.Store.Prune(ctx, p.cfg.Now().UTC(), p.cfg.Batch)
+	n, _, err := p.RunOnceAll(ctx)
+	return n, err
+}
+
+// RunOnceAll is RunOnce, returning too how many rows each other prune
+// deleted, by name. An error of one does not stop the others.
+func (p *Pruner) RunOnceAll(ctx context.Context) (int64, map[string]int64, error) {
+	now := p.cfg.Now().UTC()
+	n, err := p.cfg.Store.Prune(ctx, now, p.cfg.Batch)
 	if n > 0 {
 		p.cfg.Observe(n)
 	}
-	return n, err
+	others := make(map[string]int64, len(p.cfg.Also))
+	for _, f := range p.cfg.Also {
+		k, ferr := f.Prune(ctx, now)
+		others[f.Name] = k
+		if ferr != nil {
+			err = errors.Join(err, fmt.Errorf("prune %s: %w", f.Name, ferr))
+		}
+	}
+	return n, others, err
 }
 
 // Run prunes every Interval (with jitter) until ctx ends.
 func (p *Pruner) Run(ctx context.Context) {
 	for {
-		n, err := p.RunOnce(ctx)
+		n, others, err := p.RunOnceAll(ctx)
 		if err != nil && ctx.Err() == nil {
 			p.cfg.Log.Error("prune", "error", err)
-		} else if n > 0 {
+		}
+		if n > 0 {
 			p.cfg.Log.Info("pruned expired idempotency records", "deleted", n)
+		}
+		for name, k := range others {
+			if k > 0 {
+				p.cfg.Log.Info("pruned expired "+name, "deleted", k)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,8 @@ type Metrics struct {
 	pruned         prometheus.Counter
 	drift          *prometheus.GaugeVec
 	siteMismatches *prometheus.CounterVec
+	webhooks       *prometheus.CounterVec
+	webhookStats   *webhookGauges
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -44,6 +47,7 @@ var (
 	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site", "domain_differs"} // licenses.DriftKinds
 	mismatchSources     = []string{"webhook", "drift"}                                                            // licenses.MismatchWebhook, MismatchDrift
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
+	webhookOutcomes     = []string{"delivered", "retried", "failed"} // webhooks.Outcomes
 )
 
 // IntentCounts is what the intent gauges report.
@@ -88,6 +92,13 @@ func New(operations []string, intents IntentStats) *Metrics {
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(intentGauges{read: intents})
+	m.webhooks = f.counterVec("licensor_webhook_deliveries_total",
+		"Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later), failed (given up at the end of WEBHOOK_RETRY_FOR).", "outcome")
+	for _, o := range webhookOutcomes {
+		m.webhooks.WithLabelValues(o)
+	}
+	m.webhookStats = &webhookGauges{}
+	m.reg.MustRegister(m.webhookStats)
 	m.DeclareOperations(operations)
 	for _, r := range reconcileResults {
 		m.reconcile.WithLabelValues(r)
@@ -151,6 +162,57 @@ func (g intentGauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.GaugeValue, float64(c.Failed))
 }
 
+// WebhookCounts is what the webhook gauges report.
+type WebhookCounts struct {
+	OldestPending time.Time // when the oldest pending delivery of an enabled endpoint began trying; zero when none
+	Disabled      int64     // endpoints disabled (after failing for WEBHOOK_RETRY_FOR, or by their consumer)
+}
+
+// WebhookStats reads the webhook counts, at each scrape.
+type WebhookStats func(ctx context.Context) (WebhookCounts, error)
+
+// ReadWebhooks sets where the webhook gauges are read from at each scrape
+// (until it is called they report zeros).
+func (m *Metrics) ReadWebhooks(read WebhookStats) { m.webhookStats.read.Store(&read) }
+
+// webhookGauges are the webhook gauges, read from the database at each
+// scrape as the intent gauges are; a failing read reports zeros.
+type webhookGauges struct {
+	read atomic.Pointer[WebhookStats]
+}
+
+var (
+	webhookOldestDesc = prometheus.NewDesc("licensor_webhook_oldest_pending_seconds",
+		"Age of the oldest pending webhook delivery of an enabled endpoint, since its retry window began (0 when none).", nil, nil)
+	webhookDisabledDesc = prometheus.NewDesc("licensor_webhook_endpoints_disabled",
+		"Webhook endpoints disabled: after failing every delivery for WEBHOOK_RETRY_FOR, or by their consumer.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (g *webhookGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- webhookOldestDesc
+	ch <- webhookDisabledDesc
+}
+
+// Collect implements prometheus.Collector.
+func (g *webhookGauges) Collect(ch chan<- prometheus.Metric) {
+	var c WebhookCounts
+	if read := g.read.Load(); read != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		if c, err = (*read)(ctx); err != nil {
+			c = WebhookCounts{}
+		}
+	}
+	age := 0.0
+	if !c.OldestPending.IsZero() {
+		age = max(0, time.Since(c.OldestPending).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(webhookOldestDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(webhookDisabledDesc, prometheus.GaugeValue, float64(c.Disabled))
+}
+
 // Handler serves the families in Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
@@ -201,6 +263,10 @@ func (m *Metrics) ObserveDrift(counts map[string]int) {
 // ObserveSiteMismatch counts one vendor site matched by id and not by
 // domain, by source ("webhook" or "drift").
 func (m *Metrics) ObserveSiteMismatch(source string) { m.siteMismatches.WithLabelValues(source).Inc() }
+
+// ObserveWebhook counts one settled webhook delivery attempt by outcome
+// ("delivered", "retried", "failed").
+func (m *Metrics) ObserveWebhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }

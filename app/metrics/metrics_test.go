@@ -122,3 +122,51 @@ func TestPendingGauges(t *testing.T) {
 		}
 	}
 }
+
+// The webhook families exist from start-up, every outcome at 0; each
+// settled attempt counts under its outcome; the gauges are read at each
+// scrape, zeros when the read fails.
+func TestWebhookFamilies(t *testing.T) {
+	m := metrics.New(nil, nil)
+	body := scrape(t, m)
+	for _, s := range []string{
+		`licensor_webhook_deliveries_total{outcome="delivered"}`,
+		`licensor_webhook_deliveries_total{outcome="retried"}`,
+		`licensor_webhook_deliveries_total{outcome="failed"}`,
+		`licensor_webhook_oldest_pending_seconds`,
+		`licensor_webhook_endpoints_disabled`,
+	} {
+		if got := sample(body, s); got != "0" {
+			t.Errorf("%s = %q at start-up, want 0", s, got)
+		}
+	}
+	m.ObserveWebhook("retried")
+	m.ObserveWebhook("retried")
+	m.ObserveWebhook("delivered")
+	m.ReadWebhooks(func(context.Context) (metrics.WebhookCounts, error) {
+		return metrics.WebhookCounts{OldestPending: time.Now().Add(-2 * time.Minute), Disabled: 3}, nil
+	})
+	body = scrape(t, m)
+	for s, want := range map[string]string{
+		`licensor_webhook_deliveries_total{outcome="delivered"}`: "1",
+		`licensor_webhook_deliveries_total{outcome="retried"}`:   "2",
+		`licensor_webhook_deliveries_total{outcome="failed"}`:    "0",
+		`licensor_webhook_endpoints_disabled`:                    "3",
+	} {
+		if got := sample(body, s); got != want {
+			t.Errorf("%s = %q, want %s", s, got, want)
+		}
+	}
+	if age, err := strconv.ParseFloat(sample(body, "licensor_webhook_oldest_pending_seconds"), 64); err != nil || age < 120 || age > 900 {
+		t.Errorf("oldest pending age = %v (%v), want about 120", age, err)
+	}
+	m.ReadWebhooks(func(context.Context) (metrics.WebhookCounts, error) {
+		return metrics.WebhookCounts{Disabled: 9}, errors.New("db down")
+	})
+	body = scrape(t, m)
+	for _, s := range []string{"licensor_webhook_oldest_pending_seconds", "licensor_webhook_endpoints_disabled"} {
+		if got := sample(body, s); got != "0" {
+			t.Errorf("%s = %q with a failing read, want 0", s, got)
+		}
+	}
+}

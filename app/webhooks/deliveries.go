@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/events"
 )
 
@@ -159,6 +160,16 @@ var ErrInFlight = errors.New("the delivery is being sent")
 // pending one is tried now rather than at its backoff. One a worker is
 // sending is ErrInFlight.
 func (s *Service) RetryDelivery(ctx context.Context, consumerID, endpointID, id string) (DeliveryView, error) {
+	return s.retryDelivery(ctx, nil, consumerID, endpointID, id)
+}
+
+// RetryDeliveryBy is RetryDelivery with the retry in the audit trail, by
+// by (the console, or the token of an API call), in the same transaction.
+func (s *Service) RetryDeliveryBy(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
+	return s.retryDelivery(ctx, &by, consumerID, endpointID, id)
+}
+
+func (s *Service) retryDelivery(ctx context.Context, by *audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		d, err := s.delivery(tx, consumerID, endpointID, id)
 		if err != nil {
@@ -173,7 +184,10 @@ func (s *Service) RetryDelivery(ctx context.Context, consumerID, endpointID, id 
 		if res.RowsAffected == 0 {
 			return ErrInFlight
 		}
-		return nil
+		if by == nil {
+			return nil
+		}
+		return audit.Record(tx, *by, audit.Change{Event: audit.WebhookDeliveryRetried, SubjectType: audit.SubjectWebhookDelivery, SubjectID: d.ID}, now)
 	})
 	if err != nil {
 		return DeliveryView{}, err

@@ -238,9 +238,10 @@ func (s *Service) endpoint(db *gorm.DB, consumerID, id string) (Endpoint, error)
 	return e, nil
 }
 
-// UpdateEndpoint changes the consumer's endpoint. Enabling a disabled one
-// clears its disabling and its failing streak; deliveries owed to it while
-// it was disabled are sent again from then on.
+// UpdateEndpoint changes the consumer's endpoint. Disabling it takes its
+// pending deliveries off the schedule; enabling a disabled one clears its
+// disabling and its failing streak, and its pending deliveries are due
+// again at once, each with a new retry window.
 func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p EndpointPatch) (Endpoint, error) {
 	verr := &ValidationError{}
 	set := map[string]any{}
@@ -279,9 +280,18 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 			delete(set, "failing_since")
 		}
 		if len(set) > 0 {
-			set["updated_at"] = s.now()
+			now := s.now()
+			set["updated_at"] = now
 			if err := tx.Model(&Endpoint{}).Where("id = ?", e.ID).Updates(set).Error; err != nil {
 				return fmt.Errorf("update webhook endpoint: %w", err)
+			}
+			if on, changed := set["enabled"].(bool); changed && on {
+				err = unparkPending(tx, e.ID, now)
+			} else if changed {
+				err = parkPending(tx, e.ID, now)
+			}
+			if err != nil {
+				return err
 			}
 		}
 		out, err = s.endpoint(tx, consumerID, id)

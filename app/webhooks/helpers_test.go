@@ -18,7 +18,7 @@ import (
 // rig is a database with the licenses service, the events log and the
 // webhooks service on it, all on one clock.
 type rig struct {
-	t        *testing.T
+	t        testing.TB
 	db       *testdb.DB
 	clock    *testkit.Clock
 	cipher   *crypt.Cipher
@@ -26,9 +26,10 @@ type rig struct {
 	licenses *licenses.Service
 	hooks    *Service
 	vendor   *vendorclient.Fake
+	cfg      Config // hooks' (another worker: New(r.cfg) with changes)
 }
 
-func newRig(t *testing.T, db *testdb.DB, cfg Config) *rig {
+func newRig(t testing.TB, db *testdb.DB, cfg Config) *rig {
 	t.Helper()
 	cipher, err := crypt.New(bytes.Repeat([]byte{7}, crypt.KeySize))
 	if err != nil {
@@ -45,6 +46,7 @@ func newRig(t *testing.T, db *testdb.DB, cfg Config) *rig {
 		cfg.Retry = database.RetryOnConflict
 	}
 	cfg.Policy.AllowPrivate = true
+	r.cfg = cfg
 	r.hooks = New(cfg)
 	return r
 }

@@ -33,6 +33,14 @@ type Policy struct {
 // loopback, private, link-local or otherwise not public.
 var ErrAddressNotAllowed = errors.New("the address is not a public one")
 
+// addressError is a connection the policy refused, naming the address (the
+// attempt's error says which): errors.Is(err, ErrAddressNotAllowed).
+type addressError struct{ addr string }
+
+func (e *addressError) Error() string { return fmt.Sprintf("%s: %s", ErrAddressNotAllowed, e.addr) }
+
+func (e *addressError) Is(target error) bool { return target == ErrAddressNotAllowed }
+
 // notPublic are the ranges no endpoint may reach unless AllowPrivate, beside
 // what netip classifies (loopback, private, link-local, multicast,
 // unspecified): "this network", carrier-grade NAT, IETF protocol
@@ -120,10 +128,10 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %s", ErrAddressNotAllowed, address)
+				return &addressError{address}
 			}
 			if !p.Allowed(ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrAddressNotAllowed, ap.Addr().Unmap())
+				return &addressError{ap.Addr().Unmap().String()}
 			}
 			return nil
 		},

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"gorm.io/gorm"
@@ -109,7 +110,8 @@ type Delivery struct {
 	Status     string
 	Attempts   int
 	// NextAttemptAt is when a pending delivery is due (a claimed one: when
-	// its claim lapses); nil once it is settled.
+	// its claim lapses); nil once it is settled, and while its endpoint is
+	// disabled (parked: due again when it is enabled).
 	NextAttemptAt *time.Time
 	// Claim is the lease of the worker sending it, nil when none holds it.
 	Claim *string
@@ -176,9 +178,10 @@ type Config struct {
 
 // Service manages endpoints and delivers events to them.
 type Service struct {
-	cfg  Config
-	db   *gorm.DB
-	read *gorm.DB
+	cfg    Config
+	db     *gorm.DB
+	read   *gorm.DB
+	client *http.Client // the deliveries': Policy.Client(Timeout), built once
 }
 
 // New returns a Service. It panics without Events or a Cipher.
@@ -216,7 +219,7 @@ func New(cfg Config) *Service {
 	if cfg.Observe == nil {
 		cfg.Observe = func(string) {}
 	}
-	return &Service{cfg: cfg, db: cfg.DB, read: cfg.Read}
+	return &Service{cfg: cfg, db: cfg.DB, read: cfg.Read, client: cfg.Policy.Client(cfg.Timeout)}
 }
 
 // now is the service's clock, in the precision the tables keep.

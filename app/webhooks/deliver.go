@@ -1,0 +1,491 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/hmacsig"
+)
+
+// The headers of a delivery (package client names the first two for
+// receivers: client.SignatureHeader, client.EventIDHeader).
+const (
+	SignatureHeader  = "Licensor-Signature"   // hmacsig.Sign of the body under the endpoint's secret
+	EventIDHeader    = "Licensor-Event-Id"    // the event's public id, the body's "id"
+	DeliveryIDHeader = "Licensor-Delivery-Id" // the delivery's id: the same on every attempt
+)
+
+// Tuning of the worker.
+const (
+	// senders is how many deliveries one worker sends at once.
+	senders = 8
+	// claimBatch is how many due deliveries one claim takes: a few rounds of
+	// the senders, so a claim's cost is shared while no delivery waits long
+	// in the batch (one not started in time is given back: see send).
+	claimBatch = 4 * senders
+	// maxBackoff caps the wait between two attempts, so that an endpoint
+	// that comes back is tried again within half a day.
+	maxBackoff = 12 * time.Hour
+	// answerKept is how much of an answer's body is read (and discarded):
+	// enough to keep the connection for the next delivery, never more.
+	answerKept = 4 << 10
+	// maxError is the longest attempt error kept (the column's width).
+	maxError = 255
+)
+
+// The outcomes Observe is told of, one per settled attempt.
+const (
+	OutcomeDelivered = "delivered" // a 2xx
+	OutcomeRetried   = "retried"   // failed, tried again after a backoff
+	OutcomeFailed    = "failed"    // failed at the end of the retry window: given up
+)
+
+// Outcomes are every outcome Observe is told of.
+var Outcomes = []string{OutcomeDelivered, OutcomeRetried, OutcomeFailed}
+
+// lease is how long a claim holds a delivery: an attempt is bounded by
+// Timeout, and a delivery is not started later than Timeout+5s after its
+// claim (see send), so an attempt never outlives its lease.
+func (s *Service) lease() time.Duration { return 2*s.cfg.Timeout + 5*time.Second }
+
+// claimed is one delivery a worker holds, with what sending it needs.
+type claimed struct {
+	Delivery
+	claimedAt time.Time
+	endpoint  Endpoint
+	event     events.Event
+	found     bool // the endpoint and the event are there
+}
+
+// DeliverDue claims the deliveries due now (a batch of them) and sends
+// them, several at once, recording each attempt; it returns how many it
+// claimed, 0 when none was due. Once ctx ends no delivery is started (those
+// claimed are given back), and those in flight finish within Timeout and
+// are recorded.
+func (s *Service) DeliverDue(ctx context.Context) (int, error) {
+	batch, err := s.claim(ctx)
+	if err != nil || len(batch) == 0 {
+		return 0, err
+	}
+	work := make(chan claimed)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range min(senders, len(batch)) {
+		wg.Go(func() {
+			for c := range work {
+				if err := s.send(ctx, c); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, c := range batch {
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	return len(batch), errors.Join(errs...)
+}
+
+// Run dispatches the committed events and delivers what is due every
+// Interval (with a little jitter, so replicas drift apart) until ctx ends;
+// each round delivers until nothing is due.
+func (s *Service) Run(ctx context.Context) {
+	for {
+		if _, err := s.Dispatch(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Log.Error("dispatch consumer events", "error", err)
+		}
+		for ctx.Err() == nil {
+			n, err := s.DeliverDue(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Log.Error("deliver webhooks", "error", err)
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.Interval + rand.N(s.cfg.Interval/10+1)):
+		}
+	}
+}
+
+// claim takes up to claimBatch due deliveries under a new claim: their
+// next_attempt_at moves to the end of the lease, so that no other worker
+// takes them meanwhile and, should this one die, they are due again when it
+// ends. The due are read by their index alone (status, next_attempt_at),
+// FOR UPDATE SKIP LOCKED on MySQL, so that workers take different rows
+// rather than queue on each other's (a join to the endpoints would lock
+// the endpoint's row too, and every worker but one would find nothing);
+// on SQLite the transaction holds the one write lock. The UPDATE is a
+// compare-and-set (only rows still pending and due, of an enabled
+// endpoint), so two workers never hold one delivery. A due delivery of a
+// disabled endpoint (owed as it was being disabled) is parked, as
+// disabling parks them: no next attempt until the endpoint is enabled.
+func (s *Service) claim(ctx context.Context) ([]claimed, error) {
+	id := ulid.Make().String()
+	now := s.now()
+	until := now.Add(s.lease())
+	var rows []Delivery
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		rows = nil
+		due := tx.Model(&Delivery{}).Where("status = ? AND next_attempt_at <= ?", StatusPending, now).
+			Order("next_attempt_at").Limit(claimBatch)
+		if tx.Dialector.Name() == database.MySQL {
+			due = due.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var ids []string
+		if err := due.Pluck("id", &ids).Error; err != nil {
+			return fmt.Errorf("find due webhook deliveries: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		enabled := tx.Model(&Endpoint{}).Select("id").Where("enabled = ?", true)
+		res := tx.Model(&Delivery{}).
+			Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id IN (?)", ids, StatusPending, now, enabled).
+			Updates(map[string]any{"claim": id, "next_attempt_at": until, "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("claim webhook deliveries: %w", res.Error)
+		}
+		if res.RowsAffected < int64(len(ids)) {
+			err := tx.Model(&Delivery{}).
+				Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id NOT IN (?)", ids, StatusPending, now, enabled).
+				Updates(map[string]any{"next_attempt_at": nil, "updated_at": now}).Error
+			if err != nil {
+				return fmt.Errorf("park the deliveries of disabled endpoints: %w", err)
+			}
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		return tx.Where("claim = ?", id).Order("next_attempt_at, id").Find(&rows).Error
+	})
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return s.withSubjects(ctx, rows, now)
+}
+
+// parkPending takes the endpoint's pending deliveries off the schedule
+// (next_attempt_at NULL), as it is disabled: nothing is due for it, so no
+// worker reads past them, until unparkPending.
+func parkPending(tx *gorm.DB, endpointID string, now time.Time) error {
+	err := tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = ? AND claim IS NULL", endpointID, StatusPending).
+		Updates(map[string]any{"next_attempt_at": nil, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("park the disabled endpoint's deliveries: %w", err)
+	}
+	return nil
+}
+
+// unparkPending makes the endpoint's parked deliveries due now, each with a
+// new retry window, as it is enabled again.
+func unparkPending(tx *gorm.DB, endpointID string, now time.Time) error {
+	err := tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = ? AND next_attempt_at IS NULL", endpointID, StatusPending).
+		Updates(map[string]any{"next_attempt_at": now, "window_start": now, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("schedule the enabled endpoint's deliveries: %w", err)
+	}
+	return nil
+}
+
+// withSubjects adds to each claimed delivery its endpoint and its event.
+func (s *Service) withSubjects(ctx context.Context, rows []Delivery, at time.Time) ([]claimed, error) {
+	db := s.db.WithContext(ctx)
+	var endpointIDs []string
+	eventIDs := make([]uint64, 0, len(rows))
+	seen := map[string]bool{}
+	for _, d := range rows {
+		if !seen[d.EndpointID] {
+			seen[d.EndpointID] = true
+			endpointIDs = append(endpointIDs, d.EndpointID)
+		}
+		eventIDs = append(eventIDs, d.EventID)
+	}
+	var eps []Endpoint
+	if err := db.Where("id IN ?", endpointIDs).Find(&eps).Error; err != nil {
+		return nil, fmt.Errorf("read the endpoints of claimed deliveries: %w", err)
+	}
+	var evs []events.Event
+	if err := db.Where("id IN ?", eventIDs).Find(&evs).Error; err != nil {
+		return nil, fmt.Errorf("read the events of claimed deliveries: %w", err)
+	}
+	epByID := make(map[string]Endpoint, len(eps))
+	for _, e := range eps {
+		epByID[e.ID] = e
+	}
+	evByID := make(map[uint64]events.Event, len(evs))
+	for _, e := range evs {
+		evByID[e.Seq] = e
+	}
+	out := make([]claimed, len(rows))
+	for i, d := range rows {
+		ep, okE := epByID[d.EndpointID]
+		ev, okV := evByID[d.EventID]
+		out[i] = claimed{Delivery: d, claimedAt: at, endpoint: ep, event: ev, found: okE && okV}
+	}
+	return out, nil
+}
+
+// attemptResult is what one POST came to.
+type attemptResult struct {
+	at       time.Time
+	status   *int // the answer's; nil: none
+	duration time.Duration
+	reason   string // why it failed; "" when delivered
+}
+
+func (r attemptResult) delivered() bool { return r.reason == "" }
+
+// send makes one attempt at a claimed delivery and records it. A delivery
+// whose turn comes too late in its batch to finish within its lease, or
+// after ctx ended, is given back unsent: due now, no attempt counted.
+func (s *Service) send(ctx context.Context, c claimed) error {
+	if ctx.Err() != nil || s.now().After(c.claimedAt.Add(s.cfg.Timeout+5*time.Second)) {
+		return s.release(ctx, c)
+	}
+	// An attempt begun is finished (bounded by Timeout) and recorded, even
+	// while the process shuts down: its answer decides.
+	r := s.post(context.WithoutCancel(ctx), c)
+	return s.record(context.WithoutCancel(ctx), c, r)
+}
+
+// post sends the event to the endpoint: the event's body, the same bytes
+// every attempt, signed now under the endpoint's secret.
+func (s *Service) post(ctx context.Context, c claimed) attemptResult {
+	r := attemptResult{at: s.now()}
+	if !c.found {
+		r.reason = "the endpoint or the event is gone"
+		return r
+	}
+	body, err := s.cfg.Events.Body(c.event)
+	if err != nil {
+		s.cfg.Log.Error("webhook delivery: read the event", "delivery_id", c.ID, "error", err)
+		r.reason = "the event could not be read"
+		return r
+	}
+	secret, err := s.secret(c.endpoint)
+	if err != nil {
+		s.cfg.Log.Error("webhook delivery: open the endpoint's secret", "delivery_id", c.ID, "endpoint_id", c.endpoint.ID, "error", err)
+		r.reason = "the endpoint's secret could not be opened"
+		return r
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint.URL, bytes.NewReader(body))
+	if err != nil {
+		r.reason = "the endpoint's url is not valid"
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.cfg.UserAgent)
+	req.Header.Set(SignatureHeader, hmacsig.Sign(secret, s.cfg.Now(), body))
+	req.Header.Set(EventIDHeader, c.event.ID)
+	req.Header.Set(DeliveryIDHeader, c.ID)
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, answerKept))
+		_ = resp.Body.Close()
+	}
+	r.duration = time.Since(start)
+	switch {
+	case err != nil:
+		r.reason = s.failure(err)
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		r.status = &resp.StatusCode
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		r.status = &resp.StatusCode
+		r.reason = fmt.Sprintf("answered %d: redirects are not followed", resp.StatusCode)
+	default:
+		r.status = &resp.StatusCode
+		r.reason = fmt.Sprintf("answered %d", resp.StatusCode)
+	}
+	return r
+}
+
+// failure is why a request got no answer, in a few words: never the URL
+// (its query may hold what the consumer keeps secret), never a body.
+func (s *Service) failure(err error) string {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	var nerr net.Error
+	var aerr *addressError
+	switch {
+	case errors.As(err, &aerr):
+		return truncate("the address is not allowed: " + aerr.addr + " is not a public address")
+	case errors.As(err, &nerr) && nerr.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + s.cfg.Timeout.String()
+	}
+	return truncate("no answer: " + err.Error())
+}
+
+func truncate(s string) string {
+	if len(s) <= maxError {
+		return s
+	}
+	return s[:maxError-3] + "..."
+}
+
+// backoff is the wait after the attempts-th failed attempt: RetryBase
+// doubling with each, plus up to a quarter more (jitter, so that the
+// deliveries of an endpoint that was down do not all come back at once),
+// at most maxBackoff.
+func (s *Service) backoff(attempts int) time.Duration {
+	d := s.cfg.RetryBase
+	for i := 1; i < attempts && d < maxBackoff; i++ {
+		d *= 2
+	}
+	d += rand.N(d/4 + 1)
+	return min(d, maxBackoff)
+}
+
+// record settles one attempt in one transaction, a compare-and-set on the
+// claim: the attempt's row; the delivery delivered, retried after its
+// backoff (the last retry at the end of its window) or failed at the end
+// of its window; the endpoint's failing streak ended or begun, and the
+// endpoint disabled, with its webhook_endpoint.disabled event, once it has
+// failed every delivery for RetryFor. A worker that lost its claim (its
+// lease lapsed and another claimed the delivery) records its attempt, which
+// happened, and nothing else: the claim's holder decides.
+func (s *Service) record(ctx context.Context, c claimed, r attemptResult) error {
+	now := s.now()
+	outcome := ""
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		outcome = ""
+		set := map[string]any{"attempts": gorm.Expr("attempts + 1"), "last_status": r.status, "claim": nil, "updated_at": now}
+		windowEnd := c.WindowStart.Add(s.cfg.RetryFor)
+		switch {
+		case r.delivered():
+			outcome = OutcomeDelivered
+			set["status"], set["delivered_at"], set["next_attempt_at"] = StatusDelivered, now, nil
+		case !now.Before(windowEnd):
+			outcome = OutcomeFailed
+			set["status"], set["next_attempt_at"] = StatusFailed, nil
+		default:
+			outcome = OutcomeRetried
+			next := now.Add(s.backoff(c.Attempts + 1))
+			if next.After(windowEnd) {
+				next = windowEnd // the last retry, at the end of the window
+			}
+			set["next_attempt_at"] = next
+		}
+		res := tx.Model(&Delivery{}).Where("id = ? AND claim = ?", c.ID, *c.Claim).Updates(set)
+		if res.Error != nil {
+			return fmt.Errorf("record webhook delivery: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			outcome = ""
+			var n int64
+			if err := tx.Model(&Delivery{}).Where("id = ?", c.ID).Count(&n).Error; err != nil || n == 0 {
+				return err // deleted with its endpoint: nothing to record
+			}
+		}
+		if err := s.addAttempt(tx, c, r); err != nil || outcome == "" {
+			return err
+		}
+		if r.delivered() {
+			err := tx.Model(&Endpoint{}).Where("id = ? AND failing_since IS NOT NULL", c.EndpointID).
+				Update("failing_since", nil).Error
+			if err != nil {
+				return fmt.Errorf("record the endpoint answering: %w", err)
+			}
+			return nil
+		}
+		return s.endpointFailed(tx, c.EndpointID, now)
+	})
+	if err != nil {
+		return err
+	}
+	if outcome != "" {
+		s.cfg.Observe(outcome)
+	}
+	return nil
+}
+
+func (s *Service) addAttempt(tx *gorm.DB, c claimed, r attemptResult) error {
+	a := Attempt{DeliveryID: c.ID, AttemptedAt: r.at, ResponseStatus: r.status, DurationMS: r.duration.Milliseconds()}
+	if r.reason != "" {
+		a.Error = &r.reason
+	}
+	if err := tx.Create(&a).Error; err != nil {
+		return fmt.Errorf("record webhook attempt: %w", err)
+	}
+	return nil
+}
+
+// endpointFailed begins the endpoint's failing streak if it has none, and
+// disables the endpoint once the streak has lasted RetryFor: in the same
+// UPDATE its event sequence grows, and its webhook_endpoint.disabled event
+// is appended in the same transaction, for the feed and the consumer's
+// other endpoints.
+func (s *Service) endpointFailed(tx *gorm.DB, endpointID string, now time.Time) error {
+	err := tx.Model(&Endpoint{}).Where("id = ? AND failing_since IS NULL", endpointID).Update("failing_since", now).Error
+	if err != nil {
+		return fmt.Errorf("record the endpoint failing: %w", err)
+	}
+	reason := "every delivery failed for " + s.cfg.RetryFor.String()
+	res := tx.Model(&Endpoint{}).Where("id = ? AND enabled = ? AND failing_since <= ?", endpointID, true, now.Add(-s.cfg.RetryFor)).
+		Updates(map[string]any{"enabled": false, "disabled_at": now, "disabled_reason": reason,
+			"event_sequence": gorm.Expr("event_sequence + 1"), "updated_at": now})
+	if res.Error != nil {
+		return fmt.Errorf("disable the failing endpoint: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil
+	}
+	if err := parkPending(tx, endpointID, now); err != nil {
+		return err
+	}
+	e, err := s.endpoint(tx, "", endpointID)
+	if err != nil {
+		return err
+	}
+	err = s.cfg.Events.Append(tx, events.Draft{ConsumerID: e.ConsumerID, Type: events.EndpointDisabled, SubjectID: e.ID,
+		Sequence: e.EventSequence, Data: map[string]any{"webhook_endpoint": e.Resource()}, At: now})
+	if err != nil {
+		return err
+	}
+	s.cfg.Log.Warn("webhook endpoint disabled", "endpoint_id", e.ID, "consumer_id", e.ConsumerID, "reason", reason)
+	return nil
+}
+
+// release gives a claimed delivery back unsent: due now, its attempts as
+// they were.
+func (s *Service) release(ctx context.Context, c claimed) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	defer cancel()
+	now := s.now()
+	err := s.cfg.Retry(ctx, func() *gorm.DB {
+		return s.db.WithContext(ctx).Model(&Delivery{}).Where("id = ? AND claim = ?", c.ID, *c.Claim).
+			Updates(map[string]any{"claim": nil, "next_attempt_at": now, "updated_at": now})
+	}).Error
+	if err != nil {
+		return fmt.Errorf("give back webhook delivery %s: %w", c.ID, err)
+	}
+	return nil
+}

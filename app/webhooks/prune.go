@@ -1,0 +1,64 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/events"
+)
+
+// Prune deletes the consumer events written before before (now less
+// EVENTS_TTL) that have been dispatched and are owed to no endpoint any
+// more, with their deliveries and those deliveries' attempts, batch events
+// per transaction; it returns how many events it deleted. An event still
+// pending somewhere is kept, whatever its age, until that delivery is
+// settled; one not yet dispatched is kept for the dispatcher.
+func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = 500
+	}
+	before = before.UTC()
+	var total int64
+	for {
+		var ids []uint64
+		pending := s.db.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id AND status = ?", StatusPending)
+		err := s.db.WithContext(ctx).Model(&events.Event{}).
+			Where("created_at < ? AND position IS NOT NULL AND NOT EXISTS (?)", before, pending).
+			Order("id").Limit(batch).Pluck("id", &ids).Error
+		if err != nil {
+			return total, fmt.Errorf("list expired consumer events: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		var n int64
+		err = s.transact(ctx, func(tx *gorm.DB) error {
+			// A delivery retried meanwhile is pending again: it is kept, and
+			// so is its event.
+			settled := tx.Model(&Delivery{}).Select("id").Where("event_id IN ? AND status <> ?", ids, StatusPending)
+			if err := tx.Where("delivery_id IN (?)", settled).Delete(&Attempt{}).Error; err != nil {
+				return fmt.Errorf("delete expired webhook attempts: %w", err)
+			}
+			if err := tx.Where("event_id IN ? AND status <> ?", ids, StatusPending).Delete(&Delivery{}).Error; err != nil {
+				return fmt.Errorf("delete expired webhook deliveries: %w", err)
+			}
+			owed := tx.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id")
+			res := tx.Where("id IN ? AND NOT EXISTS (?)", ids, owed).Delete(&events.Event{})
+			if res.Error != nil {
+				return fmt.Errorf("delete expired consumer events: %w", res.Error)
+			}
+			n = res.RowsAffected
+			return nil
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if len(ids) < batch {
+			return total, nil
+		}
+	}
+}
