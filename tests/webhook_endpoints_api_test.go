@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -315,6 +316,13 @@ func TestWebhookDeliveriesAndRetry(t *testing.T) {
 		r := a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...).wantStatus(http.StatusAccepted).licenseData()
 		if r["status"] != "pending" || r["next_attempt_at"] != resource.Time(clk.Now()) || r["id"] != did {
 			t.Errorf("retried = %v, want pending and due at %s", r, resource.Time(clk.Now()))
+		}
+		var retried []audit.Event
+		if err := a.db.Gorm.Where("event = ? AND subject_id = ?", audit.WebhookDeliveryRetried, did).Find(&retried).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(retried) != 1 || retried[0].Actor != audit.ActorToken || retried[0].ActorTokenID == nil || retried[0].ActorConsumerID == nil {
+			t.Errorf("the retry's audit events = %+v, want one by the token that asked", retried)
 		}
 
 		// One a worker is sending: 409, unchanged.

@@ -217,7 +217,7 @@ func webhooksRetry(ctx context.Context, e env) error {
 		return err
 	}
 	return withIntents(ctx, e, func(b *Base) error {
-		d, err := b.Webhooks.RetryDeliveryBy(ctx, audit.Console(), "", "", id)
+		d, err := b.Webhooks.RetryDelivery(ctx, audit.Console(), "", "", id)
 		if errors.Is(err, webhooks.ErrInFlight) {
 			return fmt.Errorf("retry %s: a worker is sending it now; its attempt decides: %w", id, err)
 		}

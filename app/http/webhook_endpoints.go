@@ -178,7 +178,7 @@ func (s *Server) listWebhookDeliveries(c echo.Context) error {
 // retry window; 202 with it, as the attempt is still to come. One a
 // worker is sending right now is 409 delivery_in_progress.
 func (s *Server) retryWebhookDelivery(c echo.Context) error {
-	v, err := s.webhooks.RetryDelivery(c.Request().Context(), principal(c).ConsumerID, c.Param("id"), c.Param("delivery"))
+	v, err := s.webhooks.RetryDelivery(c.Request().Context(), actor(c), principal(c).ConsumerID, c.Param("id"), c.Param("delivery"))
 	if err != nil {
 		return err
 	}

@@ -158,18 +158,9 @@ var ErrInFlight = errors.New("the delivery is being sent")
 // retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a
 // delivered one is sent again (the receiver drops it if it has it), and a
 // pending one is tried now rather than at its backoff. One a worker is
-// sending is ErrInFlight.
-func (s *Service) RetryDelivery(ctx context.Context, consumerID, endpointID, id string) (DeliveryView, error) {
-	return s.retryDelivery(ctx, nil, consumerID, endpointID, id)
-}
-
-// RetryDeliveryBy is RetryDelivery with the retry in the audit trail, by
-// by (the console, or the token of an API call), in the same transaction.
-func (s *Service) RetryDeliveryBy(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
-	return s.retryDelivery(ctx, &by, consumerID, endpointID, id)
-}
-
-func (s *Service) retryDelivery(ctx context.Context, by *audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
+// sending is ErrInFlight. The retry is in the audit trail, by by (the
+// console, or the token of an API call), in the same transaction.
+func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		d, err := s.delivery(tx, consumerID, endpointID, id)
 		if err != nil {
@@ -184,10 +175,7 @@ func (s *Service) retryDelivery(ctx context.Context, by *audit.Actor, consumerID
 		if res.RowsAffected == 0 {
 			return ErrInFlight
 		}
-		if by == nil {
-			return nil
-		}
-		return audit.Record(tx, *by, audit.Change{Event: audit.WebhookDeliveryRetried, SubjectType: audit.SubjectWebhookDelivery, SubjectID: d.ID}, now)
+		return audit.Record(tx, by, audit.Change{Event: audit.WebhookDeliveryRetried, SubjectType: audit.SubjectWebhookDelivery, SubjectID: d.ID}, now)
 	})
 	if err != nil {
 		return DeliveryView{}, err
