@@ -409,6 +409,14 @@ func (s *Service) record(ctx context.Context, c claimed, r attemptResult) error 
 			return err
 		}
 		if r.delivered() {
+			if c.endpoint.FailingSince == nil {
+				// Not failing when claimed: nothing to end, and no write to
+				// the endpoint's row, which every delivery to it would
+				// otherwise queue on (MySQL locks the row an UPDATE reads,
+				// matched or not, until commit). A streak begun since is
+				// ended by the next delivery claimed after it.
+				return nil
+			}
 			err := tx.Model(&Endpoint{}).Where("id = ? AND failing_since IS NOT NULL", c.EndpointID).
 				Update("failing_since", nil).Error
 			if err != nil {
