@@ -60,6 +60,13 @@ var rules = []rule{
 	// The audit trail: its rows and the actor, written in the transaction a
 	// domain package hands it; it knows no domain, no server, no wiring.
 	{"app/audit", []string{"github.com/labstack/echo", module + "/"}},
+	// The consumer events: the outbox rows and the feed, written in the
+	// transaction a domain package hands it; it knows no domain.
+	{"app/events", []string{"github.com/labstack/echo", module + "/"}},
+	// The webhook endpoints and deliveries: on the events, signing with the
+	// one scheme; no server, no domain, no wiring.
+	{"app/webhooks", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/app/idempotency",
+		module + "/app/auth", module + "/app/console", module + "/config", module + "/app/vendor"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
