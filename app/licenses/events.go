@@ -120,19 +120,6 @@ func (s *Service) openForEvent(ctx context.Context, lic *License) {
 	}
 }
 
-// sequenceOf reads, within tx, the event_sequence the change's UPDATE just
-// wrote: a transaction reads its own writes, whatever its snapshot.
-func sequenceOf(tx *gorm.DB, id string) (uint64, error) {
-	var seq []uint64
-	if err := tx.Model(&License{}).Where("id = ?", id).Pluck("event_sequence", &seq).Error; err != nil {
-		return 0, fmt.Errorf("read the event sequence of license %s: %w", id, err)
-	}
-	if len(seq) != 1 {
-		return 0, fmt.Errorf("read the event sequence of license %s: %d rows", id, len(seq))
-	}
-	return seq[0], nil
-}
-
 // Events returns the audit trail of the consumer's license, oldest first;
 // anyone else's license is ErrNotFound.
 func (s *Service) Events(ctx context.Context, consumerID, id string) ([]Event, error) {

@@ -30,6 +30,7 @@ type scriptVendor struct {
 	findErr, createErr, listErr  []error
 	deleteErr                    []error
 	beforeCreate                 func(domain string) // runs as the vendor makes the site
+	beforeDelete                 func(id string)     // runs as the vendor deletes the site
 	extra                        []Site              // more sites ListSites shows
 	finds, creates, deletes, nid int
 }
@@ -80,6 +81,12 @@ func (v *scriptVendor) CreateSite(_ context.Context, name, domain string) (Site,
 }
 
 func (v *scriptVendor) DeleteSite(_ context.Context, id string) error {
+	v.mu.Lock()
+	hook := v.beforeDelete
+	v.mu.Unlock()
+	if hook != nil {
+		hook(id)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.deletes++

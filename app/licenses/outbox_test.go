@@ -266,3 +266,50 @@ func TestEveryChangeCommitsWithItsEvent(t *testing.T) {
 		}
 	})
 }
+
+// A revoke's event carries the license as the revoke left it, not as it was
+// read before: a key the vendor rotated while the revoke was asking it to
+// delete the site (its event applied in between) is the key the
+// license.revoked event carries, after the key_rotated one.
+func TestRevokedEventCarriesTheLicenseAsItWasLeft(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		b := newBench(t, db)
+		ctx := context.Background()
+		lic, _, err := b.s.Create(ctx, "c1", Input{Name: "Shop", Domain: "a.test"}, Steps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.v.beforeDelete = func(id string) {
+			ev := VendorEvent{ID: "evt_rotated", Type: SiteKeyRotated, At: time.Now(), Site: Site{ID: id, Domain: "a.test", LicenseKey: "LK-rotated"}}
+			if changed, err := b.s.ApplyVendorEvent(ctx, ev); err != nil || !changed {
+				t.Errorf("rotate the key mid-revoke: %v, %v", changed, err)
+			}
+		}
+		if err := b.s.Revoke(ctx, "c1", lic.ID, Steps{}); err != nil {
+			t.Fatal(err)
+		}
+		log := events.New(db.Gorm, db.Read, testCipher(t, 1))
+		var evs []events.Event
+		if err := db.Gorm.Where("subject_id = ?", lic.ID).Order("sequence").Find(&evs).Error; err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			body, err := log.Body(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev struct {
+				Data events.LicenseData `json:"data"`
+			}
+			if err := json.Unmarshal(body, &ev); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%d %s %s %s", e.Sequence, e.Type, ev.Data.License.Status, ev.Data.License.LicenseKey))
+		}
+		want := []string{"1 license.created active LK-a.test", "2 license.key_rotated revoking LK-rotated", "3 license.revoked revoked LK-rotated"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("events = %q, want %q", got, want)
+		}
+	})
+}

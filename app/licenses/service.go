@@ -513,15 +513,11 @@ func (s *Service) transition(ctx context.Context, lic License, from, to, event s
 func (s *Service) transitionWith(ctx context.Context, lic License, from, to, event string, also func(tx *gorm.DB) error) (moved bool, err error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	set := map[string]any{"status": to, "updated_at": now}
-	after := lic
-	after.Status, after.UpdatedAt = to, now
 	if to == StatusRevoked {
 		set["active_domain"], set["revoked_at"] = nil, now
-		after.ActiveDomain, after.RevokedAt = nil, &now
 	}
 	if publishes(event) {
 		set["event_sequence"] = gorm.Expr("event_sequence + 1")
-		s.openForEvent(ctx, &after) // the event carries the license as the API shows it
 	}
 	err = s.transact(ctx, func(tx *gorm.DB) error {
 		moved = false // this run's, not an earlier one's that lost a conflict
@@ -535,12 +531,16 @@ func (s *Service) transitionWith(ctx context.Context, lic License, from, to, eve
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error // nothing to move: someone else settled it
 		}
+		after := lic
 		if publishes(event) {
-			seq, err := sequenceOf(tx, lic.ID)
-			if err != nil {
-				return err
+			// The license as this change left it, read in its transaction
+			// (which reads its own writes): a key the vendor rotated since
+			// lic was read is the one the event carries, with the sequence
+			// the UPDATE wrote.
+			if err := tx.Where("id = ?", lic.ID).Take(&after).Error; err != nil {
+				return fmt.Errorf("read the license %s as changed: %w", lic.ID, err)
 			}
-			after.EventSequence = seq
+			s.openForEvent(ctx, &after) // the event carries the license as the API shows it
 		}
 		if err := s.logEvent(ctx, tx, after, event, now); err != nil {
 			return err

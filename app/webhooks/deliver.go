@@ -165,13 +165,15 @@ func (s *Service) claim(ctx context.Context) ([]claimed, error) {
 			return nil
 		}
 		enabled := tx.Model(&Endpoint{}).Select("id").Where("enabled = ?", true)
+		found := int64(len(ids))
+		ids = padded(ids, claimBatch)
 		res := tx.Model(&Delivery{}).
 			Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id IN (?)", ids, StatusPending, now, enabled).
 			Updates(map[string]any{"claim": id, "next_attempt_at": until, "updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("claim webhook deliveries: %w", res.Error)
 		}
-		if res.RowsAffected < int64(len(ids)) {
+		if res.RowsAffected < found {
 			err := tx.Model(&Delivery{}).
 				Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id NOT IN (?)", ids, StatusPending, now, enabled).
 				Updates(map[string]any{"next_attempt_at": nil, "updated_at": now}).Error
@@ -215,7 +217,7 @@ func unparkPending(tx *gorm.DB, endpointID string, now time.Time) error {
 
 // withSubjects adds to each claimed delivery its endpoint and its event.
 func (s *Service) withSubjects(ctx context.Context, rows []Delivery, at time.Time) ([]claimed, error) {
-	db := s.db.WithContext(ctx)
+	db := s.read.WithContext(ctx) // committed by the claim: the read pool sees them
 	var endpointIDs []string
 	eventIDs := make([]uint64, 0, len(rows))
 	seen := map[string]bool{}
@@ -227,11 +229,11 @@ func (s *Service) withSubjects(ctx context.Context, rows []Delivery, at time.Tim
 		eventIDs = append(eventIDs, d.EventID)
 	}
 	var eps []Endpoint
-	if err := db.Where("id IN ?", endpointIDs).Find(&eps).Error; err != nil {
+	if err := db.Where("id IN ?", padded(endpointIDs, claimBatch)).Find(&eps).Error; err != nil {
 		return nil, fmt.Errorf("read the endpoints of claimed deliveries: %w", err)
 	}
 	var evs []events.Event
-	if err := db.Where("id IN ?", eventIDs).Find(&evs).Error; err != nil {
+	if err := db.Where("id IN ?", padded(eventIDs, claimBatch)).Find(&evs).Error; err != nil {
 		return nil, fmt.Errorf("read the events of claimed deliveries: %w", err)
 	}
 	epByID := make(map[string]Endpoint, len(eps))

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
@@ -42,8 +41,12 @@ func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
 		if err := tx.Exec("UPDATE event_dispatcher SET last_position = last_position WHERE id = 1").Error; err != nil {
 			return fmt.Errorf("lock the event dispatcher: %w", err)
 		}
+		read := "SELECT last_position FROM event_dispatcher WHERE id = 1"
+		if tx.Dialector.Name() == "mysql" {
+			read += " FOR UPDATE" // the row as committed, whatever the snapshot
+		}
 		var last uint64
-		if err := tx.Raw("SELECT last_position FROM event_dispatcher WHERE id = 1").Scan(&last).Error; err != nil {
+		if err := tx.Raw(read).Scan(&last).Error; err != nil {
 			return fmt.Errorf("read the event dispatcher: %w", err)
 		}
 		var batch []events.Event
@@ -57,29 +60,21 @@ func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		if len(owed) > 0 {
-			if err := tx.CreateInBatches(owed, 500).Error; err != nil {
+		// One statement text per kind, whatever the batch (see padded): a
+		// row at a time.
+		for i := range owed {
+			if err := tx.Create(&owed[i]).Error; err != nil {
 				return fmt.Errorf("record deliveries: %w", err)
 			}
 		}
-		// One UPDATE numbers the batch: position = last + its rank.
-		var sql strings.Builder
-		args := make([]any, 0, 2*len(batch)+1)
-		ids := make([]uint64, len(batch))
-		sql.WriteString("UPDATE consumer_events SET position = CASE id")
 		for i, e := range batch {
-			sql.WriteString(" WHEN ? THEN ?")
-			args = append(args, e.Seq, last+uint64(i)+1)
-			ids[i] = e.Seq
-		}
-		sql.WriteString(" END WHERE id IN ? AND position IS NULL")
-		args = append(args, ids)
-		res := tx.Exec(sql.String(), args...)
-		if res.Error != nil {
-			return fmt.Errorf("number the events: %w", res.Error)
-		}
-		if res.RowsAffected != int64(len(batch)) {
-			return fmt.Errorf("number the events: %d of %d numbered", res.RowsAffected, len(batch))
+			res := tx.Exec("UPDATE consumer_events SET position = ? WHERE id = ? AND position IS NULL", last+uint64(i)+1, e.Seq)
+			if res.Error != nil {
+				return fmt.Errorf("number the events: %w", res.Error)
+			}
+			if res.RowsAffected != 1 {
+				return fmt.Errorf("number the events: event %d was numbered meanwhile", e.Seq)
+			}
 		}
 		if err := tx.Exec("UPDATE event_dispatcher SET last_position = ? WHERE id = 1", last+uint64(len(batch))).Error; err != nil {
 			return fmt.Errorf("advance the event dispatcher: %w", err)
@@ -101,9 +96,16 @@ func (s *Service) owed(tx *gorm.DB, batch []events.Event) ([]Delivery, error) {
 			consumers = append(consumers, e.ConsumerID)
 		}
 	}
+	// A locking read on MySQL: an endpoint deleted or disabled by a
+	// transaction that committed after this one's snapshot is not owed
+	// anything (its DELETE or UPDATE waits for this transaction, or this
+	// read for it). SQLite runs one writer at a time.
+	read := "SELECT id, consumer_id, events FROM webhook_endpoints WHERE consumer_id IN ? AND enabled = ?"
+	if tx.Dialector.Name() == "mysql" {
+		read += " LOCK IN SHARE MODE"
+	}
 	var endpoints []Endpoint
-	if err := tx.Select("id", "consumer_id", "events").Where("consumer_id IN ? AND enabled = ?", consumers, true).
-		Find(&endpoints).Error; err != nil {
+	if err := tx.Raw(read, padded(consumers, dispatchBatch), true).Scan(&endpoints).Error; err != nil {
 		return nil, fmt.Errorf("read the endpoints to deliver to: %w", err)
 	}
 	if len(endpoints) == 0 {

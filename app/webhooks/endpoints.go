@@ -308,15 +308,18 @@ func (s *Service) DeleteEndpoint(ctx context.Context, consumerID, id string) err
 		if err != nil {
 			return err
 		}
+		// The endpoint's row first: a dispatcher owing it an event holds it
+		// (a locking read) until its deliveries are written, and the
+		// deletes below then see them.
+		if err := tx.Where("id = ?", e.ID).Delete(&Endpoint{}).Error; err != nil {
+			return fmt.Errorf("delete webhook endpoint: %w", err)
+		}
 		owed := tx.Model(&Delivery{}).Select("id").Where("endpoint_id = ?", e.ID)
 		if err := tx.Where("delivery_id IN (?)", owed).Delete(&Attempt{}).Error; err != nil {
 			return fmt.Errorf("delete the endpoint's attempts: %w", err)
 		}
 		if err := tx.Where("endpoint_id = ?", e.ID).Delete(&Delivery{}).Error; err != nil {
 			return fmt.Errorf("delete the endpoint's deliveries: %w", err)
-		}
-		if err := tx.Where("id = ?", e.ID).Delete(&Endpoint{}).Error; err != nil {
-			return fmt.Errorf("delete webhook endpoint: %w", err)
 		}
 		return nil
 	})

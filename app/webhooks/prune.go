@@ -34,6 +34,8 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 		if len(ids) == 0 {
 			return total, nil
 		}
+		found := len(ids)
+		ids = padded(ids, batch)
 		var n int64
 		err = s.transact(ctx, func(tx *gorm.DB) error {
 			// A delivery retried meanwhile is pending again: it is kept, and
@@ -57,7 +59,7 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 		if err != nil {
 			return total, err
 		}
-		if len(ids) < batch {
+		if found < batch {
 			return total, nil
 		}
 	}
