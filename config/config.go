@@ -142,8 +142,9 @@ type Webhooks struct {
 	// (WEBHOOK_RETRY_FOR, 72h).
 	RetryFor time.Duration
 	// AllowPrivate lets endpoints resolve to loopback, private and
-	// link-local addresses (WEBHOOK_ALLOW_PRIVATE; default true outside
-	// production, false in production).
+	// link-local addresses (WEBHOOK_ALLOW_PRIVATE, false by default in every
+	// environment: a staging server is as reachable as a production one;
+	// local work and tests set it).
 	AllowPrivate bool
 	// RequireHTTPS refuses endpoint URLs that are not https: production.
 	RequireHTTPS bool
@@ -271,7 +272,7 @@ func (v *values) load() Config {
 		Timeout:      v.duration("WEBHOOK_TIMEOUT", "10s"),
 		RetryBase:    v.duration("WEBHOOK_RETRY_BASE", "30s"),
 		RetryFor:     v.duration("WEBHOOK_RETRY_FOR", "72h"),
-		AllowPrivate: v.boolean("WEBHOOK_ALLOW_PRIVATE", c.Env != EnvProduction),
+		AllowPrivate: v.boolean("WEBHOOK_ALLOW_PRIVATE", false),
 		RequireHTTPS: c.Env == EnvProduction,
 		PollInterval: v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
 	}

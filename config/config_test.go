@@ -34,6 +34,15 @@ func TestLoadDefaults(t *testing.T) {
 	if c.LogFormat != "text" {
 		t.Errorf("LogFormat = %q, want text in local", c.LogFormat)
 	}
+	w := c.Webhooks
+	if w.Timeout != 10*time.Second || w.RetryBase != 30*time.Second || w.RetryFor != 72*time.Hour || w.PollInterval != time.Second ||
+		w.AllowPrivate || w.RequireHTTPS || c.EventsTTL != 720*time.Hour {
+		t.Errorf("got webhooks %+v, events TTL %v; want private addresses refused by default, even in local", w, c.EventsTTL)
+	}
+	c, err = Load(envOf(map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}))
+	if err != nil || !c.Webhooks.AllowPrivate {
+		t.Errorf("WEBHOOK_ALLOW_PRIVATE=true: %+v, %v", c.Webhooks, err)
+	}
 }
 
 func TestLoadNamesEveryBadVariable(t *testing.T) {

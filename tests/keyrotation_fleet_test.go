@@ -219,7 +219,7 @@ func newFleet(t *testing.T) *fleet {
 	}
 	db := testdb.New(t, dialect)
 	sim := startFaultSim(t)
-	base := faultEnv(t, db, sim.url(), "RECONCILE_INTERVAL=1h", "APP_SHUTDOWN_TIMEOUT=10s")
+	base := faultEnv(t, db, sim.url(), "RECONCILE_INTERVAL=1h", "APP_SHUTDOWN_TIMEOUT=10s", "WEBHOOK_ALLOW_PRIVATE=true")
 	return &fleet{t: t, base: base, replicas: []*fleetReplica{{name: "replica 1"}, {name: "replica 2"}}}
 }
 

@@ -183,18 +183,18 @@ func TestWebhookEndpointsInProductionRefusePrivateAddresses(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"), withConfig(func(c *config.Config) { c.Webhooks.AllowPrivate, c.Webhooks.RequireHTTPS = false, true }))
 	acme := a.hooks("acme")
 	for body, msg := range map[string]string{
-		`{"url":"http://203.0.113.7/h"}`:      "The url field must start with https://.",
-		`{"url":"https://127.0.0.1/h"}`:       "not public (127.0.0.1)",
-		`{"url":"https://10.0.0.1/h"}`:        "not public (10.0.0.1)",
-		`{"url":"https://169.254.169.254/h"}`: "not public (169.254.169.254)",
-		`{"url":"https://[::1]/h"}`:           "not public (::1)",
+		`{"url":"http://93.184.215.14/h"}`:    "The url field must start with https://.",
+		`{"url":"https://127.0.0.1/h"}`:       "must resolve to public addresses only",
+		`{"url":"https://10.0.0.1/h"}`:        "must resolve to public addresses only",
+		`{"url":"https://169.254.169.254/h"}`: "must resolve to public addresses only",
+		`{"url":"https://[::1]/h"}`:           "must resolve to public addresses only",
 	} {
 		r := a.do(http.MethodPost, "/api/webhook-endpoints", body, acme...).wantStatus(http.StatusUnprocessableEntity)
 		if !strings.Contains(r.Body.String(), msg) {
 			t.Errorf("%s: %s, want %q", body, r.Body.String(), msg)
 		}
 	}
-	a.endpoint(acme, `{"url":"https://203.0.113.7/h"}`) // a public address literal: nothing to resolve
+	a.endpoint(acme, `{"url":"https://93.184.215.14/h"}`) // a public address literal: nothing to resolve
 }
 
 func TestWebhookEndpointsAreTheCallersOwn(t *testing.T) {

@@ -309,7 +309,7 @@ func TestDeliveriesNeverReachPrivateAddresses(t *testing.T) {
 		want := map[string]string{} // endpoint id → the address its attempt must name
 		for _, host := range []string{"127.0.0.1", "10.0.0.1", "169.254.169.254", "[::1]", "loop.example", "ten.example", "meta.example", "six.example"} {
 			u := "http://" + host + ":" + port + "/hooks"
-			if msg := strict.cfg.Policy.URLProblem(context.Background(), u); !strings.Contains(msg, "not public") {
+			if msg := strict.cfg.Policy.URLProblem(context.Background(), u); !strings.Contains(msg, "public addresses only") {
 				t.Errorf("URLProblem(%s) = %q, want it refused as not public", u, msg)
 			}
 			addr := strings.Trim(host, "[]")

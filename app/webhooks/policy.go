@@ -29,6 +29,10 @@ type Policy struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
+// notPublicURL is the validation message of a URL whose host does not
+// resolve, or resolves to an address that is not public.
+const notPublicURL = "The url field's host must resolve to public addresses only."
+
 // ErrAddressNotAllowed is a connection refused by the policy: its address is
 // loopback, private, link-local or otherwise not public.
 var ErrAddressNotAllowed = errors.New("the address is not a public one")
@@ -51,7 +55,19 @@ var notPublic = []netip.Prefix{
 	netip.MustParsePrefix("192.0.0.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64: an IPv4 address behind it may be any of the above
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relays
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	// IPv6 forms that carry an IPv4 address, which may be any of the above:
+	netip.MustParsePrefix("::/96"),          // IPv4-compatible
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+	netip.MustParsePrefix("2002::/16"),      // 6to4
+	netip.MustParsePrefix("2001::/32"),      // Teredo
+	netip.MustParsePrefix("100::/64"),       // discard-only
+	netip.MustParsePrefix("2001:db8::/32"),  // documentation
+	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated, still routed inside some networks)
 }
 
 // Allowed reports whether a delivery may connect to a.
@@ -92,13 +108,16 @@ func (p Policy) URLProblem(ctx context.Context, raw string) string {
 	if p.AllowPrivate {
 		return ""
 	}
+	// One answer whether the name does not resolve or resolves to an
+	// address that is not public: what licensor's resolver knows of
+	// internal names (and their addresses) is not told.
 	addrs, err := p.lookup(ctx, u.Hostname())
-	if err != nil {
-		return fmt.Sprintf("The url field's host %s could not be resolved.", u.Hostname())
+	if err != nil || len(addrs) == 0 {
+		return notPublicURL
 	}
 	for _, a := range addrs {
 		if !p.Allowed(a) {
-			return fmt.Sprintf("The url field's host %s resolves to an address that is not public (%s).", u.Hostname(), a.Unmap())
+			return notPublicURL
 		}
 	}
 	return ""
