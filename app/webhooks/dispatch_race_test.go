@@ -75,4 +75,3 @@ func TestEndpointDeletedMidDispatchIsOwedNothing(t *testing.T) {
 		t.Errorf("after the delete: %d endpoint rows, %d deliveries owed to it; want none", endpoints, owed)
 	}
 }
-
