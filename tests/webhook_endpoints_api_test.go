@@ -325,11 +325,28 @@ func TestWebhookDeliveriesAndRetry(t *testing.T) {
 			t.Errorf("the retry's audit events = %+v, want one by the token that asked", retried)
 		}
 
-		// One a worker is sending: 409, unchanged.
-		if err := a.db.Gorm.Model(&webhooks.Delivery{}).Where("id = ?", did).Update("claim", "worker-1").Error; err != nil {
+		// One a worker is sending: 409, unchanged; once that worker's lease
+		// has lapsed (it died), the claim holds nothing and the retry goes.
+		if err := a.db.Gorm.Model(&webhooks.Delivery{}).Where("id = ?", did).
+			Updates(map[string]any{"claim": "worker-1", "next_attempt_at": clk.Now().Add(time.Minute)}).Error; err != nil {
 			t.Fatal(err)
 		}
 		a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...).wantError(http.StatusConflict, "delivery_in_progress")
+		clk.Advance(time.Minute)
+		a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...).wantStatus(http.StatusAccepted)
+		var after webhooks.Delivery
+		if err := a.db.Gorm.Where("id = ?", did).Take(&after).Error; err != nil || after.Claim != nil {
+			t.Errorf("after a retry over a lapsed claim: %+v, %v; want no claim", after, err)
+		}
+		// A delivered one retried is pending, and no longer says delivered.
+		if err := a.db.Gorm.Model(&webhooks.Delivery{}).Where("id = ?", did).
+			Updates(map[string]any{"status": webhooks.StatusDelivered, "delivered_at": clk.Now(), "next_attempt_at": nil}).Error; err != nil {
+			t.Fatal(err)
+		}
+		r = a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...).wantStatus(http.StatusAccepted).licenseData()
+		if r["status"] != "pending" || r["delivered_at"] != nil {
+			t.Errorf("a delivered delivery retried = %v, want pending and not delivered", r)
+		}
 		a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/01JDQ8Z7F0A2B4C6D8E0G2H4J6/retry", "", acme...).wantStatus(http.StatusNotFound)
 	})
 }

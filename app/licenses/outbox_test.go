@@ -313,3 +313,47 @@ func TestRevokedEventCarriesTheLicenseAsItWasLeft(t *testing.T) {
 		}
 	})
 }
+
+// A vendor event that changes nothing the consumer sees (the suspension of
+// a suspended license, a rotation without a key) writes no consumer event
+// and leaves the license's updated_at as it was: no change without its
+// event.
+func TestVendorEventWithNothingToApplyChangesNothingSeen(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		b := newBench(t, db)
+		ctx := context.Background()
+		lic, _, err := b.s.Create(ctx, "c1", Input{Name: "Shop", Domain: "a.test"}, Steps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Hour)
+		apply := func(typ, key string) bool {
+			t.Helper()
+			at = at.Add(time.Second)
+			changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "evt_" + typ, Type: typ, At: at, Site: Site{ID: lic.VendorSiteID, Domain: "a.test", LicenseKey: key}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return changed
+		}
+		if !apply(SiteSuspended, "") {
+			t.Fatal("the first suspension changed nothing")
+		}
+		var before License
+		if err := db.Gorm.Where("id = ?", lic.ID).Take(&before).Error; err != nil {
+			t.Fatal(err)
+		}
+		b.s.now = func() time.Time { return time.Now().Add(time.Hour) } // a later update would show
+		if apply(SiteSuspended, "") || apply(SiteKeyRotated, "") {
+			t.Error("an event with nothing to apply reported a change")
+		}
+		var after License
+		if err := db.Gorm.Where("id = ?", lic.ID).Take(&after).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !after.UpdatedAt.Equal(before.UpdatedAt) || after.EventSequence != before.EventSequence {
+			t.Errorf("updated_at %v → %v, sequence %d → %d; want both unchanged", before.UpdatedAt, after.UpdatedAt, before.EventSequence, after.EventSequence)
+		}
+		outboxHolds(t, db, events.New(db.Gorm, db.Read, testCipher(t, 1)))
+	})
+}

@@ -90,7 +90,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 			return nil
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
-		set := map[string]any{"vendor_event_at": at, "updated_at": now}
+		set := map[string]any{"vendor_event_at": at}
 		after := lic
 		after.UpdatedAt, after.VendorEventAt = now, &at
 		event := ""
@@ -116,7 +116,11 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		if event != "" {
 			// Every change here is one the consumer hears of: its event
 			// carries the license as the API shows it, with the next
-			// sequence (the compare-and-set below holds the one read).
+			// sequence (the compare-and-set below holds the one read). An
+			// event that changes nothing the consumer sees (a suspension of
+			// a suspended license) moves only the vendor's mark, not
+			// updated_at: no change without its event.
+			set["updated_at"] = now
 			set["event_sequence"] = lic.EventSequence + 1
 			after.EventSequence = lic.EventSequence + 1
 			s.openForEvent(ctx, &after)
@@ -130,7 +134,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		} else {
 			q = q.Where("vendor_event_at = ?", *lic.VendorEventAt)
 		}
-		res := q.Updates(set)
+		res := q.UpdateColumns(set) // no automatic updated_at: set above when the change is one the consumer sees
 		if res.Error != nil {
 			return fmt.Errorf("apply %s to license %s: %w", ev.Type, lic.ID, res.Error)
 		}

@@ -158,7 +158,7 @@ var ErrInFlight = errors.New("the delivery is being sent")
 // retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a
 // delivered one is sent again (the receiver drops it if it has it), and a
 // pending one is tried now rather than at its backoff. One a worker is
-// sending is ErrInFlight. The retry is in the audit trail, by by (the
+// sending (its claim's lease not lapsed) is ErrInFlight. The retry is in the audit trail, by by (the
 // console, or the token of an API call), in the same transaction.
 func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
 	err := s.transact(ctx, func(tx *gorm.DB) error {
@@ -167,8 +167,10 @@ func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID,
 			return err
 		}
 		now := s.now()
-		res := tx.Model(&Delivery{}).Where("id = ? AND claim IS NULL", d.ID).
-			Updates(map[string]any{"status": StatusPending, "window_start": now, "next_attempt_at": now, "updated_at": now})
+		// A claim whose lease has lapsed (its worker died) holds nothing.
+		res := tx.Model(&Delivery{}).Where("id = ? AND (claim IS NULL OR next_attempt_at <= ?)", d.ID, now).
+			Updates(map[string]any{"status": StatusPending, "window_start": now, "next_attempt_at": now, "claim": nil,
+				"delivered_at": nil, "updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("retry webhook delivery: %w", res.Error)
 		}
