@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
@@ -252,4 +254,39 @@ func wantFieldErrors(t *testing.T, body map[string]any, want string) {
 	if !bytes.Equal(got, wb) {
 		t.Errorf("errors = %s, want %s", got, wb)
 	}
+}
+
+// An endpoint's events carry its URL, which only webhooks:manage reads: a
+// token with licenses:read alone reads the license events of the feed, and
+// asking it for webhook_endpoint.disabled is a 403; with webhooks:manage
+// too, the feed has them.
+func TestEventsFeedShowsEndpointEventsToWebhooksManage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withPrivateWebhooks())
+		manage := a.hooks("acme")
+		ep := a.endpoint(manage, `{"url":"http://127.0.0.1:9/hooks?token=secret-of-the-consumer"}`)
+		a.do(http.MethodPost, "/api/licenses", acmeBody, manage...).wantStatus(http.StatusCreated)
+		var consumerID string
+		if err := db.Gorm.Raw("SELECT consumer_id FROM webhook_endpoints WHERE id = ?", ep["id"]).Scan(&consumerID).Error; err != nil {
+			t.Fatal(err)
+		}
+		shown := a.do(http.MethodGet, "/api/webhook-endpoints/"+ep["id"].(string), "", manage...).wantStatus(http.StatusOK).licenseData()
+		err := a.app.Events.Append(db.Gorm, events.Draft{ConsumerID: consumerID, Type: events.EndpointDisabled, SubjectID: ep["id"].(string),
+			Sequence: 1, Data: map[string]any{"webhook_endpoint": shown}, At: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.dispatch()
+		reader := bearer(a.token("acme", auth.LicensesRead))
+		if got := eventTypes(a.feed(reader, "").events(t)); fmt.Sprint(got) != "[license.created]" {
+			t.Errorf("licenses:read alone reads %v, want the license event only", got)
+		}
+		if got := eventTypes(a.feed(manage, "").events(t)); fmt.Sprint(got) != "[license.created webhook_endpoint.disabled]" {
+			t.Errorf("webhooks:manage reads %v, want the endpoint's event too", got)
+		}
+		a.do(http.MethodGet, "/api/events?type=webhook_endpoint.disabled", "", reader...).wantError(http.StatusForbidden, "missing_ability")
+		if body := a.do(http.MethodGet, "/api/events", "", reader...).Body.String(); strings.Contains(body, "secret-of-the-consumer") {
+			t.Errorf("the feed shows the endpoint's URL to licenses:read: %s", body)
+		}
+	})
 }

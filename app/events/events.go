@@ -38,8 +38,11 @@ const (
 	EndpointDisabled = "webhook_endpoint.disabled"
 )
 
+// LicenseTypes are the types of the license events.
+var LicenseTypes = []string{LicenseCreated, LicenseRevoked, LicenseSuspended, LicenseReactivated, LicenseKeyRotated}
+
 // Types are every event type, in the order the docs list them.
-var Types = []string{LicenseCreated, LicenseRevoked, LicenseSuspended, LicenseReactivated, LicenseKeyRotated, EndpointDisabled}
+var Types = append(slices.Clone(LicenseTypes), EndpointDisabled)
 
 // LicenseWildcard subscribes an endpoint to every license event.
 const LicenseWildcard = "license.*"
@@ -89,7 +92,8 @@ type Cipher interface {
 	Decrypt(envelope string) ([]byte, error)
 }
 
-// Log appends, reads and prunes consumer events.
+// Log appends and reads consumer events (app/webhooks prunes them, with
+// their deliveries).
 type Log struct {
 	db     *gorm.DB
 	read   *gorm.DB

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
 )
 
@@ -63,6 +64,16 @@ func (s *Server) listEvents(c echo.Context) error {
 	types, ok := queryEventTypes(c.QueryParam("type"))
 	if !ok {
 		fields["type"] = []string{"The selected type is invalid."}
+	}
+	// An endpoint's events carry its URL, which only webhooks:manage reads:
+	// a token without it reads the license events alone.
+	if !principal(c).Abilities.Can(auth.WebhooksManage) {
+		if slices.Contains(types, events.EndpointDisabled) {
+			return errMissingAbility
+		}
+		if len(types) == 0 && ok {
+			types = events.LicenseTypes
+		}
 	}
 	after := strings.TrimSpace(c.QueryParam("after"))
 	if after != "" && !isEventID(after) {
