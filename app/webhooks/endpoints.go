@@ -184,6 +184,12 @@ func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in Endp
 	e := Endpoint{ID: ulid.Make().String(), ConsumerID: consumerID, URL: url, Description: desc, Events: string(list),
 		Secret: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
 	err = s.transact(ctx, func(tx *gorm.DB) error {
+		// The consumer's row, locked first (SQLite: the write lock): two
+		// creates at once count one after the other, never both under the
+		// limit from one snapshot.
+		if err := tx.Exec("UPDATE consumers SET updated_at = updated_at WHERE id = ?", consumerID).Error; err != nil {
+			return fmt.Errorf("lock the consumer: %w", err)
+		}
 		var n int64
 		if err := tx.Model(&Endpoint{}).Where("consumer_id = ?", consumerID).Count(&n).Error; err != nil {
 			return fmt.Errorf("count webhook endpoints: %w", err)

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,4 +75,34 @@ func TestEndpointDeletedMidDispatchIsOwedNothing(t *testing.T) {
 	if endpoints != 0 || owed != 0 {
 		t.Errorf("after the delete: %d endpoint rows, %d deliveries owed to it; want none", endpoints, owed)
 	}
+}
+
+// Creates racing for one consumer's last endpoints (real goroutines, both
+// databases) never take it past MaxEndpoints: each counts after the other.
+func TestConcurrentCreatesKeepTheEndpointLimit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db, Config{})
+		a := r.consumer("ca")
+		var wg sync.WaitGroup
+		var made, refused atomic.Int64
+		for range MaxEndpoints + 8 {
+			wg.Go(func() {
+				_, _, err := r.hooks.CreateEndpoint(context.Background(), a, EndpointInput{URL: "http://127.0.0.1:1/h"})
+				switch {
+				case err == nil:
+					made.Add(1)
+				case errors.Is(err, ErrTooManyEndpoints):
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		var n int64
+		db.Gorm.Model(&Endpoint{}).Where("consumer_id = ?", a).Count(&n)
+		if n != MaxEndpoints || made.Load() != MaxEndpoints || refused.Load() != 8 {
+			t.Errorf("%d endpoints (%d made, %d refused), want %d and 8 refused", n, made.Load(), refused.Load(), MaxEndpoints)
+		}
+	})
 }
