@@ -123,22 +123,37 @@ type Draft struct {
 }
 
 // Append writes the event within tx, the transaction of the change it
-// describes.
+// describes: Seal, then Insert.
 func (l *Log) Append(tx *gorm.DB, d Draft) error {
+	e, err := l.Seal(d)
+	if err != nil {
+		return err
+	}
+	return l.Insert(tx, &e)
+}
+
+// Seal is the event's row, its data rendered and sealed, ready to Insert:
+// the work of an event that needs no transaction, which a change may do
+// before it opens its own.
+func (l *Log) Seal(d Draft) (Event, error) {
 	if !IsType(d.Type) {
-		return fmt.Errorf("events: unknown type %q", d.Type)
+		return Event{}, fmt.Errorf("events: unknown type %q", d.Type)
 	}
 	plain, err := marshal(d.Data)
 	if err != nil {
-		return fmt.Errorf("encode event data: %w", err)
+		return Event{}, fmt.Errorf("encode event data: %w", err)
 	}
 	sealed, err := l.cipher.Encrypt(plain)
 	if err != nil {
-		return fmt.Errorf("encrypt event data: %w", err)
+		return Event{}, fmt.Errorf("encrypt event data: %w", err)
 	}
-	e := Event{ID: IDPrefix + ulid.Make().String(), ConsumerID: d.ConsumerID, Type: d.Type, SubjectID: d.SubjectID,
-		Sequence: d.Sequence, Data: sealed, CreatedAt: d.At.UTC().Truncate(time.Microsecond)}
-	if err := tx.Create(&e).Error; err != nil {
+	return Event{ID: IDPrefix + ulid.Make().String(), ConsumerID: d.ConsumerID, Type: d.Type, SubjectID: d.SubjectID,
+		Sequence: d.Sequence, Data: sealed, CreatedAt: d.At.UTC().Truncate(time.Microsecond)}, nil
+}
+
+// Insert writes a sealed event within tx.
+func (l *Log) Insert(tx *gorm.DB, e *Event) error {
+	if err := tx.Create(e).Error; err != nil {
 		return fmt.Errorf("record consumer event: %w", err)
 	}
 	return nil

@@ -92,10 +92,32 @@ func publishes(event string) bool { _, ok := consumerEvents[event]; return ok }
 // license as the change left it, its key in plaintext and its
 // EventSequence the one the change's UPDATE wrote.
 func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time) error {
-	if typ, ok := consumerEvents[event]; ok {
-		err := s.events.Append(tx, events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
-			Sequence: after.EventSequence, Data: events.LicenseData{License: after.Resource()}, At: at})
-		if err != nil {
+	ce, err := s.sealEvent(after, event, at)
+	if err != nil {
+		return err
+	}
+	return s.logSealed(ctx, tx, after, event, at, ce)
+}
+
+// sealEvent is the consumer event of the change, rendered and sealed; nil
+// when the change has none.
+func (s *Service) sealEvent(after License, event string, at time.Time) (*events.Event, error) {
+	typ, ok := consumerEvents[event]
+	if !ok {
+		return nil, nil
+	}
+	e, err := s.events.Seal(events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
+		Sequence: after.EventSequence, Data: events.LicenseData{License: after.Resource()}, At: at})
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// logSealed is logEvent with the consumer event already sealed (nil: none).
+func (s *Service) logSealed(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time, ce *events.Event) error {
+	if ce != nil {
+		if err := s.events.Insert(tx, ce); err != nil {
 			return err
 		}
 	}

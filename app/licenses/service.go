@@ -39,9 +39,12 @@ type Config struct {
 	Events Outbox
 }
 
-// Outbox appends a consumer event within the transaction of its change.
+// Outbox writes a consumer event within the transaction of its change:
+// Seal renders and seals it (before the transaction, where the change
+// knows it then), Insert writes it.
 type Outbox interface {
-	Append(tx *gorm.DB, d events.Draft) error
+	Seal(d events.Draft) (events.Event, error)
+	Insert(tx *gorm.DB, e *events.Event) error
 }
 
 // Service creates, lists, shows and revokes licenses. It runs on the
@@ -276,11 +279,18 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 	if err != nil {
 		return License{}, false, err
 	}
+	// The event's data rendered and sealed before the transaction: only
+	// its INSERT is in it.
+	created, err := s.sealEvent(lic, event, now)
+	if err != nil {
+		return License{}, false, err
+	}
 	err = s.transact(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		if err := s.logEvent(ctx, tx, lic, event, now); err != nil {
+		ce := *created // a fresh row each run: a transaction run again inserts it anew
+		if err := s.logSealed(ctx, tx, lic, event, now, &ce); err != nil {
 			return err
 		}
 		return steps.commit(tx, lic, true)

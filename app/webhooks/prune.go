@@ -22,19 +22,51 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 	}
 	before = before.UTC()
 	var total int64
+	var cursor uint64 // the events up to it are read
 	for {
+		// The oldest events first, by id (written in time order, give or
+		// take the replicas' clocks), up to the first one too young: no
+		// index on the time, so that an event's INSERT maintains one index
+		// less, and a pass reads only the expired rows and one batch more.
+		var rows []events.Event
+		err := s.db.WithContext(ctx).Select("id", "created_at", "position").Where("id > ?", cursor).
+			Order("id").Limit(batch).Find(&rows).Error
+		if err != nil {
+			return total, fmt.Errorf("list expired consumer events: %w", err)
+		}
 		var ids []uint64
+		young := false
+		for _, e := range rows {
+			if !e.CreatedAt.Before(before) {
+				young = true
+				break
+			}
+			cursor = e.Seq
+			if e.Position != nil { // one not yet dispatched is the dispatcher's
+				ids = append(ids, e.Seq)
+			}
+		}
+		last := young || len(rows) < batch
+		if len(ids) == 0 {
+			if last {
+				return total, nil
+			}
+			continue
+		}
+		// An event still owed somewhere is kept whole, its deliveries
+		// with it, until that delivery is settled.
 		pending := s.db.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id AND status = ?", StatusPending)
-		err := s.db.WithContext(ctx).Model(&events.Event{}).
-			Where("created_at < ? AND position IS NOT NULL AND NOT EXISTS (?)", before, pending).
-			Order("id").Limit(batch).Pluck("id", &ids).Error
+		err = s.db.WithContext(ctx).Model(&events.Event{}).Where("id IN ? AND NOT EXISTS (?)", padded(ids, batch), pending).
+			Pluck("id", &ids).Error
 		if err != nil {
 			return total, fmt.Errorf("list expired consumer events: %w", err)
 		}
 		if len(ids) == 0 {
-			return total, nil
+			if last {
+				return total, nil
+			}
+			continue
 		}
-		found := len(ids)
 		ids = padded(ids, batch)
 		var n int64
 		err = s.transact(ctx, func(tx *gorm.DB) error {
@@ -59,7 +91,7 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 		if err != nil {
 			return total, err
 		}
-		if found < batch {
+		if last {
 			return total, nil
 		}
 	}

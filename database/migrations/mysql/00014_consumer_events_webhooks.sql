@@ -29,8 +29,7 @@ CREATE TABLE consumer_events (
     UNIQUE KEY consumer_events_public_id_unique (public_id),
     UNIQUE KEY consumer_events_subject_sequence_unique (subject_id, sequence),
     UNIQUE KEY consumer_events_position_unique (position),
-    KEY consumer_events_feed_index (consumer_id, position),
-    KEY consumer_events_created_at_index (created_at)
+    KEY consumer_events_feed_index (consumer_id, position)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
 -- The dispatcher's one row: the last position handed out. Locking it makes

@@ -29,7 +29,6 @@ CREATE UNIQUE INDEX consumer_events_public_id_unique ON consumer_events (public_
 CREATE UNIQUE INDEX consumer_events_subject_sequence_unique ON consumer_events (subject_id, sequence);
 CREATE UNIQUE INDEX consumer_events_position_unique ON consumer_events (position);
 CREATE INDEX consumer_events_feed_index ON consumer_events (consumer_id, position);
-CREATE INDEX consumer_events_created_at_index ON consumer_events (created_at);
 
 -- The dispatcher's one row: the last position handed out.
 CREATE TABLE event_dispatcher (
