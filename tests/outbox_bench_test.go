@@ -41,7 +41,7 @@ func (noOutbox) Insert(*gorm.DB, *events.Event) error    { return nil }
 //
 //	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' go test -run '^$' -bench CreateOutbox -benchtime 1x ./tests/
 func BenchmarkCreateOutbox(b *testing.B) {
-	const rounds, perRound, clients = 9, 400, 8
+	const rounds, perRound, clients = 15, 400, 8
 	for _, dialect := range []string{"sqlite", "mysql"} {
 		if dialect == "mysql" && os.Getenv("TEST_MYSQL_DSN") == "" {
 			continue

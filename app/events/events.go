@@ -151,9 +151,13 @@ func (l *Log) Seal(d Draft) (Event, error) {
 		Sequence: d.Sequence, Data: sealed, CreatedAt: d.At.UTC().Truncate(time.Microsecond)}, nil
 }
 
-// Insert writes a sealed event within tx.
+// Insert writes a sealed event within tx: one plain INSERT, on every
+// change's path (GORM's Create, which reads the new id back, cost a SQLite
+// create a tenth of its throughput more).
 func (l *Log) Insert(tx *gorm.DB, e *Event) error {
-	if err := tx.Create(e).Error; err != nil {
+	err := tx.Exec("INSERT INTO consumer_events (public_id, consumer_id, type, subject_id, sequence, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		e.ID, e.ConsumerID, e.Type, e.SubjectID, e.Sequence, e.Data, e.CreatedAt).Error
+	if err != nil {
 		return fmt.Errorf("record consumer event: %w", err)
 	}
 	return nil
