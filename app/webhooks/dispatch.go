@@ -41,16 +41,28 @@ func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
 		if err := tx.Exec("UPDATE event_dispatcher SET last_position = last_position WHERE id = 1").Error; err != nil {
 			return fmt.Errorf("lock the event dispatcher: %w", err)
 		}
-		read := "SELECT last_position FROM event_dispatcher WHERE id = 1"
-		if tx.Dialector.Name() == "mysql" {
-			read += " FOR UPDATE" // the row as committed, whatever the snapshot
-		}
+		mysql := tx.Dialector.Name() == "mysql"
 		var last uint64
-		if err := tx.Raw(read).Scan(&last).Error; err != nil {
-			return fmt.Errorf("read the event dispatcher: %w", err)
-		}
 		var batch []events.Event
-		if err := tx.Select("id", "consumer_id", "type").Where("position IS NULL").Order("id").Limit(dispatchBatch).Find(&batch).Error; err != nil {
+		undispatched := tx.Select("id", "consumer_id", "type").Where("position IS NULL").Order("id").Limit(dispatchBatch)
+		if mysql {
+			// Transactions commit in any order: the undispatched are found by
+			// their NULL position (indexed), whatever their ids.
+			if err := tx.Raw("SELECT last_position FROM event_dispatcher WHERE id = 1 FOR UPDATE").Scan(&last).Error; err != nil {
+				return fmt.Errorf("read the event dispatcher: %w", err)
+			}
+		} else {
+			// One writer at a time: events commit in the order of their ids
+			// (AUTOINCREMENT, never reused), so those after the last one
+			// numbered are the undispatched, read by the primary key.
+			var row struct{ LastPosition, LastEventID uint64 }
+			if err := tx.Raw("SELECT last_position, last_event_id FROM event_dispatcher WHERE id = 1").Scan(&row).Error; err != nil {
+				return fmt.Errorf("read the event dispatcher: %w", err)
+			}
+			last = row.LastPosition
+			undispatched = undispatched.Where("id > ?", row.LastEventID)
+		}
+		if err := undispatched.Find(&batch).Error; err != nil {
 			return fmt.Errorf("read the events to dispatch: %w", err)
 		}
 		if len(batch) == 0 {
@@ -76,7 +88,12 @@ func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
 				return fmt.Errorf("number the events: event %d was numbered meanwhile", e.Seq)
 			}
 		}
-		if err := tx.Exec("UPDATE event_dispatcher SET last_position = ? WHERE id = 1", last+uint64(len(batch))).Error; err != nil {
+		advance := tx.Exec("UPDATE event_dispatcher SET last_position = ? WHERE id = 1", last+uint64(len(batch)))
+		if !mysql {
+			advance = tx.Exec("UPDATE event_dispatcher SET last_position = ?, last_event_id = ? WHERE id = 1",
+				last+uint64(len(batch)), batch[len(batch)-1].Seq)
+		}
+		if err := advance.Error; err != nil {
 			return fmt.Errorf("advance the event dispatcher: %w", err)
 		}
 		n = len(batch)

@@ -15,11 +15,12 @@ ALTER TABLE licenses ADD COLUMN event_sequence INTEGER NOT NULL DEFAULT 0;
 -- out in commit order, so a feed read after a position never misses an
 -- event committed late under a lower id. It has the indexes its readers
 -- need and no more (every license change pays for each): none on the time
--- (the pruner reads by id) and none on the subject. The id is the rowid,
--- without AUTOINCREMENT (and its extra write per row): an id is reused only
--- once every event was pruned.
+-- (the pruner reads by id) and none on the subject, nor on position: on
+-- SQLite, with one writer at a time, events commit in the order of their
+-- ids, so the dispatcher reads on from the last id it numbered
+-- (event_dispatcher.last_event_id; AUTOINCREMENT keeps every id above it).
 CREATE TABLE consumer_events (
-    id          INTEGER  NOT NULL PRIMARY KEY,
+    id          INTEGER  NOT NULL PRIMARY KEY AUTOINCREMENT,
     public_id   TEXT     NOT NULL,
     consumer_id TEXT     NOT NULL,
     type        TEXT     NOT NULL,
@@ -29,14 +30,19 @@ CREATE TABLE consumer_events (
     position    INTEGER  NULL,
     created_at  DATETIME NOT NULL
 );
-CREATE UNIQUE INDEX consumer_events_public_id_unique ON consumer_events (public_id);
-CREATE UNIQUE INDEX consumer_events_position_unique ON consumer_events (position);
-CREATE INDEX consumer_events_feed_index ON consumer_events (consumer_id, position);
+-- The feed's indexes hold the dispatched events only: a change's INSERT
+-- writes the table alone, and the dispatcher, off the change's path, adds
+-- each event to them as it numbers it. (The feed reads dispatched events
+-- only, and says so: position IS NOT NULL.)
+CREATE UNIQUE INDEX consumer_events_public_id_unique ON consumer_events (public_id) WHERE position IS NOT NULL;
+CREATE INDEX consumer_events_feed_index ON consumer_events (consumer_id, position) WHERE position IS NOT NULL;
 
--- The dispatcher's one row: the last position handed out.
+-- The dispatcher's one row: the last position handed out, and the id of
+-- the last event numbered.
 CREATE TABLE event_dispatcher (
     id            INTEGER NOT NULL PRIMARY KEY,
-    last_position INTEGER NOT NULL
+    last_position INTEGER NOT NULL,
+    last_event_id INTEGER NOT NULL DEFAULT 0
 );
 INSERT INTO event_dispatcher (id, last_position) VALUES (1, 0);
 
