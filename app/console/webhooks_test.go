@@ -187,7 +187,8 @@ func TestWebhooksRetry(t *testing.T) {
 		if len(trail) != 1 || trail[0].Event != audit.WebhookDeliveryRetried || trail[0].Actor != audit.ActorConsole {
 			t.Errorf("audit trail %+v, want one webhook_delivery.retried by the console", trail)
 		}
-		if err := db.Gorm.Model(&d).Update("claim", "01CLAIM0000000000000000000").Error; err != nil {
+		// A claim whose lease has not lapsed: a worker is sending it.
+		if err := db.Gorm.Model(&d).Updates(map[string]any{"claim": "01CLAIM0000000000000000000", "next_attempt_at": time.Now().Add(time.Hour)}).Error; err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := f.run("retry", f.delivery); ExitCode(err) != 1 || !errors.Is(err, webhooks.ErrInFlight) {
