@@ -87,7 +87,12 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 		// On MySQL no statement is prepared on the server: see MySQLDSN.
 		PrepareStmt:        cfg.Connection == SQLite,
 		PrepareStmtMaxSize: 256,
-		PrepareStmtTTL:     time.Hour,
+		// Kept until the size evicts them, never by age: GORM's cache does
+		// not renew an entry it serves, so an hour's TTL expired statements
+		// in use, and one prepared again inside a transaction on SQLite's
+		// one writing connection can wait on the cache's lock for as long as
+		// the query timeout (see app/webhooks/shape.go).
+		PrepareStmtTTL: 10 * 365 * 24 * time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)

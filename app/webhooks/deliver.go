@@ -176,7 +176,7 @@ func (s *Service) claim(ctx context.Context) ([]claimed, error) {
 		if res.RowsAffected < found {
 			err := tx.Model(&Delivery{}).
 				Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id NOT IN (?)", ids, StatusPending, now, enabled).
-				Updates(map[string]any{"next_attempt_at": nil, "updated_at": now}).Error
+				Updates(map[string]any{"next_attempt_at": nil, "claim": nil, "updated_at": now}).Error // due: any claim on it has lapsed
 			if err != nil {
 				return fmt.Errorf("park the deliveries of disabled endpoints: %w", err)
 			}

@@ -75,7 +75,10 @@ func (p Policy) Allowed(a netip.Addr) bool {
 	if p.AllowPrivate {
 		return true
 	}
-	a = a.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	// ::ffff:127.0.0.1 is 127.0.0.1; a zone (fec0::1%eth0) is dropped, or no
+	// prefix below would contain the address (Prefix.Contains is false for
+	// any zoned address), and the kernel ignores it off link-local.
+	a = a.Unmap().WithZone("")
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return false

@@ -23,11 +23,14 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 	before = before.UTC()
 	var total int64
 	var cursor uint64 // the events up to it are read
+	young := 0        // events too young to prune, read one after another
 	for {
 		// The oldest events first, by id (written in time order, give or
-		// take the replicas' clocks), up to the first one too young: no
-		// index on the time, so that an event's INSERT maintains one index
-		// less, and a pass reads only the expired rows and one batch more.
+		// take the replicas' clocks): no index on the time, so that an
+		// event's INSERT maintains one index less. A pass ends once a whole
+		// batch of events in a row is too young, so it reads the expired
+		// rows and one batch more, and an event dated ahead (a replica's
+		// clock far off) holds back none written after it.
 		var rows []events.Event
 		err := s.db.WithContext(ctx).Select("id", "created_at", "position").Where("id > ?", cursor).
 			Order("id").Limit(batch).Find(&rows).Error
@@ -35,18 +38,18 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 			return total, fmt.Errorf("list expired consumer events: %w", err)
 		}
 		var ids []uint64
-		young := false
 		for _, e := range rows {
-			if !e.CreatedAt.Before(before) {
-				young = true
-				break
-			}
 			cursor = e.Seq
+			if !e.CreatedAt.Before(before) {
+				young++
+				continue
+			}
+			young = 0
 			if e.Position != nil { // one not yet dispatched is the dispatcher's
 				ids = append(ids, e.Seq)
 			}
 		}
-		last := young || len(rows) < batch
+		last := young >= batch || len(rows) < batch
 		if len(ids) == 0 {
 			if last {
 				return total, nil

@@ -70,3 +70,34 @@ func TestPruneDeletesExpiredSettledEvents(t *testing.T) {
 		}
 	})
 }
+
+// An event dated ahead (written by a replica whose clock was far off) holds
+// back no expired event written after it: the pass reads past it.
+func TestPruneReadsPastAnEventDatedAhead(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		ctx := context.Background()
+		r := newRig(t, db, Config{})
+		c := r.consumer("ca")
+		var ids []string
+		for _, d := range []string{"a.test", "ahead.test", "c.test"} {
+			ids = append(ids, r.license(c, d).ID)
+		}
+		r.dispatch()
+		if err := db.Gorm.Model(&events.Event{}).Where("subject_id = ?", ids[1]).
+			Update("created_at", r.clock.Now().AddDate(1, 0, 0)).Error; err != nil {
+			t.Fatal(err)
+		}
+		r.clock.Advance(31 * 24 * time.Hour)
+		n, err := r.hooks.Prune(ctx, r.clock.Now().Add(-30*24*time.Hour), 2) // fewer than a batch of young events in a row are read past
+		if err != nil || n != 2 {
+			t.Fatalf("Prune = %d, %v; want the two expired events", n, err)
+		}
+		var left []events.Event
+		if err := db.Gorm.Find(&left).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 1 || left[0].SubjectID != ids[1] {
+			t.Errorf("left %+v, want the one dated ahead", left)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -103,6 +104,39 @@ func TestConcurrentCreatesKeepTheEndpointLimit(t *testing.T) {
 		db.Gorm.Model(&Endpoint{}).Where("consumer_id = ?", a).Count(&n)
 		if n != MaxEndpoints || made.Load() != MaxEndpoints || refused.Load() != 8 {
 			t.Errorf("%d endpoints (%d made, %d refused), want %d and 8 refused", n, made.Load(), refused.Load(), MaxEndpoints)
+		}
+	})
+}
+
+// A delivery whose worker died (its claim's lease lapsed) and whose
+// endpoint was disabled meanwhile is parked without the dead claim: a retry
+// then goes, rather than answer that a worker is sending it.
+func TestParkedDeliveryKeepsNoDeadClaim(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db, Config{})
+		a := r.consumer("ca")
+		ep := r.endpoint(a, "http://127.0.0.1:1/h")
+		r.license(a, "a.test")
+		r.dispatch()
+		lapsed := r.clock.Now().Add(-time.Second)
+		if err := db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", ep.ID).
+			Updates(map[string]any{"claim": "01DEADWORKER00000000000000", "next_attempt_at": lapsed}).Error; err != nil {
+			t.Fatal(err)
+		}
+		off := false
+		if _, err := r.hooks.UpdateEndpoint(context.Background(), a, ep.ID, EndpointPatch{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		r.deliver() // finds it due, of a disabled endpoint: parks it
+		var d Delivery
+		if err := db.Gorm.Where("endpoint_id = ?", ep.ID).Take(&d).Error; err != nil {
+			t.Fatal(err)
+		}
+		if d.NextAttemptAt != nil || d.Claim != nil {
+			t.Fatalf("parked delivery: next attempt %v, claim %v; want neither", d.NextAttemptAt, d.Claim)
+		}
+		if _, err := r.hooks.RetryDelivery(context.Background(), audit.Console(), "", "", d.ID); err != nil {
+			t.Errorf("retry of the parked delivery = %v, want it retried", err)
 		}
 	})
 }
