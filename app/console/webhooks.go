@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -111,34 +111,6 @@ func writeEndpoints(w io.Writer, eps []webhooks.Endpoint, names map[string]strin
 	return tw.Flush()
 }
 
-// attemptView and deliveryView are a delivery as `webhooks deliveries
-// --json` prints it: the fields the API shows of it.
-type attemptView struct {
-	AttemptedAt    string  `json:"attempted_at"`
-	ResponseStatus *int    `json:"response_status"`
-	DurationMS     int64   `json:"duration_ms"`
-	Error          *string `json:"error"`
-}
-
-type deliveryView struct {
-	ID            string        `json:"id"`
-	EventID       string        `json:"event_id"`
-	EventType     string        `json:"event_type"`
-	Status        string        `json:"status"`
-	Attempts      []attemptView `json:"attempts"`
-	NextAttemptAt *string       `json:"next_attempt_at"`
-	DeliveredAt   *string       `json:"delivered_at"`
-	CreatedAt     string        `json:"created_at"`
-}
-
-func timePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := events.Time(*t)
-	return &s
-}
-
 // webhooksDeliveries prints an endpoint's deliveries, newest first, as a
 // table (the last attempt of each) or a JSON array (every attempt).
 func webhooksDeliveries(ctx context.Context, e env) error {
@@ -174,23 +146,15 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	})
 }
 
+// writeDeliveries prints the deliveries: --json as the API shows them
+// (resource.WebhookDelivery), else a table.
 func writeDeliveries(w io.Writer, ds []webhooks.DeliveryView, asJSON bool) error {
-	views := make([]deliveryView, len(ds))
-	for i, d := range ds {
-		v := deliveryView{ID: d.ID, EventID: d.EventPublicID, EventType: d.EventType, Status: d.Status, Attempts: []attemptView{},
-			NextAttemptAt: timePtr(d.NextAttemptAt), DeliveredAt: timePtr(d.DeliveredAt), CreatedAt: events.Time(d.CreatedAt)}
-		for _, a := range d.Attempts {
-			v.Attempts = append(v.Attempts, attemptView{AttemptedAt: events.Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus,
-				DurationMS: a.DurationMS, Error: a.Error})
-		}
-		views[i] = v
-	}
 	if asJSON {
-		return writeJSON(w, views)
+		return writeJSON(w, resource.NewWebhookDeliveries(ds))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tEVENT\tTYPE\tSTATUS\tATTEMPTS\tLAST ANSWER\tLAST ERROR\tNEXT ATTEMPT\tCREATED")
-	for i, d := range ds {
+	for _, d := range ds {
 		last, lastErr := "-", "-"
 		if n := len(d.Attempts); n > 0 {
 			if s := d.Attempts[n-1].ResponseStatus; s != nil {
@@ -200,7 +164,7 @@ func writeDeliveries(w io.Writer, ds []webhooks.DeliveryView, asJSON bool) error
 				lastErr = strconv.Quote(*msg)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ID, d.EventPublicID, d.EventType, d.Status, len(views[i].Attempts),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ID, d.EventPublicID, d.EventType, d.Status, len(d.Attempts),
 			last, lastErr, humanTime(d.NextAttemptAt), humanTime(&d.CreatedAt))
 	}
 	return tw.Flush()
