@@ -289,8 +289,12 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		ce := *created // a fresh row each run: a transaction run again inserts it anew
-		if err := s.logSealed(ctx, tx, lic, event, now, &ce); err != nil {
+		var ce *events.Event
+		if created != nil {
+			fresh := *created // a fresh row each run: a transaction run again inserts it anew
+			ce = &fresh
+		}
+		if err := s.logSealed(ctx, tx, lic, event, now, ce); err != nil {
 			return err
 		}
 		return steps.commit(tx, lic, true)
