@@ -220,15 +220,11 @@ func (l *Log) List(ctx context.Context, q Query) (Page, error) {
 	db := l.read.WithContext(ctx)
 	tx := db.Where("consumer_id = ? AND position IS NOT NULL", q.ConsumerID)
 	if q.After != "" {
-		var after Event
-		err := db.Select("position").Where("public_id = ? AND consumer_id = ? AND position IS NOT NULL", q.After, q.ConsumerID).Take(&after).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return Page{}, ErrNotFound
-		}
+		after, err := l.position(db, q.ConsumerID, q.After)
 		if err != nil {
-			return Page{}, fmt.Errorf("find event %s: %w", q.After, err)
+			return Page{}, err
 		}
-		tx = tx.Where("position > ?", *after.Position)
+		tx = tx.Where("position > ?", after)
 	}
 	if len(q.Types) > 0 {
 		tx = tx.Where("type IN ?", q.Types)
@@ -251,15 +247,26 @@ func (l *Log) List(ctx context.Context, q Query) (Page, error) {
 	return p, nil
 }
 
-// Get returns the event of the given row id.
-func (l *Log) Get(ctx context.Context, seq uint64) (Event, error) {
+// Known reports whether id is one of the consumer's events in the feed:
+// what an After may name. It reads no event's data.
+func (l *Log) Known(ctx context.Context, consumerID, id string) (bool, error) {
+	_, err := l.position(l.read.WithContext(ctx), consumerID, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// position is the feed position of the consumer's event id; ErrNotFound
+// when the consumer has none under it in the feed.
+func (l *Log) position(db *gorm.DB, consumerID, id string) (uint64, error) {
 	var e Event
-	err := l.read.WithContext(ctx).Where("id = ?", seq).Take(&e).Error
+	err := db.Select("position").Where("public_id = ? AND consumer_id = ? AND position IS NOT NULL", id, consumerID).Take(&e).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Event{}, ErrNotFound
+		return 0, ErrNotFound
 	}
 	if err != nil {
-		return Event{}, fmt.Errorf("get event: %w", err)
+		return 0, fmt.Errorf("find event %s: %w", id, err)
 	}
-	return e, nil
+	return *e.Position, nil
 }

@@ -82,11 +82,12 @@ func (s *Server) listEvents(c echo.Context) error {
 	if len(fields) > 0 {
 		if _, bad := fields["after"]; !bad && after != "" {
 			// Every rule is checked, as Laravel's validator runs them.
-			_, err := s.events.List(ctx, events.Query{ConsumerID: consumer, After: after})
-			if errors.Is(err, events.ErrNotFound) {
-				fields["after"] = []string{errAfterInvalid}
-			} else if err != nil {
+			known, err := s.events.Known(ctx, consumer, after)
+			if err != nil {
 				return err
+			}
+			if !known {
+				fields["after"] = []string{errAfterInvalid}
 			}
 		}
 		return validationError(fields, eventsRules...)

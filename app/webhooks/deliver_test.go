@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -537,6 +538,37 @@ func TestDisabledEndpointsDeliveriesWaitForIt(t *testing.T) {
 		r.deliver()
 		if got := offRC.delivered(); len(got) != claimBatch+3 {
 			t.Errorf("enabled again, the endpoint got %d events, want %d", len(got), claimBatch+3)
+		}
+	})
+}
+
+// An endpoint that does not answer within WEBHOOK_TIMEOUT has not been
+// delivered to: the attempt fails saying so, and the delivery is retried
+// after its backoff.
+func TestNoAnswerWithinTheTimeoutIsAFailedAttempt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		release := make(chan struct{})
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			select { // no answer before the sender gives up, or the test ends
+			case <-req.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(slow.Close)
+		t.Cleanup(func() { close(release) }) // first: Close waits for the handler
+		r := newRig(t, db, Config{Timeout: 100 * time.Millisecond})
+		c := r.consumer("ca")
+		ep := r.endpoint(c, slow.URL)
+		r.license(c, "a.test")
+		r.dispatch()
+		r.deliver()
+		ds := r.deliveries(ep.ID)
+		if len(ds) != 1 || ds[0].Status != StatusPending || ds[0].NextAttemptAt == nil || !ds[0].NextAttemptAt.After(r.clock.Now()) {
+			t.Fatalf("deliveries %+v, want one pending, due after its backoff", ds)
+		}
+		as := r.attempts(ds[0].ID)
+		if len(as) != 1 || as[0].ResponseStatus != nil || as[0].Error == nil || !strings.Contains(*as[0].Error, "no answer within") {
+			t.Errorf("attempts %+v, want one without an answer, saying none came in time", as)
 		}
 	})
 }

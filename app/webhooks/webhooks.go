@@ -70,9 +70,6 @@ func (e Endpoint) Types() []string {
 	return types
 }
 
-// Takes reports whether the endpoint takes events of type t.
-func (e Endpoint) Takes(t string) bool { return events.Matches(e.Types(), t) }
-
 // EndpointResource is an endpoint as the API shows it (never its secret),
 // and as a webhook_endpoint.disabled event carries it.
 type EndpointResource struct {
