@@ -73,6 +73,8 @@ type Config struct {
 	// RateLimitPerMinute is how many requests each consumer may make per
 	// minute (RATE_LIMIT_PER_MINUTE); 0 turns rate limiting off.
 	RateLimitPerMinute int
+	// Console is the operator console's (/console) settings.
+	Console Console
 	// CORSAllowedOrigins are the origins browsers may call api/* from
 	// (CORS_ALLOWED_ORIGINS, a comma list; default "*", any origin), as
 	// Laravel's config/cors.php allowed_origins.
@@ -268,6 +270,14 @@ func (v *values) load() Config {
 		Required:    v.boolean("IDEMPOTENCY_REQUIRED", false),
 	}
 	c.EventsTTL = v.duration("EVENTS_TTL", "720h")
+	c.Console = Console{
+		Enabled:         v.boolean("CONSOLE_ENABLED", true),
+		SessionTTL:      v.duration("CONSOLE_SESSION_TTL", "8h"),
+		LoginsPerMinute: v.intRange("CONSOLE_LOGINS_PER_MINUTE", 10, 1, 10_000),
+		// A cookie marked Secure is not sent over plain http, which is how
+		// `go run .` serves on 127.0.0.1.
+		SecureCookie: c.Env != EnvLocal,
+	}
 	c.Webhooks = Webhooks{
 		Timeout:      v.duration("WEBHOOK_TIMEOUT", "10s"),
 		RetryBase:    v.duration("WEBHOOK_RETRY_BASE", "30s"),
@@ -340,4 +350,18 @@ func redactDSN(dsn string) string {
 		user = u
 	}
 	return user + "@" + dsn[at+1:]
+}
+
+// Console is the operator console's configuration.
+type Console struct {
+	// Enabled serves the console under /console (CONSOLE_ENABLED, true).
+	Enabled bool
+	// SessionTTL bounds a console session (CONSOLE_SESSION_TTL, 8h); a
+	// session also ends when its token expires or is revoked.
+	SessionTTL time.Duration
+	// LoginsPerMinute is how many sign-ins a client address may try a
+	// minute (CONSOLE_LOGINS_PER_MINUTE, 10).
+	LoginsPerMinute int
+	// SecureCookie marks the session cookie Secure: everywhere but local.
+	SecureCookie bool
 }

@@ -67,6 +67,11 @@ var rules = []rule{
 	// one scheme; no server, no domain, no wiring.
 	{"app/webhooks", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/app/idempotency",
 		module + "/app/auth", module + "/app/console", module + "/config", module + "/app/vendor"}},
+	// The operator console's pages: the same services the API calls, no SQL
+	// of its own, no wiring; errors go back to app/http's boundary, which it
+	// does not import (app/http mounts it through its Pages interface).
+	{"app/web", []string{module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+		module + "/config", module + "/database", "gorm.io"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},

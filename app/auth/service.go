@@ -252,6 +252,7 @@ type Principal struct {
 	Consumer   string // the consumer's name
 	TokenID    string
 	Abilities  Abilities
+	ExpiresAt  time.Time // when the token expires: a session opened with it ends then at the latest
 }
 
 // Verify checks the token string and its row: the signature (HS256 with
@@ -288,7 +289,8 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 		return Principal{}, ErrUnauthenticated
 	}
 	s.recordUse(tok, now)
-	return Principal{ConsumerID: tok.ConsumerID, Consumer: tok.Consumer.Name, TokenID: tok.ID, Abilities: tok.Abilities}, nil
+	return Principal{ConsumerID: tok.ConsumerID, Consumer: tok.Consumer.Name, TokenID: tok.ID, Abilities: tok.Abilities,
+		ExpiresAt: tok.ExpiresAt}, nil
 }
 
 // tokenRowQuery reads what Verify needs of a token row, every request. An

@@ -21,6 +21,7 @@ import (
 	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/web"
 	"github.com/licensor-api/licensor/app/webhooks"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -263,6 +264,21 @@ func (a *App) Server() *echo.Echo {
 		URL:              cfg.URL,
 		CORSOrigins:      cfg.CORSAllowedOrigins,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
+		Pages:            a.consolePages(),
+	})
+}
+
+// consolePages is the operator console served under /console, or nil when
+// CONSOLE_ENABLED is false.
+func (a *App) consolePages() apphttp.Pages {
+	cfg := a.Config
+	if !cfg.Console.Enabled {
+		return nil
+	}
+	return web.New(web.Config{
+		Auth: a.Auth, Key: cfg.Key, Secure: cfg.Console.SecureCookie,
+		SessionTTL: cfg.Console.SessionTTL, LoginsPerMinute: cfg.Console.LoginsPerMinute,
+		Now: a.now, Log: a.Log, Version: readBuildVersion().Version,
 	})
 }
 

@@ -42,11 +42,12 @@ const webhookPath = "/api/webhooks/vendor"
 // sent. A form that cannot be parsed becomes a body that is not JSON, so
 // it is refused (400 malformed_json) where a bad JSON body would be, after
 // authentication. Other bodies pass as they are.
-func formBodies(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) formBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		ct := req.Header.Get(echo.HeaderContentType)
-		if req.Body == nil || req.Body == http.NoBody || !request.IsForm(ct) || c.Path() == webhookPath {
+		if req.Body == nil || req.Body == http.NoBody || !request.IsForm(ct) || c.Path() == webhookPath ||
+			(s.pages != nil && s.pages.Owns(req.URL.Path)) { // a page's form is a form
 			return next(c)
 		}
 		b, err := readBody(c)

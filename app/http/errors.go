@@ -92,6 +92,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if e.Operation != nil {
 		c.Response().Header().Set(echo.HeaderLocation, operationLocation(e.Operation.ID))
 	}
+	if s.pages != nil && e.Status >= 400 && s.pages.Owns(c.Request().URL.Path) {
+		// A page's error is a page: the status and message mapped here, the
+		// HTML written by the pages.
+		if err := s.pages.RenderError(c, e.Status, e.Message); err != nil {
+			s.log.Warn("write error page", "request_id", RequestID(c), "error", err)
+		}
+		return
+	}
 	var errs *orderedErrors
 	if len(e.Fields) > 0 {
 		errs = &orderedErrors{fields: e.Fields, order: fieldOrder(e.Fields, e.Order)}
@@ -120,6 +128,10 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var pe publicError
+	if errors.As(err, &pe) {
+		return &Error{Status: pe.StatusCode(), Message: pe.PublicMessage()}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -214,6 +226,14 @@ func fromEchoError(he *echo.HTTPError) *Error {
 		return &Error{Status: he.Code, Message: http.StatusText(he.Code) + "."}
 	}
 	return nil // a 5xx from Echo itself: logged as internal by toError
+}
+
+// publicError is an error that carries its status and a message written to
+// be shown (the operator console's refusals: a missing session, a missing
+// ability, a form without its CSRF token).
+type publicError interface {
+	StatusCode() int
+	PublicMessage() string
 }
 
 // fieldErrors is what every domain's validation error offers.

@@ -59,6 +59,22 @@ type Deps struct {
 	// URL is the application's base URL (APP_URL): the absolute links of a
 	// paginated listing start with it.
 	URL string
+	// Pages are served beside the API (the operator console); nil: none.
+	Pages Pages
+}
+
+// Pages is a browser interface served beside the API under paths of its
+// own: its routes are its own, and its errors, mapped to a status and a
+// message here like every other error, are written as pages.
+type Pages interface {
+	// Mount adds the pages' routes to e. signedIn is the hook the pages call
+	// with the principal of a request they authenticated, so that its access
+	// line names the token, as an API request's does.
+	Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Principal))
+	// Owns reports whether a request path is one of the pages'.
+	Owns(path string) bool
+	// RenderError writes the page of an error.
+	RenderError(c echo.Context, status int, message string) error
 }
 
 // Server holds the dependencies the handlers use.
@@ -78,6 +94,7 @@ type Server struct {
 	baseURL  string // APP_URL without a trailing slash
 	// webhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET).
 	webhookSecrets []string
+	pages          Pages // the operator console; nil: none
 	// keyWarning tells, once a minute at most, why requests answer 503
 	// key_unavailable (see errors.go).
 	keyWarning keyWarning
@@ -93,7 +110,7 @@ func NewServer(d Deps) *echo.Echo {
 	}
 	s := &Server{ready: d.Ready, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
 		guard: d.Guard, ops: d.Operations, store: d.Intents, events: d.Events, webhooks: d.Webhooks, now: d.Now,
-		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets}
+		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets, pages: d.Pages}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -102,8 +119,11 @@ func NewServer(d Deps) *echo.Echo {
 	// (Request::path() trims it): so does licensor, the path rewritten
 	// before routing, no redirect.
 	e.Pre(trimTrailingSlash, headAsGet)
-	e.Use(requestID, cacheControl, s.accessLog, s.recoverPanic, newCORS(d.CORSOrigins).middleware, bodyLimit(d.MaxBody), laravelRouter, formBodies)
+	e.Use(requestID, cacheControl, s.accessLog, s.recoverPanic, newCORS(d.CORSOrigins).middleware, bodyLimit(d.MaxBody), laravelRouter, s.formBodies)
 	s.routes(e)
+	if d.Pages != nil {
+		d.Pages.Mount(e, func(c echo.Context, p auth.Principal) { c.Set(ctxPrincipal, p) })
+	}
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
 	}

@@ -1,0 +1,32 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/licensor-api/licensor/database"
+)
+
+// Session returns the principal of the token with that id, for a session
+// that was opened with it (the operator console's): the token row is read on
+// every call, as Verify reads it, so a session ends on the request after its
+// token is revoked or expires. consumerID is the consumer the session was
+// opened for; a row of another consumer is no session. Every refusal is
+// ErrUnauthenticated. A success records the token's use, as Verify does.
+func (s *Service) Session(ctx context.Context, tokenID, consumerID string) (Principal, error) {
+	tok, err := s.loadToken(ctx, tokenID)
+	if errors.Is(err, database.ErrNoRows) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("load token: %w", err)
+	}
+	now := s.now()
+	if tok.ConsumerID != consumerID || !tok.Live(now) {
+		return Principal{}, ErrUnauthenticated
+	}
+	s.recordUse(tok, now)
+	return Principal{ConsumerID: tok.ConsumerID, Consumer: tok.Consumer.Name, TokenID: tok.ID, Abilities: tok.Abilities,
+		ExpiresAt: tok.ExpiresAt}, nil
+}

@@ -1,0 +1,117 @@
+package web
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// loginPage is the sign-in form's data.
+type loginPage struct {
+	Next  string // where to go once signed in
+	Error string
+}
+
+// showLogin is GET /console/login: the sign-in form, or the dashboard for a
+// browser signed in already. The form's CSRF token is tied to a cookie of
+// its own, as there is no session yet.
+func (cn *Console) showLogin(c echo.Context) error {
+	if _, err := cn.sessionOf(c); err == nil {
+		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	}
+	return cn.renderLogin(c, http.StatusOK, loginPage{Next: safeNext(c.QueryParam("next"))})
+}
+
+// renderLogin writes the sign-in form with a fresh CSRF secret when the
+// browser has none.
+func (cn *Console) renderLogin(c echo.Context, status int, p loginPage) error {
+	secret := ""
+	if ck, err := c.Cookie(loginCookie); err == nil && len(ck.Value) >= 32 {
+		secret = ck.Value
+	} else {
+		secret = randomToken()
+		ck := cn.sessions.newCookie(loginCookie, secret, 3600)
+		c.SetCookie(ck)
+	}
+	return cn.render(c, status, "login", view{Title: "Sign in", CSRF: cn.sessions.csrf(secret), Data: p})
+}
+
+// login is POST /console/login {token, _token, next}: an operator's token
+// (tokens:manage, intents:manage or *) opens a session; any other token, or
+// none, is refused with the same words, logged without the token. Each
+// client address has DefaultLoginsPerMinute tries a minute.
+func (cn *Console) login(c echo.Context) error {
+	addr := clientAddr(c.Request())
+	if ok, wait := cn.logins.take(addr); !ok {
+		cn.cfg.Log.Warn("console sign-in refused", "reason", "too many attempts", "client", addr, "request_id", requestID(c))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		return cn.renderLogin(c, http.StatusTooManyRequests, loginPage{Next: safeNext(c.FormValue("next")),
+			Error: "Too many sign-in attempts. Wait a minute and try again."})
+	}
+	ck, err := c.Cookie(loginCookie)
+	if err != nil || !sameSite(c.Request()) || !cn.sessions.validCSRF(ck.Value, c.FormValue("_token")) {
+		cn.cfg.Log.Warn("console sign-in refused", "reason", "csrf", "client", addr, "request_id", requestID(c))
+		return errCSRF
+	}
+	next := safeNext(c.FormValue("next"))
+	p, err := cn.cfg.Auth.Verify(c.Request().Context(), strings.TrimSpace(c.FormValue("token")))
+	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		return err
+	}
+	if err != nil || !consoleAbilities(p.Abilities) {
+		reason := "unauthenticated"
+		if err == nil {
+			reason = "not an operator token"
+		}
+		cn.cfg.Log.Warn("console sign-in refused", "reason", reason, "client", addr, "token_id", p.TokenID, "request_id", requestID(c))
+		return cn.renderLogin(c, http.StatusUnauthorized, loginPage{Next: next,
+			Error: "This token cannot open the console: paste a live token that holds *, tokens:manage or intents:manage."})
+	}
+	se := cn.sessions.open(p.TokenID, p.ConsumerID, p.ExpiresAt, cn.cfg.SessionTTL)
+	c.SetCookie(cn.sessions.cookie(se))
+	c.SetCookie(cn.sessions.cleared(loginCookie))
+	cn.cfg.Log.Info("console sign-in", "token_id", p.TokenID, "consumer_id", p.ConsumerID, "client", addr, "request_id", requestID(c))
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// logout is POST /console/logout: the session's cookie is cleared. The
+// session is a signed cookie, not a row: revoking its token is what ends
+// every session opened with it, everywhere.
+func (cn *Console) logout(c echo.Context) error {
+	c.SetCookie(cn.sessions.cleared(sessionCookie))
+	return c.Redirect(http.StatusSeeOther, Prefix+"/login")
+}
+
+// safeNext is where to send a browser after signing in: a console path of
+// this site, never another site's ("//evil", "/\\evil", "https://…").
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix) || strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(next, Prefix+"/login") {
+		return Prefix
+	}
+	if rest := next[len(Prefix):]; rest != "" && rest[0] != '/' && rest[0] != '?' {
+		return Prefix
+	}
+	return next
+}
+
+// clientAddr is the address the request came from: the connection's peer,
+// never a header a client may write (behind a proxy, every operator shares
+// the proxy's address and its limit).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// requestID is the request's id, as the HTTP layer set it.
+func requestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}

@@ -1,0 +1,155 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// contentSecurityPolicy allows the console's own scripts, styles and images
+// and nothing else: no inline script or style, no other origin, no frame.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// securityHeaders go on every console response, error pages included.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		// A page may show a token once: no cache keeps it.
+		h.Set(echo.HeaderCacheControl, "no-store")
+		return next(c)
+	}
+}
+
+// ctxSession is where the session middleware keeps the signed-in session.
+const ctxSession = "console.session"
+
+// signedSession is a verified session and its token's principal, read
+// afresh on this request.
+type signedSession struct {
+	session   session
+	principal auth.Principal
+}
+
+// errSignIn is the 401 of a console request without a live session: the
+// error boundary sends a browser to the sign-in page.
+var errSignIn = &pageError{http.StatusUnauthorized, "Sign in to continue."}
+
+// errForbidden is the 403 of a page the session's token may not use: the
+// same ability the matching API route asks.
+var errForbidden = &pageError{http.StatusForbidden, "Your token does not carry the ability this page needs."}
+
+// errCSRF is the 419 Laravel answers a form posted without its CSRF token.
+var errCSRF = &pageError{419, "Page Expired: the form was not sent with its security token. Reload the page and try again."}
+
+// pageError is a refusal of the console's own, with the status and the
+// message the page shows: app/http's error boundary reads them through
+// StatusCode and PublicMessage.
+type pageError struct {
+	status  int
+	message string
+}
+
+func (e *pageError) Error() string { return e.message }
+
+// StatusCode is the response's status.
+func (e *pageError) StatusCode() int { return e.status }
+
+// PublicMessage is what the page says: written for the operator, safe to show.
+func (e *pageError) PublicMessage() string { return e.message }
+
+// requireSession lets through a request whose session cookie is signed, in
+// its time, and whose token is live now (its row read on every request, so
+// a revoked token ends its sessions at once); a form post must also carry
+// the session's CSRF token and come from this site.
+func (cn *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		se, err := cn.sessionOf(c)
+		if err != nil {
+			if errors.Is(err, errNoSession) || errors.Is(err, auth.ErrUnauthenticated) {
+				c.SetCookie(cn.sessions.cleared(sessionCookie))
+				return errSignIn
+			}
+			return err
+		}
+		c.Set(ctxSession, se)
+		if cn.signedIn != nil {
+			cn.signedIn(c, se.principal)
+		}
+		if c.Request().Method == http.MethodPost {
+			if !sameSite(c.Request()) || !cn.sessions.validCSRF(se.session.Nonce, c.FormValue("_token")) {
+				return errCSRF
+			}
+		}
+		return next(c)
+	}
+}
+
+// sessionOf reads the request's session and its token's principal.
+func (cn *Console) sessionOf(c echo.Context) (signedSession, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil {
+		return signedSession{}, errNoSession
+	}
+	se, err := cn.sessions.decode(ck.Value)
+	if err != nil {
+		return signedSession{}, err
+	}
+	p, err := cn.cfg.Auth.Session(c.Request().Context(), se.TokenID, se.ConsumerID)
+	if err != nil {
+		return signedSession{}, err
+	}
+	if !consoleAbilities(p.Abilities) {
+		return signedSession{}, errNoSession
+	}
+	return signedSession{session: se, principal: p}, nil
+}
+
+// sameSite reports whether a form post came from this site, by the headers
+// a browser sends (Sec-Fetch-Site; Origin where that is absent). A client
+// that sends neither is not a browser, and the CSRF token still decides.
+func sameSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" && r.Header.Get("Sec-Fetch-Site") == "" {
+		return true
+	}
+	return origin == "http://"+r.Host || origin == "https://"+r.Host
+}
+
+// can requires an ability of the session's token: the one the matching API
+// route asks.
+func can(ability string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !principalOf(c).Abilities.Can(ability) {
+				return errForbidden
+			}
+			return next(c)
+		}
+	}
+}
+
+// principalOf is the signed-in token's principal.
+func principalOf(c echo.Context) auth.Principal {
+	se, _ := c.Get(ctxSession).(signedSession)
+	return se.principal
+}
+
+// consoleAbilities reports whether a token may open the console: an
+// operator's token (tokens:manage, intents:manage or *), never a consumer's.
+func consoleAbilities(a auth.Abilities) bool {
+	return a.Can(auth.TokensManage) || a.Can(auth.IntentsManage)
+}

@@ -1,0 +1,37 @@
+package web
+
+import (
+	"io/fs"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// Mount adds the console's routes to e: the sign-in page and the assets for
+// anyone, every other page behind a session and the ability its API route
+// asks. signedIn is the HTTP layer's hook that names a session's token on
+// its access line.
+func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Principal)) {
+	cn.signedIn = signedIn
+	g := e.Group(Prefix, securityHeaders)
+	assets, _ := fs.Sub(assetFiles, "assets")
+	g.GET("/assets/*", echo.WrapHandler(http.StripPrefix(Prefix+"/assets/", assetHandler(assets))))
+	g.GET("/login", cn.showLogin)
+	g.POST("/login", cn.login)
+
+	s := g.Group("", cn.requireSession)
+	s.POST("/logout", cn.logout)
+	s.GET("", cn.dashboard)
+}
+
+// assetHandler serves the embedded assets, cached for an hour (they change
+// only with the binary).
+func assetHandler(assets fs.FS) http.Handler {
+	files := http.FileServerFS(assets)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+}

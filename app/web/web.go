@@ -1,0 +1,104 @@
+// Package web is the operator console: server-rendered pages under
+// /console, served by `serve` beside the API, behind a session opened with
+// an operator's token. It is Laravel's web middleware group in Go: a signed
+// session cookie, CSRF on every form, and pages that ask the same abilities
+// as the API routes they mirror. Templates and assets are embedded; there is
+// no build step and nothing is loaded from another origin.
+//
+// Errors are not rendered here: handlers return them, and app/http's one
+// error boundary maps them to a status and a message, then asks the console
+// (RenderError) to write the page for a path it owns.
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// Prefix is the path the console is served under.
+const Prefix = "/console"
+
+// Config is what the console needs; main fills it in.
+type Config struct {
+	// Auth verifies the token an operator signs in with, and the session's
+	// token on every request after. Required.
+	Auth *auth.Service
+	// Key is APP_KEY's 32 bytes: the session and CSRF signatures are keyed by
+	// a key derived from it (a new APP_KEY signs every operator out).
+	Key []byte
+	// Secure marks the session cookie Secure (every environment but local,
+	// which is served over plain http on 127.0.0.1).
+	Secure bool
+	// SessionTTL bounds a session; it also ends when its token expires or is
+	// revoked. Zero: DefaultSessionTTL.
+	SessionTTL time.Duration
+	// LoginsPerMinute bounds the sign-in attempts of one client address
+	// (zero: DefaultLoginsPerMinute).
+	LoginsPerMinute int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Log receives failed sign-ins (never the token pasted).
+	Log *slog.Logger
+	// Version is shown in the footer.
+	Version string
+}
+
+// DefaultSessionTTL is how long a console session lasts at most.
+const DefaultSessionTTL = 8 * time.Hour
+
+// DefaultLoginsPerMinute is how many sign-ins one client address may try a
+// minute.
+const DefaultLoginsPerMinute = 10
+
+// Console serves the operator console's pages.
+type Console struct {
+	cfg      Config
+	sessions sessions
+	logins   *loginLimiter
+	pages    *pages
+	// signedIn names the session's token on the request's access line (the
+	// HTTP layer's hook, set by Mount).
+	signedIn func(c echo.Context, p auth.Principal)
+}
+
+// New builds the console from cfg.
+func New(cfg Config) *Console {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.LoginsPerMinute <= 0 {
+		cfg.LoginsPerMinute = DefaultLoginsPerMinute
+	}
+	return &Console{
+		cfg:      cfg,
+		sessions: sessions{key: deriveKey(cfg.Key, "licensor console session v1"), secure: cfg.Secure, now: cfg.Now},
+		logins:   newLoginLimiter(cfg.LoginsPerMinute, cfg.Now),
+		pages:    mustParsePages(),
+	}
+}
+
+// deriveKey is a key of its own for purpose, from the application key: the
+// console never signs with APP_KEY itself, which signs the tokens.
+func deriveKey(appKey []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, appKey)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// Owns reports whether path is one of the console's.
+func (*Console) Owns(path string) bool {
+	return path == Prefix || strings.HasPrefix(path, Prefix+"/")
+}
