@@ -20,6 +20,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/webhooks"
 )
 
 // Prefix is the path the console is served under.
@@ -30,6 +34,19 @@ type Config struct {
 	// Auth verifies the token an operator signs in with, and the session's
 	// token on every request after. Required.
 	Auth *auth.Service
+	// Intents is the idempotency store: the intents' pages (list, show,
+	// retry, discard) and the dashboard's counts.
+	Intents *idempotency.Store
+	// Operations are the guarded operations the guard declares: their names
+	// (the intents' filter) and the ones that may only be retried, never
+	// discarded.
+	Operations *idempotency.Operations
+	// Licenses is the licenses' service: search, one license, its audit trail.
+	Licenses *licenses.Service
+	// Events is the consumer events' log: a license's events.
+	Events *events.Log
+	// Webhooks are the consumers' webhook endpoints and their deliveries.
+	Webhooks *webhooks.Service
 	// Key is APP_KEY's 32 bytes: the session and CSRF signatures are keyed by
 	// a key derived from it (a new APP_KEY signs every operator out).
 	Key []byte
