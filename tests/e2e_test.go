@@ -26,10 +26,12 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the binary the end-to-end tests built, and fails the run
-// when a response a test received over HTTP broke the contract.
+// TestMain removes the binary the end-to-end tests built, ends the browser
+// the browser tests started, and fails the run when a response a test
+// received over HTTP broke the contract.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopBrowser()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
