@@ -24,6 +24,12 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	s := g.Group("", cn.requireSession)
 	s.POST("/logout", cn.logout)
 	s.GET("", cn.dashboard)
+
+	s.GET("/tokens", cn.tokens, can(auth.TokensManage))
+	s.POST("/tokens", cn.issueToken, can(auth.TokensManage))
+	s.GET("/tokens/events", cn.tokenEvents, can(auth.TokensManage))
+	s.GET("/tokens/:id/events", cn.tokenTrail, can(auth.TokensManage))
+	s.POST("/tokens/:id/revoke", cn.revokeToken, can(auth.TokensManage))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change
