@@ -127,7 +127,7 @@ func TestConsoleTokensNeedTokensManage(t *testing.T) {
 		}
 		cc.get("/console/tokens").wantStatus(t, http.StatusForbidden)
 		cc.get("/console/tokens/events").wantStatus(t, http.StatusForbidden)
-		cc.get("/console/tokens/" + victim.ID + "/events").wantStatus(t, http.StatusForbidden)
+		cc.get("/console/tokens/"+victim.ID+"/events").wantStatus(t, http.StatusForbidden)
 		cc.post("/console/tokens", url.Values{"consumer": {"x"}, "abilities[]": {auth.LicensesRead}}).wantStatus(t, http.StatusForbidden)
 		cc.post("/console/tokens/"+victim.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden)
 		if tokenRow(t, a, victim.ID).RevokedAt != nil {
