@@ -29,6 +29,12 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	s.GET("/intents/:id", cn.intent, can(auth.IntentsManage))
 	s.POST("/intents/:id/retry", cn.retryIntent, can(auth.IntentsManage))
 	s.POST("/intents/:id/discard", cn.discardIntent, can(auth.IntentsManage))
+
+	s.GET("/tokens", cn.tokens, can(auth.TokensManage))
+	s.POST("/tokens", cn.issueToken, can(auth.TokensManage))
+	s.GET("/tokens/events", cn.tokenEvents, can(auth.TokensManage))
+	s.GET("/tokens/:id/events", cn.tokenTrail, can(auth.TokensManage))
+	s.POST("/tokens/:id/revoke", cn.revokeToken, can(auth.TokensManage))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change

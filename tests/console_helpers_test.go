@@ -1,0 +1,131 @@
+package tests
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// consoleClient is a browser's worth of the operator console over real
+// HTTP: a cookie jar, no redirects followed (a test sees each 303), and the
+// CSRF token of the last page read.
+type consoleClient struct {
+	t    *testing.T
+	srv  *httptest.Server
+	http *http.Client
+	csrf string
+}
+
+// consolePage is a console response, its body read.
+type consolePage struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// newConsoleClient serves the app on a loopback port for a console client.
+func newConsoleClient(t *testing.T, a *app) *consoleClient {
+	t.Helper()
+	srv := httptest.NewServer(a.e)
+	t.Cleanup(srv.Close)
+	return newConsoleClientOn(t, srv)
+}
+
+// newConsoleClientOn is a second browser on the same server.
+func newConsoleClientOn(t *testing.T, srv *httptest.Server) *consoleClient {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &consoleClient{t: t, srv: srv, http: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+var csrfInput = regexp.MustCompile(`name="_token" value="([^"]+)"`)
+
+// get reads a console page; its CSRF token is kept for the next post.
+func (cc *consoleClient) get(path string) consolePage {
+	cc.t.Helper()
+	return cc.send(http.MethodGet, path, nil)
+}
+
+// post sends a form with the CSRF token of the last page read (unless the
+// form sets _token itself, or sets it to "" to send none).
+func (cc *consoleClient) post(path string, form url.Values) consolePage {
+	cc.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	if _, set := form["_token"]; !set {
+		form.Set("_token", cc.csrf)
+	}
+	if form.Get("_token") == "" {
+		form.Del("_token")
+	}
+	return cc.send(http.MethodPost, path, strings.NewReader(form.Encode()))
+}
+
+func (cc *consoleClient) send(method, path string, body io.Reader) consolePage {
+	cc.t.Helper()
+	req, err := http.NewRequest(method, cc.srv.URL+path, body)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", cc.srv.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	res, err := cc.http.Do(req)
+	if err != nil {
+		cc.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	page := consolePage{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+	if m := csrfInput.FindStringSubmatch(page.Body); m != nil {
+		cc.csrf = m[1]
+	}
+	return page
+}
+
+// signIn opens a session with token, failing the test unless it is opened.
+func (cc *consoleClient) signIn(token string) {
+	cc.t.Helper()
+	if p := cc.trySignIn(token); p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/console" {
+		cc.t.Fatalf("sign in: status %d, Location %q; body: %s", p.Status, p.Header.Get("Location"), p.Body)
+	}
+}
+
+// trySignIn posts token to the sign-in form, as an operator pastes it.
+func (cc *consoleClient) trySignIn(token string) consolePage {
+	cc.t.Helper()
+	cc.get("/console/login")
+	return cc.post("/console/login", url.Values{"token": {token}})
+}
+
+// wantStatus fails the test unless the page answered want.
+func (p consolePage) wantStatus(t *testing.T, want int) consolePage {
+	t.Helper()
+	if p.Status != want {
+		t.Fatalf("status = %d, want %d; body: %s", p.Status, want, p.Body)
+	}
+	return p
+}
+
+// wantSignIn fails the test unless the page sent the browser to sign in.
+func (p consolePage) wantSignIn(t *testing.T) {
+	t.Helper()
+	if p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Header.Get("Location"), "/console/login") {
+		t.Fatalf("want a redirect to the sign-in page, got %d Location %q; body: %s", p.Status, p.Header.Get("Location"), p.Body)
+	}
+}
