@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -283,4 +284,38 @@ func TestConsoleCanBeTurnedOff(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	a := newApp(t, db, withConfig(func(c *config.Config) { c.Console.Disabled = true }))
 	a.do(http.MethodGet, "/console/login", "").wantStatus(http.StatusNotFound).json()
+}
+
+func TestConsoleDashboardCountsIntents(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now().UTC().Truncate(time.Second))
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
+		a.do(http.MethodPost, "/api/licenses", `{"name":"P","domain":"p.test"}`, keyed(acme, "k-pending")...).pendingOperation()
+		a.do(http.MethodPost, "/api/licenses", `{"name":"C","domain":"c.test"}`, keyed(acme, "k-completed")...).wantStatus(http.StatusCreated)
+		a.plantRecord("acme", "k-failed", acmeBody, idempotency.StatusFailed, -time.Minute)
+		clk.Advance(90 * time.Minute)
+
+		cc := newConsoleClient(t, a)
+		cc.signIn(a.token("ops", auth.IntentsManage))
+		page := cc.get("/console").wantStatus(t, http.StatusOK)
+		for _, want := range []string{
+			`<span class="n">1</span><span class="l">pending intents</span>`,
+			`<span class="n">1h 30m</span><span class="l">oldest pending</span>`,
+			`<span class="n">1</span><span class="l">failed intents</span>`,
+			`<span class="status status-completed">completed</span></a></td><td>1</td>`,
+			`<span class="status status-discarded">discarded</span></a></td><td>0</td>`,
+		} {
+			if !strings.Contains(page.Body, want) {
+				t.Errorf("the dashboard lacks %s", want)
+			}
+		}
+		// A tokens:manage session sees no intent: that needs intents:manage.
+		tokensOnly := newConsoleClientOn(t, cc.srv)
+		tokensOnly.signIn(a.token("ops", auth.TokensManage))
+		if page := tokensOnly.get("/console").wantStatus(t, http.StatusOK); strings.Contains(page.Body, "pending intents") {
+			t.Errorf("a tokens:manage session sees the intents: %s", page.Body)
+		}
+	})
 }
