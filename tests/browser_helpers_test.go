@@ -28,7 +28,6 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -138,12 +137,11 @@ type consoleSite struct {
 	url string
 }
 
-// newConsoleSite builds an app with the console on, on a SQLite database of its
-// own, and serves it on 127.0.0.1.
+// newConsoleSite builds an app (the console is on unless CONSOLE_DISABLED)
+// on a SQLite database of its own, and serves it on 127.0.0.1.
 func newConsoleSite(t *testing.T, opts ...option) *consoleSite {
 	t.Helper()
-	on := withConfig(func(c *config.Config) { c.Console.Enabled = true })
-	a := newApp(t, testdb.New(t, "sqlite"), append([]option{on}, opts...)...)
+	a := newApp(t, testdb.New(t, "sqlite"), opts...)
 	srv := httptest.NewServer(a.e)
 	t.Cleanup(srv.Close)
 	return &consoleSite{app: a, url: srv.URL}

@@ -23,7 +23,7 @@ import (
 // withConsole serves the operator console (off in the tests' base
 // configuration).
 func withConsole() option {
-	return withConfig(func(c *config.Config) { c.Console.Enabled = true })
+	return withConfig(func(c *config.Config) { c.Console.Disabled = false })
 }
 
 // operatorBrowser is a browser signed in to the console: an HTTP client

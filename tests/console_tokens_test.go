@@ -18,7 +18,7 @@ import (
 // consoleOn serves the operator console (CONSOLE_ENABLED), which the
 // tests' configuration leaves off.
 func consoleOn() option {
-	return withConfig(func(c *config.Config) { c.Console.Enabled = true })
+	return withConfig(func(c *config.Config) { c.Console.Disabled = false })
 }
 
 // consoleAs is a browser signed in to the console with a fresh token of
