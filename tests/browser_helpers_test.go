@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -158,6 +159,7 @@ type tab struct {
 	// expected are console errors the test provokes on purpose (the
 	// "Failed to load resource" entry of a 419 page), matched by substring.
 	expected []string
+	dialogs  []string // the messages of the dialogs (a form's confirm) accepted
 }
 
 // newTab opens a tab on s in a fresh browser context; the tab and its
@@ -177,8 +179,37 @@ func (s *consoleSite) newTab(t *testing.T) *tab {
 		t.Fatalf("open a tab: %v", err)
 	}
 	tb.ctx = ctx
+	tb.acceptDialogs()
 	t.Cleanup(tb.checkNoConsoleErrors)
 	return tb
+}
+
+// acceptDialogs answers OK to every dialog the tab opens (a form's
+// data-confirm), as an operator who means it would, and records its
+// message; it stops with the tab.
+func (tb *tab) acceptDialogs() {
+	opened := chromedp.Events(tb.ctx, cdppage.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range opened {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.dialogs = append(tb.dialogs, ev.Message)
+			tb.mu.Unlock()
+			_, _ = chromedp.Call(tb.ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+}
+
+// lastDialog is the message of the last dialog the tab accepted.
+func (tb *tab) lastDialog() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if len(tb.dialogs) == 0 {
+		return ""
+	}
+	return tb.dialogs[len(tb.dialogs)-1]
 }
 
 // listen records the console errors: a console.error call, an exception
@@ -399,6 +430,21 @@ func (tb *tab) screenshot(name string) {
 	if err := os.WriteFile(filepath.Join(screenshotDir, file), png, 0o644); err != nil {
 		tb.t.Fatal(err)
 	}
+}
+
+// reconcileInBackground runs the app's reconciler loop, as serve runs it,
+// until the test ends.
+func (s *consoleSite) reconcileInBackground(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.app.app.Reconciler.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // reloadUntil reloads the tab until cond holds on the page it shows, or
