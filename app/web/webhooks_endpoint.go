@@ -55,13 +55,21 @@ func (cn *Console) webhookEndpoint(c echo.Context) error {
 	for _, d := range page.Deliveries {
 		p.Deliveries = append(p.Deliveries, newDeliveryRow(d, names, urls))
 	}
+	p.links(e.ID)
+	return cn.render(c, http.StatusOK, "webhook_endpoint", view{Title: "Webhook endpoint " + e.ID, Section: "webhooks",
+		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
+}
+
+// links sets the pager's links to the newer and the older page, where
+// there is one, keeping the status filter.
+func (p *endpointPage) links(endpointID string) {
 	link := func(n int) string {
 		q := url.Values{}
 		if p.Status != "" {
 			q.Set("status", p.Status)
 		}
 		q.Set("page", strconv.Itoa(n))
-		return Prefix + "/webhooks/endpoints/" + e.ID + "?" + q.Encode()
+		return Prefix + "/webhooks/endpoints/" + endpointID + "?" + q.Encode()
 	}
 	if p.Page > 1 {
 		p.PrevLink = link(p.Page - 1)
@@ -69,6 +77,4 @@ func (cn *Console) webhookEndpoint(c echo.Context) error {
 	if int64(p.Page*endpointDeliveriesPerPage) < p.Total {
 		p.NextLink = link(p.Page + 1)
 	}
-	return cn.render(c, http.StatusOK, "webhook_endpoint", view{Title: "Webhook endpoint " + e.ID, Section: "webhooks",
-		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
