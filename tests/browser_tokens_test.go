@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // issueInBrowser fills the tokens page's issue form (consumer, one
@@ -61,8 +63,9 @@ func TestBrowserIssuedTokenIsShownOnce(t *testing.T) {
 	}
 	tb.allowClipboard()
 	tb.do(chromedp.Click(chromedp.CSS(`button[data-copy="new-token"]`)))
-	if got := tb.text(`button[data-copy="new-token"]`); got != "Copied" {
-		t.Errorf("the Copy button says %q after a click, want Copied", got)
+	copied := testkit.Poll(5*time.Second, func() bool { return tb.text(`button[data-copy="new-token"]`) == "Copied" })
+	if !copied { // the clipboard's promise settles after the click
+		t.Errorf("the Copy button says %q after a click, want Copied", tb.text(`button[data-copy="new-token"]`))
 	}
 	if got := tabRun(tb, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise)); got != secret {
 		t.Errorf("the clipboard holds %q after Copy, want the token", got)

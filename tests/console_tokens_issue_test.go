@@ -74,15 +74,17 @@ func TestConsoleIssuesATokenAndShowsItOnce(t *testing.T) {
 func TestConsoleIssueRefusesAbilitiesTheSessionMayNotGrant(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db, consoleOn())
-		cc, _ := consoleAs(t, a, "ops", auth.TokensManage)
+		cc, ops := consoleAs(t, a, "ops", auth.TokensManage)
 		form := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
 		if !strings.Contains(form.Body, `value="tokens:manage"`) || !strings.Contains(form.Body, "needs a * token") {
 			t.Errorf("the form does not offer every ability, marking the admin ones")
 		}
 		page := cc.post("/console/tokens", url.Values{"consumer": {"rogue"}, "abilities[]": {auth.LicensesRead, auth.TokensManage}}).
 			wantStatus(t, http.StatusForbidden)
-		if !strings.Contains(page.Body, "Your token may not grant tokens:manage") || !strings.Contains(page.Body, `value="rogue"`) {
-			t.Errorf("the 403 does not name the ability, or loses the form: %s", page.Body)
+		api := a.do(http.MethodPost, "/api/tokens", issueBody(t, "rogue", auth.LicensesRead, auth.TokensManage), bearer(ops.Secret)...).
+			wantError(http.StatusForbidden, "ability_not_grantable")["message"].(string)
+		if !strings.Contains(html.UnescapeString(page.Body), api) || !strings.Contains(page.Body, `value="rogue"`) {
+			t.Errorf("the 403 does not say what the API says (%q), or loses the form: %s", api, page.Body)
 		}
 		if n := len(mustList(t, a, "rogue")); n != 0 {
 			t.Errorf("%d tokens issued", n)

@@ -35,6 +35,10 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	s.GET("/tokens/events", cn.tokenEvents, can(auth.TokensManage))
 	s.GET("/tokens/:id/events", cn.tokenTrail, can(auth.TokensManage))
 	s.POST("/tokens/:id/revoke", cn.revokeToken, can(auth.TokensManage))
+
+	s.GET("/webhooks", cn.webhooks, can(auth.IntentsManage))
+	s.GET("/webhooks/endpoints/:id", cn.webhookEndpoint, can(auth.IntentsManage))
+	s.POST("/webhooks/deliveries/:id/retry", cn.retryDelivery, can(auth.IntentsManage))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change

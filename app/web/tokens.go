@@ -124,7 +124,7 @@ func (cn *Console) tokenRows(c echo.Context, toks []auth.Token) ([]tokenRow, err
 		consumerOf[t.ID] = t.Consumer.Name
 	}
 	for _, t := range toks {
-		if _, known := consumerOf[deref(t.IssuedBy)]; t.IssuedBy != nil && !known {
+		if _, known := consumerOf[orEmpty(t.IssuedBy)]; t.IssuedBy != nil && !known {
 			all, err := cn.cfg.Auth.List(c.Request().Context(), "")
 			if err != nil {
 				return nil, err
@@ -148,7 +148,7 @@ func (cn *Console) tokenRows(c echo.Context, toks []auth.Token) ([]tokenRow, err
 // newTokenRow is t as the list shows it at now.
 func newTokenRow(t auth.Token, now time.Time) tokenRow {
 	r := tokenRow{ID: t.ID, Name: t.Name, Consumer: t.Consumer.Name, Abilities: strings.Join(t.Abilities, ", "),
-		IssuedBy: deref(t.IssuedBy), Created: t.CreatedAt, LastUsed: t.LastUsedAt, Expires: t.ExpiresAt, Revoked: t.RevokedAt,
+		IssuedBy: orEmpty(t.IssuedBy), Created: t.CreatedAt, LastUsed: t.LastUsedAt, Expires: t.ExpiresAt, Revoked: t.RevokedAt,
 		Status: "active"}
 	switch {
 	case t.RevokedAt != nil:
@@ -157,6 +157,14 @@ func newTokenRow(t auth.Token, now time.Time) tokenRow {
 		r.Status = "expired"
 	}
 	return r
+}
+
+// orEmpty is *s, "" for nil.
+func orEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // newIssueForm is the issue form with every known ability a checkbox,

@@ -46,7 +46,7 @@ func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 	out := make([]tokenEventRow, 0, len(events))
 	for _, e := range events {
 		r := tokenEventRow{At: e.CreatedAt, Event: e.Event.Event, Action: e.Event.Event, TokenID: e.SubjectID, Consumer: e.Consumer,
-			ByToken: deref(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: deref(e.RequestID)}
+			ByToken: orEmpty(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: orEmpty(e.RequestID)}
 		switch e.Event.Event {
 		case audit.TokenIssued:
 			r.Action = "issued"

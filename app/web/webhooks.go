@@ -1,0 +1,204 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/webhooks"
+)
+
+// webhooksPage is the webhooks page's data: every consumer's endpoints (or
+// one consumer's) and the deliveries that are failing.
+type webhooksPage struct {
+	Consumer        string // the filter: a consumer's name
+	UnknownConsumer bool   // no consumer has that name
+	Endpoints       []endpointRow
+	Failing         []deliveryRow
+	FailingTotal    int64 // how many are failing in all (Failing shows the newest)
+}
+
+// endpointRow is an endpoint as the console shows it: never its secret.
+type endpointRow struct {
+	ID             string
+	Consumer       string
+	URL            string
+	Description    string
+	Events         string
+	Enabled        bool
+	DisabledAt     *time.Time
+	DisabledReason string
+	FailingSince   *time.Time
+	Created        time.Time
+}
+
+// deliveryRow is a delivery as the console shows it: never its body.
+type deliveryRow struct {
+	ID          string
+	EndpointID  string
+	EndpointURL string
+	Consumer    string
+	EventID     string // the event's public id, evt_…
+	EventType   string
+	Status      string
+	Attempts    []attemptRow
+	LastError   string // the last attempt's reason, as app/webhooks wrote it (scrubbed)
+	LastAnswer  *int   // the last attempt's answer status; nil: none
+	NextAttempt *time.Time
+	Delivered   *time.Time
+	Created     time.Time
+}
+
+// attemptRow is one attempt at a delivery.
+type attemptRow struct {
+	At         time.Time
+	Status     *int // the answer's status; nil: no answer
+	DurationMS int64
+	Error      string
+}
+
+// webhookFlashes are the notices a redirect to a webhooks page may ask for.
+var webhookFlashes = map[string]string{
+	"retried": "Delivery retried: it is due now, with a new retry window; a worker sends it within a poll interval.",
+}
+
+// failingShown is how many failing deliveries the webhooks page lists.
+const failingShown = 50
+
+// webhooks is GET /console/webhooks[?consumer=NAME]: the endpoints (as
+// `licensor webhooks list`) and the failing deliveries (as GET
+// /api/webhook-deliveries), each with a Retry button. Managing an endpoint
+// stays its consumer's, through the API.
+func (cn *Console) webhooks(c echo.Context) error {
+	ctx := c.Request().Context()
+	p := webhooksPage{Consumer: strings.TrimSpace(c.QueryParam("consumer"))}
+	consumerID := ""
+	if p.Consumer != "" {
+		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Consumer)
+		if errors.Is(err, auth.ErrConsumerNotFound) {
+			p.UnknownConsumer = true
+			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
+		}
+		if err != nil {
+			return err
+		}
+		consumerID = consumer.ID
+	}
+	eps, err := cn.cfg.Webhooks.ListEndpoints(ctx, consumerID)
+	if err != nil {
+		return err
+	}
+	failing, total, err := cn.failingDeliveries(ctx, consumerID)
+	if err != nil {
+		return err
+	}
+	names, err := cn.consumerNamesOf(ctx, eps, failing)
+	if err != nil {
+		return err
+	}
+	urls := make(map[string]string, len(eps))
+	for _, e := range eps {
+		p.Endpoints = append(p.Endpoints, newEndpointRow(e, names))
+		urls[e.ID] = e.URL
+	}
+	for _, d := range failing {
+		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
+	}
+	p.FailingTotal = total
+	return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks",
+		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
+}
+
+// failingDeliveries are the newest failingShown deliveries of the consumer
+// (every consumer's for "") that are failing: failed for good, or pending
+// after an attempt that failed; and how many there are in all.
+func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) ([]webhooks.DeliveryView, int64, error) {
+	failed, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusFailed, PerPage: failingShown})
+	if err != nil {
+		return nil, 0, err
+	}
+	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: 4 * failingShown})
+	if err != nil {
+		return nil, 0, err
+	}
+	out, total := failed.Deliveries, failed.Total
+	for _, d := range pending.Deliveries {
+		if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Error != nil {
+			out = append(out, d)
+			total++
+		}
+	}
+	slices.SortStableFunc(out, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out[:min(len(out), failingShown)], total, nil
+}
+
+// consumerNamesOf names the consumers of the endpoints and deliveries.
+func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint, ds []webhooks.DeliveryView) (map[string]string, error) {
+	var ids []string
+	for _, e := range eps {
+		ids = append(ids, e.ConsumerID)
+	}
+	for _, d := range ds {
+		ids = append(ids, d.ConsumerID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) == 0 {
+		return map[string]string{}, nil
+	}
+	return cn.cfg.Auth.ConsumerNames(ctx, ids)
+}
+
+// newEndpointRow is e as the console shows it, its consumer named by names.
+func newEndpointRow(e webhooks.Endpoint, names map[string]string) endpointRow {
+	return endpointRow{ID: e.ID, Consumer: names[e.ConsumerID], URL: e.URL, Description: e.Description,
+		Events: strings.Join(e.Types(), ", "), Enabled: e.Enabled, DisabledAt: e.DisabledAt, DisabledReason: orEmpty(e.DisabledReason),
+		FailingSince: e.FailingSince, Created: e.CreatedAt}
+}
+
+// newDeliveryRow is d as the console shows it, its consumer named by names
+// and its endpoint's URL from urls.
+func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deliveryRow {
+	r := deliveryRow{ID: d.ID, EndpointID: d.EndpointID, EndpointURL: urls[d.EndpointID], Consumer: names[d.ConsumerID],
+		EventID: d.EventPublicID, EventType: d.EventType, Status: d.Status, NextAttempt: d.NextAttemptAt, Delivered: d.DeliveredAt,
+		Created: d.CreatedAt}
+	for _, a := range d.Attempts {
+		r.Attempts = append(r.Attempts, attemptRow{At: a.AttemptedAt, Status: a.ResponseStatus, DurationMS: a.DurationMS, Error: orEmpty(a.Error)})
+	}
+	if n := len(r.Attempts); n > 0 {
+		r.LastError, r.LastAnswer = r.Attempts[n-1].Error, r.Attempts[n-1].Status
+	}
+	return r
+}
+
+// retryDelivery is POST /console/webhooks/deliveries/:id/retry, as `licensor
+// webhooks retry` and the API's retry: the delivery due now with a new
+// retry window, by the session's token in the audit trail; then its
+// endpoint's page. One a worker is sending now is 409 delivery_in_progress.
+func (cn *Console) retryDelivery(c echo.Context) error {
+	id := c.Param("id")
+	if !isULID(id) {
+		return webhooks.ErrNotFound
+	}
+	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), signedActor(c), "", "", id)
+	if err != nil {
+		return err
+	}
+	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", principalOf(c).TokenID,
+		"request_id", requestID(c))
+	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
+}
+
+// isULID reports whether id can be an endpoint's or a delivery's id: a
+// path that cannot is 404 before anything is read (as the API's).
+func isULID(id string) bool {
+	_, err := ulid.ParseStrict(id)
+	return err == nil
+}
