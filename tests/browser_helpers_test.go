@@ -142,6 +142,7 @@ type consoleSite struct {
 // on a SQLite database of its own, and serves it on 127.0.0.1.
 func newConsoleSite(t *testing.T, opts ...option) *consoleSite {
 	t.Helper()
+	chromeFor(t) // skips (or fails) before anything is built when there is no browser
 	a := newApp(t, testdb.New(t, "sqlite"), opts...)
 	srv := httptest.NewServer(a.e)
 	t.Cleanup(srv.Close)
