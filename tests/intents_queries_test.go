@@ -1,14 +1,17 @@
 package tests
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -87,6 +90,79 @@ func TestIntentsListFiltersByOperationAndAge(t *testing.T) {
 		body := a.do(http.MethodGet, "/api/intents?operation=nope", "", admin...).wantStatus(http.StatusUnprocessableEntity).json()
 		if body["message"] != "The selected operation is invalid." {
 			t.Errorf("message = %v", body["message"])
+		}
+	})
+}
+
+// Each attempt of the reconciler at an intent is in its audit trail
+// (GET /api/intents/{id}/events), by the reconciler, with what came of it
+// and the class of its error, never its text. A completion that commits in
+// the transaction that writes the license takes its attempt with it: when
+// the attempt's event cannot be written, neither is the license (nor its
+// consumer event), the intent stays pending, and the retry that follows is
+// on record; the next pass completes it, once.
+func TestReconcilerAttemptsAreInTheIntentsTrail(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 2 }))
+		acme := a.consumer("acme")
+		admin := bearer(a.token("ops", auth.IntentsManage))
+		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
+		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-7001")...).pendingOperation()
+
+		fault := testdb.Inject(t, db.Gorm, "create", audit.Event{}.TableName(), nil, errors.New("injected"))
+		fault.Arm(1)
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultRetry {
+			t.Fatalf("reconcile with the attempt's event failing = %q, want retry", got)
+		}
+		if fault.Hits() != 1 || a.licenseRows() != 0 {
+			t.Fatalf("%d hits, %d licenses; want the completion rolled back with its event", fault.Hits(), a.licenseRows())
+		}
+		var consumerEvents int64
+		if err := db.Gorm.Table("consumer_events").Count(&consumerEvents).Error; err != nil || consumerEvents != 0 {
+			t.Fatalf("%d consumer events (%v), want none", consumerEvents, err)
+		}
+		rec := a.record("order-7001")
+		if rec.Status != idempotency.StatusPending || rec.Attempts != 2 {
+			t.Fatalf("record = %s, %d attempts; want pending, 2", rec.Status, rec.Attempts)
+		}
+		events := a.intentEvents(admin, id)
+		wantNext := rec.LockedUntil.UTC().Format("2006-01-02T15:04:05.000000Z")
+		if len(events) != 1 || events[0]["event"] != audit.IntentAttempted || events[0]["reason"] != "attempt 2: retry (error), next at "+wantNext {
+			t.Fatalf("events = %v, want the retry", events)
+		}
+		clk.Set(rec.LockedUntil.Add(time.Second))
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile = %q, want completed", got)
+		}
+		if a.licenseRows() != 1 || a.vendor.siteCount() != 1 {
+			t.Errorf("%d licenses, %d sites; want 1 and 1", a.licenseRows(), a.vendor.siteCount())
+		}
+		events = a.intentEvents(admin, id)
+		if len(events) != 2 || events[1]["reason"] != "attempt 3: completed" {
+			t.Fatalf("events = %v, want the retry then the completion", events)
+		}
+		for _, e := range events {
+			if e["actor"] != audit.ActorReconciler || e["actor_token_id"] != nil || e["actor_consumer"] != nil || e["request_id"] != nil ||
+				e["consumer"] != "acme" || e["intent_id"] != id {
+				t.Errorf("event = %v, want the reconciler's on acme's intent", e)
+			}
+		}
+
+		// A vendor that is down: the retry names its class, never the vendor's answer.
+		a.vendor.script("POST", reply{status: 500, body: `{"error":"LK-LEAKED"}`})
+		down := a.do(http.MethodPost, "/api/licenses", `{"name":"Globex","domain":"globex.test"}`, keyed(acme, "order-7002")...).pendingOperation()
+		a.vendor.script("GET", reply{status: 503, body: `{"error":"LK-LEAKED"}`})
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultRetry {
+			t.Fatalf("reconcile with the vendor down = %q, want retry", got)
+		}
+		next := a.record("order-7002").LockedUntil.UTC().Format("2006-01-02T15:04:05.000000Z")
+		events = a.intentEvents(admin, down)
+		if len(events) != 1 || events[0]["reason"] != "attempt 2: retry (vendor_unavailable), next at "+next {
+			t.Errorf("events of the intent the vendor is down for = %v", events)
+		}
+		if body := a.do(http.MethodGet, "/api/intents/"+down+"/events", "", admin...).Body.String(); strings.Contains(body, "LK-") {
+			t.Errorf("the trail shows the vendor's answer: %s", body)
 		}
 	})
 }

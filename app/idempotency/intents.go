@@ -233,7 +233,7 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 }
 
 // IntentEvents returns the audit trail of the intent with that public id
-// (retried, discarded), oldest first, and the id of its consumer ("" once
+// (each reconciler attempt, retried, discarded), oldest first, and the id of its consumer ("" once
 // the intent is no longer on record: the trail outlives the pruning of its
 // intent). ErrIntentNotFound when there is no such intent and no event
 // names it.
