@@ -39,6 +39,10 @@ type License struct {
 	EventSequence uint64
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// KeyUnavailable says no configured key opens the stored license key,
+	// which LicenseKey then leaves empty: set by the operator's reads
+	// (Search, Find), which show such a license rather than fail. Not stored.
+	KeyUnavailable bool `gorm:"-"`
 }
 
 // Resource is the license as the API shows it and its events carry it.
