@@ -124,11 +124,13 @@ func (a *app) intentRecord(id string) idempotency.Record {
 	return rec
 }
 
-// intentAudit is the intent's audit trail, oldest first.
+// intentAudit is the operators' part of the intent's audit trail (the
+// reconciler's attempts left out), oldest first.
 func (a *app) intentAudit(id string) []audit.Event {
 	a.t.Helper()
 	var events []audit.Event
-	if err := a.db.Gorm.Where("subject_type = ? AND subject_id = ?", audit.SubjectIntent, id).Order("id").Find(&events).Error; err != nil {
+	err := a.db.Gorm.Where("subject_type = ? AND subject_id = ? AND event <> ?", audit.SubjectIntent, id, audit.IntentAttempted).Order("id").Find(&events).Error
+	if err != nil {
 		a.t.Fatal(err)
 	}
 	return events
@@ -153,7 +155,7 @@ func TestConsoleListsIntentsWithFilters(t *testing.T) {
 		for _, q := range []string{"status=pending", "consumer=acme", "operation=licenses.store", "age=5m", "status=pending&consumer=acme&age=5m"} {
 			b.wantPage(b.get("/console/intents?"+q), http.StatusOK, row)
 		}
-		for _, q := range []string{"status=completed", "consumer=globex", "consumer=nobody", "age=15m"} {
+		for _, q := range []string{"status=completed", "consumer=globex", "consumer=nobody", "operation=licenses.destroy", "age=15m"} {
 			p := b.get("/console/intents?" + q)
 			b.wantPage(p, http.StatusOK, "No intent matches these filters.")
 			if strings.Contains(p.body, id) {
@@ -210,7 +212,8 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 
 		b.wantPage(b.get("/console/intents/"+id), http.StatusOK, "<title>Intent "+id+" · licensor console</title>",
 			`<span class="status status-failed">failed</span>`, "<dd>licenses.store</dd>", "acme", "Created",
-			acme.ID, "req-create", `action="/console/intents/`+id+`/retry"`, `action="/console/intents/`+id+`/discard"`,
+			acme.ID, "req-create", "<strong>Attempt 2</strong> <span class=\"status status-failed\">failed</span>",
+			"(vendor unavailable); next attempt at", "by the reconciler", `action="/console/intents/`+id+`/retry"`, `action="/console/intents/`+id+`/discard"`,
 			`<label for="reason">`, "This intent names no license (yet).")
 
 		// Without the form token: refused, nothing changed.
@@ -244,6 +247,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 		lic := deref(rec.ResourceID)
 		p = b.get("/console/intents/" + id)
 		b.wantPage(p, http.StatusOK, `<span class="status status-completed">completed</span>`, "answered 201",
+			"<strong>Attempt 1</strong> <span class=\"status status-completed\">completed</span>", "completed: the effect was found or made",
 			`<a class="mono" href="/console/licenses/`+lic+`">`+lic+`</a>`, "<dd>acme.test</dd>", `<span class="status status-active">active</span>`)
 		if strings.Contains(p.body, "/retry\"") || strings.Contains(p.body, "/discard\"") {
 			t.Error("a completed intent's page offers retry or discard")
