@@ -77,3 +77,13 @@ func TestTimeline(t *testing.T) {
 		t.Errorf("a vendor's intent: %+v", vendor)
 	}
 }
+
+// A key is masked to its last four characters, and never shows more than
+// half of itself.
+func TestKeyTail(t *testing.T) {
+	for key, want := range map[string]string{"LK-0123456789-a1b2": "a1b2", "abcdefgh": "efgh", "abcdef": "def", "ab": "b", "": "", "ключ-ключ": "ключ"} {
+		if got := keyTail(key); got != want {
+			t.Errorf("keyTail(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
