@@ -342,3 +342,30 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// A failed revoke's page offers retry, not discard (it is retried, never
+// discarded), and says why; a discard posted anyway is the error page's
+// 409, and nothing changes.
+func TestConsoleOffersNoDiscardOfARevoke(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withConsole())
+		a.consumer("acme")
+		const key = "01JDQ8Z7F0A2B4C6D8E0G2H4J6"
+		a.plantRecord("acme", key, "", idempotency.StatusFailed, time.Hour)
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Update("operation", "licenses.destroy").Error; err != nil {
+			t.Fatal(err)
+		}
+		id := a.record(key).Ref()
+		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+
+		p := b.get("/console/intents/" + id)
+		b.wantPage(p, http.StatusOK, `action="/console/intents/`+id+`/retry"`, "is retried, never discarded")
+		if strings.Contains(p.body, `/discard"`) {
+			t.Error("a failed revoke's page offers to discard it")
+		}
+		b.wantPage(b.post("/console/intents/"+id+"/discard", url.Values{"reason": {"stuck"}}), http.StatusConflict, "A revoke is retried, never discarded")
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusFailed || len(a.intentAudit(id)) != 0 {
+			t.Errorf("a refused discard of a revoke: %s", rec.Status)
+		}
+	})
+}
