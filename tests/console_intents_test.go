@@ -124,11 +124,13 @@ func (a *app) intentRecord(id string) idempotency.Record {
 	return rec
 }
 
-// intentAudit is the intent's audit trail, oldest first.
+// intentAudit is the operators' part of the intent's audit trail (the
+// reconciler's attempts left out), oldest first.
 func (a *app) intentAudit(id string) []audit.Event {
 	a.t.Helper()
 	var events []audit.Event
-	if err := a.db.Gorm.Where("subject_type = ? AND subject_id = ?", audit.SubjectIntent, id).Order("id").Find(&events).Error; err != nil {
+	err := a.db.Gorm.Where("subject_type = ? AND subject_id = ? AND event <> ?", audit.SubjectIntent, id, audit.IntentAttempted).Order("id").Find(&events).Error
+	if err != nil {
 		a.t.Fatal(err)
 	}
 	return events
@@ -153,7 +155,7 @@ func TestConsoleListsIntentsWithFilters(t *testing.T) {
 		for _, q := range []string{"status=pending", "consumer=acme", "operation=licenses.store", "age=5m", "status=pending&consumer=acme&age=5m"} {
 			b.wantPage(b.get("/console/intents?"+q), http.StatusOK, row)
 		}
-		for _, q := range []string{"status=completed", "consumer=globex", "consumer=nobody", "age=15m"} {
+		for _, q := range []string{"status=completed", "consumer=globex", "consumer=nobody", "operation=licenses.destroy", "age=15m"} {
 			p := b.get("/console/intents?" + q)
 			b.wantPage(p, http.StatusOK, "No intent matches these filters.")
 			if strings.Contains(p.body, id) {
@@ -210,7 +212,8 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 
 		b.wantPage(b.get("/console/intents/"+id), http.StatusOK, "<title>Intent "+id+" · licensor console</title>",
 			`<span class="status status-failed">failed</span>`, "<dd>licenses.store</dd>", "acme", "Created",
-			acme.ID, "req-create", `action="/console/intents/`+id+`/retry"`, `action="/console/intents/`+id+`/discard"`,
+			acme.ID, "req-create", "<strong>Attempt 2</strong> <span class=\"status status-failed\">failed</span>",
+			"(vendor unavailable); next attempt at", "by the reconciler", `action="/console/intents/`+id+`/retry"`, `action="/console/intents/`+id+`/discard"`,
 			`<label for="reason">`, "This intent names no license (yet).")
 
 		// Without the form token: refused, nothing changed.
@@ -244,6 +247,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 		lic := deref(rec.ResourceID)
 		p = b.get("/console/intents/" + id)
 		b.wantPage(p, http.StatusOK, `<span class="status status-completed">completed</span>`, "answered 201",
+			"<strong>Attempt 1</strong> <span class=\"status status-completed\">completed</span>", "completed: the effect was found or made",
 			`<a class="mono" href="/console/licenses/`+lic+`">`+lic+`</a>`, "<dd>acme.test</dd>", `<span class="status status-active">active</span>`)
 		if strings.Contains(p.body, "/retry\"") || strings.Contains(p.body, "/discard\"") {
 			t.Error("a completed intent's page offers retry or discard")
@@ -337,4 +341,31 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// A failed revoke's page offers retry, not discard (it is retried, never
+// discarded), and says why; a discard posted anyway is the error page's
+// 409, and nothing changes.
+func TestConsoleOffersNoDiscardOfARevoke(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withConsole())
+		a.consumer("acme")
+		const key = "01JDQ8Z7F0A2B4C6D8E0G2H4J6"
+		a.plantRecord("acme", key, "", idempotency.StatusFailed, time.Hour)
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Update("operation", "licenses.destroy").Error; err != nil {
+			t.Fatal(err)
+		}
+		id := a.record(key).Ref()
+		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+
+		p := b.get("/console/intents/" + id)
+		b.wantPage(p, http.StatusOK, `action="/console/intents/`+id+`/retry"`, "is retried, never discarded")
+		if strings.Contains(p.body, `/discard"`) {
+			t.Error("a failed revoke's page offers to discard it")
+		}
+		b.wantPage(b.post("/console/intents/"+id+"/discard", url.Values{"reason": {"stuck"}}), http.StatusConflict, "A revoke is retried, never discarded")
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusFailed || len(a.intentAudit(id)) != 0 {
+			t.Errorf("a refused discard of a revoke: %s", rec.Status)
+		}
+	})
 }

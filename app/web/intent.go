@@ -87,13 +87,12 @@ func actorConsumers(in idempotency.Intent, trail []audit.Event) []string {
 }
 
 // intentLicense is the license the intent names as its resource, nil when
-// it names none or the license is no longer on record. It is the intent's
-// consumer's license, so the consumer's own read finds it.
+// it names none or the license is no longer on record.
 func (cn *Console) intentLicense(c echo.Context, in idempotency.Intent) (*licenses.License, error) {
-	if in.ResourceType != "license" || in.ResourceID == "" || in.ConsumerID == "" {
+	if in.ResourceType != "license" || in.ResourceID == "" {
 		return nil, nil
 	}
-	lic, err := cn.cfg.Licenses.Get(c.Request().Context(), in.ConsumerID, in.ResourceID)
+	lic, err := cn.cfg.Licenses.Find(c.Request().Context(), in.ResourceID)
 	if errors.Is(err, licenses.ErrNotFound) {
 		return nil, nil
 	}

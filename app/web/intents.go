@@ -87,7 +87,7 @@ func (cn *Console) intents(c echo.Context) error {
 // intentFilter is the store's filter of the form's values, or what is wrong
 // with them, by field.
 func (p *intentsPage) intentFilter(now time.Time) (idempotency.IntentFilter, map[string]string) {
-	f := idempotency.IntentFilter{Status: p.Filter.Status, Page: p.Pager.Page, PerPage: intentsPerPage}
+	f := idempotency.IntentFilter{Status: p.Filter.Status, Operation: p.Filter.Operation, Page: p.Pager.Page, PerPage: intentsPerPage}
 	errs := map[string]string{}
 	if f.Status != "" && !slices.Contains(p.Statuses, f.Status) {
 		errs["status"] = "Choose one of the statuses listed."

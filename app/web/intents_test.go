@@ -45,13 +45,21 @@ func TestTimeline(t *testing.T) {
 		RequestedBy: "tok1", CorrelationID: "req-1", CreatedAt: at, UpdatedAt: at.Add(time.Hour),
 		Result: &idempotency.Result{Status: 201, Location: "/api/licenses/01L"}}
 	ops, tok2, req2, reason := "c2", "tok2", "req-2", "cancelled"
+	next := at.Add(30 * time.Second)
+	attempt := idempotency.Attempt{Number: 2, Result: idempotency.ResultRetry, Class: "vendor_unavailable", Next: &next}.Reason()
+	garbled := "not an attempt"
 	trail := []audit.Event{
+		{Event: audit.IntentAttempted, Actor: audit.ActorReconciler, Reason: &attempt, CreatedAt: at},
+		{Event: audit.IntentAttempted, Actor: audit.ActorReconciler, Reason: &garbled, CreatedAt: at},
 		{Event: audit.IntentRetried, Actor: audit.ActorToken, ActorConsumerID: &ops, ActorTokenID: &tok2, RequestID: &req2, CreatedAt: at.Add(time.Minute)},
 		{Event: audit.IntentDiscarded, Actor: audit.ActorConsole, Reason: &reason, CreatedAt: at.Add(2 * time.Minute)},
 	}
 	got := timeline(in, trail, map[string]string{"c1": "acme", "c2": "ops"})
 	want := []timelineEntry{
 		{At: at, What: "Created", By: "acme", TokenID: "tok1", RequestID: "req-1", Detail: "operation licenses.store"},
+		{At: at, What: "Attempt 2", Outcome: "retry", By: "the reconciler",
+			Detail: "did not finish, tried again later (vendor unavailable); next attempt at 2026-12-01 10:00:30 UTC"},
+		{At: at, What: "Attempted by the reconciler", By: "the reconciler"},
 		{At: at.Add(time.Minute), What: "Retried", Outcome: "pending", By: "ops", TokenID: "tok2", RequestID: "req-2", Detail: "put back to pending, its attempts reset"},
 		{At: at.Add(2 * time.Minute), What: "Discarded", Outcome: "discarded", By: "an operator at the command line", Detail: "reason: cancelled"},
 		{At: at.Add(time.Hour), What: "Completed", Outcome: "completed", Detail: "answered 201, location /api/licenses/01L"},
@@ -67,5 +75,15 @@ func TestTimeline(t *testing.T) {
 	vendor := timeline(idempotency.Intent{Operation: "webhooks.vendor", Status: idempotency.StatusPending}, nil, nil)
 	if len(vendor) != 1 || vendor[0].By != "the vendor (a webhook)" {
 		t.Errorf("a vendor's intent: %+v", vendor)
+	}
+}
+
+// A key is masked to its last four characters, and never shows more than
+// half of itself.
+func TestKeyTail(t *testing.T) {
+	for key, want := range map[string]string{"LK-0123456789-a1b2": "a1b2", "abcdefgh": "efgh", "abcdef": "def", "ab": "b", "": "", "ключ-ключ": "ключ"} {
+		if got := keyTail(key); got != want {
+			t.Errorf("keyTail(%q) = %q, want %q", key, got, want)
+		}
 	}
 }

@@ -39,6 +39,12 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	s.GET("/webhooks", cn.webhooks, can(auth.IntentsManage))
 	s.GET("/webhooks/endpoints/:id", cn.webhookEndpoint, can(auth.IntentsManage))
 	s.POST("/webhooks/deliveries/:id/retry", cn.retryDelivery, can(auth.IntentsManage))
+
+	// No API route reads any consumer's licenses: intents:manage is the
+	// operator's read of every consumer's records (GET /api/intents, GET
+	// /api/webhook-deliveries), so it opens these too.
+	s.GET("/licenses", cn.searchLicenses, can(auth.IntentsManage))
+	s.GET("/licenses/:id", cn.showLicense, can(auth.IntentsManage))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change

@@ -2,6 +2,7 @@ package web
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
@@ -51,8 +52,37 @@ func trailEntry(e audit.Event, names map[string]string) timelineEntry {
 	case audit.IntentDiscarded:
 		t.What, t.Outcome = "Discarded", idempotency.StatusDiscarded
 		t.Detail = "reason: " + deref(e.Reason)
+	case audit.IntentAttempted:
+		t.What, t.By = "Attempted by the reconciler", "the reconciler"
+		if a, err := idempotency.ParseAttempt(deref(e.Reason)); err == nil {
+			t.What, t.Outcome, t.Detail = "Attempt "+strconv.Itoa(a.Number), a.Result, attemptDetail(a)
+		}
 	}
 	return t
+}
+
+// attemptDetail is what came of a reconciler's attempt, in words.
+func attemptDetail(a idempotency.Attempt) string {
+	s := attemptResults[a.Result]
+	if s == "" {
+		s = a.Result
+	}
+	if a.Class != "" {
+		s += " (" + strings.ReplaceAll(a.Class, "_", " ") + ")"
+	}
+	if a.Next != nil {
+		s += "; next attempt at " + formatTime(*a.Next)
+	}
+	return s
+}
+
+// attemptResults say each result of an attempt in words.
+var attemptResults = map[string]string{
+	idempotency.ResultCompleted:  "completed: the effect was found or made",
+	idempotency.ResultWaiting:    "nothing found at the vendor yet, too young to create",
+	idempotency.ResultRetry:      "did not finish, tried again later",
+	idempotency.ResultFailed:     "failed: an operator should look",
+	idempotency.ResultSuperseded: "superseded: a later change made it moot",
 }
 
 // eventActor is who made an audit event, in words.
@@ -66,6 +96,8 @@ func eventActor(e audit.Event, names map[string]string) string {
 		return tokenActor(deref(e.ActorTokenID), name)
 	case audit.ActorConsole:
 		return "an operator at the command line"
+	case audit.ActorReconciler:
+		return "the reconciler"
 	}
 	return e.Actor
 }
