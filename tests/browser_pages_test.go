@@ -19,7 +19,7 @@ import (
 type tourPage struct{ path, name string }
 
 // tourSite is a site with something on every page: acme's license (its
-// create's intent completed), a create whose vendor answer was lost (its
+// create's intent completed; a webhook's event), a create whose vendor answer was lost (its
 // intent pending), a webhook endpoint whose delivery is failing, and an
 // operator token; pages lists every console page, filled.
 func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
@@ -29,7 +29,7 @@ func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
 	t.Cleanup(down.Close)
 	acme := s.hooks("acme")
 	endpoint := s.endpoint(acme, `{"url":"`+down.URL+`/hooks/acme","events":["license.created"],"description":"acme's shop"}`)["id"].(string)
-	s.create(acme, "acme.test")
+	license := s.create(acme, "acme.test")
 	s.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 	pending := s.do(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, keyed(acme, "order-tour")...).pendingOperation()
 	s.dispatch()
@@ -50,6 +50,9 @@ func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
 		{"/console/intents?status=pending", "intents-pending"},
 		{"/console/intents/" + pending, "intent-pending"},
 		{"/console/intents/" + done.Ref(), "intent-completed"},
+		{"/console/licenses", "licenses"},
+		{"/console/licenses?domain=acme", "licenses-search"},
+		{"/console/licenses/" + license, "license"},
 		{"/console/tokens", "tokens"},
 		{"/console/tokens/events", "token-events"},
 		{"/console/tokens/" + ops.ID + "/events", "token-trail"},
