@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -18,17 +20,32 @@ import (
 // tourPage is one console page of the tour: its path and its screenshot's name.
 type tourPage struct{ path, name string }
 
-// tourSite is a site with something on every page: acme's license (its
-// create's intent completed; a webhook's event), a create whose vendor answer was lost (its
-// intent pending), a webhook endpoint whose delivery is failing, and an
-// operator token; pages lists every console page, filled.
-func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
+// tour is a site with something on every page: acme's license (its
+// create's intent completed), a create whose vendor answer was lost (its
+// intent pending), a webhook endpoint whose delivery of the license's
+// event is failing (its server answers 500 until hookUp), and an operator
+// token; pages lists every console page, filled.
+type tour struct {
+	*consoleSite
+	ops    auth.Issued
+	pages  []tourPage
+	hookUp *atomic.Bool
+}
+
+func tourSite(t *testing.T) *tour {
 	t.Helper()
 	s := newConsoleSite(t, withPrivateWebhooks())
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
-	t.Cleanup(down.Close)
+	up := &atomic.Bool{}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if up.Load() {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(hook.Close)
 	acme := s.hooks("acme")
-	endpoint := s.endpoint(acme, `{"url":"`+down.URL+`/hooks/acme","events":["license.created"],"description":"acme's shop"}`)["id"].(string)
+	endpoint := s.endpoint(acme, `{"url":"`+hook.URL+`/hooks/acme","events":["license.created"],"description":"acme's shop"}`)["id"].(string)
 	license := s.create(acme, "acme.test")
 	s.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 	pending := s.do(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, keyed(acme, "order-tour")...).pendingOperation()
@@ -44,7 +61,7 @@ func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, ops, []tourPage{
+	return &tour{consoleSite: s, ops: ops, hookUp: up, pages: []tourPage{
 		{"/console", "dashboard"},
 		{"/console/intents", "intents"},
 		{"/console/intents?status=pending", "intents-pending"},
@@ -58,7 +75,7 @@ func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
 		{"/console/tokens/" + ops.ID + "/events", "token-trail"},
 		{"/console/webhooks", "webhooks"},
 		{"/console/webhooks/endpoints/" + endpoint, "webhook-endpoint"},
-	}
+	}}
 }
 
 // Every console page, filled, passes the page checks (a title, a lang, a
@@ -67,12 +84,12 @@ func tourSite(t *testing.T) (*consoleSite, auth.Issued, []tourPage) {
 // where no page may be wider than the screen (its tables scroll in their
 // own box).
 func TestBrowserEveryPagePassesThePageChecks(t *testing.T) {
-	s, ops, pages := tourSite(t)
+	s := tourSite(t)
 	tb := s.newTab(t)
 	tb.checkPage("/console/login", "sign-in")
 	tb.onPhone(func() { tb.checkPhonePage("/console/login", "sign-in") })
-	tb.signIn(ops.Secret)
-	for _, p := range pages {
+	tb.signIn(s.ops.Secret)
+	for _, p := range s.pages {
 		tb.checkPage(p.path, p.name)
 	}
 	tb.expectConsoleError("status of 404")
@@ -81,7 +98,7 @@ func TestBrowserEveryPagePassesThePageChecks(t *testing.T) {
 	}
 	tb.checkShown("404")
 	tb.onPhone(func() {
-		for _, p := range pages {
+		for _, p := range s.pages {
 			tb.checkPhonePage(p.path, p.name)
 		}
 	})
@@ -122,4 +139,39 @@ func TestBrowserPageWithoutItsAbilityIs403(t *testing.T) {
 	if nav := tb.text(`nav[aria-label="Sections"]`); nav != "Dashboard\nTokens" {
 		t.Errorf("a tokens:manage session's navigation offers %q, want Dashboard and Tokens", nav)
 	}
+}
+
+// An operator retries a failing webhook delivery from the webhooks page
+// (confirming): the endpoint's page says it is due now, and once its
+// server answers again and a worker sends it, the page shows it delivered.
+func TestBrowserFailingDeliveryIsRetried(t *testing.T) {
+	s := tourSite(t)
+	tb := s.newTab(t)
+	tb.signIn(s.ops.Secret)
+	tb.open("/console/webhooks")
+	if status := tb.submit(`tr[id^="delivery-"] form[action$="/retry"] button[type=submit]`); status != http.StatusOK {
+		t.Fatalf("the retry led to a %d page", status)
+	}
+	if d := tb.lastDialog(); !strings.Contains(d, "again now") {
+		t.Errorf("the retry asked %q, want its confirmation", d)
+	}
+	if p := tb.path(); !strings.HasPrefix(p, "/console/webhooks/endpoints/") || !strings.HasSuffix(p, "?done=retried") {
+		t.Errorf("the retry led to %s, want the endpoint's page with its notice", p)
+	}
+	if flash := tb.text(".flash"); !strings.HasPrefix(flash, "Delivery retried") {
+		t.Errorf("the flash says %q", flash)
+	}
+	if got := tb.text(`tbody .status`); got != "pending" {
+		t.Errorf("the retried delivery shows %q, want pending", got)
+	}
+	tb.checkShown("retried")
+	s.hookUp.Store(true)
+	if _, err := s.app.app.Webhooks.DeliverDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tb.do(chromedp.Reload())
+	if got := tb.text(`tbody .status`); got != "delivered" {
+		t.Errorf("the delivery shows %q once sent, want delivered", got)
+	}
+	tb.checkShown("delivered")
 }
