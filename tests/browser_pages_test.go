@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/licensor-api/licensor/app/audit"
@@ -102,26 +100,6 @@ func TestBrowserEveryPagePassesThePageChecks(t *testing.T) {
 			tb.checkPhonePage(p.path, p.name)
 		}
 	})
-}
-
-// onPhone runs f with the tab's screen a phone's (390 by 844, mobile).
-func (tb *tab) onPhone(f func()) {
-	tb.t.Helper()
-	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	f()
-	if _, err := chromedp.Call(tb.ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); err != nil {
-		tb.t.Fatalf("back from the phone's screen: %v", err)
-	}
-}
-
-// checkPhonePage checks a page as checkPage does, on a phone's screen,
-// and that the page is no wider than the screen.
-func (tb *tab) checkPhonePage(path, name string) {
-	tb.t.Helper()
-	tb.checkPage(path, name+"-phone")
-	if w := tabRun(tb, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`)); w[0] > w[1] {
-		tb.t.Errorf("%s is %dpx wide on a %dpx phone screen", path, w[0], w[1])
-	}
 }
 
 // A session whose token lacks a page's ability gets the 403 page, which
