@@ -21,7 +21,9 @@ import (
 var ten30 = time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
 
 // at is the hour of ten30 moved by d hours, as stored() keys it.
-func at(d int) string { return ten30.Truncate(time.Hour).Add(time.Duration(d) * time.Hour).Format("15h") }
+func at(d int) string {
+	return ten30.Truncate(time.Hour).Add(time.Duration(d) * time.Hour).Format("15h")
+}
 
 // newRecorder is a Recorder on the test's database and clock, logging to log
 // (nil: nowhere).
