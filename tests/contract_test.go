@@ -461,6 +461,8 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 	const audited = `"actor":"token","actor_token_id":"01JDQ7Z0A2B4C6D8E0F2G4H6J8","actor_consumer":"ops","request_id":"r1","created_at":"2026-11-30T10:00:00.000000Z"`
 	const tokenEvents = `{"data":[{"id":2,"event":"token.revoked","token_id":"t","consumer":"acme",` + audited + `}],"meta":{"current_page":1,"per_page":50,"total":1,"last_page":1}}`
 	const intentEvents = `{"data":[{"id":3,"event":"intent.discarded","intent_id":"i1","consumer":null,"reason":"why",` + audited + `}]}`
+	const attempted = `{"data":[{"id":4,"event":"intent.attempted","intent_id":"i1","consumer":"acme","reason":"attempt 2: completed",` +
+		`"actor":"reconciler","actor_token_id":null,"actor_consumer":null,"request_id":null,"created_at":"2026-11-30T10:00:00.000000Z"}]}`
 	cases := []struct {
 		name, method, path string
 		status             int
@@ -490,6 +492,9 @@ func TestTheContractCatchesWhatItDoesNotDescribe(t *testing.T) {
 		{"a token without its issuer", "GET", "/api/tokens", 200, json, `{"data":[{"id":"t","consumer":"c","name":"n","abilities":[],"last_used_at":null,"expires_at":"2026-11-30T10:00:00.000000Z","revoked_at":null,"created_at":"2026-11-30T10:00:00.000000Z"}]}`, false},
 		{"an intent event", "GET", "/api/intents/i1/events", 200, json, intentEvents, true},
 		{"an intent event without its reason", "GET", "/api/intents/i1/events", 200, json, strings.Replace(intentEvents, `,"reason":"why"`, ``, 1), false},
+		{"a reconciler's attempt", "GET", "/api/intents/i1/events", 200, json, attempted, true},
+		{"an attempt of an actor the contract does not name", "GET", "/api/intents/i1/events", 200, json, strings.Replace(attempted, `"actor":"reconciler"`, `"actor":"cron"`, 1), false},
+		{"an intent event the contract does not name", "GET", "/api/intents/i1/events", 200, json, strings.Replace(attempted, `"intent.attempted"`, `"intent.resumed"`, 1), false},
 		{"a discarded key's retry", "POST", "/api/licenses", 409, json, `{"message":"x","code":"intent_discarded"}`, true},
 		{"a discard's refusal", "POST", "/api/intents/i1/discard", 409, json, `{"message":"x","code":"intent_not_discardable"}`, true},
 		{"a problem", "POST", "/api/licenses", 409, problem, `{"type":"https://licensor.dev/problems/domain-taken","title":"Conflict","status":409,"detail":"x","code":"domain_taken"}`, true},

@@ -77,14 +77,14 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 			t.Errorf("discarded intent = %v", got)
 		}
 		events := a.intentEvents(admin, id)
-		if len(events) != 1 {
-			t.Fatalf("events = %v, want the discard", events)
+		if len(events) != 2 || events[0]["event"] != audit.IntentAttempted || events[0]["actor"] != audit.ActorReconciler {
+			t.Fatalf("events = %v, want the reconciler's failed attempt, then the discard", events)
 		}
 		want := map[string]any{"event": audit.IntentDiscarded, "intent_id": id, "consumer": "acme", "actor": audit.ActorToken,
 			"actor_token_id": ops.ID, "actor_consumer": "ops", "request_id": "req-discard", "reason": "the customer cancelled order 4001"}
 		for k, v := range want {
-			if events[0][k] != v {
-				t.Errorf("event %s = %#v, want %#v", k, events[0][k], v)
+			if events[1][k] != v {
+				t.Errorf("event %s = %#v, want %#v", k, events[1][k], v)
 			}
 		}
 		if list := a.do(http.MethodGet, "/api/intents?status=discarded", "", admin...).wantStatus(http.StatusOK).json()["data"].([]any); len(list) != 1 {
@@ -125,8 +125,8 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 			t.Errorf("after a pass the record is %s", rec.Status)
 		}
 		a.discard(admin, id, discardReason).wantError(http.StatusConflict, "intent_not_discardable")
-		if n := len(a.intentEvents(admin, id)); n != 1 {
-			t.Errorf("%d events after a refused discard, want 1", n)
+		if n := len(a.intentEvents(admin, id)); n != 2 {
+			t.Errorf("%d events after a refused discard, want 2 (the failed attempt, the discard)", n)
 		}
 
 		// Expired: the key is a new intent, executed for real, under a new id.
@@ -136,8 +136,8 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 			t.Errorf("the expired key: record %s %s, want completed under a new id", rec.Status, rec.Ref())
 		}
 		// The discarded intent's trail outlives it.
-		if events := a.intentEvents(admin, id); len(events) != 1 || events[0]["consumer"] != nil || events[0]["reason"] != want["reason"] {
-			t.Errorf("the old intent's trail = %v, want its discard, its consumer no longer known", events)
+		if events := a.intentEvents(admin, id); len(events) != 2 || events[1]["consumer"] != nil || events[1]["reason"] != want["reason"] {
+			t.Errorf("the old intent's trail = %v, want its attempt and its discard, its consumer no longer known", events)
 		}
 	})
 }

@@ -1,5 +1,6 @@
 // Package audit is the trail of administration: tokens issued and revoked,
-// intents retried and discarded, who did it and why. The package that makes
+// intents retried and discarded, each reconciler attempt at an intent, who
+// did it and why. The package that makes
 // a change writes its event (Record) in the transaction of the change, so
 // the trail and the change never disagree. The actor is the server's
 // knowledge of who acted (an authenticated token, or the command line),
@@ -21,6 +22,9 @@ const (
 	TokenRevoked    = "token.revoked"    // a live token was revoked
 	IntentRetried   = "intent.retried"   // a failed intent was put back to pending
 	IntentDiscarded = "intent.discarded" // a failed or abandoned intent was settled for good
+	// IntentAttempted is one attempt of the reconciler at an intent; its
+	// reason says what came of it (app/idempotency's Attempt).
+	IntentAttempted = "intent.attempted"
 	// WebhookDeliveryRetried is a webhook delivery made due again by hand.
 	WebhookDeliveryRetried = "webhook_delivery.retried"
 )
@@ -39,15 +43,18 @@ const (
 	ActorToken = "token"
 	// ActorConsole is an operator at the command line, who holds no token.
 	ActorConsole = "console"
+	// ActorReconciler is the reconciler, working an intent on its own
+	// schedule: no token, no request.
+	ActorReconciler = "reconciler"
 )
 
 // Actor is who makes a change: built from the authenticated principal
-// (ByToken) or by the command line (Console), and passed to the service
-// that makes the change as a value.
+// (ByToken), by the command line (Console) or by the reconciler
+// (Reconciler), and passed to the service that makes the change as a value.
 type Actor struct {
-	Kind       string // ActorToken or ActorConsole
-	ConsumerID string // the acting token's consumer; "" for the console
-	TokenID    string // the acting token; "" for the console
+	Kind       string // ActorToken, ActorConsole or ActorReconciler
+	ConsumerID string // the acting token's consumer; "" for the console and the reconciler
+	TokenID    string // the acting token; "" for the console and the reconciler
 	RequestID  string // the request's id, correlation only; "" for none
 }
 
@@ -60,17 +67,22 @@ func ByToken(consumerID, tokenID, requestID string) Actor {
 // Console is the operator at the command line.
 func Console() Actor { return Actor{Kind: ActorConsole} }
 
+// Reconciler is the reconciler: it takes no argument, so nothing a request
+// carried can make it up.
+func Reconciler() Actor { return Actor{Kind: ActorReconciler} }
+
 // ErrNoActor means a change was to be recorded without a known actor: a
-// token actor without its token, a console actor with one, or no kind.
+// token actor without its token, a console or reconciler actor with one (or
+// a consumer, or a request), or no kind.
 var ErrNoActor = errors.New("audit: the change names no actor the server knows")
 
-// Check reports ErrNoActor unless a is a token with its token id or the
-// console without one.
+// Check reports ErrNoActor unless a is a token with its token id, or the
+// console or the reconciler with nothing else.
 func (a Actor) Check() error {
 	switch {
 	case a.Kind == ActorToken && a.TokenID != "":
 		return nil
-	case a.Kind == ActorConsole && a.TokenID == "" && a.ConsumerID == "" && a.RequestID == "":
+	case (a.Kind == ActorConsole || a.Kind == ActorReconciler) && a.TokenID == "" && a.ConsumerID == "" && a.RequestID == "":
 		return nil
 	}
 	return ErrNoActor
@@ -82,11 +94,11 @@ type Event struct {
 	Event           string
 	SubjectType     string
 	SubjectID       string
-	Actor           string  // ActorToken or ActorConsole
+	Actor           string  // ActorToken, ActorConsole or ActorReconciler
 	ActorConsumerID *string // the acting token's consumer, for ActorToken
 	ActorTokenID    *string // the acting token, for ActorToken
 	RequestID       *string // the request's id (correlation only), for ActorToken
-	Reason          *string // why, when the change takes one (a discard)
+	Reason          *string // why, when the change takes one (a discard), or what came of it (an attempt)
 	CreatedAt       time.Time
 }
 

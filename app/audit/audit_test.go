@@ -10,16 +10,17 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// An actor is a token with its id, or the console with nothing else:
-// anything else names no actor the server knows.
+// An actor is a token with its id, or the console or the reconciler with
+// nothing else: anything else names no actor the server knows.
 func TestActorCheck(t *testing.T) {
-	for _, a := range []Actor{ByToken("c", "t", "r"), ByToken("", "t", ""), Console()} {
+	for _, a := range []Actor{ByToken("c", "t", "r"), ByToken("", "t", ""), Console(), Reconciler()} {
 		if err := a.Check(); err != nil {
 			t.Errorf("%+v: %v, want a known actor", a, err)
 		}
 	}
 	for _, a := range []Actor{{}, {Kind: ActorToken}, ByToken("c", "", "r"), {Kind: ActorConsole, TokenID: "t"},
-		{Kind: ActorConsole, ConsumerID: "c"}, {Kind: ActorConsole, RequestID: "r"}, {Kind: "request", TokenID: "t"}} {
+		{Kind: ActorConsole, ConsumerID: "c"}, {Kind: ActorConsole, RequestID: "r"}, {Kind: "request", TokenID: "t"},
+		{Kind: ActorReconciler, TokenID: "t"}, {Kind: ActorReconciler, ConsumerID: "c"}, {Kind: ActorReconciler, RequestID: "r"}} {
 		if err := a.Check(); !errors.Is(err, ErrNoActor) {
 			t.Errorf("%+v: %v, want ErrNoActor", a, err)
 		}
@@ -64,6 +65,7 @@ func TestRecordAndList(t *testing.T) {
 			{ByToken("c1", "t1", "r1"), Change{Event: TokenIssued, SubjectType: SubjectToken, SubjectID: "t2"}},
 			{ByToken("c1", "t1", ""), Change{Event: TokenRevoked, SubjectType: SubjectToken, SubjectID: "t2"}},
 			{Console(), Change{Event: IntentDiscarded, SubjectType: SubjectIntent, SubjectID: "i1", Reason: "why"}},
+			{Reconciler(), Change{Event: IntentAttempted, SubjectType: SubjectIntent, SubjectID: "i1", Reason: "attempt 2: completed"}},
 		} {
 			if err := Record(db.Gorm, c.by, c.change, at.Add(time.Duration(i)*time.Second)); err != nil {
 				t.Fatal(err)
@@ -91,8 +93,12 @@ func TestRecordAndList(t *testing.T) {
 			t.Errorf("t2's newest = %+v (%d), %v", page, total, err)
 		}
 		intents, _, err := List(ctx, db.Gorm, Filter{SubjectType: SubjectIntent, SubjectID: "i1"})
-		if err != nil || len(intents) != 1 || *intents[0].Reason != "why" {
-			t.Errorf("i1's events = %+v, %v", intents, err)
+		if err != nil || len(intents) != 2 || *intents[0].Reason != "why" {
+			t.Fatalf("i1's events = %+v, %v", intents, err)
+		}
+		if e := intents[1]; e.Event != IntentAttempted || e.Actor != ActorReconciler || e.ActorTokenID != nil || e.ActorConsumerID != nil ||
+			e.RequestID != nil || *e.Reason != "attempt 2: completed" {
+			t.Errorf("the reconciler's event = %+v", e)
 		}
 		injected := errors.New("injected")
 		q := testdb.Inject(t, db.Gorm, "query", Event{}.TableName(), nil, injected)

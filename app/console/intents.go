@@ -232,7 +232,7 @@ func retryOnlyOperations() ([]string, error) {
 func intentsEvents(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents events", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	setUsage(fs, "intents events ID [--json]", "Lists an intent's audit trail, oldest first: each retry and discard (with its reason), by which token (console: the command line).")
+	setUsage(fs, "intents events ID [--json]", "Lists an intent's audit trail, oldest first: each attempt of the reconciler (what came of it), each retry and discard (with its reason), by which token (console: the command line).")
 	id, ok, err := oneID(fs, e, "intents events")
 	if !ok {
 		return err

@@ -46,9 +46,9 @@ func (s *Server) tokenEvents(c echo.Context) error {
 }
 
 // intentEvents is GET /api/intents/{id}/events: the intent's audit trail
-// (retried, discarded with its reason), oldest first; still listed once the
-// intent itself is pruned. 404 when neither the intent nor an event of it
-// is on record.
+// (the reconciler's attempts, retried, discarded with its reason), oldest
+// first; still listed once the intent itself is pruned. 404 when neither
+// the intent nor an event of it is on record.
 func (s *Server) intentEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	events, consumerID, err := s.store.IntentEvents(ctx, c.Param("id"))

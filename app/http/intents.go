@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,8 +31,14 @@ type intentsPage struct {
 	Meta pageMeta          `json:"meta"`
 }
 
-// listIntents is GET /api/intents?status=&consumer=&page=&per_page=, oldest
-// first. consumer takes a consumer's name; an unknown one lists nothing.
+// maxOlderThan is the longest older_than GET /api/intents takes: a year.
+const maxOlderThan = 8760 * time.Hour
+
+// listIntents is GET /api/intents?status=&operation=&older_than=&consumer=
+// &page=&per_page=, oldest first. consumer takes a consumer's name; an
+// unknown one lists nothing. operation is one of the guard's operations, by
+// name; older_than (a Go duration, 15m or 2h, up to 8760h) lists the
+// intents created before now less it.
 func (s *Server) listIntents(c echo.Context) error {
 	fields := map[string][]string{}
 	page := queryPage(c)
@@ -40,11 +47,24 @@ func (s *Server) listIntents(c echo.Context) error {
 	if status != "" && !slices.Contains(idempotency.Statuses, status) {
 		fields["status"] = []string{"The selected status is invalid."}
 	}
+	operation := c.QueryParam("operation")
+	if operation != "" && !slices.Contains(s.guard.Operations().Names(), operation) {
+		fields["operation"] = []string{"The selected operation is invalid."}
+	}
+	var before time.Time
+	if raw := c.QueryParam("older_than"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 || d > maxOlderThan {
+			fields["older_than"] = []string{"The older than field must be a positive duration of at most 8760h, such as 15m or 2h."}
+		} else {
+			before = s.now().UTC().Add(-d)
+		}
+	}
 	if len(fields) > 0 {
 		return validationError(fields)
 	}
 	ctx := c.Request().Context()
-	f := idempotency.IntentFilter{Status: status, Page: page, PerPage: perPage}
+	f := idempotency.IntentFilter{Status: status, Operation: operation, Before: before, Page: page, PerPage: perPage}
 	body := intentsPage{Data: []resource.Intent{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
 	if name := c.QueryParam("consumer"); name != "" {
 		consumer, err := s.auth.ConsumerNamed(ctx, name)

@@ -81,6 +81,7 @@ func (s *Store) intent(r *Record) Intent {
 type IntentFilter struct {
 	Status     string    // one status, or "" for all
 	ConsumerID string    // one consumer's, or "" for all
+	Operation  string    // one operation's, by its exact name (licenses.store), or "" for all
 	Before     time.Time // created before this, when not zero
 	Page       int       // from 1
 	PerPage    int
@@ -94,6 +95,9 @@ func (s *Store) Intents(ctx context.Context, f IntentFilter) ([]Intent, int64, e
 	}
 	if f.ConsumerID != "" {
 		q = q.Where("consumer_id = ?", f.ConsumerID)
+	}
+	if f.Operation != "" {
+		q = q.Where("operation = ?", f.Operation)
 	}
 	if !f.Before.IsZero() {
 		q = q.Where("created_at < ?", f.Before)
@@ -229,7 +233,7 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 }
 
 // IntentEvents returns the audit trail of the intent with that public id
-// (retried, discarded), oldest first, and the id of its consumer ("" once
+// (each reconciler attempt, retried, discarded), oldest first, and the id of its consumer ("" once
 // the intent is no longer on record: the trail outlives the pruning of its
 // intent). ErrIntentNotFound when there is no such intent and no event
 // names it.

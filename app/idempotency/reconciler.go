@@ -161,7 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	resumer, found := r.cfg.Operations.resumer(rec.Operation)
 	if !found {
 		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", r.cfg.Store.KeyDigest(rec.Key))
-		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now); err != nil {
+		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
 			r.cfg.Log.Error("postpone pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
 		return Settled{}, false
@@ -175,7 +175,8 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		expires = rec.ExpiresAt
 	}
 	call := Call{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID),
-		owner: &owner{store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires}}
+		owner: &owner{store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
+			completes: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}}
 	var res Resumption
 	var err error
 	if rec.sealedErr != nil { // its request cannot be read under the keys held: tried again later
@@ -207,7 +208,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 func resume(ctx context.Context, res Resumer, call Call, rec *Record, mayCreate bool) (out Resumption, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())
+			err = &classedError{class: ClassPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
 		}
 	}()
 	return res.Resume(ctx, call, rec, mayCreate)
@@ -230,40 +231,53 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (S
 	return s, true
 }
 
-// settle writes what the attempt learnt.
+// settle writes what the attempt learnt, and the attempt itself (its
+// intent.attempted audit event, in the same transaction as the record's
+// change). A completion the Resume kept wrote its attempt with it
+// (Call.Complete).
 func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
 	now := r.now()
+	attempt := func(result string, err error, next *time.Time) *Attempt {
+		a := &Attempt{Number: rec.Attempts + 1, Result: result, Next: next}
+		if err != nil {
+			a.Class = ErrorClass(err)
+		}
+		return a
+	}
 	switch {
 	case rec.sealedErr != nil:
 		// Its request is sealed under a key this replica does not hold (a
 		// rotation under way, or a replica's keys mistyped): nothing was
-		// tried, so no attempt is counted and it never fails of it; it is
-		// due again after the first backoff, for this replica once it holds
-		// the key or for one that does.
-		return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now)
-	case err == nil && res.Done && res.Outcome.Kept: // completed with its local writes
+		// tried, so no attempt is counted or recorded and it never fails of
+		// it; it is due again after the first backoff, for this replica once
+		// it holds the key or for one that does.
+		return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
+	case err == nil && res.Done && res.Outcome.Kept: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
 	case err == nil && res.Done:
-		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL))
+		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL),
+			attempt(ResultCompleted, nil, nil))
 	case errors.Is(err, ErrSuperseded):
-		if serr := r.cfg.Store.SupersedeClaimed(ctx, rec, lease, now); serr != nil && !errors.Is(serr, ErrLeaseLost) {
+		if serr := r.cfg.Store.SupersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
 			return ResultSuperseded, serr
 		}
 		return ResultSuperseded, nil // superseded now, or by the change that made it moot
 	case err == nil: // nothing found, too young to create: due again once it is old enough
-		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, rec.CreatedAt.Add(r.cfg.Settle), false, now)
+		next := rec.CreatedAt.Add(r.cfg.Settle)
+		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
 	case errors.Is(err, ErrAbandon):
 		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
 			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, nil, now)
+		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
 	case rec.Attempts >= r.cfg.MaxAttempts:
 		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
 			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
 			"next_attempt", next, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, &next, now)
+		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
 	}
-	return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.backoff(rec.Attempts)), true, now)
+	next := now.Add(r.backoff(rec.Attempts))
+	return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
 }
 
 // backoff doubles from Backoff with each attempt, capped at an hour, with up
@@ -274,7 +288,9 @@ func (r *Reconciler) backoff(attempts int) time.Duration {
 		d *= 2
 	}
 	d = min(d, time.Hour)
-	return d + rand.N(d/4+1)
+	// In whole microseconds, as the tables keep times and the attempt's
+	// event writes its next attempt.
+	return (d + rand.N(d/4+1)).Truncate(time.Microsecond)
 }
 
 // Run reconciles every Interval (with jitter) until ctx ends.

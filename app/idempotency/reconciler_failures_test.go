@@ -513,3 +513,36 @@ func TestIntentsBeforeFilter(t *testing.T) {
 		}
 	})
 }
+
+// Intents of one operation, by its exact name, are those the Operation
+// filter lists, with the other filters.
+func TestIntentsOperationFilter(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t))
+		now := utcNow()
+		store := seed(t, s, "store", func(r *Record) { r.Operation, r.CreatedAt = "things.store", now.Add(-2*time.Hour) })
+		seed(t, s, "store-new", func(r *Record) { r.Operation = "things.store" })
+		seed(t, s, "destroy", func(r *Record) { r.Operation, r.CreatedAt = "things.destroy", now.Add(-2*time.Hour) })
+		for f, want := range map[IntentFilter]int{
+			{Operation: "things.store"}:                              2,
+			{Operation: "things.destroy"}:                            1,
+			{Operation: "things"}:                                    0,
+			{Operation: "things.%"}:                                  0,
+			{Operation: "things.store", Before: now.Add(-time.Hour)}: 1,
+			{Operation: "things.store", Status: StatusCompleted}:     0,
+			{Operation: "things.store", ConsumerID: "c2"}:            0,
+			{}: 3,
+		} {
+			list, total, err := s.Intents(context.Background(), f)
+			if err != nil || total != int64(want) || len(list) != want {
+				t.Errorf("Intents(%+v) = %d (total %d), %v; want %d", f, len(list), total, err, want)
+			}
+			if f.Before.IsZero() || len(list) != 1 {
+				continue
+			}
+			if list[0].ID != store.Ref() || list[0].Operation != "things.store" {
+				t.Errorf("Intents(%+v) = %+v, want the older store", f, list[0])
+			}
+		}
+	})
+}

@@ -44,6 +44,10 @@ type owner struct {
 	// expires, for a claim, is the end of the replay window counted from
 	// the completion; nil: the record's own.
 	expires *time.Time
+	// completes, for a claim, is the reconciler's attempt a completion
+	// records (its intent.attempted event, in the completion's
+	// transaction); nil: no attempt to record.
+	completes *Attempt
 }
 
 // Intent is the public id of the intent the call executes, "" outside the
@@ -87,7 +91,10 @@ func (c Call) Started(ctx context.Context) error {
 // Complete stores resp as the intent's outcome in tx, the transaction that
 // writes the work's local effects, so that the effect and the answer commit
 // together or not at all; older open intents of the consumer for the same
-// subject (of the same operation) are superseded in it too. The work then
+// subject (of the same operation) are superseded in it too, and for the
+// reconciler's claim its attempt's intent.attempted event is written in it:
+// the licenses' transaction that writes a license (or its revocation) and
+// its events also writes the completion and the attempt, all or nothing. The work then
 // returns its Outcome with Kept set. It fails, and so rolls tx back, when
 // the caller no longer owns the record (ErrLeaseLost) or the intent was
 // superseded meanwhile (ErrSuperseded). Outside the guard it does nothing.
@@ -111,6 +118,11 @@ func (c Call) Complete(tx *gorm.DB, resp Response, out Outcome) error {
 	}
 	if res.RowsAffected != 1 {
 		return o.store.whyNotOwned(tx, o.rec)
+	}
+	if o.completes != nil {
+		if err := recordAttempt(tx, o.rec, o.completes, now); err != nil {
+			return err
+		}
 	}
 	if o.rec.Subject == nil {
 		return nil

@@ -47,16 +47,37 @@ func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now ti
 	return res.RowsAffected == 1, nil
 }
 
-// updateClaimed updates a pending record the caller holds with lease.
-func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any) error {
-	return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {
-		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusPending, &lease).Updates(set)
-	}))
+// updateClaimed updates a pending record the caller holds with lease. When
+// a is not nil, the update and a's intent.attempted audit event are one
+// transaction, the event written only when the update changed the record:
+// an attempt is in the trail if and only if what it did to the record
+// committed (a lost lease writes neither).
+func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
+	if a == nil {
+		return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {
+			return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusPending, &lease).Updates(set)
+		}))
+	}
+	var res *gorm.DB
+	err := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res = leaseHeld(tx.Model(&Record{}), r, StatusPending, &lease).Updates(set)
+			if res.Error != nil || res.RowsAffected != 1 {
+				return res.Error // nothing changed: no attempt to record
+			}
+			return recordAttempt(tx, r, a, now)
+		})}
+	}).Error
+	if err != nil {
+		return fmt.Errorf("settle pending record: %w", err)
+	}
+	return checkOne(res)
 }
 
 // CompleteClaimed stores the response that finishes a claimed pending record,
-// to be replayed until expires (never earlier than the record's own expiry).
-func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, o Outcome, now, expires time.Time) error {
+// to be replayed until expires (never earlier than the record's own expiry),
+// and records a (nil: nothing) in the same transaction.
+func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, o Outcome, now, expires time.Time, a *Attempt) error {
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
 	}
@@ -65,34 +86,38 @@ func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time,
 		return err
 	}
 	set["attempts"], set["expires_at"] = gorm.Expr("attempts + 1"), expires
-	return s.updateClaimed(ctx, r, lease, set)
+	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
 // SupersedeClaimed settles a claimed record as superseded: its effect was
-// made by a later intent, or the consumer revoked it.
-func (s *Store) SupersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time) error {
+// made by a later intent, or the consumer revoked it. It records a (nil:
+// nothing) in the same transaction.
+func (s *Store) SupersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
-	})
+	}, a, now)
 }
 
 // Postpone leaves a claimed record pending until next; failed says whether
-// the attempt counts (a vendor error) or not (too young to act on).
-func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time) error {
+// the attempt counts (a vendor error) or not (too young to act on). It
+// records a in the same transaction; a nil a is no attempt (nothing was
+// tried) and records nothing.
+func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time, a *Attempt) error {
 	set := map[string]any{"locked_until": next, "updated_at": now}
 	if failed {
 		set["attempts"] = gorm.Expr("attempts + 1")
 	}
-	return s.updateClaimed(ctx, r, lease, set)
+	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
 // Fail gives up on a claimed record for now: a retry with its key executes
 // again, an operator may put it back (RetryFailed), and when next is not nil
-// the reconciler tries it again then, on its slow schedule.
-func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time) error {
+// the reconciler tries it again then, on its slow schedule. It records a
+// (nil: nothing) in the same transaction.
+func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
-	})
+	}, a, now)
 }
 
 func checkOne(res *gorm.DB) error {

@@ -1,7 +1,6 @@
 package licenses
 
 import (
-	"errors"
 	"time"
 
 	"github.com/licensor-api/licensor/app/events"
@@ -40,6 +39,10 @@ type License struct {
 	EventSequence uint64
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// KeyUnavailable says no configured key opens the stored license key,
+	// which LicenseKey then leaves empty: set by the operator's reads
+	// (Search, Find), which show such a license rather than fail. Not stored.
+	KeyUnavailable bool `gorm:"-"`
 }
 
 // Resource is the license as the API shows it and its events carry it.
@@ -56,13 +59,14 @@ func (l License) Resource() events.License {
 	}
 }
 
-// Errors of the licenses domain.
+// Errors of the licenses domain; each names its class for an intent's
+// attempt history (domain_taken, license_not_found).
 var (
 	// ErrDomainTaken means another consumer holds an active license for the
 	// domain. It says nothing about who.
-	ErrDomainTaken = errors.New("the domain is licensed to another consumer")
+	ErrDomainTaken error = &classedError{"the domain is licensed to another consumer", "domain_taken"}
 	// ErrNotFound means no license of the caller's has that id.
-	ErrNotFound = errors.New("license not found")
+	ErrNotFound error = &classedError{"license not found", "license_not_found"}
 )
 
 // Input is what a consumer asks for.

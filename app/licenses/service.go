@@ -210,7 +210,7 @@ func isCallerRefusal(err error) bool {
 
 // ErrMadeByAnother is Resume's answer when the domain's license was made by
 // another intent than the one being resumed: that one is moot.
-var ErrMadeByAnother = errors.New("the license was made by another intent")
+var ErrMadeByAnother error = &classedError{"the license was made by another intent", "made_by_another"}
 
 // Resume finishes a create whose outcome was unknown. It adopts the vendor's
 // site for the domain when there is one; when there is none it creates one

@@ -30,6 +30,9 @@ func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
 // FieldOrder returns the fields with errors, in rule order.
 func (e *ValidationError) FieldOrder() []string { return e.Order }
 
+// ErrorClass is invalid_input (an intent's attempt history).
+func (e *ValidationError) ErrorClass() string { return "invalid_input" }
+
 // app/http's error boundary declares these: a validation error answers 422
 // with its fields, in rule order.
 var (

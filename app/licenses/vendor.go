@@ -88,6 +88,9 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Is matches ErrVendorUnavailable.
 func (e *UnavailableError) Is(target error) bool { return target == ErrVendorUnavailable }
 
+// ErrorClass is vendor_unavailable (an intent's attempt history).
+func (e *UnavailableError) ErrorClass() string { return "vendor_unavailable" }
+
 // RejectedError means the vendor refused the input (a 4xx other than 429):
 // definite, no effect, and the same request will be refused again.
 type RejectedError struct {
@@ -102,6 +105,10 @@ func (e *RejectedError) Error() string {
 
 // Is matches ErrVendorRejected.
 func (e *RejectedError) Is(target error) bool { return target == ErrVendorRejected }
+
+// ErrorClass is vendor_rejected (an intent's attempt history): never the
+// vendor's message.
+func (e *RejectedError) ErrorClass() string { return "vendor_rejected" }
 
 // UncertainError means a write was sent and its outcome is unknown (a timeout
 // after sending, a reset, a 5xx, an unreadable answer). The write may have
@@ -128,12 +135,31 @@ func (e *UncertainError) OutcomeUnknown() bool { return true }
 // domain (the natural key), since no site id is known yet.
 func (e *UncertainError) ExternalRef() string { return e.Domain }
 
+// ErrorClass is vendor_uncertain (an intent's attempt history).
+func (e *UncertainError) ErrorClass() string { return "vendor_uncertain" }
+
 // An uncertain error tells the idempotency layer, which declares these
-// interfaces, that the outcome is unknown and what the intent is known by.
+// interfaces, that the outcome is unknown and what the intent is known by;
+// every error of the domain names its class for an intent's attempt history
+// (idempotency.ErrorClass).
 var (
 	_ interface{ OutcomeUnknown() bool } = (*UncertainError)(nil)
 	_ interface{ ExternalRef() string }  = (*UncertainError)(nil)
+	_ interface{ ErrorClass() string }   = (*UncertainError)(nil)
+	_ interface{ ErrorClass() string }   = (*UnavailableError)(nil)
+	_ interface{ ErrorClass() string }   = (*RejectedError)(nil)
+	_ interface{ ErrorClass() string }   = (*ValidationError)(nil)
+	_ interface{ ErrorClass() string }   = (*classedError)(nil)
+	_ interface{ ErrorClass() string }   = (*keyError)(nil)
 )
+
+// classedError is a sentinel of the domain that names its class.
+type classedError struct{ msg, class string }
+
+func (e *classedError) Error() string { return e.msg }
+
+// ErrorClass names the class (an intent's attempt history).
+func (e *classedError) ErrorClass() string { return e.class }
 
 func errText(err error) string {
 	if err == nil {

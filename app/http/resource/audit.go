@@ -29,13 +29,14 @@ func NewTokenEvent(e audit.Event, consumer, actorConsumer string) TokenEvent {
 
 // IntentEvent is an event of an intent's audit trail (GET
 // /api/intents/{id}/events): the shape of a TokenEvent, about an intent,
-// with the reason the operator gave (a discard's; null otherwise).
+// with the reason the operator gave (a discard's), or what came of a
+// reconciler's attempt (idempotency.Attempt's Reason); null otherwise.
 type IntentEvent struct {
 	ID            uint64  `json:"id"`
-	Event         string  `json:"event"`     // audit.IntentRetried or audit.IntentDiscarded
+	Event         string  `json:"event"`     // audit.IntentAttempted, audit.IntentRetried or audit.IntentDiscarded
 	IntentID      string  `json:"intent_id"` // the intent the event is about
 	Consumer      *string `json:"consumer"`  // its consumer's name; null when not on record
-	Actor         string  `json:"actor"`     // audit.ActorToken or audit.ActorConsole
+	Actor         string  `json:"actor"`     // audit.ActorToken, audit.ActorConsole or audit.ActorReconciler
 	ActorTokenID  *string `json:"actor_token_id"`
 	ActorConsumer *string `json:"actor_consumer"`
 	RequestID     *string `json:"request_id"` // correlation only

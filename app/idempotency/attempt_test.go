@@ -1,0 +1,346 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// classed is an error of a domain that names its class, its text carrying
+// what must never reach the trail.
+type classed struct{ class, text string }
+
+func (e classed) Error() string      { return e.text }
+func (e classed) ErrorClass() string { return e.class }
+
+// secret is what a vendor's answer might carry: never in an attempt's reason.
+const secret = "LK-SECRET-0001 Bearer eyJhbGciOi vendor body {\"key\":1}"
+
+// attempts is the intent's intent.attempted events, oldest first, read back
+// (each by the reconciler, with no token, consumer or request).
+func attempts(t *testing.T, s *Store, id string) []Attempt {
+	t.Helper()
+	events, _, err := s.IntentEvents(context.Background(), id)
+	if err != nil && !errors.Is(err, ErrIntentNotFound) {
+		t.Fatal(err)
+	}
+	var out []Attempt
+	for _, e := range events {
+		if e.Event != audit.IntentAttempted {
+			continue
+		}
+		if e.Actor != audit.ActorReconciler || e.ActorTokenID != nil || e.ActorConsumerID != nil || e.RequestID != nil || e.Reason == nil {
+			t.Errorf("attempt event = %+v, want the reconciler's, with a reason", e)
+			continue
+		}
+		if strings.Contains(*e.Reason, "LK-") || strings.Contains(*e.Reason, "Bearer") || strings.Contains(*e.Reason, "{") {
+			t.Errorf("an attempt's reason shows a secret: %q", *e.Reason)
+		}
+		a, err := ParseAttempt(*e.Reason)
+		if err != nil {
+			t.Errorf("reason %q: %v", *e.Reason, err)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Reason writes an attempt in one line that ParseAttempt reads back whole;
+// any other text is ErrNotAnAttempt.
+func TestAttemptReasonRoundTrips(t *testing.T) {
+	next := time.Date(2026, 12, 1, 10, 0, 30, 123456000, time.UTC)
+	for want, a := range map[string]Attempt{
+		"attempt 3: completed":  {Number: 3, Result: ResultCompleted},
+		"attempt 2: superseded": {Number: 2, Result: ResultSuperseded},
+		"attempt 2: waiting, next at 2026-12-01T10:00:30.123456Z":                              {Number: 2, Result: ResultWaiting, Next: &next},
+		"attempt 4: retry (vendor_unavailable), next at 2026-12-01T10:00:30.123456Z":           {Number: 4, Result: ResultRetry, Class: "vendor_unavailable", Next: &next},
+		"attempt 11: failed (vendor_uncertain), next at 2026-12-01T10:00:30.123456Z":           {Number: 11, Result: ResultFailed, Class: "vendor_uncertain", Next: &next},
+		"attempt 2: failed (domain_taken)":                                                     {Number: 2, Result: ResultFailed, Class: "domain_taken"},
+		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: ClassDatabaseUnavailable, Next: &next},
+	} {
+		if got := a.Reason(); got != want {
+			t.Errorf("Reason = %q, want %q", got, want)
+		}
+		back, err := ParseAttempt(want)
+		if err != nil || back.Number != a.Number || back.Result != a.Result || back.Class != a.Class ||
+			(back.Next == nil) != (a.Next == nil) || (a.Next != nil && !back.Next.Equal(*a.Next)) {
+			t.Errorf("ParseAttempt(%q) = %+v, %v; want %+v", want, back, err, a)
+		}
+	}
+	for _, junk := range []string{"", "no longer wanted", "attempt 0: completed", "attempt 1: Completed", "attempt x: retry",
+		"attempt 1: retry (Vendor Body)", "attempt 1: retry, next at yesterday", "attempt 1: retry, next at 2026-13-01T10:00:30.123456Z",
+		"attempt 1: completed ", " attempt 1: completed", "attempt 1234567890: completed"} {
+		if a, err := ParseAttempt(junk); !errors.Is(err, ErrNotAnAttempt) {
+			t.Errorf("ParseAttempt(%q) = %+v, %v; want ErrNotAnAttempt", junk, a, err)
+		}
+	}
+}
+
+// The class of a failed attempt is the one its error names, else the one
+// this package tells; a class that is not a short snake_case word (an
+// error that would pass its text off as a class) is "error".
+func TestErrorClass(t *testing.T) {
+	unavailable := &database.UnavailableError{Err: errors.New("connection refused")}
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret}), "vendor_unavailable"},
+		{fmt.Errorf("%w: stored request: %w", ErrAbandon, classed{"invalid_input", secret}), "invalid_input"},
+		{classed{secret, secret}, ClassError},
+		{fmt.Errorf("store license: %w", unavailable), ClassDatabaseUnavailable},
+		{fmt.Errorf("find vendor site: %w", context.DeadlineExceeded), ClassTimeout},
+		{context.Canceled, ClassCanceled},
+		{fmt.Errorf("%w: %w", ErrAbandon, errors.New(secret)), ClassCannotFinish},
+		{&classedError{class: ClassPanic, err: errors.New("resumer panicked: " + secret)}, ClassPanic},
+		{errors.New(secret), ClassError},
+	} {
+		if got := ErrorClass(tt.err); got != tt.want {
+			t.Errorf("ErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	if got := ErrorClass(classed{strings.Repeat("a", 41), ""}); got != ClassError {
+		t.Errorf("a 41-letter class = %q, want %q", got, ClassError)
+	}
+	if e := (&classedError{class: ClassPanic, err: context.Canceled}); !errors.Is(e, context.Canceled) || e.Error() != context.Canceled.Error() {
+		t.Errorf("classedError hides its cause: %v", e)
+	}
+}
+
+// An intent's history: each attempt of the reconciler is in the intent's
+// audit trail with its number, what came of it, the class of its error
+// (never the error's text) and when it is due again.
+func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		rec := seed(t, r.store, "k", nil)
+		clock := testkit.NewClock(rec.CreatedAt)
+		script := []func(ctx context.Context, call Call) (Resumption, error){
+			func(context.Context, Call) (Resumption, error) { return Resumption{}, nil }, // too young: waiting
+			func(context.Context, Call) (Resumption, error) {
+				return Resumption{}, fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret})
+			},
+			func(context.Context, Call) (Resumption, error) { panic(secret) },
+			func(context.Context, Call) (Resumption, error) { return Resumption{}, errors.New(secret) }, // the last: failed
+			func(ctx context.Context, call Call) (Resumption, error) { // the slow retry finds it, kept with the domain's writes
+				err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return call.Complete(tx, done.Response, Outcome{}) })
+				return Resumption{Done: true, Outcome: Outcome{Kept: true}}, err
+			},
+		}
+		pass := 0
+		rc := reconcilerFor(r, clock.Now, func(ctx context.Context, call Call, _ *Record) (Resumption, error) {
+			pass++
+			return script[pass-1](ctx, call)
+		})
+		rc.cfg.Settle, rc.cfg.MaxAttempts, rc.cfg.Backoff, rc.cfg.FailedInterval = time.Minute, 3, 10*time.Second, time.Hour
+		var wantNext []time.Time
+		for range script {
+			settled, err := rc.RunOnce(context.Background())
+			if err != nil || len(settled) != 1 {
+				t.Fatalf("pass %d = %+v, %v\n%s", pass, settled, err, r.log.String())
+			}
+			now := r.find("op", "k")
+			if now.LockedUntil != nil {
+				wantNext = append(wantNext, *now.LockedUntil)
+				clock.Set(now.LockedUntil.Add(time.Second))
+			}
+		}
+		got := attempts(t, r.store, rec.Ref())
+		want := []Attempt{
+			{Number: 2, Result: ResultWaiting},
+			{Number: 2, Result: ResultRetry, Class: "vendor_unavailable"},
+			{Number: 3, Result: ResultRetry, Class: ClassPanic},
+			{Number: 4, Result: ResultFailed, Class: ClassError},
+			{Number: 5, Result: ResultCompleted},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("attempts = %+v, want %+v", got, want)
+		}
+		for i, a := range got {
+			w := want[i]
+			if a.Number != w.Number || a.Result != w.Result || a.Class != w.Class {
+				t.Errorf("attempt %d = %+v, want %+v", i, a, w)
+			}
+			if i < len(wantNext) && (a.Next == nil || !a.Next.Equal(wantNext[i])) {
+				t.Errorf("attempt %d is next at %v, want the record's next attempt %v", i, a.Next, wantNext[i])
+			}
+		}
+		if got[0].Next == nil || !got[0].Next.Equal(rec.CreatedAt.Add(time.Minute)) {
+			t.Errorf("the waiting attempt is next at %v, want once settled, %v", got[0].Next, rec.CreatedAt.Add(time.Minute))
+		}
+		if got[4].Next != nil {
+			t.Errorf("the completion is next at %v, want none", got[4].Next)
+		}
+		if end := r.find("op", "k"); end.Status != StatusCompleted || end.Attempts != 5 {
+			t.Errorf("record = %s, %d attempts; want completed, 5", end.Status, end.Attempts)
+		}
+	})
+}
+
+// What the reconciler leaves when it dies between any two statements of an
+// attempt's settle (the record's update, then its intent.attempted event,
+// in one transaction): each is failed in turn, for every outcome, and the
+// attempt's event is on record if and only if the record's change is. A
+// completion the domain keeps (Call.Complete in its own transaction) rolls
+// back with its event, and the reconciler then records a retry.
+func TestEachAttemptCommitsWithItsChange(t *testing.T) {
+	type outcome struct {
+		name     string
+		attempts int // the seeded record's
+		resume   func(db *testdb.DB) func(ctx context.Context, call Call, _ *Record) (Resumption, error)
+		status   string // the record after a pass with no fault
+		result   string
+		class    string
+	}
+	returns := func(res Resumption, err error) func(*testdb.DB) func(context.Context, Call, *Record) (Resumption, error) {
+		return func(*testdb.DB) func(context.Context, Call, *Record) (Resumption, error) {
+			return func(context.Context, Call, *Record) (Resumption, error) { return res, err }
+		}
+	}
+	vendorDown := classed{"vendor_unavailable", secret}
+	outcomes := []outcome{
+		{"completed", 1, returns(done, nil), StatusCompleted, ResultCompleted, ""},
+		{"completed with the domain's writes", 1, func(db *testdb.DB) func(context.Context, Call, *Record) (Resumption, error) {
+			return func(ctx context.Context, call Call, _ *Record) (Resumption, error) {
+				err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+					if err := tx.Exec("UPDATE idempotency_keys SET subject = subject WHERE 1 = 0").Error; err != nil { // the domain's own write
+						return err
+					}
+					return call.Complete(tx, done.Response, Outcome{})
+				})
+				return Resumption{Done: true, Outcome: Outcome{Kept: err == nil}}, err
+			}
+		}, StatusCompleted, ResultCompleted, ""},
+		{"waiting", 1, returns(Resumption{}, nil), StatusPending, ResultWaiting, ""},
+		{"retry", 1, returns(Resumption{}, vendorDown), StatusPending, ResultRetry, "vendor_unavailable"},
+		{"failed, retried slowly", 5, returns(Resumption{}, vendorDown), StatusFailed, ResultFailed, "vendor_unavailable"},
+		{"failed for good", 1, returns(Resumption{}, fmt.Errorf("%w: %w", ErrAbandon, classed{"domain_taken", secret})), StatusFailed, ResultFailed, "domain_taken"},
+		{"superseded", 1, returns(Resumption{}, fmt.Errorf("made by another: %w", ErrSuperseded)), StatusSuperseded, ResultSuperseded, ""},
+	}
+	notTheClaim := func(tx *gorm.DB) bool {
+		set, ok := tx.Statement.Dest.(map[string]any)
+		return ok && set["status"] != StatusPending
+	}
+	for _, o := range outcomes {
+		t.Run(o.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+				r := newRig(t, db)
+				update := testdb.Inject(t, db.Gorm, "update", keysTable, notTheClaim, errInjected)
+				event := testdb.Inject(t, db.Gorm, "create", auditTable, nil, errInjected)
+				for i, fault := range []*testdb.Fault{nil, update, event} {
+					key := fmt.Sprintf("k%d", i)
+					rec := seed(t, r.store, key, func(rec *Record) { rec.Attempts = o.attempts })
+					clock := testkit.NewClock(rec.CreatedAt.Add(time.Second))
+					rc := reconcilerFor(r, clock.Now, o.resume(db))
+					rc.cfg.Settle = time.Hour
+					lease := clock.Now().UTC().Truncate(time.Microsecond).Add(rc.cfg.Lease)
+					if fault != nil {
+						fault.Arm(1)
+					}
+					if _, err := rc.RunOnce(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					if fault != nil && fault.Hits() != 1 {
+						t.Fatalf("fault %d never fired", i)
+					}
+					after := r.find("op", key)
+					got := attempts(t, r.store, rec.Ref())
+					kept := o.name == "completed with the domain's writes"
+					switch {
+					case fault == nil:
+						if after.Status != o.status || len(got) != 1 || got[0].Result != o.result || got[0].Class != o.class {
+							t.Fatalf("no fault: record %s, attempts %+v; want %s with one %s (%s)", after.Status, got, o.status, o.result, o.class)
+						}
+					case kept: // the domain's transaction rolled back whole; the retry that followed is on record
+						if after.Status != StatusPending || len(got) != 1 || got[0].Result != ResultRetry || got[0].Class != ClassError ||
+							!got[0].Next.Equal(*after.LockedUntil) {
+							t.Fatalf("fault %d: record %s until %v, attempts %+v; want pending, one retry due then", i, after.Status, after.LockedUntil, got)
+						}
+					default: // nothing of the settle committed: still claimed, no attempt
+						if after.Status != StatusPending || !after.LockedUntil.Equal(lease) || after.Attempts != o.attempts || len(got) != 0 {
+							t.Fatalf("fault %d: record %s until %v (%d attempts), attempts %+v; want it as claimed until %v and no attempt",
+								i, after.Status, after.LockedUntil, after.Attempts, got, lease)
+						}
+						r.wantLogged("settle pending record", "injected failure")
+					}
+					if len(got) == 1 {
+						counted := o.attempts + 1
+						if got[0].Result == ResultWaiting {
+							counted = o.attempts
+						}
+						if got[0].Number != o.attempts+1 || after.Attempts != counted {
+							t.Errorf("attempt number %d, record at %d attempts; want %d and %d", got[0].Number, after.Attempts, o.attempts+1, counted)
+						}
+						if (after.LockedUntil == nil) != (got[0].Next == nil) || (got[0].Next != nil && !got[0].Next.Equal(*after.LockedUntil)) {
+							t.Errorf("attempt next at %v, record's next attempt %v", got[0].Next, after.LockedUntil)
+						}
+					}
+					update.Disarm()
+					event.Disarm()
+				}
+			})
+		})
+	}
+}
+
+// An attempt whose claim was lost (another reconciler took the record over
+// once the lease ran out) changes nothing and records nothing: the
+// attempt that owns the record writes its own.
+func TestAttemptThatLostItsClaimIsNotRecorded(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		rec := seed(t, r.store, "k", nil)
+		stolen := utcNow().Add(3 * time.Hour)
+		for _, res := range []struct {
+			res Resumption
+			err error
+		}{{done, nil}, {Resumption{}, classed{"vendor_unavailable", secret}}, {Resumption{}, ErrSuperseded}} {
+			r.tamper("k", map[string]any{"locked_until": nil})
+			rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+				r.tamper("k", map[string]any{"locked_until": stolen})
+				return res.res, res.err
+			})
+			if _, err := rc.RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := attempts(t, r.store, rec.Ref()); len(got) != 0 {
+				t.Errorf("%v: attempts %+v, want none", res.err, got)
+			}
+		}
+	})
+}
+
+// A pass that tries nothing is no attempt: a record whose request no key of
+// this replica opens, or of an operation nobody resumes, is postponed with
+// no event.
+func TestPassThatTriesNothingIsNoAttempt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		holder := newRig(t, db)
+		sealed := seed(t, holder.store, "sealed", func(r *Record) { r.RequestBody = []byte(`{"event":"sealed"}`) })
+		orphan := seed(t, holder.store, "orphan", func(r *Record) { r.Operation = "gone.op" })
+		stranger := newRigWith(t, db, cipherOf(t, 9))
+		rc := reconcilerFor(stranger, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
+		if _, err := rc.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range []*Record{sealed, orphan} {
+			if got := attempts(t, stranger.store, rec.Ref()); len(got) != 0 {
+				t.Errorf("%s: attempts %+v, want none", rec.Key, got)
+			}
+			if after := holder.find(rec.Operation, rec.Key); after.Status != StatusPending || after.LockedUntil == nil {
+				t.Errorf("%s = %+v, want it pending, postponed", rec.Key, after)
+			}
+		}
+	})
+}
