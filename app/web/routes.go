@@ -24,6 +24,17 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	s := g.Group("", cn.requireSession)
 	s.POST("/logout", cn.logout)
 	s.GET("", cn.dashboard)
+
+	s.GET("/intents", cn.intents, can(auth.IntentsManage))
+	s.GET("/intents/:id", cn.intent, can(auth.IntentsManage))
+	s.POST("/intents/:id/retry", cn.retryIntent, can(auth.IntentsManage))
+	s.POST("/intents/:id/discard", cn.discardIntent, can(auth.IntentsManage))
+
+	// No API route reads any consumer's licenses: intents:manage is the
+	// operator's read of every consumer's records (GET /api/intents, GET
+	// /api/webhook-deliveries), so it opens these too.
+	s.GET("/licenses", cn.searchLicenses, can(auth.IntentsManage))
+	s.GET("/licenses/:id", cn.showLicense, can(auth.IntentsManage))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change

@@ -1,0 +1,163 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// licensesPerPage is how many licenses a page of the search shows.
+const licensesPerPage = 50
+
+// maxDomainSearch is the longest domain part the search takes: a domain's
+// longest.
+const maxDomainSearch = 253
+
+// licensesFilter is what the search's form asks for, as the query gave it.
+type licensesFilter struct {
+	Domain   string
+	Consumer string
+	Status   string
+}
+
+// licenseRow is one license of the search, its consumer named.
+type licenseRow struct {
+	licenses.License
+	Consumer string
+}
+
+// licensesPage is the licenses search's data.
+type licensesPage struct {
+	Filter   licensesFilter
+	Statuses []string
+	Errors   map[string]string
+	Rows     []licenseRow
+	Pager    pager
+}
+
+// searchLicenses is GET /console/licenses?domain=&consumer=&status=&page=:
+// any consumer's licenses, newest first, revoked ones included: a part of
+// the domain, a consumer by name (a name nobody has finds nothing), a
+// status. There is no operator's license route in the API; the page asks
+// intents:manage, the operator's read of any consumer's records (as GET
+// /api/intents and GET /api/webhook-deliveries do).
+func (cn *Console) searchLicenses(c echo.Context) error {
+	f := licensesFilter{Domain: c.QueryParam("domain"), Consumer: c.QueryParam("consumer"), Status: c.QueryParam("status")}
+	p := licensesPage{Filter: f, Statuses: licenses.Statuses, Pager: pager{Page: queryPage(c), LastPage: 1}}
+	errs := map[string]string{}
+	if f.Status != "" && !slices.Contains(licenses.Statuses, f.Status) {
+		errs["status"] = "Choose one of the statuses listed."
+	}
+	if utf8.RuneCountInString(f.Domain) > maxDomainSearch {
+		errs["domain"] = "A domain is at most 253 characters long."
+	}
+	if len(errs) > 0 {
+		p.Errors = errs
+		return cn.render(c, http.StatusUnprocessableEntity, "licenses", view{Title: "Licenses", Section: "licenses", Data: p})
+	}
+	if err := cn.findLicenses(c, &p); err != nil {
+		return err
+	}
+	return cn.render(c, http.StatusOK, "licenses", view{Title: "Licenses", Section: "licenses", Data: p})
+}
+
+// findLicenses fills p's rows and pager from the licenses' search.
+func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
+	ctx := c.Request().Context()
+	q := licenses.SearchQuery{Domain: p.Filter.Domain, Status: p.Filter.Status, Page: p.Pager.Page, PerPage: licensesPerPage}
+	if p.Filter.Consumer != "" {
+		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Filter.Consumer)
+		if errors.Is(err, auth.ErrConsumerNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		q.ConsumerID = consumer.ID
+	}
+	found, err := cn.cfg.Licenses.Search(ctx, q)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(found.Licenses))
+	for _, l := range found.Licenses {
+		ids = append(ids, l.ConsumerID)
+	}
+	names, err := cn.consumerNames(c, ids...)
+	if err != nil {
+		return err
+	}
+	for _, l := range found.Licenses {
+		p.Rows = append(p.Rows, licenseRow{License: l, Consumer: names[l.ConsumerID]})
+	}
+	p.Pager = newPager(Prefix+"/licenses", p.Filter.query(), p.Pager.Page, licensesPerPage, found.Total)
+	return nil
+}
+
+// query is the search as the list's links carry it.
+func (f licensesFilter) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"domain": f.Domain, "consumer": f.Consumer, "status": f.Status} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// licenseEventsShown is how many of a license's consumer events its page
+// lists (the oldest first).
+const licenseEventsShown = 100
+
+// licensePage is one license's data.
+type licensePage struct {
+	License  licenses.License
+	Consumer string
+	KeyTail  string // the license key's last characters; "" when it cannot be read
+	Trail    []licenses.Event
+	Events   []events.SubjectEvent
+	More     bool // the license has more consumer events than listed
+}
+
+// showLicense is GET /console/licenses/:id: any consumer's license, its key
+// masked, its audit trail and its consumer events (their type, sequence and
+// time; never their data, which carries the key).
+func (cn *Console) showLicense(c echo.Context) error {
+	ctx := c.Request().Context()
+	lic, err := cn.cfg.Licenses.Find(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	p := licensePage{License: lic, KeyTail: keyTail(lic.LicenseKey)}
+	p.License.LicenseKey = "" // the page has the tail; the whole key goes no further
+	if p.Trail, err = cn.cfg.Licenses.Events(ctx, lic.ConsumerID, lic.ID); err != nil {
+		return err
+	}
+	if p.Events, err = cn.cfg.Events.ForSubject(ctx, lic.ConsumerID, lic.ID, licenseEventsShown+1); err != nil {
+		return err
+	}
+	if len(p.Events) > licenseEventsShown {
+		p.Events, p.More = p.Events[:licenseEventsShown], true
+	}
+	names, err := cn.consumerNames(c, lic.ConsumerID)
+	if err != nil {
+		return err
+	}
+	p.Consumer = names[lic.ConsumerID]
+	return cn.render(c, http.StatusOK, "license", view{Title: "License " + lic.Domain, Section: "licenses", Data: p})
+}
+
+// keyTail is the last four characters of a license key, never more than
+// half of it: what an operator matches a key against without seeing it.
+func keyTail(key string) string {
+	r := []rune(key)
+	return string(r[len(r)-min(4, len(r)/2):])
+}

@@ -1,0 +1,371 @@
+package tests
+
+import (
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// withConsole serves the operator console (off in the tests' base
+// configuration).
+func withConsole() option {
+	return withConfig(func(c *config.Config) { c.Console.Enabled = true })
+}
+
+// operatorBrowser is a browser signed in to the console: an HTTP client
+// with a cookie jar, on a real listener, that follows no redirect by itself.
+type operatorBrowser struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+	csrf   string // the session's form token, read from the last page that had one
+}
+
+// page is a console response: its status, headers and body.
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// operatorSignIn opens a console session with token as a browser would:
+// the sign-in page, its form token, the form posted.
+func (a *app) operatorSignIn(token string) *operatorBrowser {
+	a.t.Helper()
+	srv := httptest.NewServer(a.e)
+	a.t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	b := &operatorBrowser{t: a.t, base: srv.URL, client: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	b.wantPage(b.get("/console/login"), http.StatusOK)
+	p := b.post("/console/login", url.Values{"token": {token}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console" {
+		a.t.Fatalf("sign-in: %d to %q: %s", p.status, p.header.Get("Location"), p.body)
+	}
+	return b
+}
+
+var formToken = regexp.MustCompile(`name="_token" value="([^"]+)"`)
+
+// do sends a request and reads the answer; a page with a form token keeps it.
+func (b *operatorBrowser) do(req *http.Request) page {
+	b.t.Helper()
+	res, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if m := formToken.FindSubmatch(body); m != nil {
+		b.csrf = html.UnescapeString(string(m[1]))
+	}
+	return page{status: res.StatusCode, header: res.Header, body: string(body)}
+}
+
+func (b *operatorBrowser) get(path string) page {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
+	return b.do(req)
+}
+
+// post sends form with the last page's form token (unless form has one of
+// its own) and the headers, in name, value pairs.
+func (b *operatorBrowser) post(path string, form url.Values, headers ...string) page {
+	b.t.Helper()
+	if !form.Has("_token") {
+		form.Set("_token", b.csrf)
+	}
+	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return b.do(req)
+}
+
+// wantPage fails the test unless the page has status and every one of
+// texts (as HTML source).
+func (b *operatorBrowser) wantPage(p page, status int, texts ...string) {
+	b.t.Helper()
+	if p.status != status {
+		b.t.Fatalf("status = %d, want %d; body: %.2000s", p.status, status, p.body)
+	}
+	for _, s := range texts {
+		if !strings.Contains(p.body, s) {
+			b.t.Errorf("the page (%d) has no %q; body: %.3000s", status, s, p.body)
+		}
+	}
+}
+
+// intentRecord is the intent with that public id, as stored.
+func (a *app) intentRecord(id string) idempotency.Record {
+	a.t.Helper()
+	var rec idempotency.Record
+	if err := a.db.Gorm.Where("public_id = ?", id).Take(&rec).Error; err != nil {
+		a.t.Fatalf("intent %s: %v", id, err)
+	}
+	return rec
+}
+
+// intentAudit is the operators' part of the intent's audit trail (the
+// reconciler's attempts left out), oldest first.
+func (a *app) intentAudit(id string) []audit.Event {
+	a.t.Helper()
+	var events []audit.Event
+	err := a.db.Gorm.Where("subject_type = ? AND subject_id = ? AND event <> ?", audit.SubjectIntent, id, audit.IntentAttempted).Order("id").Find(&events).Error
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return events
+}
+
+// The intents page lists a pending intent with its operation, consumer,
+// status, attempts, age and next attempt; its filters narrow it by status,
+// consumer (a name nobody has lists nothing), operation and age, and a
+// value none of the form's choices is the form's 422.
+func TestConsoleListsIntentsWithFilters(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+		a := newApp(t, db, withConsole(), withClock(clk))
+		a.vendor.script("POST", reply{status: 500, body: `{}`})
+		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "order-1")...).pendingOperation()
+		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+		clk.Advance(7 * time.Minute)
+
+		row := `<a class="mono" href="/console/intents/` + id + `">` + id + `</a>`
+		b.wantPage(b.get("/console/intents"), http.StatusOK, "<title>Intents · licensor console</title>", row,
+			"<td>licenses.store</td>", "<td>acme</td>", `<span class="status status-pending">pending</span>`, "<td>1</td>", ">7m</td>")
+		for _, q := range []string{"status=pending", "consumer=acme", "operation=licenses.store", "age=5m", "status=pending&consumer=acme&age=5m"} {
+			b.wantPage(b.get("/console/intents?"+q), http.StatusOK, row)
+		}
+		for _, q := range []string{"status=completed", "consumer=globex", "consumer=nobody", "operation=licenses.destroy", "age=15m"} {
+			p := b.get("/console/intents?" + q)
+			b.wantPage(p, http.StatusOK, "No intent matches these filters.")
+			if strings.Contains(p.body, id) {
+				t.Errorf("?%s lists the intent", q)
+			}
+		}
+		b.wantPage(b.get("/console/intents?consumer=nobody"), http.StatusOK, `value="nobody"`)
+		for q, field := range map[string]string{"status=stuck": "statuses", "operation=licenses.nuke": "operations", "age=2m": "ages"} {
+			b.wantPage(b.get("/console/intents?"+q), http.StatusUnprocessableEntity, "Choose one of the "+field+" listed.")
+		}
+	})
+}
+
+// The list is paginated, oldest first, and its page links keep the filters.
+func TestConsoleIntentsPagesKeepTheFilters(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withConsole())
+		a.token("acme", auth.LicensesWrite)
+		for i := range 51 {
+			a.plantRecord("acme", "k-"+string(rune('a'+i/26))+string(rune('a'+i%26)), acmeBody, idempotency.StatusCompleted, 0)
+		}
+		var first, last idempotency.Record
+		a.db.Gorm.Order("id").First(&first)
+		a.db.Gorm.Order("id DESC").First(&last)
+		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+
+		p := b.get("/console/intents?status=completed&consumer=acme")
+		b.wantPage(p, http.StatusOK, first.Ref(), "Page 1 of 2 · 51 in all", `href="/console/intents?consumer=acme&amp;page=2&amp;status=completed"`)
+		if strings.Contains(p.body, last.Ref()) {
+			t.Error("page 1 lists the 51st intent")
+		}
+		p = b.get("/console/intents?status=completed&consumer=acme&page=2")
+		b.wantPage(p, http.StatusOK, last.Ref(), "Page 2 of 2", `href="/console/intents?consumer=acme&amp;page=1&amp;status=completed"`)
+		if strings.Contains(p.body, first.Ref()) {
+			t.Error("page 2 lists the first intent")
+		}
+	})
+}
+
+// A failed intent's page shows its facts and its history (created by which
+// token, in which request), and offers retry and discard. Retrying it from
+// the page (with the session's form token) puts it back to pending, with
+// its intent.retried event naming the signed-in token and the request; the
+// page says so. Once the reconciler completes it, its page shows the result
+// and links the license it made, with its domain and status.
+func TestConsoleRetriesAFailedIntent(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withConsole(), withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		acme := a.issued("acme", auth.LicensesRead, auth.LicensesWrite)
+		id := a.failIntent(append(bearer(acme.Secret), "X-Request-Id", "req-create"), "order-7", acmeBody, clk)
+		ops := a.issued("ops", auth.IntentsManage)
+		b := a.operatorSignIn(ops.Secret)
+
+		b.wantPage(b.get("/console/intents/"+id), http.StatusOK, "<title>Intent "+id+" · licensor console</title>",
+			`<span class="status status-failed">failed</span>`, "<dd>licenses.store</dd>", "acme", "Created",
+			acme.ID, "req-create", "<strong>Attempt 2</strong> <span class=\"status status-failed\">failed</span>",
+			"(vendor unavailable); next attempt at", "by the reconciler", `action="/console/intents/`+id+`/retry"`, `action="/console/intents/`+id+`/discard"`,
+			`<label for="reason">`, "This intent names no license (yet).")
+
+		// Without the form token: refused, nothing changed.
+		b.wantPage(b.post("/console/intents/"+id+"/retry", url.Values{"_token": {""}}), 419, "Page Expired")
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusFailed {
+			t.Fatalf("a retry without its form token moved the intent to %s", rec.Status)
+		}
+		p := b.post("/console/intents/"+id+"/retry", url.Values{}, "X-Request-Id", "req-console-retry")
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/intents/"+id+"?done=retried" {
+			t.Fatalf("retry: %d to %q: %s", p.status, p.header.Get("Location"), p.body)
+		}
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusPending || rec.Attempts != 0 {
+			t.Errorf("after the retry: %s, %d attempts; want pending, 0", rec.Status, rec.Attempts)
+		}
+		events := a.intentAudit(id)
+		if len(events) != 1 || events[0].Event != audit.IntentRetried || events[0].Actor != audit.ActorToken ||
+			deref(events[0].ActorTokenID) != ops.ID || deref(events[0].ActorConsumerID) != ops.ConsumerID || deref(events[0].RequestID) != "req-console-retry" {
+			t.Fatalf("audit trail = %+v, want intent.retried by the session's token in req-console-retry", events)
+		}
+		b.wantPage(b.get("/console/intents/"+id+"?done=retried"), http.StatusOK,
+			"Intent retried: the reconciler takes it on its next pass.", "Retried", "req-console-retry", ops.ID)
+
+		// A retry of an intent that is not failed is the error page's 409.
+		b.wantPage(b.post("/console/intents/"+id+"/retry", url.Values{}), http.StatusConflict, "Only a failed intent can be retried")
+
+		clk.Advance(settle) // old enough for the reconciler to create what it does not find
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile after the retry: %q, want completed", got)
+		}
+		rec := a.intentRecord(id)
+		lic := deref(rec.ResourceID)
+		p = b.get("/console/intents/" + id)
+		b.wantPage(p, http.StatusOK, `<span class="status status-completed">completed</span>`, "answered 201",
+			"<strong>Attempt 1</strong> <span class=\"status status-completed\">completed</span>", "completed: the effect was found or made",
+			`<a class="mono" href="/console/licenses/`+lic+`">`+lic+`</a>`, "<dd>acme.test</dd>", `<span class="status status-active">active</span>`)
+		if strings.Contains(p.body, "/retry\"") || strings.Contains(p.body, "/discard\"") {
+			t.Error("a completed intent's page offers retry or discard")
+		}
+	})
+}
+
+// Discarding from the page: a reason that is refused shows the page again
+// with the error beside the field (422) and what was typed; a valid one
+// settles the intent for good with its intent.discarded event (reason,
+// signed-in token, request). A second discard is the error page's 409.
+func TestConsoleDiscardsAFailedIntentWithAReason(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withConsole(), withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		id := a.failIntent(a.consumer("acme"), "order-8", acmeBody, clk)
+		ops := a.issued("ops", auth.IntentsManage)
+		b := a.operatorSignIn(ops.Secret)
+		b.get("/console/intents/" + id)
+
+		b.wantPage(b.post("/console/intents/"+id+"/discard", url.Values{"reason": {"   "}}), http.StatusUnprocessableEntity,
+			`<p class="field-error" id="reason-error">The reason field is required.</p>`, `action="/console/intents/`+id+`/discard"`)
+		long := strings.Repeat("é", audit.MaxReason+1)
+		b.wantPage(b.post("/console/intents/"+id+"/discard", url.Values{"reason": {long}}), http.StatusUnprocessableEntity,
+			"must not be greater than 500 characters.", ">"+long+"</textarea>")
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusFailed || len(a.intentAudit(id)) != 0 {
+			t.Fatalf("a refused reason changed the intent: %s", rec.Status)
+		}
+
+		p := b.post("/console/intents/"+id+"/discard", url.Values{"reason": {" the customer cancelled "}}, "X-Request-Id", "req-console-discard")
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/intents/"+id+"?done=discarded" {
+			t.Fatalf("discard: %d to %q: %s", p.status, p.header.Get("Location"), p.body)
+		}
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusDiscarded {
+			t.Errorf("after the discard: %s", rec.Status)
+		}
+		events := a.intentAudit(id)
+		if len(events) != 1 || events[0].Event != audit.IntentDiscarded || deref(events[0].Reason) != "the customer cancelled" ||
+			deref(events[0].ActorTokenID) != ops.ID || deref(events[0].RequestID) != "req-console-discard" {
+			t.Fatalf("audit trail = %+v, want intent.discarded by the session's token, with its reason", events)
+		}
+		if strings.Contains(a.logs.String(), "customer cancelled") {
+			t.Error("the reason reached the log")
+		}
+		b.wantPage(b.get("/console/intents/"+id+"?done=discarded"), http.StatusOK, "Intent discarded", "Discarded",
+			"reason: the customer cancelled", `<span class="status status-discarded">discarded</span>`)
+
+		b.wantPage(b.post("/console/intents/"+id+"/discard", url.Values{"reason": {"again"}}), http.StatusConflict,
+			"Only a failed or abandoned intent can be discarded")
+		b.wantPage(b.post("/console/intents/"+id+"/retry", url.Values{}), http.StatusConflict, "Only a failed intent can be retried")
+	})
+}
+
+// The intents' pages and actions ask intents:manage, as the API's routes
+// do: a session of a token without it gets 403 and changes nothing; an
+// unknown intent is the error page's 404.
+func TestConsoleIntentsAskIntentsManage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withConsole(), withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		id := a.failIntent(a.consumer("acme"), "order-9", acmeBody, clk)
+		tokensOnly := a.operatorSignIn(a.token("ops", auth.TokensManage))
+		tokensOnly.get("/console")
+		for _, path := range []string{"/console/intents", "/console/intents/" + id} {
+			tokensOnly.wantPage(tokensOnly.get(path), http.StatusForbidden, "Your token does not carry the ability this page needs.")
+		}
+		for _, path := range []string{"/console/intents/" + id + "/retry", "/console/intents/" + id + "/discard"} {
+			tokensOnly.wantPage(tokensOnly.post(path, url.Values{"reason": {"no"}}), http.StatusForbidden)
+		}
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusFailed || len(a.intentAudit(id)) != 0 {
+			t.Errorf("a session without intents:manage changed the intent: %s", rec.Status)
+		}
+
+		ops := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+		ops.wantPage(ops.get("/console/intents/01NOSUCHINTENT000000000000"), http.StatusNotFound, "Not Found")
+		ops.get("/console/intents")
+		ops.wantPage(ops.post("/console/intents/01NOSUCHINTENT000000000000/retry", url.Values{}), http.StatusNotFound)
+		ops.wantPage(ops.post("/console/intents/01NOSUCHINTENT000000000000/discard", url.Values{"reason": {"gone"}}), http.StatusNotFound)
+
+		// Signed out, a page sends the browser to sign in.
+		anon := &operatorBrowser{t: t, base: ops.base, client: &http.Client{
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+		if p := anon.get("/console/intents"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/console/login") {
+			t.Errorf("signed out: %d to %q", p.status, p.header.Get("Location"))
+		}
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// A failed revoke's page offers retry, not discard (it is retried, never
+// discarded), and says why; a discard posted anyway is the error page's
+// 409, and nothing changes.
+func TestConsoleOffersNoDiscardOfARevoke(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withConsole())
+		a.consumer("acme")
+		const key = "01JDQ8Z7F0A2B4C6D8E0G2H4J6"
+		a.plantRecord("acme", key, "", idempotency.StatusFailed, time.Hour)
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Update("operation", "licenses.destroy").Error; err != nil {
+			t.Fatal(err)
+		}
+		id := a.record(key).Ref()
+		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+
+		p := b.get("/console/intents/" + id)
+		b.wantPage(p, http.StatusOK, `action="/console/intents/`+id+`/retry"`, "is retried, never discarded")
+		if strings.Contains(p.body, `/discard"`) {
+			t.Error("a failed revoke's page offers to discard it")
+		}
+		b.wantPage(b.post("/console/intents/"+id+"/discard", url.Values{"reason": {"stuck"}}), http.StatusConflict, "A revoke is retried, never discarded")
+		if rec := a.intentRecord(id); rec.Status != idempotency.StatusFailed || len(a.intentAudit(id)) != 0 {
+			t.Errorf("a refused discard of a revoke: %s", rec.Status)
+		}
+	})
+}
