@@ -95,6 +95,9 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 		if strings.Contains(page.Body, `id="delivery-`+r.delivered.ID+`"`) {
 			t.Errorf("a delivered delivery is listed as failing")
 		}
+		if !strings.Contains(page.Body, "0 failed for good; 1 pending after a failed attempt.") {
+			t.Errorf("the failing deliveries are not counted")
+		}
 
 		only := cc.get("/console/webhooks?consumer=globex").wantStatus(t, http.StatusOK)
 		if strings.Contains(only.Body, r.acmeEP) || !strings.Contains(only.Body, r.globexEP) || !strings.Contains(only.Body, "No delivery is failing") {
@@ -112,6 +115,9 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 		page = cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
 		if row := sectionRow(t, page.Body, "delivery-"+r.failing.ID); !strings.Contains(row, `status-failed">failed`) {
 			t.Errorf("a failed delivery's row: %s", row)
+		}
+		if !strings.Contains(page.Body, "1 failed for good; 0 pending after a failed attempt.") {
+			t.Errorf("the failed delivery is not counted")
 		}
 		if row := sectionRow(t, page.Body, "endpoint-"+r.globexEP); !strings.Contains(row, `status-disabled">disabled`) {
 			t.Errorf("a disabled endpoint's row: %s", row)

@@ -21,8 +21,11 @@ type webhooksPage struct {
 	Consumer        string // the filter: a consumer's name
 	UnknownConsumer bool   // no consumer has that name
 	Endpoints       []endpointRow
-	Failing         []deliveryRow
-	FailingTotal    int64 // how many are failing in all (Failing shows the newest)
+	Failing         []deliveryRow // the newest failing deliveries
+	Failed          int64         // failed for good, in all
+	Retrying        int           // pending after a failed attempt, among the PendingRead newest pending
+	PendingRead     int
+	PendingTotal    int64
 }
 
 // endpointRow is an endpoint as the console shows it: never its secret.
@@ -95,11 +98,11 @@ func (cn *Console) webhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	failing, total, err := cn.failingDeliveries(ctx, consumerID)
+	f, err := cn.failingDeliveries(ctx, consumerID)
 	if err != nil {
 		return err
 	}
-	names, err := cn.consumerNamesOf(ctx, eps, failing)
+	names, err := cn.consumerNamesOf(ctx, eps, f.Rows)
 	if err != nil {
 		return err
 	}
@@ -108,35 +111,50 @@ func (cn *Console) webhooks(c echo.Context) error {
 		p.Endpoints = append(p.Endpoints, newEndpointRow(e, names))
 		urls[e.ID] = e.URL
 	}
-	for _, d := range failing {
+	for _, d := range f.Rows {
 		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
 	}
-	p.FailingTotal = total
+	p.Failed, p.Retrying, p.PendingRead, p.PendingTotal = f.Failed, f.Retrying, f.PendingRead, f.PendingTotal
 	return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
 
-// failingDeliveries are the newest failingShown deliveries of the consumer
-// (every consumer's for "") that are failing: failed for good, or pending
-// after an attempt that failed; and how many there are in all.
-func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) ([]webhooks.DeliveryView, int64, error) {
+// pendingRead is how many of the newest pending deliveries the webhooks
+// page reads to find those retrying after a failed attempt: the service
+// selects deliveries by status, not by how their last attempt went.
+const pendingRead = 4 * failingShown
+
+// failing is what the webhooks page knows of the failing deliveries.
+type failing struct {
+	Rows         []webhooks.DeliveryView // the newest failingShown of them
+	Failed       int64                   // failed for good, in all
+	Retrying     int                     // pending after a failed attempt, among the pending read
+	PendingRead  int                     // how many pending deliveries were read
+	PendingTotal int64                   // how many are pending in all
+}
+
+// failingDeliveries are the consumer's (every consumer's for "") failing
+// deliveries: failed for good (all of them counted), or pending after an
+// attempt that failed (found among the newest pendingRead pending ones).
+func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (failing, error) {
 	failed, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusFailed, PerPage: failingShown})
 	if err != nil {
-		return nil, 0, err
+		return failing{}, err
 	}
-	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: 4 * failingShown})
+	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: pendingRead})
 	if err != nil {
-		return nil, 0, err
+		return failing{}, err
 	}
-	out, total := failed.Deliveries, failed.Total
+	f := failing{Rows: failed.Deliveries, Failed: failed.Total, PendingRead: len(pending.Deliveries), PendingTotal: pending.Total}
 	for _, d := range pending.Deliveries {
 		if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Error != nil {
-			out = append(out, d)
-			total++
+			f.Rows = append(f.Rows, d)
+			f.Retrying++
 		}
 	}
-	slices.SortStableFunc(out, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out[:min(len(out), failingShown)], total, nil
+	slices.SortStableFunc(f.Rows, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	f.Rows = f.Rows[:min(len(f.Rows), failingShown)]
+	return f, nil
 }
 
 // consumerNamesOf names the consumers of the endpoints and deliveries.
