@@ -271,7 +271,7 @@ func (v *values) load() Config {
 	}
 	c.EventsTTL = v.duration("EVENTS_TTL", "720h")
 	c.Console = Console{
-		Enabled:         v.boolean("CONSOLE_ENABLED", true),
+		Disabled:        !v.boolean("CONSOLE_ENABLED", true),
 		SessionTTL:      v.duration("CONSOLE_SESSION_TTL", "8h"),
 		LoginsPerMinute: v.intRange("CONSOLE_LOGINS_PER_MINUTE", 10, 1, 10_000),
 		// A cookie marked Secure is not sent over plain http, which is how
@@ -354,8 +354,9 @@ func redactDSN(dsn string) string {
 
 // Console is the operator console's configuration.
 type Console struct {
-	// Enabled serves the console under /console (CONSOLE_ENABLED, true).
-	Enabled bool
+	// Disabled turns the console off (CONSOLE_ENABLED=false): the zero
+	// value serves it, as `serve` does by default.
+	Disabled bool
 	// SessionTTL bounds a console session (CONSOLE_SESSION_TTL, 8h); a
 	// session also ends when its token expires or is revoked.
 	SessionTTL time.Duration

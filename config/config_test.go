@@ -390,3 +390,24 @@ func TestAppURLRequiredInProduction(t *testing.T) {
 		t.Errorf("production without APP_URL and APP_KEY: err = %v, want both named at once", err)
 	}
 }
+
+func TestConsoleSettings(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Console{SessionTTL: 8 * time.Hour, LoginsPerMinute: 10}); c.Console != want {
+		t.Errorf("local defaults: %+v, want %+v (served, no Secure cookie over http)", c.Console, want)
+	}
+	c, err = Load(envOf(map[string]string{"APP_ENV": "testing", "CONSOLE_ENABLED": "false", "CONSOLE_SESSION_TTL": "30m", "CONSOLE_LOGINS_PER_MINUTE": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Console{Disabled: true, SessionTTL: 30 * time.Minute, LoginsPerMinute: 3, SecureCookie: true}); c.Console != want {
+		t.Errorf("set: %+v, want %+v", c.Console, want)
+	}
+	if _, err := Load(envOf(map[string]string{"CONSOLE_LOGINS_PER_MINUTE": "0"})); err == nil || !strings.Contains(err.Error(), "CONSOLE_LOGINS_PER_MINUTE") {
+		t.Errorf("CONSOLE_LOGINS_PER_MINUTE=0: %v, want refused", err)
+	}
+}

@@ -272,7 +272,7 @@ func (a *App) Server() *echo.Echo {
 // CONSOLE_ENABLED is false.
 func (a *App) consolePages() apphttp.Pages {
 	cfg := a.Config
-	if !cfg.Console.Enabled {
+	if cfg.Console.Disabled {
 		return nil
 	}
 	return web.New(web.Config{

@@ -1,12 +1,74 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/webhooks"
 )
 
-// dashboard is GET /console: the console's front page.
+// dashboardPage is the dashboard's data. The intents' and the webhooks'
+// parts are read only for a session whose token may see them
+// (intents:manage, as GET /api/intents and GET /api/webhook-deliveries).
+type dashboardPage struct {
+	Now           time.Time
+	Operator      bool             // the session holds intents:manage: the sections below are filled
+	Intents       []statusCount    // intents by status, in the API's order
+	Pending       int64            // intents pending now
+	OldestPending time.Time        // when the oldest pending intent was created; zero: none
+	Failed        int64            // intents failed, waiting for the slow retry or an operator
+	Webhooks      webhooks.Backlog // deliveries owed, failing and failed
+	Drift         driftSummary     // the last drift check
+	Charts        []barChart       // creates, replays, conflicts, pending per hour
+}
+
+// statusCount is one status's count.
+type statusCount struct {
+	Status string
+	Count  int64
+}
+
+// driftSummary is the last drift check's mismatch count, if one ran.
+type driftSummary struct {
+	Known      bool
+	Mismatches int64
+	At         time.Time
+}
+
+// dashboard is GET /console: intents by status, the oldest pending, the
+// failed ones, drift mismatches, the webhook backlog, and the last day's
+// activity per hour.
 func (cn *Console) dashboard(c echo.Context) error {
-	return cn.render(c, http.StatusOK, "dashboard", view{Title: "Dashboard", Section: "dashboard"})
+	ctx := c.Request().Context()
+	d := dashboardPage{Now: cn.cfg.Now(), Operator: principalOf(c).Abilities.Can(auth.IntentsManage)}
+	if d.Operator {
+		if err := cn.readDashboard(ctx, &d); err != nil {
+			return err
+		}
+	}
+	return cn.render(c, http.StatusOK, "dashboard", view{Title: "Dashboard", Section: "dashboard", Data: d})
+}
+
+// readDashboard fills the operator's sections of d.
+func (cn *Console) readDashboard(ctx context.Context, d *dashboardPage) error {
+	counts, err := cn.cfg.Intents.StatusCounts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range idempotency.Statuses {
+		d.Intents = append(d.Intents, statusCount{Status: st, Count: counts[st]})
+	}
+	d.Failed = counts[idempotency.StatusFailed]
+	if d.Pending, d.OldestPending, err = cn.cfg.Intents.PendingStats(ctx); err != nil {
+		return err
+	}
+	if d.Webhooks, err = cn.cfg.Webhooks.Backlog(ctx); err != nil {
+		return err
+	}
+	return nil
 }

@@ -35,6 +35,7 @@ var funcs = template.FuncMap{
 	"timePtr": formatTimePtr,
 	"ago":     ago,
 	"join":    strings.Join,
+	"sub":     func(a, b int) int { return a - b },
 	"has":     func(p auth.Principal, ability string) bool { return p.Abilities.Can(ability) },
 }
 
