@@ -31,7 +31,7 @@ type hookRig struct {
 func newHookRig(t *testing.T, db *testdb.DB) *hookRig {
 	t.Helper()
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-	r := &hookRig{a: newApp(t, db, consoleOn(), withPrivateWebhooks(), withClock(clk)), clk: clk}
+	r := &hookRig{a: newApp(t, db, withPrivateWebhooks(), withClock(clk)), clk: clk}
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
 	t.Cleanup(down.Close)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
