@@ -22,10 +22,7 @@ type webhooksPage struct {
 	UnknownConsumer bool   // no consumer has that name
 	Endpoints       []endpointRow
 	Failing         []deliveryRow // the newest failing deliveries
-	Failed          int64         // failed for good, in all
-	Retrying        int           // pending after a failed attempt, among the PendingRead newest pending
-	PendingRead     int
-	PendingTotal    int64
+	Count           failing       // how many (its Rows unused)
 }
 
 // endpointRow is an endpoint as the console shows it: never its secret.
@@ -114,28 +111,31 @@ func (cn *Console) webhooks(c echo.Context) error {
 	for _, d := range f.Rows {
 		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
 	}
-	p.Failed, p.Retrying, p.PendingRead, p.PendingTotal = f.Failed, f.Retrying, f.PendingRead, f.PendingTotal
+	f.Rows, p.Count = nil, f
 	return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
 
 // pendingRead is how many of the newest pending deliveries the webhooks
-// page reads to find those retrying after a failed attempt: the service
-// selects deliveries by status, not by how their last attempt went.
+// page reads to list those retrying after a failed attempt: the service
+// selects deliveries by status, not by their attempts.
 const pendingRead = 4 * failingShown
 
 // failing is what the webhooks page knows of the failing deliveries.
 type failing struct {
-	Rows         []webhooks.DeliveryView // the newest failingShown of them
-	Failed       int64                   // failed for good, in all
-	Retrying     int                     // pending after a failed attempt, among the pending read
-	PendingRead  int                     // how many pending deliveries were read
-	PendingTotal int64                   // how many are pending in all
+	Rows     []webhooks.DeliveryView // the newest failingShown of them
+	Failed   int64                   // failed for good, in all
+	Retrying int64                   // pending after a failed attempt: in all when Exact, else among the pending read
+	Exact    bool
+	// PendingRead of PendingTotal pending deliveries were read for Rows.
+	PendingRead  int
+	PendingTotal int64
 }
 
 // failingDeliveries are the consumer's (every consumer's for "") failing
-// deliveries: failed for good (all of them counted), or pending after an
-// attempt that failed (found among the newest pendingRead pending ones).
+// deliveries, as the dashboard counts them (webhooks.Backlog): failed for
+// good, or pending after a failed attempt (found among the newest
+// pendingRead pending ones). Every consumer's are counted in all.
 func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (failing, error) {
 	failed, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusFailed, PerPage: failingShown})
 	if err != nil {
@@ -147,13 +147,21 @@ func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (fa
 	}
 	f := failing{Rows: failed.Deliveries, Failed: failed.Total, PendingRead: len(pending.Deliveries), PendingTotal: pending.Total}
 	for _, d := range pending.Deliveries {
-		if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Error != nil {
+		if d.Delivery.Attempts > 0 {
 			f.Rows = append(f.Rows, d)
 			f.Retrying++
 		}
 	}
 	slices.SortStableFunc(f.Rows, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	f.Rows = f.Rows[:min(len(f.Rows), failingShown)]
+	if consumerID == "" && f.PendingRead < int(f.PendingTotal) {
+		b, err := cn.cfg.Webhooks.Backlog(ctx)
+		if err != nil {
+			return failing{}, err
+		}
+		f.Retrying, f.Exact = b.Failing, true
+	}
+	f.Exact = f.Exact || f.PendingRead == int(f.PendingTotal)
 	return f, nil
 }
 
