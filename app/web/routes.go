@@ -35,6 +35,16 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	// /api/webhook-deliveries), so it opens these too.
 	s.GET("/licenses", cn.searchLicenses, can(auth.IntentsManage))
 	s.GET("/licenses/:id", cn.showLicense, can(auth.IntentsManage))
+
+	s.GET("/tokens", cn.tokens, can(auth.TokensManage))
+	s.POST("/tokens", cn.issueToken, can(auth.TokensManage))
+	s.GET("/tokens/events", cn.tokenEvents, can(auth.TokensManage))
+	s.GET("/tokens/:id/events", cn.tokenTrail, can(auth.TokensManage))
+	s.POST("/tokens/:id/revoke", cn.revokeToken, can(auth.TokensManage))
+
+	s.GET("/webhooks", cn.webhooks, can(auth.IntentsManage))
+	s.GET("/webhooks/endpoints/:id", cn.webhookEndpoint, can(auth.IntentsManage))
+	s.POST("/webhooks/deliveries/:id/retry", cn.retryDelivery, can(auth.IntentsManage))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change

@@ -1,0 +1,111 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/app/auth"
+)
+
+// tokenEventsPerPage is the events page's page size (GET
+// /api/tokens/events' default).
+const tokenEventsPerPage = 50
+
+// tokenEventRow is an event of the tokens' audit trail as the console shows
+// it: which token, what happened to it, and who did it.
+type tokenEventRow struct {
+	At       time.Time
+	Event    string // audit.TokenIssued or audit.TokenRevoked
+	Action   string // "issued" or "revoked"
+	TokenID  string
+	Consumer string // the token's consumer; "" when not on record
+	// ByToken is the acting token ("" for the command line), ByConsumer its
+	// consumer's name when on record.
+	ByToken    string
+	ByConsumer string
+	RequestID  string
+}
+
+// tokenEventsPage is the events page's data.
+type tokenEventsPage struct {
+	TokenID    string // the one token whose trail this is; "" for every token's
+	Events     []tokenEventRow
+	Page       int
+	PrevPage   int // 0: none
+	NextPage   int // 0: none
+	Total      int64
+	PathPrefix string // the page's path, for the pager's links
+}
+
+// tokenEventRows is events as the console shows them.
+func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
+	out := make([]tokenEventRow, 0, len(events))
+	for _, e := range events {
+		r := tokenEventRow{At: e.CreatedAt, Event: e.Event.Event, Action: e.Event.Event, TokenID: e.SubjectID, Consumer: e.Consumer,
+			ByToken: orEmpty(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: orEmpty(e.RequestID)}
+		switch e.Event.Event {
+		case audit.TokenIssued:
+			r.Action = "issued"
+		case audit.TokenRevoked:
+			r.Action = "revoked"
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// tokenEvents is GET /console/tokens/events?page=N, as GET
+// /api/tokens/events: the tokens' audit trail, newest first: who issued
+// and who revoked which token.
+func (cn *Console) tokenEvents(c echo.Context) error {
+	return cn.renderTokenEvents(c, "", Prefix+"/tokens/events")
+}
+
+// tokenTrail is GET /console/tokens/:id/events: one token's trail; 404 when
+// no event of it is on record (every token has its token.issued, so no such
+// token was ever issued).
+func (cn *Console) tokenTrail(c echo.Context) error {
+	id := c.Param("id")
+	return cn.renderTokenEvents(c, id, Prefix+"/tokens/"+id+"/events")
+}
+
+func (cn *Console) renderTokenEvents(c echo.Context, tokenID, path string) error {
+	page := pageParam(c)
+	events, total, err := cn.cfg.Auth.Events(c.Request().Context(),
+		auth.TokenEventFilter{TokenID: tokenID, Page: page, PerPage: tokenEventsPerPage})
+	if err != nil {
+		return err
+	}
+	if tokenID != "" && total == 0 {
+		return auth.ErrTokenNotFound
+	}
+	p := tokenEventsPage{TokenID: tokenID, Events: tokenEventRows(events), Page: page, Total: total, PathPrefix: path}
+	if page > 1 {
+		p.PrevPage = page - 1
+	}
+	if int64(page*tokenEventsPerPage) < total {
+		p.NextPage = page + 1
+	}
+	title := "Token events"
+	if tokenID != "" {
+		title = "Token " + tokenID + " events"
+	}
+	return cn.render(c, http.StatusOK, "token_events", view{Title: title, Section: "tokens", Data: p})
+}
+
+// maxPageParam bounds ?page=: past it is page 1, so that no offset a page
+// makes overflows.
+const maxPageParam = 1_000_000
+
+// pageParam is ?page=: a whole number from 1, else 1 (as the API reads it).
+func pageParam(c echo.Context) int {
+	n, err := strconv.Atoi(c.QueryParam("page"))
+	if err != nil || n < 1 || n > maxPageParam {
+		return 1
+	}
+	return n
+}

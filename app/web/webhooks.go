@@ -1,0 +1,230 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/webhooks"
+)
+
+// webhooksPage is the webhooks page's data: every consumer's endpoints (or
+// one consumer's) and the deliveries that are failing.
+type webhooksPage struct {
+	Consumer        string // the filter: a consumer's name
+	UnknownConsumer bool   // no consumer has that name
+	Endpoints       []endpointRow
+	Failing         []deliveryRow // the newest failing deliveries
+	Count           failing       // how many (its Rows unused)
+}
+
+// endpointRow is an endpoint as the console shows it: never its secret.
+type endpointRow struct {
+	ID             string
+	Consumer       string
+	URL            string
+	Description    string
+	Events         string
+	Enabled        bool
+	DisabledAt     *time.Time
+	DisabledReason string
+	FailingSince   *time.Time
+	Created        time.Time
+}
+
+// deliveryRow is a delivery as the console shows it: never its body.
+type deliveryRow struct {
+	ID          string
+	EndpointID  string
+	EndpointURL string
+	Consumer    string
+	EventID     string // the event's public id, evt_…
+	EventType   string
+	Status      string
+	Attempts    []attemptRow
+	LastError   string // the last attempt's reason, as app/webhooks wrote it (scrubbed)
+	LastAnswer  *int   // the last attempt's answer status; nil: none
+	NextAttempt *time.Time
+	Delivered   *time.Time
+	Created     time.Time
+}
+
+// attemptRow is one attempt at a delivery.
+type attemptRow struct {
+	At         time.Time
+	Status     *int // the answer's status; nil: no answer
+	DurationMS int64
+	Error      string
+}
+
+// webhookFlashes are the notices a redirect to a webhooks page may ask for.
+var webhookFlashes = map[string]string{
+	"retried": "Delivery retried: it is due now, with a new retry window; a worker sends it within a poll interval.",
+}
+
+// failingShown is how many failing deliveries the webhooks page lists.
+const failingShown = 50
+
+// webhooks is GET /console/webhooks[?consumer=NAME]: the endpoints (as
+// `licensor webhooks list`) and the failing deliveries (as GET
+// /api/webhook-deliveries), each with a Retry button. Managing an endpoint
+// stays its consumer's, through the API.
+func (cn *Console) webhooks(c echo.Context) error {
+	ctx := c.Request().Context()
+	p := webhooksPage{Consumer: strings.TrimSpace(c.QueryParam("consumer"))}
+	consumerID := ""
+	if p.Consumer != "" {
+		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Consumer)
+		if errors.Is(err, auth.ErrConsumerNotFound) {
+			p.UnknownConsumer = true
+			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
+		}
+		if err != nil {
+			return err
+		}
+		consumerID = consumer.ID
+	}
+	eps, err := cn.cfg.Webhooks.ListEndpoints(ctx, consumerID)
+	if err != nil {
+		return err
+	}
+	f, err := cn.failingDeliveries(ctx, consumerID)
+	if err != nil {
+		return err
+	}
+	names, err := cn.consumerNamesOf(ctx, eps, f.Rows)
+	if err != nil {
+		return err
+	}
+	urls := make(map[string]string, len(eps))
+	for _, e := range eps {
+		p.Endpoints = append(p.Endpoints, newEndpointRow(e, names))
+		urls[e.ID] = e.URL
+	}
+	for _, d := range f.Rows {
+		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
+	}
+	f.Rows, p.Count = nil, f
+	return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks",
+		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
+}
+
+// pendingRead is how many of the newest pending deliveries the webhooks
+// page reads to list those retrying after a failed attempt: the service
+// selects deliveries by status, not by their attempts.
+const pendingRead = 4 * failingShown
+
+// failing is what the webhooks page knows of the failing deliveries.
+type failing struct {
+	Rows     []webhooks.DeliveryView // the newest failingShown of them
+	Failed   int64                   // failed for good, in all
+	Retrying int64                   // pending after a failed attempt: in all when Exact, else among the pending read
+	Exact    bool
+	// PendingRead of PendingTotal pending deliveries were read for Rows.
+	PendingRead  int
+	PendingTotal int64
+}
+
+// failingDeliveries are the consumer's (every consumer's for "") failing
+// deliveries, as the dashboard counts them (webhooks.Backlog): failed for
+// good, or pending after a failed attempt (found among the newest
+// pendingRead pending ones). Every consumer's are counted in all.
+func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (failing, error) {
+	failed, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusFailed, PerPage: failingShown})
+	if err != nil {
+		return failing{}, err
+	}
+	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: pendingRead})
+	if err != nil {
+		return failing{}, err
+	}
+	f := failing{Rows: failed.Deliveries, Failed: failed.Total, PendingRead: len(pending.Deliveries), PendingTotal: pending.Total}
+	for _, d := range pending.Deliveries {
+		if d.Delivery.Attempts > 0 {
+			f.Rows = append(f.Rows, d)
+			f.Retrying++
+		}
+	}
+	slices.SortStableFunc(f.Rows, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	f.Rows = f.Rows[:min(len(f.Rows), failingShown)]
+	if consumerID == "" && f.PendingRead < int(f.PendingTotal) {
+		b, err := cn.cfg.Webhooks.Backlog(ctx)
+		if err != nil {
+			return failing{}, err
+		}
+		f.Retrying, f.Exact = b.Failing, true
+	}
+	f.Exact = f.Exact || f.PendingRead == int(f.PendingTotal)
+	return f, nil
+}
+
+// consumerNamesOf names the consumers of the endpoints and deliveries.
+func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint, ds []webhooks.DeliveryView) (map[string]string, error) {
+	var ids []string
+	for _, e := range eps {
+		ids = append(ids, e.ConsumerID)
+	}
+	for _, d := range ds {
+		ids = append(ids, d.ConsumerID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) == 0 {
+		return map[string]string{}, nil
+	}
+	return cn.cfg.Auth.ConsumerNames(ctx, ids)
+}
+
+// newEndpointRow is e as the console shows it, its consumer named by names.
+func newEndpointRow(e webhooks.Endpoint, names map[string]string) endpointRow {
+	return endpointRow{ID: e.ID, Consumer: names[e.ConsumerID], URL: e.URL, Description: e.Description,
+		Events: strings.Join(e.Types(), ", "), Enabled: e.Enabled, DisabledAt: e.DisabledAt, DisabledReason: orEmpty(e.DisabledReason),
+		FailingSince: e.FailingSince, Created: e.CreatedAt}
+}
+
+// newDeliveryRow is d as the console shows it, its consumer named by names
+// and its endpoint's URL from urls.
+func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deliveryRow {
+	r := deliveryRow{ID: d.ID, EndpointID: d.EndpointID, EndpointURL: urls[d.EndpointID], Consumer: names[d.ConsumerID],
+		EventID: d.EventPublicID, EventType: d.EventType, Status: d.Status, NextAttempt: d.NextAttemptAt, Delivered: d.DeliveredAt,
+		Created: d.CreatedAt}
+	for _, a := range d.Attempts {
+		r.Attempts = append(r.Attempts, attemptRow{At: a.AttemptedAt, Status: a.ResponseStatus, DurationMS: a.DurationMS, Error: orEmpty(a.Error)})
+	}
+	if n := len(r.Attempts); n > 0 {
+		r.LastError, r.LastAnswer = r.Attempts[n-1].Error, r.Attempts[n-1].Status
+	}
+	return r
+}
+
+// retryDelivery is POST /console/webhooks/deliveries/:id/retry, as `licensor
+// webhooks retry` and the API's retry: the delivery due now with a new
+// retry window, by the session's token in the audit trail; then its
+// endpoint's page. One a worker is sending now is 409 delivery_in_progress.
+func (cn *Console) retryDelivery(c echo.Context) error {
+	id := c.Param("id")
+	if !isULID(id) {
+		return webhooks.ErrNotFound
+	}
+	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), signedActor(c), "", "", id)
+	if err != nil {
+		return err
+	}
+	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", principalOf(c).TokenID,
+		"request_id", requestID(c))
+	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
+}
+
+// isULID reports whether id can be an endpoint's or a delivery's id: a
+// path that cannot is 404 before anything is read (as the API's).
+func isULID(id string) bool {
+	_, err := ulid.ParseStrict(id)
+	return err == nil
+}

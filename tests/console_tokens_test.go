@@ -1,0 +1,152 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// consoleAs is a browser signed in to the console with a fresh token of
+// the abilities, and that token's row.
+func consoleAs(t *testing.T, a *app, consumer string, abilities ...string) (*consoleClient, auth.Issued) {
+	t.Helper()
+	tok := a.issued(consumer, abilities...)
+	cc := newConsoleClient(t, a)
+	cc.signIn(tok.Secret)
+	return cc, tok
+}
+
+// tokenRow is the token id's row in the token list.
+func tokenRow(t *testing.T, a *app, id string) auth.Token {
+	t.Helper()
+	toks, err := a.auth.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		if tok.ID == id {
+			return tok
+		}
+	}
+	t.Fatalf("no token %s", id)
+	return auth.Token{}
+}
+
+// rowOf is the table row of the token id on a tokens page.
+func rowOf(t *testing.T, body, id string) string {
+	t.Helper()
+	start := strings.Index(body, `<tr id="token-`+id+`">`)
+	if start < 0 {
+		t.Fatalf("no row for token %s: %s", id, body)
+	}
+	end := strings.Index(body[start:], "</tr>")
+	return body[start : start+end]
+}
+
+// The list shows each token with its consumer, abilities, issuer (its id
+// and consumer, or the command line), and whether it is active (a Revoke
+// button), revoked or expired; never a token string.
+func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+		a := newApp(t, db, withClock(clk))
+		ctx := context.Background()
+		cc, root := consoleAs(t, a, "ops", auth.All)
+		byRoot := audit.ByToken(root.ConsumerID, root.ID, "")
+		shop, err := a.auth.Issue(ctx, byRoot, auth.IssueInput{Consumer: "shop", Name: "checkout", Abilities: []string{auth.LicensesRead, auth.LicensesWrite}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brief, err := a.auth.Issue(ctx, byRoot, auth.IssueInput{Consumer: "shop", Name: "brief", Abilities: []string{auth.LicensesRead}, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := a.issued("shop", auth.LicensesRead)
+		if err := a.auth.Revoke(ctx, byRoot, gone.ID); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Hour)
+
+		page := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
+		for _, secret := range []string{root.Secret, shop.Secret, brief.Secret, gone.Secret} {
+			if strings.Contains(page.Body, secret) {
+				t.Fatalf("the token list shows a token string")
+			}
+		}
+		row := rowOf(t, page.Body, shop.ID)
+		for _, want := range []string{"checkout", "shop", "licenses:read, licenses:write", "<code>" + root.ID + "</code><br>ops", "Revoke", `action="/console/tokens/` + shop.ID + `/revoke"`, "data-confirm="} {
+			if !strings.Contains(row, want) {
+				t.Errorf("shop's row lacks %q: %s", want, row)
+			}
+		}
+		if row := rowOf(t, page.Body, root.ID); !strings.Contains(row, "command line") || !strings.Contains(row, "this session") {
+			t.Errorf("the root token's row names no command line issuer, or not its session: %s", row)
+		}
+		if row := rowOf(t, page.Body, brief.ID); !strings.Contains(row, `status-expired">expired`) || strings.Contains(row, "Revoke") {
+			t.Errorf("an expired token's row: %s", row)
+		}
+		if row := rowOf(t, page.Body, gone.ID); !strings.Contains(row, `status-revoked">revoked`) || strings.Contains(row, "Revoke") {
+			t.Errorf("a revoked token's row: %s", row)
+		}
+
+		filtered := cc.get("/console/tokens?consumer=shop").wantStatus(t, http.StatusOK)
+		if strings.Contains(filtered.Body, `id="token-`+root.ID+`"`) {
+			t.Errorf("the filter by consumer shop lists ops' token")
+		}
+		if row := rowOf(t, filtered.Body, shop.ID); !strings.Contains(row, "<code>"+root.ID+"</code><br>ops") {
+			t.Errorf("filtered, the issuer's consumer is not named: %s", row)
+		}
+	})
+}
+
+// Only a token holding tokens:manage (or *) may see, issue or revoke
+// tokens in the console, as in the API.
+func TestConsoleTokensNeedTokensManage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		victim := a.issued("shop", auth.LicensesRead)
+		cc, _ := consoleAs(t, a, "ops", auth.IntentsManage)
+		page := cc.get("/console").wantStatus(t, http.StatusOK)
+		if strings.Contains(page.Body, `href="/console/tokens"`) {
+			t.Errorf("the navigation offers Tokens to a session without tokens:manage")
+		}
+		cc.get("/console/tokens").wantStatus(t, http.StatusForbidden)
+		cc.get("/console/tokens/events").wantStatus(t, http.StatusForbidden)
+		cc.get("/console/tokens/"+victim.ID+"/events").wantStatus(t, http.StatusForbidden)
+		cc.post("/console/tokens", url.Values{"consumer": {"x"}, "abilities[]": {auth.LicensesRead}}).wantStatus(t, http.StatusForbidden)
+		cc.post("/console/tokens/"+victim.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden)
+		if tokenRow(t, a, victim.ID).RevokedAt != nil {
+			t.Errorf("a session without tokens:manage revoked a token")
+		}
+		if n := len(mustList(t, a, "x")); n != 0 {
+			t.Errorf("a session without tokens:manage issued %d tokens", n)
+		}
+	})
+}
+
+func mustList(t *testing.T, a *app, consumer string) []auth.Token {
+	t.Helper()
+	toks, err := a.auth.List(context.Background(), consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks
+}
+
+// tokenEventsOf are the audit events of the token id.
+func tokenEventsOf(t *testing.T, a *app, id string) []auth.TokenEvent {
+	t.Helper()
+	evs, _, err := a.auth.Events(context.Background(), auth.TokenEventFilter{TokenID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
