@@ -67,7 +67,7 @@ type intentsPage struct {
 // consumer name nobody has lists nothing, as the API does; a status,
 // operation or age that is none of the form's choices is the form's own
 // error (422).
-func (cn *Console) intents(c echo.Context) error {
+func (cn *Console) intents(c visit) error {
 	f := intentsFilter{Status: c.QueryParam("status"), Consumer: c.QueryParam("consumer"),
 		Operation: c.QueryParam("operation"), Age: c.QueryParam("age")}
 	now := cn.cfg.Now()

@@ -49,7 +49,7 @@ type licensesPage struct {
 // status. There is no operator's license route in the API; the page asks
 // intents:manage, the operator's read of any consumer's records (as GET
 // /api/intents and GET /api/webhook-deliveries do).
-func (cn *Console) searchLicenses(c echo.Context) error {
+func (cn *Console) searchLicenses(c visit) error {
 	f := licensesFilter{Domain: c.QueryParam("domain"), Consumer: c.QueryParam("consumer"), Status: c.QueryParam("status")}
 	p := licensesPage{Filter: f, Statuses: licenses.Statuses, Pager: pager{Page: queryPage(c), LastPage: 1}}
 	errs := map[string]string{}
@@ -130,7 +130,7 @@ type licensePage struct {
 // showLicense is GET /console/licenses/:id: any consumer's license, its key
 // masked, its audit trail and its consumer events (their type, sequence and
 // time; never their data, which carries the key).
-func (cn *Console) showLicense(c echo.Context) error {
+func (cn *Console) showLicense(c visit) error {
 	ctx := c.Request().Context()
 	lic, err := cn.cfg.Licenses.Find(ctx, c.Param("id"))
 	if err != nil {

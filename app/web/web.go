@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -47,6 +48,9 @@ type Config struct {
 	Events *events.Log
 	// Webhooks are the consumers' webhook endpoints and their deliveries.
 	Webhooks *webhooks.Service
+	// Activity is the hourly counts licensor keeps: the dashboard's charts
+	// and the last drift check's mismatches.
+	Activity *activity.Recorder
 	// Key is APP_KEY's 32 bytes: the session and CSRF signatures are keyed by
 	// a key derived from it (a new APP_KEY signs every operator out).
 	Key []byte

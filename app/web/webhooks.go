@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/licensor-api/licensor/app/auth"
@@ -76,7 +75,7 @@ const failingShown = 50
 // `licensor webhooks list`) and the failing deliveries (as GET
 // /api/webhook-deliveries), each with a Retry button. Managing an endpoint
 // stays its consumer's, through the API.
-func (cn *Console) webhooks(c echo.Context) error {
+func (cn *Console) webhooks(c visit) error {
 	ctx := c.Request().Context()
 	p := webhooksPage{Consumer: strings.TrimSpace(c.QueryParam("consumer"))}
 	consumerID := ""
@@ -208,16 +207,16 @@ func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deli
 // webhooks retry` and the API's retry: the delivery due now with a new
 // retry window, by the session's token in the audit trail; then its
 // endpoint's page. One a worker is sending now is 409 delivery_in_progress.
-func (cn *Console) retryDelivery(c echo.Context) error {
+func (cn *Console) retryDelivery(c visit) error {
 	id := c.Param("id")
 	if !isULID(id) {
 		return webhooks.ErrNotFound
 	}
-	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), signedActor(c), "", "", id)
+	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), c.actor(), "", "", id)
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", principalOf(c).TokenID,
+	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.principal().TokenID,
 		"request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
 }
