@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
@@ -110,14 +108,11 @@ func (p *intentsPage) intentFilter(now time.Time) (idempotency.IntentFilter, map
 func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.IntentFilter) error {
 	ctx := c.Request().Context()
 	if p.Filter.Consumer != "" {
-		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Filter.Consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			return nil
-		}
-		if err != nil {
+		id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
+		if err != nil || !found {
 			return err
 		}
-		f.ConsumerID = consumer.ID
+		f.ConsumerID = id
 	}
 	list, total, err := cn.cfg.Intents.Intents(ctx, f)
 	if err != nil {

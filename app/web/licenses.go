@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 )
@@ -74,14 +72,11 @@ func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 	ctx := c.Request().Context()
 	q := licenses.SearchQuery{Domain: p.Filter.Domain, Status: p.Filter.Status, Page: p.Pager.Page, PerPage: licensesPerPage}
 	if p.Filter.Consumer != "" {
-		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Filter.Consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			return nil
-		}
-		if err != nil {
+		id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
+		if err != nil || !found {
 			return err
 		}
-		q.ConsumerID = consumer.ID
+		q.ConsumerID = id
 	}
 	found, err := cn.cfg.Licenses.Search(ctx, q)
 	if err != nil {

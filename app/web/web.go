@@ -11,8 +11,10 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -122,4 +124,18 @@ func deriveKey(appKey []byte, purpose string) []byte {
 // Owns reports whether path is one of the console's.
 func (*Console) Owns(path string) bool {
 	return path == Prefix || strings.HasPrefix(path, Prefix+"/")
+}
+
+// consumerID is the id of the consumer a filter names (normalised as the
+// API normalises it); found is false when no consumer has that name, which
+// a list shows as nothing, as the API's lists do.
+func (cn *Console) consumerID(ctx context.Context, name string) (id string, found bool, err error) {
+	consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, name)
+	if errors.Is(err, auth.ErrConsumerNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return consumer.ID, true, nil
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -80,15 +78,15 @@ func (cn *Console) webhooks(c visit) error {
 	p := webhooksPage{Consumer: strings.TrimSpace(c.QueryParam("consumer"))}
 	consumerID := ""
 	if p.Consumer != "" {
-		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			p.UnknownConsumer = true
-			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
-		}
+		id, found, err := cn.consumerID(ctx, p.Consumer)
 		if err != nil {
 			return err
 		}
-		consumerID = consumer.ID
+		if !found {
+			p.UnknownConsumer = true
+			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
+		}
+		consumerID = id
 	}
 	eps, err := cn.cfg.Webhooks.ListEndpoints(ctx, consumerID)
 	if err != nil {
