@@ -72,6 +72,9 @@ var rules = []rule{
 	// does not import (app/http mounts it through its Pages interface).
 	{"app/web", []string{module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
 		module + "/config", module + "/database", "gorm.io"}},
+	// The hourly activity counters: GORM and the dialect's statements
+	// (database); they know no domain, no server, no wiring.
+	{"app/activity", []string{"github.com/labstack/echo", module + "/app/", module + "/config"}},
 	{"app/metrics", []string{"github.com/labstack/echo", "gorm.io", module + "/"}},
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},

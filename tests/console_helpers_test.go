@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -56,8 +57,9 @@ func (cc *consoleClient) get(path string) consolePage {
 }
 
 // post sends a form with the CSRF token of the last page read (unless the
-// form sets _token itself, or sets it to "" to send none).
-func (cc *consoleClient) post(path string, form url.Values) consolePage {
+// form sets _token itself, or sets it to "" to send none), and the headers
+// (name, value pairs) over a browser's same-site ones.
+func (cc *consoleClient) post(path string, form url.Values, headers ...string) consolePage {
 	cc.t.Helper()
 	if form == nil {
 		form = url.Values{}
@@ -68,10 +70,10 @@ func (cc *consoleClient) post(path string, form url.Values) consolePage {
 	if form.Get("_token") == "" {
 		form.Del("_token")
 	}
-	return cc.send(http.MethodPost, path, strings.NewReader(form.Encode()))
+	return cc.send(http.MethodPost, path, strings.NewReader(form.Encode()), headers...)
 }
 
-func (cc *consoleClient) send(method, path string, body io.Reader) consolePage {
+func (cc *consoleClient) send(method, path string, body io.Reader, headers ...string) consolePage {
 	cc.t.Helper()
 	req, err := http.NewRequest(method, cc.srv.URL+path, body)
 	if err != nil {
@@ -81,6 +83,9 @@ func (cc *consoleClient) send(method, path string, body io.Reader) consolePage {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", cc.srv.URL)
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := cc.http.Do(req)
 	if err != nil {
@@ -93,7 +98,7 @@ func (cc *consoleClient) send(method, path string, body io.Reader) consolePage {
 	}
 	page := consolePage{Status: res.StatusCode, Header: res.Header, Body: string(b)}
 	if m := csrfInput.FindStringSubmatch(page.Body); m != nil {
-		cc.csrf = m[1]
+		cc.csrf = html.UnescapeString(m[1])
 	}
 	return page
 }

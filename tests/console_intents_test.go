@@ -1,13 +1,8 @@
 package tests
 
 import (
-	"html"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +15,10 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// withConsole serves the operator console (off in the tests' base
-// configuration).
-func withConsole() option {
-	return withConfig(func(c *config.Config) { c.Console.Disabled = false })
-}
-
-// operatorBrowser is a browser signed in to the console: an HTTP client
-// with a cookie jar, on a real listener, that follows no redirect by itself.
+// operatorBrowser is a console client signed in, whose pages these tests
+// read by their lower-case fields.
 type operatorBrowser struct {
-	t      *testing.T
-	base   string
-	client *http.Client
-	csrf   string // the session's form token, read from the last page that had one
+	*consoleClient
 }
 
 // page is a console response: its status, headers and body.
@@ -46,59 +32,24 @@ type page struct {
 // the sign-in page, its form token, the form posted.
 func (a *app) operatorSignIn(token string) *operatorBrowser {
 	a.t.Helper()
-	srv := httptest.NewServer(a.e)
-	a.t.Cleanup(srv.Close)
-	jar, _ := cookiejar.New(nil)
-	b := &operatorBrowser{t: a.t, base: srv.URL, client: &http.Client{Jar: jar,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	b.wantPage(b.get("/console/login"), http.StatusOK)
-	p := b.post("/console/login", url.Values{"token": {token}})
-	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console" {
-		a.t.Fatalf("sign-in: %d to %q: %s", p.status, p.header.Get("Location"), p.body)
-	}
-	return b
-}
-
-var formToken = regexp.MustCompile(`name="_token" value="([^"]+)"`)
-
-// do sends a request and reads the answer; a page with a form token keeps it.
-func (b *operatorBrowser) do(req *http.Request) page {
-	b.t.Helper()
-	res, err := b.client.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if m := formToken.FindSubmatch(body); m != nil {
-		b.csrf = html.UnescapeString(string(m[1]))
-	}
-	return page{status: res.StatusCode, header: res.Header, body: string(body)}
+	cc := newConsoleClient(a.t, a)
+	cc.signIn(token)
+	return &operatorBrowser{cc}
 }
 
 func (b *operatorBrowser) get(path string) page {
 	b.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
-	return b.do(req)
+	return pageOf(b.consoleClient.get(path))
 }
 
 // post sends form with the last page's form token (unless form has one of
 // its own) and the headers, in name, value pairs.
 func (b *operatorBrowser) post(path string, form url.Values, headers ...string) page {
 	b.t.Helper()
-	if !form.Has("_token") {
-		form.Set("_token", b.csrf)
-	}
-	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return b.do(req)
+	return pageOf(b.consoleClient.post(path, form, headers...))
 }
+
+func pageOf(p consolePage) page { return page{status: p.Status, header: p.Header, body: p.Body} }
 
 // wantPage fails the test unless the page has status and every one of
 // texts (as HTML source).
@@ -143,7 +94,7 @@ func (a *app) intentAudit(id string) []audit.Event {
 func TestConsoleListsIntentsWithFilters(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		a := newApp(t, db, withConsole(), withClock(clk))
+		a := newApp(t, db, withClock(clk))
 		a.vendor.script("POST", reply{status: 500, body: `{}`})
 		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "order-1")...).pendingOperation()
 		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
@@ -172,7 +123,7 @@ func TestConsoleListsIntentsWithFilters(t *testing.T) {
 // The list is paginated, oldest first, and its page links keep the filters.
 func TestConsoleIntentsPagesKeepTheFilters(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withConsole())
+		a := newApp(t, db)
 		a.token("acme", auth.LicensesWrite)
 		for i := range 51 {
 			a.plantRecord("acme", "k-"+string(rune('a'+i/26))+string(rune('a'+i%26)), acmeBody, idempotency.StatusCompleted, 0)
@@ -204,7 +155,7 @@ func TestConsoleIntentsPagesKeepTheFilters(t *testing.T) {
 func TestConsoleRetriesAFailedIntent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Now())
-		a := newApp(t, db, withConsole(), withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		acme := a.issued("acme", auth.LicensesRead, auth.LicensesWrite)
 		id := a.failIntent(append(bearer(acme.Secret), "X-Request-Id", "req-create"), "order-7", acmeBody, clk)
 		ops := a.issued("ops", auth.IntentsManage)
@@ -262,7 +213,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 func TestConsoleDiscardsAFailedIntentWithAReason(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Now())
-		a := newApp(t, db, withConsole(), withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		id := a.failIntent(a.consumer("acme"), "order-8", acmeBody, clk)
 		ops := a.issued("ops", auth.IntentsManage)
 		b := a.operatorSignIn(ops.Secret)
@@ -307,7 +258,7 @@ func TestConsoleDiscardsAFailedIntentWithAReason(t *testing.T) {
 func TestConsoleIntentsAskIntentsManage(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Now())
-		a := newApp(t, db, withConsole(), withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
+		a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Reconcile.MaxAttempts = 1 }))
 		id := a.failIntent(a.consumer("acme"), "order-9", acmeBody, clk)
 		tokensOnly := a.operatorSignIn(a.token("ops", auth.TokensManage))
 		tokensOnly.get("/console")
@@ -328,8 +279,7 @@ func TestConsoleIntentsAskIntentsManage(t *testing.T) {
 		ops.wantPage(ops.post("/console/intents/01NOSUCHINTENT000000000000/discard", url.Values{"reason": {"gone"}}), http.StatusNotFound)
 
 		// Signed out, a page sends the browser to sign in.
-		anon := &operatorBrowser{t: t, base: ops.base, client: &http.Client{
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+		anon := &operatorBrowser{newConsoleClientOn(t, ops.srv)}
 		if p := anon.get("/console/intents"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/console/login") {
 			t.Errorf("signed out: %d to %q", p.status, p.header.Get("Location"))
 		}
@@ -348,7 +298,7 @@ func deref(s *string) string {
 // 409, and nothing changes.
 func TestConsoleOffersNoDiscardOfARevoke(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withConsole())
+		a := newApp(t, db)
 		a.consumer("acme")
 		const key = "01JDQ8Z7F0A2B4C6D8E0G2H4J6"
 		a.plantRecord("acme", key, "", idempotency.StatusFailed, time.Hour)

@@ -21,7 +21,7 @@ func licenseLink(id string) string {
 // shown.
 func TestConsoleSearchesLicenses(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withConsole())
+		a := newApp(t, db)
 		acme, globex := a.consumer("acme"), a.consumer("globex")
 		shop, acmeID, globexID := a.create(acme, "shop.acme.test"), a.create(acme, "acme.test"), a.create(globex, "globex.test")
 		a.do(http.MethodDelete, "/api/licenses/"+shop, "", acme...).wantStatus(http.StatusNoContent)
@@ -81,7 +81,7 @@ func contains(list []string, s string) bool {
 // adds to both. An unknown id is a 404 page.
 func TestConsoleShowsALicense(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withConsole())
+		a := newApp(t, db)
 		acme := a.issued("acme", auth.LicensesRead, auth.LicensesWrite)
 		created := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(append(bearer(acme.Secret), "X-Request-Id", "req-made"), "order-1")...).
 			wantStatus(http.StatusCreated).licenseData()
@@ -114,7 +114,7 @@ func TestConsoleShowsALicense(t *testing.T) {
 // consumer's records): a session of a token without it gets 403.
 func TestConsoleLicensesAskIntentsManage(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withConsole())
+		a := newApp(t, db)
 		id := a.create(a.consumer("acme"), "acme.test")
 		b := a.operatorSignIn(a.token("ops", auth.TokensManage))
 		for _, path := range []string{"/console/licenses", "/console/licenses/" + id} {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -294,6 +295,7 @@ func TestConsoleDashboardCountsIntents(t *testing.T) {
 		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", `{"name":"P","domain":"p.test"}`, keyed(acme, "k-pending")...).pendingOperation()
 		a.do(http.MethodPost, "/api/licenses", `{"name":"C","domain":"c.test"}`, keyed(acme, "k-completed")...).wantStatus(http.StatusCreated)
+		a.do(http.MethodPost, "/api/licenses", `{"name":"C","domain":"c.test"}`, keyed(acme, "k-completed")...).wantStatus(http.StatusCreated)
 		a.plantRecord("acme", "k-failed", acmeBody, idempotency.StatusFailed, -time.Minute)
 		clk.Advance(90 * time.Minute)
 
@@ -306,10 +308,24 @@ func TestConsoleDashboardCountsIntents(t *testing.T) {
 			`<span class="n">1</span><span class="l">failed intents</span>`,
 			`<span class="status status-completed">completed</span></a></td><td>1</td>`,
 			`<span class="status status-discarded">discarded</span></a></td><td>0</td>`,
+			// The charts, from the counts licensor keeps: one create, one replay, one 202.
+			`<strong>Licenses created</strong> <span class="muted">1 in 24 h, at most 1 an hour</span>`,
+			`<strong>Replays</strong> <span class="muted">1 in 24 h`,
+			`<strong>Pending answers (202)</strong> <span class="muted">1 in 24 h`,
+			`<strong>Conflicts (409, 422)</strong> <span class="muted">0 in 24 h</span>`,
+			`drift mismatches (no check yet)`,
 		} {
 			if !strings.Contains(page.Body, want) {
 				t.Errorf("the dashboard lacks %s", want)
 			}
+		}
+		if err := a.app.Activity.Set(context.Background(), activity.DriftMismatches, 3); err != nil {
+			t.Fatal(err)
+		}
+		checked := clk.Now().UTC().Format("2006-01-02 15:00 UTC")
+		clk.Advance(2 * time.Hour)
+		if page := cc.get("/console"); !strings.Contains(page.Body, `<span class="n">3</span><span class="l">drift mismatches at the last check, in the hour from `+checked+`</span>`) {
+			t.Errorf("the last drift check is not on the dashboard: %s", page.Body)
 		}
 		// A tokens:manage session sees no intent: that needs intents:manage.
 		tokensOnly := newConsoleClientOn(t, cc.srv)

@@ -21,7 +21,7 @@ var newTokenArea = regexp.MustCompile(`(?s)<textarea id="new-token"[^>]*readonly
 // token and in the audit trail as such, and no later page shows it.
 func TestConsoleIssuesATokenAndShowsItOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		cc, admin := consoleAs(t, a, "ops", auth.TokensManage)
 		cc.get("/console/tokens").wantStatus(t, http.StatusOK)
 		page := cc.post("/console/tokens", url.Values{"consumer": {"acme"}, "abilities[]": {auth.LicensesRead, auth.WebhooksManage},
@@ -73,7 +73,7 @@ func TestConsoleIssuesATokenAndShowsItOnce(t *testing.T) {
 // issued. A * session may grant it.
 func TestConsoleIssueRefusesAbilitiesTheSessionMayNotGrant(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		cc, ops := consoleAs(t, a, "ops", auth.TokensManage)
 		form := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
 		if !strings.Contains(form.Body, `value="tokens:manage"`) || !strings.Contains(form.Body, "needs a * token") {
@@ -99,7 +99,7 @@ func TestConsoleIssueRefusesAbilitiesTheSessionMayNotGrant(t *testing.T) {
 // message beside it, at 422, the form as it was sent.
 func TestConsoleIssueShowsFieldErrors(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		a.issued("Acme", auth.LicensesRead)
 		cc, _ := consoleAs(t, a, "ops", auth.TokensManage)
 		cc.get("/console/tokens")
@@ -142,7 +142,7 @@ func TestConsoleIssueShowsFieldErrors(t *testing.T) {
 // A form without its CSRF token is refused (419) and changes nothing.
 func TestConsoleTokenFormsNeedTheirCSRFToken(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		victim := a.issued("shop", auth.LicensesRead)
 		cc, _ := consoleAs(t, a, "ops", auth.All)
 		cc.get("/console/tokens")
@@ -161,7 +161,7 @@ func TestConsoleTokenFormsNeedTheirCSRFToken(t *testing.T) {
 // list with a notice; an unknown id is 404.
 func TestConsoleRevokesAToken(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		victim := a.issued("shop", auth.LicensesRead)
 		cc, admin := consoleAs(t, a, "ops", auth.TokensManage)
 		cc.get("/console/tokens")
@@ -191,7 +191,7 @@ func TestConsoleRevokesAToken(t *testing.T) {
 // the browser to sign in.
 func TestConsoleRevokingTheSessionsTokenSignsOut(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		cc, own := consoleAs(t, a, "ops", auth.TokensManage)
 		page := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
 		if !strings.Contains(rowOf(t, page.Body, own.ID), "your own session") {
@@ -207,7 +207,7 @@ func TestConsoleRevokingTheSessionsTokenSignsOut(t *testing.T) {
 // tokens page, on its own page and per token; an unknown token is 404.
 func TestConsoleTokenEventsShowWhoIssuedWhat(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		cc, admin := consoleAs(t, a, "ops", auth.All)
 		cc.get("/console/tokens")
 		created := cc.post("/console/tokens", url.Values{"consumer": {"acme"}, "abilities[]": {auth.LicensesRead}}).wantStatus(t, http.StatusCreated)

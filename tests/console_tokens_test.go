@@ -10,16 +10,9 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
-
-// consoleOn serves the operator console (CONSOLE_ENABLED), which the
-// tests' configuration leaves off.
-func consoleOn() option {
-	return withConfig(func(c *config.Config) { c.Console.Disabled = false })
-}
 
 // consoleAs is a browser signed in to the console with a fresh token of
 // the abilities, and that token's row.
@@ -64,7 +57,7 @@ func rowOf(t *testing.T, body, id string) string {
 func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
-		a := newApp(t, db, consoleOn(), withClock(clk))
+		a := newApp(t, db, withClock(clk))
 		ctx := context.Background()
 		cc, root := consoleAs(t, a, "ops", auth.All)
 		byRoot := audit.ByToken(root.ConsumerID, root.ID, "")
@@ -118,7 +111,7 @@ func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
 // tokens in the console, as in the API.
 func TestConsoleTokensNeedTokensManage(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, consoleOn())
+		a := newApp(t, db)
 		victim := a.issued("shop", auth.LicensesRead)
 		cc, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 		page := cc.get("/console").wantStatus(t, http.StatusOK)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,7 +32,7 @@ type hookRig struct {
 func newHookRig(t *testing.T, db *testdb.DB) *hookRig {
 	t.Helper()
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-	r := &hookRig{a: newApp(t, db, consoleOn(), withPrivateWebhooks(), withClock(clk)), clk: clk}
+	r := &hookRig{a: newApp(t, db, withPrivateWebhooks(), withClock(clk)), clk: clk}
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
 	t.Cleanup(down.Close)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
@@ -95,6 +96,9 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 		if strings.Contains(page.Body, `id="delivery-`+r.delivered.ID+`"`) {
 			t.Errorf("a delivered delivery is listed as failing")
 		}
+		if !strings.Contains(page.Body, "0 failed for good; 1 pending after a failed attempt.") {
+			t.Errorf("the failing deliveries are not counted")
+		}
 
 		only := cc.get("/console/webhooks?consumer=globex").wantStatus(t, http.StatusOK)
 		if strings.Contains(only.Body, r.acmeEP) || !strings.Contains(only.Body, r.globexEP) || !strings.Contains(only.Body, "No delivery is failing") {
@@ -112,6 +116,9 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 		page = cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
 		if row := sectionRow(t, page.Body, "delivery-"+r.failing.ID); !strings.Contains(row, `status-failed">failed`) {
 			t.Errorf("a failed delivery's row: %s", row)
+		}
+		if !strings.Contains(page.Body, "1 failed for good; 0 pending after a failed attempt.") {
+			t.Errorf("the failed delivery is not counted")
 		}
 		if row := sectionRow(t, page.Body, "endpoint-"+r.globexEP); !strings.Contains(row, `status-disabled">disabled`) {
 			t.Errorf("a disabled endpoint's row: %s", row)
@@ -219,6 +226,35 @@ func TestConsoleWebhooksNeedIntentsManage(t *testing.T) {
 		var evs []audit.Event
 		if err := db.Gorm.Where("event = ?", audit.WebhookDeliveryRetried).Find(&evs).Error; err != nil || len(evs) != 0 {
 			t.Errorf("a session without intents:manage retried: %+v, %v", evs, err)
+		}
+	})
+}
+
+// The failing deliveries are counted in all as the dashboard counts them,
+// also when more are pending than the page reads to list them; narrowed to
+// a consumer, the page says how many pending deliveries it read.
+func TestConsoleWebhooksCountFailingBeyondThoseListed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newHookRig(t, db)
+		// 200 newer deliveries owed to acme, never tried (their events need not
+		// exist for this count).
+		owed := make([]webhooks.Delivery, 200)
+		for i := range owed {
+			at := r.clk.Now().Add(time.Duration(i+1) * time.Second)
+			owed[i] = webhooks.Delivery{ID: fmt.Sprintf("01JDQ8Z7F0A2B4C6D8E0G2H%03d", i), EndpointID: r.acmeEP, EventID: uint64(1_000_000 + i),
+				ConsumerID: r.failing.ConsumerID, Status: webhooks.StatusPending, NextAttemptAt: &at, WindowStart: at, CreatedAt: at, UpdatedAt: at}
+		}
+		if err := db.Gorm.Create(&owed).Error; err != nil {
+			t.Fatal(err)
+		}
+		cc, _ := consoleAs(t, r.a, "ops", auth.IntentsManage)
+		page := cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
+		if !strings.Contains(page.Body, "0 failed for good; 1 pending after a failed attempt.") {
+			t.Errorf("every consumer's failing deliveries are not counted in all: %s", page.Body)
+		}
+		acme := cc.get("/console/webhooks?consumer=acme").wantStatus(t, http.StatusOK)
+		if !strings.Contains(acme.Body, "0 failed for good; 0 pending after a failed attempt among the newest 200 of the 201 pending deliveries.") {
+			t.Errorf("acme's page does not say how many pending deliveries it read: %s", acme.Body)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/web"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -379,6 +381,34 @@ func contractBreaches() []string {
 	return slices.Clone(breaches)
 }
 
+// TestEveryConsoleRouteIsDocumented fails when the server has a console
+// route docs/console.md does not name (as "`METHOD /console/path`", Echo's
+// :param form), or the page names one the server does not have.
+func TestEveryConsoleRouteIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/console.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(t, testdb.New(t, database.SQLite))
+	served := map[string]bool{}
+	for _, r := range a.e.Routes() {
+		if (r.Path == web.Prefix || strings.HasPrefix(r.Path, web.Prefix+"/")) && !strings.HasPrefix(r.Method, "echo_route") && r.Method != echo.RouteNotFound {
+			served[r.Method+" "+r.Path] = true
+			if !strings.Contains(string(doc), "`"+r.Method+" "+r.Path+"`") {
+				t.Errorf("docs/console.md does not name `%s %s`", r.Method, r.Path)
+			}
+		}
+	}
+	if len(served) < 10 {
+		t.Fatalf("%d console routes: is the console mounted?", len(served))
+	}
+	for _, m := range regexp.MustCompile("`(GET|POST) (/console[^`]*)`").FindAllStringSubmatch(string(doc), -1) {
+		if !served[m[1]+" "+m[2]] {
+			t.Errorf("docs/console.md names `%s %s`, which the server does not have", m[1], m[2])
+		}
+	}
+}
+
 // TestEveryRouteIsInTheContract fails when the server has a route
 // docs/openapi.yaml does not document, or the document names one the server
 // does not have.
@@ -392,6 +422,9 @@ func TestEveryRouteIsInTheContract(t *testing.T) {
 	for _, r := range a.e.Routes() {
 		if r.Method == echo.RouteNotFound || strings.HasPrefix(r.Method, "echo_route") {
 			continue
+		}
+		if r.Path == web.Prefix || strings.HasPrefix(r.Path, web.Prefix+"/") {
+			continue // the console's HTML pages: docs/console.md is their contract (TestEveryConsoleRouteIsDocumented)
 		}
 		served[r.Method+" "+echoPathToOpenAPI(r.Path)] = true
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/events"
@@ -57,15 +58,17 @@ type Overrides struct {
 }
 
 // Base is what every command that touches the database shares: the
-// configuration, the logger, the migrated database, the metrics, the token
-// service, the idempotency store and its pruner. It builds no vendor driver
-// and no HTTP server, so the token commands work without either.
+// configuration, the logger, the migrated database, the metrics, the
+// activity counters, the token service, the idempotency store and its
+// pruner. It builds no vendor driver and no HTTP server, so the token
+// commands work without either.
 type Base struct {
 	Config   config.Config
 	Log      *slog.Logger
 	DB       *gorm.DB // writes, and the reads inside them
 	Read     *gorm.DB // the hot reads: SQLite's read-only pool; DB on MySQL
 	Metrics  *metrics.Metrics
+	Activity *activity.Recorder // the hourly counters of the console's charts: serve flushes them, Close too
 	Auth     *auth.Service
 	Store    *idempotency.Store
 	Pruner   *idempotency.Pruner
@@ -119,6 +122,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
 	b.Events = events.New(b.DB, b.Read, b.Cipher)
 	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
+	b.Activity = activity.New(activity.Config{DB: b.DB, Read: b.Read, Now: b.now, Log: log, Retry: database.RetryOnConflict})
 	b.Webhooks = webhooks.New(webhooks.Config{
 		DB: b.DB, Read: b.Read, Events: b.Events, Cipher: b.Cipher,
 		Policy:  webhooks.Policy{AllowPrivate: cfg.Webhooks.AllowPrivate, RequireHTTPS: cfg.Webhooks.RequireHTTPS},
@@ -135,17 +139,23 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		Store: b.Store, Interval: cfg.PruneEvery, Log: log, Now: b.now, Observe: b.Metrics.ObservePruned,
 		Also: []idempotency.PruneFunc{{Name: prunedEvents, Prune: func(ctx context.Context, now time.Time) (int64, error) {
 			return b.Webhooks.Prune(ctx, now.Add(-cfg.EventsTTL), 0)
+		}}, {Name: prunedActivity, Prune: func(ctx context.Context, now time.Time) (int64, error) {
+			return b.Activity.Prune(ctx, now.Add(-activityTTL))
 		}}},
 	})
 	return b, nil
 }
 
-// Close flushes what the token service still holds and closes the database
-// if the Base opened it.
+// Close flushes what the token service and the activity counters still
+// hold and closes the database if the Base opened it. The counters' flush
+// failing is logged, not returned: they are chart data.
 func (b *Base) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := b.Auth.Flush(ctx)
+	if ferr := b.Activity.Flush(ctx); ferr != nil {
+		b.Log.Warn("activity flush failed on close: its counts are lost", "error", ferr)
+	}
 	if b.group != nil {
 		b.group.Close()
 	}
@@ -206,7 +216,10 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox 
 		outbox = b.Events
 	}
 	a.Licenses = licenses.New(licenses.Config{DB: b.DB, Read: b.Read, Vendor: vendor, Cipher: b.Cipher, Now: b.now,
-		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch, Events: outbox})
+		Retry: database.RetryOnConflict, Log: b.Log, ObserveSiteMismatch: b.Metrics.ObserveSiteMismatch, Events: outbox,
+		// Creates are counted where a license is made, whatever asked for
+		// it (see activity.Creates), not from the guard's outcomes.
+		ObserveCreated: func() { b.Activity.Add(activity.Creates, 1) }})
 	a.Operations = operations.New(a.Licenses)
 	ops, err := idempotency.NewOperations(append(a.Operations.List(), extra...)...)
 	if err != nil {
@@ -221,7 +234,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox 
 		Operations:  ops,
 		Log:         b.Log,
 		Now:         b.now,
-		Observe:     b.Metrics.ObserveIdempotency,
+		Observe:     b.observeIdempotency,
 	}); err != nil {
 		return nil, err
 	}
@@ -277,6 +290,7 @@ func (a *App) consolePages() apphttp.Pages {
 	}
 	return web.New(web.Config{
 		Auth: a.Auth, Intents: a.Store, Operations: a.Guard.Operations(), Licenses: a.Licenses, Events: a.Events, Webhooks: a.Webhooks,
+		Activity: a.Activity,
 		Key: cfg.Key, Secure: cfg.Console.SecureCookie,
 		SessionTTL: cfg.Console.SessionTTL, LoginsPerMinute: cfg.Console.LoginsPerMinute,
 		Now: a.now, Log: a.Log, Version: readBuildVersion().Version,
@@ -313,6 +327,21 @@ func intentStats(store *idempotency.Store) metrics.IntentStats {
 // prunedEvents names the consumer events' prune (EVENTS_TTL) beside the
 // idempotency records'.
 const prunedEvents = "consumer events"
+
+// prunedActivity names the prune of the activity counters' hours older
+// than activityTTL.
+const prunedActivity = "activity hours"
+
+// activityTTL is how long the activity counters' hours are kept: the
+// console charts the last day; a week leaves room to look back.
+const activityTTL = 7 * 24 * time.Hour
+
+// observeIdempotency counts a guard decision in the metrics and in the
+// activity counters.
+func (b *Base) observeIdempotency(operation, outcome string) {
+	b.Metrics.ObserveIdempotency(operation, outcome)
+	b.Activity.ObserveIdempotency(operation, outcome)
+}
 
 // webhookStats reads the webhook gauges from the database, at each scrape.
 func webhookStats(hooks *webhooks.Service) metrics.WebhookStats {

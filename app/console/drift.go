@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/licenses"
 )
 
@@ -56,6 +57,9 @@ func runDriftCommand(ctx context.Context, a *App, stdout io.Writer, fix, force b
 		return errors.New("drift: the vendor driver cannot list its sites")
 	}
 	report, err := a.Licenses.DriftWith(ctx, lister, licenses.DriftOptions{Fix: fix, MaxFix: a.Config.DriftMaxFix, Force: force})
+	if err == nil || errors.Is(err, licenses.ErrTooManyFixes) { // the comparison itself went through
+		recordDrift(ctx, a, report)
+	}
 	if errors.Is(err, licenses.ErrVendorListsNothing) && fake {
 		err = fmt.Errorf("%w (VENDOR_DRIVER=fake: the fake vendor's sites live in the process that created them)", err)
 	}
@@ -90,6 +94,27 @@ func outcome(m licenses.Mismatch, fix bool, err error) string {
 		return "not applied: already changed"
 	}
 	return "would " + m.Action
+}
+
+// recordDrift writes the last drift check's mismatches (those it left
+// unfixed: all of them without --fix) to the activity counters' gauges, in
+// all and by kind. A failure is logged: the check's outcome stands.
+func recordDrift(ctx context.Context, a *App, report licenses.DriftReport) {
+	byKind := make(map[string]int64, len(licenses.DriftKinds))
+	var total int64
+	for _, m := range report.Mismatches {
+		if !m.Fixed {
+			byKind[m.Kind]++
+			total++
+		}
+	}
+	err := a.Activity.Set(ctx, activity.DriftMismatches, total)
+	for _, kind := range licenses.DriftKinds {
+		err = errors.Join(err, a.Activity.Set(ctx, activity.DriftKind(kind), byKind[kind]))
+	}
+	if err != nil {
+		a.Log.Warn("drift: record the mismatches for the console", "error", err)
+	}
 }
 
 func dash(s string) string {

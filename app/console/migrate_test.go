@@ -45,7 +45,15 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 	if out, err := run("up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
-	out, err := run("down") // 14: the events and webhook tables
+	out, err := run("down") // 15: the activity counters
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 15") ||
+		!strings.Contains(err.Error(), "DROP TABLE activity_hours") {
+		t.Fatalf("migrate down of 15 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	}
+	if out, err := run("down", "--force"); err != nil {
+		t.Fatalf("migrate down --force of 15: %v\n%s", err, out)
+	}
+	out, err = run("down") // 14: the events and webhook tables
 	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 14") ||
 		!strings.Contains(err.Error(), "DROP TABLE consumer_events") {
 		t.Fatalf("migrate down of 14 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)

@@ -6,10 +6,10 @@ import (
 	"fmt"
 )
 
-// prune is `licensor prune`: one pass deleting expired idempotency records
-// and expired consumer events.
+// prune is `licensor prune`: one pass deleting expired idempotency records,
+// expired consumer events and the activity counters' old hours.
 func prune(ctx context.Context, e env) error {
-	const summary = "Deletes idempotency records older than IDEMPOTENCY_TTL (pending intents are kept) and consumer events older than EVENTS_TTL (those still owed to an endpoint are kept), with their webhook deliveries."
+	const summary = "Deletes idempotency records older than IDEMPOTENCY_TTL (pending intents are kept) and consumer events older than EVENTS_TTL (those still owed to an endpoint are kept), with their webhook deliveries, and the activity counters' hours older than 7 days."
 	if ok, err := noArgs(e, "prune", summary); !ok {
 		return err
 	}
@@ -20,5 +20,6 @@ func prune(ctx context.Context, e env) error {
 	n, others, err := b.Pruner.RunOnceAll(ctx)
 	fmt.Fprintf(e.stdout, "%d expired record(s) deleted\n", n)
 	fmt.Fprintf(e.stdout, "%d expired consumer event(s) deleted\n", others[prunedEvents])
+	fmt.Fprintf(e.stdout, "%d activity hour(s) older than 7 days deleted\n", others[prunedActivity])
 	return errors.Join(err, b.Close())
 }

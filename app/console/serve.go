@@ -18,8 +18,9 @@ import (
 
 // serve runs the HTTP API until ctx is cancelled, then shuts down
 // gracefully; the background work (the reconciler, the pruner, the webhook
-// worker, the token-use writer, the metrics listener) stops with it and is
-// waited for (a webhook attempt in flight for at most WEBHOOK_TIMEOUT).
+// worker, the token-use writer, the activity counters' flush, the metrics
+// listener) stops with it and is waited for (a webhook attempt in flight
+// for at most WEBHOOK_TIMEOUT).
 func serve(ctx context.Context, e env) error {
 	const summary = "Serves the API on APP_ADDR; every setting comes from the environment (see .env.example)."
 	if ok, err := noArgs(e, "serve", summary); !ok {
@@ -59,6 +60,7 @@ func serve(ctx context.Context, e env) error {
 	background.Go(func() { a.Pruner.Run(bgCtx) })
 	background.Go(func() { a.Webhooks.Run(bgCtx) })
 	background.Go(func() { a.Auth.RunTouchWriter(bgCtx) })
+	background.Go(func() { a.Activity.Run(bgCtx) })
 	if lister, ok := a.Vendor.(licenses.SiteLister); ok && cfg.DriftEvery > 0 {
 		background.Go(func() { runDrift(bgCtx, a, lister, cfg.DriftEvery, log) })
 	}
@@ -137,8 +139,9 @@ func serveMetrics(ctx context.Context, wg *sync.WaitGroup, addr string, m *metri
 
 // runDrift compares the vendor's sites with the licenses every interval
 // (the first time one interval after start), reports each mismatch at Warn
-// and counts them in licensor_drift_mismatches; `licensor drift --fix`
-// applies the vendor's state. It stops when ctx ends.
+// and counts them in licensor_drift_mismatches and in the activity
+// counters' drift gauges; `licensor drift --fix` applies the vendor's
+// state. It stops when ctx ends.
 func runDrift(ctx context.Context, a *App, lister licenses.SiteLister, every time.Duration, log *slog.Logger) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -157,6 +160,7 @@ func runDrift(ctx context.Context, a *App, lister licenses.SiteLister, every tim
 			log.Warn("drift", "kind", m.Kind, "license_id", m.LicenseID, "site_id", m.SiteID, "domain", m.Domain)
 		}
 		a.Metrics.ObserveDrift(report.Counts())
+		recordDrift(ctx, a, report)
 		log.Info("drift checked", "sites", report.Sites, "licenses", report.Licenses, "mismatches", len(report.Mismatches))
 	}
 }

@@ -91,11 +91,14 @@ func (c Call) Started(ctx context.Context) error {
 // Complete stores resp as the intent's outcome in tx, the transaction that
 // writes the work's local effects, so that the effect and the answer commit
 // together or not at all; older open intents of the consumer for the same
-// subject (of the same operation) are superseded in it too, and for the
-// reconciler's claim its attempt's intent.attempted event is written in it:
-// the licenses' transaction that writes a license (or its revocation) and
-// its events also writes the completion and the attempt, all or nothing. The work then
-// returns its Outcome with Kept set. It fails, and so rolls tx back, when
+// subject (of the same operation) are superseded in it too. For the
+// reconciler's claim, the attempt's intent.attempted event is written in
+// tx as well: the attempt shares the domain's transaction (the licenses'
+// one that writes a license or its revocation, its audit and consumer
+// events), so a crash anywhere before its COMMIT leaves neither the change,
+// the completion nor the attempt, and the claim lapses for the next
+// attempt, which finds the vendor's effect. The work then returns its
+// Outcome with Kept set. It fails, and so rolls tx back, when
 // the caller no longer owns the record (ErrLeaseLost) or the intent was
 // superseded meanwhile (ErrSuperseded). Outside the guard it does nothing.
 func (c Call) Complete(tx *gorm.DB, resp Response, out Outcome) error {

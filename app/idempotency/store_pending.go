@@ -51,7 +51,10 @@ func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now ti
 // a is not nil, the update and a's intent.attempted audit event are one
 // transaction, the event written only when the update changed the record:
 // an attempt is in the trail if and only if what it did to the record
-// committed (a lost lease writes neither).
+// committed (a lost lease writes neither). A crash before the UPDATE,
+// between it and the INSERT, or before the COMMIT leaves both undone: the
+// record is still claimed, due again once the lease ends, and the attempt
+// is not on record (the next one is).
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
 	if a == nil {
 		return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {

@@ -33,6 +33,10 @@ type Config struct {
 	// ObserveSiteMismatch counts each such site, by source ("webhook" or
 	// "drift"); nil counts nothing.
 	ObserveSiteMismatch func(source string)
+	// ObserveCreated is told once for each license made: after the
+	// transaction that wrote its row committed (a create, keyed or not, or
+	// a pending create resumed). Nil counts nothing.
+	ObserveCreated func()
 	// Events is the consumer events' outbox each change writes to, in its
 	// own transaction (app/events' *Log). Nil: one on DB, sealed with
 	// Cipher (there is no Service without its events).
@@ -61,6 +65,8 @@ type Service struct {
 	events Outbox
 	// observeMismatch counts a site matched by id and not by domain.
 	observeMismatch func(source string)
+	// observeCreated counts a license made.
+	observeCreated func()
 }
 
 // New returns a Service. It panics without a Cipher: license keys are never
@@ -87,8 +93,11 @@ func New(cfg Config) *Service {
 	if cfg.Events == nil {
 		cfg.Events = events.New(cfg.DB, cfg.Read, cfg.Cipher)
 	}
+	if cfg.ObserveCreated == nil {
+		cfg.ObserveCreated = func() {}
+	}
 	return &Service{db: cfg.DB, read: cfg.Read, vendor: cfg.Vendor, cipher: cfg.Cipher, now: cfg.Now, retry: cfg.Retry,
-		log: cfg.Log, events: cfg.Events, observeMismatch: cfg.ObserveSiteMismatch}
+		log: cfg.Log, events: cfg.Events, observeMismatch: cfg.ObserveSiteMismatch, observeCreated: cfg.ObserveCreated}
 }
 
 // transact runs fn in one transaction, and again, whole, while it loses a
@@ -301,6 +310,7 @@ func (s *Service) record(ctx context.Context, consumerID string, in Input, site 
 	})
 	if err == nil {
 		steps.committed()
+		s.observeCreated()
 	}
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		existing, err := s.activeFor(ctx, consumerID, in.Domain)

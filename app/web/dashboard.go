@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
+	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -43,9 +42,9 @@ type driftSummary struct {
 // dashboard is GET /console: intents by status, the oldest pending, the
 // failed ones, drift mismatches, the webhook backlog, and the last day's
 // activity per hour.
-func (cn *Console) dashboard(c echo.Context) error {
+func (cn *Console) dashboard(c visit) error {
 	ctx := c.Request().Context()
-	d := dashboardPage{Now: cn.cfg.Now(), Operator: principalOf(c).Abilities.Can(auth.IntentsManage)}
+	d := dashboardPage{Now: cn.cfg.Now(), Operator: c.principal().Abilities.Can(auth.IntentsManage)}
 	if d.Operator {
 		if err := cn.readDashboard(ctx, &d); err != nil {
 			return err
@@ -70,5 +69,42 @@ func (cn *Console) readDashboard(ctx context.Context, d *dashboardPage) error {
 	if d.Webhooks, err = cn.cfg.Webhooks.Backlog(ctx); err != nil {
 		return err
 	}
+	return cn.readActivity(ctx, d)
+}
+
+// charted are the dashboard's hourly series, in the order they are drawn.
+var charted = []struct{ metric, id, title string }{
+	{activity.Creates, "creates", "Licenses created"},
+	{activity.Replays, "replays", "Replays"},
+	{activity.Conflicts, "conflicts", "Conflicts (409, 422)"},
+	{activity.Pending, "pending", "Pending answers (202)"},
+}
+
+// chartHours is how far back the charts go.
+const chartHours = 24
+
+// readActivity fills d's charts and the last drift check from the counts
+// licensor keeps (app/activity).
+func (cn *Console) readActivity(ctx context.Context, d *dashboardPage) error {
+	metrics := make([]string, len(charted))
+	for i, ch := range charted {
+		metrics[i] = ch.metric
+	}
+	series, err := cn.cfg.Activity.Series(ctx, metrics, chartHours)
+	if err != nil {
+		return err
+	}
+	for _, ch := range charted {
+		counts := make([]hourCount, 0, chartHours)
+		for _, p := range series[ch.metric] {
+			counts = append(counts, hourCount{Hour: p.Hour, Count: p.Count})
+		}
+		d.Charts = append(d.Charts, newBarChart(ch.id, ch.title, counts))
+	}
+	n, at, ok, err := cn.cfg.Activity.Latest(ctx, activity.DriftMismatches)
+	if err != nil {
+		return err
+	}
+	d.Drift = driftSummary{Known: ok, Mismatches: n, At: at}
 	return nil
 }

@@ -35,7 +35,7 @@ var intentFlashes = map[string]string{
 
 // intent is GET /console/intents/:id: any consumer's intent, as GET
 // /api/intents/{id} shows it, with its attempt history and its license.
-func (cn *Console) intent(c echo.Context) error {
+func (cn *Console) intent(c visit) error {
 	p, err := cn.intentPage(c, c.Param("id"))
 	if err != nil {
 		return err
@@ -106,12 +106,12 @@ func (cn *Console) intentLicense(c echo.Context, in idempotency.Intent) (*licens
 // pending for the reconciler, on behalf of the signed-in token, as POST
 // /api/intents/{id}/retry does. Any other status is 409 intent_not_failed,
 // the error page's.
-func (cn *Console) retryIntent(c echo.Context) error {
-	in, err := cn.cfg.Intents.RetryFailed(c.Request().Context(), sessionActor(c), c.Param("id"), cn.cfg.Now())
+func (cn *Console) retryIntent(c visit) error {
+	in, err := cn.cfg.Intents.RetryFailed(c.Request().Context(), c.actor(), c.Param("id"), cn.cfg.Now())
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("intent retried by an operator", "intent", in.ID, "token_id", principalOf(c).TokenID, "request_id", requestID(c))
+	cn.cfg.Log.Info("intent retried by an operator", "intent", in.ID, "token_id", c.principal().TokenID, "request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, intentPath(in.ID)+"?done=retried")
 }
 
@@ -121,9 +121,9 @@ func (cn *Console) retryIntent(c echo.Context) error {
 // page again with the error beside the field (422); a status or operation
 // that may not be discarded is 409 intent_not_discardable, the error
 // page's. The reason goes to the audit trail only, never to a log line.
-func (cn *Console) discardIntent(c echo.Context) error {
+func (cn *Console) discardIntent(c visit) error {
 	id, reason := c.Param("id"), c.FormValue("reason")
-	in, err := cn.cfg.Intents.Discard(c.Request().Context(), sessionActor(c), id, reason, cn.cfg.Now(), cn.cfg.Operations.RetryOnly()...)
+	in, err := cn.cfg.Intents.Discard(c.Request().Context(), c.actor(), id, reason, cn.cfg.Now(), cn.cfg.Operations.RetryOnly()...)
 	var invalid *audit.ValidationError
 	if errors.As(err, &invalid) {
 		p, perr := cn.intentPage(c, id)
@@ -136,17 +136,9 @@ func (cn *Console) discardIntent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("intent discarded by an operator", "intent", in.ID, "token_id", principalOf(c).TokenID, "request_id", requestID(c))
+	cn.cfg.Log.Info("intent discarded by an operator", "intent", in.ID, "token_id", c.principal().TokenID, "request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, intentPath(in.ID)+"?done=discarded")
 }
 
 // intentPath is the console's page of the intent id.
 func intentPath(id string) string { return Prefix + "/intents/" + id }
-
-// sessionActor is who a console action acts as in the audit trail: the
-// signed-in token (and its consumer), as the API's actor is the request's
-// token; the request id rides along as correlation only.
-func sessionActor(c echo.Context) audit.Actor {
-	p := principalOf(c)
-	return audit.ByToken(p.ConsumerID, p.TokenID, requestID(c))
-}

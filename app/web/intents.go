@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
@@ -67,7 +65,7 @@ type intentsPage struct {
 // consumer name nobody has lists nothing, as the API does; a status,
 // operation or age that is none of the form's choices is the form's own
 // error (422).
-func (cn *Console) intents(c echo.Context) error {
+func (cn *Console) intents(c visit) error {
 	f := intentsFilter{Status: c.QueryParam("status"), Consumer: c.QueryParam("consumer"),
 		Operation: c.QueryParam("operation"), Age: c.QueryParam("age")}
 	now := cn.cfg.Now()
@@ -110,14 +108,11 @@ func (p *intentsPage) intentFilter(now time.Time) (idempotency.IntentFilter, map
 func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.IntentFilter) error {
 	ctx := c.Request().Context()
 	if p.Filter.Consumer != "" {
-		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Filter.Consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			return nil
-		}
-		if err != nil {
+		id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
+		if err != nil || !found {
 			return err
 		}
-		f.ConsumerID = consumer.ID
+		f.ConsumerID = id
 	}
 	list, total, err := cn.cfg.Intents.Intents(ctx, f)
 	if err != nil {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 )
@@ -49,7 +47,7 @@ type licensesPage struct {
 // status. There is no operator's license route in the API; the page asks
 // intents:manage, the operator's read of any consumer's records (as GET
 // /api/intents and GET /api/webhook-deliveries do).
-func (cn *Console) searchLicenses(c echo.Context) error {
+func (cn *Console) searchLicenses(c visit) error {
 	f := licensesFilter{Domain: c.QueryParam("domain"), Consumer: c.QueryParam("consumer"), Status: c.QueryParam("status")}
 	p := licensesPage{Filter: f, Statuses: licenses.Statuses, Pager: pager{Page: queryPage(c), LastPage: 1}}
 	errs := map[string]string{}
@@ -74,14 +72,11 @@ func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 	ctx := c.Request().Context()
 	q := licenses.SearchQuery{Domain: p.Filter.Domain, Status: p.Filter.Status, Page: p.Pager.Page, PerPage: licensesPerPage}
 	if p.Filter.Consumer != "" {
-		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Filter.Consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			return nil
-		}
-		if err != nil {
+		id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
+		if err != nil || !found {
 			return err
 		}
-		q.ConsumerID = consumer.ID
+		q.ConsumerID = id
 	}
 	found, err := cn.cfg.Licenses.Search(ctx, q)
 	if err != nil {
@@ -130,7 +125,7 @@ type licensePage struct {
 // showLicense is GET /console/licenses/:id: any consumer's license, its key
 // masked, its audit trail and its consumer events (their type, sequence and
 // time; never their data, which carries the key).
-func (cn *Console) showLicense(c echo.Context) error {
+func (cn *Console) showLicense(c visit) error {
 	ctx := c.Request().Context()
 	lic, err := cn.cfg.Licenses.Find(ctx, c.Param("id"))
 	if err != nil {

@@ -83,7 +83,7 @@ func (cn *Console) login(c echo.Context) error {
 // logout is POST /console/logout: the session's cookie is cleared. The
 // session is a signed cookie, not a row: revoking its token is what ends
 // every session opened with it, everywhere.
-func (cn *Console) logout(c echo.Context) error {
+func (cn *Console) logout(c visit) error {
 	c.SetCookie(cn.sessions.cleared(sessionCookie))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/login")
 }

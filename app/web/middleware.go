@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 )
 
@@ -29,14 +30,29 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// ctxSession is where the session middleware keeps the signed-in session.
-const ctxSession = "console.session"
-
 // signedSession is a verified session and its token's principal, read
 // afresh on this request.
 type signedSession struct {
 	session   session
 	principal auth.Principal
+}
+
+// visit is one request of a signed-in operator: the request's Echo context
+// and its session, handed to a page as one value (never carried in the
+// context under a key).
+type visit struct {
+	echo.Context
+	signed signedSession
+}
+
+// principal is the signed-in token's principal.
+func (v visit) principal() auth.Principal { return v.signed.principal }
+
+// actor is who a console action is in the audit trail: the session's
+// token, as the API's actor is the bearer token, with the request's id.
+func (v visit) actor() audit.Actor {
+	p := v.signed.principal
+	return audit.ByToken(p.ConsumerID, p.TokenID, requestID(v))
 }
 
 // errSignIn is the 401 of a console request without a live session: the
@@ -66,11 +82,13 @@ func (e *pageError) StatusCode() int { return e.status }
 // PublicMessage is what the page says: written for the operator, safe to show.
 func (e *pageError) PublicMessage() string { return e.message }
 
-// requireSession lets through a request whose session cookie is signed, in
-// its time, and whose token is live now (its row read on every request, so
-// a revoked token ends its sessions at once); a form post must also carry
-// the session's CSRF token and come from this site.
-func (cn *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+// page is the handler of a page behind a session: it lets through a
+// request whose session cookie is signed, in its time, and whose token is
+// live now (its row read on every request, so a revoked token ends its
+// sessions at once) and holds ability (the one the matching API route asks;
+// "" for any console session); a form post must also carry the session's
+// CSRF token and come from this site. fn gets the session as a value.
+func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		se, err := cn.sessionOf(c)
 		if err != nil {
@@ -80,7 +98,6 @@ func (cn *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return err
 		}
-		c.Set(ctxSession, se)
 		if cn.signedIn != nil {
 			cn.signedIn(c, se.principal)
 		}
@@ -89,7 +106,10 @@ func (cn *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 				return errCSRF
 			}
 		}
-		return next(c)
+		if ability != "" && !se.principal.Abilities.Can(ability) {
+			return errForbidden
+		}
+		return fn(visit{Context: c, signed: se})
 	}
 }
 
@@ -127,25 +147,6 @@ func sameSite(r *http.Request) bool {
 		return true
 	}
 	return origin == "http://"+r.Host || origin == "https://"+r.Host
-}
-
-// can requires an ability of the session's token: the one the matching API
-// route asks.
-func can(ability string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if !principalOf(c).Abilities.Can(ability) {
-				return errForbidden
-			}
-			return next(c)
-		}
-	}
-}
-
-// principalOf is the signed-in token's principal.
-func principalOf(c echo.Context) auth.Principal {
-	se, _ := c.Get(ctxSession).(signedSession)
-	return se.principal
 }
 
 // consoleAbilities reports whether a token may open the console: an

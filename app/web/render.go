@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 	"time":    formatTime,
 	"timePtr": formatTimePtr,
 	"ago":     ago,
+	"hour":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:00 UTC") },
 	"join":    strings.Join,
 	"sub":     func(a, b int) int { return a - b },
 	"has":     func(p auth.Principal, ability string) bool { return p.Abilities.Can(ability) },
@@ -78,8 +79,8 @@ func (cn *Console) render(c echo.Context, status int, name string, v view) error
 	if !ok {
 		return fmt.Errorf("console: no page %q", name)
 	}
-	if se, ok := c.Get(ctxSession).(signedSession); ok && !v.Signed {
-		v.Signed, v.Principal, v.CSRF = true, se.principal, cn.sessions.csrf(se.session.Nonce)
+	if vis, ok := c.(visit); ok && !v.Signed {
+		v.Signed, v.Principal, v.CSRF = true, vis.signed.principal, cn.sessions.csrf(vis.signed.session.Nonce)
 	}
 	v.Version = cn.cfg.Version
 	var buf bytes.Buffer
@@ -99,6 +100,9 @@ func (cn *Console) render(c echo.Context, status int, name string, v view) error
 func (cn *Console) RenderError(c echo.Context, status int, message string) error {
 	if status == http.StatusUnauthorized && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
 		return c.Redirect(http.StatusSeeOther, Prefix+"/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+	}
+	if se, err := cn.sessionOf(c); err == nil {
+		c = visit{Context: c, signed: se} // the navigation of a signed-in operator, on an error page too
 	}
 	return cn.render(c, status, "error", view{Title: statusText(status), Data: errorPage{Status: status, Message: message}})
 }

@@ -21,30 +21,29 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	g.GET("/login", cn.showLogin)
 	g.POST("/login", cn.login)
 
-	s := g.Group("", cn.requireSession)
-	s.POST("/logout", cn.logout)
-	s.GET("", cn.dashboard)
+	g.POST("/logout", cn.page("", cn.logout))
+	g.GET("", cn.page("", cn.dashboard))
 
-	s.GET("/intents", cn.intents, can(auth.IntentsManage))
-	s.GET("/intents/:id", cn.intent, can(auth.IntentsManage))
-	s.POST("/intents/:id/retry", cn.retryIntent, can(auth.IntentsManage))
-	s.POST("/intents/:id/discard", cn.discardIntent, can(auth.IntentsManage))
-
-	s.GET("/tokens", cn.tokens, can(auth.TokensManage))
-	s.POST("/tokens", cn.issueToken, can(auth.TokensManage))
-	s.GET("/tokens/events", cn.tokenEvents, can(auth.TokensManage))
-	s.GET("/tokens/:id/events", cn.tokenTrail, can(auth.TokensManage))
-	s.POST("/tokens/:id/revoke", cn.revokeToken, can(auth.TokensManage))
-
-	s.GET("/webhooks", cn.webhooks, can(auth.IntentsManage))
-	s.GET("/webhooks/endpoints/:id", cn.webhookEndpoint, can(auth.IntentsManage))
-	s.POST("/webhooks/deliveries/:id/retry", cn.retryDelivery, can(auth.IntentsManage))
+	g.GET("/intents", cn.page(auth.IntentsManage, cn.intents))
+	g.GET("/intents/:id", cn.page(auth.IntentsManage, cn.intent))
+	g.POST("/intents/:id/retry", cn.page(auth.IntentsManage, cn.retryIntent))
+	g.POST("/intents/:id/discard", cn.page(auth.IntentsManage, cn.discardIntent))
 
 	// No API route reads any consumer's licenses: intents:manage is the
 	// operator's read of every consumer's records (GET /api/intents, GET
 	// /api/webhook-deliveries), so it opens these too.
-	s.GET("/licenses", cn.searchLicenses, can(auth.IntentsManage))
-	s.GET("/licenses/:id", cn.showLicense, can(auth.IntentsManage))
+	g.GET("/licenses", cn.page(auth.IntentsManage, cn.searchLicenses))
+	g.GET("/licenses/:id", cn.page(auth.IntentsManage, cn.showLicense))
+
+	g.GET("/tokens", cn.page(auth.TokensManage, cn.tokens))
+	g.POST("/tokens", cn.page(auth.TokensManage, cn.issueToken))
+	g.GET("/tokens/events", cn.page(auth.TokensManage, cn.tokenEvents))
+	g.GET("/tokens/:id/events", cn.page(auth.TokensManage, cn.tokenTrail))
+	g.POST("/tokens/:id/revoke", cn.page(auth.TokensManage, cn.revokeToken))
+
+	g.GET("/webhooks", cn.page(auth.IntentsManage, cn.webhooks))
+	g.GET("/webhooks/endpoints/:id", cn.page(auth.IntentsManage, cn.webhookEndpoint))
+	g.POST("/webhooks/deliveries/:id/retry", cn.page(auth.IntentsManage, cn.retryDelivery))
 }
 
 // assetHandler serves the embedded assets, cached for an hour (they change

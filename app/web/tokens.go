@@ -6,9 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 )
 
@@ -89,14 +86,14 @@ const tokenEventsShown = 10
 
 // tokens is GET /console/tokens[?consumer=NAME]: the tokens (as GET
 // /api/tokens), the issue form and the newest events of the trail.
-func (cn *Console) tokens(c echo.Context) error {
-	form := cn.newIssueForm(principalOf(c), nil)
+func (cn *Console) tokens(c visit) error {
+	form := cn.newIssueForm(c.principal(), nil)
 	return cn.renderTokens(c, http.StatusOK, c.QueryParam("consumer"), form, nil, tokenFlashes[c.QueryParam("done")])
 }
 
 // renderTokens writes the tokens page with status, listing the tokens of
 // consumer ("" for all).
-func (cn *Console) renderTokens(c echo.Context, status int, consumer string, form issueForm, issued *issuedToken, flash string) error {
+func (cn *Console) renderTokens(c visit, status int, consumer string, form issueForm, issued *issuedToken, flash string) error {
 	ctx := c.Request().Context()
 	toks, err := cn.cfg.Auth.List(ctx, consumer)
 	if err != nil {
@@ -118,7 +115,7 @@ func (cn *Console) renderTokens(c echo.Context, status int, consumer string, for
 // tokenRows is toks as the list shows them, each issuer named by its
 // consumer: from toks when the issuer is among them, else from every token
 // (a list filtered by consumer may not hold the issuers).
-func (cn *Console) tokenRows(c echo.Context, toks []auth.Token) ([]tokenRow, error) {
+func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 	consumerOf := make(map[string]string, len(toks))
 	for _, t := range toks {
 		consumerOf[t.ID] = t.Consumer.Name
@@ -135,7 +132,7 @@ func (cn *Console) tokenRows(c echo.Context, toks []auth.Token) ([]tokenRow, err
 			break
 		}
 	}
-	now, own := cn.cfg.Now(), principalOf(c).TokenID
+	now, own := cn.cfg.Now(), c.principal().TokenID
 	rows := make([]tokenRow, 0, len(toks))
 	for _, t := range toks {
 		r := newTokenRow(t, now)
@@ -192,16 +189,9 @@ func abilityID(a string) string {
 // /api/tokens/{id}: the token is revoked by the session's token (in the
 // audit trail as it); one revoked already changes nothing. Revoking the
 // session's own token ends the session: the next page asks to sign in.
-func (cn *Console) revokeToken(c echo.Context) error {
-	if err := cn.cfg.Auth.Revoke(c.Request().Context(), signedActor(c), c.Param("id")); err != nil {
+func (cn *Console) revokeToken(c visit) error {
+	if err := cn.cfg.Auth.Revoke(c.Request().Context(), c.actor(), c.Param("id")); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, Prefix+"/tokens?done=revoked")
-}
-
-// signedActor is who a console action is in the audit trail: the session's
-// token, as the API's actor is the request's.
-func signedActor(c echo.Context) audit.Actor {
-	p := principalOf(c)
-	return audit.ByToken(p.ConsumerID, p.TokenID, requestID(c))
 }

@@ -61,14 +61,14 @@ func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 // tokenEvents is GET /console/tokens/events?page=N, as GET
 // /api/tokens/events: the tokens' audit trail, newest first: who issued
 // and who revoked which token.
-func (cn *Console) tokenEvents(c echo.Context) error {
+func (cn *Console) tokenEvents(c visit) error {
 	return cn.renderTokenEvents(c, "", Prefix+"/tokens/events")
 }
 
 // tokenTrail is GET /console/tokens/:id/events: one token's trail; 404 when
 // no event of it is on record (every token has its token.issued, so no such
 // token was ever issued).
-func (cn *Console) tokenTrail(c echo.Context) error {
+func (cn *Console) tokenTrail(c visit) error {
 	id := c.Param("id")
 	return cn.renderTokenEvents(c, id, Prefix+"/tokens/"+id+"/events")
 }

@@ -26,12 +26,12 @@ import (
 // this answer (201): the one POST that renders rather than redirects, as
 // its secret may go in no URL and no flash. The console's responses are
 // never cached (Cache-Control: no-store).
-func (cn *Console) issueToken(c echo.Context) error {
+func (cn *Console) issueToken(c visit) error {
 	raw, sent, err := issueFormObject(c)
 	if err != nil {
 		return err
 	}
-	p := principalOf(c)
+	p := c.principal()
 	req, verr := request.BindIssueToken(raw, auth.Known)
 	form := cn.newIssueForm(p, req.Abilities)
 	form.Consumer, form.Name, form.ExpiresIn = sent.Get("consumer"), sent.Get("name"), sent.Get("expires_in")
@@ -46,7 +46,7 @@ func (cn *Console) issueToken(c echo.Context) error {
 		return cn.renderTokens(c, http.StatusUnprocessableEntity, "", form, nil, "")
 	}
 	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name, TTL: req.TTL}
-	issued, err := cn.cfg.Auth.Issue(c.Request().Context(), signedActor(c), in)
+	issued, err := cn.cfg.Auth.Issue(c.Request().Context(), c.actor(), in)
 	if errors.As(err, &fe) {
 		form.Errors = issueFieldErrors(fe)
 		return cn.renderTokens(c, http.StatusUnprocessableEntity, "", form, nil, "")

@@ -11,14 +11,17 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -47,6 +50,9 @@ type Config struct {
 	Events *events.Log
 	// Webhooks are the consumers' webhook endpoints and their deliveries.
 	Webhooks *webhooks.Service
+	// Activity is the hourly counts licensor keeps: the dashboard's charts
+	// and the last drift check's mismatches.
+	Activity *activity.Recorder
 	// Key is APP_KEY's 32 bytes: the session and CSRF signatures are keyed by
 	// a key derived from it (a new APP_KEY signs every operator out).
 	Key []byte
@@ -118,4 +124,18 @@ func deriveKey(appKey []byte, purpose string) []byte {
 // Owns reports whether path is one of the console's.
 func (*Console) Owns(path string) bool {
 	return path == Prefix || strings.HasPrefix(path, Prefix+"/")
+}
+
+// consumerID is the id of the consumer a filter names (normalised as the
+// API normalises it); found is false when no consumer has that name, which
+// a list shows as nothing, as the API's lists do.
+func (cn *Console) consumerID(ctx context.Context, name string) (id string, found bool, err error) {
+	consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, name)
+	if errors.Is(err, auth.ErrConsumerNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return consumer.ID, true, nil
 }

@@ -2,16 +2,13 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -21,8 +18,8 @@ type webhooksPage struct {
 	Consumer        string // the filter: a consumer's name
 	UnknownConsumer bool   // no consumer has that name
 	Endpoints       []endpointRow
-	Failing         []deliveryRow
-	FailingTotal    int64 // how many are failing in all (Failing shows the newest)
+	Failing         []deliveryRow // the newest failing deliveries
+	Count           failing       // how many (its Rows unused)
 }
 
 // endpointRow is an endpoint as the console shows it: never its secret.
@@ -76,30 +73,30 @@ const failingShown = 50
 // `licensor webhooks list`) and the failing deliveries (as GET
 // /api/webhook-deliveries), each with a Retry button. Managing an endpoint
 // stays its consumer's, through the API.
-func (cn *Console) webhooks(c echo.Context) error {
+func (cn *Console) webhooks(c visit) error {
 	ctx := c.Request().Context()
 	p := webhooksPage{Consumer: strings.TrimSpace(c.QueryParam("consumer"))}
 	consumerID := ""
 	if p.Consumer != "" {
-		consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, p.Consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			p.UnknownConsumer = true
-			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
-		}
+		id, found, err := cn.consumerID(ctx, p.Consumer)
 		if err != nil {
 			return err
 		}
-		consumerID = consumer.ID
+		if !found {
+			p.UnknownConsumer = true
+			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
+		}
+		consumerID = id
 	}
 	eps, err := cn.cfg.Webhooks.ListEndpoints(ctx, consumerID)
 	if err != nil {
 		return err
 	}
-	failing, total, err := cn.failingDeliveries(ctx, consumerID)
+	f, err := cn.failingDeliveries(ctx, consumerID)
 	if err != nil {
 		return err
 	}
-	names, err := cn.consumerNamesOf(ctx, eps, failing)
+	names, err := cn.consumerNamesOf(ctx, eps, f.Rows)
 	if err != nil {
 		return err
 	}
@@ -108,35 +105,61 @@ func (cn *Console) webhooks(c echo.Context) error {
 		p.Endpoints = append(p.Endpoints, newEndpointRow(e, names))
 		urls[e.ID] = e.URL
 	}
-	for _, d := range failing {
+	for _, d := range f.Rows {
 		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
 	}
-	p.FailingTotal = total
+	f.Rows, p.Count = nil, f
 	return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
 
-// failingDeliveries are the newest failingShown deliveries of the consumer
-// (every consumer's for "") that are failing: failed for good, or pending
-// after an attempt that failed; and how many there are in all.
-func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) ([]webhooks.DeliveryView, int64, error) {
+// pendingRead is how many of the newest pending deliveries the webhooks
+// page reads to list those retrying after a failed attempt: the service
+// selects deliveries by status, not by their attempts.
+const pendingRead = 4 * failingShown
+
+// failing is what the webhooks page knows of the failing deliveries.
+type failing struct {
+	Rows     []webhooks.DeliveryView // the newest failingShown of them
+	Failed   int64                   // failed for good, in all
+	Retrying int64                   // pending after a failed attempt: in all when Exact, else among the pending read
+	Exact    bool
+	// PendingRead of PendingTotal pending deliveries were read for Rows.
+	PendingRead  int
+	PendingTotal int64
+}
+
+// failingDeliveries are the consumer's (every consumer's for "") failing
+// deliveries, as the dashboard counts them (webhooks.Backlog): failed for
+// good, or pending after a failed attempt (found among the newest
+// pendingRead pending ones). Every consumer's are counted in all.
+func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (failing, error) {
 	failed, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusFailed, PerPage: failingShown})
 	if err != nil {
-		return nil, 0, err
+		return failing{}, err
 	}
-	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: 4 * failingShown})
+	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: pendingRead})
 	if err != nil {
-		return nil, 0, err
+		return failing{}, err
 	}
-	out, total := failed.Deliveries, failed.Total
+	f := failing{Rows: failed.Deliveries, Failed: failed.Total, PendingRead: len(pending.Deliveries), PendingTotal: pending.Total}
 	for _, d := range pending.Deliveries {
-		if n := len(d.Attempts); n > 0 && d.Attempts[n-1].Error != nil {
-			out = append(out, d)
-			total++
+		if d.Delivery.Attempts > 0 {
+			f.Rows = append(f.Rows, d)
+			f.Retrying++
 		}
 	}
-	slices.SortStableFunc(out, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out[:min(len(out), failingShown)], total, nil
+	slices.SortStableFunc(f.Rows, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	f.Rows = f.Rows[:min(len(f.Rows), failingShown)]
+	if consumerID == "" && f.PendingRead < int(f.PendingTotal) {
+		b, err := cn.cfg.Webhooks.Backlog(ctx)
+		if err != nil {
+			return failing{}, err
+		}
+		f.Retrying, f.Exact = b.Failing, true
+	}
+	f.Exact = f.Exact || f.PendingRead == int(f.PendingTotal)
+	return f, nil
 }
 
 // consumerNamesOf names the consumers of the endpoints and deliveries.
@@ -182,16 +205,16 @@ func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deli
 // webhooks retry` and the API's retry: the delivery due now with a new
 // retry window, by the session's token in the audit trail; then its
 // endpoint's page. One a worker is sending now is 409 delivery_in_progress.
-func (cn *Console) retryDelivery(c echo.Context) error {
+func (cn *Console) retryDelivery(c visit) error {
 	id := c.Param("id")
 	if !isULID(id) {
 		return webhooks.ErrNotFound
 	}
-	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), signedActor(c), "", "", id)
+	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), c.actor(), "", "", id)
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", principalOf(c).TokenID,
+	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.principal().TokenID,
 		"request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
 }

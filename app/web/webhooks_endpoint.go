@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -30,7 +28,7 @@ type endpointPage struct {
 // the endpoint and its deliveries, newest first, each with its attempts
 // (as `licensor webhooks deliveries` and GET
 // /api/webhook-endpoints/{id}/deliveries), and a Retry button each.
-func (cn *Console) webhookEndpoint(c echo.Context) error {
+func (cn *Console) webhookEndpoint(c visit) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
 	if !isULID(id) {

@@ -1,0 +1,48 @@
+package database
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The activity_hours table holds one row per UTC hour (its start) and
+// metric, with the hour's count: app/activity's chart data. Each statement
+// has one text per dialect, so that a flush of several rows in one
+// transaction runs the same prepared statement for each.
+const (
+	mysqlActivityAdd = "INSERT INTO activity_hours (`hour`, metric, `count`) VALUES (?, ?, ?) " +
+		"ON DUPLICATE KEY UPDATE `count` = `count` + VALUES(`count`)"
+	sqliteActivityAdd = "INSERT INTO activity_hours (hour, metric, count) VALUES (?, ?, ?) " +
+		"ON CONFLICT (hour, metric) DO UPDATE SET count = count + excluded.count"
+	mysqlActivitySet = "INSERT INTO activity_hours (`hour`, metric, `count`) VALUES (?, ?, ?) " +
+		"ON DUPLICATE KEY UPDATE `count` = VALUES(`count`)"
+	sqliteActivitySet = "INSERT INTO activity_hours (hour, metric, count) VALUES (?, ?, ?) " +
+		"ON CONFLICT (hour, metric) DO UPDATE SET count = excluded.count"
+)
+
+// AddActivityHour adds n to the count of metric in the hour that starts at
+// hour (a UTC hour's start), creating the row at n when there is none: one
+// upsert, which the flushes of every replica add to. The *gorm.DB it
+// returns carries its Error. Run it in a transaction to write several rows
+// at once; outside one it is safe to run again after a lock conflict
+// (RetryOnConflict).
+func AddActivityHour(ctx context.Context, db *gorm.DB, hour time.Time, metric string, n int64) *gorm.DB {
+	stmt := sqliteActivityAdd
+	if db.Dialector.Name() == MySQL {
+		stmt = mysqlActivityAdd
+	}
+	return db.WithContext(ctx).Exec(stmt, hour.UTC(), metric, n)
+}
+
+// SetActivityHour sets the count of metric in the hour that starts at hour
+// to n, replacing what the row held (a gauge: the last value written in the
+// hour is the hour's). One upsert, safe to run again.
+func SetActivityHour(ctx context.Context, db *gorm.DB, hour time.Time, metric string, n int64) *gorm.DB {
+	stmt := sqliteActivitySet
+	if db.Dialector.Name() == MySQL {
+		stmt = mysqlActivitySet
+	}
+	return db.WithContext(ctx).Exec(stmt, hour.UTC(), metric, n)
+}
