@@ -20,6 +20,7 @@ type consoleClient struct {
 	srv  *httptest.Server
 	http *http.Client
 	csrf string
+	once string // the last page's issue form's own value (a browser sends the form it shows)
 }
 
 // consolePage is a console response, its body read.
@@ -48,7 +49,10 @@ func newConsoleClientOn(t *testing.T, srv *httptest.Server) *consoleClient {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-var csrfInput = regexp.MustCompile(`name="_token" value="([^"]+)"`)
+var (
+	csrfInput = regexp.MustCompile(`name="_token" value="([^"]+)"`)
+	onceInput = regexp.MustCompile(`name="once" value="([^"]+)"`)
+)
 
 // get reads a console page; its CSRF token is kept for the next post.
 func (cc *consoleClient) get(path string) consolePage {
@@ -66,6 +70,9 @@ func (cc *consoleClient) post(path string, form url.Values, headers ...string) c
 	}
 	if _, set := form["_token"]; !set {
 		form.Set("_token", cc.csrf)
+	}
+	if _, set := form["once"]; !set && cc.once != "" {
+		form.Set("once", cc.once)
 	}
 	if form.Get("_token") == "" {
 		form.Del("_token")
@@ -99,6 +106,9 @@ func (cc *consoleClient) send(method, path string, body io.Reader, headers ...st
 	page := consolePage{Status: res.StatusCode, Header: res.Header, Body: string(b)}
 	if m := csrfInput.FindStringSubmatch(page.Body); m != nil {
 		cc.csrf = html.UnescapeString(m[1])
+	}
+	if m := onceInput.FindStringSubmatch(page.Body); m != nil {
+		cc.once = html.UnescapeString(m[1])
 	}
 	return page
 }

@@ -7,7 +7,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/audit"
@@ -334,4 +337,31 @@ func TestConsoleDashboardCountsIntents(t *testing.T) {
 			t.Errorf("a tokens:manage session sees the intents: %s", page.Body)
 		}
 	})
+}
+
+// With the database gone, a console page is the 503 page (Retry-After, the
+// console's headers, none of the database's words), never a 500; a sign-in
+// is refused the same way.
+func TestConsoleDatabaseGoneIsA503Page(t *testing.T) {
+	a := newApp(t, testdb.New(t, "sqlite"))
+	cc := newConsoleClient(t, a)
+	cc.signIn(a.token("ops", auth.All))
+	tok := a.token("ops", auth.All)
+	if err := a.auth.Flush(context.Background()); err != nil { // the sign-in's use, written while it can be
+		t.Fatal(err)
+	}
+	for _, pool := range []*gorm.DB{a.db.Gorm, a.db.Read} {
+		sqlDB, err := pool.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlDB.Close()
+	}
+	for _, page := range []consolePage{cc.get("/console"), cc.get("/console/intents"), cc.trySignIn(tok)} {
+		page.wantStatus(t, http.StatusServiceUnavailable)
+		if page.Header.Get("Retry-After") == "" || page.Header.Get("Content-Security-Policy") == "" ||
+			!strings.Contains(page.Body, "temporarily unavailable") || strings.Contains(strings.ToLower(page.Body), "sql") {
+			t.Errorf("503 page: %v %s", page.Header, page.Body)
+		}
+	}
 }

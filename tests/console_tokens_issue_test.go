@@ -234,3 +234,27 @@ func TestConsoleTokenEventsShowWhoIssuedWhat(t *testing.T) {
 		cc.get("/console/tokens/01ARZ3NDEKTSV4RRFFQ69G5FAV/events").wantStatus(t, http.StatusNotFound)
 	})
 }
+
+// An issue form sent twice (a reload of its answer, a double click) issues
+// one token: the second send is a 409 that shows no token and issues none.
+func TestConsoleIssueFormIssuesOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		cc, _ := consoleAs(t, a, "ops", auth.TokensManage)
+		cc.get("/console/tokens").wantStatus(t, http.StatusOK)
+		form := url.Values{"consumer": {"acme"}, "abilities[]": {auth.LicensesRead}, "once": {cc.once}}
+		cc.post("/console/tokens", form).wantStatus(t, http.StatusCreated)
+		again := cc.post("/console/tokens", form).wantStatus(t, http.StatusConflict)
+		if newTokenArea.MatchString(again.Body) || !strings.Contains(again.Body, "This form was sent already") {
+			t.Errorf("the form sent again: %s", again.Body)
+		}
+		toks, err := a.auth.List(context.Background(), "acme")
+		if err != nil || len(toks) != 1 {
+			t.Fatalf("acme's tokens = %d, %v; want the one the first send issued", len(toks), err)
+		}
+		// The page that answered has a fresh form of its own, which issues.
+		cc.post("/console/tokens", url.Values{"consumer": {"acme"}, "abilities[]": {auth.LicensesRead}}).wantStatus(t, http.StatusCreated)
+		// A form without its value is no console form.
+		cc.post("/console/tokens", url.Values{"consumer": {"acme"}, "abilities[]": {auth.LicensesRead}, "once": {""}}).wantStatus(t, http.StatusConflict)
+	})
+}

@@ -382,6 +382,22 @@ func TestOperatorsListEveryConsumersDeliveries(t *testing.T) {
 		}
 		a.do(http.MethodGet, "/api/webhook-deliveries?status=bogus", "", ops...).wantStatus(http.StatusUnprocessableEntity)
 		a.do(http.MethodGet, "/api/webhook-deliveries", "", acme...).wantError(http.StatusForbidden, "missing_ability")
+
+		// An operator retries any consumer's delivery; a consumer's token may not, not even its own
+		// here (its route is under its endpoint); the retry is the operator's in the audit trail.
+		did := one["data"].([]any)[0].(map[string]any)["id"].(string)
+		a.do(http.MethodPost, "/api/webhook-deliveries/"+did+"/retry", "", acme...).wantError(http.StatusForbidden, "missing_ability")
+		r := a.do(http.MethodPost, "/api/webhook-deliveries/"+did+"/retry", "", ops...).wantStatus(http.StatusAccepted).licenseData()
+		if r["id"] != did || r["status"] != "pending" {
+			t.Errorf("the operator's retry = %v", r)
+		}
+		var retried []audit.Event
+		if err := a.db.Gorm.Where("event = ? AND subject_id = ?", audit.WebhookDeliveryRetried, did).Find(&retried).Error; err != nil ||
+			len(retried) != 1 || retried[0].ActorTokenID == nil {
+			t.Errorf("the retry's audit events = %+v, %v; want one, by the operator's token", retried, err)
+		}
+		a.do(http.MethodPost, "/api/webhook-deliveries/01JDQ8Z7F0A2B4C6D8E0G2H4J6/retry", "", ops...).wantStatus(http.StatusNotFound)
+		a.do(http.MethodPost, "/api/webhook-deliveries/not-an-id/retry", "", ops...).wantStatus(http.StatusNotFound)
 	})
 }
 

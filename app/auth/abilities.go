@@ -71,6 +71,26 @@ func (e *NotGrantableError) Error() string {
 // Is makes errors.Is(err, ErrNotGrantable) hold.
 func (e *NotGrantableError) Is(target error) bool { return target == ErrNotGrantable }
 
+// Explain is the refusal in the words the API's 403 ability_not_grantable
+// and the console's issue form both say: what was refused, and what may
+// grant it.
+func (e *NotGrantableError) Explain() string {
+	refused := "those abilities"
+	if len(e.Abilities) > 0 {
+		refused = strings.Join(e.Abilities, ", ")
+	}
+	return "Your token may not grant " + refused + ". A tokens:manage token grants " +
+		sentence(ConsumerAbilities) + " only; admin abilities need a * token."
+}
+
+// sentence is a list as a sentence says it: "a, b and c".
+func sentence(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
 // Grantable returns a *NotGrantableError naming each known ability in want
 // that granter may not grant (see CanGrant), nil when there is none.
 // Unknown abilities are left to Issue, which refuses them as invalid input.

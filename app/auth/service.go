@@ -277,20 +277,7 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 		s.verified.put(raw, parsed)
 		c = verifiedClaims{id: parsed.ID, subject: parsed.Subject}
 	}
-	tok, err := s.loadToken(ctx, c.id)
-	if errors.Is(err, database.ErrNoRows) {
-		return Principal{}, ErrUnauthenticated
-	}
-	if err != nil {
-		return Principal{}, fmt.Errorf("load token: %w", err)
-	}
-	now := s.now()
-	if tok.ConsumerID != c.subject || !tok.Live(now) {
-		return Principal{}, ErrUnauthenticated
-	}
-	s.recordUse(tok, now)
-	return Principal{ConsumerID: tok.ConsumerID, Consumer: tok.Consumer.Name, TokenID: tok.ID, Abilities: tok.Abilities,
-		ExpiresAt: tok.ExpiresAt}, nil
+	return s.Session(ctx, c.id, c.subject)
 }
 
 // tokenRowQuery reads what Verify needs of a token row, every request. An

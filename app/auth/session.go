@@ -8,12 +8,13 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// Session returns the principal of the token with that id, for a session
-// that was opened with it (the operator console's): the token row is read on
-// every call, as Verify reads it, so a session ends on the request after its
-// token is revoked or expires. consumerID is the consumer the session was
-// opened for; a row of another consumer is no session. Every refusal is
-// ErrUnauthenticated. A success records the token's use, as Verify does.
+// Session returns the principal of the token with that id, for a caller
+// that holds it already verified: Verify, once the token string's signature
+// holds, and a session opened with it (the operator console's). The token
+// row is read on every call, so a session ends on the request after its
+// token is revoked or expires. consumerID is the token's subject; a row of
+// another consumer is no token of it. Every refusal is ErrUnauthenticated.
+// A success records the token's use in memory (see Verify).
 func (s *Service) Session(ctx context.Context, tokenID, consumerID string) (Principal, error) {
 	tok, err := s.loadToken(ctx, tokenID)
 	if errors.Is(err, database.ErrNoRows) {

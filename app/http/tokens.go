@@ -3,7 +3,6 @@ package http
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -109,25 +108,9 @@ func (s *Server) revokeToken(c echo.Context) error {
 }
 
 // notGrantable is the 403 for a token asking to grant more than it may: it
-// names the abilities refused.
+// names the abilities refused (auth's words: NotGrantableError.Explain).
 func notGrantable(err error) *Error {
-	refused := "those abilities"
-	var ng *auth.NotGrantableError
-	if errors.As(err, &ng) && len(ng.Abilities) > 0 {
-		refused = strings.Join(ng.Abilities, ", ")
-	}
-	return &Error{
-		Status: http.StatusForbidden,
-		Code:   "ability_not_grantable",
-		Message: "Your token may not grant " + refused + ". A tokens:manage token grants " +
-			abilityList(auth.ConsumerAbilities) + " only; admin abilities need a * token.",
-	}
-}
-
-// abilityList is abilities as a sentence lists them: "a, b and c".
-func abilityList(abilities []string) string {
-	if len(abilities) < 2 {
-		return strings.Join(abilities, "")
-	}
-	return strings.Join(abilities[:len(abilities)-1], ", ") + " and " + abilities[len(abilities)-1]
+	ng := &auth.NotGrantableError{}
+	errors.As(err, &ng)
+	return &Error{Status: http.StatusForbidden, Code: "ability_not_grantable", Message: ng.Explain()}
 }

@@ -186,6 +186,21 @@ func (s *Server) retryWebhookDelivery(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, resource.Data{Data: resource.NewWebhookDelivery(v)})
 }
 
+// retryAnyWebhookDelivery is POST /api/webhook-deliveries/{delivery}/retry:
+// any consumer's delivery sent again, as retryWebhookDelivery sends a
+// consumer's own, for an operator (intents:manage, as the list of every
+// consumer's deliveries); the retry is in the audit trail as the operator's
+// token.
+func (s *Server) retryAnyWebhookDelivery(c echo.Context) error {
+	v, err := s.webhooks.RetryDelivery(c.Request().Context(), actor(c), "", "", c.Param("delivery"))
+	if err != nil {
+		return err
+	}
+	s.log.Info("webhook delivery retried by an operator", "delivery", v.ID, "endpoint", v.EndpointID, "token_id", principal(c).TokenID,
+		"request_id", RequestID(c))
+	return c.JSON(http.StatusAccepted, resource.Data{Data: resource.NewWebhookDelivery(v)})
+}
+
 // listAllWebhookDeliveries is GET /api/webhook-deliveries?status=&consumer=
 // &page=&per_page=: every consumer's deliveries, newest first, each naming
 // its consumer, for an operator. consumer takes a consumer's name; an

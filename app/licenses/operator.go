@@ -69,10 +69,10 @@ func isASCII(s string) bool {
 // the operator's view. A status that is not one of Statuses is a
 // *ValidationError on status. A domain part is matched anywhere in the
 // domain (a scan of the licenses the other filters leave: an operator's
-// search, not a request's path). A license whose key no configured key
-// opens is listed all the same, with KeyUnavailable set and no key, and
-// logged at Warn (`licensor keys status` counts them): one such license
-// must not hide the others from the operator looking for it.
+// search, not a request's path). The licenses come without their keys
+// (LicenseKey empty): an operator's list shows none, so none is read or
+// opened, and a license whose key no configured key opens is listed like
+// any other.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
 		verr := &ValidationError{}
@@ -100,12 +100,9 @@ func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 	if err := sel.Count(&p.Total).Error; err != nil {
 		return Page{}, fmt.Errorf("count licenses: %w", err)
 	}
-	err := sel.Order("created_at DESC, id DESC").Offset((page - 1) * perPage).Limit(perPage).Find(&p.Licenses).Error
+	err := sel.Omit("license_key").Order("created_at DESC, id DESC").Offset((page - 1) * perPage).Limit(perPage).Find(&p.Licenses).Error
 	if err != nil {
 		return Page{}, fmt.Errorf("search licenses: %w", err)
-	}
-	for i := range p.Licenses {
-		s.openForOperator(ctx, &p.Licenses[i])
 	}
 	return p, nil
 }

@@ -118,7 +118,7 @@ type licensePage struct {
 	Consumer string
 	KeyTail  string // the license key's last characters; "" when it cannot be read
 	Trail    []licenses.Event
-	Events   []events.SubjectEvent
+	Events   []events.Event
 	More     bool // the license has more consumer events than listed
 }
 

@@ -19,8 +19,9 @@ type loginLimiter struct {
 }
 
 type loginWindow struct {
-	start time.Time
-	count int
+	start   time.Time
+	count   int
+	refused bool // an attempt of this window was refused already
 }
 
 const maxAddresses = 10000
@@ -30,24 +31,28 @@ func newLoginLimiter(perMinute int, now func() time.Time) *loginLimiter {
 }
 
 // take counts an attempt from addr; it reports whether the attempt may go
-// on, and if not, how long until it may.
-func (l *loginLimiter) take(addr string) (ok bool, retryAfter time.Duration) {
+// on, and if not, how long until it may, and whether it is the window's
+// first refusal (the one worth a log line).
+func (l *loginLimiter) take(addr string) (ok bool, retryAfter time.Duration, firstRefusal bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w, found := l.windows[addr]
 	if !found || now.Sub(w.start) >= time.Minute {
 		if !found && len(l.windows) >= maxAddresses && !l.forgetStale(now) {
-			return false, time.Minute
+			return false, time.Minute, false
 		}
 		w = loginWindow{start: now}
 	}
 	if w.count >= l.perMinute {
-		return false, w.start.Add(time.Minute).Sub(now)
+		first := !w.refused
+		w.refused = true
+		l.windows[addr] = w
+		return false, w.start.Add(time.Minute).Sub(now), first
 	}
 	w.count++
 	l.windows[addr] = w
-	return true, 0
+	return true, 0, false
 }
 
 // forgetStale drops the windows that have ended; it reports whether any

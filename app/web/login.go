@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 
@@ -39,7 +41,7 @@ func (cn *Console) renderLogin(c echo.Context, status int, p loginPage) error {
 		ck := cn.sessions.newCookie(loginCookie, secret, 3600)
 		c.SetCookie(ck)
 	}
-	return cn.render(c, status, "login", view{Title: "Sign in", CSRF: cn.sessions.csrf(secret), Data: p})
+	return cn.render(c, status, "login", view{Title: "Sign in", CSRF: cn.sessions.csrf(loginCSRF, secret), Data: p})
 }
 
 // login is POST /console/login {token, _token, next}: an operator's token
@@ -48,14 +50,16 @@ func (cn *Console) renderLogin(c echo.Context, status int, p loginPage) error {
 // client address has DefaultLoginsPerMinute tries a minute.
 func (cn *Console) login(c echo.Context) error {
 	addr := clientAddr(c.Request())
-	if ok, wait := cn.logins.take(addr); !ok {
-		cn.cfg.Log.Warn("console sign-in refused", "reason", "too many attempts", "client", addr, "request_id", requestID(c))
+	if ok, wait, first := cn.logins.take(addr); !ok {
+		if first { // one line per address and window: a flood of attempts is no flood of lines
+			cn.cfg.Log.Warn("console sign-in refused", "reason", "too many attempts", "client", addr, "request_id", requestID(c))
+		}
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		return cn.renderLogin(c, http.StatusTooManyRequests, loginPage{Next: safeNext(c.FormValue("next")),
 			Error: "Too many sign-in attempts. Wait a minute and try again."})
 	}
 	ck, err := c.Cookie(loginCookie)
-	if err != nil || !sameSite(c.Request()) || !cn.sessions.validCSRF(ck.Value, c.FormValue("_token")) {
+	if err != nil || !sameSite(c.Request()) || !cn.sessions.validCSRF(loginCSRF, ck.Value, c.FormValue("_token")) {
 		cn.cfg.Log.Warn("console sign-in refused", "reason", "csrf", "client", addr, "request_id", requestID(c))
 		return errCSRF
 	}
@@ -97,16 +101,29 @@ func safeNext(next string) string {
 	if rest := next[len(Prefix):]; rest != "" && rest[0] != '/' && rest[0] != '?' {
 		return Prefix
 	}
-	return next
+	p, query, _ := strings.Cut(next, "?")
+	if path.Clean(p) != p && path.Clean(p)+"/" != p { // "/console/../api/tokens": a console path in name only
+		return Prefix
+	}
+	if query != "" {
+		return p + "?" + query
+	}
+	return p
 }
 
 // clientAddr is the address the request came from: the connection's peer,
 // never a header a client may write (behind a proxy, every operator shares
-// the proxy's address and its limit).
+// the proxy's address and its limit). An IPv6 address counts as its /64,
+// the block one host is given: its other addresses are the same client.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Is6() && !ip.Is4In6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
+		}
 	}
 	return host
 }

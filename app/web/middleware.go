@@ -12,22 +12,27 @@ import (
 
 // contentSecurityPolicy allows the console's own scripts, styles and images
 // and nothing else: no inline script or style, no other origin, no frame.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// securityHeaders go on every console response, error pages included.
+// securityHeaders go on every console response: the routes' (through this
+// middleware) and the error pages' (RenderError sets them too, for an error
+// raised before a console route ran, such as a body over the limit).
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		// A page may show a token once: no cache keeps it.
-		h.Set(echo.HeaderCacheControl, "no-store")
+		setSecurityHeaders(c.Response().Header())
 		return next(c)
 	}
+}
+
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	// A page may show a token once: no cache keeps it.
+	h.Set(echo.HeaderCacheControl, "no-store")
 }
 
 // signedSession is a verified session and its token's principal, read
@@ -102,7 +107,7 @@ func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc
 			cn.signedIn(c, se.principal)
 		}
 		if c.Request().Method == http.MethodPost {
-			if !sameSite(c.Request()) || !cn.sessions.validCSRF(se.session.Nonce, c.FormValue("_token")) {
+			if !sameSite(c.Request()) || !cn.sessions.validCSRF(sessionCSRF, se.session.Nonce, c.FormValue("_token")) {
 				return errCSRF
 			}
 		}
@@ -134,16 +139,21 @@ func (cn *Console) sessionOf(c echo.Context) (signedSession, error) {
 }
 
 // sameSite reports whether a form post came from this site, by the headers
-// a browser sends (Sec-Fetch-Site; Origin where that is absent). A client
-// that sends neither is not a browser, and the CSRF token still decides.
+// a browser sends: Sec-Fetch-Site decides where it is sent (every current
+// browser sends it); where it is not, Origin must name this host, and an
+// opaque origin ("null": a sandboxed frame, a data: page) is another
+// site's. A client that sends neither is not a browser: the CSRF token
+// alone decides for it.
 func sameSite(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	case "same-origin", "none":
+		return true
+	case "":
 	default:
 		return false
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" || origin == "null" && r.Header.Get("Sec-Fetch-Site") == "" {
+	if origin == "" {
 		return true
 	}
 	return origin == "http://"+r.Host || origin == "https://"+r.Host

@@ -80,7 +80,7 @@ func (cn *Console) render(c echo.Context, status int, name string, v view) error
 		return fmt.Errorf("console: no page %q", name)
 	}
 	if vis, ok := c.(visit); ok && !v.Signed {
-		v.Signed, v.Principal, v.CSRF = true, vis.signed.principal, cn.sessions.csrf(vis.signed.session.Nonce)
+		v.Signed, v.Principal, v.CSRF = true, vis.signed.principal, cn.sessions.csrf(sessionCSRF, vis.signed.session.Nonce)
 	}
 	v.Version = cn.cfg.Version
 	var buf bytes.Buffer
@@ -98,11 +98,20 @@ func (cn *Console) render(c echo.Context, status int, name string, v view) error
 // error to. A page that needs a session and has none sends a browser to the
 // sign-in page instead.
 func (cn *Console) RenderError(c echo.Context, status int, message string) error {
+	setSecurityHeaders(c.Response().Header())
 	if status == http.StatusUnauthorized && (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) {
 		return c.Redirect(http.StatusSeeOther, Prefix+"/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 	}
-	if se, err := cn.sessionOf(c); err == nil {
-		c = visit{Context: c, signed: se} // the navigation of a signed-in operator, on an error page too
+	if status == http.StatusNotFound {
+		message = "There is no such page." // never the path as sent: nobody's words on an operator's page
+	}
+	if _, ok := c.(visit); !ok && status < 500 {
+		// An error raised before a page read its session (a 404, a 413): the
+		// navigation of a signed-in operator all the same. Not after a 5xx,
+		// which may be the database that would be asked again.
+		if se, err := cn.sessionOf(c); err == nil {
+			c = visit{Context: c, signed: se}
+		}
 	}
 	return cn.render(c, status, "error", view{Title: statusText(status), Data: errorPage{Status: status, Message: message}})
 }

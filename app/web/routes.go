@@ -16,8 +16,7 @@ import (
 func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Principal)) {
 	cn.signedIn = signedIn
 	g := e.Group(Prefix, securityHeaders)
-	assets, _ := fs.Sub(assetFiles, "assets")
-	g.GET("/assets/*", echo.WrapHandler(http.StripPrefix(Prefix+"/assets/", assetHandler(assets))))
+	g.GET("/assets/*", cn.asset)
 	g.GET("/login", cn.showLogin)
 	g.POST("/login", cn.login)
 
@@ -46,12 +45,17 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	g.POST("/webhooks/deliveries/:id/retry", cn.page(auth.IntentsManage, cn.retryDelivery))
 }
 
-// assetHandler serves the embedded assets, cached for an hour (they change
-// only with the binary).
-func assetHandler(assets fs.FS) http.Handler {
-	files := http.FileServerFS(assets)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		files.ServeHTTP(w, r)
-	})
+// asset serves an embedded asset, cached for an hour (they change only with
+// the binary); a name there is none of is the console's 404 page.
+func (cn *Console) asset(c echo.Context) error {
+	name := "assets/" + c.Param("*")
+	if !fs.ValidPath(name) {
+		return echo.ErrNotFound
+	}
+	if st, err := fs.Stat(assetFiles, name); err != nil || st.IsDir() {
+		return echo.ErrNotFound
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=3600")
+	http.ServeFileFS(c.Response(), c.Request(), assetFiles, name)
+	return nil
 }

@@ -86,16 +86,25 @@ func (s sessions) decode(value string) (session, error) {
 	return se, nil
 }
 
-// csrf is the CSRF token of a secret (a session's nonce, or the sign-in
-// form's cookie): derived, so it needs no storage, and useless with another
-// session.
-func (s sessions) csrf(secret string) string {
-	return base64.RawURLEncoding.EncodeToString(s.mac("csrf|" + secret))
+// The purposes a CSRF token is derived for: a session's forms, and the
+// sign-in form (before there is a session). A token of one is never one of
+// the other, whatever secret a client brings to the sign-in page.
+const (
+	sessionCSRF = "session-csrf|"
+	loginCSRF   = "login-csrf|"
+)
+
+// csrf is the CSRF token of a secret for purpose (a session's nonce, or the
+// sign-in form's cookie): derived, so it needs no storage, and useless with
+// another session.
+func (s sessions) csrf(purpose, secret string) string {
+	return base64.RawURLEncoding.EncodeToString(s.mac(purpose + secret))
 }
 
-// validCSRF reports, in constant time, whether token is secret's CSRF token.
-func (s sessions) validCSRF(secret, token string) bool {
-	return secret != "" && token != "" && hmac.Equal([]byte(token), []byte(s.csrf(secret)))
+// validCSRF reports, in constant time, whether token is secret's CSRF token
+// for purpose.
+func (s sessions) validCSRF(purpose, secret, token string) bool {
+	return secret != "" && token != "" && hmac.Equal([]byte(token), []byte(s.csrf(purpose, secret)))
 }
 
 func (s sessions) mac(msg string) []byte {

@@ -34,24 +34,29 @@ func TestSessionRoundTripAndRefusals(t *testing.T) {
 	if _, err := s.decode(value); err == nil {
 		t.Error("decoded past its end")
 	}
-	if !s.validCSRF(se.Nonce, s.csrf(se.Nonce)) || s.validCSRF(se.Nonce, s.csrf("another")) || s.validCSRF("", s.csrf("")) {
+	if !s.validCSRF(sessionCSRF, se.Nonce, s.csrf(sessionCSRF, se.Nonce)) || s.validCSRF(sessionCSRF, se.Nonce, s.csrf(sessionCSRF, "another")) ||
+		s.validCSRF(sessionCSRF, "", s.csrf(sessionCSRF, "")) {
 		t.Error("csrf tokens are not bound to their session")
+	}
+	// The sign-in page derives a token from any secret a client brings: never a session's.
+	if s.validCSRF(sessionCSRF, se.Nonce, s.csrf(loginCSRF, se.Nonce)) {
+		t.Error("a sign-in form's token is a session's")
 	}
 }
 
 func TestLoginLimiterWindowAndBound(t *testing.T) {
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	l := newLoginLimiter(2, clk.Now)
-	for i, want := range []bool{true, true, false} {
-		if ok, _ := l.take("a"); ok != want {
-			t.Fatalf("attempt %d: %v, want %v", i+1, ok, want)
+	for i, want := range []struct{ ok, first bool }{{true, false}, {true, false}, {false, true}, {false, false}} {
+		if ok, _, first := l.take("a"); ok != want.ok || first != want.first {
+			t.Fatalf("attempt %d: %v (first refusal %v), want %+v", i+1, ok, first, want)
 		}
 	}
-	if ok, _ := l.take("b"); !ok {
+	if ok, _, _ := l.take("b"); !ok {
 		t.Fatal("another address shares a's window")
 	}
 	clk.Advance(time.Minute)
-	if ok, _ := l.take("a"); !ok {
+	if ok, _, _ := l.take("a"); !ok {
 		t.Fatal("a new minute did not open a new window")
 	}
 	for i := range maxAddresses {

@@ -54,6 +54,8 @@ type issueForm struct {
 	Abilities []abilityOption
 	Errors    map[string][]string // by field: consumer, abilities, name, expires_in
 	Refused   string              // the 403 of an ability the session may not grant
+	// Once is the form's own value: sent once, it issues once (onceSet).
+	Once string
 }
 
 // abilityOption is one checkbox of the issue form.
@@ -121,7 +123,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 		consumerOf[t.ID] = t.Consumer.Name
 	}
 	for _, t := range toks {
-		if _, known := consumerOf[orEmpty(t.IssuedBy)]; t.IssuedBy != nil && !known {
+		if _, known := consumerOf[deref(t.IssuedBy)]; t.IssuedBy != nil && !known {
 			all, err := cn.cfg.Auth.List(c.Request().Context(), "")
 			if err != nil {
 				return nil, err
@@ -145,7 +147,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 // newTokenRow is t as the list shows it at now.
 func newTokenRow(t auth.Token, now time.Time) tokenRow {
 	r := tokenRow{ID: t.ID, Name: t.Name, Consumer: t.Consumer.Name, Abilities: strings.Join(t.Abilities, ", "),
-		IssuedBy: orEmpty(t.IssuedBy), Created: t.CreatedAt, LastUsed: t.LastUsedAt, Expires: t.ExpiresAt, Revoked: t.RevokedAt,
+		IssuedBy: deref(t.IssuedBy), Created: t.CreatedAt, LastUsed: t.LastUsedAt, Expires: t.ExpiresAt, Revoked: t.RevokedAt,
 		Status: "active"}
 	switch {
 	case t.RevokedAt != nil:
@@ -156,19 +158,11 @@ func newTokenRow(t auth.Token, now time.Time) tokenRow {
 	return r
 }
 
-// orEmpty is *s, "" for nil.
-func orEmpty(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // newIssueForm is the issue form with every known ability a checkbox,
 // those in checked ticked, those p may not grant marked as needing a *
 // token (they stay on the form: asking for one is a clear 403).
 func (*Console) newIssueForm(p auth.Principal, checked []string) issueForm {
-	f := issueForm{}
+	f := issueForm{Once: randomToken()}
 	for _, a := range auth.Known {
 		f.Abilities = append(f.Abilities, abilityOption{Value: a, ID: "ability-" + abilityID(a), Label: abilityLabels[a],
 			Checked: slices.Contains(checked, a), NeedsAll: !p.Abilities.CanGrant(a)})

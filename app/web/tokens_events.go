@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -46,7 +45,7 @@ func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 	out := make([]tokenEventRow, 0, len(events))
 	for _, e := range events {
 		r := tokenEventRow{At: e.CreatedAt, Event: e.Event.Event, Action: e.Event.Event, TokenID: e.SubjectID, Consumer: e.Consumer,
-			ByToken: orEmpty(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: orEmpty(e.RequestID)}
+			ByToken: deref(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: deref(e.RequestID)}
 		switch e.Event.Event {
 		case audit.TokenIssued:
 			r.Action = "issued"
@@ -74,7 +73,7 @@ func (cn *Console) tokenTrail(c visit) error {
 }
 
 func (cn *Console) renderTokenEvents(c echo.Context, tokenID, path string) error {
-	page := pageParam(c)
+	page := queryPage(c)
 	events, total, err := cn.cfg.Auth.Events(c.Request().Context(),
 		auth.TokenEventFilter{TokenID: tokenID, Page: page, PerPage: tokenEventsPerPage})
 	if err != nil {
@@ -95,17 +94,4 @@ func (cn *Console) renderTokenEvents(c echo.Context, tokenID, path string) error
 		title = "Token " + tokenID + " events"
 	}
 	return cn.render(c, http.StatusOK, "token_events", view{Title: title, Section: "tokens", Data: p})
-}
-
-// maxPageParam bounds ?page=: past it is page 1, so that no offset a page
-// makes overflows.
-const maxPageParam = 1_000_000
-
-// pageParam is ?page=: a whole number from 1, else 1 (as the API reads it).
-func pageParam(c echo.Context) int {
-	n, err := strconv.Atoi(c.QueryParam("page"))
-	if err != nil || n < 1 || n > maxPageParam {
-		return 1
-	}
-	return n
 }

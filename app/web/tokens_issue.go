@@ -22,7 +22,9 @@ import (
 // (request.BindIssueToken, the API's, reading the form as the API reads a
 // form body); then auth's own checks (the consumer's name, the longest
 // lifetime). A failing rule is the form again at 422, each error beside its
-// field. The new token is issued by the session's token and shown once, in
+// field. A form is sent once: sent again (a reload of the answer, a double
+// click), it is a 409 and issues nothing (onceSet). The new token is issued
+// by the session's token and shown once, in
 // this answer (201): the one POST that renders rather than redirects, as
 // its secret may go in no URL and no flash. The console's responses are
 // never cached (Cache-Control: no-store).
@@ -35,9 +37,14 @@ func (cn *Console) issueToken(c visit) error {
 	req, verr := request.BindIssueToken(raw, auth.Known)
 	form := cn.newIssueForm(p, req.Abilities)
 	form.Consumer, form.Name, form.ExpiresIn = sent.Get("consumer"), sent.Get("name"), sent.Get("expires_in")
+	if !cn.forms.spend(c.FormValue("once")) {
+		form.Refused = "This form was sent already, and issued its token then: it is in the list below (its secret was " +
+			"shown once, in the answer to that first send). To issue another token, send the form below."
+		return cn.renderTokens(c, http.StatusConflict, "", form, nil, "")
+	}
 	var ng *auth.NotGrantableError
 	if err := auth.Grantable(p.Abilities, req.Abilities); errors.As(err, &ng) {
-		form.Refused = notGrantableMessage(ng.Abilities)
+		form.Refused = ng.Explain()
 		return cn.renderTokens(c, http.StatusForbidden, "", form, nil, "")
 	}
 	var fe interface{ FieldErrors() map[string][]string }
@@ -71,7 +78,7 @@ func issueFormObject(c echo.Context) (map[string]json.RawMessage, url.Values, er
 	}
 	form := make(url.Values, len(c.Request().PostForm))
 	for k, v := range c.Request().PostForm {
-		if k != "_token" {
+		if k != "_token" && k != "once" {
 			form[k] = v
 		}
 	}
@@ -101,16 +108,4 @@ func issueFieldErrors(fe interface{ FieldErrors() map[string][]string }) map[str
 		out[key] = append(out[key], errs[field]...)
 	}
 	return out
-}
-
-// notGrantableMessage is the API's 403 ability_not_grantable, in its words.
-func notGrantableMessage(refused []string) string {
-	list := func(s []string) string {
-		if len(s) < 2 {
-			return strings.Join(s, "")
-		}
-		return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
-	}
-	return "Your token may not grant " + strings.Join(refused, ", ") + ". A tokens:manage token grants " +
-		list(auth.ConsumerAbilities) + " only; admin abilities need a * token."
 }

@@ -85,6 +85,7 @@ type Console struct {
 	cfg      Config
 	sessions sessions
 	logins   *loginLimiter
+	forms    *onceSet // the issue forms already sent
 	pages    *pages
 	// signedIn names the session's token on the request's access line (the
 	// HTTP layer's hook, set by Mount).
@@ -109,6 +110,7 @@ func New(cfg Config) *Console {
 		cfg:      cfg,
 		sessions: sessions{key: deriveKey(cfg.Key, "licensor console session v1"), secure: cfg.Secure, now: cfg.Now},
 		logins:   newLoginLimiter(cfg.LoginsPerMinute, cfg.Now),
+		forms:    newOnceSet(cfg.Now),
 		pages:    mustParsePages(),
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func (cn *Console) webhooks(c visit) error {
 	urls := make(map[string]string, len(eps))
 	for _, e := range eps {
 		p.Endpoints = append(p.Endpoints, newEndpointRow(e, names))
-		urls[e.ID] = e.URL
+		urls[e.ID] = shownURL(e.URL)
 	}
 	for _, d := range f.Rows {
 		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
@@ -113,52 +114,27 @@ func (cn *Console) webhooks(c visit) error {
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
 
-// pendingRead is how many of the newest pending deliveries the webhooks
-// page reads to list those retrying after a failed attempt: the service
-// selects deliveries by status, not by their attempts.
-const pendingRead = 4 * failingShown
-
 // failing is what the webhooks page knows of the failing deliveries.
 type failing struct {
-	Rows     []webhooks.DeliveryView // the newest failingShown of them
-	Failed   int64                   // failed for good, in all
-	Retrying int64                   // pending after a failed attempt: in all when Exact, else among the pending read
-	Exact    bool
-	// PendingRead of PendingTotal pending deliveries were read for Rows.
-	PendingRead  int
-	PendingTotal int64
+	Rows    []webhooks.DeliveryView // the newest failingShown of them
+	Total   int64                   // failing in all
+	Backlog webhooks.Backlog        // every consumer's, as the dashboard shows them (when no consumer is named)
 }
 
 // failingDeliveries are the consumer's (every consumer's for "") failing
-// deliveries, as the dashboard counts them (webhooks.Backlog): failed for
-// good, or pending after a failed attempt (found among the newest
-// pendingRead pending ones). Every consumer's are counted in all.
+// deliveries, newest first: failed for good, or pending after a failed
+// attempt, as the dashboard counts them (webhooks.Backlog).
 func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (failing, error) {
-	failed, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusFailed, PerPage: failingShown})
+	page, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Failing: true, PerPage: failingShown})
 	if err != nil {
 		return failing{}, err
 	}
-	pending, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{ConsumerID: consumerID, Status: webhooks.StatusPending, PerPage: pendingRead})
-	if err != nil {
-		return failing{}, err
-	}
-	f := failing{Rows: failed.Deliveries, Failed: failed.Total, PendingRead: len(pending.Deliveries), PendingTotal: pending.Total}
-	for _, d := range pending.Deliveries {
-		if d.Delivery.Attempts > 0 {
-			f.Rows = append(f.Rows, d)
-			f.Retrying++
-		}
-	}
-	slices.SortStableFunc(f.Rows, func(a, b webhooks.DeliveryView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	f.Rows = f.Rows[:min(len(f.Rows), failingShown)]
-	if consumerID == "" && f.PendingRead < int(f.PendingTotal) {
-		b, err := cn.cfg.Webhooks.Backlog(ctx)
-		if err != nil {
+	f := failing{Rows: page.Deliveries, Total: page.Total}
+	if consumerID == "" {
+		if f.Backlog, err = cn.cfg.Webhooks.Backlog(ctx); err != nil {
 			return failing{}, err
 		}
-		f.Retrying, f.Exact = b.Failing, true
 	}
-	f.Exact = f.Exact || f.PendingRead == int(f.PendingTotal)
 	return f, nil
 }
 
@@ -181,8 +157,8 @@ func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint,
 
 // newEndpointRow is e as the console shows it, its consumer named by names.
 func newEndpointRow(e webhooks.Endpoint, names map[string]string) endpointRow {
-	return endpointRow{ID: e.ID, Consumer: names[e.ConsumerID], URL: e.URL, Description: e.Description,
-		Events: strings.Join(e.Types(), ", "), Enabled: e.Enabled, DisabledAt: e.DisabledAt, DisabledReason: orEmpty(e.DisabledReason),
+	return endpointRow{ID: e.ID, Consumer: names[e.ConsumerID], URL: shownURL(e.URL), Description: e.Description,
+		Events: strings.Join(e.Types(), ", "), Enabled: e.Enabled, DisabledAt: e.DisabledAt, DisabledReason: deref(e.DisabledReason),
 		FailingSince: e.FailingSince, Created: e.CreatedAt}
 }
 
@@ -193,7 +169,7 @@ func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deli
 		EventID: d.EventPublicID, EventType: d.EventType, Status: d.Status, NextAttempt: d.NextAttemptAt, Delivered: d.DeliveredAt,
 		Created: d.CreatedAt}
 	for _, a := range d.Attempts {
-		r.Attempts = append(r.Attempts, attemptRow{At: a.AttemptedAt, Status: a.ResponseStatus, DurationMS: a.DurationMS, Error: orEmpty(a.Error)})
+		r.Attempts = append(r.Attempts, attemptRow{At: a.AttemptedAt, Status: a.ResponseStatus, DurationMS: a.DurationMS, Error: deref(a.Error)})
 	}
 	if n := len(r.Attempts); n > 0 {
 		r.LastError, r.LastAnswer = r.Attempts[n-1].Error, r.Attempts[n-1].Status
@@ -224,4 +200,20 @@ func (cn *Console) retryDelivery(c visit) error {
 func isULID(id string) bool {
 	_, err := ulid.ParseStrict(id)
 	return err == nil
+}
+
+// shownURL is an endpoint's URL as the console shows it: its scheme, host
+// and path, without its query or user info, which may hold a secret of the
+// consumer's (a token in ?key=…); the delivery worker keeps URLs out of its
+// error text for the same reason.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an address that cannot be shown)"
+	}
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if u.RawQuery != "" || u.User != nil {
+		return shown.String() + " (query or credentials hidden)"
+	}
+	return shown.String()
 }

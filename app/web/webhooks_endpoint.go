@@ -38,7 +38,7 @@ func (cn *Console) webhookEndpoint(c visit) error {
 	if err != nil {
 		return err
 	}
-	p := endpointPage{Status: c.QueryParam("status"), Statuses: webhooks.Statuses, Page: pageParam(c)}
+	p := endpointPage{Status: c.QueryParam("status"), Statuses: webhooks.Statuses, Page: queryPage(c)}
 	page, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{EndpointID: e.ID, Status: p.Status,
 		Page: p.Page, PerPage: endpointDeliveriesPerPage})
 	if err != nil {
@@ -49,7 +49,7 @@ func (cn *Console) webhookEndpoint(c visit) error {
 		return err
 	}
 	p.Endpoint, p.Total = newEndpointRow(e, names), page.Total
-	urls := map[string]string{e.ID: e.URL}
+	urls := map[string]string{e.ID: shownURL(e.URL)}
 	for _, d := range page.Deliveries {
 		p.Deliveries = append(p.Deliveries, newDeliveryRow(d, names, urls))
 	}

@@ -18,6 +18,11 @@ func TestBacklogCountsOwedFailingAndFailed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The failing deliveries listed are the ones counted.
+			p, err := r.hooks.Deliveries(context.Background(), DeliveryQuery{Failing: true, PerPage: 100})
+			if err != nil || p.Total != b.Failing+b.Failed || len(p.Deliveries) != int(p.Total) {
+				t.Fatalf("Deliveries(Failing) = %d listed of %d, %v; the backlog counts %+v", len(p.Deliveries), p.Total, err, b)
+			}
 			return b
 		}
 		if b := backlog(); b != (Backlog{}) {

@@ -19,8 +19,11 @@ type DeliveryQuery struct {
 	ConsumerID string
 	EndpointID string
 	Status     string
-	Page       int // from 1
-	PerPage    int
+	// Failing narrows to the deliveries failing: failed for good, or pending
+	// after a failed attempt (as Backlog counts them).
+	Failing bool
+	Page    int // from 1
+	PerPage int
 }
 
 // DeliveryView is a delivery with what the API shows of it: its event's
@@ -63,6 +66,9 @@ func (s *Service) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage
 	}
 	if q.Status != "" {
 		sel = sel.Where("status = ?", q.Status)
+	}
+	if q.Failing {
+		sel = sel.Where("(status = ? OR (status = ? AND attempts > 0))", StatusFailed, StatusPending)
 	}
 	var p DeliveryPage
 	if err := sel.Count(&p.Total).Error; err != nil {
