@@ -36,9 +36,12 @@ type Config struct {
 	// Issuer is the tokens' issuer, checked by every replica and command:
 	// APP_URL when set, else DefaultURL, one value whatever APP_ADDR each
 	// process has (a one-off `token issue`, replicas on other ports).
-	Issuer          string
-	Addr            string
-	MetricsAddr     string // when set, /metrics is served there instead of on Addr
+	Issuer      string
+	Addr        string
+	MetricsAddr string // when set, /metrics is served there instead of on Addr
+	// PprofAddr, when set, serves Go's profiles (/debug/pprof/) there
+	// (PPROF_ADDR): a loopback or private address only, never the API's.
+	PprofAddr       string
 	MaxBody         int64
 	ShutdownTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included.
@@ -196,6 +199,7 @@ func (v *values) load() Config {
 		Env:             v.oneOf("APP_ENV", EnvLocal, EnvLocal, EnvTesting, EnvProduction),
 		Addr:            v.str("APP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:     v.str("METRICS_ADDR", ""),
+		PprofAddr:       v.str("PPROF_ADDR", ""),
 		MaxBody:         v.size("APP_MAX_BODY", "64KB"),
 		ShutdownTimeout: v.duration("APP_SHUTDOWN_TIMEOUT", "20s"),
 		ReadTimeout:     v.duration("APP_READ_TIMEOUT", "15s"),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -69,6 +70,11 @@ func serve(ctx context.Context, e env) error {
 			return err
 		}
 	}
+	if cfg.PprofAddr != "" {
+		if err := serveProfiles(bgCtx, &background, cfg.PprofAddr, log); err != nil {
+			return err
+		}
+	}
 	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, log)
 }
 
@@ -115,23 +121,44 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, grac
 
 // serveMetrics serves /metrics on its own address (METRICS_ADDR) until ctx ends.
 func serveMetrics(ctx context.Context, wg *sync.WaitGroup, addr string, m *metrics.Metrics, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("metrics serving", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return serveAside(ctx, wg, "METRICS_ADDR", addr, "/metrics", mux, log)
+}
+
+// serveProfiles serves Go's profiles (net/http/pprof: /debug/pprof/…) on
+// their own address (PPROF_ADDR) until ctx ends: for an operator, or the
+// benchmark, to see where a running server spends its CPU. Never on the
+// API's address, never on a public one.
+func serveProfiles(ctx context.Context, wg *sync.WaitGroup, addr string, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return serveAside(ctx, wg, "PPROF_ADDR", addr, "/debug/pprof/", mux, log)
+}
+
+// serveAside serves h on addr (the setting named variable) beside the API
+// until ctx ends.
+func serveAside(ctx context.Context, wg *sync.WaitGroup, variable, addr, path string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s %s: %w", variable, addr, err)
+	}
+	// No WriteTimeout: a CPU profile streams for the seconds it was asked for.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving "+path+" aside", "addr", "http://"+ln.Addr().String()+path)
 	wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics listener", "error", err)
+			log.Error("listener", "variable", variable, "error", err)
 		}
 	})
 	wg.Go(func() {
 		<-ctx.Done()
 		if err := srv.Close(); err != nil {
-			log.Error("close metrics listener", "error", err)
+			log.Error("close listener", "variable", variable, "error", err)
 		}
 	})
 	return nil
