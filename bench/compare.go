@@ -33,7 +33,8 @@ func (b *bench) compare(ctx context.Context, rep *dbReport, title string, a, bb 
 			spec caseSpec
 			res  *caseResult
 		}{{a, &c.a}, {bb, &c.b}} {
-			s, err := b.measure(ctx, side.spec, b.opts.warmup, b.opts.duration)
+			profile := fmt.Sprintf("%s-%s-%s-round%d.pprof", rep.short, title, side.spec.name, round)
+			s, err := b.measure(ctx, side.spec, b.opts.warmup, b.opts.duration, profile)
 			if err != nil {
 				return fmt.Errorf("%s, %s, round %d: %w", title, side.spec.name, round, err)
 			}
@@ -44,14 +45,26 @@ func (b *bench) compare(ctx context.Context, rep *dbReport, title string, a, bb 
 	return nil
 }
 
-// measure prepares a case, runs its load and tears it down.
-func (b *bench) measure(ctx context.Context, spec caseSpec, warmup, d time.Duration) (sample, error) {
+// measure prepares a case, runs its load and tears it down. With -profile,
+// a CPU profile of the server over the measured time is written to the
+// file named profile in that directory.
+func (b *bench) measure(ctx context.Context, spec caseSpec, warmup, d time.Duration, profile string) (sample, error) {
 	l, done, err := spec.prepare(ctx)
 	if err != nil {
 		return sample{}, err
 	}
 	l.dbPid = b.dbPid
+	var profiled chan error
+	if p := b.processOf(l.pid); p != nil && p.pprof != "" {
+		profiled = make(chan error, 1)
+		go func() { profiled <- b.cpuProfile(ctx, p, warmup, d, profile) }()
+	}
 	s, err := l.run(ctx, warmup, d)
+	if profiled != nil {
+		if perr := <-profiled; err == nil {
+			err = perr
+		}
+	}
 	if derr := done(); err == nil {
 		err = derr
 	}

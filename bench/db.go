@@ -37,6 +37,11 @@ func (b *bench) newTarget(ctx context.Context, dialect, suffix string) (*dbTarge
 	t := &dbTarget{name: dialect + "-" + suffix, dialect: dialect}
 	if dialect == dialectSQLite {
 		t.env = []string{"DB_CONNECTION=sqlite", "DB_DATABASE=" + filepath.Join(b.tmp, suffix+".sqlite")}
+		// The commands run before serve (token issue) open only a database
+		// that exists: migrate creates it, as an operator would.
+		if _, err := b.licensorCLI(ctx, t, "migrate"); err != nil {
+			return nil, err
+		}
 		return t, nil
 	}
 	name := fmt.Sprintf("licensor_bench_%d", os.Getpid())

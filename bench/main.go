@@ -50,6 +50,9 @@ type options struct {
 	mysqlDSN string
 	only     map[string]bool
 	keep     bool
+	// profile is the directory CPU profiles of licensor are written to (one
+	// a measured run); empty: none.
+	profile string
 }
 
 // want reports whether the comparison was asked for.
@@ -79,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mysqlDSN, "mysql", os.Getenv("MYSQL_DSN"), "MariaDB/MySQL server DSN, e.g. root@tcp(127.0.0.1:3306)/ (default $MYSQL_DSN); empty: SQLite only")
 	only := fs.String("only", "", "comma-separated comparisons to run: "+strings.Join(allComparisons, ","))
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binary, databases, logs)")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of licensor for each measured run into this directory (served on PPROF_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

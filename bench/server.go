@@ -35,6 +35,9 @@ type process struct {
 	log  string        // the file its stderr goes to
 	done chan struct{} // closed when it has exited
 	err  error         // its exit, once done is closed
+	// pprof is the base URL of its profiles (PPROF_ADDR), "" when it serves
+	// none (the peer; licensor without -profile).
+	pprof string
 }
 
 // pid is the process id, for /proc.
@@ -118,13 +121,21 @@ func (b *bench) start(ctx context.Context, name, path string, args, env []string
 	cmd := exec.Command(path, args...)
 	cmd.Dir = b.tmp // no .env of the caller's directory is read
 	cmd.Env = append(env, "APP_ADDR="+addr, "PEER_ADDR="+addr)
+	pprof := ""
+	if b.opts.profile != "" && path == b.bin {
+		paddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env, pprof = append(cmd.Env, "PPROF_ADDR="+paddr), "http://"+paddr
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The server dies with the bench, even when the bench is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, url: "http://" + addr, log: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, url: "http://" + addr, log: logPath, done: make(chan struct{}), pprof: pprof}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	b.track(p)
 	if err := waitHealthy(ctx, p); err != nil {
