@@ -95,3 +95,52 @@ func TestHeadersRoundTrip(t *testing.T) {
 		t.Error("bodyHash lets the route and body run together")
 	}
 }
+
+// FindReplay reads of a record what a replay needs, the same as Find reads
+// of it; nil when there is none; and fails as Find fails.
+func TestFindReplayReadsWhatAReplayNeeds(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		ctx := context.Background()
+		store := NewStore(db.Gorm, testCipher(t))
+		sc := Scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
+		if r, err := store.FindReplay(ctx, sc); r != nil || err != nil {
+			t.Fatalf("no record: %+v, %v", r, err)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		hash, ref, lease := "h1", "site_1", now.Add(time.Minute)
+		rec := &Record{ConsumerID: sc.ConsumerID, Operation: sc.Operation, Key: sc.Key, RequestHash: "r", BodyHash: &hash,
+			Status: StatusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if _, ok, err := store.Reserve(ctx, rec); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		resp := Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`), Headers: map[string]string{echo.HeaderLocation: "/things/1"}}
+		if err := store.Complete(ctx, rec, resp, Outcome{ExternalRef: ref}, now); err != nil {
+			t.Fatal(err)
+		}
+		full, err := store.Find(ctx, sc)
+		if err != nil || full == nil {
+			t.Fatal(full, err)
+		}
+		fast, err := store.FindReplay(ctx, sc)
+		if err != nil || fast == nil {
+			t.Fatal(fast, err)
+		}
+		if fast.ID != full.ID || fast.Status != StatusCompleted || *fast.BodyHash != hash || *fast.ResponseStatus != http.StatusCreated ||
+			*fast.ResponseHeaders != *full.ResponseHeaders || string(fast.ResponseBody) != `{"made":true}` ||
+			deref(fast.ExternalRef) != ref || !fast.ExpiresAt.Equal(full.ExpiresAt) ||
+			fast.ConsumerID != sc.ConsumerID || fast.Operation != sc.Operation || fast.Key != sc.Key {
+			t.Errorf("FindReplay = %+v, want what Find reads of it: %+v", fast, full)
+		}
+		// A body no configured key opens, and a database that is gone, fail the read.
+		if _, err := NewStore(db.Gorm, cipherOf(t, 9)).FindReplay(ctx, sc); err == nil {
+			t.Error("a body sealed under another key was read")
+		}
+		gone := testdb.New(t, db.Dialect)
+		goneStore := NewStore(gone.Gorm, testCipher(t))
+		sqlDB, _ := gone.Gorm.DB()
+		sqlDB.Close()
+		if _, err := goneStore.FindReplay(ctx, sc); err == nil || !strings.Contains(err.Error(), "find idempotency record") {
+			t.Errorf("a closed database: %v", err)
+		}
+	})
+}

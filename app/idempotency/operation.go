@@ -193,10 +193,15 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error)
 	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
 	var prior lookup
 	if key != "" {
-		if prior = g.lookup(req.Context(), sc); prior.replayable(hash, g.now) {
+		fast := g.replayLookup(req.Context(), sc)
+		if fast.replayable(hash, g.now) {
 			// The fast path of a retry: the same bytes as the first
 			// execution, so the same intent; nothing to parse.
-			return g.note(prior.rec, "replayed"), replay(c, prior.rec)
+			return g.note(fast.rec, "replayed"), replay(c, fast.rec)
+		}
+		prior = fast
+		if fast.rec != nil { // a record this request does not replay: the whole of it decides
+			prior = g.lookup(req.Context(), sc)
 		}
 	}
 	in, intent, err := op.bind(c, body)
