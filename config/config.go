@@ -76,6 +76,17 @@ type Config struct {
 	// RateLimitPerMinute is how many requests each consumer may make per
 	// minute (RATE_LIMIT_PER_MINUTE); 0 turns rate limiting off.
 	RateLimitPerMinute int
+	// RateLimitStore is where the counts live (RATE_LIMIT_STORE): "memory"
+	// (this process), "database" (the rate_limits table, shared by the
+	// replicas on the database) or "redis" (REDIS_URL, shared by the
+	// replicas on it). Load defaults it by DB_CONNECTION: "database" on
+	// MySQL, "memory" on SQLite; a hand-made Config that leaves it empty
+	// gets the same default from the bootstrap.
+	RateLimitStore string
+	// RedisURL is REDIS_URL (redis://[[user]:password@]host[:port][/db],
+	// rediss:// for TLS, or unix://): the Redis RATE_LIMIT_STORE=redis
+	// counts in. Required for that store, unused by the others.
+	RedisURL string
 	// Console is the operator console's (/console) settings.
 	Console Console
 	// CORSAllowedOrigins are the origins browsers may call api/* from
@@ -241,6 +252,7 @@ func (v *values) load() Config {
 	}
 	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
 	c.DB = v.db(c.StorageDir)
+	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
 	c.Vendor = Vendor{
 		Driver:        v.oneOf("VENDOR_DRIVER", "fake", "fake", "http"),
 		URL:           v.str("VENDOR_URL", ""),
@@ -325,6 +337,33 @@ func (v *values) db(storage string) DB {
 	return d
 }
 
+// Rate limit stores (RATE_LIMIT_STORE).
+const (
+	RateLimitMemory   = "memory"
+	RateLimitDatabase = "database"
+	RateLimitRedis    = "redis"
+)
+
+// rateLimitStore reads RATE_LIMIT_STORE, whose default is what the
+// database connection suggests (the database on MySQL, which several
+// replicas share; memory on SQLite, which one process serves), and
+// REDIS_URL, required by the redis store and checked whenever it is set.
+func (v *values) rateLimitStore(conn string) (store, redisURL string) {
+	def := RateLimitMemory
+	if conn == "mysql" {
+		def = RateLimitDatabase
+	}
+	store = v.oneOf("RATE_LIMIT_STORE", def, RateLimitMemory, RateLimitDatabase, RateLimitRedis)
+	redisURL = v.str("REDIS_URL", "")
+	switch {
+	case redisURL != "":
+		v.redisURL("REDIS_URL", redisURL)
+	case store == RateLimitRedis:
+		v.fail("REDIS_URL", "is required by RATE_LIMIT_STORE=redis, e.g. redis://127.0.0.1:6379/0")
+	}
+	return store, redisURL
+}
+
 func defaultLogFormat(env string) string {
 	if env == EnvLocal {
 		return "text"
@@ -341,6 +380,16 @@ func (d DB) Redacted() string {
 		return "mysql " + redactDSN(d.URL)
 	}
 	return fmt.Sprintf("mysql %s@%s:%d/%s", d.Username, d.Host, d.Port, d.Database)
+}
+
+// RedactRedisURL is a Redis URL for a log line or an error: its password
+// replaced by "xxxxx", and anything that is not a URL by a placeholder.
+func RedactRedisURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
 }
 
 // redactDSN drops the password of a go-sql-driver DSN (user:pass@tcp(host)/db).

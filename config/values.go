@@ -55,6 +55,35 @@ func (v *values) requireURL(name, s string) {
 	}
 }
 
+// redisURL checks a Redis URL as go-redis reads one: redis:// or rediss://
+// with a host and an optional database number as its path, or unix:// with
+// a socket path. The error never shows the password.
+func (v *values) redisURL(name, s string) {
+	u, err := url.Parse(s)
+	if err != nil {
+		v.fail(name, "is not a URL such as redis://127.0.0.1:6379/0")
+		return
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Hostname() == "" {
+			v.fail(name, "%q has no host: give one, e.g. redis://127.0.0.1:6379/0", u.Redacted())
+			return
+		}
+		if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 {
+				v.fail(name, "%q: the path is the database number, a whole number from 0 (e.g. /0)", u.Redacted())
+			}
+		}
+	case "unix":
+		if u.Path == "" {
+			v.fail(name, "%q has no socket path, e.g. unix:///run/redis/redis.sock", u.Redacted())
+		}
+	default:
+		v.fail(name, "%q is not a redis://, rediss:// or unix:// URL", u.Redacted())
+	}
+}
+
 func (v *values) oneOf(name, def string, allowed ...string) string {
 	s := v.str(name, def)
 	if !slices.Contains(allowed, s) {
