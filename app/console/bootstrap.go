@@ -178,6 +178,15 @@ type App struct {
 	Operations operations.Set
 	Guard      *idempotency.Guard
 	Reconciler *idempotency.Reconciler
+	// Limiter counts RATE_LIMIT_PER_MINUTE per consumer in
+	// RATE_LIMIT_STORE; Close closes its Redis client.
+	Limiter *ratelimit.Limiter
+}
+
+// Close closes the rate limiter's store (the Redis client), then the Base.
+func (a *App) Close() error {
+	err := a.Limiter.Close()
+	return errors.Join(err, a.Base.Close())
 }
 
 // Bootstrap builds the application from the configuration: config →
@@ -238,6 +247,9 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox 
 	}); err != nil {
 		return nil, err
 	}
+	if a.Limiter, err = b.rateLimiter(); err != nil {
+		return nil, err
+	}
 	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
 		Store:          b.Store,
 		Operations:     ops,
@@ -273,7 +285,7 @@ func (a *App) Server() *echo.Echo {
 		Now:              a.now,
 		Metrics:          a.Metrics,
 		MetricsElsewhere: cfg.MetricsAddr != "",
-		RateLimit:        a.rateLimiter(),
+		RateLimit:        a.Limiter,
 		URL:              cfg.URL,
 		CORSOrigins:      cfg.CORSAllowedOrigins,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
@@ -297,18 +309,35 @@ func (a *App) consolePages() apphttp.Pages {
 	})
 }
 
-// rateLimiter counts RATE_LIMIT_PER_MINUTE per consumer: in the database on
-// MySQL, so that every replica on it shares the count; in this process on
-// SQLite, which one process serves.
-func (a *App) rateLimiter() *ratelimit.Limiter {
-	return ratelimit.New(ratelimit.Config{
-		PerMinute:   a.Config.RateLimitPerMinute,
-		Shared:      a.DB.Dialector.Name() == database.MySQL,
-		DB:          a.DB,
+// rateLimiter counts RATE_LIMIT_PER_MINUTE per consumer in RATE_LIMIT_STORE:
+// in this process (memory), in the database, shared by every replica on it
+// (database), or in Redis, shared by every replica on it (redis). A
+// configuration that names no store (one made by hand) gets config.Load's
+// default: the database on MySQL, memory on SQLite, which one process
+// serves.
+func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
+	cfg := b.Config
+	store := cfg.RateLimitStore
+	if store == "" {
+		store = config.RateLimitMemory
+		if b.DB.Dialector.Name() == database.MySQL {
+			store = config.RateLimitDatabase
+		}
+	}
+	l, err := ratelimit.New(ratelimit.Config{
+		PerMinute:   cfg.RateLimitPerMinute,
+		Store:       store, // config's names are ratelimit's
+		DB:          b.DB,
 		Retry:       database.RetryOnConflict,
 		Unavailable: database.IsUnreachable,
-		Log:         a.Log,
+		RedisURL:    cfg.RedisURL,
+		NotCounted:  b.Metrics.ObserveRateLimitNotCounted,
+		Log:         b.Log,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("config: RATE_LIMIT_STORE=%s, REDIS_URL %s: %w", store, config.RedactRedisURL(cfg.RedisURL), err)
+	}
+	return l, nil
 }
 
 // intentStats reads the intent gauges from the store, at each scrape.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 )
@@ -206,8 +207,9 @@ func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
 }
 
 // loadConfig loads the configuration and the logger that goes with it,
-// which the MySQL driver's own lines go to as well (database.LogDriverTo),
-// so that with LOG_FORMAT=json every line on stderr is JSON.
+// which the MySQL driver's and go-redis's own lines go to as well
+// (database.LogDriverTo, ratelimit.LogRedisTo), so that with
+// LOG_FORMAT=json every line on stderr is JSON.
 func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	cfg, err := config.Load(e.getenv)
 	if err != nil {
@@ -215,6 +217,7 @@ func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	}
 	log := NewLogger(cfg, e.stderr)
 	database.LogDriverTo(log)
+	ratelimit.LogRedisTo(log)
 	return cfg, log, nil
 }
 

@@ -42,13 +42,21 @@ func serve(ctx context.Context, e env) error {
 		return fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)
 	}
 	srv := httpServer(cfg, a.Server())
-	log.Info("licensor serving",
-		"addr", "http://"+ln.Addr().String(),
+	rateLimit := []any{"rate_limit_per_minute", cfg.RateLimitPerMinute}
+	if cfg.RateLimitPerMinute > 0 {
+		rateLimit = append(rateLimit, "rate_limit_store", cfg.RateLimitStore)
+		if cfg.RateLimitStore == config.RateLimitRedis {
+			rateLimit = append(rateLimit, "redis", config.RedactRedisURL(cfg.RedisURL))
+		}
+	}
+	log.Info("licensor serving", append([]any{
+		"addr", "http://" + ln.Addr().String(),
 		"env", cfg.Env,
 		"database", cfg.DB.Redacted(),
 		"vendor_driver", cfg.Vendor.Driver,
 		"app_key", cfg.KeySource,
-		"work_budget", idempotency.WorkBudget(cfg.Idempotency.LockTimeout).String(),
+		"work_budget", idempotency.WorkBudget(cfg.Idempotency.LockTimeout).String()},
+		rateLimit...)...,
 	)
 	if v := readBuildVersion(); v.KnownVulnerable() {
 		log.Warn("built with a Go that has known standard-library vulnerabilities: rebuild with the toolchain go.mod names (GOTOOLCHAIN=go1.27.3 go build)",

@@ -29,10 +29,12 @@ const (
 // after authentication carries them, errors included. Over the limit it
 // returns the 429 (with Retry-After and X-RateLimit-Reset).
 //
-// A request the limiter could not count is served without a limit and
-// without the headers (it fails open), unless the database is unavailable
-// in general, which the request would meet anyway: that error is returned,
-// a 503.
+// A request the limiter could not count (ratelimit.ErrNotCounted: Redis
+// down or slow, a database statement failing) is served without a limit
+// and without the headers (it fails open; the limiter logs it, once a
+// minute at most, and counts it in the metrics), unless the database is
+// unavailable in general, which the request would meet anyway: that error
+// is returned, a 503.
 func (s *Server) throttle(c echo.Context, p auth.Principal) error {
 	if s.limiter == nil {
 		return nil
@@ -40,8 +42,6 @@ func (s *Server) throttle(c echo.Context, p auth.Principal) error {
 	now := s.now()
 	res, err := s.limiter.Take(c.Request().Context(), p.ConsumerID, now)
 	if errors.Is(err, ratelimit.ErrNotCounted) {
-		s.log.Warn("rate limit: request not counted, served without a limit",
-			"request_id", RequestID(c), "consumer_id", p.ConsumerID, "error", err)
 		return nil
 	}
 	if err != nil {

@@ -34,6 +34,7 @@ type Metrics struct {
 	siteMismatches *prometheus.CounterVec
 	webhooks       *prometheus.CounterVec
 	webhookStats   *webhookGauges
+	rateNotCounted prometheus.Counter
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -78,6 +79,8 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.vendorRetries = f.counter("licensor_vendor_retries_total", "Vendor calls repeated after a 429.")
 	m.reconcile = f.counterVec("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result")
 	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
+	m.rateNotCounted = f.counter("licensor_ratelimit_not_counted_total",
+		"Requests served without a rate limit because the rate limit's store (RATE_LIMIT_STORE) could not count them: Redis down, slow or refusing.")
 	m.drift = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "licensor_drift_mismatches", Help: "Mismatches between the vendor's sites and the licenses at the last drift check, by kind.",
 	}, []string{"kind"})
@@ -267,6 +270,10 @@ func (m *Metrics) ObserveSiteMismatch(source string) { m.siteMismatches.WithLabe
 // ObserveWebhook counts one settled webhook delivery attempt by outcome
 // ("delivered", "retried", "failed").
 func (m *Metrics) ObserveWebhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
+
+// ObserveRateLimitNotCounted counts a request served without a rate limit
+// because the store could not count it (the limiter fails open).
+func (m *Metrics) ObserveRateLimitNotCounted() { m.rateNotCounted.Inc() }
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }

@@ -1,10 +1,13 @@
 // Package ratelimit is Laravel's `throttle:api` for licensor: a fixed
-// one-minute window per consumer, counted either in the database, shared by
-// every replica on it (MySQL), or in this process (SQLite, a single-process
-// embedded database). The bootstrap chooses which.
+// one-minute window per consumer, counted in one of three stores: in this
+// process (memory: SQLite, which one process serves), in the database's
+// rate_limits table, shared by every replica on it (database), or in Redis,
+// shared by every replica that counts there (redis: Laravel's
+// ThrottleRequestsWithRedis). The bootstrap chooses which.
 //
-// It speaks GORM and the standard library only; the HTTP layer calls Take
-// once per authenticated request and turns the Result into headers and 429s.
+// It speaks GORM, go-redis and the standard library only; the HTTP layer
+// calls Take once per authenticated request and turns the Result into
+// headers and 429s.
 package ratelimit
 
 import (
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -20,22 +24,34 @@ import (
 // Window is the length of one counting window.
 const Window = time.Minute
 
-// ErrNotCounted wraps a failure to count a request that is not the database
-// being unavailable in general (Config.Unavailable): the caller serves the
-// request without a limit (fails open) and logs it.
+// The stores a Limiter counts in (Config.Store).
+const (
+	StoreMemory   = "memory"   // this process
+	StoreDatabase = "database" // the rate_limits table of Config.DB
+	StoreRedis    = "redis"    // the Redis at Config.RedisURL
+)
+
+// ErrNotCounted wraps a failure to count a request that the caller serves
+// without a limit (it fails open): the database failing in a way other than
+// being unavailable in general (Config.Unavailable), or Redis failing in any
+// way (down, unreachable, not answering within Config.RedisTimeout). The
+// Limiter logs these itself, once a Window at most, and reports each to
+// Config.NotCounted.
 var ErrNotCounted = errors.New("ratelimit: the request was not counted")
 
 // Config is what a Limiter needs; New resolves its defaults.
 type Config struct {
 	// PerMinute is how many requests a consumer may make in one window; 0
 	// (or less) turns the limiter off: Take counts nothing and returns a
-	// Result with Limit 0.
+	// Result with Limit 0, and no store is opened.
 	PerMinute int
-	// Shared counts in DB's rate_limits table, one upsert per request, so
-	// that every replica on the database shares each consumer's count.
-	// Otherwise the counters live in this process, and DB is not used.
-	Shared bool
-	DB     *gorm.DB
+	// Store is where the counts live: StoreMemory (the default) counts in
+	// this process; StoreDatabase in DB's rate_limits table, one upsert per
+	// request, so that every replica on the database shares each
+	// consumer's count; StoreRedis in the Redis at RedisURL, one round trip
+	// per request, shared by every replica that counts there.
+	Store string
+	DB    *gorm.DB
 	// Retry runs a statement again while it loses a lock conflict
 	// (database.RetryOnConflict); nil runs it once.
 	Retry func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
@@ -47,6 +63,20 @@ type Config struct {
 	// PruneBatch is how many rows of windows that are over one pass
 	// deletes; default 500.
 	PruneBatch int
+	// RedisURL is the Redis of StoreRedis (redis://host:port/db; see
+	// redis.ParseURL). The Limiter owns the client it opens: Close closes it.
+	RedisURL string
+	// KeyPrefix begins every key of StoreRedis (default "licensor:rl:"; a
+	// key is the prefix, the consumer id, ":" and the window's start in
+	// Unix seconds). Tests give each their own.
+	KeyPrefix string
+	// RedisTimeout bounds one count in Redis, from taking a connection to
+	// the answer (DefaultRedisTimeout when 0): past it the request is
+	// served without a limit.
+	RedisTimeout time.Duration
+	// NotCounted is called once for every request served without a limit
+	// because the store failed to count it (a metric); nil: nothing.
+	NotCounted func()
 	Log        *slog.Logger // nil: discard
 }
 
@@ -61,7 +91,9 @@ type Result struct {
 }
 
 // counter counts one more request of consumer in the window starting at
-// window and returns the window's count, this request included.
+// window and returns the window's count, this request included. An error
+// it returns is either ErrNotCounted wrapping the cause (the request is
+// served without a limit) or one the request fails with.
 type counter interface {
 	hit(ctx context.Context, consumer string, window time.Time) (int64, error)
 }
@@ -70,10 +102,15 @@ type counter interface {
 type Limiter struct {
 	cfg     Config
 	counter counter
+	close   func() error // the store's, when the Limiter opened one
+	missed  missedLog
 }
 
-// New returns a Limiter.
-func New(cfg Config) *Limiter {
+// New returns a Limiter on the configured store; it fails on an unknown
+// store or a RedisURL go-redis cannot read (the error never shows a
+// password). It opens no connection: a Redis that is down is met by the
+// first request.
+func New(cfg Config) (*Limiter, error) {
 	if cfg.Retry == nil {
 		cfg.Retry = func(_ context.Context, stmt func() *gorm.DB) *gorm.DB { return stmt() }
 	}
@@ -83,24 +120,53 @@ func New(cfg Config) *Limiter {
 	if cfg.PruneBatch <= 0 {
 		cfg.PruneBatch = 500
 	}
+	if cfg.RedisTimeout <= 0 {
+		cfg.RedisTimeout = DefaultRedisTimeout
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = DefaultKeyPrefix
+	}
+	if cfg.NotCounted == nil {
+		cfg.NotCounted = func() {}
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	l := &Limiter{cfg: cfg}
-	switch {
-	case cfg.PerMinute <= 0:
-	case cfg.Shared:
-		l.counter = newSQLCounter(cfg)
-	default:
-		l.counter = newMemoryCounter()
+	if cfg.Store == "" {
+		cfg.Store = StoreMemory
 	}
-	return l
+	l := &Limiter{cfg: cfg, close: func() error { return nil }}
+	if cfg.PerMinute <= 0 {
+		return l, nil
+	}
+	switch cfg.Store {
+	case StoreMemory:
+		l.counter = newMemoryCounter()
+	case StoreDatabase:
+		l.counter = newSQLCounter(cfg)
+	case StoreRedis:
+		r, err := newRedisCounter(cfg)
+		if err != nil {
+			return nil, err
+		}
+		l.counter, l.close = r, r.close
+	default:
+		return nil, fmt.Errorf("ratelimit: unknown store %q", cfg.Store)
+	}
+	return l, nil
 }
 
+// Close closes what the Limiter opened (the Redis client). Take must not
+// be called after it.
+func (l *Limiter) Close() error { return l.close() }
+
 // Take counts one request of consumerID at now and says whether it is
-// within the limit. On error the request was not counted: the error is the
-// database's own when Config.Unavailable says the database is unavailable or
-// ctx has ended, and otherwise ErrNotCounted wrapping it.
+// within the limit. On error the request was not counted: ErrNotCounted
+// wrapping the store's failure, which the caller serves without a limit
+// (the Limiter has logged it, once a Window at most, and reported it to
+// Config.NotCounted), or else the error the request fails with: the
+// database's own when Config.Unavailable says it is unavailable, or ctx's
+// when it has ended.
 func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (Result, error) {
 	if l.counter == nil {
 		return Result{Allowed: true}, nil
@@ -108,10 +174,11 @@ func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (R
 	window := now.UTC().Truncate(Window)
 	hits, err := l.counter.hit(ctx, consumerID, window)
 	if err != nil {
-		if l.cfg.Unavailable(err) || ctx.Err() != nil { // down, or the caller gave up
-			return Result{}, err
+		if errors.Is(err, ErrNotCounted) {
+			l.cfg.NotCounted()
+			l.missed.note(l.cfg.Log, l.cfg.Store, now, consumerID, err)
 		}
-		return Result{}, fmt.Errorf("%w: %w", ErrNotCounted, err)
+		return Result{}, err
 	}
 	limit := int64(l.cfg.PerMinute)
 	r := Result{Limit: l.cfg.PerMinute, Remaining: int(max(limit-hits, 0)), Allowed: hits <= limit}
@@ -119,4 +186,35 @@ func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (R
 		r.RetryAfter = window.Add(Window).Sub(now)
 	}
 	return r, nil
+}
+
+// MissedMessage is the line a Limiter logs when requests are served
+// without a limit because its store failed to count them.
+const MissedMessage = "rate limit: request not counted, served without a limit"
+
+// missedLog tells, once a Window at most, that requests are served without
+// a limit: an outage of the store is one line a minute, not one a request.
+// The zero value is ready to use.
+type missedLog struct {
+	mu     sync.Mutex
+	last   time.Time // when the line was last written; zero: never
+	missed int64     // requests not counted since then, not told yet
+}
+
+// note counts one request not counted at now and writes the line when it
+// was not written within the last Window: the store, how many requests
+// were not counted since the last line (this one included), the consumer
+// of this one, and its error (which names no password: see redisCounter).
+func (m *missedLog) note(log *slog.Logger, store string, now time.Time, consumer string, err error) {
+	m.mu.Lock()
+	m.missed++
+	due := m.last.IsZero() || now.Sub(m.last) >= Window || now.Before(m.last)
+	missed := m.missed
+	if due {
+		m.last, m.missed = now, 0
+	}
+	m.mu.Unlock()
+	if due {
+		log.Warn(MissedMessage, "store", store, "not_counted", missed, "consumer_id", consumer, "error", err)
+	}
 }

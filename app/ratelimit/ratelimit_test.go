@@ -19,14 +19,41 @@ func consumerID(i int) string { return fmt.Sprintf("01J00000000000000000%06d", i
 // t0 is the start of a window.
 var t0 = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
 
-// eachCounter runs fn with a limiter of every kind: in memory, and shared in
-// the database of each dialect.
-func eachCounter(t *testing.T, perMinute int, fn func(t *testing.T, l *Limiter, db *gorm.DB)) {
-	t.Run("memory", func(t *testing.T) { fn(t, New(Config{PerMinute: perMinute}), nil) })
+// newLimiter is New, failing the test on an error, with the limiter closed
+// when the test ends.
+func newLimiter(t testing.TB, cfg Config) *Limiter {
+	t.Helper()
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return l
+}
+
+// eachCounter runs fn with a limiter of every kind: in memory, shared in
+// the database of each dialect, and shared in Redis (when TEST_REDIS_URL
+// is set). another makes one more limiter on the same store, as another
+// replica would (another process, for memory).
+func eachCounter(t *testing.T, perMinute int, fn func(t *testing.T, l *Limiter, another func() *Limiter)) {
+	t.Run("memory", func(t *testing.T) {
+		cfg := Config{PerMinute: perMinute}
+		fn(t, newLimiter(t, cfg), func() *Limiter { return newLimiter(t, cfg) })
+	})
 	t.Run("shared", func(t *testing.T) {
 		testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-			fn(t, New(Config{PerMinute: perMinute, Shared: true, DB: db.Gorm}), db.Gorm)
+			cfg := Config{PerMinute: perMinute, Store: StoreDatabase, DB: db.Gorm}
+			fn(t, newLimiter(t, cfg), func() *Limiter { return newLimiter(t, cfg) })
 		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		url := testdb.RedisURL(t)
+		cfg := Config{PerMinute: perMinute, Store: StoreRedis, RedisURL: url, KeyPrefix: testdb.RedisPrefix(t, url)}
+		fn(t, newLimiter(t, cfg), func() *Limiter { return newLimiter(t, cfg) })
 	})
 }
 
@@ -40,7 +67,7 @@ func take(t *testing.T, l *Limiter, consumer string, now time.Time) Result {
 }
 
 func TestRateLimitCountsPerConsumerAndWindow(t *testing.T) {
-	eachCounter(t, 3, func(t *testing.T, l *Limiter, _ *gorm.DB) {
+	eachCounter(t, 3, func(t *testing.T, l *Limiter, _ func() *Limiter) {
 		a, b := consumerID(1), consumerID(2)
 		now := t0.Add(15 * time.Second)
 		for i, want := range []Result{
@@ -67,11 +94,12 @@ func TestRateLimitCountsPerConsumerAndWindow(t *testing.T) {
 }
 
 func TestRateLimitOff(t *testing.T) {
-	for _, shared := range []bool{false, true} {
-		l := New(Config{PerMinute: 0, Shared: shared}) // no DB: it must not be touched
+	for _, store := range []string{StoreMemory, StoreDatabase, StoreRedis} {
+		// No DB, and a Redis nothing listens on: neither may be touched.
+		l := newLimiter(t, Config{PerMinute: 0, Store: store, RedisURL: "redis://127.0.0.1:1/0"})
 		for range 3 {
 			if got := take(t, l, consumerID(1), t0); got != (Result{Allowed: true}) {
-				t.Errorf("shared=%v: %+v, want allowed with Limit 0", shared, got)
+				t.Errorf("%s: %+v, want allowed with Limit 0", store, got)
 			}
 		}
 	}
@@ -80,7 +108,7 @@ func TestRateLimitOff(t *testing.T) {
 // The in-process counter holds the consumers of the current window only:
 // the first request of a new window drops the windows that are over.
 func TestRateLimitMemoryIsBounded(t *testing.T) {
-	l := New(Config{PerMinute: 10})
+	l := newLimiter(t, Config{PerMinute: 10})
 	m := l.counter.(*memoryCounter)
 	for i := range 1000 {
 		take(t, l, consumerID(i), t0.Add(time.Duration(i)*time.Millisecond))
@@ -106,10 +134,10 @@ func TestRateLimitMemoryIsBounded(t *testing.T) {
 // Concurrent requests of one consumer each get a count of their own, in
 // one process and across replicas sharing the database.
 func TestRateLimitConcurrentTakesCountEachOnce(t *testing.T) {
-	eachCounter(t, 1000, func(t *testing.T, l *Limiter, db *gorm.DB) {
+	eachCounter(t, 1000, func(t *testing.T, l *Limiter, another func() *Limiter) {
 		limiters := []*Limiter{l, l}
-		if db != nil { // a second replica on the same database
-			limiters[1] = New(Config{PerMinute: 1000, Shared: true, DB: db})
+		if l.cfg.Store != StoreMemory { // a second replica on the same store
+			limiters[1] = another()
 		}
 		const workers, each = 8, 25
 		var mu sync.Mutex
@@ -143,7 +171,7 @@ func TestRateLimitConcurrentTakesCountEachOnce(t *testing.T) {
 // previous one, one batch at a time while batches come back full.
 func TestRateLimitSharedPrunesPastWindows(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		l := New(Config{PerMinute: 10, Shared: true, DB: db.Gorm, PruneBatch: 2})
+		l := newLimiter(t, Config{PerMinute: 10, Store: StoreDatabase, DB: db.Gorm, PruneBatch: 2})
 		for i := range 5 {
 			take(t, l, consumerID(i), t0) // five rows in window t0
 		}
@@ -172,23 +200,23 @@ func TestRateLimitSharedPrunesPastWindows(t *testing.T) {
 func TestRateLimitFailures(t *testing.T) {
 	empty := testdb.Empty(t, "sqlite") // no rate_limits table
 	down := errors.New("down")
-	l := New(Config{PerMinute: 5, Shared: true, DB: empty.Gorm})
+	l := newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: empty.Gorm})
 	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, ErrNotCounted) {
 		t.Errorf("err = %v, want ErrNotCounted", err)
 	}
-	l = New(Config{PerMinute: 5, Shared: true, DB: empty.Gorm, Unavailable: func(error) bool { return true }})
+	l = newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: empty.Gorm, Unavailable: func(error) bool { return true }})
 	if _, err := l.Take(context.Background(), consumerID(1), t0); err == nil || errors.Is(err, ErrNotCounted) {
 		t.Errorf("err = %v, want the database's own error", err)
 	}
 	db := testdb.New(t, "sqlite")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l = New(Config{PerMinute: 5, Shared: true, DB: db.Gorm})
+	l = newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: db.Gorm})
 	if _, err := l.Take(ctx, consumerID(1), t0); !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotCounted) {
 		t.Errorf("ended context: err = %v, want context.Canceled as it is", err)
 	}
 	retried := 0
-	l = New(Config{PerMinute: 5, Shared: true, DB: empty.Gorm, Unavailable: func(error) bool { return false },
+	l = newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: empty.Gorm, Unavailable: func(error) bool { return false },
 		Retry: func(_ context.Context, stmt func() *gorm.DB) *gorm.DB {
 			retried++
 			return &gorm.DB{Error: down}
@@ -202,11 +230,12 @@ func TestRateLimitFailures(t *testing.T) {
 }
 
 // BenchmarkRateLimitTake is the limiter's cost per request: in memory (the
-// SQLite setup) and shared in the database (the MySQL setup; SQLite's too,
-// for comparison), one consumer and many.
+// SQLite default), shared in Redis, and shared in the database (the MySQL
+// default; SQLite's too, for comparison), one consumer and many.
 //
 //	go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
-//	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
+//	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' TEST_REDIS_URL=redis://127.0.0.1:6379/0 \
+//	  go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
 func BenchmarkRateLimitTake(b *testing.B) {
 	ids := make([]string, 1000)
 	for i := range ids {
@@ -238,11 +267,15 @@ func BenchmarkRateLimitTake(b *testing.B) {
 			})
 		})
 	}
-	b.Run("memory", func(b *testing.B) { run(b, New(Config{PerMinute: 1 << 30})) })
+	b.Run("memory", func(b *testing.B) { run(b, newLimiter(b, Config{PerMinute: 1 << 30})) })
+	b.Run("redis", func(b *testing.B) {
+		url := testdb.RedisURL(b)
+		run(b, newLimiter(b, Config{PerMinute: 1 << 30, Store: StoreRedis, RedisURL: url, KeyPrefix: testdb.RedisPrefix(b, url)}))
+	})
 	for _, dialect := range []string{"sqlite", "mysql"} {
 		b.Run("shared-"+dialect, func(b *testing.B) {
 			db := testdb.New(b, dialect)
-			run(b, New(Config{PerMinute: 1 << 30, Shared: true, DB: db.Gorm}))
+			run(b, newLimiter(b, Config{PerMinute: 1 << 30, Store: StoreDatabase, DB: db.Gorm}))
 			// For scale: one parameterised statement that writes nothing, the
 			// floor of any Take that asks the database.
 			b.Run("baseline-select", func(b *testing.B) {

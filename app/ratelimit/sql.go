@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -47,16 +48,23 @@ func newSQLCounter(cfg Config) *sqlCounter {
 // offers no rate_limits statements.
 var errNoStatements = errors.New("ratelimit: the database offers no rate_limits statements")
 
+// hit counts the request in its row. A failure is the database's own error
+// when the database is unavailable in general (Config.Unavailable), which
+// the request would meet anyway, or when ctx has ended; any other is
+// ErrNotCounted wrapping it.
 func (s *sqlCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
 	if s.stmts == nil {
-		return 0, errNoStatements
+		return 0, fmt.Errorf("%w: %w", ErrNotCounted, errNoStatements)
 	}
 	var hits int64
 	res := s.cfg.Retry(ctx, func() *gorm.DB {
 		return s.stmts.HitRateWindow(ctx, s.cfg.DB, consumer, window, &hits)
 	})
-	if res.Error != nil {
-		return 0, res.Error
+	if err := res.Error; err != nil {
+		if s.cfg.Unavailable(err) || ctx.Err() != nil { // down, or the caller gave up
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: %w", ErrNotCounted, err)
 	}
 	s.prune(ctx, window)
 	return hits, nil

@@ -1,0 +1,144 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// DefaultRedisTimeout bounds one count in Redis: taking a connection (or
+// dialling one), sending the script and reading its answer. A Redis on the
+// same network answers in well under a millisecond; past this the request
+// is served without a limit rather than held.
+const DefaultRedisTimeout = 100 * time.Millisecond
+
+// DefaultKeyPrefix begins every key the Redis store writes, unless
+// Config.KeyPrefix says otherwise: licensor:rl:<consumer id>:<window
+// start, Unix seconds>.
+const DefaultKeyPrefix = "licensor:rl:"
+
+// keyTTL is how long a window's key lives after its first request: past
+// the window's end by at least a whole window (for replicas whose clocks
+// lag), then Redis deletes it, so keys never pile up.
+const keyTTL = 2 * Window
+
+// hitScript counts one request in one round trip: INCR, and on the
+// window's first request the key's expiry, in one atomic step (a key never
+// lives without its expiry).
+var hitScript = redis.NewScript(`local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return n`)
+
+// redisCounter counts in Redis: one key per consumer and window, which
+// every replica counting in that Redis shares.
+//
+// When Redis is down, unreachable or slow, the request is served without
+// a limit (it fails open; see ErrNotCounted): the limiter guards the
+// service against a runaway client, and an auxiliary store that is
+// unavailable must not take the API down with it. Each count is bounded
+// by Config.RedisTimeout, so an outage adds at most that to a request,
+// and a Redis that refuses connections costs next to nothing (go-redis
+// stops dialling after a run of failed dials and probes in the
+// background).
+type redisCounter struct {
+	client   *redis.Client
+	timeout  time.Duration
+	prefix   string
+	password string // never in an error: see redactedError
+}
+
+var _ counter = (*redisCounter)(nil)
+
+func newRedisCounter(cfg Config) (*redisCounter, error) {
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // it quotes the URL, password and all
+			return nil, errors.New("ratelimit: the Redis URL is not a URL")
+		}
+		u, _ := url.Parse(cfg.RedisURL)
+		password, _ := u.User.Password() // nil-safe
+		return nil, fmt.Errorf("ratelimit: the Redis URL: %w", redactedError{err, password})
+	}
+	timeout := cfg.RedisTimeout
+	// Every wait is bounded by the timeout: the call's context carries it
+	// (ContextTimeoutEnabled), and the dial, a socket read or write and
+	// the wait for a pooled connection each stop at it too. One attempt:
+	// a retry would be a second timeout on the request.
+	opts.ContextTimeoutEnabled = true
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = timeout, timeout, timeout, timeout
+	opts.MaxRetries, opts.DialerRetries = -1, 1
+	if opts.PoolSize == 0 {
+		// A count holds a connection for one round trip (well under a
+		// millisecond), so a few connections carry thousands of requests a
+		// second; ten per CPU (go-redis's default, said here) absorbs a
+		// burst of concurrent requests without waiting for one.
+		opts.PoolSize = 10 * runtime.GOMAXPROCS(0)
+	}
+	if opts.MaintNotificationsConfig == nil { // a Redis Enterprise handshake a plain Redis refuses: not asked
+		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	}
+	return &redisCounter{client: redis.NewClient(opts), timeout: timeout, prefix: cfg.KeyPrefix, password: opts.Password}, nil
+}
+
+func (r *redisCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
+	call, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	key := r.prefix + consumer + ":" + strconv.FormatInt(window.Unix(), 10)
+	n, err := hitScript.Run(call, r.client, []string{key}, int64(keyTTL/time.Second)).Int64()
+	if err != nil {
+		if ctx.Err() != nil { // the caller gave up: not Redis's failure
+			return 0, ctx.Err()
+		}
+		return 0, fmt.Errorf("%w: redis: %w", ErrNotCounted, redactedError{err, r.password})
+	}
+	return n, nil
+}
+
+func (r *redisCounter) close() error { return r.client.Close() }
+
+// redactedError is err with the Redis password, should any error ever
+// quote it, replaced: errors are logged.
+type redactedError struct {
+	err      error
+	password string
+}
+
+func (e redactedError) Error() string {
+	if e.password == "" {
+		return e.err.Error()
+	}
+	return strings.ReplaceAll(e.err.Error(), e.password, "xxxxx")
+}
+
+func (e redactedError) Unwrap() error { return e.err }
+
+// LogRedisTo routes go-redis's own log lines (a dial that failed, a
+// connection it dropped) to log at DEBUG with component=redis, instead of
+// go-redis's default, plain text on stderr, which would break a
+// LOG_FORMAT=json stream. What an operator needs of a Redis outage is the
+// Limiter's own line (MissedMessage), once a minute. go-redis keeps one
+// logger for the whole process: call LogRedisTo once, where the process
+// builds its logger.
+func LogRedisTo(log *slog.Logger) {
+	redis.SetLogger(redisLogger{log: log})
+}
+
+// redisLogger is go-redis's Logging on an slog.Logger.
+type redisLogger struct {
+	log *slog.Logger
+}
+
+// Printf implements go-redis's internal.Logging.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "redis")
+}

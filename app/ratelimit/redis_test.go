@@ -1,0 +1,281 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// redisLimiter is a limiter on the test's Redis (TEST_REDIS_URL), with a
+// key prefix of the test's own.
+func redisLimiter(t *testing.T, perMinute int) (*Limiter, Config) {
+	t.Helper()
+	u := testdb.RedisURL(t)
+	cfg := Config{PerMinute: perMinute, Store: StoreRedis, RedisURL: u, KeyPrefix: testdb.RedisPrefix(t, u)}
+	return newLimiter(t, cfg), cfg
+}
+
+// A window's count is one key, named by the consumer and the window, that
+// expires a window after the window ends at the latest: keys never pile
+// up.
+func TestRateLimitRedisKey(t *testing.T) {
+	l, cfg := redisLimiter(t, 5)
+	take(t, l, consumerID(7), t0.Add(10*time.Second))
+	take(t, l, consumerID(7), t0.Add(50*time.Second))
+	key := cfg.KeyPrefix + consumerID(7) + ":" + strconv.FormatInt(t0.Unix(), 10)
+	if keys := testdb.RedisKeys(t, cfg.RedisURL, cfg.KeyPrefix+"*"); len(keys) != 1 || keys[0] != key {
+		t.Fatalf("keys %v, want [%s]", keys, key)
+	}
+	c := l.counter.(*redisCounter).client
+	ttl, err := c.TTL(context.Background(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= Window || ttl > 2*Window {
+		t.Errorf("TTL %v, want past the window's end by a window (%v to %v)", ttl, Window, 2*Window)
+	}
+	if n, err := c.Get(context.Background(), key).Int(); err != nil || n != 2 {
+		t.Errorf("count %d (%v), want 2", n, err)
+	}
+}
+
+// Three replicas, each with its own client (as three processes would
+// have), count one consumer's requests sent by many goroutines at once:
+// the window allows exactly the limit (the brief asks within 5 %), and
+// refuses every request past it.
+func TestRateLimitRedisThreeReplicasHoldTheLimit(t *testing.T) {
+	const limit, replicas, workers, each = 300, 3, 30, 20 // 600 requests for a limit of 300
+	_, cfg := redisLimiter(t, limit)
+	var limiters []*Limiter
+	for range replicas {
+		limiters = append(limiters, newLimiter(t, cfg))
+	}
+	var allowed, refused, missed atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				r, err := limiters[(w+i)%replicas].Take(context.Background(), consumerID(1), t0.Add(time.Second))
+				switch {
+				case errors.Is(err, ErrNotCounted): // a count past its timeout on a loaded machine: served
+					missed.Add(1)
+					allowed.Add(1)
+				case err != nil:
+					t.Error(err)
+					return
+				case r.Allowed:
+					allowed.Add(1)
+				default:
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	t.Logf("%d requests over %d replicas in %v: %d allowed, %d refused, %d not counted",
+		workers*each, replicas, time.Since(began).Round(time.Millisecond), allowed.Load(), refused.Load(), missed.Load())
+	if got := allowed.Load(); got < limit*95/100 || got > limit*105/100 {
+		t.Errorf("%d allowed, want %d within 5 %%", got, limit)
+	}
+	if missed.Load() == 0 && allowed.Load() != limit {
+		t.Errorf("%d allowed with every request counted, want exactly %d", allowed.Load(), limit)
+	}
+	if got := allowed.Load() + refused.Load(); got != workers*each {
+		t.Errorf("%d answers, want %d", got, workers*each)
+	}
+}
+
+// deadRedis is a Redis URL with a password on a port nothing listens on.
+func deadRedis(t *testing.T) string {
+	return "redis://:s3cret-pw@" + testkit.FreeAddr(t) + "/0"
+}
+
+// With Redis down, a request is served without a limit (fails open) at
+// once: ErrNotCounted, reported for the metric every time, logged once a
+// window with how many were not counted, and never with the password.
+func TestRateLimitRedisDownFailsOpen(t *testing.T) {
+	logs := &testkit.Buffer{}
+	var notCounted atomic.Int64
+	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: deadRedis(t),
+		NotCounted: func() { notCounted.Add(1) }, Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	now := t0.Add(5 * time.Second)
+	for i := range 30 {
+		began := time.Now()
+		_, err := l.Take(context.Background(), consumerID(1), now.Add(time.Duration(i)*time.Second))
+		if !errors.Is(err, ErrNotCounted) {
+			t.Fatalf("take %d: err = %v, want ErrNotCounted", i+1, err)
+		}
+		if d := time.Since(began); d > time.Second {
+			t.Errorf("take %d took %v, want it bounded by the timeout (%v)", i+1, d, DefaultRedisTimeout)
+		}
+	}
+	if n := notCounted.Load(); n != 30 {
+		t.Errorf("NotCounted called %d times, want 30", n)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], MissedMessage) || !strings.Contains(lines[0], `"not_counted":1`) ||
+		!strings.Contains(lines[0], `"store":"redis"`) {
+		t.Fatalf("log after 30 requests within a minute:\n%s\nwant one line of the first", logs.String())
+	}
+	// A minute after the first line, the next one tells how many since.
+	if _, err := l.Take(context.Background(), consumerID(1), now.Add(Window)); !errors.Is(err, ErrNotCounted) {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"not_counted":30`) {
+		t.Errorf("log a minute later:\n%s\nwant a second line counting 30 (the 29 since and this one)", logs.String())
+	}
+	if strings.Contains(logs.String(), "s3cret-pw") {
+		t.Errorf("the log shows the password:\n%s", logs.String())
+	}
+}
+
+// A Redis that accepts connections and never answers (frozen, or a
+// network dropping packets) holds no request longer than the timeout,
+// however many arrive at once: each is served without a limit.
+func TestRateLimitRedisFrozenIsBounded(t *testing.T) {
+	addr := blackhole(t)
+	const timeout = 50 * time.Millisecond
+	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: "redis://" + addr + "/0", RedisTimeout: timeout})
+	var wg sync.WaitGroup
+	var slowest atomic.Int64
+	for i := range 50 {
+		wg.Go(func() {
+			began := time.Now()
+			_, err := l.Take(context.Background(), consumerID(i), t0)
+			if !errors.Is(err, ErrNotCounted) {
+				t.Errorf("err = %v, want ErrNotCounted", err)
+			}
+			d := int64(time.Since(began))
+			for {
+				s := slowest.Load()
+				if d <= s || slowest.CompareAndSwap(s, d) {
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The bound is the timeout; the margin is for a loaded machine (-race).
+	if d := time.Duration(slowest.Load()); d > 20*timeout {
+		t.Errorf("the slowest of 50 concurrent requests took %v, want it bounded by the timeout (%v)", d, timeout)
+	} else {
+		t.Logf("the slowest of 50 concurrent requests took %v (timeout %v)", d, timeout)
+	}
+}
+
+// blackhole listens on a loopback port and accepts connections that it
+// never reads from nor answers; they close when the test ends.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// A caller that gave up gets its context's error, not ErrNotCounted: the
+// request is not served without a limit, it is over.
+func TestRateLimitRedisCallerGaveUp(t *testing.T) {
+	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: "redis://" + blackhole(t) + "/0", RedisTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := l.Take(ctx, consumerID(1), t0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotCounted) {
+		t.Errorf("err = %v, want the context's deadline as it is", err)
+	}
+}
+
+// A Redis that refuses the password: not counted, and the error never
+// shows the password, whatever the server answers.
+func TestRateLimitRedisWrongPasswordIsNeverShown(t *testing.T) {
+	u, err := url.Parse(testdb.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("licensor-nobody", "s3cret-pw")
+	logs := &testkit.Buffer{}
+	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: u.String(), KeyPrefix: "licensor-test:auth:",
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
+	_, err = l.Take(context.Background(), consumerID(1), t0)
+	if !errors.Is(err, ErrNotCounted) || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Errorf("err = %v, want ErrNotCounted without the password", err)
+	}
+	if !strings.Contains(logs.String(), MissedMessage) || strings.Contains(logs.String(), "s3cret-pw") {
+		t.Errorf("log:\n%s\nwant the line, without the password", logs.String())
+	}
+	// Should a server ever quote it, it is replaced.
+	e := redactedError{errors.New("WRONGPASS s3cret-pw is wrong"), "s3cret-pw"}
+	if got := fmt.Sprint(fmt.Errorf("%w: %w", ErrNotCounted, e)); strings.Contains(got, "s3cret-pw") || !strings.Contains(got, "xxxxx") {
+		t.Errorf("redacted: %q", got)
+	}
+}
+
+// A URL go-redis cannot read stops New, without showing the password.
+func TestRateLimitRedisBadURL(t *testing.T) {
+	for _, u := range []string{"redis://:s3cret-pw@127.0.0.1:port/0", "http://127.0.0.1:6379", "redis://:s3cret-pw@127.0.0.1:6379/0?pool_size=many"} {
+		_, err := New(Config{PerMinute: 5, Store: StoreRedis, RedisURL: u})
+		if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("%q: err = %v, want one without the password", u, err)
+		}
+	}
+	if _, err := New(Config{PerMinute: 5, Store: "cache"}); err == nil {
+		t.Error("an unknown store: no error")
+	}
+}
+
+// go-redis's own lines go to the process's logger at DEBUG, with
+// component=redis, not as plain text on stderr.
+func TestLogRedisTo(t *testing.T) {
+	logs := &testkit.Buffer{}
+	LogRedisTo(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { LogRedisTo(slog.New(slog.DiscardHandler)) })
+	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: deadRedis(t)})
+	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, ErrNotCounted) {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"level":"DEBUG"`) || !strings.Contains(out, `"component":"redis"`) || !strings.Contains(out, "failed to dial") {
+		t.Errorf("go-redis's line:\n%s\nwant a JSON DEBUG line with component=redis", out)
+	}
+}
