@@ -177,20 +177,7 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 		}
 	}
 	if b.opts.want(cmpRateLimit) {
-		limited := func(name string, perMinute int) caseSpec {
-			return caseSpec{name: name, prepare: func(ctx context.Context) (loadRun, func() error, error) {
-				p, err := b.restart(ctx, m, rateLimitEnv(perMinute))
-				if err != nil {
-					return loadRun{}, nil, err
-				}
-				return loadRun{conns: conns, pid: p.pid(), next: m.replay(p.url)}, func() error { return nil }, nil
-			}}
-		}
-		if err := b.compare(ctx, rep, cmpRateLimit+" (replay)",
-			limited("rate limit on (100000000/min)", 100_000_000), limited("rate limit off (0)", 0)); err != nil {
-			return err
-		}
-		if _, err := b.restart(ctx, m); err != nil {
+		if err := b.rateLimitCases(ctx, rep, dialect, m); err != nil {
 			return err
 		}
 	}
@@ -203,6 +190,58 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 		}
 	}
 	return nil
+}
+
+// rateLimitOn is the limit of the rate limit cases: never reached, so
+// that every request is counted and every answer is the replay.
+const rateLimitOn = 100_000_000
+
+// rateLimitCases compares the replay with the rate limit on and off. On
+// SQLite the limit counts in memory (the default there). On MariaDB it
+// counts in Redis (RATE_LIMIT_STORE=redis, when -redis answers) and in the
+// database (the default there), each against off and against each other,
+// from one set of alternated rounds (redis, database, off, …).
+func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect string, m *mainDB) error {
+	conns := b.opts.conns
+	limited := func(name string, redisPid int, env ...string) caseSpec {
+		return caseSpec{name: name, prepare: func(ctx context.Context) (loadRun, func() error, error) {
+			p, err := b.restart(ctx, m, env...)
+			if err != nil {
+				return loadRun{}, nil, err
+			}
+			return loadRun{conns: conns, pid: p.pid(), redisPid: redisPid, next: m.replay(p.url)}, func() error { return nil }, nil
+		}}
+	}
+	title := cmpRateLimit + " (replay)"
+	off := limited("rate limit off (0)", 0, rateLimitEnv(0))
+	var err error
+	switch {
+	case dialect == dialectSQLite:
+		err = b.compare(ctx, rep, title, limited("rate limit on: memory (the default)", 0, rateLimitEnv(rateLimitOn)), off)
+	default:
+		dbCase := limited("rate limit on: database (the default)", 0, rateLimitEnv(rateLimitOn), "RATE_LIMIT_STORE=database")
+		r, why := findRedis(ctx, b.opts.redisURL)
+		if r == nil {
+			rep.notes = append(rep.notes, "the rate limit's redis store was not measured: "+why)
+			err = b.compare(ctx, rep, title, dbCase, off)
+			break
+		}
+		if r.pid == 0 {
+			rep.notes = append(rep.notes, "the Redis server's process was not found here: its CPU is not measured")
+		}
+		rep.notes = append(rep.notes, "the redis store counts in "+r.redactedURL())
+		redisCase := limited("rate limit on: redis", r.pid, rateLimitEnv(rateLimitOn), "RATE_LIMIT_STORE=redis", "REDIS_URL="+r.url)
+		err = b.compareRounds(ctx, rep, title, []caseSpec{redisCase, dbCase, off}, []pairing{
+			{title + ": redis vs off", 0, 2},
+			{title + ": database vs off", 1, 2},
+			{title + ": redis vs database", 0, 1},
+		})
+	}
+	if err != nil {
+		return err
+	}
+	_, err = b.restart(ctx, m)
+	return err
 }
 
 // peerServer is the Fiber peer on the main database's kind of database.

@@ -26,20 +26,37 @@ func fixedCase(name string, conns int, srv func() *process, next func(url string
 // compare measures a and b in alternated rounds (A, B, A, B, …) and adds
 // the comparison to the report.
 func (b *bench) compare(ctx context.Context, rep *dbReport, title string, a, bb caseSpec) error {
-	c := &comparison{title: title, a: caseResult{name: a.name}, b: caseResult{name: bb.name}}
-	rep.comparisons = append(rep.comparisons, c)
+	return b.compareRounds(ctx, rep, title, []caseSpec{a, bb}, []pairing{{title, 0, 1}})
+}
+
+// pairing is one comparison drawn from the cases of compareRounds: cases
+// a and b (indexes) under title.
+type pairing struct {
+	title string
+	a, b  int
+}
+
+// compareRounds measures the cases in alternated rounds (A, B, C, A, B, C,
+// …) and adds to the report one comparison per pairing, each from the same
+// samples: three stores compared with each other cost three runs a round,
+// not six. title labels the per-round lines.
+func (b *bench) compareRounds(ctx context.Context, rep *dbReport, title string, cases []caseSpec, pairs []pairing) error {
+	results := make([]*caseResult, len(cases))
+	for i, c := range cases {
+		results[i] = &caseResult{name: c.name}
+	}
+	for _, p := range pairs {
+		rep.comparisons = append(rep.comparisons, &comparison{title: p.title, a: results[p.a], b: results[p.b]})
+	}
 	for round := 1; round <= b.opts.rounds; round++ {
-		for _, side := range []struct {
-			spec caseSpec
-			res  *caseResult
-		}{{a, &c.a}, {bb, &c.b}} {
-			profile := fmt.Sprintf("%s-%s-%s-round%d.pprof", rep.short, title, side.spec.name, round)
-			s, err := b.measure(ctx, side.spec, b.opts.warmup, b.opts.duration, profile)
+		for i, spec := range cases {
+			profile := fmt.Sprintf("%s-%s-%s-round%d.pprof", rep.short, title, spec.name, round)
+			s, err := b.measure(ctx, spec, b.opts.warmup, b.opts.duration, profile)
 			if err != nil {
-				return fmt.Errorf("%s, %s, round %d: %w", title, side.spec.name, round, err)
+				return fmt.Errorf("%s, %s, round %d: %w", title, spec.name, round, err)
 			}
-			side.res.samples = append(side.res.samples, s)
-			logSample(b.out, rep.short, title, round, side.spec.name, s)
+			results[i].samples = append(results[i].samples, s)
+			logSample(b.out, rep.short, title, round, spec.name, s)
 		}
 	}
 	return nil

@@ -31,6 +31,10 @@ type sample struct {
 	// DBCPUPerReq is the MariaDB server's CPU µs per request (0 on SQLite,
 	// where the database runs inside the server and is in CPUPerReq).
 	DBCPUPerReq float64
+	// RedisCPUPerReq is the Redis server's CPU µs per request, in the cases
+	// that count in Redis (RedisMeasured).
+	RedisCPUPerReq float64
+	RedisMeasured  bool
 }
 
 // loadRun is the closed-loop load of one case: conns keep-alive
@@ -39,7 +43,9 @@ type loadRun struct {
 	conns int
 	pid   int // the server whose CPU is measured
 	dbPid int // the MariaDB server, 0 for none
-	next  requestFunc
+	// redisPid is the Redis server the case counts in, 0 for none.
+	redisPid int
+	next     requestFunc
 }
 
 // run warms the server up for warmup (unmeasured), then measures for d on
@@ -62,7 +68,7 @@ func (l loadRun) run(ctx context.Context, warmup, d time.Duration) (sample, erro
 	if err != nil {
 		return sample{}, err
 	}
-	dbBefore := l.dbTicks()
+	dbBefore, redisBefore := ticksOf(l.dbPid), ticksOf(l.redisPid)
 	s, err := l.drive(ctx, client, d)
 	if err != nil {
 		return s, err
@@ -71,10 +77,13 @@ func (l loadRun) run(ctx context.Context, warmup, d time.Duration) (sample, erro
 	if err != nil {
 		return s, err
 	}
-	dbAfter := l.dbTicks()
+	dbAfter, redisAfter := ticksOf(l.dbPid), ticksOf(l.redisPid)
 	if s.Requests > 0 {
 		s.CPUPerReq = float64(after-before) * ticksToMicros / float64(s.Requests)
 		s.DBCPUPerReq = float64(dbAfter-dbBefore) * ticksToMicros / float64(s.Requests)
+		if l.redisPid != 0 {
+			s.RedisCPUPerReq, s.RedisMeasured = float64(redisAfter-redisBefore)*ticksToMicros/float64(s.Requests), true
+		}
 	}
 	return s, nil
 }
@@ -162,12 +171,13 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// dbTicks is the MariaDB server's CPU ticks, 0 without one.
-func (l loadRun) dbTicks() uint64 {
-	if l.dbPid == 0 {
+// ticksOf is a helper process's CPU ticks (the MariaDB or Redis server),
+// 0 without one.
+func ticksOf(pid int) uint64 {
+	if pid == 0 {
 		return 0
 	}
-	t, err := cpuTicks(l.dbPid)
+	t, err := cpuTicks(pid)
 	if err != nil {
 		return 0
 	}

@@ -48,6 +48,7 @@ type options struct {
 	rssConns int
 	big      int
 	mysqlDSN string
+	redisURL string
 	only     map[string]bool
 	keep     bool
 	// profile is the directory CPU profiles of licensor are written to (one
@@ -80,6 +81,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rssConns, "rss-conns", 200, "connections of the RSS run")
 	fs.IntVar(&o.big, "big", 1_000_000, "idempotency records (and the largest consumer's licenses) of the scale cases")
 	fs.StringVar(&o.mysqlDSN, "mysql", os.Getenv("MYSQL_DSN"), "MariaDB/MySQL server DSN, e.g. root@tcp(127.0.0.1:3306)/ (default $MYSQL_DSN); empty: SQLite only")
+	defaultRedis := os.Getenv("REDIS_URL")
+	if defaultRedis == "" {
+		defaultRedis = defaultRedisURL
+	}
+	fs.StringVar(&o.redisURL, "redis", defaultRedis, "Redis of the ratelimit comparison's redis store on MariaDB (default $REDIS_URL, else "+defaultRedisURL+
+		"); empty, or a Redis that does not answer: that store is left out, said in the report")
 	only := fs.String("only", "", "comma-separated comparisons to run: "+strings.Join(allComparisons, ","))
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binary, databases, logs)")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of licensor for each measured run into this directory (served on PPROF_ADDR)")

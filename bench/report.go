@@ -28,7 +28,8 @@ func printHeader(w io.Writer, o options) {
 	fmt.Fprintf(w, "- settings: duration %v (after %v warm-up), rounds %d, conns %d, RSS conns %d, big %d\n",
 		o.duration, o.warmup, o.rounds, o.conns, o.rssConns, o.big)
 	fmt.Fprintf(w, "- licensor built from the working tree%s\n", gitDescribe())
-	fmt.Fprintf(w, "- licensor: APP_ENV=production, fake vendor, LOG_LEVEL=warn, RATE_LIMIT_PER_MINUTE=0 except in the ratelimit comparison\n\n")
+	fmt.Fprintf(w, "- licensor: APP_ENV=production, fake vendor, LOG_LEVEL=warn, RATE_LIMIT_PER_MINUTE=0 except in the ratelimit comparison "+
+		"(memory on SQLite; redis, database and off on MariaDB)\n\n")
 }
 
 // gitDescribe is the commit the working tree is on, and whether it has
@@ -69,10 +70,11 @@ type caseResult struct {
 	samples []sample
 }
 
-// comparison is two cases measured in alternated rounds.
+// comparison is two cases measured in alternated rounds (with others,
+// when compareRounds drew it: a case's samples may be in more than one).
 type comparison struct {
 	title string
-	a, b  caseResult
+	a, b  *caseResult
 }
 
 // rssResult is the memory of one server around a run at many connections.
@@ -99,6 +101,9 @@ func logSample(w io.Writer, db, cmp string, round int, name string, s sample) {
 	dbCPU := ""
 	if db == dialectMySQL {
 		dbCPU = fmt.Sprintf(" + %5.0f DB", s.DBCPUPerReq)
+	}
+	if s.RedisMeasured {
+		dbCPU += fmt.Sprintf(" + %4.0f Redis", s.RedisCPUPerReq)
 	}
 	fmt.Fprintf(w, "%-7s %-22s round %d  %-31s %6.0f req/s  p50 %6.2f ms  p99 %7.2f ms  %5.0f%s CPU-µs/req  non-2xx %d%s\n",
 		db, cmp, round, name, s.RPS, ms(s.P50), ms(s.P99), s.CPUPerReq, dbCPU, s.Non2xx, statusNote(s))
@@ -159,11 +164,12 @@ func column(ss []sample, f func(sample) float64) []float64 {
 }
 
 // The metrics of a sample, for column and ratios.
-func rps(s sample) float64   { return s.RPS }
-func p50(s sample) float64   { return ms(s.P50) }
-func p99(s sample) float64   { return ms(s.P99) }
-func cpu(s sample) float64   { return s.CPUPerReq }
-func dbCPU(s sample) float64 { return s.DBCPUPerReq }
+func rps(s sample) float64      { return s.RPS }
+func p50(s sample) float64      { return ms(s.P50) }
+func p99(s sample) float64      { return ms(s.P99) }
+func cpu(s sample) float64      { return s.CPUPerReq }
+func dbCPU(s sample) float64    { return s.DBCPUPerReq }
+func redisCPU(s sample) float64 { return s.RedisCPUPerReq }
 
 // non2xx is the number of non-2xx answers of the samples, with their
 // statuses and the transport errors.
@@ -207,15 +213,26 @@ func ratios(a, b []sample, f func(sample) float64) string {
 func (r *dbReport) print(w io.Writer) {
 	fmt.Fprintf(w, "## %s\n\n", r.title)
 	withDB := r.short == dialectMySQL
+	withRedis := false // a column for Redis's CPU when a case counted there
+	for _, c := range r.comparisons {
+		for _, cr := range []*caseResult{c.a, c.b} {
+			for _, s := range cr.samples {
+				withRedis = withRedis || s.RedisMeasured
+			}
+		}
+	}
 	if len(r.comparisons) > 0 {
 		dbHead, dbRule := "", ""
 		if withDB {
 			dbHead, dbRule = " MariaDB CPU µs/req |", " --- |"
 		}
+		if withRedis {
+			dbHead, dbRule = dbHead+" Redis CPU µs/req |", dbRule+" --- |"
+		}
 		fmt.Fprintln(w, "| comparison | case | req/s | p50 ms | p99 ms | server CPU µs/req |"+dbHead+" non-2xx | A/B req/s per round | A/B server CPU/req per round |")
 		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |"+dbRule+" --- | --- | --- |")
 		for _, c := range r.comparisons {
-			for i, cr := range []caseResult{c.a, c.b} {
+			for i, cr := range []*caseResult{c.a, c.b} {
 				title, rr, rc := "", "", ""
 				if i == 0 {
 					title, rr, rc = c.title, ratios(c.a.samples, c.b.samples, rps), ratios(c.a.samples, c.b.samples, cpu)
@@ -223,6 +240,13 @@ func (r *dbReport) print(w io.Writer) {
 				dbCol := ""
 				if withDB {
 					dbCol = " " + spread(column(cr.samples, dbCPU), "%.0f") + " |"
+				}
+				if withRedis {
+					redisCol := "-"
+					if len(cr.samples) > 0 && cr.samples[0].RedisMeasured {
+						redisCol = spread(column(cr.samples, redisCPU), "%.0f")
+					}
+					dbCol += " " + redisCol + " |"
 				}
 				fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |%s %s | %s | %s |\n", title, string(rune('A'+i)), cr.name,
 					spread(column(cr.samples, rps), "%.0f"), spread(column(cr.samples, p50), "%.2f"),
