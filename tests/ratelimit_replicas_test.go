@@ -83,6 +83,20 @@ func TestRateLimitRedisThreeServes(t *testing.T) {
 			t.Errorf("a serve did not count requests:\n%s", out)
 		}
 	}
+	// The counts are Redis's: a key per consumer and minute, no row.
+	var ids []string
+	if err := db.Gorm.Table("consumers").Pluck("id", &ids).Error; err != nil || len(ids) != consumers {
+		t.Fatalf("consumers %v (%v), want %d", ids, err, consumers)
+	}
+	for _, id := range ids {
+		if keys := testdb.RedisKeys(t, redisURL, ratelimit.DefaultKeyPrefix+id+":*"); len(keys) == 0 {
+			t.Errorf("consumer %s has no key in Redis", id)
+		}
+	}
+	var rows int64
+	if err := db.Gorm.Table("rate_limits").Count(&rows).Error; err != nil || rows != 0 {
+		t.Errorf("rate_limits rows = %d (%v), want none: Redis counts", rows, err)
+	}
 }
 
 // replicaRun is what one replicaBurst saw.
