@@ -411,3 +411,16 @@ func TestConsoleSettings(t *testing.T) {
 		t.Errorf("CONSOLE_LOGINS_PER_MINUTE=0: %v, want refused", err)
 	}
 }
+
+func TestRateLimitBatch(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if c, err := Load(envOf(nil)); err != nil || c.RateLimitBatch != 1 {
+		t.Errorf("default: %d, %v; want 1 (each request counted on its own)", c.RateLimitBatch, err)
+	}
+	if c, err := Load(envOf(map[string]string{"RATE_LIMIT_BATCH": "16"})); err != nil || c.RateLimitBatch != 16 {
+		t.Errorf("RATE_LIMIT_BATCH=16: %d, %v", c.RateLimitBatch, err)
+	}
+	if _, err := Load(envOf(map[string]string{"RATE_LIMIT_BATCH": "0"})); err == nil || !strings.Contains(err.Error(), "RATE_LIMIT_BATCH") {
+		t.Errorf("RATE_LIMIT_BATCH=0: %v, want refused", err)
+	}
+}

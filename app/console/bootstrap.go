@@ -331,6 +331,7 @@ func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 		Retry:       database.RetryOnConflict,
 		Unavailable: database.IsUnreachable,
 		RedisURL:    cfg.RedisURL,
+		Batch:       cfg.RateLimitBatch,
 		NotCounted:  b.Metrics.ObserveRateLimitNotCounted,
 		Log:         b.Log,
 	})

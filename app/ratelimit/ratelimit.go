@@ -74,6 +74,13 @@ type Config struct {
 	// the answer (DefaultRedisTimeout when 0): past it the request is
 	// served without a limit.
 	RedisTimeout time.Duration
+	// Batch is how many requests of a consumer the Redis store counts in
+	// one round trip (RATE_LIMIT_BATCH): 1 (or less), each request its own
+	// and the count exact; more, a process reserves that many of the
+	// window's shared count at once and hands them out itself (see
+	// batchCounter: the limit is never exceeded, the 429s may start up to
+	// replicas·(Batch−1) requests early).
+	Batch int
 	// NotCounted is called once for every request served without a limit
 	// because the store failed to count it (a metric); nil: nothing.
 	NotCounted func()
@@ -150,6 +157,9 @@ func New(cfg Config) (*Limiter, error) {
 			return nil, err
 		}
 		l.counter, l.close = r, r.close
+		if cfg.Batch > 1 {
+			l.counter = newBatchCounter(r, int64(cfg.Batch))
+		}
 	default:
 		return nil, fmt.Errorf("ratelimit: unknown store %q", cfg.Store)
 	}

@@ -31,11 +31,11 @@ const DefaultKeyPrefix = "licensor:rl:"
 // lag), then Redis deletes it, so keys never pile up.
 const keyTTL = 2 * Window
 
-// hitScript counts one request in one round trip: INCR, and on the
-// window's first request the key's expiry, in one atomic step (a key never
-// lives without its expiry).
-var hitScript = redis.NewScript(`local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+// hitScript counts ARGV[2] requests (one, or a batch: Config.Batch) in one
+// round trip: INCRBY, and on the window's first count the key's expiry, in
+// one atomic step (a key never lives without its expiry).
+var hitScript = redis.NewScript(`local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if n == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return n`)
 
 // redisCounter counts in Redis: one key per consumer and window, which
@@ -91,10 +91,18 @@ func newRedisCounter(cfg Config) (*redisCounter, error) {
 }
 
 func (r *redisCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
+	return r.reserve(ctx, consumer, window, 1)
+}
+
+var _ reserver = (*redisCounter)(nil)
+
+// reserve adds n to the count of consumer's window and returns the count
+// after: one request (hit), or a batch of them (batchCounter).
+func (r *redisCounter) reserve(ctx context.Context, consumer string, window time.Time, by int64) (int64, error) {
 	call, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	key := r.prefix + consumer + ":" + strconv.FormatInt(window.Unix(), 10)
-	n, err := hitScript.Run(call, r.client, []string{key}, int64(keyTTL/time.Second)).Int64()
+	n, err := hitScript.Run(call, r.client, []string{key}, int64(keyTTL/time.Second), by).Int64()
 	if err != nil {
 		if ctx.Err() != nil { // the caller gave up: not Redis's failure
 			return 0, ctx.Err()

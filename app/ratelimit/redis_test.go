@@ -279,3 +279,70 @@ func TestLogRedisTo(t *testing.T) {
 		t.Errorf("go-redis's line:\n%s\nwant a JSON DEBUG line with component=redis", out)
 	}
 }
+
+// With Batch, three replicas counting one consumer's requests from many
+// goroutines at once never allow more than the limit, allow at least the
+// limit less what each replica may hold unused (replicas·(Batch−1), here
+// within 5 %), and reach Redis once per Batch requests: the shared count
+// moves by whole batches. One replica alone allows exactly the limit.
+func TestRateLimitRedisBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
+	const limit, replicas, workers, each, batch = 600, 3, 30, 41, 8 // 1230 requests for a limit of 600 (not a whole number of batches)
+	_, cfg := redisLimiter(t, limit)
+	cfg.Batch = batch
+	var limiters []*Limiter
+	for range replicas {
+		limiters = append(limiters, newLimiter(t, cfg))
+	}
+	var allowed, refused atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				r, err := limiters[(w+i)%replicas].Take(context.Background(), consumerID(1), t0.Add(time.Second))
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case r.Allowed:
+					allowed.Add(1)
+				default:
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got := allowed.Load(); got > limit || got < limit-replicas*(batch-1) || got < limit*95/100 {
+		t.Errorf("%d allowed, want at most %d and at least %d", got, limit, limit-replicas*(batch-1))
+	}
+	if got := allowed.Load() + refused.Load(); got != workers*each {
+		t.Errorf("%d answers, want %d", got, workers*each)
+	}
+	key := cfg.KeyPrefix + consumerID(1) + ":" + strconv.FormatInt(t0.Unix(), 10)
+	c := limiters[0].counter.(*batchCounter).store.(*redisCounter).client
+	n, err := c.Get(context.Background(), key).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n%batch != 0 || n > workers*each+replicas*batch {
+		t.Errorf("the shared count is %d: want whole batches of %d, one round trip each (at most %d)", n, batch, (workers*each)/batch+replicas)
+	}
+
+	// One replica alone: exactly the limit, the next window anew.
+	alone := newLimiter(t, cfg)
+	var ok int
+	for range limit + 50 {
+		if r := take(t, alone, consumerID(2), t0.Add(time.Second)); r.Allowed {
+			ok++
+		}
+	}
+	if ok != limit {
+		t.Errorf("one replica allowed %d, want exactly %d", ok, limit)
+	}
+	if r := take(t, alone, consumerID(2), t0.Add(Window+time.Second)); !r.Allowed || r.Remaining != limit-1 {
+		t.Errorf("the next window: %+v, want allowed with %d remaining", r, limit-1)
+	}
+}

@@ -1,0 +1,97 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// reserver is a shared store that can count several requests in one round
+// trip: it adds n to consumer's count in the window and returns the count
+// after (the Redis store's INCRBY).
+type reserver interface {
+	reserve(ctx context.Context, consumer string, window time.Time, n int64) (int64, error)
+}
+
+// batchCounter takes a consumer's counts from a shared store n at a time
+// (Config.Batch): one round trip reserves the next n values of the
+// window's shared count for this process, and the requests that follow
+// take them one by one without a round trip. Each value is handed out once
+// by the whole fleet, so no more than the limit are ever allowed in a
+// window. What it costs is precision: values a replica reserved and did
+// not use by the window's end are nobody's, so with R replicas the 429s
+// may begin up to R·(n−1) requests early; and a response's
+// X-RateLimit-Remaining is this process's view of the shared count.
+type batchCounter struct {
+	store reserver
+	n     int64
+
+	mu     sync.Mutex
+	leases map[string]*lease // by consumer
+}
+
+// lease is the values of a consumer's window this process reserved:
+// next to end, inclusive. Its mutex is held across a reservation, so the
+// requests of one consumer that find it spent wait for one round trip
+// instead of each making its own.
+type lease struct {
+	mu     sync.Mutex
+	window time.Time
+	next   int64
+	end    int64
+}
+
+// maxLeases bounds the consumers a batchCounter remembers; past it the
+// leases of windows that are over are forgotten.
+const maxLeases = 10000
+
+func newBatchCounter(store reserver, n int64) *batchCounter {
+	return &batchCounter{store: store, n: n, leases: map[string]*lease{}}
+}
+
+var _ counter = (*batchCounter)(nil)
+
+func (b *batchCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
+	l := b.lease(consumer, window)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.window.Equal(window) || l.next > l.end {
+		total, err := b.store.reserve(ctx, consumer, window, b.n)
+		if err != nil {
+			return 0, err
+		}
+		l.window, l.next, l.end = window, total-b.n+1, total
+	}
+	v := l.next
+	l.next++
+	return v, nil
+}
+
+// lease is consumer's lease, made when it has none.
+func (b *batchCounter) lease(consumer string, window time.Time) *lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, ok := b.leases[consumer]
+	if !ok {
+		if len(b.leases) >= maxLeases {
+			b.forgetBefore(window)
+		}
+		l = &lease{}
+		b.leases[consumer] = l
+	}
+	return l
+}
+
+// forgetBefore drops the leases of windows before window (those of
+// consumers not seen this window), b.mu held. A lease in use is locked and
+// kept: TryLock leaves it to its holder.
+func (b *batchCounter) forgetBefore(window time.Time) {
+	for consumer, l := range b.leases {
+		if l.mu.TryLock() {
+			if l.window.Before(window) {
+				delete(b.leases, consumer)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
