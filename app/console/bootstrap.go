@@ -185,7 +185,10 @@ type App struct {
 
 // Close closes the rate limiter's store (the Redis client), then the Base.
 func (a *App) Close() error {
-	err := a.Limiter.Close()
+	var err error
+	if a.Limiter != nil {
+		err = a.Limiter.Close()
+	}
 	return errors.Join(err, a.Base.Close())
 }
 
