@@ -92,6 +92,9 @@ type Config struct {
 	// exact). More: fewer round trips, the limit still never exceeded, the
 	// 429s up to replicas·(batch−1) requests early.
 	RateLimitBatch int
+	// RedisTimeout bounds one count in Redis (REDIS_TIMEOUT, 100ms): past
+	// it the request is served without a limit.
+	RedisTimeout time.Duration
 	// Console is the operator console's (/console) settings.
 	Console Console
 	// CORSAllowedOrigins are the origins browsers may call api/* from
@@ -259,6 +262,7 @@ func (v *values) load() Config {
 	c.DB = v.db(c.StorageDir)
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
 	c.RateLimitBatch = v.intRange("RATE_LIMIT_BATCH", 1, 1, 1000)
+	c.RedisTimeout = v.duration("REDIS_TIMEOUT", "100ms")
 	c.Vendor = Vendor{
 		Driver:        v.oneOf("VENDOR_DRIVER", "fake", "fake", "http"),
 		URL:           v.str("VENDOR_URL", ""),

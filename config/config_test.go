@@ -424,3 +424,13 @@ func TestRateLimitBatch(t *testing.T) {
 		t.Errorf("RATE_LIMIT_BATCH=0: %v, want refused", err)
 	}
 }
+
+func TestRedisTimeout(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if c, err := Load(envOf(nil)); err != nil || c.RedisTimeout != 100*time.Millisecond {
+		t.Errorf("default: %v, %v; want 100ms", c.RedisTimeout, err)
+	}
+	if c, err := Load(envOf(map[string]string{"REDIS_TIMEOUT": "2s"})); err != nil || c.RedisTimeout != 2*time.Second {
+		t.Errorf("REDIS_TIMEOUT=2s: %v, %v", c.RedisTimeout, err)
+	}
+}

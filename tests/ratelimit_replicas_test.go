@@ -40,8 +40,11 @@ func TestRateLimitRedisThreeServes(t *testing.T) {
 	redisURL := testdb.RedisURL(t)
 	db := testdb.Empty(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
 	deleteConsumersRedisKeys(t, db, redisURL)
+	// REDIS_TIMEOUT: under -race on two cores a count can take past the
+	// default 100 ms, and the serve would rightly fail open; this test is
+	// about the count, not the timeout (TestRateLimitRedisDownFailsOpen is).
 	env := faultEnv(t, db, "", "VENDOR_DRIVER=fake", "RATE_LIMIT_STORE=redis", "REDIS_URL="+redisURL,
-		fmt.Sprintf("RATE_LIMIT_PER_MINUTE=%d", replicaLimit))
+		fmt.Sprintf("RATE_LIMIT_PER_MINUTE=%d", replicaLimit), "REDIS_TIMEOUT=5s")
 	runCmd(t, env, "migrate")
 	urls, procs := startServes(t, env, replicaServes)
 	for i, p := range procs { // each said so as it started to listen, before it answered /healthz

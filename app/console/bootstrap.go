@@ -335,8 +335,10 @@ func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 		Unavailable: database.IsUnreachable,
 		RedisURL:    cfg.RedisURL,
 		Batch:       cfg.RateLimitBatch,
-		NotCounted:  b.Metrics.ObserveRateLimitNotCounted,
-		Log:         b.Log,
+		// RedisTimeout: REDIS_TIMEOUT; zero (a hand-made Config) is the default.
+		RedisTimeout: cfg.RedisTimeout,
+		NotCounted:   b.Metrics.ObserveRateLimitNotCounted,
+		Log:          b.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("config: RATE_LIMIT_STORE=%s, REDIS_URL %s: %w", store, config.RedactRedisURL(cfg.RedisURL), err)
