@@ -104,8 +104,8 @@ func (r *redisCounter) reserve(ctx context.Context, consumer string, window time
 	key := r.prefix + consumer + ":" + strconv.FormatInt(window.Unix(), 10)
 	n, err := hitScript.Run(call, r.client, []string{key}, int64(keyTTL/time.Second), by).Int64()
 	if err != nil {
-		if ctx.Err() != nil { // the caller gave up: not Redis's failure
-			return 0, ctx.Err()
+		if gaveUp := callerGaveUp(ctx); gaveUp != nil { // not Redis's failure
+			return 0, gaveUp
 		}
 		return 0, fmt.Errorf("%w: redis: %w", ErrNotCounted, redactedError{err, r.password})
 	}
@@ -113,6 +113,20 @@ func (r *redisCounter) reserve(ctx context.Context, consumer string, window time
 }
 
 func (r *redisCounter) close() error { return r.client.Close() }
+
+// callerGaveUp is ctx's error once the caller's context has ended or its
+// deadline has passed. The deadline is read too: go-redis sets it on the
+// socket, whose timeout can fire a moment before the context's own timer
+// marks the context done, and that failure is the caller's, not Redis's.
+func callerGaveUp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
 
 // redactedError is err with the Redis password, should any error ever
 // quote it, replaced: errors are logged.
