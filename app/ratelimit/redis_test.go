@@ -62,32 +62,8 @@ func TestRateLimitRedisThreeReplicasHoldTheLimit(t *testing.T) {
 	for range replicas {
 		limiters = append(limiters, newLimiter(t, cfg))
 	}
-	var allowed, refused, missed atomic.Int64
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				r, err := limiters[(w+i)%replicas].Take(context.Background(), consumerID(1), t0.Add(time.Second))
-				switch {
-				case errors.Is(err, ErrNotCounted): // a count past its timeout on a loaded machine: served
-					missed.Add(1)
-					allowed.Add(1)
-				case err != nil:
-					t.Error(err)
-					return
-				case r.Allowed:
-					allowed.Add(1)
-				default:
-					refused.Add(1)
-				}
-			}
-		})
-	}
 	began := time.Now()
-	close(start)
-	wg.Wait()
+	allowed, refused, missed := takeAcross(t, limiters, workers, each)
 	t.Logf("%d requests over %d replicas in %v: %d allowed, %d refused, %d not counted",
 		workers*each, replicas, time.Since(began).Round(time.Millisecond), allowed.Load(), refused.Load(), missed.Load())
 	if got := allowed.Load(); got < limit*95/100 || got > limit*105/100 {
@@ -293,28 +269,10 @@ func TestRateLimitRedisBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
 	for range replicas {
 		limiters = append(limiters, newLimiter(t, cfg))
 	}
-	var allowed, refused atomic.Int64
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				r, err := limiters[(w+i)%replicas].Take(context.Background(), consumerID(1), t0.Add(time.Second))
-				switch {
-				case err != nil:
-					t.Error(err)
-					return
-				case r.Allowed:
-					allowed.Add(1)
-				default:
-					refused.Add(1)
-				}
-			}
-		})
+	allowed, refused, missed := takeAcross(t, limiters, workers, each)
+	if missed.Load() != 0 {
+		t.Errorf("%d requests not counted", missed.Load())
 	}
-	close(start)
-	wg.Wait()
 	if got := allowed.Load(); got > limit || got < limit-replicas*(batch-1) || got < limit*95/100 {
 		t.Errorf("%d allowed, want at most %d and at least %d", got, limit, limit-replicas*(batch-1))
 	}
@@ -345,4 +303,38 @@ func TestRateLimitRedisBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
 	if r := take(t, alone, consumerID(2), t0.Add(Window+time.Second)); !r.Allowed || r.Remaining != limit-1 {
 		t.Errorf("the next window: %+v, want allowed with %d remaining", r, limit-1)
 	}
+}
+
+// takeAcross has workers goroutines, released at once, each take each
+// requests of consumer 1, spread round the limiters (replicas): how many
+// were allowed, refused, and not counted (a count past its timeout on a
+// loaded machine: served, and counted in allowed too).
+func takeAcross(t *testing.T, limiters []*Limiter, workers, each int) (allowed, refused, missed *atomic.Int64) {
+	t.Helper()
+	allowed, refused, missed = new(atomic.Int64), new(atomic.Int64), new(atomic.Int64)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				r, err := limiters[(w+i)%len(limiters)].Take(context.Background(), consumerID(1), t0.Add(time.Second))
+				switch {
+				case errors.Is(err, ErrNotCounted):
+					missed.Add(1)
+					allowed.Add(1)
+				case err != nil:
+					t.Error(err)
+					return
+				case r.Allowed:
+					allowed.Add(1)
+				default:
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return allowed, refused, missed
 }
