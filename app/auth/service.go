@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -21,8 +22,11 @@ import (
 // last_used_at.
 type Service struct {
 	db         *gorm.DB
+	read       *gorm.DB        // the read pool: Verify's reads
 	tokenRow   *database.Query // Verify's read, on the read pool
-	verified   *verifiedCache  // tokens whose signature was checked
+	joinedMu   sync.RWMutex
+	joined     map[joinKey]*database.Query // VerifyWith's statements, one per Joined's text
+	verified   *verifiedCache              // tokens whose signature was checked
 	signer     signer
 	defaultTTL time.Duration
 	maxTTL     time.Duration
@@ -85,6 +89,8 @@ func New(cfg Config) *Service {
 	}
 	return &Service{
 		db:         cfg.DB,
+		read:       read,
+		joined:     map[joinKey]*database.Query{},
 		tokenRow:   database.NewQuery(read, tokenRowQuery),
 		verified:   newVerifiedCache(now),
 		signer:     signer{key: cfg.Key, previous: cfg.PreviousKeys, issuer: cfg.Issuer, now: now},
@@ -262,22 +268,27 @@ type Principal struct {
 // success records the token's use in memory only, for RunTouchWriter or
 // Flush to write to last_used_at (at most once per token a minute).
 func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
-	c, ok := s.verified.get(raw)
-	if !ok {
-		parsed, err := s.signer.parse(raw)
-		var ie *issuerError
-		if errors.As(err, &ie) {
-			// A common misconfiguration (replicas or an old token under another
-			// APP_URL) that the client only sees as a 401. Never the token.
-			s.log.Debug("token issuer does not match APP_URL", "iss", ie.got, "expected", s.signer.issuer)
-		}
-		if err != nil {
-			return Principal{}, ErrUnauthenticated
-		}
-		s.verified.put(raw, parsed)
-		c = verifiedClaims{id: parsed.ID, subject: parsed.Subject}
+	return s.VerifyWith(ctx, raw, nil)
+}
+
+// claims checks the token string's signature, exp and iss (once per token
+// string: the verified cache), and returns its id and subject.
+func (s *Service) claims(raw string) (verifiedClaims, error) {
+	if c, ok := s.verified.get(raw); ok {
+		return c, nil
 	}
-	return s.Session(ctx, c.id, c.subject)
+	parsed, err := s.signer.parse(raw)
+	var ie *issuerError
+	if errors.As(err, &ie) {
+		// A common misconfiguration (replicas or an old token under another
+		// APP_URL) that the client only sees as a 401. Never the token.
+		s.log.Debug("token issuer does not match APP_URL", "iss", ie.got, "expected", s.signer.issuer)
+	}
+	if err != nil {
+		return verifiedClaims{}, ErrUnauthenticated
+	}
+	s.verified.put(raw, parsed)
+	return verifiedClaims{id: parsed.ID, subject: parsed.Subject}, nil
 }
 
 // tokenRowQuery reads what Verify needs of a token row, every request. An
@@ -286,17 +297,22 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 const tokenRowQuery = `SELECT t.consumer_id, c.name, t.abilities, t.last_used_at, t.expires_at, t.revoked_at
 FROM personal_access_tokens t INNER JOIN consumers c ON c.id = t.consumer_id WHERE t.id = ?`
 
-// loadToken reads the token row id for Verify, through the prepared query
-// (no GORM: this read is on every request).
-func (s *Service) loadToken(ctx context.Context, id string) (Token, error) {
+// loadToken reads the token row id for Verify, through a prepared query (no
+// GORM: this read is on every request), and j with it when j is not nil.
+func (s *Service) loadToken(ctx context.Context, id string, j Joined) (Token, error) {
 	tok := Token{ID: id}
 	var abilities []byte
-	err := s.tokenRow.Row(ctx, []any{&tok.ConsumerID, &tok.Consumer.Name, &abilities,
-		database.Time(&tok.LastUsedAt), database.NotNullTime(&tok.ExpiresAt), database.Time(&tok.RevokedAt)}, id)
-	if err != nil {
+	dest := []any{&tok.ConsumerID, &tok.Consumer.Name, &abilities,
+		database.Time(&tok.LastUsedAt), database.NotNullTime(&tok.ExpiresAt), database.Time(&tok.RevokedAt)}
+	q, args := s.tokenRow, []any{id}
+	if j != nil {
+		q, dest, args = s.joinedQuery(j), append(dest, j.Dest()...), append(j.Args(), id)
+	}
+	if err := q.Row(ctx, dest, args...); err != nil {
 		return Token{}, err
 	}
 	tok.Consumer.ID = tok.ConsumerID
+	var err error
 	if tok.Abilities, err = parseAbilities(abilities); err != nil {
 		return Token{}, fmt.Errorf("token %s: %w", id, err)
 	}

@@ -16,7 +16,12 @@ import (
 // another consumer is no token of it. Every refusal is ErrUnauthenticated.
 // A success records the token's use in memory (see Verify).
 func (s *Service) Session(ctx context.Context, tokenID, consumerID string) (Principal, error) {
-	tok, err := s.loadToken(ctx, tokenID)
+	return s.session(ctx, tokenID, consumerID, nil)
+}
+
+// session is Session, with j read in the token row's statement (VerifyWith).
+func (s *Service) session(ctx context.Context, tokenID, consumerID string, j Joined) (Principal, error) {
+	tok, err := s.loadToken(ctx, tokenID, j)
 	if errors.Is(err, database.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}

@@ -17,35 +17,46 @@ var (
 	errMissingAbility  = &Error{Status: http.StatusForbidden, Message: "Invalid ability provided.", Code: "missing_ability"}
 )
 
-// ability is Sanctum's `ability:` middleware: it authenticates the bearer
-// token, counts the request against its consumer's rate limit (throttle, in
-// ratelimit.go), then requires that the token carries need. Routes declare it
-// in routes.go. The principal is kept as soon as the token is verified, so
-// that the access line of a request refused after authentication (429, 403
-// missing_ability) names the token that asked too.
+// ability is Sanctum's `ability:` middleware: admit, then the route's
+// handler. Routes declare it in routes.go; a guarded operation's route
+// admits its requests itself (guarded).
 func (s *Server) ability(need string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, err := s.authenticate(c)
-			if err != nil {
+			if err := s.admit(c, need, nil); err != nil {
 				return err
-			}
-			c.Set(ctxPrincipal, p)
-			if err := s.throttle(c, p); err != nil {
-				return err
-			}
-			if !p.Abilities.Can(need) {
-				return errMissingAbility
 			}
 			return next(c)
 		}
 	}
 }
 
-// authenticate verifies the bearer token. Every reason for refusing it is
-// the same 401, so a caller learns nothing about why; two Authorization
-// headers are refused too, rather than one of them picked.
-func (s *Server) authenticate(c echo.Context) (auth.Principal, error) {
+// admit authenticates the bearer token, counts the request against its
+// consumer's rate limit (throttle, in ratelimit.go), then requires that the
+// token carries need. The principal is kept as soon as the token is
+// verified, so that the access line of a request refused after
+// authentication (429, 403 missing_ability) names the token that asked too.
+// joined, when not nil, is read in the token row's statement.
+func (s *Server) admit(c echo.Context, need string, joined auth.Joined) error {
+	p, err := s.authenticate(c, joined)
+	if err != nil {
+		return err
+	}
+	c.Set(ctxPrincipal, p)
+	if err := s.throttle(c, p); err != nil {
+		return err
+	}
+	if !p.Abilities.Can(need) {
+		return errMissingAbility
+	}
+	return nil
+}
+
+// authenticate verifies the bearer token, reading joined with its row. Every
+// reason for refusing it is the same 401, so a caller learns nothing about
+// why; two Authorization headers are refused too, rather than one of them
+// picked.
+func (s *Server) authenticate(c echo.Context, joined auth.Joined) (auth.Principal, error) {
 	values := c.Request().Header.Values(echo.HeaderAuthorization)
 	if len(values) != 1 {
 		return auth.Principal{}, errUnauthenticated
@@ -55,7 +66,7 @@ func (s *Server) authenticate(c echo.Context) (auth.Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(raw) == "" {
 		return auth.Principal{}, errUnauthenticated
 	}
-	p, err := s.auth.Verify(c.Request().Context(), strings.TrimSpace(raw))
+	p, err := s.auth.VerifyWith(c.Request().Context(), strings.TrimSpace(raw), joined)
 	if errors.Is(err, auth.ErrUnauthenticated) {
 		return auth.Principal{}, errUnauthenticated
 	}

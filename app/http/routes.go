@@ -20,11 +20,11 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 
-	e.POST("/api/licenses", serve(s, s.ops.StoreLicense), s.ability(auth.LicensesWrite))
+	e.POST("/api/licenses", guarded(s, s.ops.StoreLicense, auth.LicensesWrite))
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id/events", s.licenseEvents, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", serve(s, s.ops.RevokeLicense), s.ability(auth.LicensesWrite), licenseIDParam)
+	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite, licenseIDParam))
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
@@ -57,15 +57,31 @@ func (s *Server) routes(e *echo.Echo) {
 	e.DELETE("/api/tokens/:id", s.revokeToken, s.ability(auth.TokensManage))
 }
 
-// serve is the handler of a guarded operation's route: the principal is the
-// operation's Call, and what the guard decided goes to the request's log
-// line. The guard must list op (it panics here otherwise, as routes are
+// guarded is the handler of a guarded operation's route: ability's checks
+// (admit) for need, then the route's checks of its parameters, then the
+// guard, with the principal as the operation's Call; what the guard decided
+// goes to the request's log line. A keyed request's record is read in its
+// token row's statement (op.Prefetch), one round trip for a retry's two
+// reads. The guard must list op (it panics here otherwise, as routes are
 // built).
-func serve[In any](s *Server, op idempotency.Operation[In]) echo.HandlerFunc {
+func guarded[In any](s *Server, op idempotency.Operation[In], need string, params ...func(echo.Context) error) echo.HandlerFunc {
 	s.guard.MustServe(op)
 	return func(c echo.Context) error {
+		pre := op.Prefetch(s.guard, c)
+		var joined auth.Joined
+		if pre != nil { // a nil *Prefetch is not a nil auth.Joined
+			joined = pre
+		}
+		if err := s.admit(c, need, joined); err != nil {
+			return err
+		}
+		for _, check := range params {
+			if err := check(c); err != nil {
+				return err
+			}
+		}
 		p := principal(c)
-		note, err := op.Serve(s.guard, c, idempotency.Call{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)})
+		note, err := op.Serve(s.guard, c, idempotency.Call{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)}, pre)
 		noteIdempotency(c, note)
 		return err
 	}
@@ -73,13 +89,11 @@ func serve[In any](s *Server, op idempotency.Operation[In]) echo.HandlerFunc {
 
 // licenseIDParam answers 404 for an id that cannot be a license's (a ULID:
 // 26 characters of Crockford's base32) before anything is recorded under it.
-func licenseIDParam(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if _, err := ulid.ParseStrict(c.Param("id")); err != nil {
-			return licenses.ErrNotFound
-		}
-		return next(c)
+func licenseIDParam(c echo.Context) error {
+	if _, err := ulid.ParseStrict(c.Param("id")); err != nil {
+		return licenses.ErrNotFound
 	}
+	return nil
 }
 
 // laravelVerbs is Laravel's Router::$verbs order, the order a 405's Allow

@@ -168,7 +168,7 @@ func (g *Guard) MustServe(op Declared) {
 func (op Operation[In]) Handler(g *Guard, call func(echo.Context) Call) echo.HandlerFunc {
 	g.MustServe(op)
 	return func(c echo.Context) error {
-		_, err := op.Serve(g, c, call(c))
+		_, err := op.Serve(g, c, call(c), nil)
 		return err
 	}
 }
@@ -178,8 +178,11 @@ func (op Operation[In]) Handler(g *Guard, call func(echo.Context) Call) echo.Han
 // bound once, the intent is reserved (or the existing record answered), Run
 // runs as its owner and its response is written and settled. It returns
 // what the guard decided, for the request's log line, and the error the
-// error boundary answers with (nil: a response was written).
-func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error) {
+// error boundary answers with (nil: a response was written). pre, when not
+// nil, is the request's record as its token row's statement read it
+// (Prefetch); Serve uses it in place of its own first read when it was read
+// for this request's scope.
+func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call, pre *Prefetch) (Note, error) {
 	key, err := g.key(c, op.Key)
 	if err != nil {
 		return Note{}, err
@@ -193,7 +196,10 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call) (Note, error)
 	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
 	var prior lookup
 	if key != "" {
-		fast := g.replayLookup(req.Context(), sc)
+		fast, ok := pre.lookup(sc)
+		if !ok {
+			fast = g.replayLookup(req.Context(), sc)
+		}
 		if fast.replayable(hash, g.now) {
 			// The fast path of a retry: the same bytes as the first
 			// execution, so the same intent; nothing to parse.
