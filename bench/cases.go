@@ -196,15 +196,16 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 // that every request is counted and every answer is the replay.
 const rateLimitOn = 100_000_000
 
-// rateLimitBatch is the RATE_LIMIT_BATCH of the batched Redis case: the
-// round trips it saves against the precision it costs (see operations.md).
+// rateLimitBatch is the RATE_LIMIT_BATCH of the batched cases: the round
+// trips it saves against the precision it costs (see operations.md).
 const rateLimitBatch = 16
 
 // rateLimitCases compares the replay with the rate limit on and off. On
 // SQLite the limit counts in memory (the default there). On MariaDB it
 // counts in Redis (RATE_LIMIT_STORE=redis, when -redis answers) and in the
-// database (the default there), each against off and against each other,
-// from one set of alternated rounds (redis, database, off, …).
+// database (the default there), each also batched (RATE_LIMIT_BATCH), each
+// against off and against each other, from one set of alternated rounds
+// (redis, database, off, …).
 func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect string, m *mainDB) error {
 	conns := b.opts.conns
 	limited := func(name string, redisPid int, env ...string) caseSpec {
@@ -224,10 +225,15 @@ func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect strin
 		err = b.compare(ctx, rep, title, limited("rate limit on: memory (the default)", 0, rateLimitEnv(rateLimitOn)), off)
 	default:
 		dbCase := limited("rate limit on: database (the default)", 0, rateLimitEnv(rateLimitOn), "RATE_LIMIT_STORE=database")
+		dbBatched := limited(fmt.Sprintf("rate limit on: database, RATE_LIMIT_BATCH=%d", rateLimitBatch), 0, rateLimitEnv(rateLimitOn),
+			"RATE_LIMIT_STORE=database", fmt.Sprintf("RATE_LIMIT_BATCH=%d", rateLimitBatch))
 		r, why := findRedis(ctx, b.opts.redisURL)
 		if r == nil {
 			rep.notes = append(rep.notes, "the rate limit's redis store was not measured: "+why)
-			err = b.compare(ctx, rep, title, dbCase, off)
+			err = b.compareRounds(ctx, rep, title, []caseSpec{dbCase, off, dbBatched}, []pairing{
+				{title + ": database vs off", 0, 1},
+				{title + ": database batched vs off", 2, 1},
+			})
 			break
 		}
 		if r.pid == 0 {
@@ -237,11 +243,12 @@ func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect strin
 		redisCase := limited("rate limit on: redis", r.pid, rateLimitEnv(rateLimitOn), "RATE_LIMIT_STORE=redis", "REDIS_URL="+r.url)
 		batched := limited(fmt.Sprintf("rate limit on: redis, RATE_LIMIT_BATCH=%d", rateLimitBatch), r.pid, rateLimitEnv(rateLimitOn),
 			"RATE_LIMIT_STORE=redis", "REDIS_URL="+r.url, fmt.Sprintf("RATE_LIMIT_BATCH=%d", rateLimitBatch))
-		err = b.compareRounds(ctx, rep, title, []caseSpec{redisCase, dbCase, off, batched}, []pairing{
+		err = b.compareRounds(ctx, rep, title, []caseSpec{redisCase, dbCase, off, batched, dbBatched}, []pairing{
 			{title + ": redis vs off", 0, 2},
 			{title + ": database vs off", 1, 2},
 			{title + ": redis vs database", 0, 1},
 			{title + ": redis batched vs off", 3, 2},
+			{title + ": database batched vs off", 4, 2},
 		})
 	}
 	if err != nil {

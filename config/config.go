@@ -87,8 +87,8 @@ type Config struct {
 	// rediss:// for TLS, or unix://): the Redis RATE_LIMIT_STORE=redis
 	// counts in. Required for that store, unused by the others.
 	RedisURL string
-	// RateLimitBatch is how many requests of a consumer the Redis store
-	// counts in one round trip (RATE_LIMIT_BATCH, 1: each request its own,
+	// RateLimitBatch is how many requests of a consumer the database and
+	// Redis stores count in one round trip (RATE_LIMIT_BATCH, 1: each request its own,
 	// exact). More: fewer round trips, the limit still never exceeded, the
 	// 429s up to replicas·(batch−1) requests early.
 	RateLimitBatch int

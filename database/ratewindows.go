@@ -12,19 +12,19 @@ import (
 // (its start), with the window's hits: the rate limiter's count, shared by
 // every replica on the database.
 const (
-	mysqlRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, LAST_INSERT_ID(1)) " +
-		"ON DUPLICATE KEY UPDATE hits = LAST_INSERT_ID(hits + 1)"
-	sqliteRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, 1) " +
-		"ON CONFLICT (consumer_id, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits"
+	mysqlRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, LAST_INSERT_ID(?)) " +
+		"ON DUPLICATE KEY UPDATE hits = LAST_INSERT_ID(hits + ?)"
+	sqliteRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, ?) " +
+		"ON CONFLICT (consumer_id, window_start) DO UPDATE SET hits = hits + excluded.hits RETURNING hits"
 	mysqlRatePrune  = "DELETE FROM rate_limits WHERE window_start < ? LIMIT ?"
 	sqliteRatePrune = "DELETE FROM rate_limits WHERE rowid IN (SELECT rowid FROM rate_limits WHERE window_start < ? LIMIT ?)"
 )
 
 var errNoRateCount = errors.New("database: the rate_limits upsert returned no count")
 
-// HitRateWindow counts one more hit of consumer in the window starting at
-// window, in the rate_limits table, and sets *hits to the window's count,
-// this hit included. It is one upsert, one round trip, and safe to run again
+// HitRateWindow counts n more hits of consumer (n ≥ 1) in the window
+// starting at window, in the rate_limits table, and sets *hits to the
+// window's count, these hits included. It is one upsert, one round trip, and safe to run again
 // after a lock conflict (RetryOnConflict); the *gorm.DB it returns carries
 // its Error.
 //
@@ -34,19 +34,19 @@ var errNoRateCount = errors.New("database: the rate_limits upsert returned no co
 // lock the upsert takes makes the hits of concurrent requests queue, so each
 // sees its own count. On SQLite, RETURNING does the same. A server that
 // sends no count back is an error.
-func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB {
+func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB {
 	db = db.WithContext(ctx)
 	var tx *gorm.DB
 	if db.Dialector.Name() == MySQL {
 		r := gorm.WithResult()
-		tx = db.Clauses(r).Exec(mysqlRateHit, consumer, window)
+		tx = db.Clauses(r).Exec(mysqlRateHit, consumer, window, n, n)
 		if tx.Error == nil {
 			*hits, tx.Error = r.Result.LastInsertId()
 		}
 	} else {
-		tx = db.Raw(sqliteRateHit, consumer, window).Scan(hits)
+		tx = db.Raw(sqliteRateHit, consumer, window, n).Scan(hits)
 	}
-	if tx.Error == nil && *hits < 1 {
+	if tx.Error == nil && *hits < n {
 		tx.Error = errNoRateCount
 	}
 	return tx
@@ -66,15 +66,15 @@ func PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit 
 
 // The dialector implements app/ratelimit's windowStatements.
 var _ interface {
-	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB
+	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB
 	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
 } = classifying{}
 
 // HitRateWindow is the package function, offered by the dialector of every
 // database Open returns to the packages that speak GORM but may not import
 // this one (app/ratelimit).
-func (classifying) HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB {
-	return HitRateWindow(ctx, db, consumer, window, hits)
+func (classifying) HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB {
+	return HitRateWindow(ctx, db, consumer, window, n, hits)
 }
 
 // PruneRateWindows is the package function, offered by the dialector like

@@ -26,7 +26,7 @@ func TestHitRateWindowCounts(t *testing.T) {
 		hit := func(consumer string, window time.Time) int64 {
 			t.Helper()
 			var hits int64
-			if err := database.HitRateWindow(ctx, db.Gorm, consumer, window, &hits).Error; err != nil {
+			if err := database.HitRateWindow(ctx, db.Gorm, consumer, window, 1, &hits).Error; err != nil {
 				t.Fatalf("HitRateWindow: %v", err)
 			}
 			return hits
@@ -52,7 +52,7 @@ func TestHitRateWindowCounts(t *testing.T) {
 				for range each {
 					var hits int64
 					res := database.RetryOnConflict(ctx, func() *gorm.DB {
-						return database.HitRateWindow(ctx, db.Gorm, rateConsumer, rateWindow.Add(2*time.Minute), &hits)
+						return database.HitRateWindow(ctx, db.Gorm, rateConsumer, rateWindow.Add(2*time.Minute), 1, &hits)
 					})
 					if res.Error != nil {
 						t.Error(res.Error)
@@ -71,6 +71,59 @@ func TestHitRateWindowCounts(t *testing.T) {
 	})
 }
 
+// HitRateWindow with n counts n hits at once, on a new row and on one that
+// exists, and concurrent reservations each get a range of their own.
+func TestHitRateWindowCountsSeveralAtOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		ctx := context.Background()
+		hit := func(window time.Time, n int64) int64 {
+			t.Helper()
+			var hits int64
+			res := database.RetryOnConflict(ctx, func() *gorm.DB {
+				return database.HitRateWindow(ctx, db.Gorm, rateConsumer, window, n, &hits)
+			})
+			if res.Error != nil {
+				t.Fatalf("HitRateWindow(%d): %v", n, res.Error)
+			}
+			return hits
+		}
+		if got := hit(rateWindow, 5); got != 5 {
+			t.Errorf("5 on a new row: count = %d", got)
+		}
+		if got := hit(rateWindow, 1); got != 6 {
+			t.Errorf("then 1: count = %d, want 6", got)
+		}
+		if got := hit(rateWindow, 10); got != 16 {
+			t.Errorf("then 10: count = %d, want 16", got)
+		}
+
+		const workers, each, n = 6, 8, 4
+		var mu sync.Mutex
+		taken := map[int64]bool{}
+		var wg sync.WaitGroup
+		window := rateWindow.Add(time.Minute)
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					end := hit(window, n)
+					mu.Lock()
+					for v := end - n + 1; v <= end; v++ {
+						if taken[v] {
+							t.Errorf("count %d reserved twice", v)
+						}
+						taken[v] = true
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(taken) != workers*each*n || !taken[1] || !taken[workers*each*n] {
+			t.Errorf("%d counts reserved, want 1..%d each once", len(taken), workers*each*n)
+		}
+	})
+}
+
 // PruneRateWindows deletes at most limit rows of the windows before the one
 // given, and says how many.
 func TestPruneRateWindowsDeletesABatchOfPastWindows(t *testing.T) {
@@ -79,7 +132,7 @@ func TestPruneRateWindowsDeletesABatchOfPastWindows(t *testing.T) {
 		var hits int64
 		for i, window := range []time.Time{rateWindow, rateWindow.Add(time.Minute), rateWindow.Add(2 * time.Minute)} {
 			for _, consumer := range []string{rateConsumer, "01J00000000000000000000002"} {
-				if err := database.HitRateWindow(ctx, db.Gorm, consumer, window, &hits).Error; err != nil {
+				if err := database.HitRateWindow(ctx, db.Gorm, consumer, window, 1, &hits).Error; err != nil {
 					t.Fatalf("window %d: %v", i, err)
 				}
 			}

@@ -74,8 +74,8 @@ type Config struct {
 	// the answer (DefaultRedisTimeout when 0): past it the request is
 	// served without a limit.
 	RedisTimeout time.Duration
-	// Batch is how many requests of a consumer the Redis store counts in
-	// one round trip (RATE_LIMIT_BATCH): 1 (or less), each request its own
+	// Batch is how many requests of a consumer the database and Redis
+	// stores count in one round trip (RATE_LIMIT_BATCH): 1 (or less), each request its own
 	// and the count exact; more, a process reserves that many of the
 	// window's shared count at once and hands them out itself (see
 	// batchCounter: the limit is never exceeded, the 429s may start up to
@@ -150,7 +150,11 @@ func New(cfg Config) (*Limiter, error) {
 	case StoreMemory:
 		l.counter = newMemoryCounter()
 	case StoreDatabase:
-		l.counter = newSQLCounter(cfg)
+		s := newSQLCounter(cfg)
+		l.counter = s
+		if cfg.Batch > 1 {
+			l.counter = newBatchCounter(s, int64(cfg.Batch))
+		}
 	case StoreRedis:
 		r, err := newRedisCounter(cfg)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -236,6 +237,22 @@ func TestRateLimitFailures(t *testing.T) {
 //	go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
 //	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' TEST_REDIS_URL=redis://127.0.0.1:6379/0 \
 //	  go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
+// With Batch, three replicas counting one consumer's requests in the
+// database's rate_limits table hold the limit with one upsert per batch
+// (checkBatch), on both databases.
+func TestRateLimitDatabaseBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		cfg := Config{PerMinute: batchLimit, Store: StoreDatabase, DB: db.Gorm, Retry: database.RetryOnConflict}
+		checkBatch(t, cfg, func(_ *Limiter, consumer string, window time.Time) int64 {
+			var n int64
+			if err := db.Gorm.Table("rate_limits").Select("hits").Where("consumer_id = ? AND window_start = ?", consumer, window).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		})
+	})
+}
+
 func BenchmarkRateLimitTake(b *testing.B) {
 	ids := make([]string, 1000)
 	for i := range ids {

@@ -256,14 +256,33 @@ func TestLogRedisTo(t *testing.T) {
 	}
 }
 
-// With Batch, three replicas counting one consumer's requests from many
-// goroutines at once never allow more than the limit, allow at least the
-// limit less what each replica may hold unused (replicas·(Batch−1), here
-// within 5 %), and reach Redis once per Batch requests: the shared count
-// moves by whole batches. One replica alone allows exactly the limit.
+// With Batch, three replicas counting one consumer's requests in Redis
+// hold the limit with one round trip per batch (checkBatch).
 func TestRateLimitRedisBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
-	const limit, replicas, workers, each, batch = 600, 3, 30, 41, 8 // 1230 requests for a limit of 600 (not a whole number of batches)
-	_, cfg := redisLimiter(t, limit)
+	_, cfg := redisLimiter(t, batchLimit)
+	checkBatch(t, cfg, func(l *Limiter, consumer string, window time.Time) int64 {
+		key := cfg.KeyPrefix + consumer + ":" + strconv.FormatInt(window.Unix(), 10)
+		n, err := l.counter.(*batchCounter).store.(*redisCounter).client.Get(context.Background(), key).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
+
+// batchLimit is checkBatch's limit.
+const batchLimit = 600
+
+// checkBatch holds a store with Batch to its promise: three replicas
+// counting one consumer's requests from many goroutines at once never allow
+// more than the limit, allow at least the limit less what each replica may
+// hold unused (replicas·(Batch−1), here within 5 %), and reach the store
+// once per Batch requests: the shared count, read by shared, moves by whole
+// batches. One replica alone allows exactly the limit. cfg is the store's
+// configuration with PerMinute batchLimit.
+func checkBatch(t *testing.T, cfg Config, shared func(l *Limiter, consumer string, window time.Time) int64) {
+	t.Helper()
+	const limit, replicas, workers, each, batch = batchLimit, 3, 30, 41, 8 // 1230 requests for a limit of 600 (not a whole number of batches)
 	cfg.Batch = batch
 	var limiters []*Limiter
 	for range replicas {
@@ -279,13 +298,7 @@ func TestRateLimitRedisBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
 	if got := allowed.Load() + refused.Load(); got != workers*each {
 		t.Errorf("%d answers, want %d", got, workers*each)
 	}
-	key := cfg.KeyPrefix + consumerID(1) + ":" + strconv.FormatInt(t0.Unix(), 10)
-	c := limiters[0].counter.(*batchCounter).store.(*redisCounter).client
-	n, err := c.Get(context.Background(), key).Int64()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n%batch != 0 || n > workers*each+replicas*batch {
+	if n := shared(limiters[0], consumerID(1), t0); n%batch != 0 || n > workers*each+replicas*batch {
 		t.Errorf("the shared count is %d: want whole batches of %d, one round trip each (at most %d)", n, batch, (workers*each)/batch+replicas)
 	}
 

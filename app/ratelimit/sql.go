@@ -11,8 +11,8 @@ import (
 )
 
 // sqlCounter counts in the rate_limits table: one row per consumer and
-// window, one upsert per request, which every replica on the database
-// shares. The statements are package database's (database.HitRateWindow and
+// window, one upsert per request (or per Config.Batch requests, through a
+// batchCounter), which every replica on the database shares. The statements are package database's (database.HitRateWindow and
 // database.PruneRateWindows), which this package, importing nothing of the
 // module, finds on the dialector of the database it is given (see
 // windowStatements).
@@ -33,11 +33,14 @@ type sqlCounter struct {
 // RowsAffected says how many rows it deleted. Each is one statement, safe
 // to run again after a lock conflict.
 type windowStatements interface {
-	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, hits *int64) *gorm.DB
+	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB
 	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
 }
 
-var _ counter = (*sqlCounter)(nil)
+var (
+	_ counter  = (*sqlCounter)(nil)
+	_ reserver = (*sqlCounter)(nil)
+)
 
 func newSQLCounter(cfg Config) *sqlCounter {
 	stmts, _ := cfg.DB.Dialector.(windowStatements)
@@ -48,17 +51,22 @@ func newSQLCounter(cfg Config) *sqlCounter {
 // offers no rate_limits statements.
 var errNoStatements = errors.New("ratelimit: the database offers no rate_limits statements")
 
-// hit counts the request in its row. A failure is the database's own error
-// when the database is unavailable in general (Config.Unavailable), which
-// the request would meet anyway, or when ctx has ended; any other is
-// ErrNotCounted wrapping it.
+// hit counts the request in its row.
 func (s *sqlCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
+	return s.reserve(ctx, consumer, window, 1)
+}
+
+// reserve adds n to consumer's count in its row and returns the count after.
+// A failure is the database's own error when the database is unavailable in
+// general (Config.Unavailable), which the request would meet anyway, or
+// when ctx has ended; any other is ErrNotCounted wrapping it.
+func (s *sqlCounter) reserve(ctx context.Context, consumer string, window time.Time, n int64) (int64, error) {
 	if s.stmts == nil {
 		return 0, fmt.Errorf("%w: %w", ErrNotCounted, errNoStatements)
 	}
 	var hits int64
 	res := s.cfg.Retry(ctx, func() *gorm.DB {
-		return s.stmts.HitRateWindow(ctx, s.cfg.DB, consumer, window, &hits)
+		return s.stmts.HitRateWindow(ctx, s.cfg.DB, consumer, window, n, &hits)
 	})
 	if err := res.Error; err != nil {
 		if s.cfg.Unavailable(err) || ctx.Err() != nil { // down, or the caller gave up
