@@ -21,7 +21,9 @@ type bench struct {
 	opts   options
 	root   string // the licensor repository
 	tmp    string
-	bin    string // the licensor binary
+	bin    string // the licensor binary: the working tree's, or -baseline's NEW
+	// baseBin is licensor built from -baseline's revision; "" without one.
+	baseBin string
 	self   string // this program, re-executed as the Fiber peer
 	appKey string
 	out    io.Writer
@@ -51,11 +53,65 @@ func newBench(ctx context.Context, opts options, stdout, stderr io.Writer) (*ben
 		bin: filepath.Join(tmp, "licensor"), appKey: config.EncodeKey(config.NewKey()),
 		procs: map[*process]bool{},
 	}
-	if err := b.build(ctx); err != nil {
+	if err := b.buildAll(ctx); err != nil {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
 	return b, nil
+}
+
+// buildAll builds the licensors the run serves: the working tree's (or
+// -baseline's NEW) and -baseline's revision.
+func (b *bench) buildAll(ctx context.Context) error {
+	if b.opts.against != "" {
+		if err := b.buildRevision(ctx, b.opts.against, b.bin); err != nil {
+			return err
+		}
+	} else if err := b.build(ctx); err != nil {
+		return err
+	}
+	if b.opts.baseline == "" {
+		return nil
+	}
+	b.baseBin = filepath.Join(b.tmp, "licensor-baseline")
+	return b.buildRevision(ctx, b.opts.baseline, b.baseBin)
+}
+
+// buildRevision builds licensor as it was at the git revision rev into
+// bin: the revision's tree is exported (git archive) into the temporary
+// directory and built there with its own go.mod.
+func (b *bench) buildRevision(ctx context.Context, rev, bin string) error {
+	src, err := os.MkdirTemp(b.tmp, "src-")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.errOut, "building licensor at %s into %s\n", rev, bin)
+	archive := exec.CommandContext(ctx, "git", "-C", b.root, "archive", "--format=tar", rev)
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	untar.Stdin = pipe
+	var gitErr strings.Builder
+	archive.Stderr, untar.Stderr = &gitErr, b.errOut
+	if err := untar.Start(); err != nil {
+		return fmt.Errorf("tar: %w", err)
+	}
+	if err := archive.Run(); err != nil {
+		_ = untar.Wait()
+		return fmt.Errorf("git archive %s: %w: %s", rev, err, strings.TrimSpace(gitErr.String()))
+	}
+	if err := untar.Wait(); err != nil {
+		return fmt.Errorf("unpack %s: %w", rev, err)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = src
+	build.Stdout, build.Stderr = b.errOut, b.errOut
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build licensor at %s: %w", rev, err)
+	}
+	return nil
 }
 
 // build builds licensor from the repository into b.bin. The bench's own

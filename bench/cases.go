@@ -68,7 +68,8 @@ func (b *bench) runDialect(ctx context.Context, dialect string) (*dbReport, erro
 		defer func() { b.dbPid = 0 }()
 	}
 	fmt.Fprintf(b.errOut, "== %s\n", rep.title)
-	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) {
+	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) ||
+		(b.opts.baseline != "" && b.opts.want(cmpBaseline)) {
 		if err := b.runMain(ctx, dialect, rep); err != nil {
 			return rep, err
 		}
@@ -102,7 +103,13 @@ func mysqlVersion(ctx context.Context, dsn string) (string, error) {
 // setupMain starts licensor on a fresh main database and makes the create
 // that the replay cases repeat, checking that a repeat is a replay.
 func (b *bench) setupMain(ctx context.Context, dialect string) (*mainDB, error) {
-	t, err := b.newTarget(ctx, dialect, "main")
+	return b.setupMainOf(ctx, b.bin, dialect, "main")
+}
+
+// setupMainOf is setupMain for the licensor at bin, on a database of its own
+// named by suffix.
+func (b *bench) setupMainOf(ctx context.Context, bin, dialect, suffix string) (*mainDB, error) {
+	t, err := b.newTargetOf(ctx, bin, dialect, suffix)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +185,11 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 	}
 	if b.opts.want(cmpRateLimit) {
 		if err := b.rateLimitCases(ctx, rep, dialect, m); err != nil {
+			return err
+		}
+	}
+	if b.opts.baseline != "" && b.opts.want(cmpBaseline) {
+		if err := b.baselineCases(ctx, rep, dialect, m); err != nil {
 			return err
 		}
 	}

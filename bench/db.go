@@ -28,13 +28,19 @@ type dbTarget struct {
 	name    string // short, for logs and process names
 	dialect string
 	env     []string // DB_* for licensor
+	bin     string   // the licensor that migrates and serves it
 }
 
 // newTarget makes an empty database: a fresh SQLite path, or a MariaDB
 // scratch database (licensor_bench_<pid>[_suffix]) migrated with
 // `licensor migrate`, which cleanup drops.
 func (b *bench) newTarget(ctx context.Context, dialect, suffix string) (*dbTarget, error) {
-	t := &dbTarget{name: dialect + "-" + suffix, dialect: dialect}
+	return b.newTargetOf(ctx, b.bin, dialect, suffix)
+}
+
+// newTargetOf is newTarget for the licensor at bin, which migrates it.
+func (b *bench) newTargetOf(ctx context.Context, bin, dialect, suffix string) (*dbTarget, error) {
+	t := &dbTarget{name: dialect + "-" + suffix, dialect: dialect, bin: bin}
 	if dialect == dialectSQLite {
 		t.env = []string{"DB_CONNECTION=sqlite", "DB_DATABASE=" + filepath.Join(b.tmp, suffix+".sqlite")}
 		// The commands run before serve (token issue) open only a database

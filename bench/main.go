@@ -35,9 +35,10 @@ const (
 	cmpIdemScale  = "idem-scale"
 	cmpList       = "list"
 	cmpCrypt      = "crypt"
+	cmpBaseline   = "baseline"
 )
 
-var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt}
+var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline}
 
 // options are the command line's settings.
 type options struct {
@@ -54,6 +55,10 @@ type options struct {
 	// profile is the directory CPU profiles of licensor are written to (one
 	// a measured run); empty: none.
 	profile string
+	// baseline is the revision the baseline comparison measures against
+	// ("" none), and against the revision the other side is built from
+	// ("": the working tree). See parseBaseline.
+	baseline, against string
 }
 
 // want reports whether the comparison was asked for.
@@ -90,7 +95,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	only := fs.String("only", "", "comma-separated comparisons to run: "+strings.Join(allComparisons, ","))
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binary, databases, logs)")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of licensor for each measured run into this directory (served on PPROF_ADDR)")
+	baseline := fs.String("baseline", "", "the baseline comparison: keyed create and replay of the working tree against git revision REV, or of NEW against OLD with OLD..NEW, each licensor on a database of its own")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.baseline, o.against, err = parseBaseline(*baseline); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -109,7 +119,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		o.only[name] = true
 	}
+	if o.only[cmpBaseline] && o.baseline == "" {
+		return o, errors.New("-only baseline needs -baseline REV")
+	}
 	return o, nil
+}
+
+// parseBaseline reads -baseline: "REV" is the working tree against REV,
+// "OLD..NEW" is NEW against OLD; "" is no baseline comparison.
+func parseBaseline(v string) (baseline, against string, err error) {
+	if v == "" {
+		return "", "", nil
+	}
+	old, revNew, two := strings.Cut(v, "..")
+	if old == "" || (two && revNew == "") || strings.HasPrefix(old, "-") || strings.HasPrefix(revNew, "-") {
+		return "", "", fmt.Errorf("-baseline %q: want REV or OLD..NEW (git revisions)", v)
+	}
+	return old, revNew, nil
 }
 
 func contains(list []string, s string) bool {

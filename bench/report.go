@@ -27,7 +27,14 @@ func printHeader(w io.Writer, o options) {
 	fmt.Fprintf(w, "- load average at start: %s\n", strings.Join(fields, " "))
 	fmt.Fprintf(w, "- settings: duration %v (after %v warm-up), rounds %d, conns %d, RSS conns %d, big %d\n",
 		o.duration, o.warmup, o.rounds, o.conns, o.rssConns, o.big)
-	fmt.Fprintf(w, "- licensor built from the working tree%s\n", gitDescribe())
+	if o.against != "" {
+		fmt.Fprintf(w, "- licensor built at %s (git archive)\n", o.against)
+	} else {
+		fmt.Fprintf(w, "- licensor built from the working tree%s\n", gitDescribe())
+	}
+	if o.baseline != "" {
+		fmt.Fprintf(w, "- baseline: licensor built at %s (git archive)\n", o.baseline)
+	}
 	fmt.Fprintf(w, "- licensor: APP_ENV=production, fake vendor, LOG_LEVEL=warn, RATE_LIMIT_PER_MINUTE=0 except in the ratelimit comparison "+
 		"(memory on SQLite; redis, database and off on MariaDB)\n\n")
 }

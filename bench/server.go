@@ -198,13 +198,13 @@ func logTail(path string) string {
 
 // startLicensor starts `licensor serve` on the database.
 func (b *bench) startLicensor(ctx context.Context, db *dbTarget, extraEnv ...string) (*process, error) {
-	return b.start(ctx, "licensor-"+db.name, b.bin, []string{"serve"}, b.licensorEnv(db, extraEnv...))
+	return b.start(ctx, "licensor-"+db.name, db.bin, []string{"serve"}, b.licensorEnv(db, extraEnv...))
 }
 
 // licensorCLI runs a licensor command on the database and returns its
 // stdout, trimmed.
 func (b *bench) licensorCLI(ctx context.Context, db *dbTarget, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd := exec.CommandContext(ctx, db.bin, args...)
 	cmd.Dir = b.tmp
 	cmd.Env = b.licensorEnv(db)
 	var stdout, stderr bytes.Buffer

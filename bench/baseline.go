@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// baselineCases compares licensor with itself at another revision
+// (-baseline): the keyed create and the replay, each served by the licensor
+// that migrated its own database (the revisions' schemas differ), from one
+// set of alternated rounds. It measures what a change costs, before and
+// after, where the change cannot be switched off (the recovery points, the
+// consumer events' outbox).
+func (b *bench) baselineCases(ctx context.Context, rep *dbReport, dialect string, m *mainDB) (err error) {
+	base, err := b.setupMainOf(ctx, b.baseBin, dialect, "baseline")
+	if base != nil && base.srv != nil {
+		defer func() { err = errors.Join(err, b.stopProcess(base.srv)) }()
+	}
+	if err != nil {
+		return fmt.Errorf("the baseline at %s: %w", b.opts.baseline, err)
+	}
+	this, old := "this tree", b.opts.baseline
+	if b.opts.against != "" {
+		this = b.opts.against
+	}
+	rep.notes = append(rep.notes, fmt.Sprintf("baseline: %s against %s, each licensor on a database it migrated itself", this, old))
+	conns := b.opts.conns
+	keyed := func(m *mainDB) func(url string) requestFunc {
+		return func(url string) requestFunc { return creates(url+"/api/licenses", m.token, true) }
+	}
+	title := cmpBaseline + " (" + this + " vs " + old + ")"
+	return b.compareRounds(ctx, rep, title, []caseSpec{
+		fixedCase("keyed create, "+this, conns, m.current, keyed(m)),
+		fixedCase("keyed create, "+old, conns, base.current, keyed(base)),
+		fixedCase("replay, "+this, conns, m.current, m.replay),
+		fixedCase("replay, "+old, conns, base.current, base.replay),
+	}, []pairing{
+		{title + ": keyed create", 0, 1},
+		{title + ": replay", 2, 3},
+	})
+}
