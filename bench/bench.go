@@ -18,17 +18,17 @@ import (
 // binary, the processes it started and the scratch databases it made. Its
 // cleanup releases all of them.
 type bench struct {
-	opts   options
-	root   string // the licensor repository
-	tmp    string
-	bin    string // the licensor binary: the working tree's, or -baseline's NEW
+	opts options
+	root string // the licensor repository
+	tmp  string
+	bin  string // the licensor binary: the working tree's, or -baseline's NEW
 	// baseBin is licensor built from -baseline's revision; "" without one.
 	baseBin string
-	self   string // this program, re-executed as the Fiber peer
-	appKey string
-	out    io.Writer
-	errOut io.Writer
-	dbPid  int // the MariaDB server's process while its cases run, else 0
+	self    string // this program, re-executed as the Fiber peer
+	appKey  string
+	out     io.Writer
+	errOut  io.Writer
+	dbPid   int // the MariaDB server's process while its cases run, else 0
 
 	mu        sync.Mutex
 	procs     map[*process]bool
