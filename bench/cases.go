@@ -68,7 +68,7 @@ func (b *bench) runDialect(ctx context.Context, dialect string) (*dbReport, erro
 		defer func() { b.dbPid = 0 }()
 	}
 	fmt.Fprintf(b.errOut, "== %s\n", rep.title)
-	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) ||
+	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) || b.opts.want(cmpGC) ||
 		(b.opts.baseline != "" && b.opts.want(cmpBaseline)) {
 		if err := b.runMain(ctx, dialect, rep); err != nil {
 			return rep, err
@@ -188,6 +188,11 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 			return err
 		}
 	}
+	if b.opts.want(cmpGC) {
+		if err := b.gcCases(ctx, rep, m); err != nil {
+			return err
+		}
+	}
 	if b.opts.baseline != "" && b.opts.want(cmpBaseline) {
 		if err := b.baselineCases(ctx, rep, dialect, m); err != nil {
 			return err
@@ -219,15 +224,8 @@ const rateLimitBatch = 16
 // against off and against each other, from one set of alternated rounds
 // (redis, database, off, …).
 func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect string, m *mainDB) error {
-	conns := b.opts.conns
 	limited := func(name string, redisPid int, env ...string) caseSpec {
-		return caseSpec{name: name, prepare: func(ctx context.Context) (loadRun, func() error, error) {
-			p, err := b.restart(ctx, m, env...)
-			if err != nil {
-				return loadRun{}, nil, err
-			}
-			return loadRun{conns: conns, pid: p.pid(), redisPid: redisPid, next: m.replay(p.url)}, func() error { return nil }, nil
-		}}
+		return b.restartedReplay(m, name, redisPid, env...)
 	}
 	title := cmpRateLimit + " (replay)"
 	off := limited("rate limit off (0)", 0, rateLimitEnv(0))
@@ -263,6 +261,32 @@ func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect strin
 			{title + ": database batched vs off", 4, 2},
 		})
 	}
+	if err != nil {
+		return err
+	}
+	_, err = b.restart(ctx, m)
+	return err
+}
+
+// restartedReplay is the replay on the main database's server started
+// afresh with env for each of its rounds; redisPid is the Redis whose CPU
+// the case measures (0: none).
+func (b *bench) restartedReplay(m *mainDB, name string, redisPid int, env ...string) caseSpec {
+	return caseSpec{name: name, prepare: func(ctx context.Context) (loadRun, func() error, error) {
+		p, err := b.restart(ctx, m, env...)
+		if err != nil {
+			return loadRun{}, nil, err
+		}
+		return loadRun{conns: b.opts.conns, pid: p.pid(), redisPid: redisPid, next: m.replay(p.url)}, func() error { return nil }, nil
+	}}
+}
+
+// gcCases compares the replay of serve with its own collector target
+// (GOGC unset: serve's 400) and with Go's default (GOGC=100), each server
+// started afresh for its round.
+func (b *bench) gcCases(ctx context.Context, rep *dbReport, m *mainDB) error {
+	err := b.compare(ctx, rep, cmpGC+" (replay)", b.restartedReplay(m, "GOGC unset (serve's 400)", 0),
+		b.restartedReplay(m, "GOGC=100 (Go's default)", 0, "GOGC=100"))
 	if err != nil {
 		return err
 	}

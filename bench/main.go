@@ -36,9 +36,10 @@ const (
 	cmpList       = "list"
 	cmpCrypt      = "crypt"
 	cmpBaseline   = "baseline"
+	cmpGC         = "gc"
 )
 
-var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline}
+var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline, cmpGC}
 
 // options are the command line's settings.
 type options struct {
