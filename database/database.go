@@ -74,7 +74,7 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := gorm.Open(classifying{dialector}, &gorm.Config{
+	db, err := gorm.Open(classifying{Dialector: dialector, rate: &rateQuery{}}, &gorm.Config{
 		Logger:                 logger.Discard, // SQL never reaches the logs
 		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 		SkipDefaultTransaction: true, // every write here is one statement or an explicit transaction

@@ -17,8 +17,8 @@ import (
 // ErrNoRows is what Query.Row answers when the query matches no row.
 var ErrNoRows = sql.ErrNoRows
 
-// Query is one hot read, the kind every request makes (the token row, an
-// idempotency record): plain SQL, prepared once on each connection of the
+// Query is one hot statement, the kind every request makes (the token row,
+// an idempotency record, the rate limit's count): plain SQL, prepared once on each connection of the
 // pool and kept (database/sql re-prepares it on a new connection), scanned
 // into the caller's variables without reflection. GORM builds, parses and
 // reflects on every call; for these few statements that is most of the
@@ -46,16 +46,33 @@ func (q *Query) Row(ctx context.Context, dest []any, args ...any) error {
 	if err != nil {
 		return classify(err)
 	}
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > q.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, q.timeout)
-		defer cancel()
-	}
+	ctx, cancel := q.bounded(ctx)
+	defer cancel()
 	err = stmt.QueryRowContext(ctx, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNoRows
 	}
 	return classify(err)
+}
+
+// Exec runs the statement (a write) and returns its result.
+func (q *Query) Exec(ctx context.Context, args ...any) (sql.Result, error) {
+	stmt, err := q.prepared(ctx)
+	if err != nil {
+		return nil, classify(err)
+	}
+	ctx, cancel := q.bounded(ctx)
+	defer cancel()
+	res, err := stmt.ExecContext(ctx, args...)
+	return res, classify(err)
+}
+
+// bounded is ctx with the query's timeout, unless it ends sooner already.
+func (q *Query) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= q.timeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, q.timeout)
 }
 
 // prepared returns the statement, preparing it on first use (not at start:

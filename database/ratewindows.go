@@ -2,7 +2,9 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -34,22 +36,51 @@ var errNoRateCount = errors.New("database: the rate_limits upsert returned no co
 // lock the upsert takes makes the hits of concurrent requests queue, so each
 // sees its own count. On SQLite, RETURNING does the same. A server that
 // sends no count back is an error.
+//
+// The upsert is a statement prepared once per connection of the pool (not
+// GORM: it runs on every request the limit counts), so db must be a
+// database Open opened.
 func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB {
-	db = db.WithContext(ctx)
-	var tx *gorm.DB
+	c, ok := db.Dialector.(classifying)
+	if !ok || c.rate == nil {
+		return &gorm.DB{Error: errNotOpened}
+	}
+	q := c.rate.of(db)
+	var err error
 	if db.Dialector.Name() == MySQL {
-		r := gorm.WithResult()
-		tx = db.Clauses(r).Exec(mysqlRateHit, consumer, window, n, n)
-		if tx.Error == nil {
-			*hits, tx.Error = r.Result.LastInsertId()
+		var res sql.Result
+		if res, err = q.Exec(ctx, consumer, window, n, n); err == nil {
+			*hits, err = res.LastInsertId()
 		}
 	} else {
-		tx = db.Raw(sqliteRateHit, consumer, window, n).Scan(hits)
+		err = q.Row(ctx, []any{hits}, consumer, window, n)
 	}
-	if tx.Error == nil && *hits < n {
-		tx.Error = errNoRateCount
+	if err == nil && *hits < n {
+		err = errNoRateCount
 	}
-	return tx
+	return &gorm.DB{Error: err}
+}
+
+// errNotOpened is a *gorm.DB that Open did not open.
+var errNotOpened = errors.New("database: HitRateWindow needs a database Open opened")
+
+// rateQuery is a pool's rate_limits upsert, made on first use.
+type rateQuery struct {
+	once sync.Once
+	q    *Query
+}
+
+// of is the upsert on db's pool, in db's dialect.
+func (r *rateQuery) of(db *gorm.DB) *Query {
+	r.once.Do(func() {
+		text := sqliteRateHit
+		if db.Dialector.Name() == MySQL {
+			text = mysqlRateHit
+		}
+		r.q = NewQuery(db.WithContext(context.Background()), text) // not the first caller's context
+
+	})
+	return r.q
 }
 
 // PruneRateWindows deletes at most limit rows of the rate_limits table whose

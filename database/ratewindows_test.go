@@ -156,3 +156,13 @@ func TestPruneRateWindowsDeletesABatchOfPastWindows(t *testing.T) {
 		}
 	})
 }
+
+// The upsert is prepared on the pool Open made: a *gorm.DB of another
+// making is refused, not counted on.
+func TestHitRateWindowNeedsADatabaseOpenOpened(t *testing.T) {
+	var hits int64
+	err := database.HitRateWindow(context.Background(), &gorm.DB{Config: &gorm.Config{}}, rateConsumer, rateWindow, 1, &hits).Error
+	if err == nil || hits != 0 {
+		t.Errorf("HitRateWindow on a database Open did not open: %v, %d hits", err, hits)
+	}
+}

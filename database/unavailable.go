@@ -102,6 +102,8 @@ func IsUnavailable(err error) bool {
 // UnavailableError for what means "not now".
 type classifying struct {
 	gorm.Dialector
+	// rate is the pool's prepared rate_limits upsert (HitRateWindow).
+	rate *rateQuery
 }
 
 var _ gorm.ErrorTranslator = classifying{}
