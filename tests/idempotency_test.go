@@ -137,6 +137,34 @@ func TestIdempotencyKeyIsScopedPerConsumer(t *testing.T) {
 	})
 }
 
+// A retry's record is read with its token row, yet answered only for a live
+// token: with the token revoked the retry is a 401 that shows nothing of the
+// record, and the same key with a live token of the consumer still replays.
+func TestIdempotencyReplayNeedsALiveToken(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		ctx := context.Background()
+		acme := keyed(a.consumer("acme"), "order-rev")
+		first := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
+		toks, err := a.auth.List(ctx, "acme")
+		if err != nil || len(toks) != 1 {
+			t.Fatal(toks, err)
+		}
+		if err := a.auth.Revoke(ctx, audit.Console(), toks[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusUnauthorized)
+		if id := first.licenseData()["id"].(string); strings.Contains(r.Body.String(), id) || r.Header().Get(idempotency.HeaderReplayed) != "" {
+			t.Errorf("a revoked token's retry answered %s (replayed %q)", r.Body, r.Header().Get(idempotency.HeaderReplayed))
+		}
+		again := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "order-rev")...).wantStatus(http.StatusCreated)
+		if again.Header().Get(idempotency.HeaderReplayed) != "true" || again.Body.String() != first.Body.String() {
+			t.Errorf("a live token's retry: replayed %q, %s", again.Header().Get(idempotency.HeaderReplayed), again.Body)
+		}
+		a.wantVendorCalls("", 2) // the first execution's list and create; no retry reached the vendor
+	})
+}
+
 func TestIdempotencyReorderedKeysAreOneRequest(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
