@@ -230,13 +230,6 @@ func TestRateLimitFailures(t *testing.T) {
 	}
 }
 
-// BenchmarkRateLimitTake is the limiter's cost per request: in memory (the
-// SQLite default), shared in Redis, and shared in the database (the MySQL
-// default; SQLite's too, for comparison), one consumer and many.
-//
-//	go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
-//	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' TEST_REDIS_URL=redis://127.0.0.1:6379/0 \
-//	  go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
 // With Batch, three replicas counting one consumer's requests in the
 // database's rate_limits table hold the limit with one upsert per batch
 // (checkBatch), on both databases.
@@ -253,6 +246,13 @@ func TestRateLimitDatabaseBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
 	})
 }
 
+// BenchmarkRateLimitTake is the limiter's cost per request: in memory (the
+// SQLite default), shared in Redis, and shared in the database (the MySQL
+// default; SQLite's too, for comparison), one consumer and many.
+//
+//	go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
+//	TEST_MYSQL_DSN='root@tcp(127.0.0.1:3306)/' TEST_REDIS_URL=redis://127.0.0.1:6379/0 \
+//	  go test -run '^$' -bench RateLimitTake -benchmem ./app/ratelimit/
 func BenchmarkRateLimitTake(b *testing.B) {
 	ids := make([]string, 1000)
 	for i := range ids {
