@@ -17,6 +17,7 @@
 package crypt
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -232,7 +233,15 @@ func (c *Cipher) open(s string) ([]byte, int, error) {
 		return nil, -1, err
 	}
 	for i, k := range c.keys {
-		if plain, err := k.Open(nil, nonce, sealed, nil); err == nil {
+		// The last key to try opens in place, into sealed's own storage: a
+		// failed Open may overwrite its destination, and after the last
+		// there is nothing left to try with it. An earlier one opens into a
+		// buffer of its own.
+		var dst []byte
+		if i == len(c.keys)-1 {
+			dst = sealed[:0]
+		}
+		if plain, err := k.Open(dst, nonce, sealed, nil); err == nil {
 			return plain, i, nil
 		}
 	}
@@ -242,6 +251,9 @@ func (c *Cipher) open(s string) ([]byte, int, error) {
 // parse checks an envelope the way Laravel's Encrypter does (iv, value, mac
 // and tag present and strings, a 12-byte iv, a 16-byte tag) and
 // returns the nonce and the ciphertext with its tag appended, as Open wants.
+// The three are decoded into one buffer (a replay opens an envelope on
+// every request): the nonce first, then the ciphertext and the tag after
+// it.
 func parse(s string) (nonce, sealed []byte, err error) {
 	js, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
@@ -253,57 +265,50 @@ func parse(s string) (nonce, sealed []byte, err error) {
 		if err := json.Unmarshal(js, &env); err != nil || env.IV == nil || env.Value == nil || env.MAC == nil || env.Tag == nil {
 			return nil, nil, ErrInvalid
 		}
-		iv, value, tagText = *env.IV, *env.Value, *env.Tag
+		iv, value, tagText = []byte(*env.IV), []byte(*env.Value), []byte(*env.Tag)
 	}
-	nonce, err1 := base64.StdEncoding.DecodeString(iv)
-	ct, err2 := base64.StdEncoding.DecodeString(value)
-	tag, err3 := base64.StdEncoding.DecodeString(tagText)
-	if err1 != nil || err2 != nil || err3 != nil || len(nonce) != nonceSize || len(tag) != tagSize {
+	enc := base64.StdEncoding
+	buf := make([]byte, enc.DecodedLen(len(iv))+enc.DecodedLen(len(value))+enc.DecodedLen(len(tagText)))
+	n1, err1 := enc.Decode(buf, iv)
+	rest := buf[n1:]
+	n2, err2 := enc.Decode(rest, value)
+	n3, err3 := enc.Decode(rest[n2:], tagText)
+	if err1 != nil || err2 != nil || err3 != nil || n1 != nonceSize || n3 != tagSize {
 		return nil, nil, ErrInvalid
 	}
-	return nonce, append(ct, tag...), nil
+	return buf[:n1:n1], rest[: n2+n3 : n2+n3], nil
 }
 
 // parseOwnEnvelope reads the envelope in the exact form Encrypt writes it,
 // {"iv":"…","value":"…","mac":"","tag":"…"} with base64 values (which hold
-// no quote or backslash), without encoding/json; ok is false for any other
-// form, which parse then reads with encoding/json (Laravel writes the same
-// fields, possibly with escaped slashes).
-func parseOwnEnvelope(js []byte) (iv, value, tag string, ok bool) {
-	rest := string(js)
-	field := func(name string) (string, bool) {
-		prefix := `"` + name + `":"`
-		if !strings.HasPrefix(rest, prefix) {
-			return "", false
+// no quote or backslash), without encoding/json and without copying: the
+// values it returns are js's own bytes. ok is false for any other form,
+// which parse then reads with encoding/json (Laravel writes the same fields,
+// possibly with escaped slashes).
+func parseOwnEnvelope(js []byte) (iv, value, tag []byte, ok bool) {
+	rest := js
+	// take consumes prefix from rest, then a value up to its closing quote.
+	take := func(prefix string) ([]byte, bool) {
+		if len(rest) < len(prefix) || string(rest[:len(prefix)]) != prefix {
+			return nil, false
 		}
 		rest = rest[len(prefix):]
-		end := strings.IndexByte(rest, '"')
-		if end < 0 || strings.IndexByte(rest[:end], '\\') >= 0 {
-			return "", false
+		end := bytes.IndexByte(rest, '"')
+		if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+			return nil, false
 		}
 		v := rest[:end]
 		rest = rest[end+1:]
 		return v, true
 	}
-	if !strings.HasPrefix(rest, "{") {
-		return "", "", "", false
+	var mac []byte
+	var okIV, okValue, okMAC, okTag bool
+	iv, okIV = take(`{"iv":"`)
+	value, okValue = take(`,"value":"`)
+	mac, okMAC = take(`,"mac":"`)
+	tag, okTag = take(`,"tag":"`)
+	if !okIV || !okValue || !okMAC || !okTag || len(mac) != 0 || string(rest) != "}" {
+		return nil, nil, nil, false
 	}
-	rest = rest[1:]
-	var mac string
-	for i, dst := range []*string{&iv, &value, &mac, &tag} {
-		v, found := field([]string{"iv", "value", "mac", "tag"}[i])
-		if !found {
-			return "", "", "", false
-		}
-		*dst = v
-		sep := ","
-		if i == 3 {
-			sep = "}"
-		}
-		if !strings.HasPrefix(rest, sep) {
-			return "", "", "", false
-		}
-		rest = rest[1:]
-	}
-	return iv, value, tag, rest == "" && mac == ""
+	return iv, value, tag, true
 }

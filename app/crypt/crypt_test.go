@@ -322,7 +322,7 @@ func TestOwnEnvelopeFastPath(t *testing.T) {
 	if err := json.Unmarshal(js, &env); err != nil {
 		t.Fatal(err)
 	}
-	if !ok || iv != env.IV || value != env.Value || tag != env.Tag {
+	if !ok || string(iv) != env.IV || string(value) != env.Value || string(tag) != env.Tag {
 		t.Fatalf("parseOwnEnvelope(%s) = %q %q %q %v", js, iv, value, tag, ok)
 	}
 	for _, other := range []string{
@@ -330,6 +330,10 @@ func TestOwnEnvelopeFastPath(t *testing.T) {
 		`{"iv":"a\/b","value":"a","mac":"","tag":"c"}`, // an escape
 		`{"iv":"a","value":"a","mac":"x","tag":"c"}`,   // a mac
 		`{"iv":"a","value":"a","mac":"","tag":"c"} `,   // trailing bytes
+		`{"iv":"a","value":"a","mac":"","tag":"c"`,     // no end
+		`{"iv":"a","value":"a","mac":""}`,              // no tag
+		`{"iv":"a","value":"a`,                         // cut short
+		``,
 	} {
 		if _, _, _, ok := parseOwnEnvelope([]byte(other)); ok {
 			t.Errorf("parseOwnEnvelope took %s", other)
