@@ -18,12 +18,13 @@ import (
 var ErrNoRows = sql.ErrNoRows
 
 // Query is one hot statement, the kind every request makes (the token row,
-// an idempotency record, the rate limit's count): plain SQL, prepared once on each connection of the
-// pool and kept (database/sql re-prepares it on a new connection), scanned
-// into the caller's variables without reflection. GORM builds, parses and
-// reflects on every call; for these few statements that is most of the
-// cost. Like a GORM statement, a Query runs within DB_QUERY_TIMEOUT and its
-// errors are classified (UnavailableError for "not now").
+// an idempotency record, the rate limit's count): plain SQL, prepared once
+// on each connection of the pool and kept (database/sql re-prepares it on a
+// new connection), scanned into the caller's variables without reflection.
+// GORM builds, parses and reflects on every call; for these few statements
+// that is most of the cost. Like a GORM statement, a Query runs within
+// DB_QUERY_TIMEOUT and its errors are classified (UnavailableError for "not
+// now").
 type Query struct {
 	db      *gorm.DB
 	text    string
