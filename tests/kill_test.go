@@ -174,7 +174,7 @@ func killRevoke(t *testing.T, dialect string) {
 	if sites := r.vendorSites(domain); len(sites) != 0 {
 		t.Errorf("the vendor holds %d sites for the domain, want none: %v", len(sites), sites)
 	}
-	if n := r.simCalls("DELETE", "/sites/"+created.VendorSiteID); n != 2 {
+	if n := r.simCallsReach("DELETE", "/sites/"+created.VendorSiteID, 2); n != 2 {
 		t.Errorf("the vendor got %d deletes of the site, want 2 (serve's, then the reconciler's, answered 404)", n)
 	}
 	lics := r.licenseRows(domain)
@@ -344,6 +344,24 @@ func (r *killRig) vendorSites(domain string) []killSite {
 // simCalls counts the requests the simulator logged for method and path.
 func (r *killRig) simCalls(method, path string) int {
 	return strings.Count(r.vendor.output.String(), "method="+method+" path="+path+" ")
+}
+
+// simCallsReach is simCalls once it reaches want, or when a deadline
+// passes: a call's line reaches the vendor-sim's captured output a moment
+// after its answer reached the caller (the sim logs, then the pipe is
+// copied), so a count read as soon as the caller settled may miss the last
+// call.
+func (r *killRig) simCallsReach(method, path string, want int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := r.simCalls(method, path)
+		if n >= want || time.Now().After(deadline) {
+			return n
+		}
+		<-tick.C
+	}
 }
 
 // licenseRows are the license rows of the domain, whatever their status.
