@@ -96,15 +96,26 @@ func TestHeadersRoundTrip(t *testing.T) {
 	}
 }
 
-// FindReplay reads of a record what a replay needs, the same as Find reads
-// of it; nil when there is none; and fails as Find fails.
-func TestFindReplayReadsWhatAReplayNeeds(t *testing.T) {
+// A Prefetch reads of a record what a replay needs, the same as Find reads
+// of it; that there is none when there is none; and its body fails to open
+// as Find's would under a key that did not seal it.
+func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
 		store := NewStore(db.Gorm, testCipher(t))
 		sc := Scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
-		if r, err := store.FindReplay(ctx, sc); r != nil || err != nil {
-			t.Fatalf("no record: %+v, %v", r, err)
+		prefetch := func(store *Store) lookup {
+			t.Helper()
+			p := &Prefetch{store: store, operation: sc.Operation, key: sc.Key}
+			readPrefetch(t, db, p, sc.ConsumerID)
+			l, ok := p.lookup(sc)
+			if !ok {
+				t.Fatal("a Prefetch read for the scope was not taken for it")
+			}
+			return l
+		}
+		if l := prefetch(store); l.rec != nil || l.err != nil || !l.done {
+			t.Fatalf("no record: %+v", l)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		hash, ref, lease := "h1", "site_1", now.Add(time.Minute)
@@ -121,26 +132,20 @@ func TestFindReplayReadsWhatAReplayNeeds(t *testing.T) {
 		if err != nil || full == nil {
 			t.Fatal(full, err)
 		}
-		fast, err := store.FindReplay(ctx, sc)
-		if err != nil || fast == nil {
-			t.Fatal(fast, err)
+		l := prefetch(store)
+		fast := l.rec
+		if l.err != nil || fast == nil {
+			t.Fatal(l)
 		}
 		if fast.ID != full.ID || fast.Status != StatusCompleted || *fast.BodyHash != hash || *fast.ResponseStatus != http.StatusCreated ||
 			*fast.ResponseHeaders != *full.ResponseHeaders || string(fast.ResponseBody) != `{"made":true}` ||
 			deref(fast.ExternalRef) != ref || !fast.ExpiresAt.Equal(full.ExpiresAt) ||
 			fast.ConsumerID != sc.ConsumerID || fast.Operation != sc.Operation || fast.Key != sc.Key {
-			t.Errorf("FindReplay = %+v, want what Find reads of it: %+v", fast, full)
+			t.Errorf("the Prefetch read %+v, want what Find reads of it: %+v", fast, full)
 		}
-		// A body no configured key opens, and a database that is gone, fail the read.
-		if _, err := NewStore(db.Gorm, cipherOf(t, 9)).FindReplay(ctx, sc); err == nil {
+		// A body no configured key opens fails the read.
+		if l := prefetch(NewStore(db.Gorm, cipherOf(t, 9))); l.err == nil {
 			t.Error("a body sealed under another key was read")
-		}
-		gone := testdb.New(t, db.Dialect)
-		goneStore := NewStore(gone.Gorm, testCipher(t))
-		sqlDB, _ := gone.Gorm.DB()
-		sqlDB.Close()
-		if _, err := goneStore.FindReplay(ctx, sc); err == nil || !strings.Contains(err.Error(), "find idempotency record") {
-			t.Errorf("a closed database: %v", err)
 		}
 	})
 }

@@ -190,14 +190,6 @@ func (g *Guard) lookup(ctx context.Context, sc Scope) lookup {
 	return lookup{done: true, rec: rec, err: err}
 }
 
-// replayLookup reads what a replay needs of the record of a scope
-// (Store.FindReplay): enough to replay it, or to know there is none, or
-// that a whole read must decide.
-func (g *Guard) replayLookup(ctx context.Context, sc Scope) lookup {
-	rec, err := g.cfg.Store.FindReplay(ctx, sc)
-	return lookup{done: true, rec: rec, err: err}
-}
-
 // replayable reports whether the record is a completed, live execution of a
 // request with exactly these bytes (bodyHash), which a replay may answer
 // without the body parsed: the same bytes are the same intent.

@@ -196,9 +196,9 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call, pre *Prefetch
 	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
 	var prior lookup
 	if key != "" {
-		fast, ok := pre.lookup(sc)
-		if !ok {
-			fast = g.replayLookup(req.Context(), sc)
+		fast, prefetched := pre.lookup(sc)
+		if !prefetched {
+			fast = g.lookup(req.Context(), sc) // the whole record
 		}
 		if fast.replayable(hash, g.now) {
 			// The fast path of a retry: the same bytes as the first
@@ -206,7 +206,7 @@ func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call, pre *Prefetch
 			return g.note(fast.rec, "replayed"), replay(c, fast.rec)
 		}
 		prior = fast
-		if fast.rec != nil { // a record this request does not replay: the whole of it decides
+		if prefetched && fast.rec != nil { // a replay's columns of a record this request does not replay: the whole of it decides
 			prior = g.lookup(req.Context(), sc)
 		}
 	}

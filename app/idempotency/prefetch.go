@@ -42,8 +42,10 @@ func (op Operation[In]) Prefetch(g *Guard, c echo.Context) *Prefetch {
 }
 
 // prefetchColumns and prefetchJoin are the Prefetch's part of the token
-// row's statement: the columns replayQuery reads, of the record of the
-// token's consumer's scope.
+// row's statement: what a replay needs of the record of the token's
+// consumer's scope (whether it may answer: its status, the hash of the bytes
+// it executed, when it expires; and what it answers with), and nothing
+// more. A record the request does not replay is read whole (Find).
 const (
 	prefetchColumns = `t.consumer_id, k.id, k.status, k.body_hash, k.response_status, k.response_headers, k.response_body, k.external_ref, k.expires_at`
 	prefetchJoin    = `LEFT JOIN idempotency_keys k ON k.consumer_id = t.consumer_id AND k.operation = ? AND k.idempotency_key = ?`
@@ -62,9 +64,11 @@ func (p *Prefetch) Dest() []any {
 		&r.ExternalRef, database.Time(&p.expires)}
 }
 
-// lookup is what the Prefetch read of sc's record, as FindReplay reads it;
-// false when it was not read for sc (not read at all, or for another
-// scope), and the guard reads the record itself.
+// lookup is what the Prefetch read of sc's record: its ID, Status,
+// BodyHash, response, ExternalRef and ExpiresAt, its scope's fields from sc,
+// enough to replay it and to decide nothing else. False when it was not
+// read for sc (not read at all, or for another scope), and the guard reads
+// the record itself.
 func (p *Prefetch) lookup(sc Scope) (lookup, bool) {
 	if p == nil || !p.consumer.Valid || p.consumer.String != sc.ConsumerID || p.operation != sc.Operation || p.key != sc.Key {
 		return lookup{}, false

@@ -44,16 +44,10 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 			note, err := op.Serve(g, c, Call{ConsumerID: consumer}, pre(c))
 			return rec, note, err
 		}
-		// read runs the Prefetch's part of the token row's statement, with a
-		// token of consumer, as auth's VerifyWith does.
 		read := func(consumer string) func(c echo.Context) *Prefetch {
 			return func(c echo.Context) *Prefetch {
 				p := op.Prefetch(blind, c)
-				columns, join := p.Join()
-				args := append([]any{consumer}, p.Args()...)
-				if err := db.Gorm.Raw("SELECT "+columns+" FROM (SELECT ? AS consumer_id) t "+join, args...).Row().Scan(p.Dest()...); err != nil {
-					t.Fatal(err)
-				}
+				readPrefetch(t, db, p, consumer)
 				return p
 			}
 		}
@@ -105,5 +99,16 @@ func TestNoPrefetchWithoutAValidKey(t *testing.T) {
 	req.Header.Set(HeaderKey, "k1")
 	if p := op.Prefetch(g, echo.New().NewContext(req, httptest.NewRecorder())); p == nil || p.key != "k1" || p.operation != "things.store" {
 		t.Errorf("key k1: %+v", p)
+	}
+}
+
+// readPrefetch runs p's part of the token row's statement for a token of
+// consumer, as auth's VerifyWith does (on a row standing for the token's).
+func readPrefetch(t *testing.T, db *testdb.DB, p *Prefetch, consumer string) {
+	t.Helper()
+	columns, join := p.Join()
+	args := append([]any{consumer}, p.Args()...)
+	if err := db.Gorm.Raw("SELECT "+columns+" FROM (SELECT ? AS consumer_id) t "+join, args...).Row().Scan(p.Dest()...); err != nil {
+		t.Fatal(err)
 	}
 }

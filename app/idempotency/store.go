@@ -18,7 +18,6 @@ type Store struct {
 	db     *gorm.DB
 	cipher Cipher
 	find   *database.Query       // Find's read, on the read pool
-	replay *database.Query       // FindReplay's read, on the read pool
 	group  *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
 }
 
@@ -45,7 +44,7 @@ func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{db: db, cipher: c, find: database.NewQuery(o.read, findQuery), replay: database.NewQuery(o.read, replayQuery), group: o.group}
+	return &Store{db: db, cipher: c, find: database.NewQuery(o.read, findQuery), group: o.group}
 }
 
 // StoreOption adjusts a Store.
@@ -92,13 +91,6 @@ func WithReadPool(read *gorm.DB) StoreOption {
 	}
 }
 
-// replayQuery reads what a replay needs of the record of a scope, and
-// nothing more: whether it may answer (its status, the hash of the bytes it
-// executed, when it expires) and what it answers with. A retry's fast path
-// reads it first (FindReplay); every other path reads the whole record.
-const replayQuery = `SELECT id, status, body_hash, response_status, response_headers, response_body, external_ref, expires_at
-FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_key = ?`
-
 // findQuery reads one record by its scope (the unique index): every column
 // but the stored request, which only the reconciler reads.
 const findQuery = `SELECT id, public_id, consumer_id, operation, idempotency_key, request_hash, body_hash,
@@ -123,30 +115,6 @@ func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
 		&r.ResourceID, &r.ExternalRef, &r.CorrelationID, &r.RequestedBy, database.Time(&r.LockedUntil), &r.Attempts,
 		database.NotNullTime(&r.CreatedAt), database.NotNullTime(&r.UpdatedAt), database.NotNullTime(&r.ExpiresAt)},
 		sc.ConsumerID, sc.Operation, sc.Key)
-	if errors.Is(err, database.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find idempotency record: %w", err)
-	}
-	if err := s.openBody(&r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// FindReplay returns the record of the scope as far as a replay needs it,
-// or nil when there is none: its ID, Status, BodyHash, response, ExternalRef
-// and ExpiresAt, its scope's fields from sc; the rest (the phase, the
-// lease, the times but its expiry) is not read, so such a record answers a
-// replay and decides nothing else: a caller that does not replay it reads
-// the whole record with Find. A retry's read, on the read pool: fewer
-// columns read and converted than Find's, which is most of what a replay
-// costs beside the token row.
-func (s *Store) FindReplay(ctx context.Context, sc Scope) (*Record, error) {
-	r := Record{ConsumerID: sc.ConsumerID, Operation: sc.Operation, Key: sc.Key}
-	err := s.replay.Row(ctx, []any{&r.ID, &r.Status, &r.BodyHash, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody,
-		&r.ExternalRef, database.NotNullTime(&r.ExpiresAt)}, sc.ConsumerID, sc.Operation, sc.Key)
 	if errors.Is(err, database.ErrNoRows) {
 		return nil, nil
 	}
