@@ -354,16 +354,20 @@ const (
 	RateLimitRedis    = "redis"
 )
 
-// rateLimitStore reads RATE_LIMIT_STORE, whose default is what the
-// database connection suggests (the database on MySQL, which several
-// replicas share; memory on SQLite, which one process serves), and
-// REDIS_URL, required by the redis store and checked whenever it is set.
-func (v *values) rateLimitStore(conn string) (store, redisURL string) {
-	def := RateLimitMemory
+// DefaultRateLimitStore is RATE_LIMIT_STORE's default on a database
+// connection: the database on MySQL, which several replicas share; memory
+// on SQLite, which one process serves.
+func DefaultRateLimitStore(conn string) string {
 	if conn == "mysql" {
-		def = RateLimitDatabase
+		return RateLimitDatabase
 	}
-	store = v.oneOf("RATE_LIMIT_STORE", def, RateLimitMemory, RateLimitDatabase, RateLimitRedis)
+	return RateLimitMemory
+}
+
+// rateLimitStore reads RATE_LIMIT_STORE (default: DefaultRateLimitStore),
+// and REDIS_URL, required by the redis store and checked whenever it is set.
+func (v *values) rateLimitStore(conn string) (store, redisURL string) {
+	store = v.oneOf("RATE_LIMIT_STORE", DefaultRateLimitStore(conn), RateLimitMemory, RateLimitDatabase, RateLimitRedis)
 	redisURL = v.str("REDIS_URL", "")
 	switch {
 	case redisURL != "":

@@ -87,3 +87,14 @@ func TestRedactRedisURL(t *testing.T) {
 		}
 	}
 }
+
+// The default store is the database's on MySQL and memory's on SQLite, for
+// Load and for a hand-made configuration the bootstrap completes alike.
+func TestDefaultRateLimitStore(t *testing.T) {
+	if got := DefaultRateLimitStore("mysql"); got != RateLimitDatabase {
+		t.Errorf("mysql: %q", got)
+	}
+	if got := DefaultRateLimitStore("sqlite"); got != RateLimitMemory {
+		t.Errorf("sqlite: %q", got)
+	}
+}

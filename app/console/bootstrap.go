@@ -322,10 +322,7 @@ func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 	cfg := b.Config
 	store := cfg.RateLimitStore
 	if store == "" {
-		store = config.RateLimitMemory
-		if b.DB.Dialector.Name() == database.MySQL {
-			store = config.RateLimitDatabase
-		}
+		store = config.DefaultRateLimitStore(b.DB.Dialector.Name())
 	}
 	l, err := ratelimit.New(ratelimit.Config{
 		PerMinute:   cfg.RateLimitPerMinute,
