@@ -23,7 +23,7 @@ var (
 func (s *Server) ability(need string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if err := s.admit(c, need, nil); err != nil {
+			if _, err := s.admit(c, need, nil); err != nil {
 				return err
 			}
 			return next(c)
@@ -36,20 +36,21 @@ func (s *Server) ability(need string) echo.MiddlewareFunc {
 // token carries need. The principal is kept as soon as the token is
 // verified, so that the access line of a request refused after
 // authentication (429, 403 missing_ability) names the token that asked too.
-// joined, when not nil, is read in the token row's statement.
-func (s *Server) admit(c echo.Context, need string, joined auth.Joined) error {
+// joined, when not nil, is read in the token row's statement. It returns
+// the principal it kept.
+func (s *Server) admit(c echo.Context, need string, joined auth.Joined) (auth.Principal, error) {
 	p, err := s.authenticate(c, joined)
 	if err != nil {
-		return err
+		return auth.Principal{}, err
 	}
 	c.Set(ctxPrincipal, p)
 	if err := s.throttle(c, p); err != nil {
-		return err
+		return auth.Principal{}, err
 	}
 	if !p.Abilities.Can(need) {
-		return errMissingAbility
+		return auth.Principal{}, errMissingAbility
 	}
-	return nil
+	return p, nil
 }
 
 // authenticate verifies the bearer token, reading joined with its row. Every

@@ -72,7 +72,8 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string, param
 		if pre != nil { // a nil *Prefetch is not a nil auth.Joined
 			joined = pre
 		}
-		if err := s.admit(c, need, joined); err != nil {
+		p, err := s.admit(c, need, joined)
+		if err != nil {
 			return err
 		}
 		for _, check := range params {
@@ -80,7 +81,6 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string, param
 				return err
 			}
 		}
-		p := principal(c)
 		note, err := op.Serve(s.guard, c, idempotency.Call{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)}, pre)
 		noteIdempotency(c, note)
 		return err
