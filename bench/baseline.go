@@ -26,13 +26,10 @@ func (b *bench) baselineCases(ctx context.Context, rep *dbReport, dialect string
 	}
 	rep.notes = append(rep.notes, fmt.Sprintf("baseline: %s against %s, each licensor on a database it migrated itself", this, old))
 	conns := b.opts.conns
-	keyed := func(m *mainDB) func(url string) requestFunc {
-		return func(url string) requestFunc { return creates(url+"/api/licenses", m.token, true) }
-	}
 	title := cmpBaseline + " (" + this + " vs " + old + ")"
 	return b.compareRounds(ctx, rep, title, []caseSpec{
-		fixedCase("keyed create, "+this, conns, m.current, keyed(m)),
-		fixedCase("keyed create, "+old, conns, base.current, keyed(base)),
+		fixedCase("keyed create, "+this, conns, m.current, m.creates(true)),
+		fixedCase("keyed create, "+old, conns, base.current, base.creates(true)),
 		fixedCase("replay, "+this, conns, m.current, m.replay),
 		fixedCase("replay, "+old, conns, base.current, base.replay),
 	}, []pairing{

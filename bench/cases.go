@@ -26,6 +26,12 @@ func (m *mainDB) replay(url string) requestFunc {
 	return fixedPost(url+"/api/licenses", m.token, m.key, m.body)
 }
 
+// creates are new creates (keyed: each with a key of its own) on a server
+// at url.
+func (m *mainDB) creates(keyed bool) func(url string) requestFunc {
+	return func(url string) requestFunc { return creates(url+"/api/licenses", m.token, keyed) }
+}
+
 // show is GET /api/licenses/{id} of the replayed create's license.
 func (m *mainDB) show(url string) requestFunc {
 	return get(url+"/api/licenses/"+m.license.ID, m.token)
@@ -162,8 +168,8 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 	}
 	if b.opts.want(cmpCreate) {
 		err := b.compare(ctx, rep, cmpCreate,
-			fixedCase("keyed create (new key, domain)", conns, m.current, func(url string) requestFunc { return creates(url+"/api/licenses", m.token, true) }),
-			fixedCase("keyless create (new domain)", conns, m.current, func(url string) requestFunc { return creates(url+"/api/licenses", m.token, false) }))
+			fixedCase("keyed create (new key, domain)", conns, m.current, m.creates(true)),
+			fixedCase("keyless create (new domain)", conns, m.current, m.creates(false)))
 		if err != nil {
 			return err
 		}
