@@ -74,7 +74,7 @@ func (b *bench) runDialect(ctx context.Context, dialect string) (*dbReport, erro
 		defer func() { b.dbPid = 0 }()
 	}
 	fmt.Fprintf(b.errOut, "== %s\n", rep.title)
-	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) || b.opts.want(cmpGC) ||
+	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) || b.opts.want(cmpGC) || b.opts.want(cmpFloor) ||
 		(b.opts.baseline != "" && b.opts.want(cmpBaseline)) {
 		if err := b.runMain(ctx, dialect, rep); err != nil {
 			return rep, err
@@ -175,7 +175,7 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 		}
 	}
 	var peer *peerServer
-	if b.opts.want(cmpFiber) || b.opts.want(cmpRSS) {
+	if b.opts.want(cmpFiber) || b.opts.want(cmpRSS) || b.opts.want(cmpFloor) {
 		if peer, err = b.startPeer(ctx, m); err != nil {
 			return err
 		}
@@ -186,6 +186,11 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 			fixedCase("licensor replay", conns, m.current, m.replay),
 			fixedCase("Fiber idempotency replay", conns, peer.current, peer.replay))
 		if err != nil {
+			return err
+		}
+	}
+	if b.opts.want(cmpFloor) {
+		if err := b.floorCases(ctx, rep, m, peer); err != nil {
 			return err
 		}
 	}
@@ -213,6 +218,29 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 		}
 	}
 	return nil
+}
+
+// floorCases measure what a request costs the two servers before any
+// database: GET /healthz, which reads nothing and answers a constant
+// body, through each server's whole stack (licensor: net/http, Echo and
+// its middleware chain; the peer: fasthttp and Fiber). Against each other,
+// and licensor's against the peer's whole replay: the rate that no replay
+// of licensor's can pass, whatever its statement costs.
+func (b *bench) floorCases(ctx context.Context, rep *dbReport, m *mainDB, peer *peerServer) error {
+	conns := b.opts.conns
+	health := func(url string) requestFunc { return get(url+"/healthz", m.token) }
+	peerHealth := func(url string) requestFunc { return get(url+"/healthz", peer.token) }
+	cases := []caseSpec{
+		fixedCase("licensor GET /healthz", conns, m.current, health),
+		fixedCase("Fiber GET /healthz", conns, peer.current, peerHealth),
+		fixedCase("Fiber idempotency replay", conns, peer.current, peer.replay),
+		fixedCase("licensor replay", conns, m.current, m.replay),
+	}
+	return b.compareRounds(ctx, rep, cmpFloor, cases, []pairing{
+		{cmpFloor + ": licensor vs Fiber, GET /healthz (no database)", 0, 1},
+		{cmpFloor + ": licensor GET /healthz vs Fiber's replay", 0, 2},
+		{cmpFloor + ": licensor replay vs licensor GET /healthz", 3, 0},
+	})
 }
 
 // rateLimitOn is the limit of the rate limit cases: never reached, so

@@ -37,9 +37,10 @@ const (
 	cmpCrypt      = "crypt"
 	cmpBaseline   = "baseline"
 	cmpGC         = "gc"
+	cmpFloor      = "floor"
 )
 
-var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline, cmpGC}
+var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline, cmpGC, cmpFloor}
 
 // options are the command line's settings.
 type options struct {
