@@ -79,13 +79,15 @@ type Config struct {
 	// RateLimitStore is where the counts live (RATE_LIMIT_STORE): "memory"
 	// (this process), "database" (the rate_limits table, shared by the
 	// replicas on the database) or "redis" (REDIS_URL, shared by the
-	// replicas on it). Load defaults it by DB_CONNECTION: "database" on
-	// MySQL, "memory" on SQLite; a hand-made Config that leaves it empty
-	// gets the same default from the bootstrap.
+	// replicas on it). Load defaults it (DefaultRateLimitStore): "redis"
+	// when REDIS_URL is set, else by DB_CONNECTION, "database" on MySQL and
+	// "memory" on SQLite; a hand-made Config that leaves it empty gets the
+	// same default from the bootstrap.
 	RateLimitStore string
 	// RedisURL is REDIS_URL (redis://[[user]:password@]host[:port][/db],
 	// rediss:// for TLS, or unix://): the Redis RATE_LIMIT_STORE=redis
-	// counts in. Required for that store, unused by the others.
+	// counts in, and the store's default once set. Required for that
+	// store, unused by the others.
 	RedisURL string
 	// RateLimitBatch is how many requests of a consumer the database and
 	// Redis stores count in one round trip (RATE_LIMIT_BATCH, 1: each request its own,
@@ -354,21 +356,27 @@ const (
 	RateLimitRedis    = "redis"
 )
 
-// DefaultRateLimitStore is RATE_LIMIT_STORE's default on a database
-// connection: the database on MySQL, which several replicas share; memory
-// on SQLite, which one process serves.
-func DefaultRateLimitStore(conn string) string {
-	if conn == "mysql" {
+// DefaultRateLimitStore is RATE_LIMIT_STORE's default: Redis when a Redis
+// is configured (redisURL not empty; REDIS_URL serves nothing else), as a
+// Laravel deployment with CACHE_STORE=redis throttles in Redis; otherwise
+// by the database connection: the database on MySQL, which several
+// replicas share, memory on SQLite, which one process serves.
+func DefaultRateLimitStore(conn, redisURL string) string {
+	switch {
+	case redisURL != "":
+		return RateLimitRedis
+	case conn == "mysql":
 		return RateLimitDatabase
 	}
 	return RateLimitMemory
 }
 
-// rateLimitStore reads RATE_LIMIT_STORE (default: DefaultRateLimitStore),
-// and REDIS_URL, required by the redis store and checked whenever it is set.
+// rateLimitStore reads REDIS_URL, checked whenever it is set, and
+// RATE_LIMIT_STORE (default: DefaultRateLimitStore); the redis store
+// requires REDIS_URL.
 func (v *values) rateLimitStore(conn string) (store, redisURL string) {
-	store = v.oneOf("RATE_LIMIT_STORE", DefaultRateLimitStore(conn), RateLimitMemory, RateLimitDatabase, RateLimitRedis)
 	redisURL = v.str("REDIS_URL", "")
+	store = v.oneOf("RATE_LIMIT_STORE", DefaultRateLimitStore(conn, redisURL), RateLimitMemory, RateLimitDatabase, RateLimitRedis)
 	switch {
 	case redisURL != "":
 		v.redisURL("REDIS_URL", redisURL)

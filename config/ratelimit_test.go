@@ -21,8 +21,9 @@ func TestRateLimitPerMinute(t *testing.T) {
 	}
 }
 
-// RATE_LIMIT_STORE defaults to what licensor did before it could be set:
-// the database on MySQL (shared by the replicas), memory on SQLite.
+// RATE_LIMIT_STORE defaults to Redis when REDIS_URL is set; otherwise to
+// what licensor did before it could be set: the database on MySQL (shared
+// by the replicas), memory on SQLite. A store named wins.
 func TestRateLimitStoreDefaultsByDatabase(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, tt := range []struct {
@@ -35,6 +36,10 @@ func TestRateLimitStoreDefaultsByDatabase(t *testing.T) {
 		{map[string]string{"DB_CONNECTION": "mysql", "RATE_LIMIT_STORE": "memory"}, RateLimitMemory},
 		{map[string]string{"RATE_LIMIT_STORE": "database"}, RateLimitDatabase},
 		{map[string]string{"DB_CONNECTION": "mysql", "RATE_LIMIT_STORE": " redis ", "REDIS_URL": "redis://127.0.0.1:6379/0"}, RateLimitRedis},
+		{map[string]string{"DB_CONNECTION": "mysql", "REDIS_URL": "redis://127.0.0.1:6379/0"}, RateLimitRedis},
+		{map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0"}, RateLimitRedis},
+		{map[string]string{"DB_CONNECTION": "mysql", "REDIS_URL": "redis://127.0.0.1:6379/0", "RATE_LIMIT_STORE": "database"}, RateLimitDatabase},
+		{map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0", "RATE_LIMIT_STORE": "memory"}, RateLimitMemory},
 	} {
 		c, err := Load(envOf(tt.env))
 		if err != nil || c.RateLimitStore != tt.want {
@@ -88,13 +93,18 @@ func TestRedactRedisURL(t *testing.T) {
 	}
 }
 
-// The default store is the database's on MySQL and memory's on SQLite, for
-// Load and for a hand-made configuration the bootstrap completes alike.
+// The default store is Redis when REDIS_URL names one, else the database's
+// on MySQL and memory's on SQLite, for Load and for a hand-made
+// configuration the bootstrap completes alike.
 func TestDefaultRateLimitStore(t *testing.T) {
-	if got := DefaultRateLimitStore("mysql"); got != RateLimitDatabase {
-		t.Errorf("mysql: %q", got)
-	}
-	if got := DefaultRateLimitStore("sqlite"); got != RateLimitMemory {
-		t.Errorf("sqlite: %q", got)
+	for _, c := range []struct{ conn, redis, want string }{
+		{"mysql", "", RateLimitDatabase},
+		{"sqlite", "", RateLimitMemory},
+		{"mysql", "redis://127.0.0.1:6379/0", RateLimitRedis},
+		{"sqlite", "redis://127.0.0.1:6379/0", RateLimitRedis},
+	} {
+		if got := DefaultRateLimitStore(c.conn, c.redis); got != c.want {
+			t.Errorf("DefaultRateLimitStore(%q, %q) = %q, want %q", c.conn, c.redis, got, c.want)
+		}
 	}
 }

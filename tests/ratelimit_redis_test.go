@@ -63,6 +63,24 @@ func TestRateLimitRedisSharedByReplicas(t *testing.T) {
 	})
 }
 
+// A configuration that names a Redis and no store counts in that Redis
+// (the default once REDIS_URL is set, as config.Load gives it): a
+// hand-made one, completed by the bootstrap, is shared by two replicas on
+// SQLite, where the store would otherwise be each process's memory.
+func TestRateLimitDefaultsToTheRedisNamed(t *testing.T) {
+	redisURL := testdb.RedisURL(t)
+	db := testdb.New(t, "sqlite")
+	deleteConsumersRedisKeys(t, db, redisURL)
+	redisOnly := withConfig(func(c *config.Config) { c.RateLimitPerMinute, c.RateLimitStore, c.RedisURL = 2, "", redisURL })
+	clk := windowClock(0)
+	one := newApp(t, db, redisOnly, withClock(clk))
+	two := newApp(t, db, redisOnly, withClock(clk))
+	acme := one.consumer("acme")
+	one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 1)
+	two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 0)
+	one.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 60, clk.Now())
+}
+
 // Redis down: every request is served, without a limit and without the
 // rate limit headers (the limiter fails open), at once; each is counted in
 // licensor_ratelimit_not_counted_total and the outage is logged once a

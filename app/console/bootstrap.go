@@ -316,13 +316,13 @@ func (a *App) consolePages() apphttp.Pages {
 // in this process (memory), in the database, shared by every replica on it
 // (database), or in Redis, shared by every replica on it (redis). A
 // configuration that names no store (one made by hand) gets config.Load's
-// default: the database on MySQL, memory on SQLite, which one process
-// serves.
+// default: Redis when it names one, else the database on MySQL and memory
+// on SQLite, which one process serves.
 func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 	cfg := b.Config
 	store := cfg.RateLimitStore
 	if store == "" {
-		store = config.DefaultRateLimitStore(b.DB.Dialector.Name())
+		store = config.DefaultRateLimitStore(b.DB.Dialector.Name(), cfg.RedisURL)
 	}
 	l, err := ratelimit.New(ratelimit.Config{
 		PerMinute:   cfg.RateLimitPerMinute,
