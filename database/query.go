@@ -24,11 +24,15 @@ var ErrNoRows = sql.ErrNoRows
 // GORM builds, parses and reflects on every call; for these few statements
 // that is most of the cost. Like a GORM statement, a Query runs within
 // DB_QUERY_TIMEOUT and its errors are classified (UnavailableError for "not
-// now").
+// now"): on MySQL through its context's deadline, on SQLite through the
+// connection's busy_timeout (see bounded).
 type Query struct {
 	db      *gorm.DB
 	text    string
 	timeout time.Duration
+	// waitsBounded: the connection itself bounds every wait a statement
+	// makes (SQLite), so the statement needs no context that can end.
+	waitsBounded bool
 
 	mu   sync.Mutex               // serialises the first preparation
 	stmt atomic.Pointer[sql.Stmt] // nil until the first call prepares it
@@ -37,18 +41,19 @@ type Query struct {
 // NewQuery returns the read text on db's pool. The text uses ? for its
 // arguments, which both dialects take. Nothing is prepared until it runs.
 func NewQuery(db *gorm.DB, text string) *Query {
-	return &Query{db: db, text: text, timeout: statementTimeoutOf(db)}
+	sqlite := db != nil && db.Dialector != nil && db.Dialector.Name() == SQLite
+	return &Query{db: db, text: text, timeout: statementTimeoutOf(db), waitsBounded: sqlite}
 }
 
 // Row runs the query and scans its first row into dest. It returns ErrNoRows
 // when there is none.
 func (q *Query) Row(ctx context.Context, dest []any, args ...any) error {
+	ctx, cancel := q.bounded(ctx)
+	defer cancel()
 	stmt, err := q.prepared(ctx)
 	if err != nil {
 		return classify(err)
 	}
-	ctx, cancel := q.bounded(ctx)
-	defer cancel()
 	err = stmt.QueryRowContext(ctx, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNoRows
@@ -58,23 +63,40 @@ func (q *Query) Row(ctx context.Context, dest []any, args ...any) error {
 
 // Exec runs the statement (a write) and returns its result.
 func (q *Query) Exec(ctx context.Context, args ...any) (sql.Result, error) {
+	ctx, cancel := q.bounded(ctx)
+	defer cancel()
 	stmt, err := q.prepared(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
-	ctx, cancel := q.bounded(ctx)
-	defer cancel()
 	res, err := stmt.ExecContext(ctx, args...)
 	return res, classify(err)
 }
 
-// bounded is ctx with the query's timeout, unless it ends sooner already.
+// bounded is the context the statement runs on. On MySQL it is ctx with
+// the query's timeout, unless ctx ends sooner already: the driver gives up
+// on a frozen server when it ends.
+//
+// On SQLite it is ctx that cannot end. A SQLite statement waits for nothing
+// but a lock, and the connection's busy_timeout (DB_QUERY_TIMEOUT, at most
+// 10 s) ends that wait with SQLITE_BUSY, an unavailable error, whatever the
+// context. A context that can end costs each read a goroutine of
+// database/sql's (it closes the rows when the context ends) and a timer,
+// and the driver a watch of it around every step: a fifth of a replay's CPU
+// in process (BenchmarkServer/sqlite/replay), to end nothing sooner, since
+// these statements read one row by an index or write one.
 func (q *Query) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if q.waitsBounded {
+		return context.WithoutCancel(ctx), noCancel
+	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= q.timeout {
-		return ctx, func() {}
+		return ctx, noCancel
 	}
 	return context.WithTimeout(ctx, q.timeout)
 }
+
+// noCancel is the CancelFunc of a context bounded made no new one for.
+func noCancel() {}
 
 // prepared returns the statement, preparing it on first use (not at start:
 // a database that is down at start-up must not keep the server from

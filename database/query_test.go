@@ -1,0 +1,87 @@
+package database_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// A Query's statement on SQLite (its preparation included) runs on a
+// context that cannot end (the connection's busy_timeout bounds its waits
+// instead, see the next test): a request already gone still reads its row,
+// and writes one, where on MySQL the context's end stops the statement, as
+// a frozen server needs.
+func TestQueryContextEndsOnlyOnMySQL(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		read := database.NewQuery(db.Read, "SELECT COUNT(*) FROM consumers WHERE id <> ?")
+		write := database.NewQuery(db.Gorm, "DELETE FROM consumers WHERE id = ?")
+		t.Cleanup(func() { _ = read.Close(); _ = write.Close() })
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		var n int64
+		rowErr := read.Row(gone, []any{&n}, "none")
+		_, execErr := write.Exec(gone, "none")
+		if db.Dialect == database.SQLite {
+			if rowErr != nil || execErr != nil {
+				t.Errorf("SQLite, a context already ended: Row %v, Exec %v; want both run", rowErr, execErr)
+			}
+			return
+		}
+		if !errors.Is(rowErr, context.Canceled) || !errors.Is(execErr, context.Canceled) {
+			t.Errorf("MySQL, a context already ended: Row %v, Exec %v; want both stopped (context.Canceled)", rowErr, execErr)
+		}
+	})
+}
+
+// With no context to end it, a Query's write on SQLite that meets another
+// connection's write lock still ends within about DB_QUERY_TIMEOUT (the
+// busy timeout), with an unavailable error: the bound a context would
+// have given, kept by the connection.
+func TestSQLiteQueryLockWaitEndsWithinTheQueryTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	cfg := config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "lock.sqlite"),
+		MaxOpenConns: 1, MaxIdleConns: 1, QueryTimeout: timeout}
+	db, err := database.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { database.Close(db) })
+	if err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY)").Error; err != nil {
+		t.Fatal(err)
+	}
+	insert := database.NewQuery(db, "INSERT INTO t (id) VALUES (?)")
+	t.Cleanup(func() { _ = insert.Close() })
+
+	other, err := sql.Open("sqlite", "file:"+cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") })
+
+	began := time.Now()
+	_, err = insert.Exec(context.Background(), 1)
+	took := time.Since(began)
+	t.Logf("%v after %s", err, took.Round(time.Millisecond))
+	if !database.IsUnavailable(err) {
+		t.Errorf("a write behind another connection's lock: %v, want an unavailable error", err)
+	}
+	if took < timeout/2 || took > 3*time.Second {
+		t.Errorf("the write waited %s for the lock with DB_QUERY_TIMEOUT=%s", took.Round(time.Millisecond), timeout)
+	}
+}
