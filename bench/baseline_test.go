@@ -29,3 +29,19 @@ func TestParseBaseline(t *testing.T) {
 		t.Errorf("-baseline a..b: %+v, %v", o, err)
 	}
 }
+
+// -batch sets the batched rate limit cases' RATE_LIMIT_BATCH: 16 unless
+// given, from 2 (1 is the unbatched case) to 1000 (RATE_LIMIT_BATCH's most).
+func TestBatchFlag(t *testing.T) {
+	if o, err := parseFlags(nil, io.Discard); err != nil || o.batch != 16 {
+		t.Errorf("default: %d, %v; want 16", o.batch, err)
+	}
+	if o, err := parseFlags([]string{"-batch", "6"}, io.Discard); err != nil || o.batch != 6 {
+		t.Errorf("-batch 6: %d, %v", o.batch, err)
+	}
+	for _, bad := range []string{"1", "0", "1001"} {
+		if _, err := parseFlags([]string{"-batch", bad}, io.Discard); err == nil {
+			t.Errorf("-batch %s accepted", bad)
+		}
+	}
+}

@@ -247,10 +247,6 @@ func (b *bench) floorCases(ctx context.Context, rep *dbReport, m *mainDB, peer *
 // that every request is counted and every answer is the replay.
 const rateLimitOn = 100_000_000
 
-// rateLimitBatch is the RATE_LIMIT_BATCH of the batched cases: the round
-// trips it saves against the precision it costs (see operations.md).
-const rateLimitBatch = 16
-
 // rateLimitCases compares the replay with the rate limit on and off. On
 // SQLite the limit counts in memory (the default there). On MariaDB it
 // counts in Redis (RATE_LIMIT_STORE=redis, when -redis answers) and in the
@@ -269,8 +265,8 @@ func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect strin
 		err = b.compare(ctx, rep, title, limited("rate limit on: memory (the default)", 0, rateLimitEnv(rateLimitOn)), off)
 	default:
 		dbCase := limited("rate limit on: database (the default)", 0, rateLimitEnv(rateLimitOn), "RATE_LIMIT_STORE=database")
-		dbBatched := limited(fmt.Sprintf("rate limit on: database, RATE_LIMIT_BATCH=%d", rateLimitBatch), 0, rateLimitEnv(rateLimitOn),
-			"RATE_LIMIT_STORE=database", fmt.Sprintf("RATE_LIMIT_BATCH=%d", rateLimitBatch))
+		dbBatched := limited(fmt.Sprintf("rate limit on: database, RATE_LIMIT_BATCH=%d", b.opts.batch), 0, rateLimitEnv(rateLimitOn),
+			"RATE_LIMIT_STORE=database", fmt.Sprintf("RATE_LIMIT_BATCH=%d", b.opts.batch))
 		r, why := findRedis(ctx, b.opts.redisURL)
 		if r == nil {
 			rep.notes = append(rep.notes, "the rate limit's redis store was not measured: "+why)
@@ -285,8 +281,8 @@ func (b *bench) rateLimitCases(ctx context.Context, rep *dbReport, dialect strin
 		}
 		rep.notes = append(rep.notes, "the redis store counts in "+r.redactedURL())
 		redisCase := limited("rate limit on: redis", r.pid, rateLimitEnv(rateLimitOn), "RATE_LIMIT_STORE=redis", "REDIS_URL="+r.url)
-		batched := limited(fmt.Sprintf("rate limit on: redis, RATE_LIMIT_BATCH=%d", rateLimitBatch), r.pid, rateLimitEnv(rateLimitOn),
-			"RATE_LIMIT_STORE=redis", "REDIS_URL="+r.url, fmt.Sprintf("RATE_LIMIT_BATCH=%d", rateLimitBatch))
+		batched := limited(fmt.Sprintf("rate limit on: redis, RATE_LIMIT_BATCH=%d", b.opts.batch), r.pid, rateLimitEnv(rateLimitOn),
+			"RATE_LIMIT_STORE=redis", "REDIS_URL="+r.url, fmt.Sprintf("RATE_LIMIT_BATCH=%d", b.opts.batch))
 		err = b.compareRounds(ctx, rep, title, []caseSpec{redisCase, dbCase, off, batched, dbBatched}, []pairing{
 			{title + ": redis vs off", 0, 2},
 			{title + ": database vs off", 1, 2},

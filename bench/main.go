@@ -50,6 +50,10 @@ type options struct {
 	conns    int
 	rssConns int
 	big      int
+	// batch is RATE_LIMIT_BATCH in the ratelimit comparison's batched
+	// cases: the round trips it saves against the precision it costs (see
+	// operations.md).
+	batch    int
 	mysqlDSN string
 	redisURL string
 	only     map[string]bool
@@ -86,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "alternated rounds of each comparison")
 	fs.IntVar(&o.conns, "conns", 16, "keep-alive connections of the load generator")
 	fs.IntVar(&o.rssConns, "rss-conns", 200, "connections of the RSS run")
+	fs.IntVar(&o.batch, "batch", 16, "RATE_LIMIT_BATCH of the ratelimit comparison's batched cases (2 to 1000)")
 	fs.IntVar(&o.big, "big", 1_000_000, "idempotency records (and the largest consumer's licenses) of the scale cases")
 	fs.StringVar(&o.mysqlDSN, "mysql", os.Getenv("MYSQL_DSN"), "MariaDB/MySQL server DSN, e.g. root@tcp(127.0.0.1:3306)/ (default $MYSQL_DSN); empty: SQLite only")
 	defaultRedis := os.Getenv("REDIS_URL")
@@ -108,8 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if o.duration <= 0 || o.rounds < 1 || o.conns < 1 || o.rssConns < 1 || o.big < 1000 {
-		return o, errors.New("-duration must be > 0, -rounds, -conns, -rss-conns >= 1, -big >= 1000")
+	if o.duration <= 0 || o.rounds < 1 || o.conns < 1 || o.rssConns < 1 || o.big < 1000 || o.batch < 2 || o.batch > 1000 {
+		return o, errors.New("-duration must be > 0, -rounds, -conns, -rss-conns >= 1, -big >= 1000, -batch from 2 to 1000")
 	}
 	o.only = map[string]bool{}
 	for _, name := range strings.Split(*only, ",") {
