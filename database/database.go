@@ -97,7 +97,7 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
 	}
-	if err := boundStatements(db, queryTimeout(cfg)); err != nil {
+	if err := boundStatements(db, queryTimeout(cfg), cfg.Connection == SQLite); err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
 	}
 	if err := db.Use(timeoutPlugin(queryTimeout(cfg))); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// A Query's statement on SQLite (its preparation included) runs on a
-// context that cannot end (the connection's busy_timeout bounds its waits
+// A Query's statement on SQLite (its preparation included), and a GORM
+// statement there, runs on a context that cannot end (the connection's busy_timeout bounds its waits
 // instead, see the next test): a request already gone still reads its row,
 // and writes one, where on MySQL the context's end stops the statement, as
 // a frozen server needs.
@@ -28,14 +28,20 @@ func TestQueryContextEndsOnlyOnMySQL(t *testing.T) {
 		var n int64
 		rowErr := read.Row(gone, []any{&n}, "none")
 		_, execErr := write.Exec(gone, "none")
+		// GORM's statements alike (boundStatements), outside a transaction.
+		gormErr := db.Read.WithContext(gone).Table("consumers").Count(&n).Error
+		gormWriteErr := db.Gorm.WithContext(gone).Exec("DELETE FROM consumers WHERE id = ?", "none").Error
 		if db.Dialect == database.SQLite {
-			if rowErr != nil || execErr != nil {
-				t.Errorf("SQLite, a context already ended: Row %v, Exec %v; want both run", rowErr, execErr)
+			if rowErr != nil || execErr != nil || gormErr != nil || gormWriteErr != nil {
+				t.Errorf("SQLite, a context already ended: Row %v, Exec %v, GORM read %v, GORM write %v; want all run",
+					rowErr, execErr, gormErr, gormWriteErr)
 			}
 			return
 		}
-		if !errors.Is(rowErr, context.Canceled) || !errors.Is(execErr, context.Canceled) {
-			t.Errorf("MySQL, a context already ended: Row %v, Exec %v; want both stopped (context.Canceled)", rowErr, execErr)
+		for what, err := range map[string]error{"Row": rowErr, "Exec": execErr, "GORM read": gormErr, "GORM write": gormWriteErr} {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("MySQL, a context already ended: %s %v; want it stopped (context.Canceled)", what, err)
+			}
 		}
 	})
 }

@@ -128,8 +128,13 @@ const deadlineKey = "licensor:deadline"
 
 // boundStatements gives every statement GORM runs a deadline of its own,
 // timeout, unless its context already ends sooner: a frozen database makes
-// a request fail fast (503) instead of hanging.
-func boundStatements(db *gorm.DB, timeout time.Duration) error {
+// a request fail fast (503) instead of hanging. With waitsBounded (SQLite,
+// whose busy_timeout ends the one wait a statement makes, see Query's
+// bounded) a statement runs on its context made one that cannot end
+// instead: a context that can end costs every read a goroutine of
+// database/sql's and a timer, and ends nothing sooner (the SQLite driver
+// watches it only while it waits for a lock).
+func boundStatements(db *gorm.DB, timeout time.Duration, waitsBounded bool) error {
 	type bound struct {
 		parent context.Context
 		cancel context.CancelFunc
@@ -138,6 +143,11 @@ func boundStatements(db *gorm.DB, timeout time.Duration) error {
 		ctx := tx.Statement.Context
 		if ctx == nil {
 			ctx = context.Background()
+		}
+		if waitsBounded {
+			tx.Statement.Context = context.WithoutCancel(ctx)
+			tx.InstanceSet(deadlineKey, bound{parent: ctx, cancel: noCancel})
+			return
 		}
 		if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 			return
