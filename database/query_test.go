@@ -2,13 +2,10 @@ package database_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -52,36 +49,12 @@ func TestQueryContextEndsOnlyOnMySQL(t *testing.T) {
 // have given, kept by the connection.
 func TestSQLiteQueryLockWaitEndsWithinTheQueryTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	cfg := config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "lock.sqlite"),
-		MaxOpenConns: 1, MaxIdleConns: 1, QueryTimeout: timeout}
-	db, err := database.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { database.Close(db) })
-	if err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY)").Error; err != nil {
-		t.Fatal(err)
-	}
+	db := lockedSQLite(t, timeout)
 	insert := database.NewQuery(db, "INSERT INTO t (id) VALUES (?)")
 	t.Cleanup(func() { _ = insert.Close() })
 
-	other, err := sql.Open("sqlite", "file:"+cfg.Database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	conn, err := other.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") })
-
 	began := time.Now()
-	_, err = insert.Exec(context.Background(), 1)
+	_, err := insert.Exec(context.Background(), 1)
 	took := time.Since(began)
 	t.Logf("%v after %s", err, took.Round(time.Millisecond))
 	if !database.IsUnavailable(err) {

@@ -49,6 +49,27 @@ func TestSQLiteBusyTimeoutFollowsTheQueryTimeout(t *testing.T) {
 // after the whole 10 s busy timeout.
 func TestSQLiteTransactionWaitsForTheLockWithinTheQueryTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
+	db := lockedSQLite(t, timeout)
+
+	began := time.Now()
+	err := db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+		return tx.Exec("INSERT INTO t (id) VALUES (1)").Error
+	})
+	took := time.Since(began)
+	t.Logf("%v after %s", err, took.Round(time.Millisecond))
+	if !database.IsUnavailable(err) {
+		t.Errorf("a transaction behind another connection's lock: %v, want an unavailable error", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("the transaction waited %s for the lock with DB_QUERY_TIMEOUT=%s", took.Round(time.Millisecond), timeout)
+	}
+}
+
+// lockedSQLite opens a SQLite database (not migrated) at a temporary path,
+// with DB_QUERY_TIMEOUT timeout and one table, t, whose write lock another
+// connection holds until the test ends (holdWriteLock).
+func lockedSQLite(t *testing.T, timeout time.Duration) *gorm.DB {
+	t.Helper()
 	cfg := config.DB{Connection: database.SQLite, Database: filepath.Join(t.TempDir(), "lock.sqlite"),
 		MaxOpenConns: 1, MaxIdleConns: 1, QueryTimeout: timeout}
 	db, err := database.Open(context.Background(), cfg)
@@ -59,8 +80,15 @@ func TestSQLiteTransactionWaitsForTheLockWithinTheQueryTimeout(t *testing.T) {
 	if err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY)").Error; err != nil {
 		t.Fatal(err)
 	}
+	holdWriteLock(t, cfg.Database)
+	return db
+}
 
-	other, err := sql.Open("sqlite", "file:"+cfg.Database)
+// holdWriteLock takes the write lock of the SQLite database at path from a
+// connection of its own (BEGIN IMMEDIATE), held until the test ends.
+func holdWriteLock(t *testing.T, path string) {
+	t.Helper()
+	other, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,17 +102,4 @@ func TestSQLiteTransactionWaitsForTheLockWithinTheQueryTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") })
-
-	began := time.Now()
-	err = db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
-		return tx.Exec("INSERT INTO t (id) VALUES (1)").Error
-	})
-	took := time.Since(began)
-	t.Logf("%v after %s", err, took.Round(time.Millisecond))
-	if !database.IsUnavailable(err) {
-		t.Errorf("a transaction behind another connection's lock: %v, want an unavailable error", err)
-	}
-	if took > 3*time.Second {
-		t.Errorf("the transaction waited %s for the lock with DB_QUERY_TIMEOUT=%s", took.Round(time.Millisecond), timeout)
-	}
 }
