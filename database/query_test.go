@@ -64,3 +64,30 @@ func TestSQLiteQueryLockWaitEndsWithinTheQueryTimeout(t *testing.T) {
 		t.Errorf("the write waited %s for the lock with DB_QUERY_TIMEOUT=%s", took.Round(time.Millisecond), timeout)
 	}
 }
+
+// A caller's deadline sooner than DB_QUERY_TIMEOUT still ends a SQLite
+// statement's wait for a lock, for a Query and a GORM statement alike (as
+// /readyz bounds its probe to two seconds): only a context that would not
+// end sooner is let go.
+func TestSQLiteStatementKeepsASoonerDeadline(t *testing.T) {
+	const timeout = 3 * time.Second
+	db := lockedSQLite(t, timeout)
+	insert := database.NewQuery(db, "INSERT INTO t (id) VALUES (?)")
+	t.Cleanup(func() { _ = insert.Close() })
+	for what, run := range map[string]func(ctx context.Context) error{
+		"Query": func(ctx context.Context) error { _, err := insert.Exec(ctx, 1); return err },
+		"GORM": func(ctx context.Context) error {
+			return db.WithContext(ctx).Exec("INSERT INTO t (id) VALUES (2)").Error
+		},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		began := time.Now()
+		err := run(ctx)
+		took := time.Since(began)
+		cancel()
+		if err == nil || took > timeout/2 {
+			t.Errorf("%s behind another connection's lock with a 200 ms deadline: %v after %s, want an error well before the %s busy timeout",
+				what, err, took.Round(time.Millisecond), timeout)
+		}
+	}
+}

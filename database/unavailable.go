@@ -130,10 +130,10 @@ const deadlineKey = "licensor:deadline"
 // timeout, unless its context already ends sooner: a frozen database makes
 // a request fail fast (503) instead of hanging. With waitsBounded (SQLite,
 // whose busy_timeout ends the one wait a statement makes, see Query's
-// bounded) a statement runs on its context made one that cannot end
-// instead: a context that can end costs every read a goroutine of
-// database/sql's and a timer, and ends nothing sooner (the SQLite driver
-// watches it only while it waits for a lock).
+// bounded) a statement whose context does not end sooner runs on that
+// context made one that cannot end instead: a context that can end costs
+// every read a goroutine of database/sql's and a timer, and ends nothing
+// sooner (the SQLite driver watches it only while it waits for a lock).
 func boundStatements(db *gorm.DB, timeout time.Duration, waitsBounded bool) error {
 	type bound struct {
 		parent context.Context
@@ -144,12 +144,12 @@ func boundStatements(db *gorm.DB, timeout time.Duration, waitsBounded bool) erro
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
+			return
+		}
 		if waitsBounded {
 			tx.Statement.Context = context.WithoutCancel(ctx)
 			tx.InstanceSet(deadlineKey, bound{parent: ctx, cancel: noCancel})
-			return
-		}
-		if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 			return
 		}
 		bounded, cancel := context.WithTimeout(ctx, timeout)
