@@ -73,29 +73,34 @@ func (q *Query) Exec(ctx context.Context, args ...any) (sql.Result, error) {
 	return res, classify(err)
 }
 
-// bounded is the context the statement runs on: ctx itself when its
-// deadline comes before the query's timeout (a caller that bounds its
-// statements tighter, such as /readyz, keeps its bound), else on MySQL ctx
-// with the query's timeout: the driver gives up on a frozen server when it
-// ends.
+// bounded is the context the statement runs on (statementContext).
+func (q *Query) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return statementContext(ctx, q.timeout, q.waitsBounded)
+}
+
+// statementContext is the context a statement runs on, for a Query and for
+// GORM's statements (boundStatements) alike: ctx itself when its deadline
+// comes before timeout (a caller that bounds its statements tighter, such
+// as /readyz, keeps its bound); else, unless waitsBounded, ctx with timeout:
+// on MySQL the driver gives up on a frozen server when it ends.
 //
-// Else on SQLite it is ctx made one that cannot end. A SQLite statement
-// waits for nothing but a lock, and the connection's busy_timeout
+// With waitsBounded (SQLite) it is ctx made one that cannot end. A SQLite
+// statement waits for nothing but a lock, and the connection's busy_timeout
 // (DB_QUERY_TIMEOUT, at most 10 s) ends that wait with SQLITE_BUSY, an
 // unavailable error, whatever the context. A context that can end costs
 // each read a goroutine of database/sql's (it closes the rows when the
 // context ends) and a timer, and the driver a watch of it around every
 // step: in the bench a replay's server CPU was 1/0.86 of what it is
-// without, to end nothing sooner, since these statements read one row by
-// an index or write one.
-func (q *Query) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= q.timeout {
+// without, to end nothing sooner (the driver watches the context only
+// while it waits for a lock).
+func statementContext(ctx context.Context, timeout time.Duration, waitsBounded bool) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		return ctx, noCancel
 	}
-	if q.waitsBounded {
+	if waitsBounded {
 		return context.WithoutCancel(ctx), noCancel
 	}
-	return context.WithTimeout(ctx, q.timeout)
+	return context.WithTimeout(ctx, timeout)
 }
 
 // noCancel is the CancelFunc of a context bounded made no new one for.

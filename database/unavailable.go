@@ -126,14 +126,11 @@ func (d classifying) Translate(err error) error {
 // deadlineKey is where a statement's deadline keeps its cancel function.
 const deadlineKey = "licensor:deadline"
 
-// boundStatements gives every statement GORM runs a deadline of its own,
-// timeout, unless its context already ends sooner: a frozen database makes
-// a request fail fast (503) instead of hanging. With waitsBounded (SQLite,
-// whose busy_timeout ends the one wait a statement makes, see Query's
-// bounded) a statement whose context does not end sooner runs on that
-// context made one that cannot end instead: a context that can end costs
-// every read a goroutine of database/sql's and a timer, and ends nothing
-// sooner (the SQLite driver watches it only while it waits for a lock).
+// boundStatements runs every statement GORM runs on statementContext, as a
+// Query runs: a deadline of its own, timeout, unless its context already
+// ends sooner, so that a frozen database makes a request fail fast (503)
+// instead of hanging; on SQLite (waitsBounded), whose busy_timeout ends the
+// one wait a statement makes, a context that cannot end instead.
 func boundStatements(db *gorm.DB, timeout time.Duration, waitsBounded bool) error {
 	type bound struct {
 		parent context.Context
@@ -144,15 +141,7 @@ func boundStatements(db *gorm.DB, timeout time.Duration, waitsBounded bool) erro
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
-			return
-		}
-		if waitsBounded {
-			tx.Statement.Context = context.WithoutCancel(ctx)
-			tx.InstanceSet(deadlineKey, bound{parent: ctx, cancel: noCancel})
-			return
-		}
-		bounded, cancel := context.WithTimeout(ctx, timeout)
+		bounded, cancel := statementContext(ctx, timeout, waitsBounded)
 		tx.Statement.Context = bounded
 		tx.InstanceSet(deadlineKey, bound{parent: ctx, cancel: cancel})
 	}
