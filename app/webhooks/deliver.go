@@ -10,15 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/licensor-api/licensor/app/events"
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/hmacsig"
 )
 
@@ -32,15 +28,19 @@ const (
 
 // Tuning of the worker.
 const (
-	// senders is how many deliveries one worker sends at once.
-	senders = 8
-	// claimBatch is how many due deliveries one claim takes: a few rounds of
-	// the senders, so a claim's cost is shared while no delivery waits long
-	// in the batch (one not started in time is given back: see send).
-	claimBatch = 4 * senders
+	// senders is how many attempts one worker makes at once. An attempt
+	// mostly waits on the endpoint, so a worker has room for a few slow
+	// endpoints beside the others (see share).
+	senders = 16
+	// claimBatch is the most deliveries one claim takes: as many as the
+	// senders.
+	claimBatch = senders
 	// maxBackoff caps the wait between two attempts, so that an endpoint
 	// that comes back is tried again within half a day.
 	maxBackoff = 12 * time.Hour
+	// breakerAfter is how many attempts in a row without an answer within
+	// the timeout pause an endpoint as a whole (its circuit breaker opens).
+	breakerAfter = 3
 	// answerKept is how much of an answer's body is read (and discarded):
 	// enough to keep the connection for the next delivery, never more.
 	answerKept = 4 << 10
@@ -70,126 +70,6 @@ type claimed struct {
 	endpoint  Endpoint
 	event     events.Event
 	found     bool // the endpoint and the event are there
-}
-
-// DeliverDue claims the deliveries due now (a batch of them) and sends
-// them, several at once, recording each attempt; it returns how many it
-// claimed, 0 when none was due. Once ctx ends no delivery is started (those
-// claimed are given back), and those in flight finish within Timeout and
-// are recorded.
-func (s *Service) DeliverDue(ctx context.Context) (int, error) {
-	batch, err := s.claim(ctx)
-	if err != nil || len(batch) == 0 {
-		return 0, err
-	}
-	work := make(chan claimed)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for range min(senders, len(batch)) {
-		wg.Go(func() {
-			for c := range work {
-				if err := s.send(ctx, c); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, c := range batch {
-		work <- c
-	}
-	close(work)
-	wg.Wait()
-	return len(batch), errors.Join(errs...)
-}
-
-// Run dispatches the committed events and delivers what is due every
-// Interval (with a little jitter, so replicas drift apart) until ctx ends;
-// each round delivers until nothing is due.
-func (s *Service) Run(ctx context.Context) {
-	for {
-		if _, err := s.Dispatch(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Log.Error("dispatch consumer events", "error", err)
-		}
-		for ctx.Err() == nil {
-			n, err := s.DeliverDue(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.cfg.Log.Error("deliver webhooks", "error", err)
-				break
-			}
-			if n == 0 {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(s.cfg.Interval + rand.N(s.cfg.Interval/10+1)):
-		}
-	}
-}
-
-// claim takes up to claimBatch due deliveries under a new claim: their
-// next_attempt_at moves to the end of the lease, so that no other worker
-// takes them meanwhile and, should this one die, they are due again when it
-// ends. The due are read by their index alone (status, next_attempt_at),
-// FOR UPDATE SKIP LOCKED on MySQL, so that workers take different rows
-// rather than queue on each other's (a join to the endpoints would lock
-// the endpoint's row too, and every worker but one would find nothing);
-// on SQLite the transaction holds the one write lock. The UPDATE is a
-// compare-and-set (only rows still pending and due, of an enabled
-// endpoint), so two workers never hold one delivery. A due delivery of a
-// disabled endpoint (owed as it was being disabled) is parked, as
-// disabling parks them: no next attempt until the endpoint is enabled.
-func (s *Service) claim(ctx context.Context) ([]claimed, error) {
-	id := ulid.Make().String()
-	now := s.now()
-	until := now.Add(s.lease())
-	var rows []Delivery
-	err := s.transact(ctx, func(tx *gorm.DB) error {
-		rows = nil
-		due := tx.Model(&Delivery{}).Where("status = ? AND next_attempt_at <= ?", StatusPending, now).
-			Order("next_attempt_at").Limit(claimBatch)
-		if tx.Dialector.Name() == database.MySQL {
-			due = due.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
-		}
-		var ids []string
-		if err := due.Pluck("id", &ids).Error; err != nil {
-			return fmt.Errorf("find due webhook deliveries: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		enabled := tx.Model(&Endpoint{}).Select("id").Where("enabled = ?", true)
-		found := int64(len(ids))
-		ids = padded(ids, claimBatch)
-		res := tx.Model(&Delivery{}).
-			Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id IN (?)", ids, StatusPending, now, enabled).
-			Updates(map[string]any{"claim": id, "next_attempt_at": until, "updated_at": now})
-		if res.Error != nil {
-			return fmt.Errorf("claim webhook deliveries: %w", res.Error)
-		}
-		if res.RowsAffected < found {
-			err := tx.Model(&Delivery{}).
-				Where("id IN ? AND status = ? AND next_attempt_at <= ? AND endpoint_id NOT IN (?)", ids, StatusPending, now, enabled).
-				Updates(map[string]any{"next_attempt_at": nil, "claim": nil, "updated_at": now}).Error // due: any claim on it has lapsed
-			if err != nil {
-				return fmt.Errorf("park the deliveries of disabled endpoints: %w", err)
-			}
-		}
-		if res.RowsAffected == 0 {
-			return nil
-		}
-		return tx.Where("claim = ?", id).Order("next_attempt_at, id").Find(&rows).Error
-	})
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	return s.withSubjects(ctx, rows, now)
 }
 
 // parkPending takes the endpoint's pending deliveries off the schedule
@@ -259,6 +139,7 @@ type attemptResult struct {
 	status   *int // the answer's; nil: none
 	duration time.Duration
 	reason   string // why it failed; "" when delivered
+	timedOut bool   // no answer within the timeout: counts toward the endpoint's breaker
 }
 
 func (r attemptResult) delivered() bool { return r.reason == "" }
@@ -316,6 +197,7 @@ func (s *Service) post(ctx context.Context, c claimed) attemptResult {
 	switch {
 	case err != nil:
 		r.reason = s.failure(err)
+		r.timedOut = timedOut(err)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		r.status = &resp.StatusCode
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
@@ -344,6 +226,12 @@ func (s *Service) failure(err error) string {
 		return "no answer within " + s.cfg.Timeout.String()
 	}
 	return truncate("no answer: " + err.Error())
+}
+
+// timedOut reports whether err is a request that got no answer in time.
+func timedOut(err error) bool {
+	var nerr net.Error
+	return errors.As(err, &nerr) && nerr.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
 
 func truncate(s string) string {
@@ -410,6 +298,9 @@ func (s *Service) record(ctx context.Context, c claimed, r attemptResult) error 
 		if err := s.addAttempt(tx, c, r); err != nil || outcome == "" {
 			return err
 		}
+		if err := s.breaker(tx, c, r, now); err != nil {
+			return err
+		}
 		if r.delivered() {
 			if c.endpoint.FailingSince == nil {
 				// Not failing when claimed: nothing to end, and no write to
@@ -446,6 +337,59 @@ func (s *Service) addAttempt(tx *gorm.DB, c claimed, r attemptResult) error {
 		return fmt.Errorf("record webhook attempt: %w", err)
 	}
 	return nil
+}
+
+// breaker keeps the endpoint's circuit breaker: an attempt that got no
+// answer within the timeout adds to the endpoint's timeouts in a row, and
+// from breakerAfter on pauses the endpoint as a whole (no delivery to it is
+// claimed) for RetryBase, doubling with each further timeout, at most
+// maxBackoff; the attempt after the pause is the breaker's trial. Any
+// answer, even a failing one, closes it. The endpoint's row is written only
+// when there is something to change: a delivery to an answering endpoint
+// costs it no write.
+func (s *Service) breaker(tx *gorm.DB, c claimed, r attemptResult, now time.Time) error {
+	if !r.timedOut {
+		if c.endpoint.ConsecutiveTimeouts == 0 && c.endpoint.PausedUntil == nil {
+			return nil
+		}
+		err := tx.Model(&Endpoint{}).Where("id = ?", c.EndpointID).
+			UpdateColumns(map[string]any{"consecutive_timeouts": 0, "paused_until": nil}).Error
+		if err != nil {
+			return fmt.Errorf("close the endpoint's breaker: %w", err)
+		}
+		return nil
+	}
+	err := tx.Model(&Endpoint{}).Where("id = ?", c.EndpointID).
+		UpdateColumn("consecutive_timeouts", gorm.Expr("consecutive_timeouts + 1")).Error
+	if err != nil {
+		return fmt.Errorf("count the endpoint's timeout: %w", err)
+	}
+	var n int
+	if err := tx.Model(&Endpoint{}).Where("id = ?", c.EndpointID).Pluck("consecutive_timeouts", &n).Error; err != nil {
+		return fmt.Errorf("read the endpoint's timeouts: %w", err)
+	}
+	if n < breakerAfter {
+		return nil
+	}
+	until := now.Add(s.pauseFor(n))
+	err = tx.Model(&Endpoint{}).Where("id = ?", c.EndpointID).UpdateColumn("paused_until", until).Error
+	if err != nil {
+		return fmt.Errorf("pause the endpoint: %w", err)
+	}
+	s.cfg.Log.Warn("webhook endpoint paused: its attempts keep timing out", "endpoint_id", c.EndpointID,
+		"consumer_id", c.ConsumerID, "timeouts_in_a_row", n, "paused_until", until)
+	return nil
+}
+
+// pauseFor is how long an endpoint with n timeouts in a row is paused:
+// RetryBase at breakerAfter, doubling with each one after, at most
+// maxBackoff.
+func (s *Service) pauseFor(n int) time.Duration {
+	d := s.cfg.RetryBase
+	for i := breakerAfter; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
 }
 
 // endpointFailed begins the endpoint's failing streak if it has none, and

@@ -434,7 +434,7 @@ func TestCrashPointsCostAtMostOneDuplicate(t *testing.T) {
 		// Claimed, then the worker dies.
 		r.license(c, "a.test")
 		r.dispatch()
-		held, err := r.hooks.claim(ctx)
+		held, err := r.hooks.claim(ctx, senders, nil)
 		if err != nil || len(held) != 1 {
 			t.Fatalf("claim: %v, %v", held, err)
 		}
@@ -449,7 +449,7 @@ func TestCrashPointsCostAtMostOneDuplicate(t *testing.T) {
 		// Sent, then the worker dies before recording.
 		r.license(c, "b.test")
 		r.dispatch()
-		held, err = r.hooks.claim(ctx)
+		held, err = r.hooks.claim(ctx, senders, nil)
 		if err != nil || len(held) != 1 {
 			t.Fatalf("claim: %v, %v", held, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -160,12 +161,33 @@ func (s *Service) delivery(db *gorm.DB, consumerID, endpointID, id string) (Deli
 // attempt decides, and a retry is for after it.
 var ErrInFlight = errors.New("the delivery is being sent")
 
+// ConsumerRetryEvery is how often a consumer may retry a delivery of one
+// endpoint: a retry makes a delivery due at once, past its backoff, and a
+// consumer retrying in a loop would otherwise keep a sender on an endpoint
+// that does not answer.
+const ConsumerRetryEvery = time.Minute
+
+// RetryTooSoonError is a consumer's retry of a delivery within
+// ConsumerRetryEvery of its last retry of a delivery to the same endpoint.
+type RetryTooSoonError struct {
+	// RetryAfter is how long until the endpoint's next retry is let through.
+	RetryAfter time.Duration
+}
+
+func (e *RetryTooSoonError) Error() string {
+	return fmt.Sprintf("a delivery of this endpoint was retried less than %s ago; retry in %s", ConsumerRetryEvery, e.RetryAfter)
+}
+
 // RetryDelivery makes the delivery due now, whatever its status, with a new
 // retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a
 // delivered one is sent again (the receiver drops it if it has it), and a
 // pending one is tried now rather than at its backoff. One a worker is
-// sending (its claim's lease not lapsed) is ErrInFlight. The retry is in the audit trail, by by (the
-// console, or the token of an API call), in the same transaction.
+// sending (its claim's lease not lapsed) is ErrInFlight. A consumer's own
+// retry (consumerID given) goes through once per ConsumerRetryEvery per
+// endpoint (*RetryTooSoonError otherwise); no retry, an operator's either,
+// bypasses the endpoint's circuit breaker: a paused endpoint's delivery is
+// due, and is sent when the pause ends. The retry is in the audit trail, by
+// by (the console, or the token of an API call), in the same transaction.
 func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		d, err := s.delivery(tx, consumerID, endpointID, id)
@@ -173,6 +195,11 @@ func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID,
 			return err
 		}
 		now := s.now()
+		if consumerID != "" {
+			if err := s.consumerRetry(tx, d.EndpointID, now); err != nil {
+				return err
+			}
+		}
 		// A claim whose lease has lapsed (its worker died) holds nothing.
 		res := tx.Model(&Delivery{}).Where("id = ? AND (claim IS NULL OR next_attempt_at <= ?)", d.ID, now).
 			Updates(map[string]any{"status": StatusPending, "window_start": now, "next_attempt_at": now, "claim": nil,
@@ -189,4 +216,26 @@ func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID,
 		return DeliveryView{}, err
 	}
 	return s.GetDelivery(ctx, consumerID, endpointID, id)
+}
+
+// consumerRetry lets a consumer's retry of a delivery to the endpoint
+// through, at most once per ConsumerRetryEvery: a compare-and-set on the
+// endpoint's retried_at.
+func (s *Service) consumerRetry(tx *gorm.DB, endpointID string, now time.Time) error {
+	res := tx.Model(&Endpoint{}).Where("id = ? AND (retried_at IS NULL OR retried_at <= ?)", endpointID, now.Add(-ConsumerRetryEvery)).
+		UpdateColumn("retried_at", now)
+	if res.Error != nil {
+		return fmt.Errorf("record the consumer's retry: %w", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	var ep Endpoint
+	if err := tx.Select("retried_at").Where("id = ?", endpointID).Take(&ep).Error; err != nil {
+		return fmt.Errorf("read the endpoint's last retry: %w", err)
+	}
+	if ep.RetriedAt == nil { // cannot be: the compare-and-set failed on it
+		return fmt.Errorf("read the endpoint's last retry: none recorded")
+	}
+	return &RetryTooSoonError{RetryAfter: max(time.Second, ep.RetriedAt.Add(ConsumerRetryEvery).Sub(now))}
 }

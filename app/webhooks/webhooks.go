@@ -56,8 +56,18 @@ type Endpoint struct {
 	DisabledReason *string
 	// EventSequence is the sequence of the endpoint's last event.
 	EventSequence uint64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// LastClaimedAt is when a worker last claimed one of its deliveries:
+	// the endpoint served longest ago is claimed for first.
+	LastClaimedAt *time.Time
+	// ConsecutiveTimeouts counts its attempts in a row that got no answer
+	// within the timeout; from breakerAfter on, the endpoint is paused as a
+	// whole until PausedUntil (nil: not paused).
+	ConsecutiveTimeouts int
+	PausedUntil         *time.Time
+	// RetriedAt is when its consumer last retried one of its deliveries.
+	RetriedAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // TableName is the table endpoints live in.
@@ -159,8 +169,12 @@ type Config struct {
 	// RetryFor is the retry window of a delivery, and how long an endpoint
 	// may fail every delivery before it is disabled (WEBHOOK_RETRY_FOR).
 	RetryFor time.Duration
-	// Interval is how often Run dispatches and delivers (WEBHOOK_POLL_INTERVAL).
+	// Interval is how often Run dispatches, and looks for due deliveries
+	// when no attempt ended meanwhile (WEBHOOK_POLL_INTERVAL).
 	Interval time.Duration
+	// EndpointConcurrency is how many attempts may be in flight to one
+	// endpoint at once, across replicas (WEBHOOK_ENDPOINT_CONCURRENCY).
+	EndpointConcurrency int
 	// UserAgent is sent with every delivery ("licensor/<version>").
 	UserAgent string
 	// Retry runs a statement again while it loses a lock conflict
@@ -200,6 +214,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	if cfg.EndpointConcurrency <= 0 {
+		cfg.EndpointConcurrency = 1
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "licensor"
