@@ -177,6 +177,9 @@ type Webhooks struct {
 	// PollInterval is how often each replica looks for events to dispatch
 	// and deliveries that are due (WEBHOOK_POLL_INTERVAL, 1s).
 	PollInterval time.Duration
+	// EndpointConcurrency is how many attempts may be in flight to one
+	// endpoint at once, across replicas (WEBHOOK_ENDPOINT_CONCURRENCY, 1).
+	EndpointConcurrency int
 }
 
 // Reconcile configures the loop that settles pending intents.
@@ -307,12 +310,13 @@ func (v *values) load() Config {
 		SecureCookie: c.Env != EnvLocal,
 	}
 	c.Webhooks = Webhooks{
-		Timeout:      v.duration("WEBHOOK_TIMEOUT", "10s"),
-		RetryBase:    v.duration("WEBHOOK_RETRY_BASE", "30s"),
-		RetryFor:     v.duration("WEBHOOK_RETRY_FOR", "72h"),
-		AllowPrivate: v.boolean("WEBHOOK_ALLOW_PRIVATE", false),
-		RequireHTTPS: c.Env == EnvProduction,
-		PollInterval: v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
+		Timeout:             v.duration("WEBHOOK_TIMEOUT", "10s"),
+		RetryBase:           v.duration("WEBHOOK_RETRY_BASE", "30s"),
+		RetryFor:            v.duration("WEBHOOK_RETRY_FOR", "72h"),
+		AllowPrivate:        v.boolean("WEBHOOK_ALLOW_PRIVATE", false),
+		RequireHTTPS:        c.Env == EnvProduction,
+		PollInterval:        v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
+		EndpointConcurrency: v.intRange("WEBHOOK_ENDPOINT_CONCURRENCY", 1, 1, 16),
 	}
 	c.Reconcile = Reconcile{
 		Interval:    v.duration("RECONCILE_INTERVAL", "15s"),

@@ -127,7 +127,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		DB: b.DB, Read: b.Read, Events: b.Events, Cipher: b.Cipher,
 		Policy:  webhooks.Policy{AllowPrivate: cfg.Webhooks.AllowPrivate, RequireHTTPS: cfg.Webhooks.RequireHTTPS},
 		Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase, RetryFor: cfg.Webhooks.RetryFor,
-		Interval: cfg.Webhooks.PollInterval, UserAgent: readBuildVersion().UserAgent(),
+		Interval: cfg.Webhooks.PollInterval, EndpointConcurrency: cfg.Webhooks.EndpointConcurrency, UserAgent: readBuildVersion().UserAgent(),
 		Retry: database.RetryOnConflict, Now: b.now, Log: log, Observe: b.Metrics.ObserveWebhook,
 	})
 	b.Metrics.ReadWebhooks(webhookStats(b.Webhooks))

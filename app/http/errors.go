@@ -281,7 +281,12 @@ func fromDomainError(err error) *Error {
 // fromWebhooksError maps the webhook endpoints' and deliveries' refusals
 // (their validation errors are fieldErrors, mapped above).
 func fromWebhooksError(err error) *Error {
+	var soon *webhooks.RetryTooSoonError
 	switch {
+	case errors.As(err, &soon):
+		return &Error{Status: http.StatusTooManyRequests, Code: "retry_limited", RetryAfter: int(math.Ceil(soon.RetryAfter.Seconds())),
+			Message: fmt.Sprintf("A delivery of this endpoint was retried less than %s ago. Retry after Retry-After seconds; "+
+				"every pending delivery is retried on its own schedule meanwhile.", webhooks.ConsumerRetryEvery)}
 	case errors.Is(err, webhooks.ErrUnknownStatus):
 		return validationError(map[string][]string{"status": {"The selected status is invalid."}})
 	case errors.Is(err, webhooks.ErrTooManyEndpoints):
