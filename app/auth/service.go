@@ -334,9 +334,12 @@ func (s *Service) List(ctx context.Context, consumer string) ([]Token, error) {
 }
 
 // Revoke revokes a token on behalf of by; it stops working on the next
-// request on every replica. The revocation and its token.revoked audit event
-// commit together. Revoking a revoked token is no error, and changes and
-// records nothing.
+// request on every replica. A token acting may revoke only what Revocable
+// allows it (its own token, or one whose every ability it may grant), else
+// a *NotGrantableError; the operator at the command line (audit.Console)
+// may revoke any. The revocation and its token.revoked audit event commit
+// together. Revoking a revoked token is no error, and changes and records
+// nothing.
 func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 	if err := by.Check(); err != nil {
 		return err
@@ -347,6 +350,9 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 			return ErrTokenNotFound
 		} else if err != nil {
 			return fmt.Errorf("find token: %w", err)
+		}
+		if err := mayRevoke(tx, by, tok); err != nil {
+			return err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		res := tx.Model(&Token{}).Where("id = ? AND revoked_at IS NULL", id).
@@ -359,6 +365,24 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 		}
 		return audit.Record(tx, by, audit.Change{Event: audit.TokenRevoked, SubjectType: audit.SubjectToken, SubjectID: id}, now)
 	})
+}
+
+// mayRevoke asks Revocable whether by may revoke tok, with the abilities
+// of by's token as stored (a token's abilities never change). The command
+// line holds no token and may revoke any; any other actor without a token
+// may revoke none.
+func mayRevoke(tx *gorm.DB, by audit.Actor, tok Token) error {
+	if by.Kind == audit.ActorConsole {
+		return nil
+	}
+	var revoker Token
+	if by.Kind == audit.ActorToken {
+		err := tx.Select("id", "abilities").Where("id = ?", by.TokenID).Take(&revoker).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("find the revoking token: %w", err)
+		}
+	}
+	return Revocable(revoker.ID, revoker.Abilities, tok)
 }
 
 // TokenEvent is an event of the tokens' audit trail, with the names an
