@@ -123,9 +123,9 @@ type Issued struct {
 // Issue creates the consumer if it does not exist, records a token for it,
 // issued by by, and returns the signed token string. The consumer's name is
 // trimmed and normalised to NFC (see NormalizeConsumerName), and looked up
-// byte for byte; a name that is new but differs from an existing consumer's
-// only in case is refused, as is a TTL above the service's MaxTTL
-// (*ValidationError both). Issue does not ask who grants the abilities: the
+// byte for byte; a name that is new but mixes scripts, or differs from an
+// existing consumer's only in case, is refused, as is a TTL above the
+// service's MaxTTL (*ValidationError all). Issue does not ask who grants the abilities: the
 // HTTP API asks Grantable first; the operator at the command line may grant
 // any. The token keeps the token that issued it (none for the console), and
 // its token.issued audit event commits with it.
@@ -219,8 +219,10 @@ func (s *Service) validate(in IssueInput) (IssueInput, error) {
 
 // consumer returns the consumer of that name (compared byte for byte: the
 // MySQL column is utf8mb4_bin, SQLite's BINARY), creating it if needed. A
-// new name that differs from an existing one only in case is refused. The
-// unique index on name settles two admins creating it at once.
+// new name that mixes scripts (mixedScriptsProblem), or that differs from
+// an existing one only in case, is refused; an existing name is never
+// asked again. The unique index on name settles two admins creating it at
+// once.
 func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	db := s.db.WithContext(ctx)
 	var c Consumer
@@ -230,6 +232,11 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return Consumer{}, fmt.Errorf("find consumer: %w", err)
+	}
+	if msg := mixedScriptsProblem(name); msg != "" {
+		var v ValidationError
+		v.add("consumer", msg)
+		return Consumer{}, &v
 	}
 	twin, err := s.caseTwin(ctx, name)
 	if err != nil {
