@@ -150,3 +150,43 @@ func tokenEventsOf(t *testing.T, a *app, id string) []auth.TokenEvent {
 	}
 	return evs
 }
+
+// The console keeps the API's rule for revoking: a tokens:manage session
+// is offered no Revoke button for a token holding an admin ability, and a
+// revoke sent anyway is a 403 that revokes nothing; a * session may.
+func TestConsoleRevokesOnlyWhatTheSessionMayGrant(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		root := a.issued("root", auth.All)
+		shop := a.issued("shop", auth.LicensesRead, auth.WebhooksManage)
+		cc, own := consoleAs(t, a, "ops", auth.TokensManage)
+
+		page := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
+		for id, offered := range map[string]bool{shop.ID: true, own.ID: true, root.ID: false} {
+			row := rowOf(t, page.Body, id)
+			if got := strings.Contains(row, `/revoke"`); got != offered {
+				t.Errorf("token %s: Revoke offered %v, want %v: %s", id, got, offered, row)
+			}
+			if !offered && !strings.Contains(row, "revoked by a * token or at the command line") {
+				t.Errorf("the row of a token the session may not revoke does not say who may: %s", row)
+			}
+		}
+		refused := cc.post("/console/tokens/"+root.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden)
+		if !strings.Contains(refused.Body, "may not revoke a token holding *") {
+			t.Errorf("the 403 page does not say why: %s", refused.Body)
+		}
+		if tokenRow(t, a, root.ID).RevokedAt != nil {
+			t.Errorf("a tokens:manage session revoked a * token")
+		}
+		cc.post("/console/tokens/"+shop.ID+"/revoke", nil).wantStatus(t, http.StatusSeeOther)
+
+		rc, _ := consoleAs(t, a, "root", auth.All)
+		if row := rowOf(t, rc.get("/console/tokens").wantStatus(t, http.StatusOK).Body, own.ID); !strings.Contains(row, `/revoke"`) {
+			t.Errorf("a * session is offered no Revoke for a tokens:manage token: %s", row)
+		}
+		rc.post("/console/tokens/"+own.ID+"/revoke", nil).wantStatus(t, http.StatusSeeOther)
+		if tokenRow(t, a, own.ID).RevokedAt == nil {
+			t.Errorf("a * session could not revoke a tokens:manage token")
+		}
+	})
+}

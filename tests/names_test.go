@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
@@ -175,5 +176,78 @@ func TestLicenseNameWithInvisibleCharactersIsRefused(t *testing.T) {
 			t.Errorf("%d licenses, want none", n)
 		}
 		a.do(http.MethodPost, "/api/licenses", `{"name":"Acme Müller ✓","domain":"acme.test"}`, token...).wantStatus(http.StatusCreated)
+	})
+}
+
+// A new consumer name whose letters mix scripts (a Cyrillic "а" among Latin
+// "cme") is a look-alike of another name: 422 on consumer, on every path
+// that creates a consumer (the API, the console's form, the command line),
+// and nothing is created. Names in one script, or in the Japanese, Chinese
+// and Korean mixes with Latin, are display names as before.
+func TestMixedScriptConsumerNameIsRefused(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		root := bearer(a.token("root", auth.All))
+		issuedData(a.issueFor(root, "acme", auth.LicensesRead))
+		before := a.consumerRows()
+		for name, consumer := range map[string]string{
+			"Cyrillic a among Latin": "\u0430cme",
+			"Latin among Cyrillic":   "\u0430\u0441me",
+			"Greek capital alpha":    "\u0391cme Corp",
+		} {
+			t.Run(name, func(t *testing.T) {
+				a := a.in(t)
+				wantFieldError(a.issueFor(root, consumer, auth.LicensesRead), "consumer", "must not mix letters of different scripts")
+				if err := a.runCLIErr("token", "issue", "--consumer", consumer, "--abilities", auth.LicensesRead); err == nil ||
+					!strings.Contains(err.Error(), "must not mix letters of different scripts") {
+					t.Errorf("licensor token issue --consumer %q: %v, want the refusal", consumer, err)
+				}
+			})
+		}
+		cc, _ := consoleAs(t, a, "ops", auth.TokensManage)
+		cc.get("/console/tokens")
+		page := cc.post("/console/tokens", url.Values{"consumer": {"\u0430cme"}, "abilities[]": {auth.LicensesRead}}).
+			wantStatus(t, http.StatusUnprocessableEntity)
+		if !strings.Contains(page.Body, `id="issue-consumer-error">The consumer field must not mix letters of different scripts (it mixes Cyrillic and Latin)`) {
+			t.Errorf("the console's form does not say why beside the consumer field: %s", page.Body)
+		}
+		if after := a.consumerRows(); after != before+1 { // ops, the console's operator
+			t.Errorf("%d consumers after the refusals, want %d", after, before+1)
+		}
+		for _, consumer := range []string{"Zeta Corp", "Müller GmbH", "ООО «Ромашка»", "ソニー株式会社 Sony", "삼성 Samsung 三星", "中文 ㄅㄆㄇ"} {
+			if got := issuedData(a.issueFor(root, consumer, auth.LicensesRead))["consumer"]; got != consumer {
+				t.Errorf("consumer = %q, want %q", got, consumer)
+			}
+		}
+	})
+}
+
+// A consumer named before the rule, with a name that mixes scripts, keeps
+// working: its tokens are issued by the API, the console and the command
+// line, and its name is found as it is.
+func TestMixedScriptConsumerMadeBeforeKeepsWorking(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		const old = "\u0430cme" // Cyrillic а, Latin cme
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		if err := a.db.Gorm.Create(&auth.Consumer{ID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", Name: old, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		root := bearer(a.token("root", auth.All))
+		issued := issuedData(a.issueFor(root, old, auth.LicensesRead, auth.LicensesWrite))
+		if issued["consumer"] != old {
+			t.Fatalf("consumer = %q, want %q", issued["consumer"], old)
+		}
+		a.do(http.MethodPost, "/api/licenses", `{"name":"Old","domain":"old.test"}`, bearer(issued["token"].(string))...).wantStatus(http.StatusCreated)
+		a.runCLI("token", "issue", "--consumer", old, "--abilities", auth.LicensesRead)
+		cc, _ := consoleAs(t, a, "ops", auth.TokensManage)
+		cc.get("/console/tokens")
+		cc.post("/console/tokens", url.Values{"consumer": {old}, "abilities[]": {auth.LicensesRead}}).wantStatus(t, http.StatusCreated)
+		if n := len(mustList(t, a, old)); n != 3 {
+			t.Errorf("%d tokens of %q, want 3", n, old)
+		}
+		if n := a.consumerRows(); n != 3 { // the old one, root and ops
+			t.Errorf("%d consumers, want 3: the old one was created again", n)
+		}
 	})
 }

@@ -134,3 +134,83 @@ func TestUnknownAbilityIs422NotGrantableIs403(t *testing.T) {
 			wantError(http.StatusForbidden, "missing_ability")
 	})
 }
+
+// Least privilege for admins, the other way: a token may revoke a token
+// only if it may grant every ability that token holds. A tokens:manage
+// token revokes consumers' tokens; a token holding an admin ability is
+// revoked only by a * token (or at the command line); a refusal is a 403
+// that names the abilities, revokes nothing and records nothing.
+func TestWhoMayRevokeWhat(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		revokers := map[string][]string{
+			"tokens:manage":                {auth.TokensManage},
+			"tokens:manage,intents:manage": {auth.TokensManage, auth.IntentsManage},
+			"*":                            {auth.All},
+		}
+		cases := []struct {
+			revoker string
+			target  []string
+			refused string // "" when the revoke is allowed; else the abilities the 403 names
+		}{
+			{"tokens:manage", []string{auth.LicensesRead}, ""},
+			{"tokens:manage", []string{auth.LicensesRead, auth.LicensesWrite, auth.WebhooksManage}, ""},
+			{"tokens:manage", []string{auth.TokensManage}, "tokens:manage"},
+			{"tokens:manage", []string{auth.IntentsManage}, "intents:manage"},
+			{"tokens:manage", []string{auth.All}, "*"},
+			{"tokens:manage", []string{auth.LicensesRead, auth.IntentsManage, auth.All}, "intents:manage, *"},
+			// Holding an admin ability is not leave to revoke its holders.
+			{"tokens:manage,intents:manage", []string{auth.IntentsManage}, "intents:manage"},
+			{"tokens:manage,intents:manage", []string{auth.LicensesWrite}, ""},
+			{"*", []string{auth.LicensesRead}, ""},
+			{"*", []string{auth.TokensManage}, ""},
+			{"*", []string{auth.IntentsManage}, ""},
+			{"*", []string{auth.All}, ""},
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s revokes %s", tc.revoker, strings.Join(tc.target, "+")), func(t *testing.T) {
+				a := a.in(t)
+				revoker := a.issued("ops", revokers[tc.revoker]...)
+				target := a.issued("target", tc.target...)
+				r := a.do(http.MethodDelete, "/api/tokens/"+target.ID, "", bearer(revoker.Secret)...)
+				if tc.refused == "" {
+					r.wantStatus(http.StatusNoContent)
+					if tokenRow(t, a, target.ID).RevokedAt == nil {
+						t.Errorf("a 204 left the token alive")
+					}
+					return
+				}
+				m := r.wantError(http.StatusForbidden, "ability_not_grantable")
+				if msg, _ := m["message"].(string); !strings.Contains(msg, "may not revoke a token holding "+tc.refused+".") {
+					t.Errorf("message = %q, want it to name %s", msg, tc.refused)
+				}
+				if tokenRow(t, a, target.ID).RevokedAt != nil {
+					t.Errorf("a refused revoke revoked the token")
+				}
+				if got := a.tokenEvents(bearer(revoker.Secret), "?token="+target.ID); len(got) != 1 {
+					t.Errorf("events of the target = %v, want its issue alone", got)
+				}
+				if _, err := a.auth.Verify(t.Context(), target.Secret); err != nil {
+					t.Errorf("the target no longer verifies: %v", err)
+				}
+			})
+		}
+	})
+}
+
+// A token may always revoke itself (it gives up its own abilities and
+// takes none), and the operator at the command line revokes any token.
+func TestAdminTokenRevokesItselfAndTheCLIRevokesAny(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		ops := a.issued("ops", auth.TokensManage, auth.IntentsManage)
+		a.do(http.MethodDelete, "/api/tokens/"+ops.ID, "", bearer(ops.Secret)...).wantStatus(http.StatusNoContent)
+		a.do(http.MethodGet, "/api/tokens", "", bearer(ops.Secret)...).wantStatus(http.StatusUnauthorized)
+
+		root := a.issued("root", auth.All)
+		a.runCLI("token", "revoke", root.ID)
+		if tokenRow(t, a, root.ID).RevokedAt == nil {
+			t.Errorf("licensor token revoke left a * token alive")
+		}
+	})
+}

@@ -140,15 +140,19 @@ func TestTokenEventsNameWhoIssuedAndRevoked(t *testing.T) {
 	})
 }
 
-// The red team's finding: a tokens:manage token may revoke a * token, and
-// that now leaves an event naming the revoker, its consumer and the
+// The red team's finding: a tokens:manage token could revoke a * token.
+// It no longer may (TestWhoMayRevokeWhat); the revoke of a * token by
+// another leaves an event naming the revoker, its consumer and the
 // request, in the same transaction as the revoke.
 func TestRevokingAStarTokenLeavesATrace(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		root := a.issued("root", auth.All)
 		ops := a.issued("ops", auth.TokensManage)
-		a.do(http.MethodDelete, "/api/tokens/"+root.ID, "", append(bearer(ops.Secret), "X-Request-Id", "req-rogue")...).wantStatus(http.StatusNoContent)
+		a.do(http.MethodDelete, "/api/tokens/"+root.ID, "", append(bearer(ops.Secret), "X-Request-Id", "req-rogue")...).
+			wantError(http.StatusForbidden, "ability_not_grantable")
+		other := a.issued("other-root", auth.All)
+		a.do(http.MethodDelete, "/api/tokens/"+root.ID, "", append(bearer(other.Secret), "X-Request-Id", "req-root")...).wantStatus(http.StatusNoContent)
 		a.do(http.MethodGet, "/api/tokens", "", bearer(root.Secret)...).wantStatus(http.StatusUnauthorized)
 		got := a.tokenEvents(bearer(ops.Secret), "?token="+root.ID)
 		if len(got) != 2 {
@@ -156,8 +160,8 @@ func TestRevokingAStarTokenLeavesATrace(t *testing.T) {
 		}
 		e := got[0]
 		if e["event"] != audit.TokenRevoked || e["token_id"] != root.ID || e["consumer"] != "root" || e["actor"] != audit.ActorToken ||
-			e["actor_token_id"] != ops.ID || e["actor_consumer"] != "ops" || e["request_id"] != "req-rogue" {
-			t.Errorf("the revoke of the * token: %v, want it to name %s of ops, in req-rogue", e, ops.ID)
+			e["actor_token_id"] != other.ID || e["actor_consumer"] != "other-root" || e["request_id"] != "req-root" {
+			t.Errorf("the revoke of the * token: %v, want it to name %s of other-root, in req-root", e, other.ID)
 		}
 	})
 }

@@ -59,9 +59,11 @@ func (a Abilities) CanGrant(ability string) bool {
 var ErrNotGrantable = errors.New("ability not grantable")
 
 // NotGrantableError names the abilities a granter asked for and may not
-// grant.
+// grant; or, when Revoke is set, those a token to be revoked holds and the
+// revoker may not grant (see Revocable).
 type NotGrantableError struct {
 	Abilities []string
+	Revoke    bool
 }
 
 func (e *NotGrantableError) Error() string {
@@ -78,6 +80,11 @@ func (e *NotGrantableError) Explain() string {
 	refused := "those abilities"
 	if len(e.Abilities) > 0 {
 		refused = strings.Join(e.Abilities, ", ")
+	}
+	if e.Revoke {
+		return "Your token may not revoke a token holding " + refused + ". A tokens:manage token revokes tokens holding " +
+			sentence(ConsumerAbilities) + " only; a token holding an admin ability is revoked by a * token, or at the " +
+			"command line (licensor token revoke)."
 	}
 	return "Your token may not grant " + refused + ". A tokens:manage token grants " +
 		sentence(ConsumerAbilities) + " only; admin abilities need a * token."
@@ -103,6 +110,30 @@ func Grantable(granter Abilities, want []string) error {
 	}
 	if len(refused) > 0 {
 		return &NotGrantableError{Abilities: refused}
+	}
+	return nil
+}
+
+// Revocable returns a *NotGrantableError (Revoke set) when the token
+// revokerID, carrying revoker, may not revoke target, nil when it may. It is
+// Grantable's rule the other way: a token may revoke a token only if it may
+// grant every ability that token holds, so a tokens:manage token revokes
+// consumers' tokens and only a * token revokes one holding an admin ability
+// (a peer admin's token cannot be revoked to lock its operator out). A token
+// may always revoke itself: that gives up its own abilities and takes none.
+// The operator at the command line holds no token and is not asked.
+func Revocable(revokerID string, revoker Abilities, target Token) error {
+	if target.ID == revokerID || slices.Contains(revoker, All) {
+		return nil
+	}
+	var refused []string
+	for _, ability := range target.Abilities {
+		if !revoker.CanGrant(ability) && !slices.Contains(refused, ability) {
+			refused = append(refused, ability)
+		}
+	}
+	if len(refused) > 0 {
+		return &NotGrantableError{Abilities: refused, Revoke: true}
 	}
 	return nil
 }

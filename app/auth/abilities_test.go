@@ -71,3 +71,36 @@ func TestParseAbilitiesAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRevocable(t *testing.T) {
+	cases := []struct {
+		revoker Abilities
+		target  Abilities
+		self    bool
+		refused []string // nil when the revoke is allowed
+	}{
+		{Abilities{TokensManage}, Abilities{LicensesRead, LicensesWrite, WebhooksManage}, false, nil},
+		{Abilities{TokensManage}, Abilities{All}, false, []string{All}},
+		{Abilities{TokensManage}, Abilities{LicensesRead, TokensManage, IntentsManage}, false, []string{TokensManage, IntentsManage}},
+		{Abilities{TokensManage, IntentsManage}, Abilities{IntentsManage}, false, []string{IntentsManage}},
+		{Abilities{TokensManage}, Abilities{TokensManage}, true, nil}, // itself
+		{Abilities{All}, Abilities{All, "retired:ability"}, false, nil},
+		{Abilities{IntentsManage}, Abilities{LicensesRead}, false, []string{LicensesRead}},
+		{nil, Abilities{LicensesRead}, false, []string{LicensesRead}}, // no token at all
+	}
+	for _, tc := range cases {
+		target := Token{ID: "target", Abilities: tc.target}
+		revokerID := "revoker"
+		if tc.self {
+			revokerID = target.ID
+		}
+		err := Revocable(revokerID, tc.revoker, target)
+		ng := &NotGrantableError{}
+		switch {
+		case tc.refused == nil && err != nil:
+			t.Errorf("%v revoking %v: %v, want allowed", tc.revoker, tc.target, err)
+		case tc.refused != nil && (!errors.As(err, &ng) || !ng.Revoke || !slices.Equal(ng.Abilities, tc.refused)):
+			t.Errorf("%v revoking %v: %v, want refused for %v", tc.revoker, tc.target, err, tc.refused)
+		}
+	}
+}

@@ -20,7 +20,10 @@ func TestIssuesAndRevokesAreAudited(t *testing.T) {
 		clk := testkit.NewClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		s := newTestService(db, clk, nil)
 		ctx := context.Background()
-		ops := issue(t, s, "ops")
+		ops, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: "ops", Abilities: []string{TokensManage}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if ops.IssuedBy != nil {
 			t.Errorf("a console token's issuer = %v, want none", *ops.IssuedBy)
 		}

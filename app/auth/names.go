@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -75,4 +76,64 @@ func (s *Service) caseTwin(ctx context.Context, name string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// nameScripts returns the scripts of name's characters (Unicode's Script
+// property, from the unicode package's tables), each once, in the order
+// they first appear; Common and Inherited (digits, spaces, punctuation,
+// combining marks) are left out, as UTS #39's restriction levels leave
+// them out. A character of no script (unassigned) counts as "Unknown".
+func nameScripts(name string) []string {
+	var found []string
+	for _, r := range name {
+		script := scriptOf(r)
+		if script != "Common" && script != "Inherited" && !slices.Contains(found, script) {
+			found = append(found, script)
+		}
+	}
+	return found
+}
+
+// scriptOf is the script r belongs to: every assigned character is in
+// exactly one of unicode.Scripts.
+func scriptOf(r rune) string {
+	if unicode.Is(unicode.Latin, r) {
+		return "Latin"
+	}
+	for name, table := range unicode.Scripts {
+		if unicode.Is(table, r) {
+			return name
+		}
+	}
+	return "Unknown"
+}
+
+// scriptMixes are the mixes of scripts a name may hold, as UTS #39's
+// "highly restrictive" level allows them: Latin with the scripts that
+// Japanese, Chinese and Korean write together. Any other mix (Cyrillic
+// "а" among Latin "cme", Greek among Latin) is how a name is made to look
+// like another.
+var scriptMixes = [][]string{
+	{"Latin", "Han", "Hiragana", "Katakana"}, // Japanese
+	{"Latin", "Han", "Bopomofo"},             // Chinese
+	{"Latin", "Han", "Hangul"},               // Korean
+}
+
+// mixedScriptsProblem says why a new consumer name is refused for mixing
+// scripts, "" when it holds one script or one of scriptMixes. Only new
+// names are asked: a consumer named before keeps its name.
+func mixedScriptsProblem(name string) string {
+	scripts := nameScripts(name)
+	if len(scripts) < 2 {
+		return ""
+	}
+	for _, mix := range scriptMixes {
+		outside := func(script string) bool { return !slices.Contains(mix, script) }
+		if !slices.ContainsFunc(scripts, outside) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("The consumer field must not mix letters of different scripts (it mixes %s), as a name made to "+
+		"look like another does. Write it in one script; Latin may go with Han, Hiragana and Katakana, with Han and "+
+		"Bopomofo, or with Han and Hangul.", sentence(scripts))
 }

@@ -51,6 +51,42 @@ func TestConsumerNameProblem(t *testing.T) {
 	}
 }
 
+// A new consumer name holds letters of one script, Common and Inherited
+// characters (digits, spaces, punctuation, combining marks) aside, or one
+// of the mixes UTS #39's "highly restrictive" level allows.
+func TestMixedScriptsProblem(t *testing.T) {
+	accepted := []string{
+		"acme", "Zeta Corp", "M\u00fcller GmbH", "Acme 2 (EU) \u2013 \u00e9dition", "Mu\u0308ller", // Latin; a combining mark is Inherited
+		"\u0430\u0441\u043c\u0435", "\u041e\u041e\u041e \u00ab\u0420\u043e\u043c\u0430\u0448\u043a\u0430\u00bb", // Cyrillic alone; its quotes are Common
+		"\u0391\u03b8\u03ae\u03bd\u03b1 \u0391\u0395", "\u05e9\u05dc\u05d5\u05dd", "\u0645\u062a\u062c\u0631 \u0661\u0662", // Greek, Hebrew, Arabic with Arabic digits
+		"\u682a\u5f0f\u4f1a\u793e\u30bd\u30cb\u30fc", "Sony \u30bd\u30cb\u30fc\u682a\u5f0f\u4f1a\u793e", "\u3072\u3089\u304c\u306a\u30ab\u30bf\u30ab\u30ca\u6f22\u5b57", // Japanese: Han, Katakana, Hiragana, Latin
+		"\u4e2d\u6587 \u3105\u3106\u3107 ABC", // Chinese: Han, Bopomofo, Latin
+		"\uc0bc\uc131 Samsung \u4e09\u661f",   // Korean: Hangul, Latin, Han
+		"123", "--",                           // no letters at all
+	}
+	for _, name := range accepted {
+		if msg := mixedScriptsProblem(name); msg != "" {
+			t.Errorf("%q refused: %s", name, msg)
+		}
+	}
+	refused := map[string]string{
+		"\u0430cme":        "Cyrillic and Latin", // Cyrillic a among Latin cme
+		"acm\u0435":        "Latin and Cyrillic",
+		"p\u0430yp\u0430l": "Latin and Cyrillic",
+		"\u0391pple":       "Greek and Latin", // Greek capital alpha
+		"Zeta \u0421orp":   "Latin and Cyrillic",
+		"\u30bd\u30cb\u30fc\u0421\u043e\u043d\u0438": "Katakana and Cyrillic",
+		"\u3072\u3089\u304c\u306a \uc0bc\uc131":      "Hiragana and Hangul", // Japanese kana with Korean: no one mix holds both
+		"\u4e2d\u6587 \u3105 \u30ab":                 "Han, Bopomofo and Katakana",
+		"shop \u2116 1 \u05d0":                       "Latin and Hebrew", // the numero sign and the digit are Common
+	}
+	for name, want := range refused {
+		if msg := mixedScriptsProblem(name); !strings.Contains(msg, "it mixes "+want+")") {
+			t.Errorf("mixedScriptsProblem(%q) = %q, want it to name %s", name, msg, want)
+		}
+	}
+}
+
 func TestFoldKey(t *testing.T) {
 	same := [][2]string{{"acme", "ACME"}, {"M\u00fcller GmbH", "M\u00dcLLER GMBH"}, {"Stra\u00dfe", "STRASSE"}, {"\u00fc", "U\u0308"}}
 	for _, p := range same {

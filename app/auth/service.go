@@ -123,9 +123,9 @@ type Issued struct {
 // Issue creates the consumer if it does not exist, records a token for it,
 // issued by by, and returns the signed token string. The consumer's name is
 // trimmed and normalised to NFC (see NormalizeConsumerName), and looked up
-// byte for byte; a name that is new but differs from an existing consumer's
-// only in case is refused, as is a TTL above the service's MaxTTL
-// (*ValidationError both). Issue does not ask who grants the abilities: the
+// byte for byte; a name that is new but mixes scripts, or differs from an
+// existing consumer's only in case, is refused, as is a TTL above the
+// service's MaxTTL (*ValidationError all). Issue does not ask who grants the abilities: the
 // HTTP API asks Grantable first; the operator at the command line may grant
 // any. The token keeps the token that issued it (none for the console), and
 // its token.issued audit event commits with it.
@@ -219,8 +219,10 @@ func (s *Service) validate(in IssueInput) (IssueInput, error) {
 
 // consumer returns the consumer of that name (compared byte for byte: the
 // MySQL column is utf8mb4_bin, SQLite's BINARY), creating it if needed. A
-// new name that differs from an existing one only in case is refused. The
-// unique index on name settles two admins creating it at once.
+// new name that mixes scripts (mixedScriptsProblem), or that differs from
+// an existing one only in case, is refused; an existing name is never
+// asked again. The unique index on name settles two admins creating it at
+// once.
 func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	db := s.db.WithContext(ctx)
 	var c Consumer
@@ -230,6 +232,11 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return Consumer{}, fmt.Errorf("find consumer: %w", err)
+	}
+	if msg := mixedScriptsProblem(name); msg != "" {
+		var v ValidationError
+		v.add("consumer", msg)
+		return Consumer{}, &v
 	}
 	twin, err := s.caseTwin(ctx, name)
 	if err != nil {
@@ -334,9 +341,12 @@ func (s *Service) List(ctx context.Context, consumer string) ([]Token, error) {
 }
 
 // Revoke revokes a token on behalf of by; it stops working on the next
-// request on every replica. The revocation and its token.revoked audit event
-// commit together. Revoking a revoked token is no error, and changes and
-// records nothing.
+// request on every replica. A token acting may revoke only what Revocable
+// allows it (its own token, or one whose every ability it may grant), else
+// a *NotGrantableError; the operator at the command line (audit.Console)
+// may revoke any. The revocation and its token.revoked audit event commit
+// together. Revoking a revoked token is no error, and changes and records
+// nothing.
 func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 	if err := by.Check(); err != nil {
 		return err
@@ -347,6 +357,9 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 			return ErrTokenNotFound
 		} else if err != nil {
 			return fmt.Errorf("find token: %w", err)
+		}
+		if err := mayRevoke(tx, by, tok); err != nil {
+			return err
 		}
 		now := s.now().UTC().Truncate(time.Microsecond)
 		res := tx.Model(&Token{}).Where("id = ? AND revoked_at IS NULL", id).
@@ -359,6 +372,24 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 		}
 		return audit.Record(tx, by, audit.Change{Event: audit.TokenRevoked, SubjectType: audit.SubjectToken, SubjectID: id}, now)
 	})
+}
+
+// mayRevoke asks Revocable whether by may revoke tok, with the abilities
+// of by's token as stored (a token's abilities never change). The command
+// line holds no token and may revoke any; any other actor without a token
+// may revoke none.
+func mayRevoke(tx *gorm.DB, by audit.Actor, tok Token) error {
+	if by.Kind == audit.ActorConsole {
+		return nil
+	}
+	var revoker Token
+	if by.Kind == audit.ActorToken {
+		err := tx.Select("id", "abilities").Where("id = ?", by.TokenID).Take(&revoker).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("find the revoking token: %w", err)
+		}
+	}
+	return Revocable(revoker.ID, revoker.Abilities, tok)
 }
 
 // TokenEvent is an event of the tokens' audit trail, with the names an

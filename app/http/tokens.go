@@ -99,7 +99,9 @@ func (s *Server) listTokens(c echo.Context) error {
 }
 
 // revokeToken is DELETE /api/tokens/{id}: 204, also for a token revoked
-// already (which records nothing more).
+// already (which records nothing more); 403 ability_not_grantable when the
+// caller's token may not revoke it (auth.Revocable: only a * token revokes
+// a token holding an admin ability, but any token may revoke itself).
 func (s *Server) revokeToken(c echo.Context) error {
 	if err := s.auth.Revoke(c.Request().Context(), actor(c), c.Param("id")); err != nil {
 		return err
@@ -107,8 +109,9 @@ func (s *Server) revokeToken(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// notGrantable is the 403 for a token asking to grant more than it may: it
-// names the abilities refused (auth's words: NotGrantableError.Explain).
+// notGrantable is the 403 for a token asking to grant more than it may, or
+// to revoke a token holding more than it may grant: it names the abilities
+// refused (auth's words: NotGrantableError.Explain).
 func notGrantable(err error) *Error {
 	ng := &auth.NotGrantableError{}
 	errors.As(err, &ng)

@@ -37,6 +37,9 @@ type tokenRow struct {
 	Revoked        *time.Time
 	Status         string // active, expired or revoked
 	Own            bool   // the token of this session
+	// Revocable is whether the session's token may revoke it
+	// (auth.Revocable): a Revoke button is offered only then.
+	Revocable bool
 }
 
 // issuedToken is the token an issue made, and its secret: rendered once, in
@@ -134,11 +137,12 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 			break
 		}
 	}
-	now, own := cn.cfg.Now(), c.principal().TokenID
+	now, p := cn.cfg.Now(), c.principal()
 	rows := make([]tokenRow, 0, len(toks))
 	for _, t := range toks {
 		r := newTokenRow(t, now)
-		r.IssuerConsumer, r.Own = consumerOf[r.IssuedBy], t.ID == own
+		r.IssuerConsumer, r.Own = consumerOf[r.IssuedBy], t.ID == p.TokenID
+		r.Revocable = auth.Revocable(p.TokenID, p.Abilities, t) == nil
 		rows = append(rows, r)
 	}
 	return rows, nil
@@ -181,7 +185,9 @@ func abilityID(a string) string {
 
 // revokeToken is POST /console/tokens/:id/revoke, as DELETE
 // /api/tokens/{id}: the token is revoked by the session's token (in the
-// audit trail as it); one revoked already changes nothing. Revoking the
+// audit trail as it), if that token may revoke it (auth.Revocable, else the
+// 403 page; the list offers no button then); one revoked already changes
+// nothing. Revoking the
 // session's own token ends the session: the next page asks to sign in.
 func (cn *Console) revokeToken(c visit) error {
 	if err := cn.cfg.Auth.Revoke(c.Request().Context(), c.actor(), c.Param("id")); err != nil {
