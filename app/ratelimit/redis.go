@@ -148,7 +148,7 @@ func (e redactedError) Unwrap() error { return e.err }
 // connection it dropped) to log at DEBUG with component=redis, instead of
 // go-redis's default, plain text on stderr, which would break a
 // LOG_FORMAT=json stream. What an operator needs of a Redis outage is the
-// Limiter's own line (MissedMessage), once a minute. go-redis keeps one
+// Limiter's own line (DegradedMessage), once a minute. go-redis keeps one
 // logger for the whole process: call LogRedisTo once, where the process
 // builds its logger.
 func LogRedisTo(log *slog.Logger) {
