@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,14 +18,14 @@ import (
 // log, its local counts and its degraded states.
 type watched struct {
 	logs     *testkit.Buffer
-	local    int
-	degraded []bool
+	local    atomic.Int64
+	degraded []bool // appended under the fallback's mutex
 }
 
 func watch(cfg Config) (Config, *watched) {
 	w := &watched{logs: &testkit.Buffer{}}
 	cfg.Log = slog.New(slog.NewJSONHandler(w.logs, nil))
-	cfg.CountedLocally = func() { w.local++ }
+	cfg.CountedLocally = func() { w.local.Add(1) }
 	cfg.Degraded = func(on bool) { w.degraded = append(w.degraded, on) }
 	return cfg, w
 }
@@ -78,8 +80,8 @@ func TestRateLimitDatabaseFailingHoldsTheLimitLocally(t *testing.T) {
 		if n := takeN(t, l, a, t0.Add(time.Second), 20, true); n != 5 {
 			t.Errorf("%d of 20 allowed with the table gone, want 5", n)
 		}
-		if w.local != 20 || len(w.degraded) != 1 || !w.degraded[0] || w.lines(DegradedMessage) != 1 {
-			t.Errorf("counted locally %d, degraded %v, %d lines; want 20, [true], 1:\n%s", w.local, w.degraded, w.lines(DegradedMessage), w.logs)
+		if w.local.Load() != 20 || len(w.degraded) != 1 || !w.degraded[0] || w.lines(DegradedMessage) != 1 {
+			t.Errorf("counted locally %d, degraded %v, %d lines; want 20, [true], 1:\n%s", w.local.Load(), w.degraded, w.lines(DegradedMessage), w.logs)
 		}
 		restore()
 		if got := take(t, l, a, t0.Add(30*time.Second)); got != (Result{Limit: 5, Remaining: 3, Allowed: true}) {
@@ -89,8 +91,8 @@ func TestRateLimitDatabaseFailingHoldsTheLimitLocally(t *testing.T) {
 			t.Errorf("degraded %v, %d lines %q; want [true false], one line counting the 19 untold:\n%s", w.degraded, w.lines(RecoveredMessage), RecoveredMessage, w.logs)
 		}
 		take(t, l, a, t0.Add(31*time.Second))
-		if w.local != 20 || len(w.degraded) != 2 || w.lines(RecoveredMessage) != 1 {
-			t.Errorf("counted locally %d, degraded %v after another request in the table: nothing more wanted", w.local, w.degraded)
+		if w.local.Load() != 20 || len(w.degraded) != 2 || w.lines(RecoveredMessage) != 1 {
+			t.Errorf("counted locally %d, degraded %v after another request in the table: nothing more wanted", w.local.Load(), w.degraded)
 		}
 	})
 }
@@ -111,8 +113,8 @@ func TestRateLimitDatabaseClosedFailsTheRequest(t *testing.T) {
 		if r, err := l.Take(context.Background(), consumerID(1), t0); err == nil || r.Allowed {
 			t.Errorf("Take = %+v, %v; want the database's error", r, err)
 		}
-		if w.local != 0 {
-			t.Errorf("counted locally %d, want 0: the request fails", w.local)
+		if w.local.Load() != 0 {
+			t.Errorf("counted locally %d, want 0: the request fails", w.local.Load())
 		}
 	})
 }
@@ -181,5 +183,40 @@ func TestRateLimitFlappingStoreLogsOnceAWindow(t *testing.T) {
 	take(t, l, consumerID(1), t0.Add(Window))
 	if w.lines(DegradedMessage) != 2 || !strings.Contains(w.logs.String(), `"counted_locally":10`) {
 		t.Errorf("a window later:\n%s\nwant a second line counting the 9 untold and this one", w.logs)
+	}
+}
+
+// Many goroutines at once, one consumer, Redis down: the replica alone
+// allows exactly the limit, counts every request once, and enters the
+// degraded state once.
+func TestRateLimitLocalCountUnderConcurrency(t *testing.T) {
+	cfg, w := watch(Config{PerMinute: 50, Store: StoreRedis, RedisURL: deadRedis(t)})
+	l := newLimiter(t, cfg)
+	const workers, each = 8, 25
+	var allowed atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			<-start
+			for range each {
+				r, err := l.Take(context.Background(), consumerID(1), t0.Add(time.Second))
+				if err != nil || !r.Local {
+					t.Errorf("Take = %+v, %v; want counted locally", r, err)
+					return
+				}
+				if r.Allowed {
+					allowed.Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got := allowed.Load(); got != 50 {
+		t.Errorf("%d of %d allowed, want exactly 50", got, workers*each)
+	}
+	if w.local.Load() != workers*each || len(w.degraded) != 1 || w.lines(DegradedMessage) != 1 {
+		t.Errorf("counted locally %d, degraded %v, %d lines; want %d, [true], 1", w.local.Load(), w.degraded, w.lines(DegradedMessage), workers*each)
 	}
 }
