@@ -95,8 +95,12 @@ type Config struct {
 	// 429s up to replicas·(batch−1) requests early.
 	RateLimitBatch int
 	// RedisTimeout bounds one count in Redis (REDIS_TIMEOUT, 100ms): past
-	// it the request is served without a limit.
+	// it the request is counted by this replica alone.
 	RedisTimeout time.Duration
+	// RateLimitFallbackShare is the share of RateLimitPerMinute a replica
+	// allows a consumer while the database or Redis store cannot count
+	// (RATE_LIMIT_FALLBACK_SHARE, in (0, 1], 1): it then counts alone.
+	RateLimitFallbackShare float64
 	// Console is the operator console's (/console) settings.
 	Console Console
 	// CORSAllowedOrigins are the origins browsers may call api/* from
@@ -268,6 +272,7 @@ func (v *values) load() Config {
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
 	c.RateLimitBatch = v.intRange("RATE_LIMIT_BATCH", 1, 1, 1000)
 	c.RedisTimeout = v.duration("REDIS_TIMEOUT", "100ms")
+	c.RateLimitFallbackShare = v.share("RATE_LIMIT_FALLBACK_SHARE", 1)
 	c.Vendor = Vendor{
 		Driver:        v.oneOf("VENDOR_DRIVER", "fake", "fake", "http"),
 		URL:           v.str("VENDOR_URL", ""),

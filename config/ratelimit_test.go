@@ -108,3 +108,21 @@ func TestDefaultRateLimitStore(t *testing.T) {
 		}
 	}
 }
+
+// RATE_LIMIT_FALLBACK_SHARE is a fraction in (0, 1], 1 by default; any
+// other value stops the start naming it.
+func TestRateLimitFallbackShare(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for env, want := range map[string]float64{"": 1, "1": 1, "0.5": 0.5, " 0.25 ": 0.25, "1e-1": 0.1} {
+		c, err := Load(envOf(map[string]string{"RATE_LIMIT_FALLBACK_SHARE": env}))
+		if err != nil || c.RateLimitFallbackShare != want {
+			t.Errorf("RATE_LIMIT_FALLBACK_SHARE=%q: %v, %v; want %v", env, c.RateLimitFallbackShare, err, want)
+		}
+	}
+	for _, env := range []string{"0", "-0.5", "1.5", "half", "50%", "NaN", "Inf"} {
+		_, err := Load(envOf(map[string]string{"RATE_LIMIT_FALLBACK_SHARE": env}))
+		if err == nil || !strings.Contains(err.Error(), "RATE_LIMIT_FALLBACK_SHARE") {
+			t.Errorf("RATE_LIMIT_FALLBACK_SHARE=%q: err = %v, want one naming the variable", env, err)
+		}
+	}
+}

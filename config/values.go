@@ -128,6 +128,17 @@ func (v *values) intRange(name string, def, lo, hi int) int {
 	return n
 }
 
+// share is a fraction in (0, 1], such as 0.5 or 1.
+func (v *values) share(name string, def float64) float64 {
+	s := v.str(name, strconv.FormatFloat(def, 'g', -1, 64))
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f > 0 && f <= 1) {
+		v.fail(name, "%q is not a fraction above 0 and at most 1, such as 0.5 or 1", s)
+		return def
+	}
+	return f
+}
+
 func (v *values) boolean(name string, def bool) bool {
 	s := v.str(name, strconv.FormatBool(def))
 	b, err := strconv.ParseBool(s)

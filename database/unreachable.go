@@ -28,8 +28,8 @@ var sqliteReachable = map[int]bool{
 // concerns the whole database: IsUnavailable ("retry later") also counts the
 // errors that concern one statement or one kind of statement (a lock
 // conflict, a read-only or full database), after which a read may still
-// succeed; IsUnreachable counts none of those. The rate limiter's write
-// fails open on those, and fails the request on these.
+// succeed; IsUnreachable counts none of those. The rate limiter counts in
+// the replica's memory on those, and fails the request on these.
 func IsUnreachable(err error) bool {
 	if !IsUnavailable(err) {
 		return false

@@ -5,11 +5,13 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // proxy is a TCP proxy between the app and its database, so a test can cut
-// the connection (every socket closed, new ones refused) or freeze it (bytes
-// stop flowing; sockets stay open), then restore it.
+// the connection (every socket closed, new ones refused), freeze it (bytes
+// stop flowing; sockets stay open) or slow it (each chunk held a while),
+// then restore it.
 type proxy struct {
 	t      *testing.T
 	ln     net.Listener
@@ -19,6 +21,7 @@ type proxy struct {
 	state  string // "up", "cut" or "frozen"
 	conns  []net.Conn
 	thawed chan struct{} // closed when a freeze ends
+	delay  time.Duration // each chunk's wait while slowed
 	wg     sync.WaitGroup
 }
 
@@ -76,9 +79,12 @@ func (p *proxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			thawed := p.thawed
+			thawed, delay := p.thawed, p.delay
 			p.mu.Unlock()
 			<-thawed
+			if delay > 0 {
+				<-time.After(delay) // the slowness simulated, not a wait for the test
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -118,12 +124,21 @@ func (p *proxy) Freeze() {
 	}
 }
 
-// Restore lets connections through again (a frozen one carries on).
+// Slow holds each chunk, either way, for d before passing it on: the
+// database answers, late.
+func (p *proxy) Slow(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Restore lets connections through again (a frozen one carries on) at full
+// speed.
 func (p *proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == "frozen" {
 		close(p.thawed)
 	}
-	p.state = "up"
+	p.state, p.delay = "up", 0
 }

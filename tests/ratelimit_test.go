@@ -9,6 +9,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -183,25 +184,33 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 	})
 }
 
-// When the counter's write fails and the database still serves the
-// request, the request is served without a limit and without the headers,
-// and a warning is logged (MySQL: on SQLite the counter is in memory).
-func TestRateLimitFailsOpen(t *testing.T) {
+// When the database store's write fails and the database still serves the
+// request (here its table is gone), the replica counts alone: of 8 requests
+// at a limit of 3, 3 are served and 5 refused, with the headers and the
+// 429, and the outage is logged once. When the table is back, the count is
+// the table's again. On SQLite and MariaDB (RATE_LIMIT_STORE=database).
+// (The requests were served without a limit before: the limit now degrades
+// to the replica's share, it never lifts.)
+func TestRateLimitDatabaseFailingHoldsTheLimitLocally(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		if db.Dialect != "mysql" {
-			t.Skip("the in-process counter cannot fail")
-		}
-		a := newApp(t, db, rateLimited(1), withClock(windowClock(0)))
+		inTheDatabase := withConfig(func(c *config.Config) { c.RateLimitPerMinute, c.RateLimitStore = 3, config.RateLimitDatabase })
+		clk := windowClock(0)
+		a := newApp(t, db, inTheDatabase, withClock(clk))
 		acme := a.consumer("acme")
-		if err := db.Gorm.Exec("DROP TABLE rate_limits").Error; err != nil {
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(3, 2)
+		if err := db.Gorm.Exec("ALTER TABLE rate_limits RENAME TO rate_limits_away").Error; err != nil {
 			t.Fatal(err)
 		}
-		for range 3 {
-			a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantNoRateHeaders()
+		limitedBurst(t, a, clk, acme, 3, 8)
+		wantDegraded(t, a, 8, true)
+		wantLines(t, a, ratelimit.DegradedMessage, 1)
+
+		if err := db.Gorm.Exec("ALTER TABLE rate_limits_away RENAME TO rate_limits").Error; err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(a.logs.String(), "rate limit: request not counted") {
-			t.Errorf("no warning logged: %s", a.logs.String())
-		}
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(3, 1)
+		wantDegraded(t, a, 8, false)
+		wantLines(t, a, ratelimit.RecoveredMessage, 1)
 	})
 }
 

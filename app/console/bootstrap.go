@@ -333,9 +333,11 @@ func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 		RedisURL:    cfg.RedisURL,
 		Batch:       cfg.RateLimitBatch,
 		// RedisTimeout: REDIS_TIMEOUT; zero (a hand-made Config) is the default.
-		RedisTimeout: cfg.RedisTimeout,
-		NotCounted:   b.Metrics.ObserveRateLimitNotCounted,
-		Log:          b.Log,
+		RedisTimeout:   cfg.RedisTimeout,
+		FallbackShare:  cfg.RateLimitFallbackShare,
+		CountedLocally: b.Metrics.ObserveRateLimitLocal,
+		Degraded:       b.Metrics.SetRateLimitDegraded,
+		Log:            b.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("config: RATE_LIMIT_STORE=%s, REDIS_URL %s: %w", store, config.RedactRedisURL(cfg.RedisURL), err)

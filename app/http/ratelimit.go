@@ -1,7 +1,6 @@
 package http
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/ratelimit"
 )
 
 // The rate limit headers, spelled as Laravel sends them. They are written
@@ -29,21 +27,18 @@ const (
 // after authentication carries them, errors included. Over the limit it
 // returns the 429 (with Retry-After and X-RateLimit-Reset).
 //
-// A request the limiter could not count (ratelimit.ErrNotCounted: Redis
-// down or slow, a database statement failing) is served without a limit
-// and without the headers (it fails open; the limiter logs it, once a
-// minute at most, and counts it in the metrics), unless the database is
-// unavailable in general, which the request would meet anyway: that error
-// is returned, a 503.
+// A request the shared store could not count (Redis down or slow, a
+// database statement failing) is counted by this replica alone, against
+// its share of the limit, with the same headers and 429s (the limiter logs
+// it, once a minute at most, and counts it in the metrics): it is never
+// served without a limit. When the database is unavailable in general,
+// which the request would meet anyway, that error is returned, a 503.
 func (s *Server) throttle(c echo.Context, p auth.Principal) error {
 	if s.limiter == nil {
 		return nil
 	}
 	now := s.now()
 	res, err := s.limiter.Take(c.Request().Context(), p.ConsumerID, now)
-	if errors.Is(err, ratelimit.ErrNotCounted) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,8 @@ type Metrics struct {
 	siteMismatches *prometheus.CounterVec
 	webhooks       *prometheus.CounterVec
 	webhookStats   *webhookGauges
-	rateNotCounted prometheus.Counter
+	rateLocal      prometheus.Counter
+	rateDegraded   prometheus.Gauge
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -79,8 +80,11 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.vendorRetries = f.counter("licensor_vendor_retries_total", "Vendor calls repeated after a 429.")
 	m.reconcile = f.counterVec("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result")
 	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
-	m.rateNotCounted = f.counter("licensor_ratelimit_not_counted_total",
-		"Requests served without a rate limit because the rate limit's store (RATE_LIMIT_STORE) could not count them: Redis down, slow or refusing.")
+	m.rateLocal = f.counter("licensor_ratelimit_local_total",
+		"Requests this replica counted alone, against its share of the rate limit (RATE_LIMIT_FALLBACK_SHARE), because the rate limit's store (RATE_LIMIT_STORE) could not count them: Redis down, slow or refusing; a database write that failed.")
+	m.rateDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "licensor_ratelimit_degraded",
+		Help: "1 while this replica counts the rate limit alone because its store does not count (the last count failed), else 0."})
+	m.reg.MustRegister(m.rateDegraded)
 	m.drift = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "licensor_drift_mismatches", Help: "Mismatches between the vendor's sites and the licenses at the last drift check, by kind.",
 	}, []string{"kind"})
@@ -271,9 +275,19 @@ func (m *Metrics) ObserveSiteMismatch(source string) { m.siteMismatches.WithLabe
 // ("delivered", "retried", "failed").
 func (m *Metrics) ObserveWebhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
 
-// ObserveRateLimitNotCounted counts a request served without a rate limit
-// because the store could not count it (the limiter fails open).
-func (m *Metrics) ObserveRateLimitNotCounted() { m.rateNotCounted.Inc() }
+// ObserveRateLimitLocal counts a request this replica counted alone because
+// the rate limit's store could not count it.
+func (m *Metrics) ObserveRateLimitLocal() { m.rateLocal.Inc() }
+
+// SetRateLimitDegraded says whether this replica counts the rate limit
+// alone (its store does not count) or in the store again.
+func (m *Metrics) SetRateLimitDegraded(on bool) {
+	if on {
+		m.rateDegraded.Set(1)
+	} else {
+		m.rateDegraded.Set(0)
+	}
+}
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }

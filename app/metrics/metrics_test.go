@@ -48,7 +48,8 @@ func TestFamiliesExistFromStartUp(t *testing.T) {
 		`licensor_reconcile_total{result="completed"}`,
 		`licensor_reconcile_total{result="failed"}`,
 		`licensor_prune_deleted_total`,
-		`licensor_ratelimit_not_counted_total`,
+		`licensor_ratelimit_local_total`,
+		`licensor_ratelimit_degraded`,
 	} {
 		if got := sample(body, s); got != "0" {
 			t.Errorf("%s = %q, want 0", s, got)
@@ -75,8 +76,9 @@ func TestObserveCounts(t *testing.T) {
 	m.ObserveReconcile("waiting")
 	m.ObservePruned(7)
 	m.ObservePruned(0)
-	m.ObserveRateLimitNotCounted()
-	m.ObserveRateLimitNotCounted()
+	m.ObserveRateLimitLocal()
+	m.ObserveRateLimitLocal()
+	m.SetRateLimitDegraded(true)
 
 	body := scrape(t, m)
 	for s, want := range map[string]string{
@@ -90,7 +92,8 @@ func TestObserveCounts(t *testing.T) {
 		`licensor_vendor_retries_total`:                                                                    "2",
 		`licensor_reconcile_total{result="waiting"}`:                                                       "1",
 		`licensor_prune_deleted_total`:                                                                     "7",
-		`licensor_ratelimit_not_counted_total`:                                                             "2",
+		`licensor_ratelimit_local_total`:                                                                   "2",
+		`licensor_ratelimit_degraded`:                                                                      "1",
 	} {
 		if got := sample(body, s); got != want {
 			t.Errorf("%s = %q, want %s", s, got, want)

@@ -30,14 +30,7 @@ func newMemoryCounter() *memoryCounter {
 func (m *memoryCounter) hit(_ context.Context, consumer string, window time.Time) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if window.After(m.newest) {
-		m.newest = window
-		for k, e := range m.entries {
-			if e.window.Before(window) {
-				delete(m.entries, k)
-			}
-		}
-	}
+	m.expireLocked(window)
 	e := m.entries[consumer]
 	if !e.window.Equal(window) {
 		e = memoryEntry{window: window}
@@ -45,6 +38,27 @@ func (m *memoryCounter) hit(_ context.Context, consumer string, window time.Time
 	e.hits++
 	m.entries[consumer] = e
 	return e.hits, nil
+}
+
+// expire drops the entries of windows before window.
+func (m *memoryCounter) expire(window time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expireLocked(window)
+}
+
+// expireLocked is expire, m.mu held: it sweeps once, when window is the
+// newest seen.
+func (m *memoryCounter) expireLocked(window time.Time) {
+	if !window.After(m.newest) {
+		return
+	}
+	m.newest = window
+	for k, e := range m.entries {
+		if e.window.Before(window) {
+			delete(m.entries, k)
+		}
+	}
 }
 
 // len is how many entries the counter holds.

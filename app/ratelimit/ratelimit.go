@@ -3,7 +3,9 @@
 // process (memory: SQLite, which one process serves), in the database's
 // rate_limits table, shared by every replica on it (database), or in Redis,
 // shared by every replica that counts there (redis: Laravel's
-// ThrottleRequestsWithRedis). The bootstrap chooses which.
+// ThrottleRequestsWithRedis). The bootstrap chooses which. When a shared
+// store cannot count a request, the process counts it in its own memory
+// against its share of the limit: the limit degrades, it never lifts.
 //
 // It speaks GORM, go-redis and the standard library only; the HTTP layer
 // calls Take once per authenticated request and turns the Result into
@@ -15,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -31,13 +32,13 @@ const (
 	StoreRedis    = "redis"    // the Redis at Config.RedisURL
 )
 
-// ErrNotCounted wraps a failure to count a request that the caller serves
-// without a limit (it fails open): the database failing in a way other than
-// being unavailable in general (Config.Unavailable), or Redis failing in any
-// way (down, unreachable, not answering within Config.RedisTimeout). The
-// Limiter logs these itself, once a Window at most, and reports each to
-// Config.NotCounted.
-var ErrNotCounted = errors.New("ratelimit: the request was not counted")
+// errNotCounted wraps a shared store's failure to count a request: the
+// database failing in a way other than being unavailable in general
+// (Config.Unavailable), or Redis failing in any way (down, unreachable, not
+// answering within Config.RedisTimeout). The Limiter then counts the
+// request in this process (see fallback): the limit degrades to this
+// replica's share, it never lifts.
+var errNotCounted = errors.New("ratelimit: the store did not count the request")
 
 // Config is what a Limiter needs; New resolves its defaults.
 type Config struct {
@@ -58,7 +59,8 @@ type Config struct {
 	// Unavailable reports whether a database error means the database is
 	// unavailable in general (unreachable, not answering in time), which
 	// the request would meet anyway: Take returns such an error as it is.
-	// Every other failure is wrapped in ErrNotCounted. nil: none is.
+	// Every other failure is counted in this process (FallbackShare). nil:
+	// none is unavailable.
 	Unavailable func(error) bool
 	// PruneBatch is how many rows of windows that are over one pass
 	// deletes; default 500.
@@ -72,7 +74,7 @@ type Config struct {
 	KeyPrefix string
 	// RedisTimeout bounds one count in Redis, from taking a connection to
 	// the answer (DefaultRedisTimeout when 0): past it the request is
-	// served without a limit.
+	// counted in this process instead (FallbackShare).
 	RedisTimeout time.Duration
 	// Batch is how many requests of a consumer the database and Redis
 	// stores count in one round trip (RATE_LIMIT_BATCH): 1 (or less), each request its own
@@ -81,10 +83,20 @@ type Config struct {
 	// batchCounter: the limit is never exceeded, the 429s may start up to
 	// replicas·(Batch−1) requests early).
 	Batch int
-	// NotCounted is called once for every request served without a limit
-	// because the store failed to count it (a metric); nil: nothing.
-	NotCounted func()
-	Log        *slog.Logger // nil: discard
+	// FallbackShare is the share of PerMinute this process allows a
+	// consumer in a window while the shared store (database or Redis)
+	// cannot count: in (0, 1], rounded to a whole number of requests, at
+	// least 1; 0 (or outside it) is 1, the whole limit. With R replicas,
+	// 1/R holds the fleet to the limit during an outage.
+	FallbackShare float64
+	// CountedLocally is called once for every request counted in this
+	// process because the shared store could not count it (a metric); nil:
+	// nothing.
+	CountedLocally func()
+	// Degraded is called with true when this process starts counting alone
+	// and false when the store counts again (a gauge); nil: nothing.
+	Degraded func(bool)
+	Log      *slog.Logger // nil: discard
 }
 
 // Result is one request's standing in its consumer's window.
@@ -95,12 +107,15 @@ type Result struct {
 	// refused (0 when it is allowed).
 	RetryAfter time.Duration
 	Allowed    bool
+	// Local says the request was counted in this process, against its
+	// share of the limit (Limit), because the shared store could not.
+	Local bool
 }
 
 // counter counts one more request of consumer in the window starting at
 // window and returns the window's count, this request included. An error
-// it returns is either ErrNotCounted wrapping the cause (the request is
-// served without a limit) or one the request fails with.
+// it returns is either errNotCounted wrapping the cause (the request is
+// counted in this process instead) or one the request fails with.
 type counter interface {
 	hit(ctx context.Context, consumer string, window time.Time) (int64, error)
 }
@@ -110,7 +125,7 @@ type Limiter struct {
 	cfg     Config
 	counter counter
 	close   func() error // the store's, when the Limiter opened one
-	missed  missedLog
+	local   *fallback    // a shared store's; nil for memory
 }
 
 // New returns a Limiter on the configured store; it fails on an unknown
@@ -133,8 +148,14 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
-	if cfg.NotCounted == nil {
-		cfg.NotCounted = func() {}
+	if cfg.FallbackShare <= 0 || cfg.FallbackShare > 1 {
+		cfg.FallbackShare = 1
+	}
+	if cfg.CountedLocally == nil {
+		cfg.CountedLocally = func() {}
+	}
+	if cfg.Degraded == nil {
+		cfg.Degraded = func(bool) {}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -167,6 +188,9 @@ func New(cfg Config) (*Limiter, error) {
 	default:
 		return nil, fmt.Errorf("ratelimit: unknown store %q", cfg.Store)
 	}
+	if cfg.Store != StoreMemory {
+		l.local = newFallback(cfg)
+	}
 	return l, nil
 }
 
@@ -175,60 +199,30 @@ func New(cfg Config) (*Limiter, error) {
 func (l *Limiter) Close() error { return l.close() }
 
 // Take counts one request of consumerID at now and says whether it is
-// within the limit. On error the request was not counted: ErrNotCounted
-// wrapping the store's failure, which the caller serves without a limit
-// (the Limiter has logged it, once a Window at most, and reported it to
-// Config.NotCounted), or else the error the request fails with: the
-// database's own when Config.Unavailable says it is unavailable, or ctx's
-// when it has ended.
+// within the limit. A request the shared store could not count is counted
+// in this process, against its share of the limit (Result.Local; the
+// Limiter logs it once a Window at most and reports it to
+// Config.CountedLocally). On error the request was not counted: the
+// database's own when Config.Unavailable says it is unavailable, which the
+// request would meet anyway, or ctx's when it has ended.
 func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (Result, error) {
 	if l.counter == nil {
 		return Result{Allowed: true}, nil
 	}
 	window := now.UTC().Truncate(Window)
+	limit, local := l.cfg.PerMinute, false
 	hits, err := l.counter.hit(ctx, consumerID, window)
-	if err != nil {
-		if errors.Is(err, ErrNotCounted) {
-			l.cfg.NotCounted()
-			l.missed.note(l.cfg.Log, l.cfg.Store, now, consumerID, err)
-		}
+	switch {
+	case errors.Is(err, errNotCounted):
+		hits, limit, local = l.local.hit(consumerID, window, now, err), l.local.limit, true
+	case err != nil:
 		return Result{}, err
+	case l.local != nil:
+		l.local.shared(now)
 	}
-	limit := int64(l.cfg.PerMinute)
-	r := Result{Limit: l.cfg.PerMinute, Remaining: int(max(limit-hits, 0)), Allowed: hits <= limit}
+	r := Result{Limit: limit, Remaining: int(max(int64(limit)-hits, 0)), Allowed: hits <= int64(limit), Local: local}
 	if !r.Allowed {
 		r.RetryAfter = window.Add(Window).Sub(now)
 	}
 	return r, nil
-}
-
-// MissedMessage is the line a Limiter logs when requests are served
-// without a limit because its store failed to count them.
-const MissedMessage = "rate limit: request not counted, served without a limit"
-
-// missedLog tells, once a Window at most, that requests are served without
-// a limit: an outage of the store is one line a minute, not one a request.
-// The zero value is ready to use.
-type missedLog struct {
-	mu     sync.Mutex
-	last   time.Time // when the line was last written; zero: never
-	missed int64     // requests not counted since then, not told yet
-}
-
-// note counts one request not counted at now and writes the line when it
-// was not written within the last Window: the store, how many requests
-// were not counted since the last line (this one included), the consumer
-// of this one, and its error (which names no password: see redisCounter).
-func (m *missedLog) note(log *slog.Logger, store string, now time.Time, consumer string, err error) {
-	m.mu.Lock()
-	m.missed++
-	due := m.last.IsZero() || now.Sub(m.last) >= Window || now.Before(m.last)
-	missed := m.missed
-	if due {
-		m.last, m.missed = now, 0
-	}
-	m.mu.Unlock()
-	if due {
-		log.Warn(MissedMessage, "store", store, "not_counted", missed, "consumer_id", consumer, "error", err)
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -196,20 +199,22 @@ func TestRateLimitSharedPrunesPastWindows(t *testing.T) {
 	})
 }
 
-// A failed count is ErrNotCounted (the caller fails open), unless the
-// database is unavailable in general: that error comes back as it is.
+// A failed count is counted in this process against the limit (Local),
+// unless the database is unavailable in general: that error comes back as
+// it is. (It was served without a limit before: the limit now degrades to
+// the replica's share instead of lifting.)
 func TestRateLimitFailures(t *testing.T) {
 	empty := testdb.Empty(t, "sqlite") // no rate_limits table
 	down := errors.New("down")
 	l := newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: empty.Gorm})
-	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, ErrNotCounted) {
-		t.Errorf("err = %v, want ErrNotCounted", err)
+	if r, err := l.Take(context.Background(), consumerID(1), t0); err != nil || r != (Result{Limit: 5, Remaining: 4, Allowed: true, Local: true}) {
+		t.Errorf("Take = %+v, %v; want counted locally, 4 remaining", r, err)
 	}
 	l = newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: empty.Gorm, Unavailable: func(error) bool { return true }})
-	if _, err := l.Take(context.Background(), consumerID(1), t0); err == nil || errors.Is(err, ErrNotCounted) {
-		t.Errorf("err = %v, want the database's own error", err)
+	if r, err := l.Take(context.Background(), consumerID(1), t0); err == nil || r.Allowed {
+		t.Errorf("Take = %+v, %v; want the database's own error", r, err)
 	}
-	// A request whose context ended is never "not counted": on MySQL the
+	// A request whose context ended is never counted locally: on MySQL the
 	// statement stops with the context's error, as it is; on SQLite it does
 	// not watch the context (busy_timeout bounds it, see database.Query)
 	// and counts the request.
@@ -219,23 +224,28 @@ func TestRateLimitFailures(t *testing.T) {
 		l := newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: db.Gorm})
 		d, err := l.Take(ctx, consumerID(1), t0)
 		if db.Dialect == database.SQLite {
-			if err != nil || d.Remaining != 4 {
-				t.Errorf("ended context on SQLite: %+v, %v; want the request counted (4 remaining)", d, err)
+			if err != nil || d.Remaining != 4 || d.Local {
+				t.Errorf("ended context on SQLite: %+v, %v; want the request counted in the table (4 remaining)", d, err)
 			}
 			return
 		}
-		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotCounted) {
-			t.Errorf("ended context: err = %v, want context.Canceled as it is", err)
+		if !errors.Is(err, context.Canceled) || d.Allowed {
+			t.Errorf("ended context: %+v, err = %v, want context.Canceled as it is", d, err)
 		}
 	})
 	retried := 0
+	logs := &testkit.Buffer{}
 	l = newLimiter(t, Config{PerMinute: 5, Store: StoreDatabase, DB: empty.Gorm, Unavailable: func(error) bool { return false },
+		Log: slog.New(slog.NewJSONHandler(logs, nil)),
 		Retry: func(_ context.Context, stmt func() *gorm.DB) *gorm.DB {
 			retried++
 			return &gorm.DB{Error: down}
 		}})
-	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, down) || !errors.Is(err, ErrNotCounted) {
-		t.Errorf("err = %v, want ErrNotCounted wrapping the statement's error", err)
+	if r, err := l.Take(context.Background(), consumerID(1), t0); err != nil || !r.Local {
+		t.Errorf("Take = %+v, %v; want counted locally", r, err)
+	}
+	if !strings.Contains(logs.String(), `"error":"ratelimit: the store did not count the request: down"`) {
+		t.Errorf("log:\n%s\nwant the statement's error", logs.String())
 	}
 	if retried != 1 {
 		t.Errorf("Retry called %d times, want 1", retried)

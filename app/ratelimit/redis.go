@@ -18,7 +18,7 @@ import (
 // DefaultRedisTimeout bounds one count in Redis: taking a connection (or
 // dialling one), sending the script and reading its answer. A Redis on the
 // same network answers in well under a millisecond; past this the request
-// is served without a limit rather than held.
+// is counted in this process (Config.FallbackShare) rather than held.
 const DefaultRedisTimeout = 100 * time.Millisecond
 
 // DefaultKeyPrefix begins every key the Redis store writes, unless
@@ -41,10 +41,10 @@ return n`)
 // redisCounter counts in Redis: one key per consumer and window, which
 // every replica counting in that Redis shares.
 //
-// When Redis is down, unreachable or slow, the request is served without
-// a limit (it fails open; see ErrNotCounted): the limiter guards the
-// service against a runaway client, and an auxiliary store that is
-// unavailable must not take the API down with it. Each count is bounded
+// When Redis is down, unreachable or slow, the request is counted in this
+// process instead (see errNotCounted and fallback): an auxiliary store that
+// is unavailable must neither take the API down with it nor lift the limit
+// that guards the service against a runaway client. Each count is bounded
 // by Config.RedisTimeout, so an outage adds at most that to a request,
 // and a Redis that refuses connections costs next to nothing (go-redis
 // stops dialling after a run of failed dials and probes in the
@@ -107,7 +107,7 @@ func (r *redisCounter) reserve(ctx context.Context, consumer string, window time
 		if gaveUp := callerGaveUp(ctx); gaveUp != nil { // not Redis's failure
 			return 0, gaveUp
 		}
-		return 0, fmt.Errorf("%w: redis: %w", ErrNotCounted, redactedError{err, r.password})
+		return 0, fmt.Errorf("%w: redis: %w", errNotCounted, redactedError{err, r.password})
 	}
 	return n, nil
 }
@@ -148,7 +148,7 @@ func (e redactedError) Unwrap() error { return e.err }
 // connection it dropped) to log at DEBUG with component=redis, instead of
 // go-redis's default, plain text on stderr, which would break a
 // LOG_FORMAT=json stream. What an operator needs of a Redis outage is the
-// Limiter's own line (MissedMessage), once a minute. go-redis keeps one
+// Limiter's own line (DegradedMessage), once a minute. go-redis keeps one
 // logger for the whole process: call LogRedisTo once, where the process
 // builds its logger.
 func LogRedisTo(log *slog.Logger) {

@@ -64,7 +64,7 @@ func TestRateLimitRedisThreeReplicasHoldTheLimit(t *testing.T) {
 	}
 	began := time.Now()
 	allowed, refused, missed := takeAcross(t, limiters, workers, each)
-	t.Logf("%d requests over %d replicas in %v: %d allowed, %d refused, %d not counted",
+	t.Logf("%d requests over %d replicas in %v: %d allowed, %d refused, %d counted locally",
 		workers*each, replicas, time.Since(began).Round(time.Millisecond), allowed.Load(), refused.Load(), missed.Load())
 	if got := allowed.Load(); got < limit*95/100 || got > limit*105/100 {
 		t.Errorf("%d allowed, want %d within 5 %%", got, limit)
@@ -82,39 +82,57 @@ func deadRedis(t *testing.T) string {
 	return "redis://:s3cret-pw@" + testkit.FreeAddr(t) + "/0"
 }
 
-// With Redis down, a request is served without a limit (fails open) at
-// once: ErrNotCounted, reported for the metric every time, logged once a
-// window with how many were not counted, and never with the password.
-func TestRateLimitRedisDownFailsOpen(t *testing.T) {
+// With Redis down, a request is counted in this process at once, against
+// the limit: of 30 requests within a minute at a limit of 5, 5 are
+// allowed and 25 refused (they were all served without a limit before:
+// the contract changed, the limit degrades instead of lifting). Each is
+// reported for the metric, the outage is logged once a window with how many
+// were counted locally, and never with the password.
+func TestRateLimitRedisDownHoldsTheLimitLocally(t *testing.T) {
 	logs := &testkit.Buffer{}
-	var notCounted atomic.Int64
+	var local atomic.Int64
+	var degraded []bool
 	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: deadRedis(t),
-		NotCounted: func() { notCounted.Add(1) }, Log: slog.New(slog.NewJSONHandler(logs, nil))})
+		CountedLocally: func() { local.Add(1) }, Degraded: func(on bool) { degraded = append(degraded, on) },
+		Log: slog.New(slog.NewJSONHandler(logs, nil))})
 	now := t0.Add(5 * time.Second)
+	allowed := 0
 	for i := range 30 {
 		began := time.Now()
-		_, err := l.Take(context.Background(), consumerID(1), now.Add(time.Duration(i)*time.Second))
-		if !errors.Is(err, ErrNotCounted) {
-			t.Fatalf("take %d: err = %v, want ErrNotCounted", i+1, err)
+		at := now.Add(time.Duration(i) * time.Second)
+		r, err := l.Take(context.Background(), consumerID(1), at)
+		if err != nil || !r.Local || r.Limit != 5 {
+			t.Fatalf("take %d: %+v, %v; want counted locally against 5", i+1, r, err)
+		}
+		if r.Allowed {
+			allowed++
+		} else if want := t0.Add(Window).Sub(at); r.RetryAfter != want {
+			t.Errorf("take %d: RetryAfter %v, want %v (the window's end)", i+1, r.RetryAfter, want)
 		}
 		if d := time.Since(began); d > time.Second {
 			t.Errorf("take %d took %v, want it bounded by the timeout (%v)", i+1, d, DefaultRedisTimeout)
 		}
 	}
-	if n := notCounted.Load(); n != 30 {
-		t.Errorf("NotCounted called %d times, want 30", n)
+	if allowed != 5 {
+		t.Errorf("%d of 30 allowed with Redis down, want 5", allowed)
+	}
+	if n := local.Load(); n != 30 {
+		t.Errorf("CountedLocally called %d times, want 30", n)
+	}
+	if len(degraded) != 1 || !degraded[0] {
+		t.Errorf("Degraded calls %v, want [true]", degraded)
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 1 || !strings.Contains(lines[0], MissedMessage) || !strings.Contains(lines[0], `"not_counted":1`) ||
-		!strings.Contains(lines[0], `"store":"redis"`) {
+	if len(lines) != 1 || !strings.Contains(lines[0], DegradedMessage) || !strings.Contains(lines[0], `"counted_locally":1`) ||
+		!strings.Contains(lines[0], `"store":"redis"`) || !strings.Contains(lines[0], `"local_limit":5`) {
 		t.Fatalf("log after 30 requests within a minute:\n%s\nwant one line of the first", logs.String())
 	}
 	// A minute after the first line, the next one tells how many since.
-	if _, err := l.Take(context.Background(), consumerID(1), now.Add(Window)); !errors.Is(err, ErrNotCounted) {
-		t.Fatal(err)
+	if r, err := l.Take(context.Background(), consumerID(1), now.Add(Window)); err != nil || !r.Allowed || !r.Local || r.Remaining != 4 {
+		t.Fatalf("the next window: %+v, %v; want a fresh local count", r, err)
 	}
 	lines = strings.Split(strings.TrimSpace(logs.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[1], `"not_counted":30`) {
+	if len(lines) != 2 || !strings.Contains(lines[1], `"counted_locally":30`) {
 		t.Errorf("log a minute later:\n%s\nwant a second line counting 30 (the 29 since and this one)", logs.String())
 	}
 	if strings.Contains(logs.String(), "s3cret-pw") {
@@ -124,7 +142,7 @@ func TestRateLimitRedisDownFailsOpen(t *testing.T) {
 
 // A Redis that accepts connections and never answers (frozen, or a
 // network dropping packets) holds no request longer than the timeout,
-// however many arrive at once: each is served without a limit.
+// however many arrive at once: each is counted in this process.
 func TestRateLimitRedisFrozenIsBounded(t *testing.T) {
 	addr := blackhole(t)
 	const timeout = 50 * time.Millisecond
@@ -134,9 +152,9 @@ func TestRateLimitRedisFrozenIsBounded(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() {
 			began := time.Now()
-			_, err := l.Take(context.Background(), consumerID(i), t0)
-			if !errors.Is(err, ErrNotCounted) {
-				t.Errorf("err = %v, want ErrNotCounted", err)
+			r, err := l.Take(context.Background(), consumerID(i), t0)
+			if err != nil || !r.Local || !r.Allowed {
+				t.Errorf("Take = %+v, %v; want allowed, counted locally", r, err)
 			}
 			d := int64(time.Since(began))
 			for {
@@ -191,18 +209,18 @@ func blackhole(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// A caller that gave up gets its context's error, not ErrNotCounted: the
-// request is not served without a limit, it is over.
+// A caller that gave up gets its context's error, not a local count: the
+// request is over.
 func TestRateLimitRedisCallerGaveUp(t *testing.T) {
 	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: "redis://" + blackhole(t) + "/0", RedisTimeout: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := l.Take(ctx, consumerID(1), t0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotCounted) {
+	if _, err := l.Take(ctx, consumerID(1), t0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the context's deadline as it is", err)
 	}
 }
 
-// A Redis that refuses the password: not counted, and the error never
+// A Redis that refuses the password: counted locally, and the error never
 // shows the password, whatever the server answers.
 func TestRateLimitRedisWrongPasswordIsNeverShown(t *testing.T) {
 	u, err := url.Parse(testdb.RedisURL(t))
@@ -213,16 +231,15 @@ func TestRateLimitRedisWrongPasswordIsNeverShown(t *testing.T) {
 	logs := &testkit.Buffer{}
 	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: u.String(), KeyPrefix: "licensor-test:auth:",
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
-	_, err = l.Take(context.Background(), consumerID(1), t0)
-	if !errors.Is(err, ErrNotCounted) || strings.Contains(err.Error(), "s3cret-pw") {
-		t.Errorf("err = %v, want ErrNotCounted without the password", err)
+	if r, err := l.Take(context.Background(), consumerID(1), t0); err != nil || !r.Local {
+		t.Errorf("Take = %+v, %v; want counted locally", r, err)
 	}
-	if !strings.Contains(logs.String(), MissedMessage) || strings.Contains(logs.String(), "s3cret-pw") {
+	if !strings.Contains(logs.String(), DegradedMessage) || strings.Contains(logs.String(), "s3cret-pw") {
 		t.Errorf("log:\n%s\nwant the line, without the password", logs.String())
 	}
 	// Should a server ever quote it, it is replaced.
 	e := redactedError{errors.New("WRONGPASS s3cret-pw is wrong"), "s3cret-pw"}
-	if got := fmt.Sprint(fmt.Errorf("%w: %w", ErrNotCounted, e)); strings.Contains(got, "s3cret-pw") || !strings.Contains(got, "xxxxx") {
+	if got := fmt.Sprint(fmt.Errorf("%w: %w", errNotCounted, e)); strings.Contains(got, "s3cret-pw") || !strings.Contains(got, "xxxxx") {
 		t.Errorf("redacted: %q", got)
 	}
 }
@@ -247,8 +264,8 @@ func TestLogRedisTo(t *testing.T) {
 	LogRedisTo(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { LogRedisTo(slog.New(slog.DiscardHandler)) })
 	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: deadRedis(t)})
-	if _, err := l.Take(context.Background(), consumerID(1), t0); !errors.Is(err, ErrNotCounted) {
-		t.Fatal(err)
+	if r, err := l.Take(context.Background(), consumerID(1), t0); err != nil || !r.Local {
+		t.Fatal(r, err)
 	}
 	out := logs.String()
 	if !strings.Contains(out, `"level":"DEBUG"`) || !strings.Contains(out, `"component":"redis"`) || !strings.Contains(out, "failed to dial") {
@@ -290,7 +307,7 @@ func checkBatch(t *testing.T, cfg Config, shared func(l *Limiter, consumer strin
 	}
 	allowed, refused, missed := takeAcross(t, limiters, workers, each)
 	if missed.Load() != 0 {
-		t.Errorf("%d requests not counted", missed.Load())
+		t.Errorf("%d requests counted locally", missed.Load())
 	}
 	if got := allowed.Load(); got > limit || got < limit-replicas*(batch-1) || got < limit*95/100 {
 		t.Errorf("%d allowed, want at most %d and at least %d", got, limit, limit-replicas*(batch-1))
@@ -320,8 +337,8 @@ func checkBatch(t *testing.T, cfg Config, shared func(l *Limiter, consumer strin
 
 // takeAcross has workers goroutines, released at once, each take each
 // requests of consumer 1, spread round the limiters (replicas): how many
-// were allowed, refused, and not counted (a count past its timeout on a
-// loaded machine: served, and counted in allowed too).
+// were allowed, refused, and counted locally (a count past its timeout on a
+// loaded machine: counted in allowed or refused too).
 func takeAcross(t *testing.T, limiters []*Limiter, workers, each int) (allowed, refused, missed *atomic.Int64) {
 	t.Helper()
 	allowed, refused, missed = new(atomic.Int64), new(atomic.Int64), new(atomic.Int64)
@@ -332,10 +349,10 @@ func takeAcross(t *testing.T, limiters []*Limiter, workers, each int) (allowed, 
 			<-start
 			for i := range each {
 				r, err := limiters[(w+i)%len(limiters)].Take(context.Background(), consumerID(1), t0.Add(time.Second))
-				switch {
-				case errors.Is(err, ErrNotCounted):
+				if r.Local {
 					missed.Add(1)
-					allowed.Add(1)
+				}
+				switch {
 				case err != nil:
 					t.Error(err)
 					return

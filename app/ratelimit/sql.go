@@ -59,10 +59,10 @@ func (s *sqlCounter) hit(ctx context.Context, consumer string, window time.Time)
 // reserve adds n to consumer's count in its row and returns the count after.
 // A failure is the database's own error when the database is unavailable in
 // general (Config.Unavailable), which the request would meet anyway, or
-// when ctx has ended; any other is ErrNotCounted wrapping it.
+// when ctx has ended; any other is errNotCounted wrapping it.
 func (s *sqlCounter) reserve(ctx context.Context, consumer string, window time.Time, n int64) (int64, error) {
 	if s.stmts == nil {
-		return 0, fmt.Errorf("%w: %w", ErrNotCounted, errNoStatements)
+		return 0, fmt.Errorf("%w: %w", errNotCounted, errNoStatements)
 	}
 	var hits int64
 	res := s.cfg.Retry(ctx, func() *gorm.DB {
@@ -72,7 +72,7 @@ func (s *sqlCounter) reserve(ctx context.Context, consumer string, window time.T
 		if s.cfg.Unavailable(err) || ctx.Err() != nil { // down, or the caller gave up
 			return 0, err
 		}
-		return 0, fmt.Errorf("%w: %w", ErrNotCounted, err)
+		return 0, fmt.Errorf("%w: %w", errNotCounted, err)
 	}
 	s.prune(ctx, window)
 	return hits, nil
