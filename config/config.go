@@ -97,6 +97,11 @@ type Config struct {
 	// RedisTimeout bounds one count in Redis (REDIS_TIMEOUT, 100ms): past
 	// it the request is served without a limit.
 	RedisTimeout time.Duration
+	// ConsumerConcurrency is how many writes (POST, PATCH, DELETE) of one
+	// consumer a replica serves at once (CONSUMER_CONCURRENCY, default 20);
+	// the next is refused with 429 concurrency_limited. Each replica counts
+	// its own. 0 turns the limit off.
+	ConsumerConcurrency int
 	// Console is the operator console's (/console) settings.
 	Console Console
 	// CORSAllowedOrigins are the origins browsers may call api/* from
@@ -265,6 +270,7 @@ func (v *values) load() Config {
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
 	c.RateLimitBatch = v.intRange("RATE_LIMIT_BATCH", 1, 1, 1000)
 	c.RedisTimeout = v.duration("REDIS_TIMEOUT", "100ms")
+	c.ConsumerConcurrency = v.intRange("CONSUMER_CONCURRENCY", 20, 0, 1_000_000)
 	c.Vendor = Vendor{
 		Driver:        v.oneOf("VENDOR_DRIVER", "fake", "fake", "http"),
 		URL:           v.str("VENDOR_URL", ""),
