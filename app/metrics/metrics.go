@@ -35,6 +35,9 @@ type Metrics struct {
 	webhooks       *prometheus.CounterVec
 	webhookStats   *webhookGauges
 	rateNotCounted prometheus.Counter
+	// concurrencyLimited counts the writes refused with 429
+	// concurrency_limited (CONSUMER_CONCURRENCY).
+	concurrencyLimited prometheus.Counter
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -81,6 +84,8 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
 	m.rateNotCounted = f.counter("licensor_ratelimit_not_counted_total",
 		"Requests served without a rate limit because the rate limit's store (RATE_LIMIT_STORE) could not count them: Redis down, slow or refusing.")
+	m.concurrencyLimited = f.counter("licensor_concurrency_limited_total",
+		"Writes refused with 429 concurrency_limited: their consumer already had CONSUMER_CONCURRENCY writes in flight on this replica.")
 	m.drift = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "licensor_drift_mismatches", Help: "Mismatches between the vendor's sites and the licenses at the last drift check, by kind.",
 	}, []string{"kind"})
@@ -274,6 +279,10 @@ func (m *Metrics) ObserveWebhook(outcome string) { m.webhooks.WithLabelValues(ou
 // ObserveRateLimitNotCounted counts a request served without a rate limit
 // because the store could not count it (the limiter fails open).
 func (m *Metrics) ObserveRateLimitNotCounted() { m.rateNotCounted.Inc() }
+
+// ObserveConcurrencyLimited counts a write refused because its consumer
+// already had CONSUMER_CONCURRENCY writes in flight on this replica.
+func (m *Metrics) ObserveConcurrencyLimited() { m.concurrencyLimited.Inc() }
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }
