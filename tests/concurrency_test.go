@@ -49,7 +49,8 @@ func (a *app) tableRows(table string) int64 {
 // it receives: 20 are in flight (CONSUMER_CONCURRENCY), the other 20 are
 // refused at once with 429 concurrency_limited and leave nothing behind (no
 // idempotency record, no license, no event, no vendor call). Meanwhile the
-// consumer's reads are served, its other writes refused, and another
+// consumer's reads are served, its other writes refused (through any of its
+// tokens), and another
 // consumer's create is served while the 20 are still held. Released, the 20
 // complete, and a refused request sent again is executed afresh.
 func TestConsumerConcurrencyBoundsWritesInFlight(t *testing.T) {
@@ -107,6 +108,12 @@ func TestConsumerConcurrencyBoundsWritesInFlight(t *testing.T) {
 		if r := ask(srv, http.MethodGet, "/api/licenses", acme, "", ""); r.status != http.StatusOK {
 			t.Errorf("a read while %d writes are in flight: %d %q, want 200", limit, r.status, r.code)
 		}
+		hooks := a.token("acme", auth.WebhooksManage) // another of acme's tokens: the bound is the consumer's
+		endpoint := ask(srv, http.MethodPost, "/api/webhook-endpoints", hooks, "", `{"url":"https://shop.example/hooks"}`)
+		if endpoint.status != http.StatusTooManyRequests || endpoint.code != "concurrency_limited" || a.tableRows("webhook_endpoints") != 0 {
+			t.Errorf("a webhook endpoint while %d writes are in flight: %d %q, %d rows, want 429 concurrency_limited and none",
+				limit, endpoint.status, endpoint.code, a.tableRows("webhook_endpoints"))
+		}
 		revoke := ask(srv, http.MethodDelete, "/api/licenses/"+ulid.Make().String(), acme, "revoke-1", "")
 		if revoke.status != http.StatusTooManyRequests || revoke.code != "concurrency_limited" {
 			t.Errorf("a revoke while %d writes are in flight: %d %q, want 429 concurrency_limited", limit, revoke.status, revoke.code)
@@ -116,7 +123,7 @@ func TestConsumerConcurrencyBoundsWritesInFlight(t *testing.T) {
 		if r := ask(srv, http.MethodPost, "/api/licenses", zeta, "zeta-1", `{"name":"Zeta","domain":"zeta.test"}`); r.status != http.StatusCreated {
 			t.Fatalf("zeta's create while acme's are held: %d %q, want 201", r.status, r.code)
 		}
-		if got, want := a.metric("licensor_concurrency_limited_total"), fmt.Sprintf("licensor_concurrency_limited_total %d", burst-limit+1); got != want {
+		if got, want := a.metric("licensor_concurrency_limited_total"), fmt.Sprintf("licensor_concurrency_limited_total %d", burst-limit+2); got != want {
 			t.Errorf("metric: %q, want %q", got, want)
 		}
 
