@@ -101,6 +101,11 @@ type Config struct {
 	// allows a consumer while the database or Redis store cannot count
 	// (RATE_LIMIT_FALLBACK_SHARE, in (0, 1], 1): it then counts alone.
 	RateLimitFallbackShare float64
+	// ConsumerConcurrency is how many writes (POST, PATCH, DELETE) of one
+	// consumer a replica serves at once (CONSUMER_CONCURRENCY, default 20);
+	// the next is refused with 429 concurrency_limited. Each replica counts
+	// its own. 0 turns the limit off.
+	ConsumerConcurrency int
 	// Console is the operator console's (/console) settings.
 	Console Console
 	// CORSAllowedOrigins are the origins browsers may call api/* from
@@ -273,6 +278,7 @@ func (v *values) load() Config {
 	c.RateLimitBatch = v.intRange("RATE_LIMIT_BATCH", 1, 1, 1000)
 	c.RedisTimeout = v.duration("REDIS_TIMEOUT", "100ms")
 	c.RateLimitFallbackShare = v.share("RATE_LIMIT_FALLBACK_SHARE", 1)
+	c.ConsumerConcurrency = v.intRange("CONSUMER_CONCURRENCY", 20, 0, 1_000_000)
 	c.Vendor = Vendor{
 		Driver:        v.oneOf("VENDOR_DRIVER", "fake", "fake", "http"),
 		URL:           v.str("VENDOR_URL", ""),

@@ -33,7 +33,9 @@ const faultSimToken = killSimToken
 
 // faultEnv is the environment of the licensor processes of one fault test:
 // the database, the http vendor driver pointed at vendorURL, rate limits
-// off (the tests make more requests a minute than a consumer may), and
+// off (the tests make more requests a minute than a consumer may), the
+// bound on a consumer's writes in flight off (a storm sends more at once
+// than a consumer may hold: its subject is the races between them), and
 // extra, which wins over the defaults (the last value of a variable counts).
 func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []string {
 	t.Helper()
@@ -42,7 +44,7 @@ func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []
 		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
 		"VENDOR_DRIVER=http", "VENDOR_URL=" + vendorURL, "VENDOR_TOKEN=" + faultSimToken, "VENDOR_TIMEOUT=5s",
-		"RATE_LIMIT_PER_MINUTE=0",
+		"RATE_LIMIT_PER_MINUTE=0", "CONSUMER_CONCURRENCY=0",
 	}
 	if db.Dialect == database.MySQL {
 		env = append(env, "DB_CONNECTION=mysql", "DB_URL="+db.Config.URL)

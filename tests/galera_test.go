@@ -63,7 +63,7 @@ func TestGaleraReplicaStorm(t *testing.T) {
 		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"APP_URL=http://licensor.galera.test", "LOG_FORMAT=json",
 		"VENDOR_DRIVER=http", "VENDOR_URL=http://" + sim, "VENDOR_TOKEN=" + galeraSimToken, "VENDOR_TIMEOUT=10s",
-		"RATE_LIMIT_PER_MINUTE=0",
+		"RATE_LIMIT_PER_MINUTE=0", "CONSUMER_CONCURRENCY=0", // the storm's requests leave together, 200 of one consumer
 		"DB_CONNECTION=mysql",
 	}
 	envFor := func(dsn string, extra ...string) []string {

@@ -123,13 +123,13 @@ func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
 	v.mu.Unlock()
 
 	if rep != nil {
-		v.scripted(w, r, rep)
+		v.scripted(w, r, rep, in)
 		return
 	}
 	v.normal(w, r, in)
 }
 
-func (v *vendor) scripted(w http.ResponseWriter, r *http.Request, rep *reply) {
+func (v *vendor) scripted(w http.ResponseWriter, r *http.Request, rep *reply, in site) {
 	if rep.entered != nil {
 		close(rep.entered)
 	}
@@ -141,7 +141,7 @@ func (v *vendor) scripted(w http.ResponseWriter, r *http.Request, rep *reply) {
 		}
 	}
 	if rep.status == 0 { // a held call released without a scripted answer behaves normally
-		v.normal(w, r, site{})
+		v.normal(w, r, in)
 		return
 	}
 	for k, val := range rep.header {

@@ -181,6 +181,9 @@ type App struct {
 	// Limiter counts RATE_LIMIT_PER_MINUTE per consumer in
 	// RATE_LIMIT_STORE; Close closes its Redis client.
 	Limiter *ratelimit.Limiter
+	// Concurrency bounds each consumer's writes in flight in this process
+	// (CONSUMER_CONCURRENCY), shared by every server built on the App.
+	Concurrency *ratelimit.Concurrency
 }
 
 // Close closes the rate limiter's store (the Redis client), then the Base.
@@ -253,6 +256,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox 
 	if a.Limiter, err = b.rateLimiter(); err != nil {
 		return nil, err
 	}
+	a.Concurrency = ratelimit.NewConcurrency(cfg.ConsumerConcurrency)
 	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
 		Store:          b.Store,
 		Operations:     ops,
@@ -289,6 +293,7 @@ func (a *App) Server() *echo.Echo {
 		Metrics:          a.Metrics,
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		RateLimit:        a.Limiter,
+		Concurrency:      a.Concurrency,
 		URL:              cfg.URL,
 		CORSOrigins:      cfg.CORSAllowedOrigins,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,

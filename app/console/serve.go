@@ -52,6 +52,7 @@ func serve(ctx context.Context, e env) error {
 			rateLimit = append(rateLimit, "redis", config.RedactRedisURL(cfg.RedisURL))
 		}
 	}
+	rateLimit = append(rateLimit, "consumer_concurrency", cfg.ConsumerConcurrency) // 0: off
 	log.Info("licensor serving", append([]any{
 		"addr", "http://" + ln.Addr().String(),
 		"env", cfg.Env,

@@ -18,14 +18,21 @@ var (
 )
 
 // ability is Sanctum's `ability:` middleware: admit, then the route's
-// handler. Routes declare it in routes.go; a guarded operation's route
-// admits its requests itself (guarded).
+// handler, a write holding one of its consumer's slots (holdWrite) while it
+// runs. Routes declare it in routes.go; a guarded operation's route admits
+// its requests itself (guarded).
 func (s *Server) ability(need string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if _, err := s.admit(c, need, nil); err != nil {
+			p, err := s.admit(c, need, nil)
+			if err != nil {
 				return err
 			}
+			release, err := s.holdWrite(c, p)
+			if err != nil {
+				return err
+			}
+			defer release()
 			return next(c)
 		}
 	}

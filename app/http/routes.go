@@ -58,8 +58,9 @@ func (s *Server) routes(e *echo.Echo) {
 }
 
 // guarded is the handler of a guarded operation's route: ability's checks
-// (admit) for need, then the route's checks of its parameters, then the
-// guard, with the principal as the operation's Call; what the guard decided
+// (admit) for need, then the route's checks of its parameters, then one of
+// the consumer's write slots (holdWrite, before any record is reserved),
+// then the guard, with the principal as the operation's Call; what the guard decided
 // goes to the request's log line. A keyed request's record is read in its
 // token row's statement (op.Prefetch), one round trip for a retry's two
 // reads. The guard must list op (it panics here otherwise, as routes are
@@ -81,6 +82,11 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string, param
 				return err
 			}
 		}
+		release, err := s.holdWrite(c, p)
+		if err != nil {
+			return err
+		}
+		defer release()
 		note, err := op.Serve(s.guard, c, idempotency.Call{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)}, pre)
 		noteIdempotency(c, note)
 		return err

@@ -53,6 +53,9 @@ type Deps struct {
 	// RateLimit counts every authenticated request per consumer (nil: no
 	// limit, like a limiter that is off).
 	RateLimit *ratelimit.Limiter
+	// Concurrency bounds each consumer's writes in flight on this server
+	// (CONSUMER_CONCURRENCY; nil: no bound).
+	Concurrency *ratelimit.Concurrency
 	// CORSOrigins are the origins a browser may call api/* from
 	// (CORS_ALLOWED_ORIGINS); none or "*": any.
 	CORSOrigins []string
@@ -91,6 +94,8 @@ type Server struct {
 	now      func() time.Time
 	metrics  *metrics.Metrics
 	limiter  *ratelimit.Limiter
+	// inFlight bounds each consumer's writes in flight (nil: no bound).
+	inFlight *ratelimit.Concurrency
 	baseURL  string // APP_URL without a trailing slash
 	// webhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET).
 	webhookSecrets []string
@@ -108,7 +113,7 @@ func NewServer(d Deps) *echo.Echo {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{ready: d.Ready, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit,
+	s := &Server{ready: d.Ready, log: d.Log, auth: d.Auth, licenses: d.Licenses, metrics: d.Metrics, limiter: d.RateLimit, inFlight: d.Concurrency,
 		guard: d.Guard, ops: d.Operations, store: d.Intents, events: d.Events, webhooks: d.Webhooks, now: d.Now,
 		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets, pages: d.Pages}
 	e := echo.New()

@@ -36,6 +36,9 @@ type Metrics struct {
 	webhookStats   *webhookGauges
 	rateLocal      prometheus.Counter
 	rateDegraded   prometheus.Gauge
+	// concurrencyLimited counts the writes refused with 429
+	// concurrency_limited (CONSUMER_CONCURRENCY).
+	concurrencyLimited prometheus.Counter
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -85,6 +88,8 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.rateDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "licensor_ratelimit_degraded",
 		Help: "1 while this replica counts the rate limit alone because its store does not count (the last count failed), else 0."})
 	m.reg.MustRegister(m.rateDegraded)
+	m.concurrencyLimited = f.counter("licensor_concurrency_limited_total",
+		"Writes refused with 429 concurrency_limited: their consumer already had CONSUMER_CONCURRENCY writes in flight on this replica.")
 	m.drift = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "licensor_drift_mismatches", Help: "Mismatches between the vendor's sites and the licenses at the last drift check, by kind.",
 	}, []string{"kind"})
@@ -288,6 +293,10 @@ func (m *Metrics) SetRateLimitDegraded(on bool) {
 		m.rateDegraded.Set(0)
 	}
 }
+
+// ObserveConcurrencyLimited counts a write refused because its consumer
+// already had CONSUMER_CONCURRENCY writes in flight on this replica.
+func (m *Metrics) ObserveConcurrencyLimited() { m.concurrencyLimited.Inc() }
 
 // ObservePruned counts deleted expired records.
 func (m *Metrics) ObservePruned(n int64) { m.pruned.Add(float64(n)) }
