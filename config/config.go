@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -170,8 +171,14 @@ type Webhooks struct {
 	// AllowPrivate lets endpoints resolve to loopback, private and
 	// link-local addresses (WEBHOOK_ALLOW_PRIVATE, false by default in every
 	// environment: a staging server is as reachable as a production one;
-	// local work and tests set it).
+	// local work and tests set it). Production refuses it: it names the
+	// private ranges it needs in PrivateAllowlist instead.
 	AllowPrivate bool
+	// PrivateAllowlist are the private ranges endpoints may reach all the
+	// same (WEBHOOK_PRIVATE_ALLOWLIST, CIDR prefixes or bare addresses,
+	// comma-separated): an operator who must deliver into a network of its
+	// own names it here, and every other non-public address stays refused.
+	PrivateAllowlist []netip.Prefix
 	// RequireHTTPS refuses endpoint URLs that are not https: production.
 	RequireHTTPS bool
 	// PollInterval is how often each replica looks for events to dispatch
@@ -313,6 +320,14 @@ func (v *values) load() Config {
 		AllowPrivate: v.boolean("WEBHOOK_ALLOW_PRIVATE", false),
 		RequireHTTPS: c.Env == EnvProduction,
 		PollInterval: v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
+		// A range narrower than /8 names a network; a wider one (0.0.0.0/0)
+		// would be WEBHOOK_ALLOW_PRIVATE under another name.
+		PrivateAllowlist: v.prefixes("WEBHOOK_PRIVATE_ALLOWLIST", 8),
+	}
+	if c.Env == EnvProduction && c.Webhooks.AllowPrivate {
+		v.fail("WEBHOOK_ALLOW_PRIVATE", "true is refused in production: it lets consumers' webhooks reach loopback, private "+
+			"and link-local addresses (the cloud's metadata service, internal ports). Remove it; to deliver into a private "+
+			"network, name its ranges in WEBHOOK_PRIVATE_ALLOWLIST (e.g. 10.1.2.0/24,fd00:1::/64)")
 	}
 	c.Reconcile = Reconcile{
 		Interval:    v.duration("RECONCILE_INTERVAL", "15s"),

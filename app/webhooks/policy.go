@@ -23,6 +23,10 @@ type Policy struct {
 	// AllowPrivate lets endpoints be loopback, private, link-local and the
 	// like (WEBHOOK_ALLOW_PRIVATE): local work and tests.
 	AllowPrivate bool
+	// PrivateAllowlist are non-public ranges endpoints may reach all the
+	// same (WEBHOOK_PRIVATE_ALLOWLIST): a network of the operator's own.
+	// Every other non-public address stays refused.
+	PrivateAllowlist []netip.Prefix
 	// RequireHTTPS refuses http:// URLs (production).
 	RequireHTTPS bool
 	// Resolve looks a host name up; nil: the system resolver.
@@ -70,7 +74,8 @@ var notPublic = []netip.Prefix{
 	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated, still routed inside some networks)
 }
 
-// Allowed reports whether a delivery may connect to a.
+// Allowed reports whether a delivery may connect to a: a public address,
+// or one in PrivateAllowlist.
 func (p Policy) Allowed(a netip.Addr) bool {
 	if p.AllowPrivate {
 		return true
@@ -79,6 +84,11 @@ func (p Policy) Allowed(a netip.Addr) bool {
 	// prefix below would contain the address (Prefix.Contains is false for
 	// any zoned address), and the kernel ignores it off link-local.
 	a = a.Unmap().WithZone("")
+	for _, allowed := range p.PrivateAllowlist {
+		if allowed.Contains(a) {
+			return true
+		}
+	}
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return false
