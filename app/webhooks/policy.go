@@ -41,8 +41,9 @@ const notPublicURL = "The url field's host must resolve to public addresses only
 // loopback, private, link-local or otherwise not public.
 var ErrAddressNotAllowed = errors.New("the address is not a public one")
 
-// addressError is a connection the policy refused, naming the address (the
-// attempt's error says which): errors.Is(err, ErrAddressNotAllowed).
+// addressError is a connection the policy refused, naming the address for
+// the operator's log (the consumer is shown the class alone):
+// errors.Is(err, ErrAddressNotAllowed).
 type addressError struct{ addr string }
 
 func (e *addressError) Error() string { return fmt.Sprintf("%s: %s", ErrAddressNotAllowed, e.addr) }
@@ -182,8 +183,8 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 				return nil, err
 			}
 			addrs, err := p.lookup(ctx, host)
-			if err != nil {
-				return nil, err
+			if err != nil || len(addrs) == 0 {
+				return nil, notResolved(host, err)
 			}
 			var errs []error
 			for _, a := range addrs {
@@ -208,4 +209,18 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// notResolved is a failed lookup of the caller's resolver as the system
+// resolver reports one, a *net.DNSError, so that a delivery's failure reads
+// the same whichever resolved.
+func notResolved(host string, err error) error {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return err
+	case err == nil:
+		return &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return &net.DNSError{Err: err.Error(), Name: host}
 }
