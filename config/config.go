@@ -39,7 +39,7 @@ type Config struct {
 	// process has (a one-off `token issue`, replicas on other ports).
 	Issuer      string
 	Addr        string
-	MetricsAddr string // when set, /metrics is served there instead of on Addr
+	MetricsAddr string // when set, /metrics is served there instead of on Addr (see MetricsOnAPI)
 	// PprofAddr, when set, serves Go's profiles (/debug/pprof/) there
 	// (PPROF_ADDR): a loopback or private address only, never the API's.
 	PprofAddr       string

@@ -288,7 +288,7 @@ func (a *App) Server() *echo.Echo {
 		Webhooks:         a.Webhooks,
 		Now:              a.now,
 		Metrics:          a.Metrics,
-		MetricsElsewhere: cfg.MetricsAddr != "",
+		MetricsElsewhere: !cfg.MetricsOnAPI(),
 		RateLimit:        a.Limiter,
 		URL:              cfg.URL,
 		CORSOrigins:      cfg.CORSAllowedOrigins,

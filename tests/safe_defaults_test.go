@@ -28,3 +28,19 @@ func TestWebhookEndpointsInAPrivateAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// A production server's API answers /metrics 404 (documented), METRICS_ADDR
+// set or not; the same server outside production serves them there.
+func TestProductionKeepsMetricsOffTheAPI(t *testing.T) {
+	for _, tc := range []struct {
+		env, metricsAddr string
+		want             int
+	}{
+		{config.EnvProduction, "", http.StatusNotFound},
+		{config.EnvProduction, "127.0.0.1:9100", http.StatusNotFound},
+		{config.EnvTesting, "", http.StatusOK},
+	} {
+		a := newApp(t, testdb.New(t, "sqlite"), withConfig(func(c *config.Config) { c.Env, c.MetricsAddr = tc.env, tc.metricsAddr }))
+		a.do(http.MethodGet, "/metrics", "").wantStatus(tc.want)
+	}
+}
