@@ -39,3 +39,11 @@ func ListenAddr(getenv func(string) string) (string, error) {
 	}}
 	return v.load().Addr, nil
 }
+
+// MetricsOnAPI reports whether /metrics is served on the API's address
+// (APP_ADDR): outside production when METRICS_ADDR is unset. Production
+// never serves them there, where anyone who reaches the API would read
+// them: only on METRICS_ADDR, and without it not over HTTP at all.
+func (c Config) MetricsOnAPI() bool {
+	return c.MetricsAddr == "" && c.Env != EnvProduction
+}

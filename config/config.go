@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ type Config struct {
 	// process has (a one-off `token issue`, replicas on other ports).
 	Issuer      string
 	Addr        string
-	MetricsAddr string // when set, /metrics is served there instead of on Addr
+	MetricsAddr string // when set, /metrics is served there instead of on Addr (see MetricsOnAPI)
 	// PprofAddr, when set, serves Go's profiles (/debug/pprof/) there
 	// (PPROF_ADDR): a loopback or private address only, never the API's.
 	PprofAddr       string
@@ -179,8 +180,14 @@ type Webhooks struct {
 	// AllowPrivate lets endpoints resolve to loopback, private and
 	// link-local addresses (WEBHOOK_ALLOW_PRIVATE, false by default in every
 	// environment: a staging server is as reachable as a production one;
-	// local work and tests set it).
+	// local work and tests set it). Production refuses it: it names the
+	// private ranges it needs in PrivateAllowlist instead.
 	AllowPrivate bool
+	// PrivateAllowlist are the private ranges endpoints may reach all the
+	// same (WEBHOOK_PRIVATE_ALLOWLIST, CIDR prefixes or bare addresses,
+	// comma-separated): an operator who must deliver into a network of its
+	// own names it here, and every other non-public address stays refused.
+	PrivateAllowlist []netip.Prefix
 	// RequireHTTPS refuses endpoint URLs that are not https: production.
 	RequireHTTPS bool
 	// PollInterval is how often each replica looks for events to dispatch
@@ -321,13 +328,21 @@ func (v *values) load() Config {
 		SecureCookie: c.Env != EnvLocal,
 	}
 	c.Webhooks = Webhooks{
-		Timeout:             v.duration("WEBHOOK_TIMEOUT", "10s"),
-		RetryBase:           v.duration("WEBHOOK_RETRY_BASE", "30s"),
-		RetryFor:            v.duration("WEBHOOK_RETRY_FOR", "72h"),
-		AllowPrivate:        v.boolean("WEBHOOK_ALLOW_PRIVATE", false),
-		RequireHTTPS:        c.Env == EnvProduction,
-		PollInterval:        v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
+		Timeout:      v.duration("WEBHOOK_TIMEOUT", "10s"),
+		RetryBase:    v.duration("WEBHOOK_RETRY_BASE", "30s"),
+		RetryFor:     v.duration("WEBHOOK_RETRY_FOR", "72h"),
+		AllowPrivate: v.boolean("WEBHOOK_ALLOW_PRIVATE", false),
+		RequireHTTPS: c.Env == EnvProduction,
+		PollInterval: v.duration("WEBHOOK_POLL_INTERVAL", "1s"),
+		// A range narrower than /8 names a network; a wider one (0.0.0.0/0)
+		// would be WEBHOOK_ALLOW_PRIVATE under another name.
+		PrivateAllowlist:    v.prefixes("WEBHOOK_PRIVATE_ALLOWLIST", 8),
 		EndpointConcurrency: v.intRange("WEBHOOK_ENDPOINT_CONCURRENCY", 1, 1, 16),
+	}
+	if c.Env == EnvProduction && c.Webhooks.AllowPrivate {
+		v.fail("WEBHOOK_ALLOW_PRIVATE", "true is refused in production: it lets consumers' webhooks reach loopback, private "+
+			"and link-local addresses (the cloud's metadata service, internal ports). Remove it; to deliver into a private "+
+			"network, name its ranges in WEBHOOK_PRIVATE_ALLOWLIST (e.g. 10.1.2.0/24,fd00:1::/64)")
 	}
 	c.Reconcile = Reconcile{
 		Interval:    v.duration("RECONCILE_INTERVAL", "15s"),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -169,4 +170,34 @@ func (v *values) size(name, def string) int64 {
 		return 0
 	}
 	return n * mult
+}
+
+// prefixes reads a comma list of CIDR prefixes (10.1.2.0/24, fd00::/8) or
+// bare addresses (a /32 or /128), each at least minBits long. A prefix with
+// bits set past its length, or an IPv4 range written in IPv6 (::ffff:…),
+// is refused rather than guessed at: the address rule compares plain IPv4.
+func (v *values) prefixes(name string, minBits int) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range strings.Split(v.str(name, ""), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if a, aerr := netip.ParseAddr(s); aerr == nil && a.Zone() == "" {
+			p, err = netip.PrefixFrom(a, a.BitLen()), nil
+		}
+		switch {
+		case err != nil:
+			v.fail(name, "%q is not a CIDR prefix such as 10.1.2.0/24 or fd00::/8, nor an address", s)
+		case p.Addr().Is4In6():
+			v.fail(name, "%q is an IPv4 range written as IPv6: write it as IPv4 (e.g. 10.1.2.0/24)", s)
+		case p != p.Masked():
+			v.fail(name, "%q has bits set past its length: write %s", s, p.Masked())
+		case p.Bits() < minBits:
+			v.fail(name, "%q is wider than /%d: name the networks webhooks must reach, not every address", s, minBits)
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
 }

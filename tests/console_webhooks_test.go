@@ -87,7 +87,7 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 			t.Errorf("globex's endpoint row: %s", globex)
 		}
 		failing := sectionRow(t, page.Body, "delivery-"+r.failing.ID)
-		for _, want := range []string{"acme", r.acmeURL, "license.created", `status-pending">pending`, "HTTP 500", "answered 500",
+		for _, want := range []string{"acme", r.acmeURL, "license.created", `status-pending">pending`, "HTTP 500", webhooks.FailureHTTPStatus,
 			`action="/console/webhooks/deliveries/` + r.failing.ID + `/retry"`} {
 			if !strings.Contains(failing, want) {
 				t.Errorf("the failing delivery's row lacks %q: %s", want, failing)
@@ -152,7 +152,7 @@ func TestConsoleWebhookEndpointShowsDeliveriesAndAttempts(t *testing.T) {
 			}
 		}
 		row := sectionRow(t, page.Body, "delivery-"+r.failing.ID)
-		for _, want := range []string{"2026-12-01 10:00:00 UTC: HTTP 500 in", "answered 500", `status-pending">pending`, "/retry"} {
+		for _, want := range []string{"2026-12-01 10:00:00 UTC: HTTP 500 in", webhooks.FailureHTTPStatus, `status-pending">pending`, "/retry"} {
 			if !strings.Contains(row, want) {
 				t.Errorf("the delivery's row lacks %q: %s", want, row)
 			}

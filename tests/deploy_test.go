@@ -592,8 +592,11 @@ func TestDeployCompose(t *testing.T) {
 		}
 	}
 	metricsPort := appPort
-	if serveCfg.MetricsAddr != "" {
+	switch {
+	case serveCfg.MetricsAddr != "":
 		metricsPort = portOf(t, "METRICS_ADDR", serveCfg.MetricsAddr)
+	case !serveCfg.MetricsOnAPI():
+		t.Errorf("serve runs APP_ENV=%s without METRICS_ADDR: it serves no /metrics for Prometheus to scrape", serveCfg.Env)
 	}
 
 	// migrate after a healthy MariaDB; serve after migrate succeeded.

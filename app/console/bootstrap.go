@@ -125,7 +125,8 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	b.Activity = activity.New(activity.Config{DB: b.DB, Read: b.Read, Now: b.now, Log: log, Retry: database.RetryOnConflict})
 	b.Webhooks = webhooks.New(webhooks.Config{
 		DB: b.DB, Read: b.Read, Events: b.Events, Cipher: b.Cipher,
-		Policy:  webhooks.Policy{AllowPrivate: cfg.Webhooks.AllowPrivate, RequireHTTPS: cfg.Webhooks.RequireHTTPS},
+		Policy: webhooks.Policy{AllowPrivate: cfg.Webhooks.AllowPrivate, PrivateAllowlist: cfg.Webhooks.PrivateAllowlist,
+			RequireHTTPS: cfg.Webhooks.RequireHTTPS},
 		Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase, RetryFor: cfg.Webhooks.RetryFor,
 		Interval: cfg.Webhooks.PollInterval, EndpointConcurrency: cfg.Webhooks.EndpointConcurrency, UserAgent: readBuildVersion().UserAgent(),
 		Retry: database.RetryOnConflict, Now: b.now, Log: log, Observe: b.Metrics.ObserveWebhook,
@@ -291,7 +292,7 @@ func (a *App) Server() *echo.Echo {
 		Webhooks:         a.Webhooks,
 		Now:              a.now,
 		Metrics:          a.Metrics,
-		MetricsElsewhere: cfg.MetricsAddr != "",
+		MetricsElsewhere: !cfg.MetricsOnAPI(),
 		RateLimit:        a.Limiter,
 		Concurrency:      a.Concurrency,
 		URL:              cfg.URL,

@@ -78,10 +78,14 @@ func serve(ctx context.Context, e env) error {
 	if lister, ok := a.Vendor.(licenses.SiteLister); ok && cfg.DriftEvery > 0 {
 		background.Go(func() { runDrift(bgCtx, a, lister, cfg.DriftEvery, log) })
 	}
-	if cfg.MetricsAddr != "" {
+	switch {
+	case cfg.MetricsAddr != "":
 		if err := serveMetrics(bgCtx, &background, cfg.MetricsAddr, a.Metrics, log); err != nil {
 			return err
 		}
+	case !cfg.MetricsOnAPI():
+		log.Warn("metrics not served over HTTP: production serves /metrics on METRICS_ADDR only, and it is unset " +
+			"(set it to an address only Prometheus reaches, e.g. 0.0.0.0:9100)")
 	}
 	if cfg.PprofAddr != "" {
 		if err := serveProfiles(bgCtx, &background, cfg.PprofAddr, log); err != nil {

@@ -81,7 +81,7 @@ func newWebhooksFixture(t *testing.T, db *testdb.DB) *webhooksFixture {
 		t.Fatal(err)
 	}
 	f.delivery = d.ID
-	status, reason := 500, "answered 500"
+	status, reason := 500, webhooks.FailureHTTPStatus
 	if err := db.Gorm.Create(&webhooks.Attempt{DeliveryID: d.ID, AttemptedAt: time.Now().UTC(), ResponseStatus: &status, DurationMS: 12, Error: &reason}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +140,11 @@ func TestWebhooksDeliveries(t *testing.T) {
 		v := views[0]
 		attempts, _ := v["attempts"].([]any)
 		if v["id"] != f.delivery || v["status"] != "failed" || v["event_type"] != events.LicenseCreated || len(attempts) != 1 ||
-			attempts[0].(map[string]any)["response_status"] != float64(500) || attempts[0].(map[string]any)["error"] != "answered 500" {
+			attempts[0].(map[string]any)["response_status"] != float64(500) || attempts[0].(map[string]any)["error"] != webhooks.FailureHTTPStatus {
 			t.Errorf("delivery = %v", v)
 		}
 		out, _, err = f.run("deliveries", "--status", "failed", f.acme.ID)
-		if err != nil || !strings.Contains(out, f.delivery) || !strings.Contains(out, `"answered 500"`) {
+		if err != nil || !strings.Contains(out, f.delivery) || !strings.Contains(out, `"`+webhooks.FailureHTTPStatus+`"`) {
 			t.Errorf("deliveries --status failed = %v\n%s", err, out)
 		}
 		if out, _, err := f.run("deliveries", f.acme.ID, "--status", "delivered"); err != nil || strings.Contains(out, f.delivery) {

@@ -47,7 +47,8 @@ type Deps struct {
 	// none: every webhook is refused.
 	WebhookSecrets []string
 	// Metrics are counted here and served at /metrics, unless
-	// MetricsElsewhere says main serves them on METRICS_ADDR. Required.
+	// MetricsElsewhere keeps them off the API's address: serve has them on
+	// METRICS_ADDR, or (production without it) nowhere. Required.
 	Metrics          *metrics.Metrics
 	MetricsElsewhere bool
 	// RateLimit counts every authenticated request per consumer (nil: no

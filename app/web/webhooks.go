@@ -47,7 +47,7 @@ type deliveryRow struct {
 	EventType   string
 	Status      string
 	Attempts    []attemptRow
-	LastError   string // the last attempt's reason, as app/webhooks wrote it (scrubbed)
+	LastError   string // the last attempt's error class, as app/webhooks wrote it (webhooks.Failures)
 	LastAnswer  *int   // the last attempt's answer status; nil: none
 	NextAttempt *time.Time
 	Delivered   *time.Time

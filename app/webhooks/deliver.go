@@ -3,13 +3,11 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"gorm.io/gorm"
@@ -44,8 +42,6 @@ const (
 	// answerKept is how much of an answer's body is read (and discarded):
 	// enough to keep the connection for the next delivery, never more.
 	answerKept = 4 << 10
-	// maxError is the longest attempt error kept (the column's width).
-	maxError = 255
 )
 
 // The outcomes Observe is told of, one per settled attempt.
@@ -138,7 +134,7 @@ type attemptResult struct {
 	at       time.Time
 	status   *int // the answer's; nil: none
 	duration time.Duration
-	reason   string // why it failed; "" when delivered
+	reason   string // why it failed, one of Failures; "" when delivered
 	timedOut bool   // no answer within the timeout: counts toward the endpoint's breaker
 }
 
@@ -158,28 +154,31 @@ func (s *Service) send(ctx context.Context, c claimed) error {
 }
 
 // post sends the event to the endpoint: the event's body, the same bytes
-// every attempt, signed now under the endpoint's secret.
+// every attempt, signed now under the endpoint's secret. A failed attempt's
+// reason is one of Failures.
 func (s *Service) post(ctx context.Context, c claimed) attemptResult {
 	r := attemptResult{at: s.now()}
 	if !c.found {
-		r.reason = "the endpoint or the event is gone"
+		s.cfg.Log.Warn("webhook delivery: the endpoint or the event is gone", "delivery_id", c.ID)
+		r.reason = FailureInternal
 		return r
 	}
 	body, err := s.cfg.Events.Body(c.event)
 	if err != nil {
 		s.cfg.Log.Error("webhook delivery: read the event", "delivery_id", c.ID, "error", err)
-		r.reason = "the event could not be read"
+		r.reason = FailureInternal
 		return r
 	}
 	secret, err := s.secret(c.endpoint)
 	if err != nil {
 		s.cfg.Log.Error("webhook delivery: open the endpoint's secret", "delivery_id", c.ID, "endpoint_id", c.endpoint.ID, "error", err)
-		r.reason = "the endpoint's secret could not be opened"
+		r.reason = FailureInternal
 		return r
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint.URL, bytes.NewReader(body))
 	if err != nil {
-		r.reason = "the endpoint's url is not valid"
+		s.cfg.Log.Error("webhook delivery: the endpoint's url is not valid", "delivery_id", c.ID, "endpoint_id", c.endpoint.ID)
+		r.reason = FailureInternal
 		return r
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -196,49 +195,34 @@ func (s *Service) post(ctx context.Context, c claimed) attemptResult {
 	r.duration = time.Since(start)
 	switch {
 	case err != nil:
-		r.reason = s.failure(err)
-		r.timedOut = timedOut(err)
+		r.reason = s.failure(ctx, c, err)
+		r.timedOut = r.reason == FailureTimeout
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		r.status = &resp.StatusCode
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		r.status = &resp.StatusCode
-		r.reason = fmt.Sprintf("answered %d: redirects are not followed", resp.StatusCode)
+		r.reason = FailureRedirect
 	default:
 		r.status = &resp.StatusCode
-		r.reason = fmt.Sprintf("answered %d", resp.StatusCode)
+		r.reason = FailureHTTPStatus
 	}
 	return r
 }
 
-// failure is why a request got no answer, in a few words: never the URL
-// (its query may hold what the consumer keeps secret), never a body.
-func (s *Service) failure(err error) string {
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		err = uerr.Err
+// failure is the class of a request that got no answer, which is all the
+// consumer is shown: the address, and what a port there does, is for the
+// operator's log alone (never the URL, whose query may hold a secret of
+// the consumer's). At debug level, as an endpoint failing is the
+// consumer's to fix; a failure of no known class at warn.
+func (s *Service) failure(ctx context.Context, c claimed, err error) string {
+	class := classify(err)
+	level := slog.LevelDebug
+	if class == FailureOther {
+		level = slog.LevelWarn
 	}
-	var nerr net.Error
-	var aerr *addressError
-	switch {
-	case errors.As(err, &aerr):
-		return truncate("the address is not allowed: " + aerr.addr + " is not a public address")
-	case errors.As(err, &nerr) && nerr.Timeout(), errors.Is(err, context.DeadlineExceeded):
-		return "no answer within " + s.cfg.Timeout.String()
-	}
-	return truncate("no answer: " + err.Error())
-}
-
-// timedOut reports whether err is a request that got no answer in time.
-func timedOut(err error) bool {
-	var nerr net.Error
-	return errors.As(err, &nerr) && nerr.Timeout() || errors.Is(err, context.DeadlineExceeded)
-}
-
-func truncate(s string) string {
-	if len(s) <= maxError {
-		return s
-	}
-	return s[:maxError-3] + "..."
+	s.cfg.Log.Log(ctx, level, "webhook attempt failed", "delivery_id", c.ID, "endpoint_id", c.endpoint.ID,
+		"class", class, "error", detail(err))
+	return class
 }
 
 // backoff is the wait after the attempts-th failed attempt: RetryBase

@@ -23,6 +23,10 @@ type Policy struct {
 	// AllowPrivate lets endpoints be loopback, private, link-local and the
 	// like (WEBHOOK_ALLOW_PRIVATE): local work and tests.
 	AllowPrivate bool
+	// PrivateAllowlist are non-public ranges endpoints may reach all the
+	// same (WEBHOOK_PRIVATE_ALLOWLIST): a network of the operator's own.
+	// Every other non-public address stays refused.
+	PrivateAllowlist []netip.Prefix
 	// RequireHTTPS refuses http:// URLs (production).
 	RequireHTTPS bool
 	// Resolve looks a host name up; nil: the system resolver.
@@ -37,8 +41,9 @@ const notPublicURL = "The url field's host must resolve to public addresses only
 // loopback, private, link-local or otherwise not public.
 var ErrAddressNotAllowed = errors.New("the address is not a public one")
 
-// addressError is a connection the policy refused, naming the address (the
-// attempt's error says which): errors.Is(err, ErrAddressNotAllowed).
+// addressError is a connection the policy refused, naming the address for
+// the operator's log (the consumer is shown the class alone):
+// errors.Is(err, ErrAddressNotAllowed).
 type addressError struct{ addr string }
 
 func (e *addressError) Error() string { return fmt.Sprintf("%s: %s", ErrAddressNotAllowed, e.addr) }
@@ -70,7 +75,8 @@ var notPublic = []netip.Prefix{
 	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated, still routed inside some networks)
 }
 
-// Allowed reports whether a delivery may connect to a.
+// Allowed reports whether a delivery may connect to a: a public address,
+// or one in PrivateAllowlist.
 func (p Policy) Allowed(a netip.Addr) bool {
 	if p.AllowPrivate {
 		return true
@@ -79,6 +85,11 @@ func (p Policy) Allowed(a netip.Addr) bool {
 	// prefix below would contain the address (Prefix.Contains is false for
 	// any zoned address), and the kernel ignores it off link-local.
 	a = a.Unmap().WithZone("")
+	for _, allowed := range p.PrivateAllowlist {
+		if allowed.Contains(a) {
+			return true
+		}
+	}
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return false
@@ -172,8 +183,8 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 				return nil, err
 			}
 			addrs, err := p.lookup(ctx, host)
-			if err != nil {
-				return nil, err
+			if err != nil || len(addrs) == 0 {
+				return nil, notResolved(host, err)
 			}
 			var errs []error
 			for _, a := range addrs {
@@ -198,4 +209,18 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// notResolved is a failed lookup of the caller's resolver as the system
+// resolver reports one, a *net.DNSError, so that a delivery's failure reads
+// the same whichever resolved.
+func notResolved(host string, err error) error {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return err
+	case err == nil:
+		return &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return &net.DNSError{Err: err.Error(), Name: host}
 }

@@ -139,9 +139,9 @@ type Attempt struct {
 	ID             uint64 `gorm:"primaryKey"`
 	DeliveryID     string
 	AttemptedAt    time.Time
-	ResponseStatus *int  // nil: no answer (refused, timed out, not allowed)
-	DurationMS     int64 `gorm:"column:duration_ms"`
-	Error          *string
+	ResponseStatus *int    // nil: no answer (refused, timed out, not allowed)
+	DurationMS     int64   `gorm:"column:duration_ms"`
+	Error          *string // why it failed, one of Failures; nil: delivered
 }
 
 // TableName is the table attempts live in.
