@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -103,6 +104,12 @@ type Config struct {
 	// (CORS_ALLOWED_ORIGINS, a comma list; default "*", any origin), as
 	// Laravel's config/cors.php allowed_origins.
 	CORSAllowedOrigins []string
+	// TrustedProxies are the proxies whose X-Forwarded-For (or X-Real-IP)
+	// names a request's client (TRUSTED_PROXIES, a comma list of addresses
+	// and CIDR ranges; default none: the client is the connection's peer).
+	// The one rule for every request's client address: the access log's and
+	// the console's sign-in limit's.
+	TrustedProxies []netip.Prefix
 
 	LogLevel  string
 	LogFormat string
@@ -260,6 +267,7 @@ func (v *values) load() Config {
 	if len(c.CORSAllowedOrigins) == 0 {
 		c.CORSAllowedOrigins = []string{"*"}
 	}
+	c.TrustedProxies = v.trustedProxies("TRUSTED_PROXIES")
 	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
 	c.DB = v.db(c.StorageDir)
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)

@@ -291,6 +291,7 @@ func (a *App) Server() *echo.Echo {
 		RateLimit:        a.Limiter,
 		URL:              cfg.URL,
 		CORSOrigins:      cfg.CORSAllowedOrigins,
+		TrustedProxies:   cfg.TrustedProxies,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
 		Pages:            a.consolePages(),
 	})
