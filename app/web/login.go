@@ -84,16 +84,22 @@ func (cn *Console) login(c echo.Context) error {
 	}
 	cn.logins.forgive(addr, tried)
 	se := cn.sessions.open(p.TokenID, p.ConsumerID, p.ExpiresAt, cn.cfg.SessionTTL)
+	if se.ID, err = cn.cfg.Auth.OpenSession(c.Request().Context(), p, se.end()); err != nil {
+		return err
+	}
 	c.SetCookie(cn.sessions.cookie(se))
 	c.SetCookie(cn.sessions.cleared(loginCookie))
 	cn.cfg.Log.Info("console sign-in", "token_id", p.TokenID, "consumer_id", p.ConsumerID, "client", addr, "request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout is POST /console/logout: the session's cookie is cleared. The
-// session is a signed cookie, not a row: revoking its token is what ends
-// every session opened with it, everywhere.
+// logout is POST /console/logout: the session's row is deleted, so its
+// cookie opens nothing after, on any replica, copies of it included; the
+// browser's cookie is cleared too.
 func (cn *Console) logout(c visit) error {
+	if err := cn.cfg.Auth.EndSession(c.Request().Context(), c.signed.session.ID); err != nil {
+		return err
+	}
 	c.SetCookie(cn.sessions.cleared(sessionCookie))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/login")
 }

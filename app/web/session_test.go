@@ -16,6 +16,10 @@ func TestSessionRoundTripAndRefusals(t *testing.T) {
 	if got := time.Unix(se.Expires, 0).Sub(clk.Now()); got != time.Hour {
 		t.Fatalf("a session outlives its token: ends in %v, want 1h", got)
 	}
+	if _, err := s.decode(s.encode(se)); err == nil {
+		t.Fatal("a session without its row decoded")
+	}
+	se.ID = "01JSESSION0000000000000000"
 	value := s.encode(se)
 	got, err := s.decode(value)
 	if err != nil || got != se {
