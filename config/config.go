@@ -443,8 +443,8 @@ type Console struct {
 	// SessionTTL bounds a console session (CONSOLE_SESSION_TTL, 8h); a
 	// session also ends when its token expires or is revoked.
 	SessionTTL time.Duration
-	// LoginsPerMinute is how many sign-ins a client address may try a
-	// minute (CONSOLE_LOGINS_PER_MINUTE, 10).
+	// LoginsPerMinute is how many failed sign-ins a client address, and a
+	// token tried, may make a minute (CONSOLE_LOGINS_PER_MINUTE, 10).
 	LoginsPerMinute int
 	// SecureCookie marks the session cookie Secure: everywhere but local.
 	SecureCookie bool
