@@ -113,6 +113,12 @@ type Config struct {
 	// (CORS_ALLOWED_ORIGINS, a comma list; default "*", any origin), as
 	// Laravel's config/cors.php allowed_origins.
 	CORSAllowedOrigins []string
+	// TrustedProxies are the proxies whose X-Forwarded-For (or X-Real-IP)
+	// names a request's client (TRUSTED_PROXIES, a comma list of addresses
+	// and CIDR ranges; default none: the client is the connection's peer).
+	// The one rule for every request's client address: the access log's and
+	// the console's sign-in limit's.
+	TrustedProxies []netip.Prefix
 
 	LogLevel  string
 	LogFormat string
@@ -279,6 +285,7 @@ func (v *values) load() Config {
 	if len(c.CORSAllowedOrigins) == 0 {
 		c.CORSAllowedOrigins = []string{"*"}
 	}
+	c.TrustedProxies = v.trustedProxies("TRUSTED_PROXIES")
 	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
 	c.DB = v.db(c.StorageDir)
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
@@ -465,8 +472,8 @@ type Console struct {
 	// SessionTTL bounds a console session (CONSOLE_SESSION_TTL, 8h); a
 	// session also ends when its token expires or is revoked.
 	SessionTTL time.Duration
-	// LoginsPerMinute is how many sign-ins a client address may try a
-	// minute (CONSOLE_LOGINS_PER_MINUTE, 10).
+	// LoginsPerMinute is how many failed sign-ins a client address, and a
+	// token tried, may make a minute (CONSOLE_LOGINS_PER_MINUTE, 10).
 	LoginsPerMinute int
 	// SecureCookie marks the session cookie Secure: everywhere but local.
 	SecureCookie bool

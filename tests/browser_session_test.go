@@ -145,6 +145,23 @@ func TestBrowserRevokedTokenEndsItsSession(t *testing.T) {
 	tb.wantSignInPage()
 }
 
+// Signing out ends the session on the server: another browser holding a
+// copy of its cookie is sent to the sign-in page on its next page.
+func TestBrowserSignOutEndsACopiedSession(t *testing.T) {
+	s := newConsoleSite(t)
+	tb := s.newTab(t)
+	tb.signIn(s.token("ops", auth.All))
+	other := s.newTab(t) // another browser (its own cookies), given a copy of the session's cookie
+	other.setCookie("licensor_console", tb.cookie("licensor_console").Value)
+	if other.open("/console"); other.path() != "/console" {
+		t.Fatalf("the copied cookie opens no session: the browser is at %s", other.path())
+	}
+	tb.submit(`form.logout button[type=submit]`)
+	tb.wantSignInPage()
+	other.do(chromedp.Reload())
+	other.wantSignInPage()
+}
+
 // A form sent without its CSRF token is refused with the 419 page, and
 // the session it would have changed is still open.
 func TestBrowserFormWithoutCSRFTokenIsRefused(t *testing.T) {

@@ -150,3 +150,24 @@ func (c *verifiedCache) put(raw string, cl *claims) {
 	}
 	c.byToken[raw] = verifiedClaims{id: cl.ID, subject: cl.Subject, issuedAt: cl.IssuedAt.Time, expiresAt: cl.ExpiresAt.Time}
 }
+
+// claimedIDMax bounds what ClaimedID returns: a token id is a ULID (26
+// characters), and a longer claim is cut rather than kept whole.
+const claimedIDMax = 32
+
+// ClaimedID is the token id (jti) a token string claims, read without
+// checking its signature, or "" when the string is no JWT or claims none.
+// It proves nothing: it is what a caller may count failed attempts by, one
+// token's whatever the address they come from. It is no secret: a token's id
+// is shown in the console's list and written on every access log line, and
+// a token is only as good as its signature, which this never returns.
+func ClaimedID(raw string) string {
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(raw, &c); err != nil {
+		return ""
+	}
+	if len(c.ID) > claimedIDMax {
+		return c.ID[:claimedIDMax]
+	}
+	return c.ID
+}

@@ -2,24 +2,104 @@ package auth
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
 )
 
-// Session returns the principal of the token with that id, for a caller
-// that holds it already verified: Verify, once the token string's signature
-// holds, and a session opened with it (the operator console's). The token
-// row is read on every call, so a session ends on the request after its
-// token is revoked or expires. consumerID is the token's subject; a row of
-// another consumer is no token of it. Every refusal is ErrUnauthenticated.
-// A success records the token's use in memory (see Verify).
-func (s *Service) Session(ctx context.Context, tokenID, consumerID string) (Principal, error) {
-	return s.session(ctx, tokenID, consumerID, nil)
+// ConsoleSession is a row of console_sessions: a session an operator opened
+// in the console with a token. The browser's cookie names the row; the row
+// is what makes the cookie a session, so deleting it (signing out) ends the
+// session on every replica, whoever holds a copy of the cookie.
+type ConsoleSession struct {
+	ID         string `gorm:"primaryKey"`
+	TokenID    string
+	ConsumerID string
+	ExpiresAt  time.Time
+	CreatedAt  time.Time
 }
 
-// session is Session, with j read in the token row's statement (VerifyWith).
+// TableName is the table's name.
+func (ConsoleSession) TableName() string { return "console_sessions" }
+
+// OpenSession records a console session of p's token until expires, and
+// returns its id. The sessions that have ended are deleted with it: sign-ins
+// are few, and this keeps the table to the sessions that may still be used.
+func (s *Service) OpenSession(ctx context.Context, p Principal, expires time.Time) (string, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	row := ConsoleSession{ID: ulid.Make().String(), TokenID: p.TokenID, ConsumerID: p.ConsumerID,
+		ExpiresAt: expires.UTC().Truncate(time.Microsecond), CreatedAt: now}
+	err := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return s.db.WithContext(ctx).Create(&row)
+	}).Error
+	if err != nil {
+		return "", fmt.Errorf("open console session: %w", err)
+	}
+	if err := s.db.WithContext(ctx).Where("expires_at <= ?", now).Delete(&ConsoleSession{}).Error; err != nil {
+		s.log.Warn("console sessions that have ended were not deleted", "error", err)
+	}
+	return row.ID, nil
+}
+
+// EndSession deletes the console session id (signing out): its cookie,
+// wherever a copy of it is, opens nothing after. Ending a session that is
+// gone already is no error.
+func (s *Service) EndSession(ctx context.Context, id string) error {
+	err := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return s.db.WithContext(ctx).Where("id = ?", id).Delete(&ConsoleSession{})
+	}).Error
+	if err != nil {
+		return fmt.Errorf("end console session: %w", err)
+	}
+	return nil
+}
+
+// Session returns the principal of the console session sessionID, opened
+// with the token tokenID of consumerID (what the session's signed cookie
+// says). The session's row and the token's are read in one statement on
+// every call: a session ends on the request after it is ended (EndSession),
+// passes its time, or after its token is revoked or expires. Every refusal
+// is ErrUnauthenticated. A success records the token's use in memory (see
+// Verify).
+func (s *Service) Session(ctx context.Context, sessionID, tokenID, consumerID string) (Principal, error) {
+	row := &sessionRow{id: sessionID}
+	p, err := s.session(ctx, tokenID, consumerID, row)
+	if err != nil {
+		return Principal{}, err
+	}
+	if !row.tokenID.Valid || row.tokenID.String != tokenID || row.expires == nil || !s.now().Before(*row.expires) {
+		return Principal{}, ErrUnauthenticated
+	}
+	return p, nil
+}
+
+// sessionRow reads a console session's row in the token row's statement
+// (a Joined), on the token's consumer as Joined asks; Session then compares
+// the session's token with the one its cookie names.
+type sessionRow struct {
+	id      string
+	tokenID sql.NullString
+	expires *time.Time
+}
+
+var _ Joined = (*sessionRow)(nil)
+
+func (r *sessionRow) Join() (columns, join string) {
+	return "cs.token_id, cs.expires_at", "LEFT JOIN console_sessions cs ON cs.id = ? AND cs.consumer_id = t.consumer_id"
+}
+
+func (r *sessionRow) Args() []any { return []any{r.id} }
+
+func (r *sessionRow) Dest() []any { return []any{&r.tokenID, database.Time(&r.expires)} }
+
+// session is the token's principal, for Verify (j nil, or a request's
+// Joined) and Session: the token row read on every call.
 func (s *Service) session(ctx context.Context, tokenID, consumerID string, j Joined) (Principal, error) {
 	tok, err := s.loadToken(ctx, tokenID, j)
 	if errors.Is(err, database.ErrNoRows) {

@@ -297,6 +297,7 @@ func (a *App) Server() *echo.Echo {
 		Concurrency:      a.Concurrency,
 		URL:              cfg.URL,
 		CORSOrigins:      cfg.CORSAllowedOrigins,
+		TrustedProxies:   cfg.TrustedProxies,
 		WebhookSecrets:   cfg.Vendor.WebhookSecrets,
 		Pages:            a.consolePages(),
 	})

@@ -45,7 +45,23 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 	if out, err := run("up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
-	out, err := run("down") // 15: the activity counters
+	out, err := run("down") // 17: the console's sessions
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 17") ||
+		!strings.Contains(err.Error(), "DROP TABLE console_sessions") {
+		t.Fatalf("migrate down of 17 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	}
+	if out, err := run("down", "--force"); err != nil {
+		t.Fatalf("migrate down --force of 17: %v\n%s", err, out)
+	}
+	out, err = run("down") // 16: the webhook endpoints' fairness columns
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 16") ||
+		!strings.Contains(err.Error(), "DROP COLUMN last_claimed_at") {
+		t.Fatalf("migrate down of 16 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	}
+	if out, err := run("down", "--force"); err != nil {
+		t.Fatalf("migrate down --force of 16: %v\n%s", err, out)
+	}
+	out, err = run("down") // 15: the activity counters
 	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 15") ||
 		!strings.Contains(err.Error(), "DROP TABLE activity_hours") {
 		t.Fatalf("migrate down of 15 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)

@@ -210,6 +210,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.Int("status", status),
 			slog.Duration("duration", time.Since(start)),
 			slog.String("request_id", RequestID(c)),
+			slog.String("client", c.RealIP()),
 		}
 		if p := principal(c); p.TokenID != "" { // who asked, for every authenticated request (never the token itself)
 			attrs = append(attrs, slog.String("consumer_id", p.ConsumerID), slog.String("token_id", p.TokenID))

@@ -6,6 +6,7 @@ package http
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ type Deps struct {
 	URL string
 	// Pages are served beside the API (the operator console); nil: none.
 	Pages Pages
+	// TrustedProxies are the proxies whose X-Forwarded-For names a
+	// request's client (TRUSTED_PROXIES); none: the connection's peer.
+	TrustedProxies []netip.Prefix
 }
 
 // Pages is a browser interface served beside the API under paths of its
@@ -119,6 +123,7 @@ func NewServer(d Deps) *echo.Echo {
 		baseURL: strings.TrimRight(d.URL, "/"), webhookSecrets: d.WebhookSecrets, pages: d.Pages}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = clientIP(d.TrustedProxies)
 	e.HTTPErrorHandler = s.handleError
 	e.JSONSerializer = jsonSerializer{}
 	// Laravel's router matches a path with or without its trailing slash

@@ -5,18 +5,25 @@ import (
 	"time"
 )
 
-// loginLimiter counts the sign-in attempts of each client address in a
-// fixed one-minute window, in this process (a replica's own count: a fleet
-// of n lets an address try n times as often). It keeps at most maxAddresses
-// windows; past that it forgets the stale ones, and if every one is fresh it
-// refuses new addresses rather than grow (an attacker spraying addresses
-// locks the console for a minute, never the server's memory).
+// loginLimiter counts failed sign-ins in fixed one-minute windows, twice:
+// per client address, so that one address cannot try many tokens, and per
+// token tried (the id the token claims), so that many addresses cannot try
+// one token. An attempt goes on only while both its windows have room.
+// The counts are this process's (a fleet of n lets an address try n times
+// as often). Each of the two keeps at most maxWindows windows; past that it
+// forgets the stale ones, and if every one is fresh it refuses new keys
+// rather than grow (an attacker spraying addresses or token ids locks the
+// console for a minute, never the server's memory).
 type loginLimiter struct {
 	perMinute int
 	now       func() time.Time
 	mu        sync.Mutex
-	windows   map[string]loginWindow
+	byAddr    windows
+	byToken   windows
 }
+
+// windows are the counts of one kind of key.
+type windows map[string]loginWindow
 
 type loginWindow struct {
 	start   time.Time
@@ -24,45 +31,100 @@ type loginWindow struct {
 	refused bool // an attempt of this window was refused already
 }
 
-const maxAddresses = 10000
+const maxWindows = 10000
 
-func newLoginLimiter(perMinute int, now func() time.Time) *loginLimiter {
-	return &loginLimiter{perMinute: perMinute, now: now, windows: map[string]loginWindow{}}
+// limitRefusal is why take refused an attempt: which count is spent, how
+// long until it has room again, and whether this is the window's first
+// refusal (the one worth a log line: a flood of attempts is no flood of
+// lines).
+type limitRefusal struct {
+	by         string // "address" or "token"
+	retryAfter time.Duration
+	first      bool
 }
 
-// take counts an attempt from addr; it reports whether the attempt may go
-// on, and if not, how long until it may, and whether it is the window's
-// first refusal (the one worth a log line).
-func (l *loginLimiter) take(addr string) (ok bool, retryAfter time.Duration, firstRefusal bool) {
+func newLoginLimiter(perMinute int, now func() time.Time) *loginLimiter {
+	return &loginLimiter{perMinute: perMinute, now: now, byAddr: windows{}, byToken: windows{}}
+}
+
+// take counts an attempt from addr with the token whose claimed id is
+// tokenID ("" for a string that claims none: counted by address alone). It
+// returns nil when the attempt may go on, and counts it in both windows;
+// a refused attempt is counted in neither.
+func (l *loginLimiter) take(addr, tokenID string) *limitRefusal {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w, found := l.windows[addr]
-	if !found || now.Sub(w.start) >= time.Minute {
-		if !found && len(l.windows) >= maxAddresses && !l.forgetStale(now) {
-			return false, time.Minute, false
+	if r := l.byAddr.room(addr, now, l.perMinute, "address"); r != nil {
+		return r
+	}
+	if tokenID != "" {
+		if r := l.byToken.room(tokenID, now, l.perMinute, "token"); r != nil {
+			return r
 		}
+		l.byToken.count(tokenID, now)
+	}
+	l.byAddr.count(addr, now)
+	return nil
+}
+
+// forgive takes back the attempt take counted, when it signed in: only
+// failed attempts count against an address or a token.
+func (l *loginLimiter) forgive(addr, tokenID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byAddr.uncount(addr)
+	if tokenID != "" {
+		l.byToken.uncount(tokenID)
+	}
+}
+
+// room reports nil when key's window has room for one more attempt at now,
+// or why not: its count is spent, or key is new and every window kept is
+// fresh. A spent window remembers that it refused.
+func (ws windows) room(key string, now time.Time, perMinute int, by string) *limitRefusal {
+	w, found := ws[key]
+	if !found || now.Sub(w.start) >= time.Minute {
+		if !found && len(ws) >= maxWindows && !ws.forgetStale(now) {
+			return &limitRefusal{by: by, retryAfter: time.Minute}
+		}
+		return nil
+	}
+	if w.count < perMinute {
+		return nil
+	}
+	first := !w.refused
+	w.refused = true
+	ws[key] = w
+	return &limitRefusal{by: by, retryAfter: w.start.Add(time.Minute).Sub(now), first: first}
+}
+
+// count adds an attempt to key's window, opening a new one when it has
+// ended (room was asked first).
+func (ws windows) count(key string, now time.Time) {
+	w, found := ws[key]
+	if !found || now.Sub(w.start) >= time.Minute {
 		w = loginWindow{start: now}
 	}
-	if w.count >= l.perMinute {
-		first := !w.refused
-		w.refused = true
-		l.windows[addr] = w
-		return false, w.start.Add(time.Minute).Sub(now), first
-	}
 	w.count++
-	l.windows[addr] = w
-	return true, 0, false
+	ws[key] = w
+}
+
+func (ws windows) uncount(key string) {
+	if w, found := ws[key]; found && w.count > 0 {
+		w.count--
+		ws[key] = w
+	}
 }
 
 // forgetStale drops the windows that have ended; it reports whether any
 // room was made.
-func (l *loginLimiter) forgetStale(now time.Time) bool {
-	before := len(l.windows)
-	for addr, w := range l.windows {
+func (ws windows) forgetStale(now time.Time) bool {
+	before := len(ws)
+	for key, w := range ws {
 		if now.Sub(w.start) >= time.Minute {
-			delete(l.windows, addr)
+			delete(ws, key)
 		}
 	}
-	return len(l.windows) < before
+	return len(ws) < before
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"net/netip"
 	"path"
@@ -46,26 +45,32 @@ func (cn *Console) renderLogin(c echo.Context, status int, p loginPage) error {
 
 // login is POST /console/login {token, _token, next}: an operator's token
 // (tokens:manage, intents:manage or *) opens a session; any other token, or
-// none, is refused with the same words, logged without the token. Each
-// client address has DefaultLoginsPerMinute tries a minute.
+// none, is refused with the same words, logged without the token. A post
+// without the form's CSRF token is refused first and counts for nothing, so
+// that bare posts cannot lock an address out; the others count as failed
+// sign-ins per client address and per token tried (loginLimiter).
 func (cn *Console) login(c echo.Context) error {
-	addr := clientAddr(c.Request())
-	if ok, wait, first := cn.logins.take(addr); !ok {
-		if first { // one line per address and window: a flood of attempts is no flood of lines
-			cn.cfg.Log.Warn("console sign-in refused", "reason", "too many attempts", "client", addr, "request_id", requestID(c))
-		}
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		return cn.renderLogin(c, http.StatusTooManyRequests, loginPage{Next: safeNext(c.FormValue("next")),
-			Error: "Too many sign-in attempts. Wait a minute and try again."})
-	}
+	addr := clientAddr(c)
 	ck, err := c.Cookie(loginCookie)
 	if err != nil || !sameSite(c.Request()) || !cn.sessions.validCSRF(loginCSRF, ck.Value, c.FormValue("_token")) {
 		cn.cfg.Log.Warn("console sign-in refused", "reason", "csrf", "client", addr, "request_id", requestID(c))
 		return errCSRF
 	}
 	next := safeNext(c.FormValue("next"))
-	p, err := cn.cfg.Auth.Verify(c.Request().Context(), strings.TrimSpace(c.FormValue("token")))
+	raw := strings.TrimSpace(c.FormValue("token"))
+	tried := auth.ClaimedID(raw)
+	if r := cn.logins.take(addr, tried); r != nil {
+		if r.first {
+			cn.cfg.Log.Warn("console sign-in refused", "reason", "too many attempts", "by", r.by, "client", addr,
+				"token_id", tried, "request_id", requestID(c))
+		}
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(r.retryAfter.Seconds())+1))
+		return cn.renderLogin(c, http.StatusTooManyRequests, loginPage{Next: next,
+			Error: "Too many sign-in attempts. Wait a minute and try again."})
+	}
+	p, err := cn.cfg.Auth.Verify(c.Request().Context(), raw)
 	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		cn.logins.forgive(addr, tried) // the database failed, not the operator
 		return err
 	}
 	if err != nil || !consoleAbilities(p.Abilities) {
@@ -77,17 +82,24 @@ func (cn *Console) login(c echo.Context) error {
 		return cn.renderLogin(c, http.StatusUnauthorized, loginPage{Next: next,
 			Error: "This token cannot open the console: paste a live token that holds *, tokens:manage or intents:manage."})
 	}
+	cn.logins.forgive(addr, tried)
 	se := cn.sessions.open(p.TokenID, p.ConsumerID, p.ExpiresAt, cn.cfg.SessionTTL)
+	if se.ID, err = cn.cfg.Auth.OpenSession(c.Request().Context(), p, se.end()); err != nil {
+		return err
+	}
 	c.SetCookie(cn.sessions.cookie(se))
 	c.SetCookie(cn.sessions.cleared(loginCookie))
 	cn.cfg.Log.Info("console sign-in", "token_id", p.TokenID, "consumer_id", p.ConsumerID, "client", addr, "request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout is POST /console/logout: the session's cookie is cleared. The
-// session is a signed cookie, not a row: revoking its token is what ends
-// every session opened with it, everywhere.
+// logout is POST /console/logout: the session's row is deleted, so its
+// cookie opens nothing after, on any replica, copies of it included; the
+// browser's cookie is cleared too.
 func (cn *Console) logout(c visit) error {
+	if err := cn.cfg.Auth.EndSession(c.Request().Context(), c.signed.session.ID); err != nil {
+		return err
+	}
 	c.SetCookie(cn.sessions.cleared(sessionCookie))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/login")
 }
@@ -111,14 +123,18 @@ func safeNext(next string) string {
 	return p
 }
 
-// clientAddr is the address the request came from: the connection's peer,
-// never a header a client may write (behind a proxy, every operator shares
-// the proxy's address and its limit). An IPv6 address counts as its /64,
-// the block one host is given: its other addresses are the same client.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
+// clientAddr is the address the request came from, as the server decides
+// it for every request (Echo's IPExtractor: the connection's peer, or the
+// address a trusted proxy forwarded); a server that set none is taken at
+// its peer, never at a header a client may write. An IPv6 address counts
+// as its /64, the block one host is given: its other addresses are the
+// same client.
+func clientAddr(c echo.Context) string {
+	host := ""
+	if c.Echo() != nil && c.Echo().IPExtractor != nil {
+		host = c.RealIP()
+	} else {
+		host = echo.ExtractIPDirect()(c.Request())
 	}
 	if ip, err := netip.ParseAddr(host); err == nil && ip.Is6() && !ip.Is4In6() {
 		if p, err := ip.Prefix(64); err == nil {

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 )
 
 func TestSameSite(t *testing.T) {
@@ -38,11 +40,27 @@ func TestClientAddrCountsAnIPv6HostByItsBlock(t *testing.T) {
 		"[2001:db8:1:2:aaaa::1]:443": "2001:db8:1:2::/64",
 		"[2001:db8:1:2:bbbb::9]:443": "2001:db8:1:2::/64",
 		"[::ffff:192.0.2.7]:80":      "::ffff:192.0.2.7",
-		"not an address":             "not an address",
+		"not an address":             "",
 	} {
-		if got := clientAddr(&http.Request{RemoteAddr: remote}); got != want {
+		req := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": {"203.0.113.9"}}}
+		if got := clientAddr(echo.New().NewContext(req, nil)); got != want {
 			t.Errorf("clientAddr(%q) = %q, want %q", remote, got, want)
 		}
+	}
+}
+
+// A server that names no IPExtractor is taken at its peer: Echo's own
+// fallback would believe X-Forwarded-For from anyone.
+func TestClientAddrFollowsTheServersExtractor(t *testing.T) {
+	e := echo.New()
+	req := &http.Request{RemoteAddr: "192.0.2.7:5123", Header: http.Header{"X-Forwarded-For": {"203.0.113.9"}}}
+	if got := clientAddr(e.NewContext(req, nil)); got != "192.0.2.7" {
+		t.Errorf("no extractor: %q, want the peer", got)
+	}
+	e.IPExtractor = echo.ExtractIPFromXFFHeader() // trusts private peers
+	req.RemoteAddr = "10.0.0.7:5123"
+	if got := clientAddr(e.NewContext(req, nil)); got != "203.0.113.9" {
+		t.Errorf("the server's extractor: %q, want what it says", got)
 	}
 }
 

@@ -88,9 +88,10 @@ func (e *pageError) StatusCode() int { return e.status }
 func (e *pageError) PublicMessage() string { return e.message }
 
 // page is the handler of a page behind a session: it lets through a
-// request whose session cookie is signed, in its time, and whose token is
-// live now (its row read on every request, so a revoked token ends its
-// sessions at once) and holds ability (the one the matching API route asks;
+// request whose session cookie is signed, in its time, whose session is
+// not ended (signed out) and whose token is live now (both rows read on
+// every request, so signing out or revoking the token ends the session at
+// once) and holds ability (the one the matching API route asks;
 // "" for any console session); a form post must also carry the session's
 // CSRF token and come from this site. fn gets the session as a value.
 func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc {
@@ -128,7 +129,7 @@ func (cn *Console) sessionOf(c echo.Context) (signedSession, error) {
 	if err != nil {
 		return signedSession{}, err
 	}
-	p, err := cn.cfg.Auth.Session(c.Request().Context(), se.TokenID, se.ConsumerID)
+	p, err := cn.cfg.Auth.Session(c.Request().Context(), se.ID, se.TokenID, se.ConsumerID)
 	if err != nil {
 		return signedSession{}, err
 	}

@@ -19,10 +19,12 @@ const (
 	loginCookie   = "licensor_console_login"
 )
 
-// session is what the signed cookie says: which token opened it, for which
-// consumer, and until when. The token string itself is never in it; the
-// token's row is read on every request (auth.Service.Session).
+// session is what the signed cookie says: its row, which token opened it,
+// for which consumer, and until when. The token string itself is never in
+// it; the session's row and the token's are read on every request
+// (auth.Service.Session), so signing out or revoking the token ends it.
 type session struct {
+	ID         string `json:"s"` // its console_sessions row
 	TokenID    string `json:"t"`
 	ConsumerID string `json:"c"`
 	Issued     int64  `json:"i"` // unix seconds
@@ -43,7 +45,8 @@ type sessions struct {
 }
 
 // open makes a session for the token, ending at ttl from now or when the
-// token expires, whichever comes first.
+// token expires, whichever comes first; id is its row, recorded by the
+// caller for that end (the session's Expires, to the second).
 func (s sessions) open(tokenID, consumerID string, tokenExpires time.Time, ttl time.Duration) session {
 	now := s.now()
 	end := now.Add(ttl)
@@ -52,6 +55,9 @@ func (s sessions) open(tokenID, consumerID string, tokenExpires time.Time, ttl t
 	}
 	return session{TokenID: tokenID, ConsumerID: consumerID, Issued: now.Unix(), Expires: end.Unix(), Nonce: randomToken()}
 }
+
+// end is when se ends.
+func (se session) end() time.Time { return time.Unix(se.Expires, 0) }
 
 // encode is the cookie value of se: its JSON and an HMAC-SHA256 of it, both
 // base64url, joined by a dot.
@@ -77,7 +83,7 @@ func (s sessions) decode(value string) (session, error) {
 		return session{}, errNoSession
 	}
 	var se session
-	if err := json.Unmarshal(payload, &se); err != nil || se.TokenID == "" || se.Nonce == "" {
+	if err := json.Unmarshal(payload, &se); err != nil || se.ID == "" || se.TokenID == "" || se.Nonce == "" {
 		return session{}, errNoSession
 	}
 	if now := s.now().Unix(); now >= se.Expires || se.Issued > now+60 {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,10 @@ func TestSessionRoundTripAndRefusals(t *testing.T) {
 	if got := time.Unix(se.Expires, 0).Sub(clk.Now()); got != time.Hour {
 		t.Fatalf("a session outlives its token: ends in %v, want 1h", got)
 	}
+	if _, err := s.decode(s.encode(se)); err == nil {
+		t.Fatal("a session without its row decoded")
+	}
+	se.ID = "01JSESSION0000000000000000"
 	value := s.encode(se)
 	got, err := s.decode(value)
 	if err != nil || got != se {
@@ -48,21 +53,48 @@ func TestLoginLimiterWindowAndBound(t *testing.T) {
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	l := newLoginLimiter(2, clk.Now)
 	for i, want := range []struct{ ok, first bool }{{true, false}, {true, false}, {false, true}, {false, false}} {
-		if ok, _, first := l.take("a"); ok != want.ok || first != want.first {
-			t.Fatalf("attempt %d: %v (first refusal %v), want %+v", i+1, ok, first, want)
+		r := l.take("a", "")
+		if (r == nil) != want.ok || (r != nil && r.first != want.first) {
+			t.Fatalf("attempt %d: refusal %+v, want %+v", i+1, r, want)
 		}
 	}
-	if ok, _, _ := l.take("b"); !ok {
+	if r := l.take("b", ""); r != nil {
 		t.Fatal("another address shares a's window")
 	}
 	clk.Advance(time.Minute)
-	if ok, _, _ := l.take("a"); !ok {
+	if r := l.take("a", ""); r != nil {
 		t.Fatal("a new minute did not open a new window")
 	}
-	for i := range maxAddresses {
-		l.take(string(rune(i + 1000)))
+	for i := range maxWindows {
+		l.take(string(rune(i+1000)), string(rune(i+1000)))
 	}
-	if len(l.windows) > maxAddresses {
-		t.Fatalf("%d windows kept, at most %d", len(l.windows), maxAddresses)
+	if len(l.byAddr) > maxWindows || len(l.byToken) > maxWindows {
+		t.Fatalf("%d, %d windows kept, at most %d", len(l.byAddr), len(l.byToken), maxWindows)
+	}
+}
+
+// Failed attempts count per address and per token: many addresses against
+// one token are stopped as one address is, a success counts for nothing,
+// and a refused attempt is counted in neither window.
+func TestLoginLimiterCountsPerTokenToo(t *testing.T) {
+	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	l := newLoginLimiter(3, clk.Now)
+	for i := range 3 {
+		if r := l.take(fmt.Sprintf("192.0.2.%d", i), "T1"); r != nil {
+			t.Fatalf("attempt %d refused: %+v", i+1, r)
+		}
+	}
+	if r := l.take("192.0.2.99", "T1"); r == nil || r.by != "token" || !r.first {
+		t.Fatalf("a fourth address on T1: %+v, want refused by token", r)
+	}
+	if r := l.take("192.0.2.0", "T2"); r != nil {
+		t.Fatalf("another token from an address that tried T1: %+v", r)
+	}
+	if r := l.take("192.0.2.99", "T2"); r != nil {
+		t.Fatalf("the refused attempt was counted against its address: %+v", r)
+	}
+	l.forgive("192.0.2.99", "T2") // it signed in
+	if got := l.byToken["T2"].count; got != 1 {
+		t.Fatalf("T2 counts %d after a failure and a success, want 1", got)
 	}
 }

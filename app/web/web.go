@@ -62,8 +62,8 @@ type Config struct {
 	// SessionTTL bounds a session; it also ends when its token expires or is
 	// revoked. Zero: DefaultSessionTTL.
 	SessionTTL time.Duration
-	// LoginsPerMinute bounds the sign-in attempts of one client address
-	// (zero: DefaultLoginsPerMinute).
+	// LoginsPerMinute bounds the failed sign-ins of one client address, and
+	// of one token tried, a minute (zero: DefaultLoginsPerMinute).
 	LoginsPerMinute int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -76,8 +76,8 @@ type Config struct {
 // DefaultSessionTTL is how long a console session lasts at most.
 const DefaultSessionTTL = 8 * time.Hour
 
-// DefaultLoginsPerMinute is how many sign-ins one client address may try a
-// minute.
+// DefaultLoginsPerMinute is how many failed sign-ins one client address,
+// and one token tried, may make a minute.
 const DefaultLoginsPerMinute = 10
 
 // Console serves the operator console's pages.
