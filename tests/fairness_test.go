@@ -7,14 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -87,16 +85,7 @@ func TestOneConsumersTarpitDelaysNoOtherConsumersWebhooks(t *testing.T) {
 // left at their defaults, and loopback endpoints allowed (the test's
 // receivers listen there).
 func fairnessEnv(t *testing.T, db *testdb.DB) []string {
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json", "LOG_LEVEL=warn",
-		"VENDOR_DRIVER=fake", "RATE_LIMIT_PER_MINUTE=0", "WEBHOOK_ALLOW_PRIVATE=true",
-	}
-	if db.Dialect == database.MySQL {
-		return append(env, "DB_CONNECTION=mysql", "DB_URL="+db.Config.URL)
-	}
-	return append(env, "DB_CONNECTION=sqlite", "DB_DATABASE="+db.Config.Database)
+	return faultEnv(t, db, "", "VENDOR_DRIVER=fake", "WEBHOOK_ALLOW_PRIVATE=true", "LOG_LEVEL=warn")
 }
 
 // mustSend sends body to url with token and fails the test unless the

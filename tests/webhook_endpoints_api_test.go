@@ -343,6 +343,15 @@ func TestWebhookDeliveriesAndRetry(t *testing.T) {
 			Updates(map[string]any{"status": webhooks.StatusDelivered, "delivered_at": clk.Now(), "next_attempt_at": nil}).Error; err != nil {
 			t.Fatal(err)
 		}
+		// A consumer's retries of one endpoint's deliveries go through once a
+		// minute: the next within the minute is 429 retry_limited, with the
+		// seconds left, and changes nothing.
+		limited := a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...)
+		limited.wantError(http.StatusTooManyRequests, "retry_limited")
+		if got := limited.Header().Get("Retry-After"); got != "60" {
+			t.Errorf("retry_limited's Retry-After = %q, want 60", got)
+		}
+		clk.Advance(time.Minute)
 		r = a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...).wantStatus(http.StatusAccepted).licenseData()
 		if r["status"] != "pending" || r["delivered_at"] != nil {
 			t.Errorf("a delivered delivery retried = %v, want pending and not delivered", r)

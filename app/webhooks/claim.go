@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -117,13 +119,15 @@ func plan(cands []candidate, inFlight map[string]int, perEndpoint, slots, sender
 // them out (held: the senders each consumer holds in this worker): their
 // next_attempt_at moves to the end of the lease, so that no other worker
 // takes them meanwhile and, should this one die, they are due again when it
-// ends. On MySQL the candidate endpoints' rows are locked FOR UPDATE SKIP
-// LOCKED, so that two workers never count one endpoint's in-flight attempts
-// at once (one skips it and serves others); on SQLite the transaction holds
-// the one write lock. The UPDATE is a compare-and-set (rows still pending
-// and due), so two workers never hold one delivery. Due deliveries of a
-// disabled endpoint (owed as it was being disabled) are parked first, as
-// disabling parks them.
+// ends. On MySQL the transaction reads committed rows (each statement sees
+// what other workers committed before it) and the endpoints planned for are
+// locked FOR UPDATE SKIP LOCKED before their in-flight attempts are counted
+// again, so that two workers never count one endpoint at once (one skips it
+// and serves others); on SQLite the transaction holds the one write lock.
+// The UPDATE is a compare-and-set (rows still pending and due), so two
+// workers never hold one delivery. Due deliveries of a disabled endpoint
+// (owed as it was being disabled) are parked first, as disabling parks
+// them.
 func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]claimed, error) {
 	if slots <= 0 {
 		return nil, nil
@@ -132,21 +136,27 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 	now := s.now()
 	until := now.Add(s.lease())
 	var rows []Delivery
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := s.claimTransaction(ctx, func(tx *gorm.DB) error {
 		rows = nil
 		if err := parkDueOfDisabled(tx, now); err != nil {
 			return err
 		}
-		cands, err := candidates(tx, now)
+		cands, err := candidates(tx, now, s.cfg.EndpointConcurrency, sated(held))
 		if err != nil || len(cands) == 0 {
 			return err
 		}
-		inFlight, err := inFlight(tx, cands, now)
+		counts, err := inFlight(tx, endpointIDs(cands), now)
 		if err != nil {
 			return err
 		}
-		var ids, endpointIDs []string
-		for _, p := range plan(cands, inFlight, s.cfg.EndpointConcurrency, slots, senders, held) {
+		picks := plan(cands, counts, s.cfg.EndpointConcurrency, slots, senders, held)
+		if tx.Dialector.Name() == database.MySQL {
+			if picks, err = s.lockPicks(tx, picks, now); err != nil {
+				return err
+			}
+		}
+		var ids, claimedFor []string
+		for _, p := range picks {
 			var due []string
 			err := tx.Model(&Delivery{}).Where("endpoint_id = ? AND status = ? AND next_attempt_at <= ?", p.endpointID, StatusPending, now).
 				Order("next_attempt_at, id").Limit(s.cfg.EndpointConcurrency).Pluck("id", &due).Error
@@ -155,7 +165,7 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 			}
 			if len(due) > 0 {
 				ids = append(ids, due[:min(p.n, len(due))]...)
-				endpointIDs = append(endpointIDs, p.endpointID)
+				claimedFor = append(claimedFor, p.endpointID)
 			}
 		}
 		if len(ids) == 0 {
@@ -168,7 +178,7 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 		}
 		// Bookkeeping of the claim's order, not a change of the endpoint's:
 		// its updated_at stays.
-		err = tx.Model(&Endpoint{}).Where("id IN ?", padded(endpointIDs, senders)).UpdateColumn("last_claimed_at", now).Error
+		err = tx.Model(&Endpoint{}).Where("id IN ?", padded(claimedFor, senders)).UpdateColumn("last_claimed_at", now).Error
 		if err != nil {
 			return fmt.Errorf("record the endpoints claimed for: %w", err)
 		}
@@ -177,53 +187,117 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	return s.withSubjects(ctx, rows, now)
+	// Claimed and committed: reading what sending them needs must not be cut
+	// short by a shutdown, and a failure gives them back rather than leave
+	// their endpoints counting them in flight for a whole lease.
+	out, err := s.withSubjects(context.WithoutCancel(ctx), rows, now)
+	if err != nil {
+		for _, d := range rows {
+			if rerr := s.release(ctx, claimed{Delivery: d}); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
-// candidates are the enabled, unpaused endpoints with deliveries due, the
-// one claimed for longest ago (or never: NULL sorts first on both
-// databases) first; on MySQL only those no other claim holds, locked until
-// this one commits.
-func candidates(tx *gorm.DB, now time.Time) ([]candidate, error) {
-	var cands []candidate
-	err := tx.Raw("SELECT id, consumer_id FROM webhook_endpoints WHERE enabled = ? AND (paused_until IS NULL OR paused_until <= ?) "+
-		"AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = webhook_endpoints.id AND d.status = ? AND d.next_attempt_at <= ?) "+
-		"ORDER BY last_claimed_at, id LIMIT ?", true, now, StatusPending, now, candidateLimit).Scan(&cands).Error
-	if err != nil {
-		return nil, fmt.Errorf("find endpoints with due webhook deliveries: %w", err)
+// claimTransaction runs a claim in one transaction, again whole while it
+// loses a lock conflict; on MySQL at READ COMMITTED, so that the in-flight
+// count made after an endpoint is locked sees every claim committed before
+// (at REPEATABLE READ it would see the snapshot of the transaction's first
+// read).
+func (s *Service) claimTransaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.db.Dialector.Name() != database.MySQL {
+		return s.transact(ctx, fn)
 	}
-	if len(cands) == 0 || tx.Dialector.Name() != database.MySQL {
-		return cands, nil
+	return s.cfg.Retry(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})}
+	}).Error
+}
+
+// lockPicks locks the endpoints planned for, skipping those another claim
+// holds (that worker serves them), and counts their in-flight attempts
+// again now that no other claim can change them: a pick keeps only the
+// room its endpoint still has.
+func (s *Service) lockPicks(tx *gorm.DB, picks []pick, now time.Time) ([]pick, error) {
+	if len(picks) == 0 {
+		return nil, nil
 	}
-	ids := make([]string, len(cands))
-	for i, c := range cands {
-		ids[i] = c.EndpointID
+	ids := make([]string, len(picks))
+	for i, p := range picks {
+		ids[i] = p.endpointID
 	}
 	var locked []string
-	err = tx.Model(&Endpoint{}).Where("id IN ?", padded(ids, candidateLimit)).
+	err := tx.Model(&Endpoint{}).Where("id IN ?", padded(ids, senders)).
 		Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"}).Pluck("id", &locked).Error
 	if err != nil {
-		return nil, fmt.Errorf("lock the endpoints with due webhook deliveries: %w", err)
+		return nil, fmt.Errorf("lock the endpoints claimed for: %w", err)
+	}
+	counts, err := inFlight(tx, locked, now)
+	if err != nil {
+		return nil, err
 	}
 	mine := make(map[string]bool, len(locked))
 	for _, id := range locked {
 		mine[id] = true
 	}
-	out := cands[:0]
-	for _, c := range cands {
-		if mine[c.EndpointID] {
-			out = append(out, c)
+	out := picks[:0]
+	for _, p := range picks {
+		if p.n = min(p.n, s.cfg.EndpointConcurrency-counts[p.endpointID]); mine[p.endpointID] && p.n > 0 {
+			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
-// inFlight counts, per candidate endpoint, the attempts in flight to it: its
-// deliveries under a claim whose lease has not lapsed.
-func inFlight(tx *gorm.DB, cands []candidate, now time.Time) (map[string]int, error) {
+// sated are the consumers that hold at least the most senders any share
+// could give them now (share with only the consumers holding senders
+// active): plan would give them nothing, so candidates leaves their
+// endpoints out rather than let them fill its window.
+func sated(held map[string]int) []string {
+	var out []string
+	for c, n := range held {
+		if n >= share(senders, len(held)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func endpointIDs(cands []candidate) []string {
 	ids := make([]string, len(cands))
 	for i, c := range cands {
 		ids[i] = c.EndpointID
+	}
+	return ids
+}
+
+// candidates are the enabled, unpaused endpoints with deliveries due and
+// room for another attempt (fewer than perEndpoint in flight), of consumers
+// other than those in sated, the one claimed for longest ago (or never:
+// NULL sorts first on both databases) first. Leaving out what plan could
+// not use keeps a window of busy endpoints from hiding the others.
+func candidates(tx *gorm.DB, now time.Time, perEndpoint int, sated []string) ([]candidate, error) {
+	var cands []candidate
+	err := tx.Raw("SELECT id, consumer_id FROM webhook_endpoints WHERE enabled = ? AND (paused_until IS NULL OR paused_until <= ?) "+
+		"AND consumer_id NOT IN ? "+
+		"AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = webhook_endpoints.id AND d.status = ? AND d.next_attempt_at <= ?) "+
+		"AND (SELECT COUNT(*) FROM webhook_deliveries f WHERE f.endpoint_id = webhook_endpoints.id AND f.status = ? "+
+		"AND f.claim IS NOT NULL AND f.next_attempt_at > ?) < ? "+
+		"ORDER BY last_claimed_at, id LIMIT ?",
+		true, now, padded(sated, senders), StatusPending, now, StatusPending, now, perEndpoint, candidateLimit).Scan(&cands).Error
+	if err != nil {
+		return nil, fmt.Errorf("find endpoints with due webhook deliveries: %w", err)
+	}
+	return cands, nil
+}
+
+// inFlight counts, per endpoint of ids, the attempts in flight to it: its
+// deliveries under a claim whose lease has not lapsed.
+func inFlight(tx *gorm.DB, ids []string, now time.Time) (map[string]int, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	var counts []struct {
 		EndpointID string

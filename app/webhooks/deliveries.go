@@ -195,11 +195,6 @@ func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID,
 			return err
 		}
 		now := s.now()
-		if consumerID != "" {
-			if err := s.consumerRetry(tx, d.EndpointID, now); err != nil {
-				return err
-			}
-		}
 		// A claim whose lease has lapsed (its worker died) holds nothing.
 		res := tx.Model(&Delivery{}).Where("id = ? AND (claim IS NULL OR next_attempt_at <= ?)", d.ID, now).
 			Updates(map[string]any{"status": StatusPending, "window_start": now, "next_attempt_at": now, "claim": nil,
@@ -209,6 +204,11 @@ func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID,
 		}
 		if res.RowsAffected == 0 {
 			return ErrInFlight
+		}
+		if consumerID != "" { // after the in-flight check: a refusal rolls the retry back
+			if err := s.consumerRetry(tx, d.EndpointID, now); err != nil {
+				return err
+			}
 		}
 		return audit.Record(tx, by, audit.Change{Event: audit.WebhookDeliveryRetried, SubjectType: audit.SubjectWebhookDelivery, SubjectID: d.ID}, now)
 	})

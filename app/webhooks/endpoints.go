@@ -247,12 +247,16 @@ func (s *Service) endpoint(db *gorm.DB, consumerID, id string) (Endpoint, error)
 // UpdateEndpoint changes the consumer's endpoint. Disabling it takes its
 // pending deliveries off the schedule; enabling a disabled one clears its
 // disabling and its failing streak, and its pending deliveries are due
-// again at once, each with a new retry window.
+// again at once, each with a new retry window. A new url, or enabling a
+// disabled one, also closes its circuit breaker (enabling one that is
+// enabled does not: a consumer cannot so cut a pause short).
 func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p EndpointPatch) (Endpoint, error) {
 	verr := &ValidationError{}
 	set := map[string]any{}
 	if p.URL != nil {
 		set["url"] = s.checkURL(ctx, verr, *p.URL)
+		// Another receiver: the old one's timeouts say nothing of it.
+		set["consecutive_timeouts"], set["paused_until"] = 0, nil
 	}
 	if p.Events != nil {
 		given := *p.Events
@@ -269,6 +273,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 		set["enabled"] = *p.Enabled
 		if *p.Enabled {
 			set["disabled_at"], set["disabled_reason"], set["failing_since"] = nil, nil, nil
+			set["consecutive_timeouts"], set["paused_until"] = 0, nil
 		} else {
 			set["disabled_at"], set["disabled_reason"] = s.now(), "disabled by the consumer"
 		}
@@ -284,6 +289,10 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 			delete(set, "disabled_at")
 			delete(set, "disabled_reason")
 			delete(set, "failing_since")
+			if p.URL == nil { // enabling what is enabled: a paused endpoint stays paused
+				delete(set, "consecutive_timeouts")
+				delete(set, "paused_until")
+			}
 		}
 		if len(set) > 0 {
 			now := s.now()

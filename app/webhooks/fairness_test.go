@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,40 +108,141 @@ func TestClaimServesANewcomerBesideABacklog(t *testing.T) {
 	})
 }
 
-// Two workers (replicas) on one database never have more attempts in
-// flight to one endpoint than WEBHOOK_ENDPOINT_CONCURRENCY.
+// Two workers (replicas) claiming at the same moment on one database never
+// have more attempts in flight to one endpoint than
+// WEBHOOK_ENDPOINT_CONCURRENCY, round after round.
 func TestEndpointConcurrencyHoldsAcrossWorkers(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		for _, limit := range []int{1, 2} {
 			t.Run(fmt.Sprint(limit), func(t *testing.T) {
 				r := newRig(t, db, Config{EndpointConcurrency: limit})
-				other := New(r.cfg)
-				c := r.consumer(fmt.Sprintf("c%d", limit))
-				ep := r.endpoint(c, "http://127.0.0.1:1/h")
-				for i := range 5 {
-					r.license(c, fmt.Sprintf("c%d-%d.test", limit, i))
-				}
-				r.dispatch()
-				a, err := r.hooks.claim(context.Background(), senders, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := other.claim(context.Background(), senders, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				mine := func(held []claimed) (n int) {
-					for _, c := range held {
-						if c.EndpointID == ep.ID {
-							n++
+				workers := []*Service{r.hooks, New(r.cfg)}
+				for round := range 10 {
+					c := r.consumer(fmt.Sprintf("c%d-%d", limit, round))
+					ep := r.endpoint(c, "http://127.0.0.1:1/h")
+					for i := range 5 {
+						r.license(c, fmt.Sprintf("c%d-%d-%d.test", limit, round, i))
+					}
+					r.dispatch()
+					start := make(chan struct{})
+					got := make([][]claimed, len(workers))
+					var wg sync.WaitGroup
+					for i, w := range workers {
+						wg.Go(func() {
+							<-start
+							held, err := w.claim(context.Background(), senders, nil)
+							if err != nil {
+								t.Error(err)
+							}
+							got[i] = held
+						})
+					}
+					close(start)
+					wg.Wait()
+					n := 0
+					for _, held := range got {
+						for _, c := range held {
+							if c.EndpointID == ep.ID {
+								n++
+							}
 						}
 					}
-					return n
-				}
-				if got := mine(a) + mine(b); got != limit {
-					t.Errorf("the two workers claimed %d and %d of the endpoint's 5 due deliveries, want %d in all", mine(a), mine(b), limit)
+					if n != limit {
+						t.Fatalf("round %d: the two workers claimed %d of the endpoint's 5 due deliveries at once, want %d", round, n, limit)
+					}
+					// Settled, so that the next round's consumer is the only
+					// one with work (and so has a share of more than one).
+					err := db.Gorm.Model(&Delivery{}).Where("status = ?", StatusPending).
+						Updates(map[string]any{"status": StatusDelivered, "claim": nil, "next_attempt_at": nil}).Error
+					if err != nil {
+						t.Fatal(err)
+					}
 				}
 			})
+		}
+	})
+}
+
+// Endpoints that cannot take another attempt (each at its cap) never fill
+// the claim's window: with 4 consumers' 64 endpoints all busy, claimed for
+// before it, an endpoint served a moment ago still has its due delivery
+// claimed.
+func TestBusyEndpointsDoNotHideOthers(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db, Config{})
+		ctx := context.Background()
+		for k := range 4 {
+			c := r.consumer(fmt.Sprintf("busy%d", k))
+			for i := range MaxEndpoints {
+				r.endpoint(c, fmt.Sprintf("http://127.0.0.1:1/b%d-%d", k, i))
+			}
+			r.license(c, fmt.Sprintf("busy%d-a.test", k))
+			r.license(c, fmt.Sprintf("busy%d-b.test", k))
+		}
+		victim := r.consumer("victim")
+		mine := r.endpoint(victim, "http://127.0.0.1:1/v")
+		r.license(victim, "v.test")
+		r.dispatch()
+		// Every busy endpoint has one attempt in flight (its first
+		// delivery, under a live claim) and one more due; the victim's was
+		// claimed for a moment ago, theirs never.
+		lease := r.clock.Now().Add(time.Minute)
+		err := db.Gorm.Exec("UPDATE webhook_deliveries SET claim = ?, next_attempt_at = ? WHERE endpoint_id <> ? AND event_id IN "+
+			"(SELECT MIN(event_id) FROM webhook_deliveries GROUP BY consumer_id)", "01OTHERWORKER0000000000000", lease, mine.ID).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Model(&Endpoint{}).Where("id = ?", mine.ID).UpdateColumn("last_claimed_at", r.clock.Now()).Error; err != nil {
+			t.Fatal(err)
+		}
+		held, err := r.hooks.claim(ctx, senders, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(held) != 1 || held[0].EndpointID != mine.ID {
+			t.Errorf("claimed %d deliveries %v, want the victim's one alone (every other endpoint is at its cap)", len(held), held)
+		}
+	})
+}
+
+// A new url, or enabling a disabled endpoint, closes its breaker; enabling
+// an enabled one does not.
+func TestBreakerClosesOnANewURL(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		ctx := context.Background()
+		r := newRig(t, db, Config{})
+		c := r.consumer("ca")
+		ep := r.endpoint(c, "http://127.0.0.1:1/h")
+		pause := func() {
+			err := db.Gorm.Model(&Endpoint{}).Where("id = ?", ep.ID).
+				UpdateColumns(map[string]any{"consecutive_timeouts": 5, "paused_until": r.clock.Now().Add(time.Hour)}).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		on, off, url := true, false, "http://127.0.0.1:1/new"
+		pause()
+		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{Enabled: &on}); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.reload(ep); got.PausedUntil == nil || got.ConsecutiveTimeouts != 5 {
+			t.Errorf("enabling an enabled endpoint closed its breaker (%d, %v)", got.ConsecutiveTimeouts, got.PausedUntil)
+		}
+		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{URL: &url}); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.reload(ep); got.PausedUntil != nil || got.ConsecutiveTimeouts != 0 {
+			t.Errorf("a new url left the breaker at %d, %v; want it closed", got.ConsecutiveTimeouts, got.PausedUntil)
+		}
+		pause()
+		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{Enabled: &on}); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.reload(ep); got.PausedUntil != nil || got.ConsecutiveTimeouts != 0 {
+			t.Errorf("enabling a disabled endpoint left the breaker at %d, %v; want it closed", got.ConsecutiveTimeouts, got.PausedUntil)
 		}
 	})
 }
@@ -159,7 +261,7 @@ func TestBreakerPausesAnEndpointThatKeepsTimingOut(t *testing.T) {
 			}
 		}))
 		t.Cleanup(slow.Close)
-		r := newRig(t, db, Config{Timeout: 50 * time.Millisecond, RetryBase: time.Minute})
+		r := newRig(t, db, Config{Timeout: 250 * time.Millisecond, RetryBase: time.Minute})
 		c := r.consumer("ca")
 		bad := r.endpoint(c, slow.URL)
 		good := newReceiver(t, nil)
