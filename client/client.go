@@ -29,6 +29,10 @@ type Client struct {
 	maxDelay    time.Duration
 	sleep       func(ctx context.Context, d time.Duration) error
 	jitter      func(d time.Duration) time.Duration
+	now         func() time.Time
+	// networkWindow bounds how long a call retries network errors; 0: only
+	// the attempts and the context bound it.
+	networkWindow time.Duration
 }
 
 // Option changes a Client's defaults; pass options to New.
@@ -47,6 +51,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 		maxDelay:    DefaultMaxDelay,
 		sleep:       sleep,
 		jitter:      jitter,
+		now:         time.Now,
 	}
 	for _, o := range opts {
 		o(c)
@@ -100,6 +105,28 @@ func WithJitter(jitter func(d time.Duration) time.Duration) Option {
 	return func(c *Client) {
 		if jitter != nil {
 			c.jitter = jitter
+		}
+	}
+}
+
+// WithNetworkRetryWindow bounds how long a call goes on retrying network
+// errors (a refused connection, a reset, a timeout): once the next attempt
+// would start more than d after the first, the call stops with the last
+// error, wrapping ErrNetworkWindow (and ErrNotSent when no attempt was
+// written). Answers the policy retries (5xx, 429, 409 request_in_progress,
+// 202 operation_pending) are bounded by the attempts and the context only.
+// d ≤ 0, the default: no window.
+func WithNetworkRetryWindow(d time.Duration) Option {
+	return func(c *Client) { c.networkWindow = max(d, 0) }
+}
+
+// WithClock replaces the clock the Client reads to keep
+// WithNetworkRetryWindow; tests pass one that their sleep moves forward.
+// The context's deadline is always read on the real clock.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) {
+		if now != nil {
+			c.now = now
 		}
 	}
 }

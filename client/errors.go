@@ -23,6 +23,9 @@ type APIError struct {
 	Fields     map[string][]string // validation errors by field (the body's "errors")
 	RetryAfter time.Duration       // the Retry-After header; 0 when absent
 	RequestID  string              // the X-Request-Id header: quote it when reporting a problem
+	// OperationID names the operation a 202 operation_pending keeps (its
+	// body's operation.id): WaitOperation waits for its outcome.
+	OperationID string
 }
 
 // Error is "licensor API: <status> <code>: <message> (request <id>)".
@@ -62,9 +65,14 @@ func newAPIError(status int, h http.Header, body []byte, now time.Time) *APIErro
 		Message string              `json:"message"`
 		Code    string              `json:"code"`
 		Errors  map[string][]string `json:"errors"`
+		// Operation is a 202's: {"id","status","retry_after"}.
+		Operation struct {
+			ID string `json:"id"`
+		} `json:"operation"`
 	}
 	_ = json.Unmarshal(body, &b) // best effort: the status alone is an answer
-	e := &APIError{Status: status, Code: b.Code, Message: b.Message, Fields: b.Errors, RequestID: h.Get("X-Request-Id")}
+	e := &APIError{Status: status, Code: b.Code, Message: b.Message, Fields: b.Errors, RequestID: h.Get("X-Request-Id"),
+		OperationID: b.Operation.ID}
 	if e.Message == "" {
 		e.Message = http.StatusText(status) + "."
 	}

@@ -80,7 +80,7 @@ func (c *Client) CreateLicense(ctx context.Context, in CreateLicenseInput) (Lice
 		return License{}, fmt.Errorf("create license: %w", err)
 	}
 	resp, err := c.do(ctx, request{op: "create license", method: http.MethodPost, path: "/api/licenses",
-		body: body, key: key, success: []int{http.StatusOK, http.StatusCreated}})
+		body: body, key: key, success: []int{http.StatusOK, http.StatusCreated}, safe: true})
 	if err != nil {
 		return License{}, err
 	}
@@ -107,7 +107,7 @@ func (c *Client) ListLicenses(ctx context.Context, page, perPage int) (Page, err
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	resp, err := c.do(ctx, request{op: "list licenses", method: http.MethodGet, path: path, success: []int{http.StatusOK}})
+	resp, err := c.do(ctx, request{op: "list licenses", method: http.MethodGet, path: path, success: []int{http.StatusOK}, safe: true})
 	if err != nil {
 		return Page{}, err
 	}
@@ -134,7 +134,7 @@ func (c *Client) GetLicense(ctx context.Context, id string) (License, error) {
 		return License{}, errors.New("get license: the id is empty")
 	}
 	resp, err := c.do(ctx, request{op: "get license " + id, method: http.MethodGet,
-		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusOK}})
+		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusOK}, safe: true})
 	if err != nil {
 		return License{}, err
 	}
@@ -148,7 +148,7 @@ func (c *Client) RevokeLicense(ctx context.Context, id string) error {
 		return errors.New("revoke license: the id is empty")
 	}
 	_, err := c.do(ctx, request{op: "revoke license " + id, method: http.MethodDelete,
-		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusNoContent}})
+		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusNoContent}, safe: true})
 	return err
 }
 

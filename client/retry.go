@@ -27,6 +27,15 @@ type request struct {
 	body    []byte // nil: no body
 	key     string // the Idempotency-Key; "" sends none
 	success []int  // the statuses that are the call's success
+	// safe: sending the request again after it may have arrived changes
+	// nothing (a GET, a DELETE, a PATCH, a keyed create), so a network error
+	// is retried even after the request was written. A request that is not
+	// safe is retried only when no byte of it left (the connection was never
+	// made), or on an answer that says nothing was done (429, 503).
+	safe bool
+	// goneIfLost: a 404 answering a retry after an attempt whose answer was
+	// lost is the call's success (a DELETE the lost attempt did).
+	goneIfLost bool
 }
 
 // response is a successful answer, its body read whole.
@@ -40,20 +49,25 @@ type response struct {
 // the last attempt's error, wrapped with why it stopped.
 //
 // When no attempt got as far as writing its request (each one's connection
-// was refused or never made), the error wraps ErrNotSent: the server cannot
-// have acted on the call. A refused connection is not retried: nothing
-// listens there, and waiting would only delay saying so.
+// was refused or never made, as while licensor restarts), the error wraps
+// ErrNotSent: the server cannot have acted on the call. Such attempts are
+// retried like any network error, so that a call rides out a restart.
 func (c *Client) do(ctx context.Context, r request) (response, error) {
-	anySent := false
+	anySent, lost := false, false
+	start := c.now()
 	for attempt := 1; ; attempt++ {
 		resp, retry, sent, err := c.attempt(ctx, r)
 		anySent = anySent || sent
+		var apiErr *APIError
+		isAnswer := errors.As(err, &apiErr)
 		if err != nil && !anySent {
 			err = fmt.Errorf("%w: %w", ErrNotSent, err)
 		}
 		switch {
 		case err == nil:
 			return resp, nil
+		case isAnswer && apiErr.Status == http.StatusNotFound && r.goneIfLost && lost:
+			return response{status: http.StatusNotFound}, nil
 		case !retry:
 			return response{}, fmt.Errorf("%s: %w", r.op, err)
 		case ctx.Err() != nil:
@@ -61,10 +75,14 @@ func (c *Client) do(ctx context.Context, r request) (response, error) {
 		case attempt >= c.maxAttempts:
 			return response{}, giveUp(r.op, attempt, nil, err)
 		}
+		lost = lost || (!isAnswer && sent)
 		wait := c.wait(attempt, err)
 		// Waiting past the deadline would only fail later: fail now.
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return response{}, giveUp(r.op, attempt, context.DeadlineExceeded, err)
+		}
+		if !isAnswer && c.networkWindow > 0 && c.now().Add(wait).Sub(start) > c.networkWindow {
+			return response{}, giveUp(r.op, attempt, fmt.Errorf("%w (%s)", ErrNetworkWindow, c.networkWindow), err)
 		}
 		if wait > max(c.maxDelay, MaxRetryAfter) { // never back before the server said: stop now instead
 			return response{}, giveUp(r.op, attempt, ErrRetryAfterTooLong, err)
@@ -74,6 +92,10 @@ func (c *Client) do(ctx context.Context, r request) (response, error) {
 		}
 	}
 }
+
+// ErrNetworkWindow is why a call stopped retrying a network error: the next
+// attempt would have started after WithNetworkRetryWindow's window.
+var ErrNetworkWindow = errors.New("network errors past the retry window")
 
 // giveUp is the error of a call the policy stopped retrying: the last
 // attempt's error, and why (nil: the attempts are spent).
@@ -89,16 +111,18 @@ func giveUp(op string, attempts int, why, last error) error {
 }
 
 // ErrNotSent is in the error of a call none of whose attempts wrote its
-// request: the connection was refused (nothing listens at the URL) or never
-// made, so the server did nothing. Any other failed call may have been
-// acted on (its answer was lost): retry it with the same Idempotency-Key.
+// request: on each one the connection was refused (nothing listens at the
+// URL, as while licensor restarts) or never made, so the server did
+// nothing. Any other failed call may have been acted on (its answer was
+// lost): retry it with the same Idempotency-Key.
 var ErrNotSent = errors.New("nothing was sent")
 
 // attempt sends r once. retry says whether the policy may send it again:
-// a network error or timeout (the request may have been sent: the same key
-// makes that safe), or an APIError that is Retryable; a refused connection
-// is not. sent says whether the request was written, in part or whole: an
-// answer came, or the error came after the write.
+// a network error or timeout (a refused connection included) when r is
+// safe to repeat or nothing of it was written, or an APIError that is
+// Retryable (for a request that is not safe, a 429 or 503 only). sent says
+// whether the request was written, in part or whole: an answer came, or the
+// error came after the write.
 func (c *Client) attempt(ctx context.Context, r request) (_ response, retry, sent bool, _ error) {
 	var body io.Reader
 	if r.body != nil {
@@ -128,19 +152,18 @@ func (c *Client) attempt(ctx context.Context, r request) (_ response, retry, sen
 	}
 	res, err := c.hc.Do(req) // its errors name the URL, never the headers
 	if err != nil {
-		if !wrote.Load() && errors.Is(err, syscall.ECONNREFUSED) {
-			return response{}, false, false, err // nothing listens: say so now
-		}
-		return response{}, transient(err), wrote.Load(), err
+		sent := wrote.Load()
+		return response{}, transient(err) && (r.safe || !sent), sent, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, MaxResponseBytes+1))
 	if err != nil {
-		return response{}, true, true, fmt.Errorf("read the response to %s %s: %w", r.method, r.path, err)
+		return response{}, r.safe, true, fmt.Errorf("read the response to %s %s: %w", r.method, r.path, err)
 	}
 	if !slices.Contains(r.success, res.StatusCode) {
 		e := newAPIError(res.StatusCode, res.Header, b, time.Now())
-		return response{}, e.Retryable(), true, e
+		nothingDone := e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
+		return response{}, e.Retryable() && (r.safe || nothingDone), true, e
 	}
 	if len(b) > MaxResponseBytes {
 		return response{}, false, true, fmt.Errorf("the response to %s %s is over %d bytes", r.method, r.path, MaxResponseBytes)

@@ -36,9 +36,15 @@ func licensesCmd(ctx context.Context, e env) error {
 	return licensesWith(ctx, e)
 }
 
+// networkRetryWindow is how long `licensor licenses` goes on retrying
+// network errors (a refused connection while licensor restarts) before it
+// says what it knows: that nothing was sent, or that the outcome is unknown.
+const networkRetryWindow = 10 * time.Second
+
 // licensesWith is licensesCmd with extra client options: its tests pass a
-// sleep that records the backoff instead of waiting it out.
+// sleep that records the backoff instead of waiting it out, and a clock.
 func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
+	opts = append([]client.Option{client.WithNetworkRetryWindow(networkRetryWindow)}, opts...)
 	return runSubcommand(ctx, e, "licenses", licensesSummary, []subcommand{
 		{"create", "create a license for a domain; prints it as JSON on stdout",
 			func(ctx context.Context, e env) error { return licensesCreate(ctx, e, opts) }},
@@ -88,6 +94,9 @@ func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 	if err != nil {
 		return explainLicensesError(err, base, "licenses:write", func() string {
 			return fmt.Sprintf("the outcome is not known yet (%s may have made it): run the same command with --key %s to get it", base, *key)
+		}, func() string {
+			return fmt.Sprintf("the outcome is unknown: a request reached %s and the call ended on a network error, so the license may have been created; "+
+				"run the same command with --key %s to get the outcome (the same key never makes a second license)", base, *key)
 		})
 	}
 	switch {
@@ -134,9 +143,10 @@ func licensesList(ctx context.Context, e env, opts []client.Option) error {
 	defer cancel()
 	p, err := c.ListLicenses(ctx, *page, *perPage)
 	if err != nil {
-		return explainLicensesError(err, base, "licenses:read", func() string {
+		again := func() string {
 			return "check that licensor serves at " + base + " (LICENSOR_URL) and run the command again"
-		})
+		}
+		return explainLicensesError(err, base, "licenses:read", again, again)
 	}
 	if err := writeLicenses(e.stdout, p, *asJSON); err != nil {
 		return err
@@ -205,15 +215,19 @@ func licensorClient(e env, opts []client.Option) (*client.Client, string, error)
 	return client.New(base, token, opts...), base, nil
 }
 
-// explainLicensesError adds what to do to a failed call: for a refusal,
-// what the API's status and code ask for; for a call that gave up on
-// retryable answers or the network, retry's advice.
-func explainLicensesError(err error, base string, ability string, retry func() string) error {
+// explainLicensesError adds what to do to a failed call: when no attempt
+// reached the server, that nothing happened; for a refusal, what the API's
+// status and code ask for; for a call that gave up on retryable answers,
+// retry's advice, and on a network error after a request went out, lost's.
+func explainLicensesError(err error, base string, ability string, retry, lost func() string) error {
 	if errors.Is(err, client.ErrNotSent) {
-		return fmt.Errorf("%w; nothing happened: check that licensor serves at %s (LICENSOR_URL), then run the command again", err, base)
+		return fmt.Errorf("%w; nothing happened, since no request reached licensor: check that licensor serves at %s (LICENSOR_URL), then run the command again", err, base)
 	}
 	var apiErr *client.APIError
-	if !errors.As(err, &apiErr) || apiErr.Retryable() {
+	if !errors.As(err, &apiErr) {
+		return fmt.Errorf("%w; %s", err, lost())
+	}
+	if apiErr.Retryable() {
 		return fmt.Errorf("%w; %s", err, retry())
 	}
 	var todo string
