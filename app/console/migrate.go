@@ -3,9 +3,9 @@ package console
 import (
 	"context"
 	"errors"
-	"os"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 
