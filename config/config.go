@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -212,10 +213,26 @@ type Reconcile struct {
 	FailedEvery time.Duration // how long a failed intent waits before it is tried again
 }
 
-// Load reads the configuration. getenv answers for the process environment;
-// values missing there are taken from the .env file in the working directory,
-// if there is one. Errors name the variable at fault.
+// Load reads the configuration (Read), then, in local, makes the key file
+// if it is not there yet (CreateKey).
 func Load(getenv func(string) string) (Config, error) {
+	c, err := Read(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.CreateKey(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Read reads the configuration and creates nothing. getenv answers for the
+// process environment; values missing there are taken from the .env file in
+// the working directory, if there is one. Errors name the variable at fault.
+// In local without APP_KEY, a key file that is not there yet leaves Key nil:
+// CreateKey makes it, once a command knows its database is there (a command
+// that only reads leaves no file behind).
+func Read(getenv func(string) string) (Config, error) {
 	dotenv, err := readDotenv(".env")
 	if err != nil {
 		return Config{}, err
@@ -361,7 +378,7 @@ func (v *values) load() Config {
 }
 
 func (v *values) db(storage string) DB {
-	conn := v.oneOf("DB_CONNECTION", "sqlite", "sqlite", "mysql")
+	conn := v.connection()
 	d := DB{
 		Connection: conn,
 		Host:       v.str("DB_HOST", "127.0.0.1"),
@@ -384,6 +401,37 @@ func (v *values) db(storage string) DB {
 	d.ReadConns = v.intRange("DB_READ_CONNS", 0, 0, 10000)
 	d.QueryTimeout = v.duration("DB_QUERY_TIMEOUT", "5s")
 	return d
+}
+
+// connection is DB_CONNECTION, which DB_URL implies: a MySQL DSN
+// (user:pass@tcp(host:3306)/db) or a mysql:// URL is MySQL, so that a DB_URL
+// is never silently ignored while SQLite serves. Any other DB_URL, and
+// DB_URL beside an explicit DB_CONNECTION=sqlite, is refused.
+func (v *values) connection() string {
+	explicit := v.str("DB_CONNECTION", "")
+	conn := v.oneOf("DB_CONNECTION", "sqlite", "sqlite", "mysql")
+	dbURL := v.str("DB_URL", "")
+	switch {
+	case dbURL == "":
+		return conn
+	case !IsMySQLURL(dbURL):
+		// The value is not repeated: it may hold a password.
+		v.fail("DB_URL", "is neither a MySQL DSN (user:pass@tcp(host:3306)/licensor) nor a mysql:// URL "+
+			"(mysql://user:pass@host:3306/licensor); for SQLite, unset DB_URL and name the file in DB_DATABASE")
+	case explicit == "sqlite":
+		v.fail("DB_URL", "is set, and DB_CONNECTION=sqlite: DB_URL names a MySQL database; "+
+			"unset DB_URL to serve SQLite, or DB_CONNECTION (or set it to mysql) to serve the MySQL DB_URL names")
+	}
+	return "mysql"
+}
+
+// mysqlDSN matches go-sql-driver's DSN, [user[:pass]@]net(addr)/dbname[?params].
+var mysqlDSN = regexp.MustCompile(`^(.*@)?(tcp|tcp4|tcp6|unix)\([^)]*\)/.*$`)
+
+// IsMySQLURL tells whether DB_URL's value names a MySQL database: a
+// go-sql-driver DSN or a mysql:// URL.
+func IsMySQLURL(s string) bool {
+	return strings.HasPrefix(s, "mysql://") || mysqlDSN.MatchString(s)
 }
 
 // Rate limit stores (RATE_LIMIT_STORE).

@@ -14,8 +14,8 @@ const keyFile = "app.key"
 
 var errProductionKey = errors.New("config: APP_KEY: is required in production; generate one with: echo base64:$(head -c 32 /dev/urandom | base64)")
 
-// loadKey sets c.Key from APP_KEY, or, in local, from storage/app.key,
-// generating that file once. In testing a missing key is ephemeral;
+// loadKey sets c.Key from APP_KEY, or, in local, from storage/app.key when
+// it is there (CreateKey makes it). In testing a missing key is ephemeral;
 // production refuses to start without one.
 func (c *Config) loadKey(raw string) error {
 	if raw != "" {
@@ -33,7 +33,26 @@ func (c *Config) loadKey(raw string) error {
 		c.Key, c.KeySource = NewKey(), "ephemeral"
 		return nil
 	}
-	key, err := localKey(filepath.Join(c.StorageDir, keyFile))
+	key, err := readKeyFile(filepath.Join(c.StorageDir, keyFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // CreateKey makes it
+	}
+	return c.keyFrom(key, err)
+}
+
+// CreateKey makes the local key file (storage/app.key, mode 0600) when Read
+// found no key: in local without APP_KEY, on a machine where no command has
+// made one yet. Otherwise it does nothing.
+func (c *Config) CreateKey() error {
+	if c.Key != nil || c.Env != EnvLocal {
+		return nil
+	}
+	return c.keyFrom(localKey(filepath.Join(c.StorageDir, keyFile)))
+}
+
+// keyFrom sets the key read from, or made in, the key file, naming
+// APP_STORAGE for a failure of the directory and APP_KEY for the rest.
+func (c *Config) keyFrom(key []byte, err error) error {
 	var se storageError
 	if errors.As(err, &se) {
 		return fmt.Errorf("config: APP_STORAGE: %s cannot hold the generated %s: %w (fix APP_STORAGE, or set APP_KEY)", c.StorageDir, keyFile, se.err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -268,7 +269,7 @@ func sqliteDSN(cfg config.DB, readOnly bool) string {
 func MySQLDSN(cfg config.DB) (string, error) {
 	var c *mysqldriver.Config
 	if cfg.URL != "" {
-		parsed, err := mysqldriver.ParseDSN(strings.TrimPrefix(cfg.URL, "mysql://"))
+		parsed, err := parseMySQLURL(cfg.URL)
 		if err != nil {
 			return "", errors.New("DB_URL: not a valid MySQL DSN (user:pass@tcp(host:3306)/dbname)")
 		}
@@ -307,4 +308,35 @@ func MySQLDSN(cfg config.DB) (string, error) {
 	// through the statement's context.
 	c.ReadTimeout, c.WriteTimeout = 2*queryTimeout(cfg), 2*queryTimeout(cfg)
 	return c.FormatDSN(), nil
+}
+
+// parseMySQLURL reads DB_URL: a go-sql-driver DSN, that DSN after
+// "mysql://", or a URL, mysql://user:pass@host[:3306]/dbname[?params].
+func parseMySQLURL(s string) (*mysqldriver.Config, error) {
+	rest, isURL := strings.CutPrefix(s, "mysql://")
+	if !isURL || strings.Contains(rest, "(") {
+		return mysqldriver.ParseDSN(rest)
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return nil, errors.New("not a MySQL URL")
+	}
+	c := mysqldriver.NewConfig()
+	c.User = u.User.Username()
+	c.Passwd, _ = u.User.Password()
+	c.Net, c.Addr = "tcp", u.Host
+	if u.Port() == "" {
+		c.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	c.DBName = strings.TrimPrefix(u.Path, "/")
+	// The query's parameters are the DSN's: go through the driver's parser.
+	if u.RawQuery != "" {
+		withParams, err := mysqldriver.ParseDSN("/?" + u.RawQuery)
+		if err != nil {
+			return nil, err
+		}
+		withParams.User, withParams.Passwd, withParams.Net, withParams.Addr, withParams.DBName = c.User, c.Passwd, c.Net, c.Addr, c.DBName
+		c = withParams
+	}
+	return c, nil
 }

@@ -179,3 +179,25 @@ func (m *Migrator) CheckCurrent(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Migrations lists the migrations this binary has for a dialect, none of
+// them applied: migrate status where there is no database yet.
+func Migrations(dialect string) ([]MigrationStatus, error) {
+	dir := "migrations/sqlite"
+	if dialect == MySQL {
+		dir = "migrations/mysql"
+	}
+	entries, err := fs.ReadDir(migrations, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []MigrationStatus
+	for _, e := range entries {
+		version, err := goose.NumericComponent(e.Name())
+		if err != nil {
+			continue
+		}
+		out = append(out, MigrationStatus{Version: version, Name: e.Name()})
+	}
+	return out, nil
+}

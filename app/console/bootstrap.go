@@ -87,11 +87,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	if o.Log != nil {
 		log = o.Log
 	}
-	cipher, err := crypt.New(cfg.Key, cfg.PreviousKeys...)
-	if err != nil {
-		return nil, err
-	}
-	b := &Base{Config: cfg, Log: log, DB: o.DB, now: o.Now, Cipher: cipher}
+	b := &Base{Log: log, DB: o.DB, now: o.Now}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -112,6 +108,16 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	if b.Read == nil {
 		b.Read = b.DB
 	}
+	// The local key file is made once the database is there, so that a
+	// command refused for want of one leaves nothing behind.
+	err := cfg.CreateKey()
+	if err == nil {
+		b.Cipher, err = crypt.New(cfg.Key, cfg.PreviousKeys...)
+	}
+	if err != nil {
+		return nil, errors.Join(err, b.closeDB())
+	}
+	b.Config = cfg
 	storeOpts := []idempotency.StoreOption{idempotency.WithReadPool(b.Read)}
 	if b.DB.Dialector.Name() == database.SQLite {
 		// One writer: the reservations and settlements of concurrent requests
@@ -160,8 +166,14 @@ func (b *Base) Close() error {
 	if b.group != nil {
 		b.group.Close()
 	}
+	return errors.Join(err, b.closeDB())
+}
+
+// closeDB closes the pools the Base opened.
+func (b *Base) closeDB() error {
+	var err error
 	if b.ownsRead {
-		err = errors.Join(err, database.Close(b.Read))
+		err = database.Close(b.Read)
 	}
 	if b.ownsDB {
 		err = errors.Join(err, database.Close(b.DB))
@@ -185,6 +197,10 @@ type App struct {
 	// Concurrency bounds each consumer's writes in flight in this process
 	// (CONSUMER_CONCURRENCY), shared by every server built on the App.
 	Concurrency *ratelimit.Concurrency
+	// VendorKind is the vendor the database works with, once a command
+	// has bound it (bindVendor); zero for an App built by a test.
+	VendorKind    database.VendorKind
+	reconcilerCfg idempotency.ReconcilerConfig // what Reconciler was built from
 }
 
 // Close closes the rate limiter's store (the Redis client), then the Base.
@@ -258,7 +274,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox 
 		return nil, err
 	}
 	a.Concurrency = ratelimit.NewConcurrency(cfg.ConsumerConcurrency)
-	a.Reconciler = idempotency.NewReconciler(idempotency.ReconcilerConfig{
+	a.reconcilerCfg = idempotency.ReconcilerConfig{
 		Store:          b.Store,
 		Operations:     ops,
 		Settle:         cfg.Reconcile.Settle,
@@ -271,7 +287,8 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox 
 		Log:            b.Log,
 		Now:            b.now,
 		Observe:        b.Metrics.ObserveReconcile,
-	})
+	}
+	a.Reconciler = idempotency.NewReconciler(a.reconcilerCfg)
 	return a, nil
 }
 

@@ -206,12 +206,12 @@ func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
 	return false, usagef("%s: %v", fs.Name(), err)
 }
 
-// loadConfig loads the configuration and the logger that goes with it,
-// which the MySQL driver's and go-redis's own lines go to as well
-// (database.LogDriverTo, ratelimit.LogRedisTo), so that with
-// LOG_FORMAT=json every line on stderr is JSON.
+// loadConfig loads the configuration (creating nothing: see config.Read)
+// and the logger that goes with it, which the MySQL driver's and go-redis's
+// own lines go to as well (database.LogDriverTo, ratelimit.LogRedisTo), so
+// that with LOG_FORMAT=json every line on stderr is JSON.
 func loadConfig(e env) (config.Config, *slog.Logger, error) {
-	cfg, err := config.Load(e.getenv)
+	cfg, err := config.Read(e.getenv)
 	if err != nil {
 		return config.Config{}, nil, err
 	}
@@ -236,9 +236,10 @@ func loadBase(ctx context.Context, e env) (*Base, error) {
 }
 
 // loadApp loads the configuration, then builds the whole application
-// (Bootstrap) on a database that exists already (databaseExists): only
-// serve (serveApp) and migrate may create one.
-func loadApp(ctx context.Context, e env) (*App, error) {
+// (Bootstrap) on a database that exists already (databaseExists: only serve
+// and migrate may create one), and binds its vendor driver to the database
+// (bindVendor; vendorChange is --vendor-change).
+func loadApp(ctx context.Context, e env, vendorChange bool) (*App, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
 		return nil, err
@@ -246,17 +247,14 @@ func loadApp(ctx context.Context, e env) (*App, error) {
 	if err := databaseExists(cfg.DB); err != nil {
 		return nil, err
 	}
-	return Bootstrap(ctx, cfg, log, Overrides{})
-}
-
-// serveApp is loadApp for serve, which creates and migrates a SQLite
-// database that is not there yet: `go run .` on a fresh checkout.
-func serveApp(ctx context.Context, e env) (*App, error) {
-	cfg, log, err := loadConfig(e)
+	a, err := Bootstrap(ctx, cfg, log, Overrides{})
 	if err != nil {
 		return nil, err
 	}
-	return Bootstrap(ctx, cfg, log, Overrides{})
+	if err := a.bindVendor(ctx, vendorChange); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // databaseExists refuses a SQLite DB_DATABASE that names no file, so that a

@@ -26,7 +26,8 @@ func drift(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("drift", flag.ContinueOnError)
 	fix := fs.Bool("fix", false, "apply the vendor's state to each license that differs")
 	force := fs.Bool("force", false, "with --fix: apply more than DRIFT_MAX_FIX revocations or key replacements")
-	setUsage(fs, "drift [--fix [--force]]", summary)
+	vendorChange := fs.Bool("vendor-change", false, vendorChangeUsage)
+	setUsage(fs, "drift [--fix [--force]] [--vendor-change]", summary)
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
@@ -36,7 +37,7 @@ func drift(ctx context.Context, e env) error {
 	if *force && !*fix {
 		return usagef("drift: --force goes with --fix")
 	}
-	a, err := loadApp(ctx, e)
+	a, err := loadApp(ctx, e, *vendorChange)
 	if err != nil {
 		return err
 	}
@@ -51,6 +52,10 @@ func runDriftCommand(ctx context.Context, a *App, stdout io.Writer, fix, force b
 		return errors.New("drift --fix: refused with VENDOR_DRIVER=fake: the fake vendor's sites live in the process " +
 			"that created them, so a new process sees none and every license would look deleted; nothing applied " +
 			"(`licensor drift` shows the comparison; fix against a real vendor, VENDOR_DRIVER=http)")
+	}
+	if a.madeByHTTP() {
+		return errors.New("drift: refused with VENDOR_DRIVER=fake: the database's licenses were made with the http driver, " +
+			"which the fake knows nothing of; nothing compared")
 	}
 	lister, ok := a.Vendor.(licenses.SiteLister)
 	if !ok {

@@ -2,8 +2,10 @@ package console
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -44,6 +46,15 @@ func migrate(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
+	if action != "up" {
+		// status and down only read, or undo: they create no database.
+		if err := databaseExists(cfg.DB); err != nil {
+			if _, serr := os.Stat(cfg.DB.Database); action == "status" && errors.Is(serr, os.ErrNotExist) {
+				return statusOfNone(e, cfg.DB.Database)
+			}
+			return fmt.Errorf("migrate %s: %w", action, err)
+		}
+	}
 	db, err := database.Open(ctx, cfg.DB)
 	if err != nil {
 		return err
@@ -64,6 +75,7 @@ func migrate(ctx context.Context, e env) error {
 			return err
 		}
 		log.Info("migrated", "database", cfg.DB.Redacted(), "applied", n)
+		return cfg.CreateKey() // in local: the key every later command reads
 	case "down":
 		newest, drops, err := m.Drops(ctx)
 		if err != nil {
@@ -87,12 +99,27 @@ func migrate(ctx context.Context, e env) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tMIGRATION\tAPPLIED")
-		for _, s := range st {
-			fmt.Fprintf(tw, "%d\t%s\t%v\n", s.Version, s.Name, s.Applied)
-		}
-		return tw.Flush()
+		return writeStatus(e, st)
 	}
 	return nil
+}
+
+// statusOfNone is migrate status where no SQLite database is: every
+// migration unapplied, and how to create it.
+func statusOfNone(e env, path string) error {
+	st, err := database.Migrations(database.SQLite)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "no database at %s: none is applied; `licensor migrate` creates it\n", path)
+	return writeStatus(e, st)
+}
+
+func writeStatus(e env, st []database.MigrationStatus) error {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tMIGRATION\tAPPLIED")
+	for _, s := range st {
+		fmt.Fprintf(tw, "%d\t%s\t%v\n", s.Version, s.Name, s.Applied)
+	}
+	return tw.Flush()
 }

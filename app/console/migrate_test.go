@@ -3,16 +3,22 @@ package console
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// migrate down with nothing applied says so, instead of "rolled back".
+// migrate down with nothing applied (an empty database: down creates none)
+// says so, instead of "rolled back".
 func TestMigrateDownWithNothingToRollBack(t *testing.T) {
 	t.Chdir(t.TempDir())
-	env := getenvOf(map[string]string{"DB_DATABASE": filepath.Join(t.TempDir(), "db.sqlite")})
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := getenvOf(map[string]string{"DB_DATABASE": path})
 	migrate := func(args ...string) string {
 		t.Helper()
 		var stderr bytes.Buffer
@@ -45,7 +51,15 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 	if out, err := run("up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
-	out, err := run("down") // 17: the console's sessions
+	out, err := run("down") // 18: the vendor kind
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 18") ||
+		!strings.Contains(err.Error(), "DROP TABLE vendor_kind") {
+		t.Fatalf("migrate down of 18 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	}
+	if out, err := run("down", "--force"); err != nil {
+		t.Fatalf("migrate down --force of 18: %v\n%s", err, out)
+	}
+	out, err = run("down") // 17: the console's sessions
 	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 17") ||
 		!strings.Contains(err.Error(), "DROP TABLE console_sessions") {
 		t.Fatalf("migrate down of 17 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)

@@ -10,10 +10,12 @@ import (
 // reconcile is `licensor reconcile`: one pass over the due pending intents.
 func reconcile(ctx context.Context, e env) error {
 	const summary = "One pass over pending intents: each is settled through the vendor's sites for its domain."
-	if ok, err := noArgs(e, "reconcile", summary); !ok {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	vendorChange := fs.Bool("vendor-change", false, vendorChangeUsage)
+	if ok, err := flagsOnly(fs, e, "reconcile [--vendor-change]", summary); !ok {
 		return err
 	}
-	a, err := loadApp(ctx, e)
+	a, err := loadApp(ctx, e, *vendorChange)
 	if err != nil {
 		return err
 	}
@@ -28,13 +30,18 @@ func reconcile(ctx context.Context, e env) error {
 // noArgs parses the flags of a command that takes none but --help; ok is
 // false when the command should stop there (help printed, or err).
 func noArgs(e env, name, summary string) (ok bool, err error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	setUsage(fs, name, summary)
+	return flagsOnly(flag.NewFlagSet(name, flag.ContinueOnError), e, name, summary)
+}
+
+// flagsOnly parses fs's flags for a command that takes no argument; line is
+// its usage line (after "licensor "). ok is as noArgs'.
+func flagsOnly(fs *flag.FlagSet, e env, line, summary string) (ok bool, err error) {
+	setUsage(fs, line, summary)
 	if ok, err := parseFlags(fs, e); !ok {
 		return false, err
 	}
 	if fs.NArg() > 0 {
-		return false, usagef("%s: unexpected argument %q", name, fs.Arg(0))
+		return false, usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return true, nil
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,13 +27,16 @@ import (
 // for at most WEBHOOK_TIMEOUT).
 func serve(ctx context.Context, e env) error {
 	const summary = "Serves the API on APP_ADDR; every setting comes from the environment (see .env.example)."
-	if ok, err := noArgs(e, "serve", summary); !ok {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	vendorChange := fs.Bool("vendor-change", false, vendorChangeUsage)
+	if ok, err := flagsOnly(fs, e, "serve [--vendor-change]", summary); !ok {
 		return err
 	}
-	a, err := serveApp(ctx, e)
+	a, ln, err := serveApp(ctx, e, *vendorChange)
 	if err != nil {
 		return err
 	}
+	defer ln.Close() // Serve closes it; this covers a return before it
 	defer func() {
 		if err := a.Close(); err != nil {
 			a.Log.Error("close", "error", err)
@@ -40,10 +44,6 @@ func serve(ctx context.Context, e env) error {
 	}()
 	cfg, log := a.Config, a.Log
 	gogc := tuneGC(e.getenv)
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)
-	}
 	srv := httpServer(cfg, a.Server())
 	rateLimit := []any{"rate_limit_per_minute", cfg.RateLimitPerMinute}
 	if cfg.RateLimitPerMinute > 0 {
@@ -75,7 +75,8 @@ func serve(ctx context.Context, e env) error {
 	background.Go(func() { a.Webhooks.Run(bgCtx) })
 	background.Go(func() { a.Auth.RunTouchWriter(bgCtx) })
 	background.Go(func() { a.Activity.Run(bgCtx) })
-	if lister, ok := a.Vendor.(licenses.SiteLister); ok && cfg.DriftEvery > 0 {
+	// The fake does not compare licenses the http driver made: it knows none of their sites.
+	if lister, ok := a.Vendor.(licenses.SiteLister); ok && cfg.DriftEvery > 0 && !a.madeByHTTP() {
 		background.Go(func() { runDrift(bgCtx, a, lister, cfg.DriftEvery, log) })
 	}
 	switch {
@@ -93,6 +94,29 @@ func serve(ctx context.Context, e env) error {
 		}
 	}
 	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, log)
+}
+
+// serveApp is loadApp for serve: it takes APP_ADDR first, so that a busy
+// port fails at once without touching the database, then builds the
+// application, creating and migrating a SQLite database that is not there
+// yet (`go run .` on a fresh checkout), and binds the vendor driver.
+func serveApp(ctx context.Context, e env, vendorChange bool) (*App, net.Listener, error) {
+	cfg, log, err := loadConfig(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on APP_ADDR %s: %w", cfg.Addr, err)
+	}
+	a, err := Bootstrap(ctx, cfg, log, Overrides{})
+	if err == nil {
+		err = a.bindVendor(ctx, vendorChange) // closes a when it refuses
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, ln.Close())
+	}
+	return a, ln, nil
 }
 
 // serveGCPercent is the garbage collector's target (GOGC) serve runs with

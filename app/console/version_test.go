@@ -139,9 +139,9 @@ func TestHelpHouseStyle(t *testing.T) {
 		usage string // the usage line's start
 		flags bool
 	}{
-		{[]string{"serve"}, "usage: licensor serve\n\n", false},
+		{[]string{"serve"}, "usage: licensor serve [--vendor-change]\n\n", true},
 		{[]string{"version"}, "usage: licensor version\n\n", false},
-		{[]string{"reconcile"}, "usage: licensor reconcile\n\n", false},
+		{[]string{"reconcile"}, "usage: licensor reconcile [--vendor-change]\n\n", true},
 		{[]string{"token"}, "usage: licensor token issue|list|revoke|events [flags]\n\n", false},
 		{[]string{"token", "issue"}, "usage: licensor token issue [flags]\n\n", true},
 		{[]string{"token", "list"}, "usage: licensor token list [flags]\n\n", true},
