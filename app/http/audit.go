@@ -7,6 +7,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/request"
 	"github.com/licensor-api/licensor/app/http/resource"
 )
 
@@ -25,7 +26,7 @@ type tokenEventsPage struct {
 
 // tokenEvents is GET /api/tokens/events?token=&page=&per_page=: the tokens'
 // audit trail (issued, revoked), newest first; of one token with token (an
-// unknown id lists nothing).
+// unknown id lists nothing, and one no token can have is not looked up).
 func (s *Server) tokenEvents(c echo.Context) error {
 	fields := map[string][]string{}
 	page := queryPage(c)
@@ -33,12 +34,16 @@ func (s *Server) tokenEvents(c echo.Context) error {
 	if len(fields) > 0 {
 		return validationError(fields, "per_page")
 	}
-	events, total, err := s.auth.Events(c.Request().Context(), auth.TokenEventFilter{TokenID: c.QueryParam("token"), Page: page, PerPage: perPage})
+	body := tokenEventsPage{Data: []resource.TokenEvent{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
+	token := c.QueryParam("token")
+	if token != "" && !request.IsID(token) {
+		return c.JSON(http.StatusOK, body)
+	}
+	events, total, err := s.auth.Events(c.Request().Context(), auth.TokenEventFilter{TokenID: token, Page: page, PerPage: perPage})
 	if err != nil {
 		return err
 	}
-	body := tokenEventsPage{Data: make([]resource.TokenEvent, 0, len(events)),
-		Meta: pageMeta{CurrentPage: page, PerPage: perPage, Total: total, LastPage: max(1, (total+int64(perPage)-1)/int64(perPage))}}
+	body.Meta.Total, body.Meta.LastPage = total, max(1, (total+int64(perPage)-1)/int64(perPage))
 	for _, e := range events {
 		body.Data = append(body.Data, resource.NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer))
 	}

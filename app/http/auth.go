@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/request"
 )
 
 const ctxPrincipal = "principal"
@@ -44,7 +45,9 @@ func (s *Server) ability(need string) echo.MiddlewareFunc {
 // verified, so that the access line of a request refused after
 // authentication (429, 403 missing_ability) names the token that asked too.
 // joined, when not nil, is read in the token row's statement. It returns
-// the principal it kept.
+// the principal it kept. Last, every parameter of the route's path must be
+// an id that can exist (pathIDs), as Laravel's route model binding runs
+// after the route's auth and throttle middleware.
 func (s *Server) admit(c echo.Context, need string, joined auth.Joined) (auth.Principal, error) {
 	p, err := s.authenticate(c, joined)
 	if err != nil {
@@ -57,7 +60,22 @@ func (s *Server) admit(c echo.Context, need string, joined auth.Joined) (auth.Pr
 	if !p.Abilities.Can(need) {
 		return auth.Principal{}, errMissingAbility
 	}
+	if err := pathIDs(c); err != nil {
+		return auth.Principal{}, err
+	}
 	return p, nil
+}
+
+// pathIDs answers 404 for a route whose path parameters are not all ids
+// licensor could have made (request.IsID: every :id and :delivery is a
+// ULID), before anything is read or recorded under them.
+func pathIDs(c echo.Context) error {
+	for i := range c.ParamNames() {
+		if !request.IsID(c.ParamValues()[i]) {
+			return errNotFound
+		}
+	}
+	return nil
 }
 
 // authenticate verifies the bearer token, reading joined with its row. Every

@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/http/request"
 )
 
 // defaultEventsPerPage is the page size of GET /api/events without per_page.
@@ -143,12 +143,9 @@ func queryEventTypes(raw string) ([]string, bool) {
 }
 
 // isEventID reports whether s can be an event's id: events.IDPrefix and a
-// ULID. Anything else names no event, and is refused without a query.
+// ULID (request.IsID). Anything else names no event, and is refused
+// without a query.
 func isEventID(s string) bool {
 	rest, ok := strings.CutPrefix(s, events.IDPrefix)
-	if !ok {
-		return false
-	}
-	_, err := ulid.ParseStrict(rest)
-	return err == nil
+	return ok && request.IsID(rest)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/http/request"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/licenses"
 )
@@ -198,7 +199,7 @@ func encodeCursor(c licenses.Cursor) string {
 }
 
 // decodeCursor reads a cursor encodeCursor made; ok is false for anything
-// else. Padding and the standard alphabet are accepted, as Laravel's
+// else, a cursor whose id no license can have among them (request.IsID). Padding and the standard alphabet are accepted, as Laravel's
 // decoder does.
 func decodeCursor(s string) (licenses.Cursor, bool) {
 	s = strings.TrimRight(strings.NewReplacer("+", "-", "/", "_").Replace(s), "=")
@@ -207,7 +208,7 @@ func decodeCursor(s string) (licenses.Cursor, bool) {
 		return licenses.Cursor{}, false
 	}
 	var cj cursorJSON
-	if err := json.Unmarshal(b, &cj); err != nil || cj.ID == "" || len(cj.ID) > 64 {
+	if err := json.Unmarshal(b, &cj); err != nil || !request.IsID(cj.ID) {
 		return licenses.Cursor{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, cj.CreatedAt)

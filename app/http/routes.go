@@ -7,11 +7,9 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
-	"github.com/licensor-api/licensor/app/licenses"
 )
 
 // routes declares every route in one place, each with the ability it needs,
@@ -24,7 +22,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id/events", s.licenseEvents, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite, licenseIDParam))
+	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite))
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
@@ -37,13 +35,13 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.POST("/api/webhook-endpoints", s.createWebhookEndpoint, s.ability(auth.WebhooksManage))
 	e.GET("/api/webhook-endpoints", s.listWebhookEndpoints, s.ability(auth.WebhooksManage))
-	e.GET("/api/webhook-endpoints/:id", s.showWebhookEndpoint, s.ability(auth.WebhooksManage), webhookIDParams)
-	e.PATCH("/api/webhook-endpoints/:id", s.updateWebhookEndpoint, s.ability(auth.WebhooksManage), webhookIDParams)
-	e.DELETE("/api/webhook-endpoints/:id", s.deleteWebhookEndpoint, s.ability(auth.WebhooksManage), webhookIDParams)
-	e.GET("/api/webhook-endpoints/:id/deliveries", s.listWebhookDeliveries, s.ability(auth.WebhooksManage), webhookIDParams)
-	e.POST("/api/webhook-endpoints/:id/deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.WebhooksManage), webhookIDParams)
+	e.GET("/api/webhook-endpoints/:id", s.showWebhookEndpoint, s.ability(auth.WebhooksManage))
+	e.PATCH("/api/webhook-endpoints/:id", s.updateWebhookEndpoint, s.ability(auth.WebhooksManage))
+	e.DELETE("/api/webhook-endpoints/:id", s.deleteWebhookEndpoint, s.ability(auth.WebhooksManage))
+	e.GET("/api/webhook-endpoints/:id/deliveries", s.listWebhookDeliveries, s.ability(auth.WebhooksManage))
+	e.POST("/api/webhook-endpoints/:id/deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.WebhooksManage))
 	e.GET("/api/webhook-deliveries", s.listAllWebhookDeliveries, s.ability(auth.IntentsManage))
-	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryAnyWebhookDelivery, s.ability(auth.IntentsManage), webhookIDParams)
+	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryAnyWebhookDelivery, s.ability(auth.IntentsManage))
 
 	// The vendor's webhooks: no token; the signature is the authentication,
 	// and each event id is applied once (idempotency.Do).
@@ -58,14 +56,14 @@ func (s *Server) routes(e *echo.Echo) {
 }
 
 // guarded is the handler of a guarded operation's route: ability's checks
-// (admit) for need, then the route's checks of its parameters, then one of
+// (admit, the path's ids among them) for need, then one of
 // the consumer's write slots (holdWrite, before any record is reserved),
 // then the guard, with the principal as the operation's Call; what the guard decided
 // goes to the request's log line. A keyed request's record is read in its
 // token row's statement (op.Prefetch), one round trip for a retry's two
 // reads. The guard must list op (it panics here otherwise, as routes are
 // built).
-func guarded[In any](s *Server, op idempotency.Operation[In], need string, params ...func(echo.Context) error) echo.HandlerFunc {
+func guarded[In any](s *Server, op idempotency.Operation[In], need string) echo.HandlerFunc {
 	s.guard.MustServe(op)
 	return func(c echo.Context) error {
 		pre := op.Prefetch(s.guard, c)
@@ -77,11 +75,6 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string, param
 		if err != nil {
 			return err
 		}
-		for _, check := range params {
-			if err := check(c); err != nil {
-				return err
-			}
-		}
 		release, err := s.holdWrite(c, p)
 		if err != nil {
 			return err
@@ -91,15 +84,6 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string, param
 		noteIdempotency(c, note)
 		return err
 	}
-}
-
-// licenseIDParam answers 404 for an id that cannot be a license's (a ULID:
-// 26 characters of Crockford's base32) before anything is recorded under it.
-func licenseIDParam(c echo.Context) error {
-	if _, err := ulid.ParseStrict(c.Param("id")); err != nil {
-		return licenses.ErrNotFound
-	}
-	return nil
 }
 
 // laravelVerbs is Laravel's Router::$verbs order, the order a 405's Allow

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/request"
@@ -20,20 +19,6 @@ import (
 // defaultDeliveriesPerPage is the page size of the deliveries' listings
 // without per_page: Laravel's paginate() default, as the licenses'.
 const defaultDeliveriesPerPage = 15
-
-// webhookIDParams answers 404 for an endpoint id (and a delivery id, on
-// the routes that have one) that cannot be one (a ULID), before anything
-// is read or changed under it.
-func webhookIDParams(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		for _, name := range c.ParamNames() {
-			if _, err := ulid.ParseStrict(c.Param(name)); err != nil {
-				return webhooks.ErrNotFound
-			}
-		}
-		return next(c)
-	}
-}
 
 // createWebhookEndpoint is POST /api/webhook-endpoints {"url","events",
 // "description"}: 201 with Location and the endpoint with its signing

@@ -91,10 +91,15 @@ func New(cfg Config) (*Guard, error) {
 
 // key returns the request's Idempotency-Key: 1–255 visible ASCII characters,
 // given once, or what keyFrom takes from the request when the operation's
-// intent is named by its URL. "" means none was given (and none is required).
+// intent is named by its URL, by the same rule: the column is ASCII, and
+// MySQL compares it with anything else by raising an error. "" means none
+// was given (and none is required).
 func (g *Guard) key(c echo.Context, keyFrom func(echo.Context) string) (string, error) {
 	if keyFrom != nil {
-		return keyFrom(c), nil
+		if key := keyFrom(c); validKey(key) {
+			return key, nil
+		}
+		return "", ErrKeyInvalid
 	}
 	vals := c.Request().Header.Values(HeaderKey)
 	if len(vals) == 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/request"
 )
 
 // contentSecurityPolicy allows the console's own scripts, styles and images
@@ -68,6 +69,9 @@ var errSignIn = &pageError{http.StatusUnauthorized, "Sign in to continue."}
 // same ability the matching API route asks.
 var errForbidden = &pageError{http.StatusForbidden, "Your token does not carry the ability this page needs."}
 
+// errNoPage is the 404 of a page whose path names an id no row can have.
+var errNoPage = &pageError{http.StatusNotFound, "There is no such page."}
+
 // errCSRF is the 419 Laravel answers a form posted without its CSRF token.
 var errCSRF = &pageError{419, "Page Expired: the form was not sent with its security token. Reload the page and try again."}
 
@@ -93,7 +97,9 @@ func (e *pageError) PublicMessage() string { return e.message }
 // every request, so signing out or revoking the token ends the session at
 // once) and holds ability (the one the matching API route asks;
 // "" for any console session); a form post must also carry the session's
-// CSRF token and come from this site. fn gets the session as a value.
+// CSRF token and come from this site. Every parameter of the page's path
+// is an id (request.IsID, as the API's routes ask), or the page is a 404
+// before anything is read under it. fn gets the session as a value.
 func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		se, err := cn.sessionOf(c)
@@ -114,6 +120,11 @@ func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc
 		}
 		if ability != "" && !se.principal.Abilities.Can(ability) {
 			return errForbidden
+		}
+		for i := range c.ParamNames() {
+			if !request.IsID(c.ParamValues()[i]) {
+				return errNoPage
+			}
 		}
 		return fn(visit{Context: c, signed: se})
 	}

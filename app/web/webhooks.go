@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -183,9 +181,6 @@ func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deli
 // endpoint's page. One a worker is sending now is 409 delivery_in_progress.
 func (cn *Console) retryDelivery(c visit) error {
 	id := c.Param("id")
-	if !isULID(id) {
-		return webhooks.ErrNotFound
-	}
 	d, err := cn.cfg.Webhooks.RetryDelivery(c.Request().Context(), c.actor(), "", "", id)
 	if err != nil {
 		return err
@@ -193,13 +188,6 @@ func (cn *Console) retryDelivery(c visit) error {
 	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.principal().TokenID,
 		"request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
-}
-
-// isULID reports whether id can be an endpoint's or a delivery's id: a
-// path that cannot is 404 before anything is read (as the API's).
-func isULID(id string) bool {
-	_, err := ulid.ParseStrict(id)
-	return err == nil
 }
 
 // shownURL is an endpoint's URL as the console shows it: its scheme, host

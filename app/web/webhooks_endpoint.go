@@ -31,9 +31,6 @@ type endpointPage struct {
 func (cn *Console) webhookEndpoint(c visit) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if !isULID(id) {
-		return webhooks.ErrNotFound
-	}
 	e, err := cn.cfg.Webhooks.GetEndpoint(ctx, "", id)
 	if err != nil {
 		return err
