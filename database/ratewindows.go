@@ -10,55 +10,90 @@ import (
 	"gorm.io/gorm"
 )
 
-// The rate_limits table holds one row per consumer and counting window
-// (its start), with the window's hits: the rate limiter's count, shared by
-// every replica on the database.
+// The rate_limits table holds one row per consumer: the start of its
+// current window (Unix seconds) and the window's hits, the rate limiter's
+// count, shared by every replica on the database. A window starts at the
+// consumer's first request and lasts a given length (Laravel's
+// RateLimiter::hit); the first request after it starts the next one. The
+// CASEs read the row as it was: MySQL assigns left to right, so hits is
+// set before window_start changes; SQLite reads the old row throughout.
 const (
 	mysqlRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, LAST_INSERT_ID(?)) " +
-		"ON DUPLICATE KEY UPDATE hits = LAST_INSERT_ID(hits + ?)"
+		"ON DUPLICATE KEY UPDATE hits = LAST_INSERT_ID(IF(window_start <= ?, ?, hits + ?)), " +
+		"window_start = IF(window_start <= ?, ?, window_start)"
 	sqliteRateHit = "INSERT INTO rate_limits (consumer_id, window_start, hits) VALUES (?, ?, ?) " +
-		"ON CONFLICT (consumer_id, window_start) DO UPDATE SET hits = hits + excluded.hits RETURNING hits"
+		"ON CONFLICT (consumer_id) DO UPDATE SET " +
+		"hits = CASE WHEN window_start <= ? THEN excluded.hits ELSE hits + excluded.hits END, " +
+		"window_start = CASE WHEN window_start <= ? THEN excluded.window_start ELSE window_start END " +
+		"RETURNING hits, window_start"
+	rateStart       = "SELECT window_start FROM rate_limits WHERE consumer_id = ?"
 	mysqlRatePrune  = "DELETE FROM rate_limits WHERE window_start < ? LIMIT ?"
 	sqliteRatePrune = "DELETE FROM rate_limits WHERE rowid IN (SELECT rowid FROM rate_limits WHERE window_start < ? LIMIT ?)"
 )
 
 var errNoRateCount = errors.New("database: the rate_limits upsert returned no count")
 
-// HitRateWindow counts n more hits of consumer (n ≥ 1) in the window
-// starting at window, in the rate_limits table, and sets *hits to the
-// window's count, these hits included. It is one upsert, one round trip, and safe to run again
-// after a lock conflict (RetryOnConflict); the *gorm.DB it returns carries
-// its Error.
+// HitRateWindow counts n more hits of consumer (n ≥ 1) at now in the
+// rate_limits table, in its window of length window: the one under way, or
+// a new one starting at now (to the second) when the last has ended. It
+// sets *hits to the window's count, these hits included, and *start to the
+// window's start, or to the zero time when it cannot tell in the same
+// statement (on MySQL, a window another request started: RateWindowStart
+// reads it). It is one upsert, one round trip, and safe to run again after
+// a lock conflict (RetryOnConflict); the *gorm.DB it returns carries its
+// Error.
 //
 // On MySQL / MariaDB the upsert hands back the new count through
 // LAST_INSERT_ID(expr), whose value the server sends to the client in the
-// statement's OK packet as the insert id (sql.Result.LastInsertId). The row
-// lock the upsert takes makes the hits of concurrent requests queue, so each
-// sees its own count. On SQLite, RETURNING does the same. A server that
-// sends no count back is an error.
+// statement's OK packet as the insert id (sql.Result.LastInsertId); a count
+// of n is a window these hits started, at now. The row lock the upsert
+// takes makes the hits of concurrent requests queue, so each sees its own
+// count. On SQLite, RETURNING hands back both. A server that sends no
+// count back is an error.
 //
 // The upsert is a statement prepared once per connection of the pool (not
 // GORM: it runs on every request the limit counts), so db must be a
 // database Open opened.
-func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB {
+func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, now time.Time, window time.Duration, n int64, hits *int64, start *time.Time) *gorm.DB {
 	c, ok := db.Dialector.(classifying)
 	if !ok || c.rate == nil {
 		return &gorm.DB{Error: errNotOpened}
 	}
 	q := c.rate.of(db)
+	at := now.Unix()
+	over := at - int64(window/time.Second) // a window that started then or before is over
 	var err error
+	*start = time.Time{}
 	if db.Dialector.Name() == MySQL {
 		var res sql.Result
-		if res, err = q.Exec(ctx, consumer, window, n, n); err == nil {
+		if res, err = q.Exec(ctx, consumer, at, n, over, n, n, over, at); err == nil {
 			*hits, err = res.LastInsertId()
 		}
+		if err == nil && *hits == n {
+			*start = time.Unix(at, 0).UTC()
+		}
 	} else {
-		err = q.Row(ctx, []any{hits}, consumer, window, n)
+		var began int64
+		if err = q.Row(ctx, []any{hits, &began}, consumer, at, n, over, over); err == nil {
+			*start = time.Unix(began, 0).UTC()
+		}
 	}
 	if err == nil && *hits < n {
 		err = errNoRateCount
 	}
 	return &gorm.DB{Error: err}
+}
+
+// RateWindowStart sets *start to the start of consumer's current window in
+// the rate_limits table (for a count HitRateWindow could not date); the
+// *gorm.DB it returns carries its Error.
+func RateWindowStart(ctx context.Context, db *gorm.DB, consumer string, start *time.Time) *gorm.DB {
+	var began int64
+	res := db.WithContext(ctx).Raw(rateStart, consumer).Scan(&began)
+	if res.Error == nil {
+		*start = time.Unix(began, 0).UTC()
+	}
+	return res
 }
 
 // errNotOpened is a *gorm.DB that Open did not open.
@@ -84,7 +119,7 @@ func (r *rateQuery) of(db *gorm.DB) *Query {
 }
 
 // PruneRateWindows deletes at most limit rows of the rate_limits table whose
-// window started before before; the *gorm.DB it returns carries its Error
+// window started before before (consumers not seen since); the *gorm.DB it returns carries its Error
 // and, in RowsAffected, how many it deleted. It is one statement, safe to
 // run again after a lock conflict (RetryOnConflict).
 func PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB {
@@ -92,20 +127,27 @@ func PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit 
 	if db.Dialector.Name() == MySQL {
 		stmt = mysqlRatePrune
 	}
-	return db.WithContext(ctx).Exec(stmt, before, limit)
+	return db.WithContext(ctx).Exec(stmt, before.Unix(), limit)
 }
 
 // The dialector implements app/ratelimit's windowStatements.
 var _ interface {
-	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB
+	HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, now time.Time, window time.Duration, n int64, hits *int64, start *time.Time) *gorm.DB
+	RateWindowStart(ctx context.Context, db *gorm.DB, consumer string, start *time.Time) *gorm.DB
 	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
 } = classifying{}
 
 // HitRateWindow is the package function, offered by the dialector of every
 // database Open returns to the packages that speak GORM but may not import
 // this one (app/ratelimit).
-func (classifying) HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, window time.Time, n int64, hits *int64) *gorm.DB {
-	return HitRateWindow(ctx, db, consumer, window, n, hits)
+func (classifying) HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, now time.Time, window time.Duration, n int64, hits *int64, start *time.Time) *gorm.DB {
+	return HitRateWindow(ctx, db, consumer, now, window, n, hits, start)
+}
+
+// RateWindowStart is the package function, offered by the dialector like
+// HitRateWindow.
+func (classifying) RateWindowStart(ctx context.Context, db *gorm.DB, consumer string, start *time.Time) *gorm.DB {
+	return RateWindowStart(ctx, db, consumer, start)
 }
 
 // PruneRateWindows is the package function, offered by the dialector like

@@ -12,35 +12,47 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// rateWindow is the start of a counting window.
+// rateWindow is the start of a counting window (a consumer's first hit).
 var rateWindow = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
 
 // rateConsumer is a consumer id of the length the rate_limits table takes.
 const rateConsumer = "01J00000000000000000000001"
 
-// HitRateWindow hands back each window's count, this hit included, per
-// consumer and window; concurrent hits each get a count of their own.
+// HitRateWindow hands back each window's count, this hit included, and its
+// start, per consumer; a window runs a minute from its first hit, and the
+// first hit after it starts the next; concurrent hits each get a count of
+// their own.
 func TestHitRateWindowCounts(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		hit := func(consumer string, window time.Time) int64 {
+		hit := func(consumer string, now time.Time) (int64, time.Time) {
 			t.Helper()
 			var hits int64
-			if err := database.HitRateWindow(ctx, db.Gorm, consumer, window, 1, &hits).Error; err != nil {
+			var start time.Time
+			if err := database.HitRateWindow(ctx, db.Gorm, consumer, now, time.Minute, 1, &hits, &start).Error; err != nil {
 				t.Fatalf("HitRateWindow: %v", err)
 			}
-			return hits
+			if start.IsZero() {
+				if err := database.RateWindowStart(ctx, db.Gorm, consumer, &start).Error; err != nil {
+					t.Fatalf("RateWindowStart: %v", err)
+				}
+			}
+			return hits, start
 		}
-		for want := int64(1); want <= 3; want++ {
-			if got := hit(rateConsumer, rateWindow); got != want {
-				t.Errorf("hit %d: count = %d", want, got)
+		for i, at := range []time.Time{rateWindow, rateWindow.Add(30 * time.Second), rateWindow.Add(59*time.Second + 900*time.Millisecond)} {
+			if got, start := hit(rateConsumer, at); got != int64(i+1) || !start.Equal(rateWindow) {
+				t.Errorf("hit %d: count = %d, start %v; want %d, %v", i+1, got, start, i+1, rateWindow)
 			}
 		}
-		if got := hit("01J00000000000000000000002", rateWindow); got != 1 {
+		if got, _ := hit("01J00000000000000000000002", rateWindow); got != 1 {
 			t.Errorf("another consumer: count = %d, want 1", got)
 		}
-		if got := hit(rateConsumer, rateWindow.Add(time.Minute)); got != 1 {
-			t.Errorf("another window: count = %d, want 1", got)
+		next := rateWindow.Add(time.Minute + 1500*time.Millisecond)
+		if got, start := hit(rateConsumer, next); got != 1 || !start.Equal(next.Truncate(time.Second)) {
+			t.Errorf("after the window: count = %d, start %v; want 1 from %v", got, start, next.Truncate(time.Second))
+		}
+		if got, start := hit(rateConsumer, next.Add(58*time.Second)); got != 2 || !start.Equal(next.Truncate(time.Second)) {
+			t.Errorf("in the next window: count = %d, start %v; want 2", got, start)
 		}
 
 		const workers, each = 8, 10
@@ -52,7 +64,8 @@ func TestHitRateWindowCounts(t *testing.T) {
 				for range each {
 					var hits int64
 					res := database.RetryOnConflict(ctx, func() *gorm.DB {
-						return database.HitRateWindow(ctx, db.Gorm, rateConsumer, rateWindow.Add(2*time.Minute), 1, &hits)
+						var start time.Time
+						return database.HitRateWindow(ctx, db.Gorm, rateConsumer, rateWindow.Add(5*time.Minute), time.Minute, 1, &hits, &start)
 					})
 					if res.Error != nil {
 						t.Error(res.Error)
@@ -76,11 +89,12 @@ func TestHitRateWindowCounts(t *testing.T) {
 func TestHitRateWindowCountsSeveralAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		hit := func(window time.Time, n int64) int64 {
+		hit := func(now time.Time, n int64) int64 {
 			t.Helper()
 			var hits int64
+			var start time.Time
 			res := database.RetryOnConflict(ctx, func() *gorm.DB {
-				return database.HitRateWindow(ctx, db.Gorm, rateConsumer, window, n, &hits)
+				return database.HitRateWindow(ctx, db.Gorm, rateConsumer, now, time.Minute, n, &hits, &start)
 			})
 			if res.Error != nil {
 				t.Fatalf("HitRateWindow(%d): %v", n, res.Error)
@@ -101,7 +115,7 @@ func TestHitRateWindowCountsSeveralAtOnce(t *testing.T) {
 		var mu sync.Mutex
 		taken := map[int64]bool{}
 		var wg sync.WaitGroup
-		window := rateWindow.Add(time.Minute)
+		window := rateWindow.Add(2 * time.Minute) // a new window
 		for range workers {
 			wg.Go(func() {
 				for range each {
@@ -124,17 +138,18 @@ func TestHitRateWindowCountsSeveralAtOnce(t *testing.T) {
 	})
 }
 
-// PruneRateWindows deletes at most limit rows of the windows before the one
-// given, and says how many.
+// PruneRateWindows deletes at most limit rows of the windows that started
+// before the time given, and says how many.
 func TestPruneRateWindowsDeletesABatchOfPastWindows(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
 		var hits int64
-		for i, window := range []time.Time{rateWindow, rateWindow.Add(time.Minute), rateWindow.Add(2 * time.Minute)} {
-			for _, consumer := range []string{rateConsumer, "01J00000000000000000000002"} {
-				if err := database.HitRateWindow(ctx, db.Gorm, consumer, window, 1, &hits).Error; err != nil {
-					t.Fatalf("window %d: %v", i, err)
-				}
+		var start time.Time
+		for i, consumer := range []string{"01J00000000000000000000011", "01J00000000000000000000012", "01J00000000000000000000013",
+			"01J00000000000000000000014", rateConsumer, "01J00000000000000000000002"} {
+			at := rateWindow.Add(time.Duration(i/2) * time.Minute) // two rows in each of three windows
+			if err := database.HitRateWindow(ctx, db.Gorm, consumer, at, time.Minute, 1, &hits, &start).Error; err != nil {
+				t.Fatalf("row %d: %v", i, err)
 			}
 		}
 		before := rateWindow.Add(2 * time.Minute) // four rows are older
@@ -161,7 +176,8 @@ func TestPruneRateWindowsDeletesABatchOfPastWindows(t *testing.T) {
 // making is refused, not counted on.
 func TestHitRateWindowNeedsADatabaseOpenOpened(t *testing.T) {
 	var hits int64
-	err := database.HitRateWindow(context.Background(), &gorm.DB{Config: &gorm.Config{}}, rateConsumer, rateWindow, 1, &hits).Error
+	var start time.Time
+	err := database.HitRateWindow(context.Background(), &gorm.DB{Config: &gorm.Config{}}, rateConsumer, rateWindow, time.Minute, 1, &hits, &start).Error
 	if err == nil || hits != 0 {
 		t.Errorf("HitRateWindow on a database Open did not open: %v, %d hits", err, hits)
 	}

@@ -400,8 +400,12 @@ func TestLaravelCORS(t *testing.T) {
 // consumer ['required','string'], abilities ['required','array'],
 // abilities.* ['string','in:…'], name ['nullable','string','max:255'],
 // expires_in ['nullable','string', a positive duration]: every failing
-// field, in that order, array items keyed abilities.N ("The selected
-// abilities.0 is invalid."), attributes with underscores as spaces, and
+// field, in that order except the items, keyed abilities.N ("The selected
+// abilities.0 is invalid."), which come last: Illuminate\Validation\
+// ValidationRuleParser::explodeRules replaces the abilities.* rule by
+// abilities.0, abilities.1, … appended after the explicit rules, and
+// Validator::passes() fills the message bag in that order. Attributes
+// with underscores as spaces, and
 // the message of Laravel's ValidationException::summarize ("… (and 2 more
 // errors)"). The grant check (authorize()) still comes first.
 func TestLaravelTokenValidation(t *testing.T) {
@@ -411,10 +415,14 @@ func TestLaravelTokenValidation(t *testing.T) {
 		for body, want := range map[string]string{
 			`{"abilities":["licenses:read","nope",5],"name":7,"expires_in":"soon"}`: `{"message":"The consumer field is required. (and 5 more errors)","errors":{` +
 				`"consumer":["The consumer field is required."],` +
-				`"abilities.1":["The selected abilities.1 is invalid."],` +
-				`"abilities.2":["The abilities.2 field must be a string.","The selected abilities.2 is invalid."],` +
 				`"name":["The name field must be a string."],` +
-				`"expires_in":["The expires in field must be a positive duration such as 720h."]}}`,
+				`"expires_in":["The expires in field must be a positive duration such as 720h."],` +
+				`"abilities.1":["The selected abilities.1 is invalid."],` +
+				`"abilities.2":["The abilities.2 field must be a string.","The selected abilities.2 is invalid."]}}`,
+			// name is declared after abilities.*, yet its message is the first.
+			`{"consumer":"acme","abilities":["nope"],"name":7}`: `{"message":"The name field must be a string. (and 1 more error)","errors":{` +
+				`"name":["The name field must be a string."],` +
+				`"abilities.0":["The selected abilities.0 is invalid."]}}`,
 			`{"expires_in":720,"consumer":["acme"],"abilities":"licenses:read"}`: `{"message":"The consumer field must be a string. (and 2 more errors)","errors":{` +
 				`"consumer":["The consumer field must be a string."],` +
 				`"abilities":["The abilities field must be an array."],` +

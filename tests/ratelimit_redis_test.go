@@ -33,7 +33,7 @@ func deleteConsumersRedisKeys(t *testing.T, db *testdb.DB, redisURL string) {
 			return
 		}
 		for _, id := range ids {
-			testdb.DeleteRedisKeysNow(t, redisURL, ratelimit.DefaultKeyPrefix+id+":*")
+			testdb.DeleteRedisKeysNow(t, redisURL, ratelimit.DefaultKeyPrefix+id)
 		}
 	})
 }
@@ -86,17 +86,18 @@ func TestRateLimitDefaultsToTheRedisNamed(t *testing.T) {
 // limitedBurst sends n GET /api/licenses of consumer to a, a second apart
 // on clk, and checks each answer against a limit of limit counted from
 // zero: the first limit served with the headers counting down, every one
-// after them the 429 with Retry-After. Each answer must come within 2 s
+// after them the 429 with Retry-After, to a minute after the first request. Each answer must come within 2 s
 // (the limiter's timeout, with a margin for a loaded machine).
 func limitedBurst(t *testing.T, a *app, clk *testkit.Clock, consumer []string, limit, n int) {
 	t.Helper()
+	end := clk.Now().Truncate(time.Second).Add(time.Minute) // the window's, from the first request
 	for i := range n {
 		began := time.Now()
 		r := a.do(http.MethodGet, "/api/licenses", "", consumer...)
 		if i < limit {
 			r.wantStatus(http.StatusOK).wantRateHeaders(limit, limit-1-i)
 		} else {
-			retryAfter := int(clk.Now().Truncate(time.Minute).Add(time.Minute).Sub(clk.Now()) / time.Second)
+			retryAfter := int(end.Sub(clk.Now()) / time.Second)
 			r.wantLimited(limit, retryAfter, clk.Now())
 		}
 		if d := time.Since(began); d > 2*time.Second {

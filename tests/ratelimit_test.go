@@ -67,7 +67,9 @@ func (r *response) wantLimited(limit int, retryAfter int, now time.Time) {
 }
 
 // A burst past the limit: every answer counts down, the one over it is the
-// 429 until the window ends, and another consumer has its own count.
+// 429 until the window ends, a minute after the first request (the window
+// rule changed from the clock minute: Retry-After was 40, then 10), and
+// another consumer has its own count.
 func TestRateLimitBurst(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := windowClock(20 * time.Second)
@@ -76,12 +78,12 @@ func TestRateLimitBurst(t *testing.T) {
 		for i := range 5 {
 			a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(5, 4-i)
 		}
-		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 40, clk.Now())
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 60, clk.Now())
 		clk.Advance(30 * time.Second)
-		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 10, clk.Now())
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(5, 30, clk.Now())
 		a.do(http.MethodGet, "/api/licenses", "", a.consumer("globex")...).wantStatus(http.StatusOK).wantRateHeaders(5, 4)
 		// A second token of the same consumer shares its count.
-		a.do(http.MethodGet, "/api/licenses", "", a.consumer("acme")...).wantLimited(5, 10, clk.Now())
+		a.do(http.MethodGet, "/api/licenses", "", a.consumer("acme")...).wantLimited(5, 30, clk.Now())
 		// Nothing of the refused requests reached the handlers or the vendor.
 		a.wantVendorCalls("", 0)
 	})
@@ -124,19 +126,34 @@ func TestRateLimitCountsReplays(t *testing.T) {
 	})
 }
 
-// The count starts again when the (injected) clock passes into the next
-// minute.
+// The count starts again 60 s after the consumer's first request, not at
+// the next clock minute: Laravel's ThrottleRequests calls RateLimiter::hit
+// with a decay of 60 s, which starts the window's timer at the first hit
+// (cache add of key:timer = now + 60), and answers a 429 with Retry-After =
+// the timer less now and X-RateLimit-Reset = the timer, in whole seconds.
+// First requests at :50 of a minute: the clock minute turning at :60 opens
+// nothing (with clock-minute windows it let two more through at once), the
+// window ends at :110.
 func TestRateLimitWindowResets(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := windowClock(50 * time.Second)
+		end := clk.Now().Add(time.Minute).Unix()
 		a := newApp(t, db, rateLimited(2), withClock(clk))
 		acme := a.consumer("acme")
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 1)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 0)
-		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 10, clk.Now())
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 60, clk.Now())
 		clk.Advance(9*time.Second + 500*time.Millisecond)
-		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 1, clk.Now()) // half a second rounds up
-		clk.Advance(500 * time.Millisecond)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 51, clk.Now()) // half a second rounds up
+		clk.Advance(500 * time.Millisecond)                                              // the clock minute turns
+		r := a.do(http.MethodGet, "/api/licenses", "", acme...)
+		r.wantLimited(2, 50, clk.Now())
+		if got := exactHeader(r.Header(), "X-RateLimit-Reset"); got != strconv.FormatInt(end, 10) {
+			t.Errorf("X-RateLimit-Reset = %s, want the window's end %d", got, end)
+		}
+		clk.Advance(49*time.Second + 500*time.Millisecond)
+		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 1, clk.Now())
+		clk.Advance(500 * time.Millisecond) // 60 s after the first request
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(2, 1)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(2, 0)
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 60, clk.Now())

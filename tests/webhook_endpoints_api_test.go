@@ -138,9 +138,11 @@ func TestWebhookEndpointValidation(t *testing.T) {
 				`{"events":["The event type \"license.bogus\" is not one of license.*, license.created, license.revoked, license.suspended, license.reactivated, license.key_rotated, webhook_endpoint.disabled."]}`},
 			{`{"url":"https://shop.example/h","events":[]}`, `{"events":["The events field must list at least one event type."]}`},
 			{`{"url":"https://shop.example/h","events":"license.created"}`, `{"events":["The events field must be an array."]}`},
-			// A wrong type does not hide the other fields' errors, nor theirs the type's.
+			// A wrong type does not hide the other fields' errors, nor theirs the type's;
+			// the items' errors (events.N) come last, as Laravel's validator expands the
+			// events.* rule after the explicit rules (ValidationRuleParser::explodeRules).
 			{`{"url":5,"events":["license.bogus",7],"description":9}`,
-				`{"url":["The url field must be a string."],"events":["The event type \"license.bogus\" is not one of license.*, license.created, license.revoked, license.suspended, license.reactivated, license.key_rotated, webhook_endpoint.disabled."],"events.1":["The events.1 field must be a string."],"description":["The description field must be a string."]}`},
+				`{"url":["The url field must be a string."],"events":["The event type \"license.bogus\" is not one of license.*, license.created, license.revoked, license.suspended, license.reactivated, license.key_rotated, webhook_endpoint.disabled."],"description":["The description field must be a string."],"events.1":["The events.1 field must be a string."]}`},
 			{`{"url":"ftp://x.example","description":{}}`,
 				`{"url":["The url field must start with http:// or https://."],"description":["The description field must be a string."]}`},
 		}
@@ -164,7 +166,7 @@ func TestWebhookEndpointValidation(t *testing.T) {
 			{`{"url":null}`, `{"url":["The url field is required."]}`},
 			{`{"events":null}`, `{"events":["The events field must list at least one event type."]}`},
 			{`{"enabled":"true","url":"ftp://shop.example/h","events":[1]}`,
-				`{"url":["The url field must start with http:// or https://."],"events":["The events field must list at least one event type."],"events.0":["The events.0 field must be a string."],"enabled":["The enabled field must be true or false."]}`},
+				`{"url":["The url field must start with http:// or https://."],"events":["The events field must list at least one event type."],"enabled":["The enabled field must be true or false."],"events.0":["The events.0 field must be a string."]}`},
 		}
 		for _, tc := range patches {
 			r := a.do(http.MethodPatch, "/api/webhook-endpoints/"+id, tc.body, acme...).wantStatus(http.StatusUnprocessableEntity)

@@ -51,7 +51,15 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 	if out, err := run("up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
-	out, err := run("down") // 18: the vendor kind
+	out, err := run("down") // 19: the rate limit's windows from the first hit
+	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 19") ||
+		!strings.Contains(err.Error(), "DROP TABLE rate_limits") {
+		t.Fatalf("migrate down of 19 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	}
+	if out, err := run("down", "--force"); err != nil {
+		t.Fatalf("migrate down --force of 19: %v\n%s", err, out)
+	}
+	out, err = run("down") // 18: the vendor kind
 	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 18") ||
 		!strings.Contains(err.Error(), "DROP TABLE vendor_kind") {
 		t.Fatalf("migrate down of 18 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)

@@ -40,10 +40,6 @@ func newTokenResource(t auth.Token) tokenResource {
 	}
 }
 
-// issueTokenOrder is the order auth's own checks (the consumer's name, the
-// longest lifetime) report their fields in: the rules' order.
-var issueTokenOrder = []string{"consumer", "abilities", "name", "expires_in"}
-
 // issueToken is POST /api/tokens. The caller's token must be allowed to
 // grant every ability asked for (auth.Grantable: a tokens:manage token grants
 // the consumer abilities only, a * token anything); else 403
@@ -73,12 +69,10 @@ func (s *Server) issueToken(c echo.Context) error {
 	}
 	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name, TTL: req.TTL}
 	issued, err := s.auth.Issue(c.Request().Context(), actor(c), in)
-	var fe interface{ FieldErrors() map[string][]string }
-	if errors.As(err, &fe) {
-		return validationError(fe.FieldErrors(), issueTokenOrder...)
-	}
 	if err != nil {
-		return err
+		// auth's own checks (the consumer's name, the longest lifetime)
+		// report their fields in the rules' order too.
+		return request.MergeFields(nil, err, request.IssueTokenRules)
 	}
 	res := newTokenResource(issued.Token)
 	res.Token = issued.Secret

@@ -7,10 +7,10 @@ import (
 )
 
 // reserver is a shared store that can count several requests in one round
-// trip: it adds n to consumer's count in the window and returns the count
-// after (the Redis store's INCRBY).
+// trip: it adds n to consumer's count in its window at now and returns the
+// count after and the window's start.
 type reserver interface {
-	reserve(ctx context.Context, consumer string, window time.Time, n int64) (int64, error)
+	reserve(ctx context.Context, consumer string, now time.Time, n int64) (int64, time.Time, error)
 }
 
 // batchCounter takes a consumer's counts from a shared store n at a time
@@ -30,15 +30,15 @@ type batchCounter struct {
 	leases map[string]*lease // by consumer
 }
 
-// lease is the values of a consumer's window this process reserved:
-// next to end, inclusive. Its mutex is held across a reservation, so the
+// lease is the values of a consumer's window (starting at start) this
+// process reserved: next to end, inclusive; none once the window is over. Its mutex is held across a reservation, so the
 // requests of one consumer that find it spent wait for one round trip
 // instead of each making its own.
 type lease struct {
-	mu     sync.Mutex
-	window time.Time
-	next   int64
-	end    int64
+	mu    sync.Mutex
+	start time.Time
+	next  int64
+	end   int64
 }
 
 // maxLeases bounds the consumers a batchCounter remembers; past it the
@@ -51,30 +51,30 @@ func newBatchCounter(store reserver, n int64) *batchCounter {
 
 var _ counter = (*batchCounter)(nil)
 
-func (b *batchCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
-	l := b.lease(consumer, window)
+func (b *batchCounter) hit(ctx context.Context, consumer string, now time.Time, _ int64) (int64, time.Time, error) {
+	l := b.lease(consumer, now)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.window.Equal(window) || l.next > l.end {
-		total, err := b.store.reserve(ctx, consumer, window, b.n)
+	if l.start.IsZero() || over(l.start, now) || l.next > l.end {
+		total, start, err := b.store.reserve(ctx, consumer, now, b.n)
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
-		l.window, l.next, l.end = window, total-b.n+1, total
+		l.start, l.next, l.end = start, total-b.n+1, total
 	}
 	v := l.next
 	l.next++
-	return v, nil
+	return v, l.start, nil
 }
 
 // lease is consumer's lease, made when it has none.
-func (b *batchCounter) lease(consumer string, window time.Time) *lease {
+func (b *batchCounter) lease(consumer string, now time.Time) *lease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l, ok := b.leases[consumer]
 	if !ok {
 		if len(b.leases) >= maxLeases {
-			b.forgetBefore(window)
+			b.forgetOver(now)
 		}
 		l = &lease{}
 		b.leases[consumer] = l
@@ -82,13 +82,12 @@ func (b *batchCounter) lease(consumer string, window time.Time) *lease {
 	return l
 }
 
-// forgetBefore drops the leases of windows before window (those of
-// consumers not seen this window), b.mu held. A lease in use is locked and
-// kept: TryLock leaves it to its holder.
-func (b *batchCounter) forgetBefore(window time.Time) {
+// forgetOver drops the leases of windows over at now, b.mu held. A lease
+// in use is locked and kept: TryLock leaves it to its holder.
+func (b *batchCounter) forgetOver(now time.Time) {
 	for consumer, l := range b.leases {
 		if l.mu.TryLock() {
-			if l.window.Before(window) {
+			if over(l.start, now) {
 				delete(b.leases, consumer)
 			}
 			l.mu.Unlock()

@@ -52,10 +52,10 @@ func localLimit(perMinute int, share float64) int {
 	return max(int(math.Round(float64(perMinute)*share)), 1)
 }
 
-// hit counts one request of consumer in window here, because the store
-// failed with cause, and returns the window's local count.
-func (f *fallback) hit(consumer string, window, now time.Time, cause error) int64 {
-	hits, _ := f.counter.hit(context.Background(), consumer, window) // cannot fail
+// hit counts one request of consumer at now here, because the store
+// failed with cause, and returns its local window's count and start.
+func (f *fallback) hit(consumer string, now time.Time, cause error) (int64, time.Time) {
+	hits, start, _ := f.counter.hit(context.Background(), consumer, now, 0) // cannot fail
 	f.counted()
 	f.mu.Lock()
 	if !f.on.Swap(true) {
@@ -72,7 +72,7 @@ func (f *fallback) hit(consumer string, window, now time.Time, cause error) int6
 		f.log.Warn(DegradedMessage, "store", f.store, "counted_locally", since, "local_limit", f.limit,
 			"consumer_id", consumer, "error", cause)
 	}
-	return hits
+	return hits, start
 }
 
 // shared notes that the store counted a request at now: if this process was
@@ -93,7 +93,7 @@ func (f *fallback) shared(now time.Time) {
 		f.told, f.since = false, 0
 	}
 	f.mu.Unlock()
-	f.counter.expire(now.UTC().Truncate(Window))
+	f.counter.expire(now)
 	if told { // one line back for each line out: at most two a Window
 		f.log.Info(RecoveredMessage, "store", f.store, "counted_locally", since)
 	}

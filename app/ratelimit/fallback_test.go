@@ -137,7 +137,7 @@ func TestRateLimitFallbackShare(t *testing.T) {
 	for i, want := range []Result{
 		{Limit: 2, Remaining: 1, Allowed: true, Local: true},
 		{Limit: 2, Remaining: 0, Allowed: true, Local: true},
-		{Limit: 2, Remaining: 0, RetryAfter: 50 * time.Second, Local: true},
+		{Limit: 2, Remaining: 0, RetryAfter: 60 * time.Second, Local: true}, // the window began at the first request
 	} {
 		if got := take(t, l, consumerID(1), t0.Add(10*time.Second)); got != want {
 			t.Errorf("take %d = %+v, want %+v", i+1, got, want)
@@ -161,7 +161,7 @@ func TestRateLimitLocalCountsAreBounded(t *testing.T) {
 	if n := m.len(); n != 1 {
 		t.Errorf("after a new window: entries = %d, want 1", n)
 	}
-	l.local.shared(t0.Add(2 * Window))
+	l.local.shared(t0.Add(3 * Window)) // consumer 0's window, from t0+61s, is over
 	if n := m.len(); n != 0 {
 		t.Errorf("after the store answered in a later window: entries = %d, want 0", n)
 	}

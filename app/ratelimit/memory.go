@@ -6,19 +6,19 @@ import (
 	"time"
 )
 
-// memoryCounter counts in this process: one entry per consumer, for the
-// window it last made a request in. It is bounded by the consumers active in
-// the current window: when the first request of a new window arrives, the
-// entries of windows that are over are dropped.
+// memoryCounter counts in this process: one entry per consumer, its window's
+// start and count. It is bounded by the consumers active in the last two
+// minutes: once a clock minute, the entries of windows that are over are
+// dropped.
 type memoryCounter struct {
 	mu      sync.Mutex
-	newest  time.Time // the newest window seen
+	swept   time.Time // the clock minute of the last sweep
 	entries map[string]memoryEntry
 }
 
 type memoryEntry struct {
-	window time.Time
-	hits   int64
+	start time.Time
+	hits  int64
 }
 
 var _ counter = (*memoryCounter)(nil)
@@ -27,35 +27,35 @@ func newMemoryCounter() *memoryCounter {
 	return &memoryCounter{entries: map[string]memoryEntry{}}
 }
 
-func (m *memoryCounter) hit(_ context.Context, consumer string, window time.Time) (int64, error) {
+func (m *memoryCounter) hit(_ context.Context, consumer string, now time.Time, _ int64) (int64, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireLocked(window)
-	e := m.entries[consumer]
-	if !e.window.Equal(window) {
-		e = memoryEntry{window: window}
+	m.expireLocked(now)
+	e, ok := m.entries[consumer]
+	if !ok || over(e.start, now) {
+		e = memoryEntry{start: windowStart(now)}
 	}
 	e.hits++
 	m.entries[consumer] = e
-	return e.hits, nil
+	return e.hits, e.start, nil
 }
 
-// expire drops the entries of windows before window.
-func (m *memoryCounter) expire(window time.Time) {
+// expire drops the entries of windows over at now.
+func (m *memoryCounter) expire(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireLocked(window)
+	m.expireLocked(now)
 }
 
-// expireLocked is expire, m.mu held: it sweeps once, when window is the
-// newest seen.
-func (m *memoryCounter) expireLocked(window time.Time) {
-	if !window.After(m.newest) {
+// expireLocked is expire, m.mu held: it sweeps once per clock minute.
+func (m *memoryCounter) expireLocked(now time.Time) {
+	minute := now.UTC().Truncate(Window)
+	if !minute.After(m.swept) {
 		return
 	}
-	m.newest = window
+	m.swept = minute
 	for k, e := range m.entries {
-		if e.window.Before(window) {
+		if over(e.start, now) {
 			delete(m.entries, k)
 		}
 	}

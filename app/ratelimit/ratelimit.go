@@ -1,5 +1,8 @@
-// Package ratelimit is Laravel's `throttle:api` for licensor: a fixed
-// one-minute window per consumer, counted in one of three stores: in this
+// Package ratelimit is Laravel's `throttle:api` for licensor: a window per
+// consumer that starts at its first request and lasts a minute (Laravel's
+// RateLimiter::hit with a decay of 60 s; the first request after it starts
+// the next), so that no 60 s span holds more than the limit, whatever the
+// clock says. The counts live in one of three stores: in this
 // process (memory: SQLite, which one process serves), in the database's
 // rate_limits table, shared by every replica on it (database), or in Redis,
 // shared by every replica that counts there (redis: Laravel's
@@ -22,7 +25,8 @@ import (
 	"gorm.io/gorm"
 )
 
-// Window is the length of one counting window.
+// Window is the length of one counting window, from a consumer's first
+// request in it (to the second).
 const Window = time.Minute
 
 // The stores a Limiter counts in (Config.Store).
@@ -69,8 +73,7 @@ type Config struct {
 	// redis.ParseURL). The Limiter owns the client it opens: Close closes it.
 	RedisURL string
 	// KeyPrefix begins every key of StoreRedis (default "licensor:rl:"; a
-	// key is the prefix, the consumer id, ":" and the window's start in
-	// Unix seconds). Tests give each their own.
+	// key is the prefix and the consumer id). Tests give each their own.
 	KeyPrefix string
 	// RedisTimeout bounds one count in Redis, from taking a connection to
 	// the answer (DefaultRedisTimeout when 0): past it the request is
@@ -103,8 +106,8 @@ type Config struct {
 type Result struct {
 	Limit     int // requests per window; 0: no limit (the limiter is off)
 	Remaining int // requests left in the window after this one, never below 0
-	// RetryAfter is how long until the window ends, when the request is
-	// refused (0 when it is allowed).
+	// RetryAfter is how long until the window ends (a minute after its
+	// first request), when the request is refused (0 when it is allowed).
 	RetryAfter time.Duration
 	Allowed    bool
 	// Local says the request was counted in this process, against its
@@ -112,13 +115,26 @@ type Result struct {
 	Local bool
 }
 
-// counter counts one more request of consumer in the window starting at
-// window and returns the window's count, this request included. An error
-// it returns is either errNotCounted wrapping the cause (the request is
-// counted in this process instead) or one the request fails with.
+// counter counts one more request of consumer at now in its window (the
+// one under way, or one starting at now when the last has ended) and
+// returns the window's count, this request included, and its start. The
+// start may be the zero time when the request is within limit: nothing
+// reads it then. An error it returns is either errNotCounted wrapping the
+// cause (the request is counted in this process instead) or one the
+// request fails with.
 type counter interface {
-	hit(ctx context.Context, consumer string, window time.Time) (int64, error)
+	hit(ctx context.Context, consumer string, now time.Time, limit int64) (hits int64, start time.Time, err error)
 }
+
+// over reports whether a window that started at start is over at now: a
+// window runs for Window from its start, to the second, as Laravel's
+// RateLimiter dates its timer in whole seconds.
+func over(start, now time.Time) bool {
+	return !now.Truncate(time.Second).Before(start.Add(Window))
+}
+
+// windowStart is the start of a window a request at now begins.
+func windowStart(now time.Time) time.Time { return now.UTC().Truncate(time.Second) }
 
 // Limiter counts requests per consumer and window.
 type Limiter struct {
@@ -209,12 +225,12 @@ func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (R
 	if l.counter == nil {
 		return Result{Allowed: true}, nil
 	}
-	window := now.UTC().Truncate(Window)
 	limit, local := l.cfg.PerMinute, false
-	hits, err := l.counter.hit(ctx, consumerID, window)
+	hits, start, err := l.counter.hit(ctx, consumerID, now, int64(limit))
 	switch {
 	case errors.Is(err, errNotCounted):
-		hits, limit, local = l.local.hit(consumerID, window, now, err), l.local.limit, true
+		hits, start = l.local.hit(consumerID, now, err)
+		limit, local = l.local.limit, true
 	case err != nil:
 		return Result{}, err
 	case l.local != nil:
@@ -222,7 +238,7 @@ func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (R
 	}
 	r := Result{Limit: limit, Remaining: int(max(int64(limit)-hits, 0)), Allowed: hits <= int64(limit), Local: local}
 	if !r.Allowed {
-		r.RetryAfter = window.Add(Window).Sub(now)
+		r.RetryAfter = start.Add(Window).Sub(now)
 	}
 	return r, nil
 }

@@ -20,7 +20,7 @@ import (
 // consumerID is a consumer id of the length the rate_limits table takes.
 func consumerID(i int) string { return fmt.Sprintf("01J00000000000000000%06d", i) }
 
-// t0 is the start of a window.
+// t0 is the start of a clock minute.
 var t0 = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
 
 // newLimiter is New, failing the test on an error, with the limiter closed
@@ -70,6 +70,9 @@ func take(t *testing.T, l *Limiter, consumer string, now time.Time) Result {
 	return r
 }
 
+// A consumer's window starts at its first request (t0+15s here) and lasts
+// a minute, as Laravel's RateLimiter::hit starts its timer (the window rule
+// changed from clock minutes: a refusal's RetryAfter was 45s, to t0+1m).
 func TestRateLimitCountsPerConsumerAndWindow(t *testing.T) {
 	eachCounter(t, 3, func(t *testing.T, l *Limiter, _ func() *Limiter) {
 		a, b := consumerID(1), consumerID(2)
@@ -78,8 +81,8 @@ func TestRateLimitCountsPerConsumerAndWindow(t *testing.T) {
 			{Limit: 3, Remaining: 2, Allowed: true},
 			{Limit: 3, Remaining: 1, Allowed: true},
 			{Limit: 3, Remaining: 0, Allowed: true},
-			{Limit: 3, Remaining: 0, RetryAfter: 45 * time.Second},
-			{Limit: 3, Remaining: 0, RetryAfter: 45 * time.Second},
+			{Limit: 3, Remaining: 0, RetryAfter: 60 * time.Second},
+			{Limit: 3, Remaining: 0, RetryAfter: 60 * time.Second},
 		} {
 			if got := take(t, l, a, now); got != want {
 				t.Errorf("take %d = %+v, want %+v", i+1, got, want)
@@ -88,10 +91,10 @@ func TestRateLimitCountsPerConsumerAndWindow(t *testing.T) {
 		if got := take(t, l, b, now); got != (Result{Limit: 3, Remaining: 2, Allowed: true}) {
 			t.Errorf("another consumer = %+v, want its own window", got)
 		}
-		if got := take(t, l, a, t0.Add(59*time.Second+500*time.Millisecond)); got.Allowed || got.RetryAfter != 500*time.Millisecond {
+		if got := take(t, l, a, now.Add(59*time.Second+500*time.Millisecond)); got.Allowed || got.RetryAfter != 500*time.Millisecond {
 			t.Errorf("at the window's last second = %+v, want refused for 500ms", got)
 		}
-		if got := take(t, l, a, t0.Add(Window)); got != (Result{Limit: 3, Remaining: 2, Allowed: true}) {
+		if got := take(t, l, a, now.Add(Window)); got != (Result{Limit: 3, Remaining: 2, Allowed: true}) {
 			t.Errorf("next window = %+v, want a fresh count", got)
 		}
 	})
@@ -109,8 +112,8 @@ func TestRateLimitOff(t *testing.T) {
 	}
 }
 
-// The in-process counter holds the consumers of the current window only:
-// the first request of a new window drops the windows that are over.
+// The in-process counter holds the consumers of the windows under way only:
+// the first request of a new clock minute drops the windows that are over.
 func TestRateLimitMemoryIsBounded(t *testing.T) {
 	l := newLimiter(t, Config{PerMinute: 10})
 	m := l.counter.(*memoryCounter)
@@ -124,8 +127,8 @@ func TestRateLimitMemoryIsBounded(t *testing.T) {
 	if n := m.len(); n != 1 {
 		t.Errorf("after a new window: entries = %d, want 1", n)
 	}
-	// A request late from the window before is counted in it and swept at
-	// the next window.
+	// A consumer's window that began in the last minute is kept, swept once
+	// it is over.
 	if got := take(t, l, consumerID(5), t0.Add(59*time.Second)); got.Remaining != 9 {
 		t.Errorf("late request = %+v, want a count of its own", got)
 	}
@@ -171,26 +174,28 @@ func TestRateLimitConcurrentTakesCountEachOnce(t *testing.T) {
 	})
 }
 
-// The first request of a window deletes the rows of the windows before the
-// previous one, one batch at a time while batches come back full.
+// The first request of a clock minute deletes the rows of consumers whose
+// window ended more than a minute ago, one batch at a time while batches
+// come back full. (The window rule changed: a row is a consumer's, no
+// longer a window's, so a new window reuses it.)
 func TestRateLimitSharedPrunesPastWindows(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		l := newLimiter(t, Config{PerMinute: 10, Store: StoreDatabase, DB: db.Gorm, PruneBatch: 2})
 		for i := range 5 {
-			take(t, l, consumerID(i), t0) // five rows in window t0
+			take(t, l, consumerID(i), t0) // five rows, windows from t0
 		}
-		take(t, l, consumerID(0), t0.Add(Window)) // t0 is the previous window: kept
+		take(t, l, consumerID(0), t0.Add(Window)) // a new window of consumer 0, in its row
 		rows := func() (n int64) {
 			if err := db.Gorm.Table("rate_limits").Count(&n).Error; err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		if n := rows(); n != 6 {
-			t.Fatalf("rows = %d, want 6 (the previous window is kept)", n)
+		if n := rows(); n != 5 {
+			t.Fatalf("rows = %d, want 5 (one a consumer)", n)
 		}
-		later := t0.Add(2 * Window)
-		for i, want := range []int64{5, 3, 2, 2} { // +1 row -2, -2, -1, then nothing more this window
+		later := t0.Add(3 * Window)                // the windows from t0 ended over a minute ago; consumer 0's not
+		for i, want := range []int64{4, 2, 2, 2} { // +1 row -2, -2, -0, then nothing more this minute
 			take(t, l, consumerID(9), later)
 			if n := rows(); n != want {
 				t.Errorf("after take %d: rows = %d, want %d", i+1, n, want)
@@ -258,9 +263,9 @@ func TestRateLimitFailures(t *testing.T) {
 func TestRateLimitDatabaseBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		cfg := Config{PerMinute: batchLimit, Store: StoreDatabase, DB: db.Gorm, Retry: database.RetryOnConflict}
-		checkBatch(t, cfg, func(_ *Limiter, consumer string, window time.Time) int64 {
+		checkBatch(t, cfg, func(_ *Limiter, consumer string) int64 {
 			var n int64
-			if err := db.Gorm.Table("rate_limits").Select("hits").Where("consumer_id = ? AND window_start = ?", consumer, window).Scan(&n).Error; err != nil {
+			if err := db.Gorm.Table("rate_limits").Select("hits").Where("consumer_id = ?", consumer).Scan(&n).Error; err != nil {
 				t.Fatal(err)
 			}
 			return n
@@ -327,4 +332,53 @@ func BenchmarkRateLimitTake(b *testing.B) {
 			})
 		})
 	}
+}
+
+// No 60 s span holds more than the limit, however it straddles a clock
+// minute: Laravel's RateLimiter::hit (throttle:api, a decay of 60 s) starts
+// a consumer's window at its first request and the next one at the first
+// request after it ends. With clock-minute windows, 3 requests at t0+50s
+// and 3 more at t0+61s would all pass: twice the limit in 11 s.
+func TestRateLimitNoSpanOf60sHoldsMoreThanTheLimit(t *testing.T) {
+	const limit = 3
+	eachCounter(t, limit, func(t *testing.T, l *Limiter, _ func() *Limiter) {
+		c := consumerID(3)
+		var passed []time.Time
+		for i := range 240 { // every half second, t0+50s to t0+170s, across two clock minutes
+			at := t0.Add(50*time.Second + time.Duration(i)*500*time.Millisecond)
+			r := take(t, l, c, at)
+			if r.Allowed {
+				passed = append(passed, at)
+			} else if end := at.Add(r.RetryAfter); r.RetryAfter <= 0 || r.RetryAfter > Window {
+				t.Fatalf("at %v: RetryAfter %v (window's end %v)", at.Sub(t0), r.RetryAfter, end)
+			}
+		}
+		for i, first := range passed {
+			n := 0
+			for _, p := range passed[i:] {
+				if p.Sub(first) < Window {
+					n++
+				}
+			}
+			if n > limit {
+				t.Fatalf("%d requests passed in the 60 s from t0+%v, want at most %d (passed at %v)", n, first.Sub(t0), limit, offsets(passed))
+			}
+		}
+		// The windows: from the first request (t0+50s), then from the first
+		// after it ended (t0+110s).
+		want := []time.Duration{50 * time.Second, 50500 * time.Millisecond, 51 * time.Second,
+			110 * time.Second, 110500 * time.Millisecond, 111 * time.Second}
+		if got := offsets(passed); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("passed at %v, want %v", got, want)
+		}
+	})
+}
+
+// offsets is each time's distance from t0.
+func offsets(ts []time.Time) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, at := range ts {
+		out[i] = at.Sub(t0)
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,24 +21,32 @@ import (
 const DefaultRedisTimeout = 100 * time.Millisecond
 
 // DefaultKeyPrefix begins every key the Redis store writes, unless
-// Config.KeyPrefix says otherwise: licensor:rl:<consumer id>:<window
-// start, Unix seconds>.
+// Config.KeyPrefix says otherwise: licensor:rl:<consumer id>.
 const DefaultKeyPrefix = "licensor:rl:"
 
-// keyTTL is how long a window's key lives after its first request: past
+// keyTTL is how long a consumer's key lives after its window starts: past
 // the window's end by at least a whole window (for replicas whose clocks
 // lag), then Redis deletes it, so keys never pile up.
 const keyTTL = 2 * Window
 
-// hitScript counts ARGV[2] requests (one, or a batch: Config.Batch) in one
-// round trip: INCRBY, and on the window's first count the key's expiry, in
-// one atomic step (a key never lives without its expiry).
-var hitScript = redis.NewScript(`local n = redis.call('INCRBY', KEYS[1], ARGV[2])
-if n == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return n`)
+// hitScript counts ARGV[2] requests (one, or a batch: Config.Batch) at
+// ARGV[1] (Unix seconds) in one atomic round trip. The key is a hash of the
+// window's start (s) and count (h); a window that started ARGV[3] seconds
+// ago or more is over, and the request starts the next one, with the key's
+// expiry (a key never lives without one). It returns the count and the
+// window's start. The time is the caller's, as in the other stores, so that
+// every replica and every store dates windows alike.
+var hitScript = redis.NewScript(`local now, n, len = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local s = tonumber(redis.call('HGET', KEYS[1], 's'))
+if s == nil or now >= s + len then
+  redis.call('HSET', KEYS[1], 's', now, 'h', n)
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  return {n, now}
+end
+return {redis.call('HINCRBY', KEYS[1], 'h', n), s}`)
 
-// redisCounter counts in Redis: one key per consumer and window, which
-// every replica counting in that Redis shares.
+// redisCounter counts in Redis: one key per consumer, its window's start
+// and count, which every replica counting in that Redis shares.
 //
 // When Redis is down, unreachable or slow, the request is counted in this
 // process instead (see errNotCounted and fallback): an auxiliary store that
@@ -90,26 +97,30 @@ func newRedisCounter(cfg Config) (*redisCounter, error) {
 	return &redisCounter{client: redis.NewClient(opts), timeout: timeout, prefix: cfg.KeyPrefix, password: opts.Password}, nil
 }
 
-func (r *redisCounter) hit(ctx context.Context, consumer string, window time.Time) (int64, error) {
-	return r.reserve(ctx, consumer, window, 1)
+func (r *redisCounter) hit(ctx context.Context, consumer string, now time.Time, _ int64) (int64, time.Time, error) {
+	return r.reserve(ctx, consumer, now, 1)
 }
 
 var _ reserver = (*redisCounter)(nil)
 
-// reserve adds n to the count of consumer's window and returns the count
-// after: one request (hit), or a batch of them (batchCounter).
-func (r *redisCounter) reserve(ctx context.Context, consumer string, window time.Time, by int64) (int64, error) {
+// reserve adds n to the count of consumer's window at now and returns the
+// count after and the window's start: one request (hit), or a batch of
+// them (batchCounter).
+func (r *redisCounter) reserve(ctx context.Context, consumer string, now time.Time, by int64) (int64, time.Time, error) {
 	call, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	key := r.prefix + consumer + ":" + strconv.FormatInt(window.Unix(), 10)
-	n, err := hitScript.Run(call, r.client, []string{key}, int64(keyTTL/time.Second), by).Int64()
+	args := []any{windowStart(now).Unix(), by, int64(Window / time.Second), int64(keyTTL / time.Second)}
+	got, err := hitScript.Run(call, r.client, []string{r.prefix + consumer}, args...).Int64Slice()
+	if err == nil && len(got) != 2 {
+		err = fmt.Errorf("the script returned %d values, want 2", len(got))
+	}
 	if err != nil {
 		if gaveUp := callerGaveUp(ctx); gaveUp != nil { // not Redis's failure
-			return 0, gaveUp
+			return 0, time.Time{}, gaveUp
 		}
-		return 0, fmt.Errorf("%w: redis: %w", errNotCounted, redactedError{err, r.password})
+		return 0, time.Time{}, fmt.Errorf("%w: redis: %w", errNotCounted, redactedError{err, r.password})
 	}
-	return n, nil
+	return got[0], time.Unix(got[1], 0).UTC(), nil
 }
 
 func (r *redisCounter) close() error { return r.client.Close() }

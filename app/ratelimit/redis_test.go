@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,14 +26,14 @@ func redisLimiter(t *testing.T, perMinute int) (*Limiter, Config) {
 	return newLimiter(t, cfg), cfg
 }
 
-// A window's count is one key, named by the consumer and the window, that
-// expires a window after the window ends at the latest: keys never pile
-// up.
+// A consumer's window is one key, named by the consumer (a hash of the
+// window's start and count), that expires a window after the window ends
+// at the latest: keys never pile up.
 func TestRateLimitRedisKey(t *testing.T) {
 	l, cfg := redisLimiter(t, 5)
 	take(t, l, consumerID(7), t0.Add(10*time.Second))
 	take(t, l, consumerID(7), t0.Add(50*time.Second))
-	key := cfg.KeyPrefix + consumerID(7) + ":" + strconv.FormatInt(t0.Unix(), 10)
+	key := cfg.KeyPrefix + consumerID(7)
 	if keys := testdb.RedisKeys(t, cfg.RedisURL, cfg.KeyPrefix+"*"); len(keys) != 1 || keys[0] != key {
 		t.Fatalf("keys %v, want [%s]", keys, key)
 	}
@@ -46,8 +45,11 @@ func TestRateLimitRedisKey(t *testing.T) {
 	if ttl <= Window || ttl > 2*Window {
 		t.Errorf("TTL %v, want past the window's end by a window (%v to %v)", ttl, Window, 2*Window)
 	}
-	if n, err := c.Get(context.Background(), key).Int(); err != nil || n != 2 {
+	if n, err := c.HGet(context.Background(), key, "h").Int(); err != nil || n != 2 {
 		t.Errorf("count %d (%v), want 2", n, err)
+	}
+	if s, err := c.HGet(context.Background(), key, "s").Int64(); err != nil || s != t0.Add(10*time.Second).Unix() {
+		t.Errorf("start %d (%v), want the first request's second", s, err)
 	}
 }
 
@@ -106,7 +108,7 @@ func TestRateLimitRedisDownHoldsTheLimitLocally(t *testing.T) {
 		}
 		if r.Allowed {
 			allowed++
-		} else if want := t0.Add(Window).Sub(at); r.RetryAfter != want {
+		} else if want := now.Add(Window).Sub(at); r.RetryAfter != want { // from the first request
 			t.Errorf("take %d: RetryAfter %v, want %v (the window's end)", i+1, r.RetryAfter, want)
 		}
 		if d := time.Since(began); d > time.Second {
@@ -277,9 +279,8 @@ func TestLogRedisTo(t *testing.T) {
 // hold the limit with one round trip per batch (checkBatch).
 func TestRateLimitRedisBatchHoldsTheLimitWithFewerRoundTrips(t *testing.T) {
 	_, cfg := redisLimiter(t, batchLimit)
-	checkBatch(t, cfg, func(l *Limiter, consumer string, window time.Time) int64 {
-		key := cfg.KeyPrefix + consumer + ":" + strconv.FormatInt(window.Unix(), 10)
-		n, err := l.counter.(*batchCounter).store.(*redisCounter).client.Get(context.Background(), key).Int64()
+	checkBatch(t, cfg, func(l *Limiter, consumer string) int64 {
+		n, err := l.counter.(*batchCounter).store.(*redisCounter).client.HGet(context.Background(), cfg.KeyPrefix+consumer, "h").Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +298,7 @@ const batchLimit = 600
 // once per Batch requests: the shared count, read by shared, moves by whole
 // batches. One replica alone allows exactly the limit. cfg is the store's
 // configuration with PerMinute batchLimit.
-func checkBatch(t *testing.T, cfg Config, shared func(l *Limiter, consumer string, window time.Time) int64) {
+func checkBatch(t *testing.T, cfg Config, shared func(l *Limiter, consumer string) int64) {
 	t.Helper()
 	const limit, replicas, workers, each, batch = batchLimit, 3, 30, 41, 8 // 1230 requests for a limit of 600 (not a whole number of batches)
 	cfg.Batch = batch
@@ -315,7 +316,7 @@ func checkBatch(t *testing.T, cfg Config, shared func(l *Limiter, consumer strin
 	if got := allowed.Load() + refused.Load(); got != workers*each {
 		t.Errorf("%d answers, want %d", got, workers*each)
 	}
-	if n := shared(limiters[0], consumerID(1), t0); n%batch != 0 || n > workers*each+replicas*batch {
+	if n := shared(limiters[0], consumerID(1)); n%batch != 0 || n > workers*each+replicas*batch {
 		t.Errorf("the shared count is %d: want whole batches of %d, one round trip each (at most %d)", n, batch, (workers*each)/batch+replicas)
 	}
 

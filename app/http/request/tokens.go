@@ -28,7 +28,8 @@ type IssueToken struct {
 //	'name'        => ['nullable', 'string', 'max:255'],
 //	'expires_in'  => ['nullable', 'string', new PositiveDuration],
 //
-// abilities.* stands for abilities.0, abilities.1, … in their order.
+// abilities.* stands for abilities.0, abilities.1, … in their order, and
+// their errors come after the other fields' (RuleOrder).
 var IssueTokenRules = []string{"consumer", "abilities", "abilities.*", "name", "expires_in"}
 
 // FieldsError is a 422 of fields in rule order (app/http's error boundary
@@ -128,6 +129,7 @@ func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken,
 		}
 	}
 	if len(verr.Fields) > 0 {
+		verr.Order = RuleOrder(verr.Fields, IssueTokenRules)
 		return in, verr
 	}
 	return in, nil

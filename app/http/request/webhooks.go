@@ -2,9 +2,8 @@ package request
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -156,8 +155,8 @@ func (e *FieldsError) orNil() *FieldsError {
 // failed for some fields: a field's type error stands in for the domain's
 // message about it, which only saw it empty (an array's items that are no
 // strings are left out of what the domain checks: their errors go beside
-// its message on the rest). order is the rules' order,
-// "events.*" standing for events.0, events.1, … by index. Nil when neither
+// its message on the rest). order is the rules' order, in which
+// RuleOrder puts the fields. Nil when neither
 // failed; domain as it is when it is no validation error.
 func MergeFields(types *FieldsError, domain error, order []string) error {
 	out := &FieldsError{Fields: map[string][]string{}}
@@ -166,7 +165,8 @@ func MergeFields(types *FieldsError, domain error, order []string) error {
 			out.Fields[f] = msgs
 		}
 	}
-	if fe, ok := domain.(interface{ FieldErrors() map[string][]string }); ok {
+	var fe interface{ FieldErrors() map[string][]string }
+	if errors.As(domain, &fe) {
 		for f, msgs := range fe.FieldErrors() {
 			if _, typed := out.Fields[f]; !typed {
 				out.Fields[f] = msgs
@@ -178,43 +178,6 @@ func MergeFields(types *FieldsError, domain error, order []string) error {
 	if len(out.Fields) == 0 {
 		return nil
 	}
-	out.Order = ruleOrder(out.Fields, order)
+	out.Order = RuleOrder(out.Fields, order)
 	return out
-}
-
-// ruleOrder is the fields of fields in the order of rules ("x.*" the items
-// of x by index), then any other, sorted.
-func ruleOrder(fields map[string][]string, rules []string) []string {
-	var out []string
-	for _, r := range rules {
-		prefix, isItems := strings.CutSuffix(r, ".*")
-		if !isItems {
-			if _, ok := fields[r]; ok {
-				out = append(out, r)
-			}
-			continue
-		}
-		var items []string
-		for f := range fields {
-			if rest, ok := strings.CutPrefix(f, prefix+"."); ok {
-				if _, err := strconv.Atoi(rest); err == nil {
-					items = append(items, f)
-				}
-			}
-		}
-		slices.SortFunc(items, func(a, b string) int {
-			x, _ := strconv.Atoi(a[len(prefix)+1:])
-			y, _ := strconv.Atoi(b[len(prefix)+1:])
-			return x - y
-		})
-		out = append(out, items...)
-	}
-	var rest []string
-	for f := range fields {
-		if !slices.Contains(out, f) {
-			rest = append(rest, f)
-		}
-	}
-	slices.Sort(rest)
-	return append(out, rest...)
 }

@@ -22,7 +22,7 @@ func TestMergeFieldsOrdersItemsByIndex(t *testing.T) {
 	if fe == nil {
 		t.Fatalf("MergeFields = %v, want a *FieldsError", err)
 	}
-	if want := []string{"url", "events", "events.2", "events.10", "description"}; !slices.Equal(fe.Order, want) {
+	if want := []string{"url", "events", "description", "events.2", "events.10"}; !slices.Equal(fe.Order, want) {
 		t.Errorf("order = %v, want %v", fe.Order, want)
 	}
 	if got := fe.Fields["url"]; !slices.Equal(got, []string{"x"}) {
