@@ -102,7 +102,7 @@ func TestConsoleListsIntentsWithFilters(t *testing.T) {
 
 		row := `<a class="mono" href="/console/intents/` + id + `">` + id + `</a>`
 		b.wantPage(b.get("/console/intents"), http.StatusOK, "<title>Intents · licensor console</title>", row,
-			"<td>licenses.store</td>", "<td>acme</td>", `<span class="status status-pending">pending</span>`, "<td>1</td>", ">7m</td>")
+			"<td>licenses.store</td>", `<td><span class="clip" title="acme">acme</span></td>`, `<span class="status status-pending">pending</span>`, "<td>1</td>", ">7m</td>")
 		for _, q := range []string{"status=pending", "consumer=acme", "operation=licenses.store", "age=5m", "status=pending&consumer=acme&age=5m"} {
 			b.wantPage(b.get("/console/intents?"+q), http.StatusOK, row)
 		}

@@ -31,7 +31,7 @@ func TestConsoleSearchesLicenses(t *testing.T) {
 
 		p := b.get("/console/licenses")
 		b.wantPage(p, http.StatusOK, "<title>Licenses · licensor console</title>", licenseLink(shop), licenseLink(acmeID), licenseLink(globexID),
-			"<td>globex.test</td>", "<td>globex</td>", `<span class="status status-revoked">revoked</span>`, `<td class="mono">`+site+`</td>`)
+			`<td><span class="clip" title="globex.test">globex.test</span></td>`, `<td><span class="clip" title="globex">globex</span></td>`, `<span class="status status-revoked">revoked</span>`, `<td class="mono">`+site+`</td>`)
 		if i, j := strings.Index(p.body, globexID), strings.Index(p.body, shop); i > j {
 			t.Error("the list is not newest first")
 		}

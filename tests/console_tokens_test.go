@@ -82,7 +82,7 @@ func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
 			}
 		}
 		row := rowOf(t, page.Body, shop.ID)
-		for _, want := range []string{"checkout", "shop", "licenses:read, licenses:write", "<code>" + root.ID + "</code><br>ops", "Revoke", `action="/console/tokens/` + shop.ID + `/revoke"`, "data-confirm="} {
+		for _, want := range []string{"checkout", "shop", "licenses:read, licenses:write", "<code>" + root.ID + `</code><span class="clip" title="ops">ops</span>`, "Revoke", `action="/console/tokens/` + shop.ID + `/revoke"`, "data-confirm="} {
 			if !strings.Contains(row, want) {
 				t.Errorf("shop's row lacks %q: %s", want, row)
 			}
@@ -101,7 +101,7 @@ func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
 		if strings.Contains(filtered.Body, `id="token-`+root.ID+`"`) {
 			t.Errorf("the filter by consumer shop lists ops' token")
 		}
-		if row := rowOf(t, filtered.Body, shop.ID); !strings.Contains(row, "<code>"+root.ID+"</code><br>ops") {
+		if row := rowOf(t, filtered.Body, shop.ID); !strings.Contains(row, "<code>"+root.ID+`</code><span class="clip" title="ops">ops</span>`) {
 			t.Errorf("filtered, the issuer's consumer is not named: %s", row)
 		}
 	})

@@ -30,3 +30,28 @@ func TestReadmeBuildsBinaryBeforeFirstLicensorCommand(t *testing.T) {
 		t.Errorf("README.md line %d uses `licensor` before `go build -o licensor .` builds it", line)
 	}
 }
+
+// The first build compiles SQLite (pure Go) for minutes with nothing on the
+// terminal: the README says so before a newcomer waits on it, and how to
+// see its progress.
+func TestReadmeSaysTheFirstBuildTakesMinutes(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	build := strings.Index(readme, "go build -o licensor .")
+	if build < 0 {
+		t.Fatal("README.md never shows `go build -o licensor .`")
+	}
+	firstRun := strings.Index(readme, "./licensor serve")
+	for _, want := range []string{"compiles SQLite", "a few minutes", "go build -v"} {
+		at := strings.Index(readme, want)
+		switch {
+		case at < 0:
+			t.Errorf("README.md does not say %q about the first build", want)
+		case firstRun >= 0 && at > firstRun:
+			t.Errorf("README.md says %q only after its first ./licensor serve", want)
+		}
+	}
+}

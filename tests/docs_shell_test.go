@@ -2,11 +2,13 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,12 +114,16 @@ func freshClone(t *testing.T, bin string) string {
 }
 
 // TestDocsShellBlocks runs every ```sh and ```bash block of README.md and
-// docs/*.md as written, one document at a time in a fresh copy of the
-// repository with the binary built (./licensor, and licensor on PATH), each
-// block in its own bash with -e and pipefail. A block that cannot run here
-// (it needs a real vendor, production secrets, a container engine, or is
-// the test suite itself) carries <!-- not run: reason --> before it.
-// Whatever a block leaves running is killed with its process group.
+// docs/*.md as a user pastes it after the README's steps: one document at a
+// time in a fresh copy of the repository with the binary built at
+// ./licensor, and nothing added to PATH (a directory on it holding a
+// licensor is taken off, so a bare `licensor` fails here as it does on a
+// new machine), each block in its own bash with -e and pipefail. A block
+// that cannot run here (it needs a real vendor, production secrets, a
+// container engine, or is the test suite itself) carries
+// <!-- not run: reason --> before it. A block fails when it exits non-zero,
+// outlasts its budget, leaves a process of its own running once it has
+// ended, or has a loop that could spin forever (every block, run or not).
 func TestDocsShellBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the documents' shell blocks with the built binary")
@@ -137,8 +143,13 @@ func TestDocsShellBlocks(t *testing.T) {
 			continue
 		}
 		t.Run(file, func(t *testing.T) {
+			for _, b := range blocks {
+				for _, loop := range unboundedLoops(b.script) {
+					t.Errorf("%s:%d: %s", b.file, b.line, loop)
+				}
+			}
 			dir := freshClone(t, bin)
-			env := []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			env := []string{"PATH=" + pathWithoutLicensor(os.Getenv("PATH")), "HOME=" + t.TempDir()}
 			for _, k := range []string{"GOTOOLCHAIN", "GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOPROXY"} {
 				if v, ok := os.LookupEnv(k); ok {
 					env = append(env, k+"="+v)
@@ -156,39 +167,184 @@ func TestDocsShellBlocks(t *testing.T) {
 					t.Logf("%s:%d not run: %s", b.file, b.line, b.notRun)
 					continue
 				}
-				runDocBlock(t, dir, env, b)
+				start := time.Now()
+				printed, err := runDocBlock(dir, env, b.script, 90*time.Second)
+				t.Logf("%s:%d ran in %s", b.file, b.line, time.Since(start).Round(time.Millisecond))
+				if err != nil {
+					t.Errorf("%s:%d: %v:\n%s\noutput:\n%s", b.file, b.line, err, b.script, printed)
+				}
 			}
 		})
 	}
 }
 
-// runDocBlock runs one block, failing the test with its output when it
-// exits non-zero or outlasts its budget.
-func runDocBlock(t *testing.T, dir string, env []string, b docBlock) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+// pathWithoutLicensor is PATH without the directories that hold a
+// licensor executable: the blocks must call ./licensor, or set PATH
+// themselves, as on a machine where only the README's build ran.
+func pathWithoutLicensor(path string) string {
+	var kept []string
+	for _, d := range filepath.SplitList(path) {
+		if info, err := os.Stat(filepath.Join(d, "licensor")); err == nil && !info.IsDir() {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return strings.Join(kept, string(os.PathListSeparator))
+}
+
+var (
+	// shellComment is a comment to the end of the line (a # at the start
+	// of a line or after a blank).
+	shellComment = regexp.MustCompile(`(?m)(^|\s)#.*$`)
+	// loopWord is a while, until or C-style for loop in command position.
+	loopWord = regexp.MustCompile(`(?m)(^|[;&|({]|\bdo|\bthen|\belse)\s*(while\b|until\b|for\s*\(\()`)
+	// forLoop is a for loop, its word list and its body up to done.
+	forLoop = regexp.MustCompile(`(?s)\bfor\s+\w+\s+in\s+([^;\n]*?)\s*[;\n]\s*do\b(.*?)\bdone\b`)
+	// boundedWords is a for loop's list a user can count: literal words,
+	// or $(seq N).
+	boundedWords = regexp.MustCompile(`^(\$\(seq( \d+){1,3}\)|[\w.-]+( [\w.-]+)*)$`)
+	// curlTimeout is curl's bound on a whole transfer.
+	curlTimeout = regexp.MustCompile(`(^|\s)(-m\s*\d|--max-time[ =]\d|-[a-zA-Z]*m\s+\d)`)
+	curlCall    = regexp.MustCompile(`\bcurl\b[^|;&\n]*(\\\n[^|;&\n]*)*`)
+)
+
+// unboundedLoops names each loop of a script that could spin forever: a
+// while, until or for (( )) loop (wait with for i in $(seq N) instead),
+// a for loop over anything but literal words or $(seq N), and a wait loop
+// (one that sleeps) with a curl that has no --max-time: a server that
+// accepts and never answers would hold it.
+func unboundedLoops(script string) []string {
+	code := shellComment.ReplaceAllString(script, "$1")
+	var found []string
+	for _, m := range loopWord.FindAllStringSubmatch(code, -1) {
+		found = append(found, fmt.Sprintf("a %q loop has no bound: wait with `for i in $(seq N); do …; done` instead", strings.TrimSpace(m[2])))
+	}
+	for _, m := range forLoop.FindAllStringSubmatch(code, -1) {
+		if !boundedWords.MatchString(strings.TrimSpace(m[1])) {
+			found = append(found, fmt.Sprintf("a for loop over %q: loop over literal words or $(seq N)", m[1]))
+		}
+		if !regexp.MustCompile(`\bsleep\b`).MatchString(m[2]) {
+			continue
+		}
+		for _, c := range curlCall.FindAllString(m[2], -1) {
+			if !curlTimeout.MatchString(c) {
+				found = append(found, fmt.Sprintf("a wait loop's curl has no -m/--max-time: %q", strings.TrimSpace(c)))
+			}
+		}
+	}
+	return found
+}
+
+// runDocBlock runs one block in bash, in a process group of its own, and
+// says what went wrong: it exited non-zero, outlasted budget, or left a
+// process of its group running once it ended (what it started and did not
+// stop, or stopped without waiting for). What it left is then killed.
+func runDocBlock(dir string, env []string, script string, budget time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", b.script)
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A file, not a pipe: a background job the block leaves holds its
 	// output open, and Wait would wait for it.
-	out, err := os.CreateTemp(t.TempDir(), "block-*.out")
+	out, err := os.CreateTemp("", "licensor-block-*.out")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
+	defer os.Remove(out.Name())
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = out, out, strings.NewReader("")
-	start := time.Now()
-	err = cmd.Run()
+	runErr := cmd.Run()
+	var left []string
 	if cmd.Process != nil {
+		left = processGroup(cmd.Process.Pid)
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the block left in the background
 	}
-	t.Logf("%s:%d ran in %s", b.file, b.line, time.Since(start).Round(time.Millisecond))
-	if err != nil {
-		printed, _ := os.ReadFile(out.Name())
-		t.Errorf("%s:%d: the block failed (%v):\n%s\noutput:\n%s", b.file, b.line, err, b.script, printed)
+	printed, _ := os.ReadFile(out.Name())
+	switch {
+	case ctx.Err() != nil:
+		return string(printed), fmt.Errorf("the block outlasted its %s (a wait that never ends?)", budget)
+	case runErr != nil:
+		return string(printed), fmt.Errorf("the block failed (%v)", runErr)
+	case len(left) > 0:
+		return string(printed), fmt.Errorf("the block ended leaving %d process(es) running (stop what it starts: kill $PID; wait $PID): %s",
+			len(left), strings.Join(left, "; "))
+	}
+	return string(printed), nil
+}
+
+// processGroup lists the live processes (zombies aside) of process group
+// pgid, each as "pid command line", read from /proc.
+func processGroup(pgid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold blanks, so split after its ')'.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 3 || fields[0] == "Z" || fields[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		found = append(found, fmt.Sprintf("%d %s", pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))))
+	}
+	return found
+}
+
+// A block that leaves a process running, or stops it without waiting for
+// it, fails; one that stops and waits for what it started passes; one that
+// outlasts its budget fails.
+func TestDocBlockLeftovers(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		script, want string
+	}{
+		{"sleep 60 &\necho started\n", "leaving 1 process(es) running"},
+		{"sleep 60 & A=$!\nsleep 60 & B=$!\nsleep 60 & C=$!\nkill %1 %2\n", "leaving 1 process(es) running"},
+		{"sleep 60 & A=$!\nkill $A; wait $A || true\n", ""},
+		{"false\n", "the block failed"},
+		{"echo >/dev/null; sleep 60\n", "outlasted"},
+	} {
+		_, err := runDocBlock(dir, env, c.script, 3*time.Second)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v, want it to pass", c.script, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want an error saying %q", c.script, err, c.want)
+		}
+	}
+}
+
+// The loops a wait may use: bounded ones pass, anything that could spin
+// forever is named.
+func TestUnboundedLoops(t *testing.T) {
+	for script, want := range map[string]int{
+		"until curl -sf localhost:8080/healthz; do sleep 0.2; done\n":                                    1,
+		"while true; do sleep 1; done\n":                                                                 1,
+		"x=1 # until it is done\necho while\n":                                                           0,
+		"for i in $(seq 50); do curl -sf -m 1 localhost:8080/healthz && break; sleep 0.2; done\n":        0,
+		"for i in $(seq 50); do curl -sf localhost:8080/healthz && break; sleep 0.2; done\n":             1,
+		"for i in 1 2; do\n  curl -s -i localhost:8080/api \\\n    | grep HTTP\ndone\n":                  0,
+		"for f in $(ls); do sleep 1; done\n":                                                             1,
+		"for ((;;)); do sleep 1; done\n":                                                                 1,
+		"for attempt in 1 2 3; do\n  status=$(curl -sS --max-time 30 -o x localhost)\n  sleep 1\ndone\n": 0,
+	} {
+		if got := unboundedLoops(script); len(got) != want {
+			t.Errorf("unboundedLoops(%q) = %q, want %d finding(s)", script, got, want)
+		}
 	}
 }
 
