@@ -149,6 +149,10 @@ func TestDiscardAbandonedIntent(t *testing.T) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
 		a.plantRecord("acme", "order-4002", acmeBody, idempotency.StatusAbandoned, -time.Minute)
+		// never sent: its owner went before the vendor could hear of it, so the vendor is not asked
+		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4002").Update("phase", idempotency.PhaseReserved).Error; err != nil {
+			t.Fatal(err)
+		}
 		id := a.record("order-4002").Ref()
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		if got := a.discard(admin, id, `{"reason":"never sent"}`).wantStatus(http.StatusOK).json()["data"].(map[string]any); got["status"] != idempotency.StatusDiscarded {
@@ -451,5 +455,66 @@ func TestAFailedRevokeIsRetriedNotDiscarded(t *testing.T) {
 			t.Errorf("events %v after refused discards, want none", got)
 		}
 		a.do(http.MethodPost, "/api/intents/"+id+"/retry", "", admin...).wantStatus(http.StatusOK)
+	})
+}
+
+// Discarding a failed create whose vendor call went through first makes
+// sure the vendor keeps no site for it that nobody holds: such a site is
+// deleted, then the intent is discarded; a vendor that cannot be asked is
+// 503 vendor_unavailable and nothing changes (no delete, the intent still
+// failed); a site a license holds is never deleted.
+func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
+	const reason = `{"reason":"the customer cancelled"}`
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		t.Run("a site nobody holds is deleted", func(t *testing.T) {
+			clk := testkit.NewClock(time.Now())
+			a := newApp(t, db, withClock(clk))
+			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4101")
+			if a.vendor.siteCount() != 1 {
+				t.Fatalf("the vendor holds %d sites, want the create's 1", a.vendor.siteCount())
+			}
+			admin := bearer(a.token("ops", auth.IntentsManage))
+			id := a.record("order-4101").Ref()
+			got := a.discard(admin, id, reason).wantStatus(http.StatusOK).json()["data"].(map[string]any)
+			if got["status"] != idempotency.StatusDiscarded {
+				t.Errorf("discarded = %v", got)
+			}
+			a.wantVendorCalls("DELETE", 1)
+			if a.vendor.siteCount() != 0 {
+				t.Errorf("the vendor still holds %d sites, want the orphan deleted", a.vendor.siteCount())
+			}
+		})
+		t.Run("a vendor that cannot be asked changes nothing", func(t *testing.T) {
+			clk := testkit.NewClock(time.Now())
+			a := newApp(t, db, withClock(clk))
+			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4102")
+			admin := bearer(a.token("ops", auth.IntentsManage))
+			before := a.record("order-4102")
+			a.vendor.script("GET", reply{status: 503, body: `{}`})
+			a.discard(admin, before.Ref(), reason).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
+			a.wantVendorCalls("DELETE", 0)
+			after := a.record("order-4102")
+			if after.Status != idempotency.StatusFailed || !after.LockedUntil.Equal(*before.LockedUntil) || a.vendor.siteCount() != 1 {
+				t.Errorf("after the refused discard: %s until %v, %d sites; want failed until %v as before, the site kept",
+					after.Status, after.LockedUntil, a.vendor.siteCount(), before.LockedUntil)
+			}
+			if events := a.intentEvents(admin, before.Ref()); len(events) != 0 {
+				t.Errorf("events = %v, want none", events)
+			}
+			a.discard(admin, before.Ref(), reason).wantStatus(http.StatusOK) // once the vendor answers
+			a.wantVendorCalls("DELETE", 1)
+		})
+		t.Run("a site a license holds is never deleted", func(t *testing.T) {
+			clk := testkit.NewClock(time.Now())
+			a := newApp(t, db, withClock(clk))
+			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4103")
+			a.do(http.MethodPost, "/api/licenses", acmeBody, a.consumer("globex")...).wantStatus(http.StatusCreated) // adopts the site
+			admin := bearer(a.token("ops", auth.IntentsManage))
+			a.discard(admin, a.record("order-4103").Ref(), reason).wantStatus(http.StatusOK)
+			a.wantVendorCalls("DELETE", 0)
+			if a.vendor.siteCount() != 1 {
+				t.Errorf("the vendor holds %d sites, want globex's kept", a.vendor.siteCount())
+			}
+		})
 	})
 }

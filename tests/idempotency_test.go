@@ -15,6 +15,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -88,36 +89,103 @@ func TestIdempotencyKeyReusedWithAnotherBody(t *testing.T) {
 	})
 }
 
-// 3. A failed request leaves nothing behind: the retry runs for real.
-func TestIdempotencyFailureIsNotStored(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		t.Run("vendor unavailable", func(t *testing.T) {
-			a := newApp(t, db)
-			acme := keyed(a.consumer("acme"), "order-1003")
-			a.vendor.script("GET", reply{status: 503, body: `{}`})
-			a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
-			if rec := a.record("order-1003"); rec != nil {
-				t.Fatalf("a failed request left a record: %+v", rec)
-			}
-			r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-			if r.Header().Get(idempotency.HeaderReplayed) != "" {
-				t.Error("the retry was a replay, not a real execution")
-			}
+// 3. A failed attempt of a valid request keeps its fingerprint, and
+// nothing else, until IDEMPOTENCY_TTL: the same key with another request is
+// 422 idempotency_key_reused without reaching the vendor; the same request
+// runs again for real (the failure is not replayed); the reconciler never
+// resumes it. A request refused by validation keeps nothing.
+func TestIdempotencyFailedAttemptKeepsItsFingerprint(t *testing.T) {
+	const otherBody = `{"name":"Acme","domain":"other.test"}`
+	for _, tt := range []struct {
+		name   string
+		fail   func(a *app)
+		status int
+		code   string
+		rerun  int // the retry's answer with the same body
+	}{
+		{name: "vendor unavailable", fail: func(a *app) { a.vendor.script("GET", reply{status: 503, body: `{}`}) },
+			status: http.StatusServiceUnavailable, code: "vendor_unavailable", rerun: http.StatusCreated},
+		{name: "vendor rejected", fail: func(a *app) { a.vendor.script("POST", reply{status: 422, body: `{"message":"no"}`}) },
+			status: http.StatusUnprocessableEntity, code: "vendor_rejected", rerun: http.StatusCreated},
+		{name: "domain taken", fail: func(a *app) {
+			a.do(http.MethodPost, "/api/licenses", acmeBody, a.consumer("globex")...).wantStatus(http.StatusCreated)
+		}, status: http.StatusConflict, code: "domain_taken", rerun: http.StatusConflict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+				clk := testkit.NewClock(time.Now())
+				a := newApp(t, db, withClock(clk))
+				acme := keyed(a.consumer("acme"), "order-1003")
+				tt.fail(a)
+				a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(tt.status, tt.code)
+				rec := a.record("order-1003")
+				if rec == nil || rec.Status != idempotency.StatusAbandoned || rec.ResponseStatus != nil || len(rec.ResponseBody) != 0 {
+					t.Fatalf("after the failure the record is %+v, want it abandoned with no response stored", rec)
+				}
+				calls := a.vendor.count("")
+				a.do(http.MethodPost, "/api/licenses", otherBody, acme...).wantError(http.StatusUnprocessableEntity, "idempotency_key_reused")
+				a.wantVendorCalls("", calls)
+
+				clk.Advance(3 * time.Minute) // past two leases: the reconciler would take up a dead owner's intent
+				if got := results(a.reconcileOnce(a.reconciler())); got != "" {
+					t.Errorf("the reconciler resumed a failed attempt: %q", got)
+				}
+				a.wantVendorCalls("", calls)
+
+				r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(tt.rerun)
+				if r.Header().Get(idempotency.HeaderReplayed) != "" {
+					t.Error("the retry was a replay, not a real execution")
+				}
+				if tt.rerun == http.StatusCreated && a.vendor.count("") <= calls {
+					t.Error("the retry did not reach the vendor again")
+				}
+				if rec := a.record("order-1003"); rec == nil || rec.Attempts != 2 {
+					t.Errorf("record after the retry = %+v, want the same intent, attempt 2", rec)
+				}
+			})
 		})
-		t.Run("validation error", func(t *testing.T) {
+	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		t.Run("validation error keeps nothing", func(t *testing.T) {
 			a := newApp(t, db)
 			acme := keyed(a.consumer("acme"), "order-1004")
 			a.do(http.MethodPost, "/api/licenses", `{"name":"Acme","domain":"http://bad"}`, acme...).wantError(http.StatusUnprocessableEntity, "")
+			if rec := a.record("order-1004"); rec != nil {
+				t.Fatalf("a refused request left a record: %+v", rec)
+			}
 			a.do(http.MethodPost, "/api/licenses", `{"name":"Acme","domain":"fixed.test"}`, acme...).wantStatus(http.StatusCreated)
 		})
-		t.Run("domain taken", func(t *testing.T) {
-			a := newApp(t, db)
-			a.do(http.MethodPost, "/api/licenses", `{"name":"G","domain":"taken.test"}`, a.consumer("globex")...).wantStatus(http.StatusCreated)
-			acme := keyed(a.consumer("acme"), "order-1005")
-			a.do(http.MethodPost, "/api/licenses", `{"name":"A","domain":"taken.test"}`, acme...).wantError(http.StatusConflict, "domain_taken")
-			if rec := a.record("order-1005"); rec != nil {
-				t.Fatalf("a 409 left a record: %+v", rec)
+		t.Run("after IDEMPOTENCY_TTL the key is free, and the pruner deletes it", func(t *testing.T) {
+			clk := testkit.NewClock(time.Now())
+			a := newApp(t, db, withClock(clk))
+			acme := a.consumer("acme")
+			for _, key := range []string{"order-1005", "order-1006"} {
+				a.vendor.script("GET", reply{status: 503, body: `{}`})
+				a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, key)...).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
 			}
+			clk.Advance(time.Hour) // the harness's IDEMPOTENCY_TTL
+			r := a.do(http.MethodPost, "/api/licenses", otherBody, keyed(acme, "order-1005")...).wantStatus(http.StatusCreated)
+			if r.licenseData()["domain"] != "other.test" {
+				t.Errorf("expired key: %s, want a new execution of the other request", r.Body.String())
+			}
+			if n, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n < 1 || a.record("order-1006") != nil {
+				t.Errorf("prune = %d, %v; record %+v; want the expired failed attempt deleted", n, err, a.record("order-1006"))
+			}
+		})
+		t.Run("two retries at once: one runs, the other is 409 request_in_progress", func(t *testing.T) {
+			a := newApp(t, db)
+			acme := keyed(a.consumer("acme"), "order-1007")
+			a.vendor.script("GET", reply{status: 503, body: `{}`})
+			a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
+			release, entered := make(chan struct{}), make(chan struct{})
+			a.vendor.script("POST", reply{hold: release, entered: entered})
+			done := make(chan *response)
+			go func() { done <- a.do(http.MethodPost, "/api/licenses", acmeBody, acme...) }()
+			<-entered
+			a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusConflict, "request_in_progress")
+			close(release)
+			(<-done).wantStatus(http.StatusCreated)
+			a.wantVendorCalls("POST", 1)
 		})
 	})
 }

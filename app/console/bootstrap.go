@@ -328,7 +328,7 @@ func (a *App) consolePages() apphttp.Pages {
 		return nil
 	}
 	return web.New(web.Config{
-		Auth: a.Auth, Intents: a.Store, Operations: a.Guard.Operations(), Licenses: a.Licenses, Events: a.Events, Webhooks: a.Webhooks,
+		Auth: a.Auth, Intents: a.Store, Operations: a.Guard.Operations(), Guard: a.Guard, Licenses: a.Licenses, Events: a.Events, Webhooks: a.Webhooks,
 		Activity: a.Activity,
 		Key:      cfg.Key, Secure: cfg.Console.SecureCookie,
 		SessionTTL: cfg.Console.SessionTTL, LoginsPerMinute: cfg.Console.LoginsPerMinute,

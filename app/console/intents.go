@@ -17,7 +17,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
-	"github.com/licensor-api/licensor/app/operations"
+	"github.com/licensor-api/licensor/app/licenses"
 )
 
 // intentsCmd is `licensor intents list|show|retry|discard|events|digest`:
@@ -185,8 +185,10 @@ func intentsDiscard(ctx context.Context, e env) error {
 	reason := fs.String("reason", "", "why, for the audit trail (required; 1 to 500 characters); never shown to the consumer")
 	asJSON := fs.Bool("json", false, "print the intent as a JSON object instead of a field a line")
 	setUsage(fs, "intents discard ID --reason TEXT [--json]",
-		"Settles a failed or abandoned intent for good: it becomes discarded and is never executed; a client's retry with its key is "+
-			"answered 409 intent_discarded until IDEMPOTENCY_TTL has passed. The reason goes to the audit trail (`licensor intents events ID`).")
+		"Settles a failed or abandoned intent for good: it becomes discarded and is never run again; a client's retry with its key is "+
+			"answered 409 intent_discarded until IDEMPOTENCY_TTL has passed. A create whose call may have reached the vendor is cleared there "+
+			"first: a site for its domain that no license holds is deleted; when the vendor cannot be asked, nothing changes (exit 1). "+
+			"Needs the server's vendor settings. The reason goes to the audit trail (`licensor intents events ID`).")
 	id, ok, err := oneID(fs, e, "intents discard")
 	if !ok {
 		return err
@@ -194,13 +196,14 @@ func intentsDiscard(ctx context.Context, e env) error {
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("intents discard: --reason is required: say why, for the audit trail")
 	}
-	return withIntents(ctx, e, func(b *Base) error {
-		retryOnly, err := retryOnlyOperations()
-		if err != nil {
-			return err
-		}
-		in, err := b.Store.Discard(ctx, audit.Console(), id, *reason, b.now().UTC(), retryOnly...)
+	a, err := loadApp(ctx, e, false) // the vendor too (the database's own driver): a create that may have reached it is cleared there first
+	if err != nil {
+		return err
+	}
+	return errors.Join(func(b *Base) error {
+		in, err := a.Guard.Discard(ctx, audit.Console(), id, *reason)
 		var invalid *audit.ValidationError
+		var unavailable *licenses.UnavailableError
 		switch {
 		case errors.As(err, &invalid):
 			return usagef("intents discard: --reason: %s", strings.Join(invalid.Fields["reason"], " "))
@@ -208,23 +211,14 @@ func intentsDiscard(ctx context.Context, e env) error {
 			return fmt.Errorf("discard %s: a %s intent is retried, never discarded (its license waits on it): licensor intents retry %s: %w", id, in.Operation, id, err)
 		case errors.Is(err, idempotency.ErrNotDiscardable):
 			return fmt.Errorf("discard %s: the intent is %s, not failed or abandoned: %w", id, in.Status, err)
+		case errors.As(err, &unavailable):
+			return fmt.Errorf("discard %s: the vendor could not be asked whether it keeps a site for the intent; nothing changed, try again later: %w", id, err)
 		case err != nil:
 			return intentError("discard", id, err)
 		}
-		fmt.Fprintf(e.stderr, "intent %s (%s) is discarded: never executed; a retry with its key is refused until it expires\n", in.ID, in.Operation)
+		fmt.Fprintf(e.stderr, "intent %s (%s) is discarded: never run again; a retry with its key is refused until it expires\n", in.ID, in.Operation)
 		return printIntent(ctx, e, b, in, *asJSON)
-	})
-}
-
-// retryOnlyOperations are the names of the operations whose intents are
-// retried, never discarded, as declared in app/operations (the declarations
-// only: nothing of them runs here).
-func retryOnlyOperations() ([]string, error) {
-	ops, err := idempotency.NewOperations(operations.New(nil).List()...)
-	if err != nil { // the declarations serve starts from: it would refuse them too
-		return nil, fmt.Errorf("declare operations: %w", err)
-	}
-	return ops.RetryOnly(), nil
+	}(a.Base), a.Close())
 }
 
 // intentsEvents prints an intent's audit trail, oldest first, as a table

@@ -129,14 +129,16 @@ type discardIntentRequest struct {
 // discardIntent is POST /api/intents/{id}/discard {"reason":"…"}: a failed
 // or abandoned intent settled for good, with its intent.discarded audit
 // event and the reason (422 on reason unless it is 1 to 500 characters of
-// valid UTF-8). Any other state is 409 intent_not_discardable. The reason
+// valid UTF-8), once the vendor is known to keep nothing for it that nobody
+// holds (503 vendor_unavailable, nothing changed, when it cannot be asked).
+// Any other state is 409 intent_not_discardable. The reason
 // goes to the audit trail only, never to a log line.
 func (s *Server) discardIntent(c echo.Context) error {
 	var req discardIntentRequest
 	if err := bindJSON(c, &req); err != nil {
 		return err
 	}
-	in, err := s.store.Discard(c.Request().Context(), actor(c), c.Param("id"), req.Reason, s.now(), s.guard.Operations().RetryOnly()...)
+	in, err := s.guard.Discard(c.Request().Context(), actor(c), c.Param("id"), req.Reason)
 	if err != nil {
 		return err
 	}

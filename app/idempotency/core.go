@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -90,10 +91,10 @@ func takeable(existing, rec *Record) bool {
 		return false // an accepted intent is settled by the reconciler, never replaced, expired or not
 	}
 	if existing.RequestHash != rec.RequestHash {
-		// Only a finished intent is forgotten at expiry (completed, or
-		// discarded by an operator): a failed or unsettled one may have had
-		// an effect nobody else knows of.
-		return (existing.Status == StatusCompleted || existing.Status == StatusDiscarded) && existing.expired(now)
+		// Only a settled intent is forgotten at expiry (what the pruner
+		// deletes then: completed, abandoned, superseded, discarded): a
+		// failed or unsettled one may have had an effect nobody else knows of.
+		return slices.Contains(prunable, existing.Status) && existing.expired(now)
 	}
 	if existing.expired(now) {
 		return true
@@ -192,7 +193,8 @@ func (g *Guard) keepPending(a *attempt, o Outcome, herr error) error {
 
 // settle stores what had an effect (a 2xx, unless the work kept it itself
 // or says it changed nothing) and releases the rest, so that a retry runs
-// for real.
+// for real: a failure keeps its fingerprint (GiveBack), a success that
+// changed nothing keeps nothing.
 func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 	rec := a.rec
 	ctx, cancel := settleContext(a.parent)
@@ -203,6 +205,12 @@ func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 	case o.Kept: // completed by the work, with its local writes
 	case resp.Status >= 200 && resp.Status < 300 && !o.NoEffect:
 		err = g.cfg.Store.Complete(ctx, rec, resp, o, g.now())
+	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == StatusAbandoned):
+		// A success that changed nothing (a domain the consumer already
+		// held) binds nothing: the key is free, and a retry tells the truth
+		// of its own time. Only a failure keeps its fingerprint.
+		outcome = "released"
+		err = g.cfg.Store.Release(ctx, rec)
 	default:
 		outcome = "released"
 		err = g.cfg.Store.GiveBack(ctx, rec, g.now())

@@ -182,6 +182,22 @@ func (s *stage) wantReplayed(a answer) {
 	}
 }
 
+// wantFingerprintOnly checks what a failed execution leaves: the record
+// abandoned with nothing of the failure stored, bound to its request, so
+// that the key with another request is refused without running.
+func (s *stage) wantFingerprintOnly() {
+	s.t.Helper()
+	r := s.record()
+	if r == nil || r.Status != StatusAbandoned || r.ResponseStatus != nil || len(r.ResponseBody) != 0 {
+		s.t.Fatalf("after a failure the record is %+v, want it abandoned with no response", r)
+	}
+	runs := s.runs.Load()
+	if a := s.call(`{"n":2}`, s.made); !errors.Is(a.err, ErrKeyReused) {
+		s.t.Errorf("the key with another request got %+v, want ErrKeyReused", a)
+	}
+	s.wantRuns(runs)
+}
+
 func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 var scenarios = []struct {
@@ -239,18 +255,16 @@ var scenarios = []struct {
 		s.wantReplayed(s.call(theIntent, s.made))
 		s.wantRuns(1)
 	}},
-	{"an error releases the key and the retry runs", func(s *stage) {
+	{"an error releases the key (its fingerprint kept) and the retry runs", func(s *stage) {
 		a := s.call(theIntent, func(context.Context) (int, string, error) { s.runs.Add(1); return 0, "", errBoom })
 		if !errors.Is(a.err, errBoom) {
 			s.t.Errorf("err = %v, want errBoom", a.err)
 		}
-		if r := s.record(); r != nil {
-			s.t.Errorf("a failure left a record: %+v", r)
-		}
+		s.wantFingerprintOnly()
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 	}},
-	{"a non-2xx result releases the key and the retry runs", func(s *stage) {
+	{"a non-2xx result releases the key (its fingerprint kept) and the retry runs", func(s *stage) {
 		a := s.call(theIntent, func(context.Context) (int, string, error) {
 			s.runs.Add(1)
 			return http.StatusConflict, "taken", nil
@@ -258,17 +272,13 @@ var scenarios = []struct {
 		if a.err != nil || a.replayed || a.status != http.StatusConflict || a.body != "taken" {
 			s.t.Errorf("answer = %+v, want the 409 as it is", a)
 		}
-		if r := s.record(); r != nil {
-			s.t.Errorf("a failure left a record: %+v", r)
-		}
+		s.wantFingerprintOnly()
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 	}},
-	{"a panic releases the key and the retry runs", func(s *stage) {
+	{"a panic releases the key (its fingerprint kept) and the retry runs", func(s *stage) {
 		s.call(theIntent, func(context.Context) (int, string, error) { s.runs.Add(1); panic("boom") })
-		if r := s.record(); r != nil {
-			s.t.Errorf("a panic left a record: %+v", r)
-		}
+		s.wantFingerprintOnly()
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 	}},

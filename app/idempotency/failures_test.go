@@ -252,7 +252,7 @@ func TestFailedTakeOverIsNotRecorded(t *testing.T) {
 }
 
 // A settle that fails (the completion's write, the completion's sealing, the
-// release's delete, or a release that finds its lease lost) is logged, the
+// release's write, or a release that finds its lease lost) is logged, the
 // caller still hears what the work answered, and the record stays as the
 // settle found it, for a retry to take over once the lease ends.
 func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
@@ -274,14 +274,14 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 		{name: "the completion cannot be sealed",
 			cipher: func(t *testing.T) Cipher { return newSealFails(t) },
 			work:   func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "encrypt the response body"},
-		{name: "the release's delete fails",
+		{name: "the release's write fails",
 			arm: func(db *testdb.DB, t *testing.T) {
-				testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected).Arm(1)
+				testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
 			},
 			work: func(*rig) func(context.Context) (DoResult, error) {
 				return func(context.Context) (DoResult, error) { return DoResult{}, errBoom }
 			},
-			wantErr: errBoom, logged: "release idempotency record: injected failure"},
+			wantErr: errBoom, logged: "settle idempotency record: injected failure"},
 		{name: "the release finds its lease lost",
 			work: func(r *rig) func(context.Context) (DoResult, error) {
 				return func(context.Context) (DoResult, error) {
@@ -326,7 +326,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 func TestReleaseAfterAPanicFailingIsLogged(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected).Arm(1)
+		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
 		func() {
 			defer func() {
 				if p := recover(); p != "boom" {
@@ -362,7 +362,7 @@ func (s *stepsOp) op() Operation[struct{}] {
 
 // Call.Started that cannot record its recovery point stops the work before
 // the vendor hears of it: a database error is ErrNotRecorded and the key is
-// released; a record superseded meanwhile is ErrSuperseded and a lost lease
+// released (the record kept abandoned, for its fingerprint); a record superseded meanwhile is ErrSuperseded and a lost lease
 // ErrLeaseLost, both left to their new owner as they are; a failed read of
 // why is an error of its own.
 func TestStartedFailures(t *testing.T) {
@@ -379,7 +379,7 @@ func TestStartedFailures(t *testing.T) {
 			before: func(r *rig, t *testing.T) {
 				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("phase", PhaseStarted), context.DeadlineExceeded).Arm(1)
 			},
-			want: ErrNotRecorded, outcome: "released"},
+			want: ErrNotRecorded, outcome: "released", left: StatusAbandoned},
 		{name: "superseded meanwhile",
 			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": StatusSuperseded}) },
 			want:   ErrSuperseded, outcome: "superseded", left: StatusSuperseded},
@@ -475,7 +475,8 @@ func serve(g *Guard, op Operation[string], key, body string) (*httptest.Response
 // local writes back with it: a lost lease (ErrLeaseLost) and a superseded
 // intent (ErrSuperseded) are refusals the guard leaves alone; a body that
 // cannot be sealed, and older intents that cannot be found or superseded,
-// are errors, and the key is released.
+// are errors, and the key is released (the record kept abandoned, for its
+// fingerprint).
 func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
 	stolen := utcNow().Add(3 * time.Hour)
 	for _, tt := range []struct {
@@ -495,15 +496,15 @@ func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
 			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": StatusSuperseded}) },
 			want:   ErrSuperseded, outcome: "superseded", left: StatusSuperseded},
 		{name: "the response cannot be sealed", cipher: func(t *testing.T) Cipher { return newSealFails(t) },
-			before: func(*rig, *testing.T) {}, says: "encrypt the response body", outcome: "released"},
+			before: func(*rig, *testing.T) {}, says: "encrypt the response body", outcome: "released", left: StatusAbandoned},
 		{name: "older intents cannot be found",
 			before: func(r *rig, t *testing.T) { testdb.Inject(t, r.db.Gorm, "query", keysTable, nil, errInjected).Arm(1) },
-			want:   errInjected, says: "find older intents", outcome: "released"},
+			want:   errInjected, says: "find older intents", outcome: "released", left: StatusAbandoned},
 		{name: "older intents cannot be superseded", older: true,
 			before: func(r *rig, t *testing.T) {
 				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("status", StatusSuperseded), errInjected).Arm(1)
 			},
-			want: errInjected, says: "supersede older intents", outcome: "released"},
+			want: errInjected, says: "supersede older intents", outcome: "released", left: StatusAbandoned},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {

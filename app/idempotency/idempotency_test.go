@@ -69,8 +69,8 @@ func TestPanicReleasesTheKey(t *testing.T) {
 		if got := h.post("k", `{}`).Code; got != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", got)
 		}
-		if rec, _ := h.store.Find(context.Background(), Scope{"c1", "things.store", "k"}); rec != nil {
-			t.Fatalf("a panic left a record: %+v", rec)
+		if rec, _ := h.store.Find(context.Background(), Scope{"c1", "things.store", "k"}); rec == nil || rec.Status != StatusAbandoned {
+			t.Fatalf("after a panic the record is %+v, want it kept abandoned (its fingerprint alone)", rec)
 		}
 		h.run = text(http.StatusCreated, "made")
 		if got := h.post("k", `{}`).Code; got != http.StatusCreated {

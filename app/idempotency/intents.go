@@ -154,7 +154,7 @@ func (s *Store) byPublicID(ctx context.Context, consumerID, id string) (*Record,
 // another state (nothing changes).
 func (s *Store) RetryFailed(ctx context.Context, by audit.Actor, id string, now time.Time) (Intent, error) {
 	set := map[string]any{"status": StatusPending, "attempts": 0, "locked_until": nil, "updated_at": now}
-	return s.operatorChange(ctx, by, "retry intent", id, []string{StatusFailed}, set, audit.Change{Event: audit.IntentRetried}, now, ErrNotFailed)
+	return s.operatorChange(ctx, by, "retry intent", id, []string{StatusFailed}, nil, set, audit.Change{Event: audit.IntentRetried}, now, ErrNotFailed)
 }
 
 // ErrNotDiscardable means a discard was asked of an intent that is neither
@@ -180,12 +180,18 @@ var Discardable = []string{StatusFailed, StatusAbandoned}
 // one of the operations retryOnly names (Operations.RetryOnly) is never
 // discarded: ErrRetryOnly, and nothing changes.
 func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time, retryOnly ...string) (Intent, error) {
+	return s.discard(ctx, by, id, reason, now, Discardable, nil, retryOnly...)
+}
+
+// discard is Discard from the statuses from, and only while the intent's
+// lease is lease when it is not nil (a discard that claimed it first).
+func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time, from []string, lease *time.Time, retryOnly ...string) (Intent, error) {
 	reason, err := audit.Reason(reason)
 	if err != nil {
 		return Intent{}, err
 	}
 	set := map[string]any{"status": StatusDiscarded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}
-	in, err := s.operatorChange(ctx, by, "discard intent", id, Discardable, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable, retryOnly...)
+	in, err := s.operatorChange(ctx, by, "discard intent", id, from, lease, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable, retryOnly...)
 	if errors.Is(err, ErrNotDiscardable) && slices.Contains(retryOnly, in.Operation) {
 		err = ErrRetryOnly
 	}
@@ -193,10 +199,10 @@ func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, 
 }
 
 // operatorChange (what, for its errors) applies set to the intent id if it
-// is in one of from, and records change (of that intent) in the same
+// is in one of from (and, when lease is not nil, its lease is lease), and records change (of that intent) in the same
 // transaction. It returns the intent as it is afterwards: with refused when
 // it was in another status, ErrIntentNotFound when there is none.
-func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id string, from []string, set map[string]any,
+func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id string, from []string, lease *time.Time, set map[string]any,
 	change audit.Change, now time.Time, refused error, exceptOperations ...string) (Intent, error) {
 	if err := by.Check(); err != nil {
 		return Intent{}, err
@@ -206,6 +212,9 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 	err := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			q := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from)
+			if lease != nil {
+				q = q.Where("locked_until = ?", *lease)
+			}
 			if len(exceptOperations) > 0 {
 				q = q.Where("operation NOT IN ?", exceptOperations)
 			}

@@ -64,6 +64,12 @@ type Operation[In any] struct {
 	// discard it: repeating it is always safe, and its resource waits on it
 	// (a revoke's license stays revoking until the revoke ends).
 	RetryOnly bool
+	// BeforeDiscard, when set, runs before an operator discards an intent
+	// of this operation whose work may have reached the vendor (it had
+	// started): it makes sure the vendor keeps nothing for it that nobody
+	// holds (a create: the domain's site, when no license holds it, is
+	// deleted). An error stops the discard, and the intent stays as it was.
+	BeforeDiscard func(ctx context.Context, rec *Record) error
 }
 
 // Declared is an Operation of any input type, as the guard, the reconciler
@@ -74,6 +80,7 @@ type Declared interface {
 	check() error
 	resumer() Resumer
 	retryOnly() bool
+	beforeDiscard() func(ctx context.Context, rec *Record) error
 }
 
 // OperationName implements Declared.
@@ -95,6 +102,10 @@ func (op Operation[In]) resumer() Resumer { return resumeFunc(op.Resume) }
 
 func (op Operation[In]) retryOnly() bool { return op.RetryOnly }
 
+func (op Operation[In]) beforeDiscard() func(ctx context.Context, rec *Record) error {
+	return op.BeforeDiscard
+}
+
 // resumeFunc adapts an Operation's Resume to the Resumer interface.
 type resumeFunc func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
 
@@ -110,6 +121,9 @@ type Operations struct {
 	names     []string
 	resumers  map[string]Resumer
 	retryOnly []string
+	// beforeDiscard are the operations' BeforeDiscard, by name, for those
+	// that have one.
+	beforeDiscard map[string]func(ctx context.Context, rec *Record) error
 }
 
 // NewOperations checks and lists the application's operations. Every one
@@ -117,7 +131,7 @@ type Operations struct {
 // that has not, so that a wiring mistake stops the process at start-up, not
 // an intent an hour later.
 func NewOperations(ops ...Declared) (*Operations, error) {
-	o := &Operations{resumers: make(map[string]Resumer, len(ops))}
+	o := &Operations{resumers: make(map[string]Resumer, len(ops)), beforeDiscard: map[string]func(context.Context, *Record) error{}}
 	for _, op := range ops {
 		if err := op.check(); err != nil {
 			return nil, err
@@ -130,6 +144,9 @@ func NewOperations(ops ...Declared) (*Operations, error) {
 		o.resumers[name] = op.resumer()
 		if op.retryOnly() {
 			o.retryOnly = append(o.retryOnly, name)
+		}
+		if f := op.beforeDiscard(); f != nil {
+			o.beforeDiscard[name] = f
 		}
 	}
 	return o, nil

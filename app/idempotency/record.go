@@ -13,10 +13,13 @@ const (
 	StatusPending    = "pending"    // the outcome is unknown; the reconciler settles it
 	StatusCompleted  = "completed"  // the response is stored and replayed
 	StatusFailed     = "failed"     // reconciliation gave up; a retry executes again
-	// StatusAbandoned: the owner went (died, or its client was told 503)
-	// before the vendor could have heard of the intent; nobody was promised
-	// anything, so the reconciler never executes it, and a retry with its
-	// key runs it for real.
+	// StatusAbandoned: nobody was promised anything and nobody will finish
+	// it: the owner went (died, or its client was told 503) before the
+	// vendor could have heard of the intent, or its attempt ended in a
+	// definite failure (a 503 vendor_unavailable, a 409 domain_taken, a 422
+	// vendor_rejected) and it is kept until it expires for its fingerprint.
+	// The reconciler never executes it; a retry with its key and the same
+	// request runs it for real, another request is ErrKeyReused.
 	StatusAbandoned = "abandoned"
 	// StatusSuperseded: a later create of the same consumer for the same
 	// subject settled, or the consumer revoked it, while this intent was

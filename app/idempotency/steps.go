@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -204,18 +205,24 @@ func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool,
 	return res.RowsAffected == 1, nil
 }
 
-// GiveBack ends an execution that had no effect on r, which it owns: a
-// fresh intent is released (deleted), so that a retry runs for real; an
-// intent it took over keeps what it was owed. A superseded one is
-// superseded again; one that may have reached the vendor before (it had
-// started, or failed after a 202) goes back to pending, due now, so that
-// the reconciler finishes it: a retry's definite failure says nothing of
-// the first execution's effect.
+// GiveBack ends an execution that had no effect on r, which it owns, so
+// that a retry with the same request runs for real. A fresh intent under a
+// client's key is kept abandoned until it expires, for its fingerprint
+// alone: the key stays bound to its request (another request with it is
+// ErrKeyReused), nothing of the failure is stored or replayed, and the
+// reconciler never executes it. One under a key the server made is
+// released (deleted): no client can send its key again. An intent it took
+// over keeps what it was owed: a superseded one is superseded again; one
+// that may have reached the vendor before (it had started, or failed after
+// a 202) goes back to pending, due now, so that the reconciler finishes it:
+// a retry's definite failure says nothing of the first execution's effect.
 func (s *Store) GiveBack(ctx context.Context, r *Record, now time.Time) error {
 	p := r.prior
 	switch {
-	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
+	case p == nil && strings.HasPrefix(r.Key, autoPrefix):
 		return s.Release(ctx, r)
+	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
 	case p.Status == StatusSuperseded:
 		return s.settle(ctx, r, map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now})
 	}

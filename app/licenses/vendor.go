@@ -167,3 +167,44 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// ClearSite makes sure the vendor keeps no site for the domain that no
+// license holds, for an intent that is discarded after its create may have
+// reached the vendor: such a site is deleted. A site a license holds (by its
+// id, unless revoked, or the domain's active license) is left alone. When
+// the vendor cannot be asked, or its delete fails, the answer is an
+// *UnavailableError and nothing was changed here (a site a failed delete
+// may have removed was nobody's). deleted says whether a site was deleted.
+func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, err error) {
+	site, err := s.vendor.FindSite(ctx, domain)
+	if err != nil {
+		return false, asUnavailable(fmt.Errorf("find vendor site: %w", err))
+	}
+	if site == nil {
+		return false, nil
+	}
+	var held int64
+	err = s.db.WithContext(ctx).Model(&License{}).
+		Where("(vendor_site_id = ? AND status <> ?) OR active_domain = ?", site.ID, StatusRevoked, domain).Count(&held).Error
+	if err != nil {
+		return false, fmt.Errorf("find the license of a vendor site: %w", err)
+	}
+	if held > 0 {
+		return false, nil
+	}
+	if err := s.vendor.DeleteSite(ctx, site.ID); err != nil {
+		return false, asUnavailable(fmt.Errorf("delete vendor site: %w", err))
+	}
+	return true, nil
+}
+
+// asUnavailable is err as an *UnavailableError (503 vendor_unavailable):
+// for an operator's action that must not go on without the vendor's answer,
+// any failure of the vendor's is that it could not be asked.
+func asUnavailable(err error) error {
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return err
+	}
+	return &UnavailableError{Err: err}
+}

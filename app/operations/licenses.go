@@ -64,6 +64,24 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			o.Kept = *kept
 			return idempotency.Resumption{Done: true, Response: resp, Outcome: o}, nil
 		},
+		// A create that may have reached the vendor may have left a site
+		// there: before its intent is discarded, a site for its domain that
+		// no license holds is deleted, so that nobody pays for it.
+		BeforeDiscard: func(ctx context.Context, rec *idempotency.Record) error {
+			if rec.Subject != nil { // the normalised domain
+				_, err := svc.ClearSite(ctx, *rec.Subject)
+				return err
+			}
+			in, err := request.StoredStoreLicense(rec.RequestBody)
+			if err != nil {
+				return fmt.Errorf("stored request: %w", err)
+			}
+			if in, err = licenses.Validate(in); err != nil {
+				return fmt.Errorf("stored request: %w", err)
+			}
+			_, err = svc.ClearSite(ctx, in.Domain)
+			return err
+		},
 	}
 }
 

@@ -117,13 +117,14 @@ func (cn *Console) retryIntent(c visit) error {
 
 // discardIntent is POST /console/intents/:id/discard {reason}: a failed or
 // abandoned intent settled for good, on behalf of the signed-in token, as
-// POST /api/intents/{id}/discard does. A reason that is refused shows the
+// POST /api/intents/{id}/discard does (the vendor asked first: a 503 page,
+// nothing changed, when it cannot be). A reason that is refused shows the
 // page again with the error beside the field (422); a status or operation
 // that may not be discarded is 409 intent_not_discardable, the error
 // page's. The reason goes to the audit trail only, never to a log line.
 func (cn *Console) discardIntent(c visit) error {
 	id, reason := c.Param("id"), c.FormValue("reason")
-	in, err := cn.cfg.Intents.Discard(c.Request().Context(), c.actor(), id, reason, cn.cfg.Now(), cn.cfg.Operations.RetryOnly()...)
+	in, err := cn.cfg.Guard.Discard(c.Request().Context(), c.actor(), id, reason)
 	var invalid *audit.ValidationError
 	if errors.As(err, &invalid) {
 		p, perr := cn.intentPage(c, id)

@@ -44,6 +44,9 @@ type Config struct {
 	// (the intents' filter) and the ones that may only be retried, never
 	// discarded.
 	Operations *idempotency.Operations
+	// Guard discards an intent, once the vendor keeps nothing for it that
+	// nobody holds. Required.
+	Guard *idempotency.Guard
 	// Licenses is the licenses' service: search, one license, its audit trail.
 	Licenses *licenses.Service
 	// Events is the consumer events' log: a license's events.
