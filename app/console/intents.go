@@ -15,6 +15,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/request"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -304,6 +305,9 @@ func oneID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
 	}
 	if len(ids) != 1 {
 		return "", false, usagef("%s: give exactly one intent ID (see `licensor intents list`)", name)
+	}
+	if !request.IsID(ids[0]) { // cannot exist: not found, without asking the database
+		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, ids[0], idempotency.ErrIntentNotFound)
 	}
 	return ids[0], true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -94,6 +95,14 @@ func (f *intentsFixture) run(args ...string) (stdout, stderr string, err error) 
 	err = Run(context.Background(), append([]string{"intents"}, args...), f.env, &out, &errOut)
 	f.printed.WriteString(out.String() + errOut.String())
 	return out.String(), errOut.String(), err
+}
+
+// runAny runs `licensor args…` on the fixture's database; it returns what
+// went to stderr.
+func (f *intentsFixture) runAny(args ...string) (stderr string, err error) {
+	var out, errOut bytes.Buffer
+	err = Run(context.Background(), args, f.env, &out, &errOut)
+	return errOut.String(), err
 }
 
 // rows runs a list and returns the ids of its table's rows.
@@ -364,4 +373,31 @@ func TestIntentsDigestFindsTheIntent(t *testing.T) {
 	if len(digest) != 12 || !strings.Contains(listed, `"key_digest": "`+digest+`"`) && !strings.Contains(listed, `"key_digest":"`+digest+`"`) {
 		t.Errorf("digest %q is not the one list shows:\n%s", digest, listed)
 	}
+}
+
+// An id that cannot exist (not a ULID: non-ASCII, too long, a control
+// character) is not found, on every command that takes one, without a
+// query: on MariaDB a comparison of such text with an ASCII column is an
+// error ("Illegal mix of collations"), which must never reach an operator.
+func TestCommandsRefuseIDsThatCannotExist(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		f := newIntentsFixture(t, db)
+		for _, id := range []string{"é", strings.Repeat("A", 300), "01J\x7fQ"} {
+			for _, args := range [][]string{
+				{"intents", "show", id}, {"intents", "retry", id}, {"intents", "events", id},
+				{"webhooks", "deliveries", id}, {"webhooks", "retry", id}, {"token", "revoke", id},
+			} {
+				stderr, err := f.runAny(args...)
+				if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "not found") {
+					t.Errorf("%q: %v (exit %d), want not found, exit 1\n%s", args, err, ExitCode(err), stderr)
+				}
+				if strings.Contains(stderr+fmt.Sprint(err), "collation") || strings.Contains(stderr+fmt.Sprint(err), "Error 1") {
+					t.Errorf("%q: the database's words reached the operator: %v\n%s", args, err, stderr)
+				}
+			}
+			if stderr, err := f.runAny("token", "events", "--token", id); err != nil {
+				t.Errorf("token events --token %q: %v, want an empty trail\n%s", id, err, stderr)
+			}
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/http/request"
 	"github.com/licensor-api/licensor/app/http/resource"
 )
 
@@ -120,6 +121,9 @@ func tokenRevoke(ctx context.Context, e env) error {
 	if fs.NArg() != 1 {
 		return usagef("token revoke: give exactly one token ID (see `licensor token list`)")
 	}
+	if !request.IsID(fs.Arg(0)) { // cannot exist: not found, without asking the database
+		return fmt.Errorf("revoke %q: %w (see `licensor token list`)", fs.Arg(0), auth.ErrTokenNotFound)
+	}
 	return withAuth(ctx, e, func(svc *auth.Service) error {
 		if err := svc.Revoke(ctx, audit.Console(), fs.Arg(0)); err != nil {
 			return fmt.Errorf("revoke %s: %w (see `licensor token list`)", fs.Arg(0), err)
@@ -149,6 +153,8 @@ func tokenEvents(ctx context.Context, e env) error {
 		return usagef("token events: --page must be 1 or more")
 	case *perPage < 1 || *perPage > 100:
 		return usagef("token events: --per-page must be between 1 and 100")
+	case *token != "" && !request.IsID(*token):
+		*token = impossibleID // no token has it: the trail is empty, as the API answers, without a comparison the database refuses
 	}
 	return withAuth(ctx, e, func(svc *auth.Service) error {
 		events, total, err := svc.Events(ctx, auth.TokenEventFilter{TokenID: *token, Page: *page, PerPage: *perPage})
@@ -205,3 +211,7 @@ func orDash(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// impossibleID is a well-formed id that no token has (ids are ULIDs made
+// now, never of time zero): what a token id that cannot exist is asked as.
+const impossibleID = "00000000000000000000000000"

@@ -14,6 +14,7 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/http/request"
 	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
@@ -218,6 +219,9 @@ func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	}
 	if len(args) != 1 {
 		return "", false, usagef("%s: give exactly one %s", name, what)
+	}
+	if !request.IsID(args[0]) { // cannot exist: not found, without asking the database
+		return "", false, fmt.Errorf("%s %q: %w", name, args[0], webhooks.ErrNotFound)
 	}
 	return args[0], true, nil
 }
