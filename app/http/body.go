@@ -33,36 +33,68 @@ func fromRequestError(err error) *Error {
 // covers the bytes): formBodies leaves it alone.
 const webhookPath = "/api/webhooks/vendor"
 
+// notAForm replaces a form (or query string) that cannot be read: it is
+// not JSON, so whatever reads the body refuses it as malformed.
+var notAForm = []byte("not a form")
+
 // formBodies reads a form body (application/x-www-form-urlencoded,
-// multipart/form-data) as the JSON object it stands for, before anything
-// else reads it: the handlers, the idempotency guard (its fingerprint, the
+// multipart/form-data) as the JSON object it stands for, and merges the
+// query string of a POST, PUT or PATCH into it, before anything else reads
+// the body: the handlers, the idempotency guard (its fingerprint, the
 // record's stored request, the reconciler's resume) and the body checks
-// then see one request however it was encoded, as Laravel's
-// $request->input() merges them. The body limit applies to the form as
-// sent. A form that cannot be parsed becomes a body that is not JSON, so
-// it is refused (400 malformed_json) where a bad JSON body would be, after
-// authentication. Other bodies pass as they are.
+// then see one request however its input was sent, as Laravel's
+// $request->input() merges them (body + query: a key the body has wins).
+// The body limit applies to the body as sent. A form or query that cannot
+// be parsed becomes a body that is not JSON, so it is refused
+// (400 malformed_json) where a bad JSON body would be, after
+// authentication. A body that is neither a form nor a JSON object (a
+// malformed one, an array, another type) passes as it is, query or not.
 func (s *Server) formBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		ct := req.Header.Get(echo.HeaderContentType)
-		if req.Body == nil || req.Body == http.NoBody || !request.IsForm(ct) || c.Path() == webhookPath ||
+		hasBody := req.Body != nil && req.Body != http.NoBody
+		form := hasBody && request.IsForm(ct)
+		query := req.URL.RawQuery != "" && takesInput(req.Method)
+		if !form && !query || c.Path() == webhookPath ||
 			(s.pages != nil && s.pages.Owns(req.URL.Path)) { // a page's form is a form
 			return next(c)
 		}
-		b, err := readBody(c)
-		if err != nil {
-			return err
+		var b []byte
+		if hasBody {
+			var err error
+			if b, err = readBody(c); err != nil {
+				return err
+			}
 		}
-		converted, err := request.FormJSON(ct, b)
-		if err != nil {
-			converted = []byte("not a form") // refused as malformed by whatever reads it
+		asJSON := form || len(bytes.TrimSpace(b)) == 0
+		if form {
+			converted, err := request.FormJSON(ct, b)
+			if err != nil {
+				converted = notAForm
+			}
+			b = converted
 		}
-		req.Body = io.NopCloser(bytes.NewReader(converted))
-		req.ContentLength = int64(len(converted))
-		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		if query && (asJSON || request.CheckJSON(ct) == nil) {
+			merged, err := request.MergeQuery(b, req.URL.RawQuery)
+			if err != nil {
+				merged = notAForm
+			}
+			b = merged
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.ContentLength = int64(len(b))
+		if asJSON {
+			req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		}
 		return next(c)
 	}
+}
+
+// takesInput reports whether a request of the method has its query string
+// merged into its body: the methods whose body is the input.
+func takesInput(method string) bool {
+	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
 }
 
 // readBody reads the whole request body (the body limit applies).

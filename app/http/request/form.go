@@ -75,16 +75,8 @@ func FormJSON(contentType string, body []byte) ([]byte, error) {
 	var budget formBudget
 	switch mt {
 	case "application/x-www-form-urlencoded":
-		for pair := range strings.SplitSeq(string(body), "&") {
-			if pair == "" {
-				continue
-			}
-			name, value, _ := strings.Cut(pair, "=")
-			name = unescape(name)
-			if !budget.spend(name) {
-				return nil, ErrFormTooLarge
-			}
-			root.set(name, unescape(value))
+		if err := root.readURLEncoded(string(body), &budget); err != nil {
+			return nil, err
 		}
 	case "multipart/form-data":
 		boundary := params["boundary"]
@@ -120,6 +112,23 @@ func FormJSON(contentType string, body []byte) ([]byte, error) {
 	var b bytes.Buffer
 	root.write(&b, true)
 	return b.Bytes(), nil
+}
+
+// readURLEncoded sets the fields of an urlencoded form (a body, or a
+// query string) in n, as PHP's parse_str does.
+func (n *formNode) readURLEncoded(form string, budget *formBudget) error {
+	for pair := range strings.SplitSeq(form, "&") {
+		if pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		name = unescape(name)
+		if !budget.spend(name) {
+			return ErrFormTooLarge
+		}
+		n.set(name, unescape(value))
+	}
+	return nil
 }
 
 // formFile is a multipart file part: written as {}.
@@ -218,19 +227,24 @@ func (n *formNode) write(b *bytes.Buffer, top bool) {
 			writeString(b, k)
 			b.WriteByte(':')
 		}
-		switch v := n.vals[k].(type) {
-		case string:
-			writeString(b, v)
-		case formFile:
-			b.WriteString("{}")
-		case *formNode:
-			v.write(b, false)
-		}
+		n.writeValue(b, k)
 	}
 	if list {
 		b.WriteByte(']')
 	} else {
 		b.WriteByte('}')
+	}
+}
+
+// writeValue writes the value under key k as JSON.
+func (n *formNode) writeValue(b *bytes.Buffer, k string) {
+	switch v := n.vals[k].(type) {
+	case string:
+		writeString(b, v)
+	case formFile:
+		b.WriteString("{}")
+	case *formNode:
+		v.write(b, false)
 	}
 }
 
