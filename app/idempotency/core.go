@@ -238,7 +238,9 @@ func (g *Guard) supersededMeanwhile(ctx context.Context, err error, rec *Record)
 	if !errors.Is(err, ErrLeaseLost) {
 		return false
 	}
-	return errors.Is(g.cfg.Store.whyNotOwned(g.cfg.Store.db.WithContext(ctx), rec), ErrSuperseded)
+	// Read on the read pool: the revoke that superseded it has committed,
+	// and on SQLite the one writer connection may be busy with others.
+	return errors.Is(g.cfg.Store.whyNotOwned(g.cfg.Store.read.WithContext(ctx), rec), ErrSuperseded)
 }
 
 // release deletes the record of a.rec after a panic in its work.

@@ -61,17 +61,13 @@ func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, 
 		if again != nil {
 			return *again, false, nil
 		}
-		if !refusedForDomain(err) {
+		if try > 0 || !refusedForDomain(err) {
 			break
 		}
-		// Refused for a site of the domain that is gone by now (a revoke
-		// deleted it in between): the refusal said nothing of this request,
-		// so it is asked again; a domain whose site keeps changing is a
-		// vendor busy with it (retry later), not a refusal of the request.
-		if try == 1 {
-			return Site{}, false, fmt.Errorf("create vendor site: %w",
-				&UnavailableError{Err: fmt.Errorf("the domain's site changed under the create: %s", err)}) // not %w: not a refusal
-		}
+		// Refused for the domain, which has no site by now: perhaps a revoke
+		// deleted the site that held it in between, so it is asked once more
+		// (a refused create had no effect). A domain the vendor refuses for
+		// a reason of its own is refused again, and that is the answer.
 	}
 	if err != nil {
 		return Site{}, false, fmt.Errorf("create vendor site: %w", err)
