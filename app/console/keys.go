@@ -243,7 +243,12 @@ func (col sealedColumn) nextID(last string) (any, error) {
 }
 
 // reseal rewrites one row under the current key when it is not already.
+// An empty value holds nothing to seal, as the application writes it: it is
+// left as it is, and not counted.
 func (col sealedColumn) reseal(tx *gorm.DB, c *crypt.Cipher, row sealedRow, r *rotation) error {
+	if len(row.Stored) == 0 {
+		return nil
+	}
 	r.checked++
 	out, changed, err := c.Reseal(string(row.Stored))
 	switch {

@@ -378,6 +378,11 @@ func fromIdempotencyError(err error) *Error {
 // backoff grows from it.
 const vendorRetryAfter = 1
 
+// vendorRetryAfterMax caps the vendor's own Retry-After passed on with a
+// 503 vendor_unavailable: five minutes, past which a client had better ask
+// again than trust a vendor's forecast (a maintenance window's date, say).
+const vendorRetryAfterMax = 300
+
 // retryAfterOr is d in whole seconds (rounded up), or def when d is none.
 func retryAfterOr(d time.Duration, def int) int {
 	if s := int(math.Ceil(d.Seconds())); s > 0 {
@@ -396,7 +401,7 @@ func fromVendorError(err error) *Error {
 			Status:     http.StatusServiceUnavailable,
 			Message:    "The license vendor is unavailable. Try again later.",
 			Code:       "vendor_unavailable",
-			RetryAfter: retryAfterOr(unavailable.RetryAfter, vendorRetryAfter),
+			RetryAfter: min(retryAfterOr(unavailable.RetryAfter, vendorRetryAfter), vendorRetryAfterMax),
 		}
 	case errors.Is(err, licenses.ErrVendorRejected):
 		return &Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}

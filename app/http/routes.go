@@ -100,8 +100,18 @@ var laravelVerbs = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 // Allow: the path's methods in Router::$verbs order, HEAD wherever GET is
 // (Laravel's GET routes match HEAD, as headAsGet makes licensor's), no
 // OPTIONS, which no route declares ("GET, HEAD, POST" for /api/licenses).
+// A plain OPTIONS (a CORS preflight is answered before) is what Laravel's
+// RouteCollection answers it: 200, no body, Allow the same methods joined
+// by a bare comma ("GET,HEAD,POST"), where Echo would answer 204.
 func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && c.Request().Method == http.MethodOptions {
+			if !pathMatches(c.Path(), c.Request().URL.Path) {
+				return routeNotFound(c)
+			}
+			c.Response().Header().Set(echo.HeaderAllow, strings.Join(laravelMethods(allow), ","))
+			return c.NoContent(http.StatusOK)
+		}
 		err := next(c)
 		h := c.Response().Header()
 		if errors.Is(err, echo.ErrMethodNotAllowed) && !pathMatches(c.Path(), c.Request().URL.Path) {
@@ -156,8 +166,13 @@ func pathMatches(pattern, path string) bool {
 	return len(ps) == len(xs)
 }
 
-// laravelAllow is allow (Echo's Allow) in Laravel's form.
-func laravelAllow(allow string) string {
+// laravelAllow is allow (Echo's Allow) in the form of Laravel's 405.
+func laravelAllow(allow string) string { return strings.Join(laravelMethods(allow), ", ") }
+
+// laravelMethods are the methods of allow (Echo's Allow) as Laravel lists
+// a path's methods: in Router::$verbs order, HEAD wherever GET is, no
+// OPTIONS.
+func laravelMethods(allow string) []string {
 	has := map[string]bool{}
 	for _, m := range strings.Split(allow, ",") {
 		has[strings.TrimSpace(m)] = true
@@ -169,5 +184,5 @@ func laravelAllow(allow string) string {
 			out = append(out, m)
 		}
 	}
-	return strings.Join(out, ", ")
+	return out
 }

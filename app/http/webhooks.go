@@ -32,7 +32,19 @@ var (
 	// be one a read cannot render.
 	errFutureEvent = &Error{Status: http.StatusBadRequest, Code: "invalid_event",
 		Message: "The event's created time is ahead of now: it must be a Unix time in seconds, at most 5 minutes ahead."}
+	// errEventID refuses an event whose id cannot name an event here: its
+	// id is what the event is recorded (and deduplicated) under.
+	errEventID = &Error{Status: http.StatusBadRequest, Code: "invalid_event",
+		Message: "The event's id must be 1 to 255 visible ASCII characters, without spaces."}
 )
+
+// refuseEvent counts and logs (never the body) a vendor webhook refused
+// before anything was recorded, and answers err.
+func (s *Server) refuseEvent(c echo.Context, reason string, err *Error) error {
+	s.metrics.ObserveVendorEventRefused(reason)
+	s.log.Info("vendor webhook refused", "request_id", RequestID(c), "reason", reason)
+	return err
+}
 
 // eventConflict answers an event id delivered before with another body.
 func eventConflict(id string) *Error {
@@ -47,18 +59,20 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 		return err // a body over the limit is errTooLarge
 	}
 	if err := verifySignature(c.Request().Header.Values(vendorproto.SignatureHeader), body, s.webhookSecrets, s.now()); err != nil {
-		s.log.Info("vendor webhook refused", "request_id", RequestID(c), "reason", err.Message)
-		return err
+		return s.refuseEvent(c, err.Code, err)
 	}
 	ev, err := operations.ParseVendorEvent(body)
 	if err != nil {
-		return errBadEvent
+		return s.refuseEvent(c, "malformed_json", errBadEvent)
 	}
 	if ev.At.After(s.now().Add(webhookTolerance)) {
-		return errFutureEvent
+		return s.refuseEvent(c, "future_event", errFutureEvent)
 	}
 	call := idempotency.Call{ConsumerID: operations.VendorConsumer, RequestID: RequestID(c)}
 	res, replayed, err := s.ops.VendorEvent.Do(c.Request().Context(), s.guard, call, ev.ID, ev, body)
+	if errors.Is(err, idempotency.ErrKeyInvalid) { // refused before anything is recorded
+		return s.refuseEvent(c, "invalid_event_id", errEventID)
+	}
 	if errors.Is(err, idempotency.ErrKeyReused) {
 		return eventConflict(ev.ID)
 	}

@@ -158,7 +158,12 @@ func (g *Guard) execute(a *attempt, outcome string) error {
 	if err != nil {
 		resp = Response{} // a failure had no effect: released
 	}
-	g.settle(a, resp, o, outcome)
+	if serr := g.settle(a, resp, o, outcome); errors.Is(serr, ErrSuperseded) && err != nil {
+		// A revoke superseded the intent while it ran, and the work failed
+		// for it (the vendor refusing a site the revoke was deleting, say):
+		// answered as a retry with its key is, not with the failure's code.
+		return ErrSuperseded
+	}
 	return err
 }
 
@@ -182,6 +187,10 @@ func (g *Guard) keepPending(a *attempt, o Outcome, herr error) error {
 	o = pendingOutcome(o, herr)
 	rec.ExternalRef = nullable(o.ExternalRef)
 	if err := g.cfg.Store.MarkPending(ctx, rec, o, g.now()); err != nil {
+		if g.supersededMeanwhile(ctx, err, rec) {
+			g.tell(a, rec, "superseded")
+			return ErrSuperseded // what a retry with its key answers: it never runs again
+		}
 		g.tell(a, rec, "not_kept")
 		g.cfg.Log.Error("keep pending intent failed", "operation", rec.Operation,
 			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", a.requestID, "error", err)
@@ -194,8 +203,11 @@ func (g *Guard) keepPending(a *attempt, o Outcome, herr error) error {
 // settle stores what had an effect (a 2xx, unless the work kept it itself
 // or says it changed nothing) and releases the rest, so that a retry runs
 // for real: a failure keeps its fingerprint (GiveBack), a success that
-// changed nothing keeps nothing.
-func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
+// changed nothing keeps nothing. It returns ErrSuperseded when a revoke
+// superseded the intent while it ran (settled for good by then: an expected
+// outcome, not a failure), and the store's error when the record could not
+// be settled.
+func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) error {
 	rec := a.rec
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
@@ -215,6 +227,10 @@ func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 		outcome = "released"
 		err = g.cfg.Store.GiveBack(ctx, rec, g.now())
 	}
+	if g.supersededMeanwhile(ctx, err, rec) {
+		g.tell(a, rec, "superseded")
+		return ErrSuperseded
+	}
 	g.tell(a, rec, outcome)
 	if err != nil {
 		// The record stays processing; when its lease runs out a retry takes
@@ -222,6 +238,18 @@ func (g *Guard) settle(a *attempt, resp Response, o Outcome, outcome string) {
 		g.cfg.Log.Error("idempotency settle failed", "operation", rec.Operation,
 			"key_digest", g.cfg.Store.KeyDigest(rec.Key), "request_id", a.requestID, "error", err)
 	}
+	return err
+}
+
+// supersededMeanwhile reports whether err, an owner's settle that matched
+// no row, is because a revoke superseded the record while its work ran.
+func (g *Guard) supersededMeanwhile(ctx context.Context, err error, rec *Record) bool {
+	if !errors.Is(err, ErrLeaseLost) {
+		return false
+	}
+	// Read on the read pool: the revoke that superseded it has committed,
+	// and on SQLite the one writer connection may be busy with others.
+	return errors.Is(g.cfg.Store.whyNotOwned(g.cfg.Store.read.WithContext(ctx), rec), ErrSuperseded)
 }
 
 // release deletes the record of a.rec after a panic in its work.

@@ -16,6 +16,7 @@ import (
 // lookup carries consumer_id, the natural shard key.
 type Store struct {
 	db     *gorm.DB
+	read   *gorm.DB // the read pool (SQLite's read-only one; on MySQL db)
 	cipher Cipher
 	find   *database.Query       // Find's read, on the read pool
 	group  *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
@@ -44,7 +45,7 @@ func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{db: db, cipher: c, find: database.NewQuery(o.read, findQuery), group: o.group}
+	return &Store{db: db, read: o.read, cipher: c, find: database.NewQuery(o.read, findQuery), group: o.group}
 }
 
 // StoreOption adjusts a Store.

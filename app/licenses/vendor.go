@@ -44,8 +44,11 @@ func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, 
 	if found != nil {
 		return *found, false, nil
 	}
-	site, err = v.CreateSite(ctx, name, domain)
-	if errors.Is(err, ErrVendorRejected) {
+	for try := 0; ; try++ {
+		site, err = v.CreateSite(ctx, name, domain)
+		if !errors.Is(err, ErrVendorRejected) {
+			break
+		}
 		// Refused: perhaps because a racing create made the domain's site
 		// after our list. Look again; a site there is the one to adopt.
 		again, ferr := v.FindSite(ctx, domain)
@@ -58,11 +61,25 @@ func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, 
 		if again != nil {
 			return *again, false, nil
 		}
+		if try > 0 || !refusedForDomain(err) {
+			break
+		}
+		// Refused for the domain, which has no site by now: perhaps a revoke
+		// deleted the site that held it in between, so it is asked once more
+		// (a refused create had no effect). A domain the vendor refuses for
+		// a reason of its own is refused again, and that is the answer.
 	}
 	if err != nil {
 		return Site{}, false, fmt.Errorf("create vendor site: %w", err)
 	}
 	return site, true, nil
+}
+
+// refusedForDomain reports whether the vendor's refusal named the domain
+// (the one site per domain it keeps), not the request's other fields.
+func refusedForDomain(err error) bool {
+	var r *RejectedError
+	return errors.As(err, &r) && len(r.Fields["domain"]) > 0 && len(r.Fields) == 1
 }
 
 // Sentinels for the three classes of vendor failure; errors.Is matches each

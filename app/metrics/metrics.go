@@ -39,6 +39,9 @@ type Metrics struct {
 	// concurrencyLimited counts the writes refused with 429
 	// concurrency_limited (CONSUMER_CONCURRENCY).
 	concurrencyLimited prometheus.Counter
+	// vendorEventsRefused counts the vendor's webhooks refused before
+	// anything was recorded, by reason.
+	vendorEventsRefused *prometheus.CounterVec
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -53,6 +56,8 @@ var (
 	mismatchSources     = []string{"webhook", "drift"}                                                            // licenses.MismatchWebhook, MismatchDrift
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
 	webhookOutcomes     = []string{"delivered", "retried", "failed"} // webhooks.Outcomes
+	// vendorEventRefusals are the reasons a vendor webhook is refused.
+	vendorEventRefusals = []string{"invalid_signature", "signature_expired", "malformed_json", "future_event", "invalid_event_id"}
 )
 
 // IntentCounts is what the intent gauges report.
@@ -108,6 +113,11 @@ func New(operations []string, intents IntentStats) *Metrics {
 		"Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later), failed (given up at the end of WEBHOOK_RETRY_FOR).", "outcome")
 	for _, o := range webhookOutcomes {
 		m.webhooks.WithLabelValues(o)
+	}
+	m.vendorEventsRefused = f.counterVec("licensor_vendor_webhooks_refused_total",
+		"The vendor's webhooks refused before anything was recorded, by reason: invalid_signature, signature_expired, malformed_json, future_event (created ahead of now), invalid_event_id (an id with a space, non-ASCII or over 255 characters).", "reason")
+	for _, r := range vendorEventRefusals {
+		m.vendorEventsRefused.WithLabelValues(r)
 	}
 	m.webhookStats = &webhookGauges{}
 	m.reg.MustRegister(m.webhookStats)
@@ -270,6 +280,11 @@ func (m *Metrics) ObserveDrift(counts map[string]int) {
 	for kind, n := range counts {
 		m.drift.WithLabelValues(kind).Set(float64(n))
 	}
+}
+
+// ObserveVendorEventRefused counts a vendor webhook refused for reason.
+func (m *Metrics) ObserveVendorEventRefused(reason string) {
+	m.vendorEventsRefused.WithLabelValues(reason).Inc()
 }
 
 // ObserveSiteMismatch counts one vendor site matched by id and not by

@@ -194,8 +194,26 @@ func TestEnsureSiteRefusedCreateIsNotFinalUntilTheSecondLookSays(t *testing.T) {
 			t.Errorf("EnsureSite = %s, %v, %v; want site_9 adopted", site.ID, created, err)
 		}
 	})
-	t.Run("the second look finds nothing", func(t *testing.T) {
-		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusOK, `{"data":[]}`))
+	t.Run("the second look finds nothing: asked again", func(t *testing.T) {
+		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusOK, `{"data":[]}`),
+			respond(http.StatusCreated, `{"data":`+siteBody("site_10", "acme.test", "LK-10")+`}`))
+		d, _, _ := newDriver(t, testConfig(s.URL))
+		site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
+		if err != nil || site.ID != "site_10" || !created {
+			t.Errorf("EnsureSite = %s, %v, %v; want site_10 created by the second ask (the domain's site was deleted in between)", site.ID, created, err)
+		}
+	})
+	t.Run("refused for the domain again", func(t *testing.T) {
+		empty := respond(http.StatusOK, `{"data":[]}`)
+		s := stub(t, empty, taken, empty, taken, empty)
+		d, _, _ := newDriver(t, testConfig(s.URL))
+		if _, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test"); !errors.Is(err, licenses.ErrVendorRejected) {
+			t.Errorf("EnsureSite = %v, want the refusal: asked twice, refused twice", err)
+		}
+	})
+	t.Run("refused for another field", func(t *testing.T) {
+		s := stub(t, respond(http.StatusOK, `{"data":[]}`),
+			respond(http.StatusUnprocessableEntity, `{"message":"invalid","errors":{"name":["invalid"]}}`), respond(http.StatusOK, `{"data":[]}`))
 		d, _, _ := newDriver(t, testConfig(s.URL))
 		if _, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test"); !errors.Is(err, licenses.ErrVendorRejected) {
 			t.Errorf("EnsureSite = %v, want the refusal", err)

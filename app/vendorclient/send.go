@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,7 +102,12 @@ func (d *HTTPDriver) judge(c call, a *answer) error {
 	case a.status >= 400 && a.status < 500:
 		return rejected(a)
 	}
-	return d.failure(c, true, fmt.Errorf("%s: vendor answered %d", c, a.status))
+	err := d.failure(c, true, fmt.Errorf("%s: vendor answered %d", c, a.status))
+	var unavailable *licenses.UnavailableError
+	if errors.As(err, &unavailable) { // a 503's Retry-After is the vendor's word on when to come back
+		unavailable.RetryAfter, _ = parseRetryAfter(a.header.Get("Retry-After"), d.now())
+	}
+	return err
 }
 
 // failure classifies what went wrong with a call: nothing sent, or a read,

@@ -18,7 +18,7 @@
 //   - POST /sites with a NewSite creates one: 201, CreatedSite; 422 when the
 //     domain already has a site, or the name or the domain is missing.
 //   - DELETE /sites/{id} deletes one: 204; 404 when it is already gone.
-//   - A 4xx carries an ErrorBody; a 429 may carry Retry-After.
+//   - A 4xx carries an ErrorBody; a 429 or a 503 may carry Retry-After.
 //
 // When the vendor changes a site on its own side it POSTs an Event to the
 // receiver's URL, signed with Sign in the SignatureHeader.
