@@ -15,8 +15,8 @@ import (
 func TestCommandsInAnEmptyFolderCreateNothing(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, args := range [][]string{{"migrate", "status"}, {"migrate", "down"}, {"migrate", "down", "--force"},
-		{"token", "list"}, {"token", "issue", "--consumer", "acme", "--abilities", "licenses:read"}, {"token", "revoke", "01J"},
-		{"intents", "list"}, {"intents", "show", "01J"}, {"intents", "retry", "01J"}, {"webhooks", "list"},
+		{"token", "list"}, {"token", "issue", "--consumer", "acme", "--abilities", "licenses:read"}, {"token", "revoke", "01JDQ8Z7F0A2B4C6D8E0G2H4J6"},
+		{"intents", "list"}, {"intents", "show", "01JDQ8Z7F0A2B4C6D8E0G2H4J6"}, {"intents", "retry", "01JDQ8Z7F0A2B4C6D8E0G2H4J6"}, {"webhooks", "list"},
 		{"keys", "status"}, {"keys", "rotate"}, {"prune"}, {"reconcile"}, {"drift"}, {"backup", "copy.sqlite"}} {
 		var stdout, stderr bytes.Buffer
 		err := Run(context.Background(), args, getenvOf(nil), &stdout, &stderr)

@@ -127,7 +127,7 @@ func intentsShow(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of a field a line")
 	setUsage(fs, "intents show ID [--json]", "Shows one intent: its status, operation, consumer and outcome, never its key or bodies.")
-	id, ok, err := oneID(fs, e, "intents show")
+	id, ok, err := intentID(fs, e, "intents show")
 	if !ok {
 		return err
 	}
@@ -158,7 +158,7 @@ func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJ
 func intentsRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents retry", flag.ContinueOnError)
 	setUsage(fs, "intents retry ID", "Puts a failed intent back to pending, its attempts reset.")
-	id, ok, err := oneID(fs, e, "intents retry")
+	id, ok, err := intentID(fs, e, "intents retry")
 	if !ok {
 		return err
 	}
@@ -190,7 +190,7 @@ func intentsDiscard(ctx context.Context, e env) error {
 			"answered 409 intent_discarded until IDEMPOTENCY_TTL has passed. A create whose call may have reached the vendor is cleared there "+
 			"first: a site for its domain that no license holds is deleted; when the vendor cannot be asked, nothing changes (exit 1). "+
 			"Needs the server's vendor settings. The reason goes to the audit trail (`licensor intents events ID`).")
-	id, ok, err := oneID(fs, e, "intents discard")
+	id, ok, err := intentID(fs, e, "intents discard")
 	if !ok {
 		return err
 	}
@@ -228,7 +228,7 @@ func intentsEvents(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents events", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	setUsage(fs, "intents events ID [--json]", "Lists an intent's audit trail, oldest first: each attempt of the reconciler (what came of it), each retry and discard (with its reason), by which token (console: the command line).")
-	id, ok, err := oneID(fs, e, "intents events")
+	id, ok, err := intentID(fs, e, "intents events")
 	if !ok {
 		return err
 	}
@@ -289,8 +289,9 @@ func intentError(verb, id string, err error) error {
 	return err
 }
 
-// oneID parses a subcommand that takes one intent id and flags, on either
-// side of it; ok is false when the command should stop there.
+// oneID parses a subcommand that takes one argument (an intent's id, or a
+// key) and flags, on either side of it; ok is false when the command should
+// stop there.
 func oneID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
 	var ids []string
 	for {
@@ -306,10 +307,18 @@ func oneID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
 	if len(ids) != 1 {
 		return "", false, usagef("%s: give exactly one intent ID (see `licensor intents list`)", name)
 	}
-	if !request.IsID(ids[0]) { // cannot exist: not found, without asking the database
-		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, ids[0], idempotency.ErrIntentNotFound)
-	}
 	return ids[0], true, nil
+}
+
+// intentID is oneID for the subcommands that take an intent's id: one that
+// cannot exist is not found, without asking the database (on MariaDB such
+// text compared with the id's ASCII column is an error, not a miss).
+func intentID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
+	id, ok, err := oneID(fs, e, name)
+	if ok && !request.IsID(id) {
+		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, id, idempotency.ErrIntentNotFound)
+	}
+	return id, ok, err
 }
 
 // withIntents opens the Base (the migrated database, no vendor) and runs
