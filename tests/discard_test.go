@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
@@ -503,6 +505,34 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			}
 			a.discard(admin, before.Ref(), reason).wantStatus(http.StatusOK) // once the vendor answers
 			a.wantVendorCalls("DELETE", 1)
+		})
+		t.Run("a discard that dies before it commits is abandoned, never resumed", func(t *testing.T) {
+			clk := testkit.NewClock(time.Now())
+			a := newApp(t, db, withClock(clk))
+			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4104")
+			admin := bearer(a.token("ops", auth.IntentsManage))
+			id := a.record("order-4104").Ref()
+			// The process dies after the vendor's DELETE: neither the discard
+			// nor the putting back reaches the database.
+			died := testdb.Inject(t, a.db.Gorm, "update", "idempotency_keys", func(tx *gorm.DB) bool {
+				set, ok := tx.Statement.Dest.(map[string]any)
+				return ok && (set["status"] == idempotency.StatusDiscarded || set["status"] == idempotency.StatusFailed)
+			}, errors.New("the process died"))
+			died.Arm(2)
+			if r := a.discard(admin, id, reason); r.Code < 500 {
+				t.Fatalf("a discard that could not commit answered %d: %s", r.Code, r.Body.String())
+			}
+			a.wantVendorCalls("DELETE", 1)
+			creates := a.vendor.count("POST")
+			clk.Advance(10 * time.Minute) // past its lease, twice over
+			a.reconcileOnce(a.reconciler())
+			if got := a.record("order-4104"); got.Status != idempotency.StatusAbandoned {
+				t.Errorf("after the reconciler the intent is %s, want abandoned", got.Status)
+			}
+			if a.vendor.count("POST") != creates || a.vendor.siteCount() != 0 {
+				t.Errorf("the reconciler created again (%d creates, was %d; %d sites): it resumed the create being discarded",
+					a.vendor.count("POST"), creates, a.vendor.siteCount())
+			}
 		})
 		t.Run("a site a license holds is never deleted", func(t *testing.T) {
 			clk := testkit.NewClock(time.Now())

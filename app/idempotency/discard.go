@@ -21,9 +21,13 @@ import (
 // retry (409 request_in_progress) nor the reconciler can run it between
 // the vendor's check and the discard. When BeforeDiscard fails the intent
 // is put back as it was and its error returned (the vendor could not be
-// asked: nothing changed). A crash while it is claimed leaves it
-// processing, for a retry or the reconciler to take over once the lease
-// ends, as any owner's crash does: it was not discarded.
+// asked: nothing changed). The claim marks the intent as never started
+// (phase reserved; put back as it was): a crash while it is claimed leaves
+// it processing, and the reconciler then abandons it once its lease ends,
+// as it does any intent the vendor never heard of, rather than resume the
+// create the discard was meant to end (its site, if the crash came before
+// the delete, is one no license holds: drift reports it). A client's retry
+// with its key and body may take it over then, as any abandoned intent.
 func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) (Intent, error) {
 	s, retryOnly := g.cfg.Store, g.cfg.Operations.RetryOnly()
 	if _, err := audit.Reason(reason); err != nil {
@@ -98,7 +102,7 @@ func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
-			Updates(map[string]any{"status": StatusProcessing, "locked_until": lease, "updated_at": now})
+			Updates(map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
 	})
 	if res.Error != nil {
 		return false, fmt.Errorf("claim intent for discard: %w", res.Error)
@@ -111,7 +115,7 @@ func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now ti
 func (s *Store) unclaim(ctx context.Context, read *Record, lease time.Time) error {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, StatusProcessing, &lease).
-			Updates(map[string]any{"status": read.Status, "locked_until": read.LockedUntil, "updated_at": read.UpdatedAt})
+			Updates(map[string]any{"status": read.Status, "phase": read.Phase, "locked_until": read.LockedUntil, "updated_at": read.UpdatedAt})
 	})
 	if res.Error != nil {
 		return fmt.Errorf("put back intent: %w", res.Error)
