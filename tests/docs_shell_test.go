@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/testkit"
 )
 
 // docBlock is one ```sh or ```bash block of a document.
@@ -258,7 +260,13 @@ func runDocBlock(dir string, env []string, script string, budget time.Duration) 
 	runErr := cmd.Run()
 	var left []string
 	if cmd.Process != nil {
-		left = processGroup(cmd.Process.Pid)
+		// A process the block killed may take a moment to go (on a busy
+		// machine, longer than the shell takes to exit): what is still there
+		// after two seconds was left running.
+		testkit.Poll(2*time.Second, func() bool {
+			left = processGroup(cmd.Process.Pid)
+			return len(left) == 0
+		})
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what the block left in the background
 	}
 	printed, _ := os.ReadFile(out.Name())
