@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/audit"
@@ -534,6 +535,26 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 					a.vendor.count("POST"), creates, a.vendor.siteCount())
 			}
 		})
+		t.Run("another open intent for the domain keeps its site", func(t *testing.T) {
+			clk := testkit.NewClock(time.Now())
+			a := newApp(t, db, withClock(clk))
+			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4105")
+			// Another intent for the same domain, pending: the site may be its.
+			other := a.record("order-4105")
+			other.ID, other.Key, other.Status = 0, "order-4106", idempotency.StatusPending
+			otherID := ulid.Make().String()
+			other.PublicID = &otherID
+			if err := a.db.Gorm.Create(&other).Error; err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.db.Gorm.Delete(&idempotency.Record{}, other.ID) }) // the next subtests share the database
+			admin := bearer(a.token("ops", auth.IntentsManage))
+			a.discard(admin, a.record("order-4105").Ref(), reason).wantError(http.StatusConflict, "intent_not_discardable")
+			a.wantVendorCalls("DELETE", 0)
+			if got := a.record("order-4105"); got.Status != idempotency.StatusFailed {
+				t.Errorf("after the refused discard the intent is %s, want failed as it was", got.Status)
+			}
+		})
 		t.Run("a site a license holds is never deleted", func(t *testing.T) {
 			clk := testkit.NewClock(time.Now())
 			a := newApp(t, db, withClock(clk))
@@ -546,5 +567,33 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 				t.Errorf("the vendor holds %d sites, want globex's kept", a.vendor.siteCount())
 			}
 		})
+	})
+}
+
+// A retry with the key and body of an intent whose owner is at work (its
+// lease alive: here a discard's claim) waits, 409 request_in_progress, even
+// once the intent is past IDEMPOTENCY_TTL: expiry frees a settled key, never
+// one under a live lease. Else the retry's create could adopt the site the
+// discard is deleting.
+func TestALiveLeaseOutlivesExpiry(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a := newApp(t, db, withClock(clk))
+		acme := a.consumer("acme")
+		a.failIntentAfterItsSite(clk, acme, "order-4201")
+		err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4201").
+			Updates(map[string]any{"status": idempotency.StatusProcessing, "locked_until": clk.Now().Add(time.Minute),
+				"expires_at": clk.Now().Add(-time.Second)}).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		posts := a.vendor.count("POST")
+		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4201")...).wantError(http.StatusConflict, "request_in_progress")
+		if a.vendor.count("POST") != posts {
+			t.Errorf("the retry reached the vendor while the intent's owner held its lease")
+		}
+		if got := a.record("order-4201"); got.Status != idempotency.StatusProcessing {
+			t.Errorf("the intent is %s, want processing, its owner's", got.Status)
+		}
 	})
 }

@@ -353,6 +353,9 @@ func fromIdempotencyError(err error) *Error {
 	case errors.Is(err, idempotency.ErrRetryOnly):
 		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
 			Message: "A revoke is retried, never discarded: repeating it is safe and its license waits on it. Retry it instead."}
+	case errors.Is(err, idempotency.ErrSubjectBusy):
+		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
+			Message: "Another intent for the same domain is still open: the vendor's site may be its own. Discard this one once that one is settled."}
 	case errors.Is(err, idempotency.ErrNotDiscardable):
 		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
 			Message: "Only a failed or abandoned intent can be discarded; this one is neither."}

@@ -96,6 +96,9 @@ func takeable(existing, rec *Record) bool {
 		// failed or unsettled one may have had an effect nobody else knows of.
 		return slices.Contains(prunable, existing.Status) && existing.expired(now)
 	}
+	if existing.Status == StatusProcessing && existing.leaseAlive(now) {
+		return false // its owner (a request, the reconciler, a discard) is at work, expired or not
+	}
 	if existing.expired(now) {
 		return true
 	}

@@ -44,6 +44,13 @@ func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) 
 	if err := by.Check(); err != nil {
 		return Intent{}, err
 	}
+	busy, err := s.subjectBusy(ctx, rec)
+	if err != nil {
+		return Intent{}, err
+	}
+	if busy {
+		return Intent{}, ErrSubjectBusy
+	}
 	now := g.now()
 	lease := now.Add(g.cfg.LockTimeout)
 	won, err := s.claimForDiscard(ctx, rec, lease, now)
@@ -78,6 +85,22 @@ func (g *Guard) putBack(ctx context.Context, rec *Record, lease time.Time) {
 	if err := g.cfg.Store.unclaim(put, rec, lease); err != nil && !errors.Is(err, ErrLeaseLost) {
 		g.cfg.Log.Error("put back an intent whose discard failed", "intent", rec.Ref(), "error", err)
 	}
+}
+
+// subjectBusy reports whether another intent of read's operation for the
+// same subject, of any consumer, is open (pending or processing): the
+// vendor's site for that subject may be its own.
+func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
+	if read.Subject == nil {
+		return false, nil
+	}
+	var n int64
+	err := s.db.WithContext(ctx).Model(&Record{}).Where("operation = ? AND subject = ? AND id <> ? AND status IN ?",
+		read.Operation, *read.Subject, read.ID, []string{StatusPending, StatusProcessing}).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("find the open intents of the subject: %w", err)
+	}
+	return n > 0, nil
 }
 
 // discardable reads the intent id with everything its operation's

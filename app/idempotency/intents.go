@@ -161,6 +161,12 @@ func (s *Store) RetryFailed(ctx context.Context, by audit.Actor, id string, now 
 // failed nor abandoned.
 var ErrNotDiscardable = errors.New("only a failed or abandoned intent can be discarded")
 
+// ErrSubjectBusy is a discard refused while another intent of the same
+// operation for the same subject (a create's domain) is open, pending or
+// processing: the vendor's site for it may be that intent's, which a
+// discard must not delete. It is an ErrNotDiscardable.
+var ErrSubjectBusy = fmt.Errorf("%w: another intent for its subject is open", ErrNotDiscardable)
+
 // ErrRetryOnly means a discard was asked of an intent of an operation that
 // is retried, never discarded (Operation.RetryOnly): a revoke.
 var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
