@@ -20,7 +20,8 @@ type attempt struct {
 	requestID string // for the log lines of a failed settle; "" for none
 	// work runs the intent on ctx (detached, within the work budget). A
 	// response with a 2xx status had an effect and is stored; any other
-	// status, or an error, had none and releases the key; an error that
+	// status, or an error, had none and stores nothing (the key keeps its
+	// fingerprint); an error that
 	// says the outcome is unknown keeps the intent pending. The Outcome is
 	// kept with the record.
 	work func(ctx context.Context) (Response, Outcome, error)

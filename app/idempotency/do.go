@@ -34,8 +34,10 @@ const doMethod = "DO"
 //     result;
 //   - a call while another runs gets ErrInProgress; a later one gets the
 //     stored result with replayed true, and fn does not run;
-//   - an error from fn, or a result that is not a 2xx, releases the key, so
-//     that a retry runs fn for real; the error is returned as it is;
+//   - an error from fn, or a result that is not a 2xx, stores nothing: the
+//     key keeps only its fingerprint (a keyless call's is released), so
+//     that a retry of the same request runs fn for real and another is
+//     refused; the error is returned as it is;
 //   - an error that says the outcome is unknown (OutcomeUnknown() true) keeps
 //     the intent pending for the reconciler (register a Resumer for the
 //     operation), and that call and every later one get a *PendingError;

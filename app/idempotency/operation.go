@@ -51,7 +51,8 @@ type Operation[In any] struct {
 	// Outcome.Kept, or leaves a 2xx Response to be stored after it. An
 	// Outcome with NoEffect is answered, not stored; an error that says the
 	// outcome is unknown (OutcomeUnknown) keeps the intent pending; any other
-	// error or status had no effect and releases the key. The Outcome is kept
+	// error or status had no effect and stores nothing (the key keeps its
+	// fingerprint: the same request runs again for real). The Outcome is kept
 	// with the record, even beside an error (a pending intent is known by it).
 	Run func(ctx context.Context, call Call, in In) (Response, Outcome, error)
 	// Resume finishes, for the reconciler, an intent of this operation whose

@@ -131,7 +131,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 	now := r.now()
 	// A processing record is abandoned once its lease has been over for a
 	// whole lease more: the retry that takes it over normally comes first.
-	recs, err := r.cfg.Store.DuePending(ctx, now, now.Add(-r.cfg.Lease), 100)
+	// Records before LeaveBefore are left out by the query itself, so that
+	// however many there are they never fill a pass.
+	recs, err := r.cfg.Store.DuePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +141,6 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 	for i := range recs {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
-		}
-		if recs[i].CreatedAt.Before(r.cfg.LeaveBefore) {
-			continue
 		}
 		s, ok := r.reconcile(ctx, &recs[i])
 		if ok {

@@ -129,7 +129,7 @@ func TestReconcilerLosesTheClaim(t *testing.T) {
 		r := newRig(t, db)
 		seed(t, r.store, "k", nil)
 		now := utcNow()
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), 10)
+		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v", due, err)
 		}
@@ -185,7 +185,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		r.wantLogged("abandon record", "abandon idempotency record: injected failure")
 
 		now := utcNow()
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), 10)
+		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v; want the record still due", due, err)
 		}
@@ -543,6 +543,24 @@ func TestIntentsOperationFilter(t *testing.T) {
 			if list[0].ID != store.Ref() || list[0].Operation != "things.store" {
 				t.Errorf("Intents(%+v) = %+v, want the older store", f, list[0])
 			}
+		}
+	})
+}
+
+// Records made before a reconciler's LeaveBefore are left out by the query
+// that lists the due, not after it: however many there are, they never
+// fill a pass and keep a newer record waiting.
+func TestDuePendingLeavesOutWhatCameBefore(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		now := utcNow()
+		for i := range 3 {
+			seed(t, r.store, fmt.Sprintf("old-%d", i), func(rec *Record) { rec.CreatedAt = now.Add(-time.Hour) })
+		}
+		seed(t, r.store, "new", nil)
+		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), now.Add(-time.Minute), 2)
+		if err != nil || len(due) != 1 || due[0].Key != "new" {
+			t.Fatalf("DuePending since a minute ago, 2 at most = %+v, %v; want the new record alone", due, err)
 		}
 	})
 }

@@ -14,13 +14,14 @@ import (
 // pending records whose next attempt is due, processing records whose
 // owner's lease ran out before abandonedBefore (the process died and no
 // retry came to take them over), and failed records due for their slow
-// retry (a failed record with no next attempt waits for an operator). It is a background scan across consumers;
-// claiming one is a separate compare-and-set.
-func (s *Store) DuePending(ctx context.Context, now, abandonedBefore time.Time, limit int) ([]Record, error) {
+// retry (a failed record with no next attempt waits for an operator), of
+// those created since since (zero: all). It is a background scan across
+// consumers; claiming one is a separate compare-and-set.
+func (s *Store) DuePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
-		Where("(status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)",
-			StatusPending, now, StatusProcessing, abandonedBefore, StatusFailed, now).
+		Where("((status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)) "+
+			"AND created_at >= ?", StatusPending, now, StatusProcessing, abandonedBefore, StatusFailed, now, since).
 		Order("id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, fmt.Errorf("list due pending records: %w", err)
