@@ -150,7 +150,12 @@ func (s *Service) send(ctx context.Context, c claimed) error {
 	// An attempt begun is finished (bounded by Timeout) and recorded, even
 	// while the process shuts down: its answer decides.
 	r := s.post(context.WithoutCancel(ctx), c)
-	return s.record(context.WithoutCancel(ctx), c, r)
+	// Recorded within a bound of its own, so that a stuck database cannot
+	// hold a shutdown: an attempt not recorded is sent again once its claim
+	// lapses, as after a crash.
+	rec, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	defer cancel()
+	return s.record(rec, c, r)
 }
 
 // post sends the event to the endpoint: the event's body, the same bytes
