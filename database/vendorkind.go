@@ -62,7 +62,10 @@ func BindVendor(ctx context.Context, db *gorm.DB, want VendorKind, change bool, 
 		err := db.WithContext(ctx).Where("id = 1").Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			row = vendorKindRow{ID: 1, Driver: want.Driver, Host: want.Host, RecordedAt: now, UpdatedAt: now}
-			err = db.WithContext(ctx).Create(&row).Error
+			// Replicas starting together race to record it: a conflict (a
+			// deadlock, or a Galera certification failure) is retried, and
+			// the loser then finds the winner's row and compares with it.
+			err = RetryOnConflict(ctx, func() *gorm.DB { return db.WithContext(ctx).Create(&row) }).Error
 			if errors.Is(err, gorm.ErrDuplicatedKey) && attempt == 0 {
 				continue // another process recorded its kind first: compare with it
 			}
@@ -98,7 +101,9 @@ func bindRecorded(ctx context.Context, db *gorm.DB, row vendorKindRow, want Vend
 	if had.Driver == VendorHTTP && want.Driver == VendorFake {
 		set["http_until"], next.HTTPUntil = now, now
 	}
-	res := db.WithContext(ctx).Table("vendor_kind").Where("id = 1 AND driver = ? AND host = ?", had.Driver, had.Host).Updates(set)
+	res := RetryOnConflict(ctx, func() *gorm.DB {
+		return db.WithContext(ctx).Table("vendor_kind").Where("id = 1 AND driver = ? AND host = ?", had.Driver, had.Host).Updates(set)
+	})
 	if res.Error != nil {
 		return b, fmt.Errorf("record the vendor driver: %w", res.Error)
 	}
