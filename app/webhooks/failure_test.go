@@ -108,22 +108,24 @@ func TestAttemptErrorsAreClasses(t *testing.T) {
 			}
 			return nil, errors.New("no such host")
 		}
-		r := newRig(t, db, Config{Timeout: 300 * time.Millisecond, Log: log, Policy: Policy{Resolve: resolve}})
+		// Long enough for every answer, a TLS handshake under the race
+		// detector on a loaded machine included: only the silent endpoint,
+		// below, is given a short timeout.
+		r := newRig(t, db, Config{Timeout: 10 * time.Second, Log: log, Policy: Policy{Resolve: resolve}})
 		c := r.consumer("ca")
 		const query = "?key=s3cret-of-the-consumer"
 		want := map[string]string{} // endpoint id → its attempt's error
 		for url, class := range map[string]string{
-			"http://" + refused + "/h":                              FailureConnectionRefused,
-			"http://" + silent + "/h":                               FailureTimeout,
-			"http://" + reset + "/h":                                FailureConnectionReset,
-			tlsSrv.URL + "/h":                                       FailureTLS,
+			"http://" + refused + "/h": FailureConnectionRefused,
+			"http://" + reset + "/h":   FailureConnectionReset,
+			tlsSrv.URL + "/h":          FailureTLS,
 			"https://" + status.srv.Listener.Addr().String() + "/h": FailureTLS, // plain HTTP behind https://
-			status.url():                                            FailureHTTPStatus,
-			redirect.url():                                          FailureRedirect,
-			"http://nowhere.example:1/h":                            FailureDNS,
-			"http://empty.example:1/h":                              FailureDNS,
-			"http://" + garbage + "/h":                              FailureOther,
-			secretGone.url():                                        FailureInternal,
+			status.url():                 FailureHTTPStatus,
+			redirect.url():               FailureRedirect,
+			"http://nowhere.example:1/h": FailureDNS,
+			"http://empty.example:1/h":   FailureDNS,
+			"http://" + garbage + "/h":   FailureOther,
+			secretGone.url():             FailureInternal,
 		} {
 			want[r.endpoint(c, url+query).ID] = class
 		}
@@ -157,6 +159,17 @@ func TestAttemptErrorsAreClasses(t *testing.T) {
 			if !slices.Contains(Failures, *as[0].Error) {
 				t.Errorf("%s is not one of Failures %v", *as[0].Error, Failures)
 			}
+		}
+		// No answer within the timeout: a worker of its own with a short one.
+		quick := newRig(t, db, Config{Timeout: 300 * time.Millisecond, Log: log})
+		waits := quick.endpoint(quick.consumer("cb"), "http://"+silent+"/h"+query)
+		quick.license("cb", "b.test")
+		quick.dispatch()
+		quick.deliver()
+		if ds := quick.deliveries(waits.ID); len(ds) != 1 {
+			t.Errorf("the silent endpoint has %d deliveries, want 1", len(ds))
+		} else if as := quick.attempts(ds[0].ID); len(as) != 1 || as[0].Error == nil || *as[0].Error != FailureTimeout || as[0].ResponseStatus != nil {
+			t.Errorf("timeout: attempts %+v, want one failed as %q, without an answer", as, FailureTimeout)
 		}
 		if secretGone.count() != 0 {
 			t.Errorf("the endpoint whose secret could not be opened got %d requests", secretGone.count())
