@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -165,34 +164,12 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, endpointID, status s
 	if status != "" {
 		q.Set("status", status)
 	}
-	if page > 0 {
-		q.Set("page", strconv.Itoa(page))
-	}
-	if perPage > 0 {
-		q.Set("per_page", strconv.Itoa(perPage))
-	}
-	path := endpointPath(endpointID) + "/deliveries"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	resp, err := c.do(ctx, request{op: op, method: http.MethodGet, path: path, success: []int{http.StatusOK}, safe: true})
+	data, meta, err := getPage[WebhookDelivery](ctx, c, op, pagePath(endpointPath(endpointID)+"/deliveries", q, page, perPage))
 	if err != nil {
 		return DeliveriesPage{}, err
 	}
-	var b struct {
-		Data []WebhookDelivery `json:"data"`
-		Meta struct {
-			CurrentPage int `json:"current_page"`
-			PerPage     int `json:"per_page"`
-			Total       int `json:"total"`
-			LastPage    int `json:"last_page"`
-		} `json:"meta"`
-	}
-	if err := json.Unmarshal(resp.body, &b); err != nil {
-		return DeliveriesPage{}, fmt.Errorf("%s: decode the response: %w", op, err)
-	}
-	return DeliveriesPage{Deliveries: b.Data, CurrentPage: b.Meta.CurrentPage, PerPage: b.Meta.PerPage,
-		Total: b.Meta.Total, LastPage: b.Meta.LastPage}, nil
+	return DeliveriesPage{Deliveries: data, CurrentPage: meta.CurrentPage, PerPage: meta.PerPage, Total: meta.Total,
+		LastPage: meta.LastPage}, nil
 }
 
 // RetryWebhookDelivery makes the delivery due now, with a new retry window,

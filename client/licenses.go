@@ -96,35 +96,50 @@ func (c *Client) CreateLicense(ctx context.Context, in CreateLicenseInput) (Lice
 // ListLicenses returns one page of the consumer's active licenses. page and
 // perPage (1–100) ≤ 0 take the API's defaults (1 and 15).
 func (c *Client) ListLicenses(ctx context.Context, page, perPage int) (Page, error) {
-	q := url.Values{}
+	data, meta, err := getPage[License](ctx, c, "list licenses", pagePath("/api/licenses", url.Values{}, page, perPage))
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{Licenses: data, CurrentPage: meta.CurrentPage, PerPage: meta.PerPage, Total: meta.Total, LastPage: meta.LastPage}, nil
+}
+
+// pagePath is path with the query q and the page and perPage asked for (≤ 0:
+// the API's defaults).
+func pagePath(path string, q url.Values, page, perPage int) string {
 	if page > 0 {
 		q.Set("page", strconv.Itoa(page))
 	}
 	if perPage > 0 {
 		q.Set("per_page", strconv.Itoa(perPage))
 	}
-	path := "/api/licenses"
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	resp, err := c.do(ctx, request{op: "list licenses", method: http.MethodGet, path: path, success: []int{http.StatusOK}, safe: true})
+	return path
+}
+
+// pageMeta is the meta of a length-aware page (Laravel's paginator).
+type pageMeta struct {
+	CurrentPage int `json:"current_page"`
+	PerPage     int `json:"per_page"`
+	Total       int `json:"total"`
+	LastPage    int `json:"last_page"`
+}
+
+// getPage GETs the length-aware page at path, as op, and decodes its data.
+func getPage[T any](ctx context.Context, c *Client, op, path string) ([]T, pageMeta, error) {
+	resp, err := c.do(ctx, request{op: op, method: http.MethodGet, path: path, success: []int{http.StatusOK}, safe: true})
 	if err != nil {
-		return Page{}, err
+		return nil, pageMeta{}, err
 	}
 	var b struct {
-		Data []License `json:"data"`
-		Meta struct {
-			CurrentPage int `json:"current_page"`
-			PerPage     int `json:"per_page"`
-			Total       int `json:"total"`
-			LastPage    int `json:"last_page"`
-		} `json:"meta"`
+		Data []T      `json:"data"`
+		Meta pageMeta `json:"meta"`
 	}
 	if err := json.Unmarshal(resp.body, &b); err != nil {
-		return Page{}, fmt.Errorf("list licenses: decode the response: %w", err)
+		return nil, pageMeta{}, fmt.Errorf("%s: decode the response: %w", op, err)
 	}
-	return Page{Licenses: b.Data, CurrentPage: b.Meta.CurrentPage, PerPage: b.Meta.PerPage,
-		Total: b.Meta.Total, LastPage: b.Meta.LastPage}, nil
+	return b.Data, b.Meta, nil
 }
 
 // GetLicense returns the consumer's license with that id; another
