@@ -156,19 +156,13 @@ func TestRateLimitRedisStoppedHoldsTheLimitLocally(t *testing.T) {
 // count again.
 func TestRateLimitRedisSlowHoldsTheLimitLocally(t *testing.T) {
 	redisURL := testdb.RedisURL(t)
-	u, err := url.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		deleteConsumersRedisKeys(t, db, redisURL)
-		p := newProxy(t, u.Host)
-		viaProxy := *u
-		viaProxy.Host = p.Addr()
+		p, viaProxy := redisProxy(t, redisURL)
 		const timeout = 50 * time.Millisecond
 		slowRedis := withConfig(func(c *config.Config) { c.RedisTimeout = timeout })
 		clk := windowClock(0)
-		a := newApp(t, db, redisLimited(3, viaProxy.String()), slowRedis, withClock(clk))
+		a := newApp(t, db, redisLimited(3, viaProxy), slowRedis, withClock(clk))
 		b := newApp(t, db, redisLimited(3, redisURL), withClock(clk)) // another replica, on Redis itself
 		acme := a.consumer("acme")
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(3, 2)
@@ -195,17 +189,11 @@ func TestRateLimitRedisSlowHoldsTheLimitLocally(t *testing.T) {
 // where it stopped, not the local one. The log says each change once.
 func TestRateLimitRedisRecovers(t *testing.T) {
 	redisURL := testdb.RedisURL(t)
-	u, err := url.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		deleteConsumersRedisKeys(t, db, redisURL)
-		p := newProxy(t, u.Host)
-		viaProxy := *u
-		viaProxy.Host = p.Addr()
+		p, viaProxy := redisProxy(t, redisURL)
 		clk := windowClock(0)
-		a := newApp(t, db, redisLimited(5, viaProxy.String()), withClock(clk))
+		a := newApp(t, db, redisLimited(5, viaProxy), withClock(clk))
 		acme := a.consumer("acme")
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(5, 4)
 
@@ -235,4 +223,18 @@ func metricSample(t *testing.T, a *app, name string) string {
 		}
 	}
 	return ""
+}
+
+// redisProxy puts a proxy the test can slow or cut in front of the Redis at
+// redisURL; it returns the proxy and the URL that reaches Redis through it.
+func redisProxy(t *testing.T, redisURL string) (*proxy, string) {
+	t.Helper()
+	u, err := url.Parse(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, u.Host)
+	via := *u
+	via.Host = p.Addr()
+	return p, via.String()
 }
