@@ -43,7 +43,7 @@ var rules = []rule{
 	// app/http speaks no SQL: no GORM, no database package, no driver.
 	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database", "gorm.io"}},
 	// The API's JSON representations, shared by app/http and app/console: the types they present, nothing else.
-	{"app/http/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/auth", module + "/app/vendorclient",
+	{"app/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/auth", module + "/app/vendorclient",
 		module + "/app/metrics", module + "/app/ratelimit", module + "/app/crypt", module + "/config", module + "/database", module + "/client"}},
 	{"app/vendorsim", []string{"third-party", module + "/app/vendorclient", module + "/app/licenses", module + "/app/idempotency", module + "/app/http",
 		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo
@@ -53,10 +53,11 @@ var rules = []rule{
 	// The guarded operations: declared on the domain, bound through request,
 	// rendered through resource; they know no server and no wiring (GORM only
 	// as the transaction their completion joins).
-	{"app/operations", []string{module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+	// No import runs back up: app/http serves the operations, never the reverse.
+	{"app/operations", []string{module + "/app/http", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
 		module + "/config", module + "/database"}},
 	// Request bodies read and validated: no echo, no SQL.
-	{"app/http/request", []string{"third-party", module + "/app/http$", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},
+	{"app/request", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},
 	// The audit trail: its rows and the actor, written in the transaction a
 	// domain package hands it; it knows no domain, no server, no wiring.
 	{"app/audit", []string{"github.com/labstack/echo", module + "/"}},
@@ -70,7 +71,7 @@ var rules = []rule{
 	// The operator console's pages: the same services the API calls, no SQL
 	// of its own, no wiring; errors go back to app/http's boundary, which it
 	// does not import (app/http mounts it through its Pages interface).
-	{"app/web", []string{module + "/app/http$", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+	{"app/web", []string{module + "/app/http", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
 		module + "/config", module + "/database", "gorm.io"}},
 	// The hourly activity counters: GORM and the dialect's statements
 	// (database); they know no domain, no server, no wiring.

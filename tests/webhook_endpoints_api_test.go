@@ -12,7 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/resource"
+	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"

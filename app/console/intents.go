@@ -15,10 +15,10 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/request"
-	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // intentsCmd is `licensor intents list|show|retry|discard|events|digest`:

@@ -14,8 +14,8 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
-	"github.com/licensor-api/licensor/app/http/request"
-	"github.com/licensor-api/licensor/app/http/resource"
+	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/request"
-	"github.com/licensor-api/licensor/app/http/resource"
+	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // actor is who a request acts as in the audit trail: its authenticated

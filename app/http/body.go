@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/http/request"
+	"github.com/licensor-api/licensor/app/request"
 )
 
 var (

@@ -20,9 +20,9 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/events"
-	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
-	"github.com/licensor-api/licensor/app/http/request"
+	"github.com/licensor-api/licensor/app/request"
 )
 
 // defaultEventsPerPage is the page size of GET /api/events without per_page.

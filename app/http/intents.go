@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // operationLocation is where a consumer asks about an intent.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/http/resource"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // jsonSerializer renders every response through resource.Marshal (compact, no

@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // pageMeta is the meta of the operators' intents listing.

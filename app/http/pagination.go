@@ -10,9 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/http/request"
-	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // The bodies below are Laravel's: a resource collection of a

@@ -9,10 +9,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
-	"github.com/licensor-api/licensor/app/http/request"
-	"github.com/licensor-api/licensor/app/http/resource"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // storeLicense creates a license: 201 for a new one, 200 for a domain the

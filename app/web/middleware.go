@@ -8,7 +8,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/request"
+	"github.com/licensor-api/licensor/app/request"
 )
 
 // contentSecurityPolicy allows the console's own scripts, styles and images

@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/request"
+	"github.com/licensor-api/licensor/app/request"
 )
 
 // issueToken is POST /console/tokens {consumer, abilities[], name,

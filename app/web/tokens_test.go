@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/http/request"
+	"github.com/licensor-api/licensor/app/request"
 )
 
 func TestNewTokenRowState(t *testing.T) {
