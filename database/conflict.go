@@ -2,6 +2,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -47,6 +48,19 @@ func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
 		res = stmt()
 	}
 	return res
+}
+
+// Transact runs fn in one transaction on db, and runs it again, whole, while
+// it loses a lock conflict (a deadlock rolled all of it back), through retry:
+// RetryOnConflict, or a service's own (one that runs it once, where nothing
+// was configured). fn must be safe to run again: it writes what it was
+// given, nothing it read before. opts, if any, begin the transaction (an
+// isolation level of the caller's).
+func Transact(ctx context.Context, db *gorm.DB, retry func(context.Context, func() *gorm.DB) *gorm.DB, fn func(tx *gorm.DB) error,
+	opts ...*sql.TxOptions) error {
+	return retry(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: db.WithContext(ctx).Transaction(fn, opts...)}
+	}).Error
 }
 
 // jittered is the pause before retry number attempt: attempt units, times a

@@ -157,7 +157,7 @@ func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Iss
 	if err != nil {
 		return Issued{}, err
 	}
-	err = s.transact(ctx, func(tx *gorm.DB) error {
+	err = database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
 		if err := tx.Omit("Consumer").Create(&tok).Error; err != nil {
 			return fmt.Errorf("store token: %w", err)
 		}
@@ -177,14 +177,6 @@ func issuer(by audit.Actor) *string {
 	}
 	id := by.TokenID
 	return &id
-}
-
-// transact runs fn in one transaction, run again when it loses a lock
-// conflict (MySQL), so that a change and its audit event commit together.
-func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return database.RetryOnConflict(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn)}
-	}).Error
 }
 
 func (s *Service) validate(in IssueInput) (IssueInput, error) {
@@ -351,7 +343,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 	if err := by.Check(); err != nil {
 		return err
 	}
-	return s.transact(ctx, func(tx *gorm.DB) error {
+	return database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
 		var tok Token
 		if err := tx.Where("id = ?", id).Take(&tok).Error; errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrTokenNotFound

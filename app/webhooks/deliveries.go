@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
 )
 
 // DeliveryQuery selects deliveries: of one consumer (all: ""), of one
@@ -189,7 +190,7 @@ func (e *RetryTooSoonError) Error() string {
 // due, and is sent when the pause ends. The retry is in the audit trail, by
 // by (the console, or the token of an API call), in the same transaction.
 func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		d, err := s.delivery(tx, consumerID, endpointID, id)
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
 )
 
 // SecretPrefix starts every signing secret, so that one is recognisable in a
@@ -183,7 +184,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in Endp
 	now := s.now()
 	e := Endpoint{ID: ulid.Make().String(), ConsumerID: consumerID, URL: url, Description: desc, Events: string(list),
 		Secret: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
-	err = s.transact(ctx, func(tx *gorm.DB) error {
+	err = database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		// The consumer's row, locked first (SQLite: the write lock): two
 		// creates at once count one after the other, never both under the
 		// limit from one snapshot.
@@ -279,7 +280,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 		}
 	}
 	var out Endpoint
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		e, err := s.endpoint(tx, consumerID, id)
 		if err != nil {
 			return err
@@ -318,7 +319,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 // DeleteEndpoint deletes the consumer's endpoint, with its deliveries and
 // their attempts: nothing more is sent to it.
 func (s *Service) DeleteEndpoint(ctx context.Context, consumerID, id string) error {
-	return s.transact(ctx, func(tx *gorm.DB) error {
+	return database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		e, err := s.endpoint(tx, consumerID, id)
 		if err != nil {
 			return err

@@ -239,14 +239,6 @@ func New(cfg Config) *Service {
 // now is the service's clock, in the precision the tables keep.
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-// transact runs fn in one transaction, again whole while it loses a lock
-// conflict.
-func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.cfg.Retry(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn)}
-	}).Error
-}
-
 // Errors of the endpoints and deliveries.
 var (
 	// ErrNotFound is an endpoint or a delivery the caller has none under.
