@@ -9,6 +9,8 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // MySQL error numbers of a lost lock conflict.
@@ -42,7 +44,7 @@ func IsConflict(err error) bool {
 func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
 	res := stmt()
 	for i := 1; i <= conflictRetries && IsConflict(res.Error); i++ {
-		if !pause(ctx, jittered(i, time.Millisecond)) {
+		if wait.Sleep(ctx, jittered(i, time.Millisecond)) != nil {
 			return res
 		}
 		res = stmt()
@@ -67,20 +69,4 @@ func Transact(ctx context.Context, db *gorm.DB, retry func(context.Context, func
 // random factor from 1 to 4.
 func jittered(attempt int, unit time.Duration) time.Duration {
 	return time.Duration(attempt) * unit * time.Duration(1+rand.IntN(4))
-}
-
-// pause waits for d, or less when ctx ends first. It reports whether the
-// whole pause passed (false: ctx is done).
-func pause(ctx context.Context, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Dialects licensor runs on.
@@ -63,7 +64,7 @@ func openRetrying(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, 
 		if err == nil || cfg.Connection != SQLite || !isSQLiteBusy(err) || time.Now().After(deadline) {
 			return db, err
 		}
-		if !pause(ctx, min(jittered(attempt, 5*time.Millisecond), 100*time.Millisecond)) {
+		if wait.Sleep(ctx, min(jittered(attempt, 5*time.Millisecond), 100*time.Millisecond)) != nil {
 			return nil, err
 		}
 	}

@@ -29,6 +29,11 @@ var allowed = map[string][]string{
 	"client":          {module + "/internal/hmacsig"},
 }
 
+// helpers are the small packages of one job each that every package may
+// import (the client too): their rules below keep them to the standard
+// library.
+var helpers = []string{module + "/internal/dbtime", module + "/internal/ptr", module + "/internal/timefmt", module + "/internal/wait"}
+
 // sqlDrivers are the SQL drivers: only package database may import them.
 var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite", "github.com/libtnb/sqlite",
 	"github.com/go-sql-driver/mysql", "gorm.io/driver/", "github.com/ncruces/go-sqlite3"}
@@ -50,6 +55,10 @@ var rules = []rule{
 	// The vendor's protocol: stdlib, and internal/hmacsig (allowed), the signature scheme it shares with licensor's webhooks.
 	{"app/vendorproto", []string{"third-party", module + "/"}},
 	{"internal/hmacsig", []string{"third-party", module + "/"}},
+	{"internal/dbtime", []string{"third-party", module + "/"}},
+	{"internal/ptr", []string{"third-party", module + "/"}},
+	{"internal/timefmt", []string{"third-party", module + "/"}},
+	{"internal/wait", []string{"third-party", module + "/"}},
 	// The guarded operations: declared on the domain, bound through request,
 	// rendered through resource; they know no server and no wiring (GORM only
 	// as the transaction their completion joins).
@@ -171,7 +180,7 @@ func TestImportRules(t *testing.T) {
 			continue
 		}
 		for _, imp := range pkgImports {
-			if slices.Contains(allowed[r.pkg], imp) {
+			if slices.Contains(allowed[r.pkg], imp) || slices.Contains(helpers, imp) {
 				continue
 			}
 			for _, f := range r.forbidden {
