@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/wait"
 )
 
@@ -78,7 +79,7 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 	}
 	db, err := gorm.Open(classifying{Dialector: dialector, rate: &rateQuery{}}, &gorm.Config{
 		Logger:                 logger.Discard, // SQL never reaches the logs
-		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		NowFunc:                dbtime.Now,
 		SkipDefaultTransaction: true, // every write here is one statement or an explicit transaction
 		// Unique violations become gorm.ErrDuplicatedKey on both dialects, and
 		// "not now" errors an *UnavailableError (see classifying).

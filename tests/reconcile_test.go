@@ -13,6 +13,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -222,7 +223,7 @@ func TestPruneExpiredRecordsInBatches(t *testing.T) {
 		ctx := context.Background()
 		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
-		now := clk.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Stamp(clk.Now())
 		mk := func(key, status string, expires time.Time) idempotency.Record {
 			return idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h",
 				Status: status, CreatedAt: now, UpdatedAt: now, ExpiresAt: expires}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -324,7 +325,7 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
 	a.t.Helper()
 	read := a.record(key)
-	now := clk.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(clk.Now())
 	lease := now.Add(time.Minute)
 	body, err := a.app.Cipher.Decrypt(string(read.RequestBody)) // the retry brings its request in the clear
 	if err != nil {

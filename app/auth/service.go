@@ -15,6 +15,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // Service issues, verifies, lists and revokes tokens. Verify records each
@@ -141,7 +142,7 @@ func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Iss
 	if err != nil {
 		return Issued{}, err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(s.now())
 	tok := Token{
 		ID:         ulid.Make().String(),
 		ConsumerID: consumer.ID,
@@ -239,7 +240,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 		v.add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
 		return Consumer{}, &v
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(s.now())
 	c = Consumer{ID: ulid.Make().String(), Name: name, CreatedAt: now, UpdatedAt: now}
 	err = db.Create(&c).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -353,7 +354,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 		if err := mayRevoke(tx, by, tok); err != nil {
 			return err
 		}
-		now := s.now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Stamp(s.now())
 		res := tx.Model(&Token{}).Where("id = ? AND revoked_at IS NULL", id).
 			Updates(map[string]any{"revoked_at": now, "updated_at": now})
 		if res.Error != nil {

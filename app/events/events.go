@@ -24,6 +24,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // The types of consumer events.
@@ -148,7 +150,7 @@ func (l *Log) Seal(d Draft) (Event, error) {
 		return Event{}, fmt.Errorf("encrypt event data: %w", err)
 	}
 	return Event{ID: IDPrefix + ulid.Make().String(), ConsumerID: d.ConsumerID, Type: d.Type, SubjectID: d.SubjectID,
-		Sequence: d.Sequence, Data: sealed, CreatedAt: d.At.UTC().Truncate(time.Microsecond)}, nil
+		Sequence: d.Sequence, Data: sealed, CreatedAt: dbtime.Stamp(d.At)}, nil
 }
 
 // Insert writes a sealed event within tx: one plain INSERT, on every

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -79,7 +80,7 @@ func TestLicenseKeyEncryptedAtRest(t *testing.T) {
 func TestLegacyPlaintextKeyReads(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		seedConsumer(t, db, "c1")
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		domain := "old.test"
 		legacy := License{ID: "01LEGACY", ConsumerID: "c1", Name: "Old", Domain: domain, ActiveDomain: &domain,
 			LicenseKey: "LK-plain", Status: StatusActive, VendorSiteID: "s0", CreatedAt: now, UpdatedAt: now}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // SiteLister pages through every site the vendor holds, in a stable order
@@ -151,7 +153,7 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 // ErrVendorListsNothing, with or without Fix and Force: the licenses are
 // not reported as deleted, and nothing is applied.
 func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOptions) (DriftReport, error) {
-	start := s.now().UTC().Truncate(time.Microsecond)
+	start := dbtime.Stamp(s.now())
 	sites := map[string]Site{}
 	for page := 1; ; page++ {
 		batch, total, err := lister.ListSites(ctx, page, driftSitesPerReq)

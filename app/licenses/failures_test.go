@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -303,7 +304,7 @@ func TestRecordLosesTheDomainRace(t *testing.T) {
 		t.Run("won by "+tt.winner, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 				b := newBench(t, db)
-				now := time.Now().UTC().Truncate(time.Microsecond)
+				now := dbtime.Now()
 				domain := "a.test"
 				winner := License{ID: "01WINNER", ConsumerID: tt.winner, Name: "W", Domain: domain, ActiveDomain: &domain,
 					LicenseKey: "LK-w", Status: StatusActive, VendorSiteID: "site-w", CreatedAt: now, UpdatedAt: now}
@@ -508,7 +509,7 @@ func seedLicense(t *testing.T, db *testdb.DB, id, status, site, key string, crea
 func TestDriftSkipsRevokingAndNewLicenses(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		b.s.now = func() time.Time { return now }
 		past := now.Add(-time.Hour)
 		seedLicense(t, db, "revoking", StatusRevoking, "s1", "K1", past)
@@ -548,7 +549,7 @@ func TestDriftFailures(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		ctx := context.Background()
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		seedLicense(t, db, "gone", StatusActive, "s-gone", "K", past)
 		b.v.extra = []Site{{ID: "s-other", Domain: "other.test", Status: StatusActive}} // the vendor lists something
 
@@ -589,7 +590,7 @@ func TestVendorEventBranches(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		ctx := context.Background()
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		seedLicense(t, db, "l1", StatusSuspended, "s1", "K1", past)
 		at := time.Now().UTC()
 

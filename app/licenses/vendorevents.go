@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // What the vendor does to a site on its own side, as its webhooks name it.
@@ -64,7 +66,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 	default:
 		return false, fmt.Errorf("%w: %q", ErrUnknownEventType, ev.Type)
 	}
-	at := ev.At.UTC().Truncate(time.Microsecond)
+	at := dbtime.Stamp(ev.At)
 	ctx = WithActor(ctx, Actor{Name: ActorVendor})
 	var other *License // the license of the site's id, for another domain
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -89,7 +91,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 			// here twice, the webhook applies each event id once.)
 			return nil
 		}
-		now := s.now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Stamp(s.now())
 		set := map[string]any{"vendor_event_at": at}
 		after := lic
 		after.UpdatedAt, after.VendorEventAt = now, &at

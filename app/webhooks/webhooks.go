@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // The statuses of a delivery.
@@ -237,7 +238,7 @@ func New(cfg Config) *Service {
 }
 
 // now is the service's clock, in the precision the tables keep.
-func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+func (s *Service) now() time.Time { return dbtime.Stamp(s.cfg.Now()) }
 
 // Errors of the endpoints and deliveries.
 var (
