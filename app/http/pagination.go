@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
@@ -193,7 +194,7 @@ type cursorJSON struct {
 
 // encodeCursor is base64url (no padding) of the cursor's JSON.
 func encodeCursor(c licenses.Cursor) string {
-	b, _ := json.Marshal(cursorJSON{CreatedAt: resource.Time(c.CreatedAt), ID: c.ID, PointsToNext: c.Next})
+	b, _ := json.Marshal(cursorJSON{CreatedAt: events.Time(c.CreatedAt), ID: c.ID, PointsToNext: c.Next})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
@@ -34,9 +35,9 @@ func newTokenResource(t auth.Token) tokenResource {
 		Abilities:  t.Abilities,
 		IssuedBy:   t.IssuedBy,
 		LastUsedAt: resource.TimeOrNil(t.LastUsedAt),
-		ExpiresAt:  resource.Time(t.ExpiresAt),
+		ExpiresAt:  events.Time(t.ExpiresAt),
 		RevokedAt:  resource.TimeOrNil(t.RevokedAt),
-		CreatedAt:  resource.Time(t.CreatedAt),
+		CreatedAt:  events.Time(t.CreatedAt),
 	}
 }
 
