@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -133,8 +134,8 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 		t.Fatalf("licenses for the domain %+v, want one active on site %s", lics, sites[0].ID)
 	}
 	done := r.wantAllSettled(rec.ID, http.StatusCreated)
-	if done.ResourceID == nil || *done.ResourceID != lics[0].ID {
-		t.Errorf("the completed record names license %s, want %s", killDeref(done.ResourceID), lics[0].ID)
+	if ptr.Deref(done.ResourceID) != lics[0].ID {
+		t.Errorf("the completed record names license %q, want %s", ptr.Deref(done.ResourceID), lics[0].ID)
 	}
 	wantEvent := licenses.EventCreated + " by a request"
 	if !retry {

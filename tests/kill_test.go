@@ -13,6 +13,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -99,9 +100,9 @@ func killCreate(t *testing.T, dialect, key string) {
 		t.Errorf("license events = %v, want one reconciled by the reconciler", got)
 	}
 	done := r.wantAllSettled(rec.ID, http.StatusCreated)
-	if done.ResourceID == nil || *done.ResourceID != lic.ID || done.ExternalRef == nil || *done.ExternalRef != sites[0].ID {
-		t.Errorf("the completed record names license %v and vendor ref %v, want %s and %s",
-			killDeref(done.ResourceID), killDeref(done.ExternalRef), lic.ID, sites[0].ID)
+	if ptr.Deref(done.ResourceID) != lic.ID || ptr.Deref(done.ExternalRef) != sites[0].ID {
+		t.Errorf("the completed record names license %q and vendor ref %q, want %s and %s",
+			ptr.Deref(done.ResourceID), ptr.Deref(done.ExternalRef), lic.ID, sites[0].ID)
 	}
 
 	// A serve started after the crash shows the license as the vendor holds
@@ -418,11 +419,4 @@ func (r *killRig) wantAllSettled(id uint64, status int) idempotency.Record {
 		r.t.Errorf("record %d stores status %v, want %d", id, settled.ResponseStatus, status)
 	}
 	return settled
-}
-
-func killDeref(s *string) string {
-	if s == nil {
-		return "<nil>"
-	}
-	return *s
 }
