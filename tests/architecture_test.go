@@ -89,7 +89,7 @@ var rules = []rule{
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
 	{"app/crypt", []string{"third-party", module + "/"}},
-	// Consumers import the client: stdlib, and internal/hmacsig (allowed), which verifies licensor's webhooks.
+	// Consumers import the client: stdlib, internal/hmacsig (allowed), which verifies licensor's webhooks, and the helpers.
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
 	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",
