@@ -9,7 +9,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -43,7 +42,7 @@ func TestBasePrunesAndFlushesActivity(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 8, 10, 30, 0, 0, time.UTC)
 		clk := testkit.NewClock(now.Add(-activityTTL - time.Hour)) // a row 7 days and an hour old
-		a := activityApp(t, db, clk, vendorclient.NewFake())
+		a := activityApp(t, db, clk, fakeVendor(t))
 		if err := a.Activity.Set(ctx, activity.DriftMismatches, 3); err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +84,7 @@ func TestDriftLoopRecordsTheMismatches(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
 		clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC))
-		fake := vendorclient.NewFake()
+		fake := fakeVendor(t)
 		a := activityApp(t, db, clk, fake)
 		t.Cleanup(func() { _ = a.Close() })
 		gone, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "A", Domain: "gone.test"}, licenses.Steps{})

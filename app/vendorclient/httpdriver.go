@@ -64,8 +64,7 @@ type options struct {
 const defaultUserAgent = "licensor"
 
 // Option sets one of the http driver's hooks at construction; see NewHTTP.
-// A nil function leaves the default in place. The fake driver has no use
-// for any of them and ignores them.
+// A nil function leaves the default in place.
 type Option func(*options)
 
 // WithObserver reports the driver's calls, typically to metrics: observe is
@@ -113,6 +112,11 @@ func NewHTTP(cfg config.Vendor, log *slog.Logger, opts ...Option) (*HTTPDriver, 
 	if cfg.Token == "" {
 		return nil, errors.New("VENDOR_TOKEN is required for VENDOR_DRIVER=http")
 	}
+	return newHTTP(cfg, http.DefaultTransport.(*http.Transport).Clone(), log, opts), nil
+}
+
+// newHTTP builds the driver for a checked cfg on transport.
+func newHTTP(cfg config.Vendor, transport http.RoundTripper, log *slog.Logger, opts []Option) *HTTPDriver {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = defaultTimeout
 	}
@@ -122,14 +126,14 @@ func NewHTTP(cfg config.Vendor, log *slog.Logger, opts ...Option) (*HTTPDriver, 
 	return &HTTPDriver{
 		options: resolve(opts),
 		client: &http.Client{
-			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		base:  strings.TrimRight(cfg.URL, "/"),
 		token: cfg.Token,
 		cfg:   cfg,
 		log:   log,
-	}, nil
+	}
 }
 
 // resolve applies opts and fills in the default of every hook left nil.

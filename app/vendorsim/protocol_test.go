@@ -65,6 +65,25 @@ func TestSimulatorServesTheProtocol(t *testing.T) {
 	}
 }
 
+// TestSiteIDsAreUniqueAcrossRestarts: a site id is never given twice, not
+// even by a new simulator without a state file (the fake vendor of the next
+// process): a counter from 1 gave site_1 again after a restart, and a
+// webhook or drift check matching by that id reached another domain's
+// license.
+func TestSiteIDsAreUniqueAcrossRestarts(t *testing.T) {
+	seen := map[string]bool{}
+	for range 3 {
+		sim := newSim(t, vendorsim.SimOptions{})
+		for _, d := range []string{"a.test", "b.test"} {
+			id := createdID(t, ask(sim, http.MethodPost, "/sites", createBody(d), ""))
+			if !strings.HasPrefix(id, "site_") || len(id) < len("site_")+20 || seen[id] {
+				t.Errorf("id %q: want site_ and a long random part, never given before", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
 // TestNewSimulatorRefusesNonsense: options outside their range are errors.
 func TestNewSimulatorRefusesNonsense(t *testing.T) {
 	for name, f := range map[string]vendorsim.SimFaults{
