@@ -101,6 +101,21 @@ func (v *scriptVendor) DeleteSite(_ context.Context, id string) error {
 	return nil
 }
 
+// RotateKey gives the site a new key; an unknown id is not found.
+func (v *scriptVendor) RotateKey(_ context.Context, id string) (Site, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for d, s := range v.sites {
+		if s.ID == id {
+			v.nid++
+			s.LicenseKey = fmt.Sprintf("LK-%s-%d", d, v.nid)
+			v.sites[d] = s
+			return s, nil
+		}
+	}
+	return Site{}, ErrVendorSiteNotFound
+}
+
 // ListSites pages through the sites, ordered by id.
 func (v *scriptVendor) ListSites(_ context.Context, page, perPage int) ([]Site, int, error) {
 	v.mu.Lock()

@@ -67,6 +67,22 @@ func testVendorBehaviour(t *testing.T, newVendor func(t *testing.T) licenses.Ven
 			}
 		}
 	})
+	t.Run("RotateKey gives the site a new key; an unknown site is not found", func(t *testing.T) {
+		v := newVendor(t)
+		site := mustCreate(t, v, "acme.test")
+		rotated, err := v.RotateKey(ctx, site.ID)
+		if err != nil || rotated.ID != site.ID || rotated.LicenseKey == "" || rotated.LicenseKey == site.LicenseKey {
+			t.Errorf("RotateKey = %+v, %v; want %s with a key other than %s", rotated, err, site.ID, site.LicenseKey)
+		}
+		if found, err := v.FindSite(ctx, "acme.test"); err != nil || found == nil || *found != rotated {
+			t.Errorf("FindSite after RotateKey = %v, %v; want %+v", found, err, rotated)
+		}
+		_, err = v.RotateKey(ctx, "site_unknown")
+		wantClass(t, err, licenses.ErrVendorRejected)
+		if !errors.Is(err, licenses.ErrVendorSiteNotFound) {
+			t.Errorf("RotateKey of an unknown site = %v, want not found", err)
+		}
+	})
 	t.Run("CreateSite refuses a domain that has a site", func(t *testing.T) {
 		v := newVendor(t)
 		mustCreate(t, v, "acme.test")

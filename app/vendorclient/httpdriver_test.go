@@ -294,3 +294,31 @@ func TestListSitesClassifiesFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestRotateKey: POST /sites/{id}/rotate-key, without a body, answers the
+// site with its new key; a 429 is ridden out (two calls), and the vendor's
+// 404 is not found, a definite refusal, asked once.
+func TestRotateKey(t *testing.T) {
+	s := stub(t, respond(http.StatusTooManyRequests, "", "Retry-After", "1"),
+		respond(http.StatusOK, `{"data":`+siteBody("site_7", "acme.test", "LK-new")+`}`))
+	d, _, _ := newDriver(t, testConfig(s.URL), vendorclient.WithUserAgent(testUserAgent))
+	site, err := d.RotateKey(context.Background(), "site_7")
+	if want := (licenses.Site{ID: "site_7", Name: "Acme", Domain: "acme.test", LicenseKey: "LK-new", Status: "active"}); err != nil || site != want {
+		t.Errorf("RotateKey = %+v, %v; want %+v", site, err, want)
+	}
+	s.assertSentCount(t, 2)
+	last := s.Sent()[1]
+	if last.Method != http.MethodPost || last.Path != "/sites/site_7/rotate-key" || last.Body != "" {
+		t.Errorf("call = %s %s %q, want POST /sites/site_7/rotate-key without a body", last.Method, last.Path, last.Body)
+	}
+	assertHeaders(t, last.Header, true, testUserAgent)
+
+	s = stub(t, respond(http.StatusNotFound, `{"message":"Site not found."}`))
+	d, _, _ = newDriver(t, testConfig(s.URL))
+	_, err = d.RotateKey(context.Background(), "site_gone")
+	wantClass(t, err, licenses.ErrVendorRejected)
+	if !errors.Is(err, licenses.ErrVendorSiteNotFound) {
+		t.Errorf("err = %v, want licenses.ErrVendorSiteNotFound", err)
+	}
+	s.assertSentCount(t, 1)
+}
