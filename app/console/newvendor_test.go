@@ -17,7 +17,7 @@ import (
 
 // TestNewVendorPicksTheDriver: VENDOR_DRIVER picks fake (the default) or
 // http, either with the options given; an unknown driver, or http without
-// what it needs, is an error naming it. The fake is the http driver on the
+// what it needs (a URL, an http(s) one, a token), is an error naming it. The fake is the http driver on the
 // simulator served in this process: it makes a site with no vendor to
 // reach, and warns that it is for demos.
 func TestNewVendorPicksTheDriver(t *testing.T) {
@@ -48,19 +48,17 @@ func TestNewVendorPicksTheDriver(t *testing.T) {
 			t.Errorf("driver %q: log = %q; want a warning that the fake is for demos, for the fake alone", cfg.Driver, got)
 		}
 	}
-	for driver, want := range map[string]string{"x": `VENDOR_DRIVER "x" is not fake or http`, "http": "VENDOR_URL is required"} {
-		if v, err := newVendor(config.Vendor{Driver: driver}, slog.New(slog.DiscardHandler)); v != nil || err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, %v; want an error containing %q", driver, v, err, want)
+	for _, bad := range []struct {
+		cfg  config.Vendor
+		want string
+	}{
+		{config.Vendor{Driver: "x"}, `VENDOR_DRIVER "x" is not fake or http`},
+		{config.Vendor{Driver: "http", Token: "t"}, "VENDOR_URL is required"},
+		{config.Vendor{Driver: "http", URL: "ftp://vendor.test", Token: "t"}, `VENDOR_URL "ftp://vendor.test" is not an http(s) URL`},
+		{config.Vendor{Driver: "http", URL: "https://vendor.test"}, "VENDOR_TOKEN is required"},
+	} {
+		if v, err := newVendor(bad.cfg, slog.New(slog.DiscardHandler)); v != nil || err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, %v; want an error containing %q", bad.cfg, v, err, bad.want)
 		}
 	}
-}
-
-// fakeVendor is the vendor VENDOR_DRIVER=fake builds.
-func fakeVendor(t *testing.T) *vendorclient.HTTPDriver {
-	t.Helper()
-	v, err := newVendor(config.Vendor{}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.(*vendorclient.HTTPDriver)
 }

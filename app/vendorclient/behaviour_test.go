@@ -122,7 +122,7 @@ func wantRejected(t *testing.T, err error, want licenses.RejectedError) {
 func TestBehaviour(t *testing.T) {
 	t.Run("over a socket", func(t *testing.T) {
 		testVendorBehaviour(t, func(t *testing.T) licenses.Vendor {
-			d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken})
+			d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken}, 0)
 			return d
 		})
 	})
@@ -145,8 +145,9 @@ func inProcess(t *testing.T) (*vendorclient.HTTPDriver, *vendorsim.Simulator) {
 	return vendorclient.NewInProcess(sim, config.Vendor{}, nil), sim
 }
 
-// simulated starts a simulator with opts and returns an HTTPDriver for it.
-func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *testkit.Clock) {
+// simulated starts a simulator with opts and returns an HTTPDriver for it,
+// whose VENDOR_TIMEOUT is timeout (0: testConfig's).
+func simulated(t *testing.T, opts vendorsim.SimOptions, timeout time.Duration) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *testkit.Clock) {
 	t.Helper()
 	sim, err := vendorsim.NewSimulator(opts)
 	if err != nil {
@@ -154,7 +155,11 @@ func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDrive
 	}
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	d, clock, _ := newDriver(t, testConfig(srv.URL))
+	cfg := testConfig(srv.URL)
+	if timeout > 0 {
+		cfg.Timeout = timeout
+	}
+	d, clock, _ := newDriver(t, cfg)
 	return d, sim, clock
 }
 
@@ -197,14 +202,7 @@ func TestInProcessGivesNoAnswerToACallerThatGaveUp(t *testing.T) {
 		t.Errorf("the simulator holds %d sites, want 0", got)
 	}
 
-	hold := make(chan struct{})
-	t.Cleanup(func() { close(hold) })
-	held := vendorclient.NewInProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-		}
-	}), config.Vendor{Timeout: 50 * time.Millisecond}, nil)
+	held := vendorclient.NewInProcess(http.HandlerFunc(hang), config.Vendor{Timeout: 50 * time.Millisecond}, nil)
 	_, err = held.CreateSite(context.Background(), "Acme", "acme.test")
 	wantClass(t, err, licenses.ErrVendorUncertain)
 }

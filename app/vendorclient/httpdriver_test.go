@@ -225,7 +225,7 @@ func TestEnsureSiteRefusedCreateIsNotFinalUntilTheSecondLookSays(t *testing.T) {
 // every site: in id order, the total with each page, an empty page past the
 // last, per_page capped at 500, and a page or per_page below 1 refused.
 func TestListSitesPages(t *testing.T) {
-	v, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken})
+	v, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken}, 0)
 	ctx := context.Background()
 	var all []licenses.Site
 	for _, domain := range []string{"a.test", "b.test", "c.test", "d.test", "e.test"} {
