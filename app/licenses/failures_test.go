@@ -102,6 +102,11 @@ func (v *scriptVendor) DeleteSite(_ context.Context, id string) error {
 	return nil
 }
 
+// RotateKey is not scripted: no test here rotates a key.
+func (v *scriptVendor) RotateKey(context.Context, string) (Site, error) {
+	return Site{}, ErrVendorSiteNotFound
+}
+
 // ListSites pages through the sites, ordered by id.
 func (v *scriptVendor) ListSites(_ context.Context, page, perPage int) ([]Site, int, error) {
 	v.mu.Lock()

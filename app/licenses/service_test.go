@@ -22,7 +22,8 @@ func (v *deadlineVendor) FindSite(ctx context.Context, _ string) (*Site, error) 
 func (v *deadlineVendor) CreateSite(context.Context, string, string) (Site, error) {
 	return Site{}, nil
 }
-func (v *deadlineVendor) DeleteSite(context.Context, string) error { return nil }
+func (v *deadlineVendor) DeleteSite(context.Context, string) error        { return nil }
+func (v *deadlineVendor) RotateKey(context.Context, string) (Site, error) { return Site{}, nil }
 
 // The work never outlives the caller's deadline (what is left of the
 // idempotency lease's work budget).

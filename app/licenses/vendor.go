@@ -27,7 +27,17 @@ type Vendor interface {
 	CreateSite(ctx context.Context, name, domain string) (Site, error)
 	// DeleteSite deletes a site; a site already gone counts as deleted.
 	DeleteSite(ctx context.Context, id string) error
+	// RotateKey asks the vendor for a new license key for the site, and
+	// returns the site with it. Like a create, it is a write without an
+	// idempotency key: a failure after sending is uncertain (the key may have
+	// changed). A site the vendor does not hold is ErrVendorSiteNotFound.
+	RotateKey(ctx context.Context, siteID string) (Site, error)
 }
+
+// ErrVendorSiteNotFound is the vendor's word that it holds no site with the
+// id asked (its 404). The error a driver returns for it is a *RejectedError
+// too, definite and without effect: errors.Is matches either.
+var ErrVendorSiteNotFound = errors.New("the vendor has no such site")
 
 // EnsureSite converges on the natural key: it lists the vendor's sites for
 // the domain and adopts the one it finds, creating a site only when there is

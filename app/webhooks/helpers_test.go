@@ -10,6 +10,8 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -25,7 +27,6 @@ type rig struct {
 	events   *events.Log
 	licenses *licenses.Service
 	hooks    *Service
-	vendor   *vendorclient.Fake
 	cfg      Config // hooks' (another worker: New(r.cfg) with changes)
 }
 
@@ -37,8 +38,12 @@ func newRig(t testing.TB, db *testdb.DB, cfg Config) *rig {
 	}
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	log := events.New(db.Gorm, db.Read, cipher)
-	vendor := vendorclient.NewFake()
-	r := &rig{t: t, db: db, clock: clock, cipher: cipher, events: log, vendor: vendor}
+	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vendor := vendorclient.NewInProcess(sim, config.Vendor{}, nil) // the fake vendor
+	r := &rig{t: t, db: db, clock: clock, cipher: cipher, events: log}
 	r.licenses = licenses.New(licenses.Config{DB: db.Gorm, Read: db.Read, Vendor: vendor, Cipher: cipher, Now: clock.Now, Events: log,
 		Retry: database.RetryOnConflict})
 	cfg.DB, cfg.Read, cfg.Events, cfg.Cipher, cfg.Now = db.Gorm, db.Read, log, cipher, clock.Now
