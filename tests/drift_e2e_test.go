@@ -21,9 +21,8 @@ func TestDriftCaughtByServeAndFixedByTheCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	sim := startFaultSim(t)
-	env := faultEnv(t, testdb.New(t, database.SQLite), sim.url(), "DRIFT_INTERVAL=100ms")
-	token := issueToken(t, env)
+	r := newFaultRig(t, testdb.New(t, database.SQLite), nil, "DRIFT_INTERVAL=100ms")
+	sim, env, token := r.sim, r.env, r.token
 	urls, _ := startServes(t, env, 1)
 	created := createLicense(t, urls[0], token)
 	if code, _, body := send(urls[0]+"/api/licenses", http.MethodPost, token, "", `{"name":"Kept","domain":"kept.test"}`); code != http.StatusCreated {

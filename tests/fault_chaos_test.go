@@ -78,12 +78,10 @@ type chaosOutcome struct {
 }
 
 func faultChaos(t *testing.T, dialect string) {
-	db := testdb.New(t, dialect)
-	sim := startFaultSim(t, chaosFaults...)
-	env := faultEnv(t, db, sim.url(),
+	r := newFaultRig(t, testdb.New(t, dialect), chaosFaults,
 		"VENDOR_TIMEOUT=1s", "VENDOR_RETRY_BASE=50ms", "VENDOR_RETRY_MAX_WAIT=1s",
 		"IDEMPOTENCY_LOCK_TIMEOUT=5s", "RECONCILE_INTERVAL=500ms", "RECONCILE_SETTLE=2s")
-	token := issueToken(t, env)
+	db, sim, env, token := r.db, r.sim, r.env, r.token
 	replicas := 1
 	if dialect == database.MySQL {
 		replicas = 2

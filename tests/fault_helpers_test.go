@@ -27,9 +27,8 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// faultSimToken is the bearer token of the fault suite's simulators: the
-// kill rig's, so that its helpers (vendorSites) read them too.
-const faultSimToken = killSimToken
+// faultSimToken is the bearer token of the fault suite's simulators.
+const faultSimToken = "fault-sim-token"
 
 // faultEnv is the environment of the licensor processes of one fault test:
 // the database, the http vendor driver pointed at vendorURL, rate limits
@@ -52,6 +51,31 @@ func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []
 		env = append(env, "DB_CONNECTION=sqlite", "DB_DATABASE="+db.Config.Database)
 	}
 	return append(env, extra...)
+}
+
+// faultRig is the preamble every process test of the fault suite shares:
+// its database, a vendor-sim read and steered through /_sim/ (which counts
+// its calls), the environment of the licensor processes on both, and a
+// token of the consumer acme that reads and writes licenses.
+type faultRig struct {
+	t     *testing.T
+	db    *testdb.DB
+	sim   *faultSim
+	env   []string
+	token string
+}
+
+// newFaultRig starts vendor-sim with simArgs, builds the environment on db
+// and the simulator (faultEnv, env winning over its defaults), migrates the
+// database as a deployment does (nothing to do on one testdb.New migrated)
+// and issues the token. The test starts its own serves (startServes).
+func newFaultRig(t *testing.T, db *testdb.DB, simArgs []string, env ...string) *faultRig {
+	t.Helper()
+	r := &faultRig{t: t, db: db, sim: startFaultSim(t, simArgs...)}
+	r.env = faultEnv(t, db, r.sim.url(), env...)
+	runCmd(t, r.env, "migrate")
+	r.token = issueToken(t, r.env)
+	return r
 }
 
 // faultSim is a vendor-sim process, read and steered through /_sim/.

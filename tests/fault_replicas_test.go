@@ -42,12 +42,10 @@ func TestFaultReplicaStorm(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	db := testdb.Empty(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
-	sim := startFaultSim(t, "--latency", "150ms")
-	env := faultEnv(t, db, sim.url(), "IDEMPOTENCY_LOCK_TIMEOUT=30s", "RECONCILE_INTERVAL=1h")
-	runCmd(t, env, "migrate")
-	token := issueToken(t, env)
-	replicas, _ := startServes(t, env, stormReplicas)
+	db := testdb.Empty(t, database.MySQL)                                                                            // skipped without TEST_MYSQL_DSN (failed under CI=true)
+	r := newFaultRig(t, db, []string{"--latency", "150ms"}, "IDEMPOTENCY_LOCK_TIMEOUT=30s", "RECONCILE_INTERVAL=1h") // migrates the empty database
+	sim, token := r.sim, r.token
+	replicas, _ := startServes(t, r.env, stormReplicas)
 
 	var (
 		wg      sync.WaitGroup

@@ -39,10 +39,9 @@ func TestFaultRestartSettlesPendingIntent(t *testing.T) {
 func faultRestart(t *testing.T, dialect string) {
 	const domain, key = "restart.test", "order-restart"
 	body := licenseBody(domain)
-	db := testdb.New(t, dialect)
-	sim := startFaultSim(t, "--drop-creates", "1", "--drop-mode", "close")
-	env := faultEnv(t, db, sim.url(), "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h") // the first serve's reconciler stays idle
-	token := issueToken(t, env)
+	r := newFaultRig(t, testdb.New(t, dialect), []string{"--drop-creates", "1", "--drop-mode", "close"},
+		"RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h") // the first serve's reconciler stays idle
+	db, sim, env, token := r.db, r.sim, r.env, r.token
 	urls, procs := startServes(t, env, 1)
 
 	code, h, got := send(urls[0]+"/api/licenses", http.MethodPost, token, key, body)
@@ -107,7 +106,6 @@ func faultRestart(t *testing.T, dialect string) {
 	if want := "/api/licenses/" + lic.ID; shown.Data.Result.Location != want {
 		t.Errorf("the operation names %s, want %s", shown.Data.Result.Location, want)
 	}
-	r := &killRig{t: t, db: db}
 	if got := r.events(lic.ID); !slices.Equal(got, []string{licenses.EventReconciled + " by " + licenses.ActorReconciler}) {
 		t.Errorf("license events = %v, want one reconciled by the reconciler", got)
 	}

@@ -3,7 +3,6 @@ package tests
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,8 +22,6 @@ import (
 // reconciler takes the dead owner's record over one more lease after its
 // lease ends, about 4 s after the reservation.
 const killLease = 2 * time.Second
-
-const killSimToken = "kill-sim-token"
 
 // TestKillMidVendorWriteIsReconciled runs real processes: `serve` is killed
 // with SIGKILL while a vendor write it sent is committed at the vendor and its
@@ -63,7 +60,7 @@ func killCreate(t *testing.T, dialect, key string) {
 	const domain = "kill.test"
 	body := `{"name":"Kill","domain":"` + domain + `"}`
 
-	r.killMidCall(http.MethodPost, "/api/licenses", key, body, "created")
+	r.killMidCall(http.MethodPost, "/api/licenses", key, body, r.committedAndHeld("created"))
 	rec := r.deadOwnersRecord("licenses.store")
 	if key != "" && rec.Key != key {
 		t.Errorf("the record is keyed %q, want the client's key", rec.Key)
@@ -71,13 +68,13 @@ func killCreate(t *testing.T, dialect, key string) {
 	if key == "" && !strings.HasPrefix(rec.Key, "auto:") {
 		t.Errorf("the keyless create is on the record as %q, want auto:<request id>", rec.Key)
 	}
-	if n := len(r.vendorSites(domain)); n != 1 {
+	if n := len(r.sim.sites(domain)); n != 1 {
 		t.Fatalf("the vendor holds %d sites for the domain after the kill, want the 1 committed", n)
 	}
 
 	r.reconcileUntilSettled(rec, "licenses.store")
 
-	sites := r.vendorSites(domain)
+	sites := r.sim.sites(domain)
 	if len(sites) != 1 {
 		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
 	}
@@ -157,7 +154,7 @@ func killRevoke(t *testing.T, dialect string) {
 	}
 	id := created.ID
 
-	r.killMidCall(http.MethodDelete, "/api/licenses/"+id, "", "", "deleted")
+	r.killMidCall(http.MethodDelete, "/api/licenses/"+id, "", "", r.committedAndHeld("deleted"))
 	rec := r.deadOwnersRecord("licenses.destroy")
 	if rec.Key != id {
 		t.Errorf("the revoke is on the record keyed %q, want the license id %s", rec.Key, id)
@@ -165,13 +162,13 @@ func killRevoke(t *testing.T, dialect string) {
 	if lics := r.licenseRows(domain); len(lics) != 1 || lics[0].Status != licenses.StatusRevoking {
 		t.Fatalf("after the kill the licenses for the domain are %+v, want one revoking", lics)
 	}
-	if n := len(r.vendorSites(domain)); n != 0 {
+	if n := len(r.sim.sites(domain)); n != 0 {
 		t.Fatalf("the vendor holds %d sites for the domain after the kill, want the delete committed", n)
 	}
 
 	r.reconcileUntilSettled(rec, "licenses.destroy")
 
-	if sites := r.vendorSites(domain); len(sites) != 0 {
+	if sites := r.sim.sites(domain); len(sites) != 0 {
 		t.Errorf("the vendor holds %d sites for the domain, want none: %v", len(sites), sites)
 	}
 	if n := r.simCallsReach("DELETE", "/sites/"+created.VendorSiteID, 2); n != 2 {
@@ -191,44 +188,26 @@ func killRevoke(t *testing.T, dialect string) {
 	r.wantAllSettled(rec.ID, http.StatusNoContent)
 }
 
-// killRig is one test's database, vendor-sim and serve, as real processes
-// sharing one environment.
+// killRig is a fault rig with a serve the test kills, started again on a
+// fresh address by restartServe.
 type killRig struct {
-	t      *testing.T
-	db     *testdb.DB
-	env    []string
-	sim    string // the simulator's address
-	vendor *process
-	api    string
-	serve  *process
-	token  string
+	*faultRig
+	api   string
+	serve *process
 
 	killedAt time.Time // when serve got its SIGKILL
 }
+
+// killEnv is the kill rig's environment: the leases of killLease, and only
+// the reconcile command (or a client's retry) settles an intent.
+var killEnv = []string{"IDEMPOTENCY_LOCK_TIMEOUT=" + killLease.String(), "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h"}
 
 // newKillRig starts vendor-sim (--drop-mode hang and simArgs) and serve on a
 // fresh database of the dialect, and issues a token.
 func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
 	t.Helper()
-	r := &killRig{t: t, db: testdb.New(t, dialect), sim: testkit.FreeAddr(t)}
-	r.env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
-		"VENDOR_DRIVER=http", "VENDOR_URL=http://" + r.sim, "VENDOR_TOKEN=" + killSimToken, "VENDOR_TIMEOUT=10s",
-		"IDEMPOTENCY_LOCK_TIMEOUT=" + killLease.String(),
-		"RECONCILE_SETTLE=1s",
-		"RECONCILE_INTERVAL=1h", // only the reconcile command settles here
-	}
-	if r.db.Dialect == database.MySQL {
-		r.env = append(r.env, "DB_CONNECTION=mysql", "DB_URL="+r.db.Config.URL)
-	} else {
-		r.env = append(r.env, "DB_CONNECTION=sqlite", "DB_DATABASE="+r.db.Config.Database)
-	}
-	args := append([]string{"vendor-sim", "--addr", r.sim, "--token", killSimToken, "--drop-mode", "hang"}, simArgs...)
-	r.vendor = start(t, r.env, args...)
-	waitForVendor(t, "http://"+r.sim+"/sites?domain=x.test", killSimToken)
-	r.token = strings.TrimSpace(runCmd(t, r.env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
+	r := &killRig{faultRig: newFaultRig(t, testdb.New(t, dialect), append([]string{"--drop-mode", "hang"}, simArgs...),
+		append([]string{"VENDOR_TIMEOUT=10s"}, killEnv...)...)}
 	r.restartServe()
 	return r
 }
@@ -241,17 +220,27 @@ func (r *killRig) restartServe() {
 	waitFor(r.t, "http://"+r.api+"/healthz", "", http.StatusOK)
 }
 
-// killMidCall sends the request to serve and, once the simulator says it
-// committed the write (done: "created", "deleted") and holds its answer,
-// kills serve with SIGKILL. The client must get no answer at all.
-func (r *killRig) killMidCall(method, path, key, body, done string) {
+// restartWith stops serve gracefully (SIGTERM) and starts another with env
+// added to the rig's environment.
+func (r *killRig) restartWith(env ...string) {
+	r.t.Helper()
+	r.env = append(r.env, env...)
+	_ = r.serve.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.serve.cmd.Wait()
+	r.restartServe()
+}
+
+// killMidCall sends the request to serve and, once held returns (the
+// vendor holds the call), kills serve with SIGKILL. The client must get no
+// answer at all.
+func (r *killRig) killMidCall(method, path, key, body string, held func()) {
 	r.t.Helper()
 	answered := make(chan int, 1)
 	go func() {
 		code, _, _ := send("http://"+r.api+path, method, r.token, key, body)
 		answered <- code
 	}()
-	r.waitOutput(r.vendor, `fault="`+done+`, answer dropped: hang"`)
+	held()
 	if err := r.serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		r.t.Fatalf("kill serve: %v", err)
 	}
@@ -265,6 +254,12 @@ func (r *killRig) killMidCall(method, path, key, body, done string) {
 	case <-time.After(10 * time.Second):
 		r.t.Fatal("the client still waits for the killed serve")
 	}
+}
+
+// committedAndHeld waits until the simulator says it committed the write
+// (done: "created", "deleted") and holds its answer.
+func (r *killRig) committedAndHeld(done string) func() {
+	return func() { r.waitOutput(r.sim.proc, `fault="`+done+`, answer dropped: hang"`) }
 }
 
 // waitOutput polls a process's output until it holds want.
@@ -328,22 +323,9 @@ type killSite struct {
 	LicenseKey string `json:"license_key"`
 }
 
-// vendorSites asks the simulator for the domain's sites.
-func (r *killRig) vendorSites(domain string) []killSite {
-	r.t.Helper()
-	code, _, body := sendVendor("http://"+r.sim+"/sites?domain="+domain, http.MethodGet, killSimToken)
-	var list struct {
-		Data []killSite `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
-		r.t.Fatalf("vendor list = %d %s: %v", code, body, err)
-	}
-	return list.Data
-}
-
 // simCalls counts the requests the simulator logged for method and path.
 func (r *killRig) simCalls(method, path string) int {
-	return strings.Count(r.vendor.output.String(), "method="+method+" path="+path+" ")
+	return strings.Count(r.sim.proc.output.String(), "method="+method+" path="+path+" ")
 }
 
 // simCallsReach is simCalls once it reaches want, or when a deadline
@@ -365,7 +347,7 @@ func (r *killRig) simCallsReach(method, path string, want int) int {
 }
 
 // licenseRows are the license rows of the domain, whatever their status.
-func (r *killRig) licenseRows(domain string) []licenses.License {
+func (r *faultRig) licenseRows(domain string) []licenses.License {
 	r.t.Helper()
 	var lics []licenses.License
 	if err := r.db.Gorm.Where("domain = ?", domain).Order("created_at").Find(&lics).Error; err != nil {
@@ -376,7 +358,7 @@ func (r *killRig) licenseRows(domain string) []licenses.License {
 
 // events are the license's audit trail, oldest first, as "event by actor"
 // (a request's id shown as "a request").
-func (r *killRig) events(licenseID string) []string {
+func (r *faultRig) events(licenseID string) []string {
 	r.t.Helper()
 	var evs []licenses.Event
 	if err := r.db.Gorm.Where("license_id = ?", licenseID).Order("id").Find(&evs).Error; err != nil {
@@ -396,7 +378,7 @@ func (r *killRig) events(licenseID string) []string {
 // wantAllSettled fails unless every record is completed (none processing,
 // pending or failed) and the record id answered status; it returns that
 // record.
-func (r *killRig) wantAllSettled(id uint64, status int) idempotency.Record {
+func (r *faultRig) wantAllSettled(id uint64, status int) idempotency.Record {
 	r.t.Helper()
 	var recs []idempotency.Record
 	if err := r.db.Gorm.Order("id").Find(&recs).Error; err != nil {

@@ -149,9 +149,8 @@ func TestWebhookDeliveryKillMidDelivery(t *testing.T) {
 	}
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		sim := startFaultSim(t)
-		env := faultEnv(t, db, sim.url(), hookEnv...)
-		token := issueToken(t, env)
+		r := newFaultRig(t, db, nil, hookEnv...)
+		env, token := r.env, r.token
 		rc := newHookReceiver(t)
 		arrived, release := make(chan struct{}), make(chan struct{})
 		rc.hold = func(n int, r *http.Request) {
@@ -210,9 +209,8 @@ func TestWebhookDeliveryReplicas(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		const replicas, perReplica = 2, 40
-		sim := startFaultSim(t)
-		env := faultEnv(t, db, sim.url(), hookEnv...)
-		token := issueToken(t, env)
+		r := newFaultRig(t, db, nil, hookEnv...)
+		env, token := r.env, r.token
 		rc := newHookReceiver(t)
 		hookEndpoint(t, db, rc.srv.URL+"/hooks")
 		urls, _ := startServes(t, env, replicas)

@@ -22,10 +22,10 @@ func TestWebhookFromTheSimulator(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		const secret = "whsec_e2e"
 		api := testkit.FreeAddr(t)
-		sim := startFaultSim(t, "--webhook-url", "http://"+api+"/api/webhooks/vendor", "--webhook-secret", secret, "--webhook-dup-rate", "1")
-		env := faultEnv(t, db, sim.url(), "VENDOR_WEBHOOK_SECRET="+secret, "APP_ADDR="+api)
-		token := issueToken(t, env)
-		start(t, env, "serve")
+		r := newFaultRig(t, db, []string{"--webhook-url", "http://" + api + "/api/webhooks/vendor", "--webhook-secret", secret, "--webhook-dup-rate", "1"},
+			"VENDOR_WEBHOOK_SECRET="+secret, "APP_ADDR="+api)
+		sim, token := r.sim, r.token
+		start(t, r.env, "serve")
 		waitFor(t, "http://"+api+"/healthz", "", http.StatusOK)
 
 		created := createLicense(t, "http://"+api, token)
