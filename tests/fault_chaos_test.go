@@ -52,12 +52,10 @@ func TestFaultVendorChaos(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	for _, dialect := range []string{database.SQLite, database.MySQL} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			faultChaos(t, dialect)
-		})
-	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		t.Parallel()
+		faultChaos(t, db)
+	})
 }
 
 // total is the sum of counts.
@@ -77,13 +75,13 @@ type chaosOutcome struct {
 	err          string
 }
 
-func faultChaos(t *testing.T, dialect string) {
-	r := newFaultRig(t, testdb.New(t, dialect), chaosFaults,
+func faultChaos(t *testing.T, db *testdb.DB) {
+	r := newFaultRig(t, db, chaosFaults,
 		"VENDOR_TIMEOUT=1s", "VENDOR_RETRY_BASE=50ms", "VENDOR_RETRY_MAX_WAIT=1s",
 		"IDEMPOTENCY_LOCK_TIMEOUT=5s", "RECONCILE_INTERVAL=500ms", "RECONCILE_SETTLE=2s")
-	db, sim, env, token := r.db, r.sim, r.env, r.token
+	sim, env, token := r.sim, r.env, r.token
 	replicas := 1
-	if dialect == database.MySQL {
+	if db.Dialect == database.MySQL {
 		replicas = 2
 	}
 	urls, _ := startServes(t, env, replicas)

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,14 +42,12 @@ func TestFaultKillBeforeVendorCommit(t *testing.T) {
 	for _, dialect := range []string{database.SQLite, database.MySQL} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			t.Run("client retry", func(t *testing.T) {
-				t.Parallel()
-				faultKillBeforeCommit(t, dialect, true)
-			})
-			t.Run("no retry", func(t *testing.T) {
-				t.Parallel()
-				faultKillBeforeCommit(t, dialect, false)
-			})
+			for name, retry := range map[string]bool{"client retry": true, "no retry": false} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					faultKillBeforeCommit(t, dialect, retry)
+				})
+			}
 		})
 	}
 }
@@ -100,25 +97,16 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 	if st.CreatesCommitted != 1 || st.DuplicatesRefused != 0 {
 		t.Errorf("the vendor committed %d creates, refused %d duplicates; want 1 and 0", st.CreatesCommitted, st.DuplicatesRefused)
 	}
-	sites := r.sim.sites(domain)
-	if len(sites) != 1 {
-		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
-	}
-	lics := r.licenseRows(domain)
-	if len(lics) != 1 || lics[0].Status != licenses.StatusActive || lics[0].VendorSiteID != sites[0].ID {
-		t.Fatalf("licenses for the domain %+v, want one active on site %s", lics, sites[0].ID)
-	}
+	lic, _ := r.wantOneLicenseOnItsSite(domain)
 	done := r.wantAllSettled(rec.ID, http.StatusCreated)
-	if done.ResourceID == nil || *done.ResourceID != lics[0].ID {
-		t.Errorf("the completed record names license %s, want %s", killDeref(done.ResourceID), lics[0].ID)
+	if done.ResourceID == nil || *done.ResourceID != lic.ID {
+		t.Errorf("the completed record names license %s, want %s", killDeref(done.ResourceID), lic.ID)
 	}
 	wantEvent := licenses.EventCreated + " by a request"
 	if !retry {
 		wantEvent = licenses.EventReconciled + " by " + licenses.ActorReconciler
 	}
-	if got := r.events(lics[0].ID); !slices.Equal(got, []string{wantEvent}) {
-		t.Errorf("license events = %v, want [%s]", got, wantEvent)
-	}
+	r.wantEvents(lic.ID, wantEvent)
 	if c := intentCounts(t, r.db); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
 		t.Errorf("intents by status %v, want none processing or pending", c)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
 )
 
 // The zombie sequence from outside, on real processes and both databases:
@@ -24,17 +25,15 @@ func TestFaultZombieSequence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts licensor processes")
 	}
-	for _, dialect := range []string{database.SQLite, database.MySQL} { // MySQL skips without TEST_MYSQL_DSN
-		t.Run(dialect, func(t *testing.T) {
-			r := newKillRig(t, dialect, "--drop-creates", "1", "--drop-mode", "5xx-after-commit")
-			api, body := "http://"+r.api, licenseBody("zombie.test")
-			if code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body); code != http.StatusAccepted {
-				t.Fatalf("first create = %d %s, want 202 (the vendor committed, then answered 500)", code, got)
-			}
-			r.adoptThenRevoke(api, body)
-			r.wantZombieFree("zombie.test")
-		})
-	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newKillRig(t, db, "--drop-creates", "1", "--drop-mode", "5xx-after-commit")
+		api, body := "http://"+r.api, licenseBody("zombie.test")
+		if code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body); code != http.StatusAccepted {
+			t.Fatalf("first create = %d %s, want 202 (the vendor committed, then answered 500)", code, got)
+		}
+		r.adoptThenRevoke(api, body)
+		r.wantZombieFree("zombie.test")
+	})
 }
 
 // A keyless create cut off by a SIGTERM with a short grace (its vendor
@@ -46,39 +45,37 @@ func TestFaultKeylessCutBySIGTERMThenRevoked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts licensor processes")
 	}
-	for _, dialect := range []string{database.SQLite, database.MySQL} { // MySQL skips without TEST_MYSQL_DSN
-		t.Run(dialect, func(t *testing.T) {
-			r := newKillRig(t, dialect, "--drop-creates", "1")
-			r.restartWith("APP_SHUTDOWN_TIMEOUT=1s")
-			body := licenseBody("cut.test")
-			answered := make(chan int, 1)
-			go func() {
-				code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", body)
-				answered <- code
-			}()
-			r.waitOutput(r.sim.proc, `fault="created, answer dropped: hang"`)
-			if err := r.serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			_ = r.serve.cmd.Wait()
-			if code := <-answered; code == http.StatusCreated || code == http.StatusOK {
-				t.Fatalf("the cut create was answered %d", code)
-			}
-			var dead []idempotency.Record
-			r.db.Gorm.Where("operation = ?", "licenses.store").Find(&dead)
-			if len(dead) != 1 || dead[0].Status != idempotency.StatusProcessing {
-				t.Fatalf("records after the SIGTERM: %+v, want the cut intent processing", dead)
-			}
-			r.restartServe()
-			r.adoptThenRevoke("http://"+r.api, body)
-			var after idempotency.Record
-			r.db.Gorm.Where("id = ?", dead[0].ID).Take(&after)
-			if after.Status != idempotency.StatusSuperseded {
-				t.Errorf("the cut intent is %s after the revoke, want superseded", after.Status)
-			}
-			r.wantZombieFree("cut.test")
-		})
-	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newKillRig(t, db, "--drop-creates", "1")
+		r.restartWith("APP_SHUTDOWN_TIMEOUT=1s")
+		body := licenseBody("cut.test")
+		answered := make(chan int, 1)
+		go func() {
+			code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", body)
+			answered <- code
+		}()
+		r.waitOutput(r.sim.proc, `fault="created, answer dropped: hang"`)
+		if err := r.serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		_ = r.serve.cmd.Wait()
+		if code := <-answered; code == http.StatusCreated || code == http.StatusOK {
+			t.Fatalf("the cut create was answered %d", code)
+		}
+		var dead []idempotency.Record
+		r.db.Gorm.Where("operation = ?", "licenses.store").Find(&dead)
+		if len(dead) != 1 || dead[0].Status != idempotency.StatusProcessing {
+			t.Fatalf("records after the SIGTERM: %+v, want the cut intent processing", dead)
+		}
+		r.restartServe()
+		r.adoptThenRevoke("http://"+r.api, body)
+		var after idempotency.Record
+		r.db.Gorm.Where("id = ?", dead[0].ID).Take(&after)
+		if after.Status != idempotency.StatusSuperseded {
+			t.Errorf("the cut intent is %s after the revoke, want superseded", after.Status)
+		}
+		r.wantZombieFree("cut.test")
+	})
 }
 
 // adoptThenRevoke creates the license of body again through the serve at
@@ -125,7 +122,7 @@ func TestFaultReservationCommitsAfterItsDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts licensor processes")
 	}
-	r := newKillRig(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
+	r := newKillRig(t, testdb.New(t, database.MySQL)) // skipped without TEST_MYSQL_DSN (failed under CI=true)
 	if err := r.db.Gorm.Exec("CREATE TRIGGER test_stalled_reservation AFTER INSERT ON idempotency_keys FOR EACH ROW DO SLEEP(3)").Error; err != nil {
 		t.Fatal(err)
 	}

@@ -36,18 +36,16 @@ func TestKillMidVendorWriteIsReconciled(t *testing.T) {
 	}
 	for _, dialect := range []string{database.SQLite, database.MySQL} {
 		t.Run(dialect, func(t *testing.T) {
-			t.Run("keyed create", func(t *testing.T) {
-				t.Parallel()
-				killCreate(t, dialect, "order-kill-1")
-			})
-			t.Run("keyless create", func(t *testing.T) {
-				t.Parallel()
-				killCreate(t, dialect, "")
-			})
-			t.Run("revoke", func(t *testing.T) {
-				t.Parallel()
-				killRevoke(t, dialect)
-			})
+			for name, kill := range map[string]func(t *testing.T){
+				"keyed create":   func(t *testing.T) { killCreate(t, dialect, "order-kill-1") },
+				"keyless create": func(t *testing.T) { killCreate(t, dialect, "") },
+				"revoke":         func(t *testing.T) { killRevoke(t, dialect) },
+			} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					kill(t)
+				})
+			}
 		})
 	}
 }
@@ -56,7 +54,7 @@ func TestKillMidVendorWriteIsReconciled(t *testing.T) {
 // empty), reconciles, and checks that exactly one site and one active
 // license exist for the domain, the one pointing at the other.
 func killCreate(t *testing.T, dialect, key string) {
-	r := newKillRig(t, dialect, "--drop-creates", "1")
+	r := newKillRig(t, testdb.New(t, dialect), "--drop-creates", "1")
 	const domain = "kill.test"
 	body := `{"name":"Kill","domain":"` + domain + `"}`
 
@@ -74,38 +72,25 @@ func killCreate(t *testing.T, dialect, key string) {
 
 	r.reconcileUntilSettled(rec, "licenses.store")
 
-	sites := r.sim.sites(domain)
-	if len(sites) != 1 {
-		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
-	}
 	if n := r.simCalls("POST", "/sites"); n != 1 {
 		t.Errorf("the vendor got %d creates, want the 1 that serve sent: the reconciler adopts, it does not create again", n)
 	}
-	lics := r.licenseRows(domain)
-	if len(lics) != 1 {
-		t.Fatalf("%d license rows for the domain, want 1: %+v", len(lics), lics)
+	lic, site := r.wantOneLicenseOnItsSite(domain)
+	if lic.ActiveDomain == nil || *lic.ActiveDomain != domain {
+		t.Errorf("license active_domain %v; want %s", lic.ActiveDomain, domain)
 	}
-	lic := lics[0]
-	if lic.Status != licenses.StatusActive || lic.ActiveDomain == nil || *lic.ActiveDomain != domain {
-		t.Errorf("license status %q, active_domain %v; want active on %s", lic.Status, lic.ActiveDomain, domain)
-	}
-	if lic.VendorSiteID != sites[0].ID {
-		t.Errorf("the license points at site %s, the vendor holds %s", lic.VendorSiteID, sites[0].ID)
-	}
-	if got := r.events(lic.ID); !slices.Equal(got, []string{licenses.EventReconciled + " by " + licenses.ActorReconciler}) {
-		t.Errorf("license events = %v, want one reconciled by the reconciler", got)
-	}
+	r.wantEvents(lic.ID, licenses.EventReconciled+" by "+licenses.ActorReconciler)
 	done := r.wantAllSettled(rec.ID, http.StatusCreated)
-	if done.ResourceID == nil || *done.ResourceID != lic.ID || done.ExternalRef == nil || *done.ExternalRef != sites[0].ID {
+	if done.ResourceID == nil || *done.ResourceID != lic.ID || done.ExternalRef == nil || *done.ExternalRef != site.ID {
 		t.Errorf("the completed record names license %v and vendor ref %v, want %s and %s",
-			killDeref(done.ResourceID), killDeref(done.ExternalRef), lic.ID, sites[0].ID)
+			killDeref(done.ResourceID), killDeref(done.ExternalRef), lic.ID, site.ID)
 	}
 
 	// A serve started after the crash shows the license as the vendor holds
 	// it (the key compared through the API: it may be encrypted at rest),
 	// and replays the reconciled 201 to the client's retry.
 	r.restartServe()
-	want := killLicense{ID: lic.ID, Domain: domain, LicenseKey: sites[0].LicenseKey, Status: licenses.StatusActive, VendorSiteID: sites[0].ID}
+	want := killLicense{ID: lic.ID, Domain: domain, LicenseKey: site.LicenseKey, Status: licenses.StatusActive, VendorSiteID: site.ID}
 	code, _, got := send("http://"+r.api+"/api/licenses/"+lic.ID, http.MethodGet, r.token, "", "")
 	if shown := decodeKillLicense(got); code != http.StatusOK || shown != want {
 		t.Errorf("GET the license = %d %+v, want %+v", code, shown, want)
@@ -141,7 +126,7 @@ func decodeKillLicense(body string) killLicense {
 // /sites/{id} of its revoke, reconciles, and checks that the site is gone
 // and the license revoked.
 func killRevoke(t *testing.T, dialect string) {
-	r := newKillRig(t, dialect, "--drop-deletes", "1")
+	r := newKillRig(t, testdb.New(t, dialect), "--drop-deletes", "1")
 	const domain = "revoke-kill.test"
 
 	code, _, body := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", `{"name":"Revoke","domain":"`+domain+`"}`)
@@ -182,9 +167,7 @@ func killRevoke(t *testing.T, dialect string) {
 		t.Errorf("license %s: status %q, active_domain %v, revoked_at %v; want %s revoked, its domain freed",
 			l.ID, l.Status, l.ActiveDomain, l.RevokedAt, id)
 	}
-	if got := r.events(id); !slices.Equal(got, []string{licenses.EventCreated + " by a request", licenses.EventRevoked + " by " + licenses.ActorReconciler}) {
-		t.Errorf("license events = %v, want created by a request, then revoked by the reconciler", got)
-	}
+	r.wantEvents(id, licenses.EventCreated+" by a request", licenses.EventRevoked+" by "+licenses.ActorReconciler)
 	r.wantAllSettled(rec.ID, http.StatusNoContent)
 }
 
@@ -202,11 +185,11 @@ type killRig struct {
 // the reconcile command (or a client's retry) settles an intent.
 var killEnv = []string{"IDEMPOTENCY_LOCK_TIMEOUT=" + killLease.String(), "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h"}
 
-// newKillRig starts vendor-sim (--drop-mode hang and simArgs) and serve on a
-// fresh database of the dialect, and issues a token.
-func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
+// newKillRig starts vendor-sim (--drop-mode hang and simArgs) and serve on
+// db, and issues a token.
+func newKillRig(t *testing.T, db *testdb.DB, simArgs ...string) *killRig {
 	t.Helper()
-	r := &killRig{faultRig: newFaultRig(t, testdb.New(t, dialect), append([]string{"--drop-mode", "hang"}, simArgs...),
+	r := &killRig{faultRig: newFaultRig(t, db, append([]string{"--drop-mode", "hang"}, simArgs...),
 		append([]string{"VENDOR_TIMEOUT=10s"}, killEnv...)...)}
 	r.restartServe()
 	return r
@@ -356,9 +339,9 @@ func (r *faultRig) licenseRows(domain string) []licenses.License {
 	return lics
 }
 
-// events are the license's audit trail, oldest first, as "event by actor"
-// (a request's id shown as "a request").
-func (r *faultRig) events(licenseID string) []string {
+// wantEvents fails unless the license's audit trail, oldest first, is want,
+// each "event by actor" (a request's id shown as "a request").
+func (r *faultRig) wantEvents(licenseID string, want ...string) {
 	r.t.Helper()
 	var evs []licenses.Event
 	if err := r.db.Gorm.Where("license_id = ?", licenseID).Order("id").Find(&evs).Error; err != nil {
@@ -372,7 +355,22 @@ func (r *faultRig) events(licenseID string) []string {
 		}
 		out = append(out, e.Event+" by "+actor)
 	}
-	return out
+	if !slices.Equal(out, want) {
+		r.t.Errorf("license events = %v, want %v", out, want)
+	}
+}
+
+// wantOneLicenseOnItsSite stops the test unless the vendor holds one site
+// for domain and the domain's one license row is active on it
+// (wantOneLicensePerSite); it returns both.
+func (r *faultRig) wantOneLicenseOnItsSite(domain string) (licenses.License, killSite) {
+	r.t.Helper()
+	wantOneLicensePerSite(r.t, r.db, r.sim, []string{domain})
+	lics, sites := r.licenseRows(domain), r.sim.sites(domain)
+	if len(lics) != 1 || len(sites) != 1 {
+		r.t.FailNow()
+	}
+	return lics[0], sites[0]
 }
 
 // wantAllSettled fails unless every record is completed (none processing,
