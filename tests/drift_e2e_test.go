@@ -28,7 +28,7 @@ func TestDriftCaughtByServeAndFixedByTheCommand(t *testing.T) {
 	if code, _, body := send(urls[0]+"/api/licenses", http.MethodPost, token, "", `{"name":"Kept","domain":"kept.test"}`); code != http.StatusCreated {
 		t.Fatalf("create kept.test = %d %s", code, body)
 	}
-	sim.changeSite(created.Site, "delete")
+	sim.changeSite(created.VendorSiteID, "delete")
 
 	const want = `licensor_drift_mismatches{kind="site_gone"} 1`
 	testkit.Eventually(t, 15*time.Second, func() bool {

@@ -203,7 +203,7 @@ func TestFaultDatabaseLoss(t *testing.T) {
 		t.Errorf("the vendor committed %d creates and %d deletes and holds %d sites, want %d, 0 and %d",
 			st.CreatesCommitted, st.DeletesCommitted, st.Sites, len(domains), len(domains))
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] != len(domains) || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] != len(domains) || len(c) != 1 {
 		t.Errorf("intents by status %v, want %d completed and nothing else", c, len(domains))
 	}
 }

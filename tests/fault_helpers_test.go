@@ -22,6 +22,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -40,7 +41,7 @@ func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []
 	t.Helper()
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"APP_ENV=testing", "APP_KEY=" + config.EncodeKey(testKey),
 		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
 		"VENDOR_DRIVER=http", "VENDOR_URL=" + vendorURL, "VENDOR_TOKEN=" + faultSimToken, "VENDOR_TIMEOUT=5s",
 		"RATE_LIMIT_PER_MINUTE=0", "CONSUMER_CONCURRENCY=0",
@@ -183,12 +184,19 @@ func (s *faultSim) changeSite(id, action string) {
 	}
 }
 
+// simSite is a site as the simulator lists it.
+type simSite struct {
+	ID         string `json:"id"`
+	Domain     string `json:"domain"`
+	LicenseKey string `json:"license_key"`
+}
+
 // sites asks the simulator for the domain's sites.
-func (s *faultSim) sites(domain string) []killSite {
+func (s *faultSim) sites(domain string) []simSite {
 	s.t.Helper()
 	code, _, body := sendVendor(s.url()+"/sites?domain="+url.QueryEscape(domain), http.MethodGet, faultSimToken)
 	var list struct {
-		Data []killSite `json:"data"`
+		Data []simSite `json:"data"`
 	}
 	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
 		s.t.Fatalf("vendor list = %d %s: %v", code, body, err)
@@ -220,14 +228,15 @@ func issueToken(t *testing.T, env []string) string {
 	return strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
 }
 
-// intentCounts counts the idempotency records by status.
-func intentCounts(t *testing.T, db *testdb.DB) map[string]int {
+// statusCounts counts the rows of table (the idempotency records, the
+// webhook deliveries) by status.
+func statusCounts(t *testing.T, db *testdb.DB, table string) map[string]int {
 	t.Helper()
 	var rows []struct {
 		Status string
 		N      int
 	}
-	if err := db.Gorm.Model(&idempotency.Record{}).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+	if err := db.Gorm.Table(table).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
@@ -240,7 +249,7 @@ func intentCounts(t *testing.T, db *testdb.DB) map[string]int {
 // unsettled is how many intents are pending, processing or failed.
 func unsettled(t *testing.T, db *testdb.DB) int {
 	t.Helper()
-	c := intentCounts(t, db)
+	c := statusCounts(t, db, keysTable)
 	return c[idempotency.StatusPending] + c[idempotency.StatusProcessing] + c[idempotency.StatusFailed]
 }
 
@@ -330,4 +339,23 @@ func (tap *vendorTap) await(t *testing.T, want string, within time.Duration) {
 // licenseBody is the create body of a domain.
 func licenseBody(domain string) string {
 	return fmt.Sprintf(`{"name":"Fault %s","domain":"%s"}`, domain, domain)
+}
+
+// apiLicense is what the API shows of a license.
+type apiLicense struct {
+	ID           string `json:"id"`
+	Domain       string `json:"domain"`
+	LicenseKey   string `json:"license_key"`
+	Status       string `json:"status"`
+	VendorSiteID string `json:"vendor_site_id"`
+}
+
+// decodeLicense reads a {"data": license} body; the zero value when it
+// is not one.
+func decodeLicense(body string) apiLicense {
+	var b struct {
+		Data apiLicense `json:"data"`
+	}
+	_ = json.Unmarshal([]byte(body), &b)
+	return b.Data
 }

@@ -107,7 +107,7 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 		wantEvent = licenses.EventReconciled + " by " + licenses.ActorReconciler
 	}
 	r.wantEvents(lic.ID, wantEvent)
-	if c := intentCounts(t, r.db); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
+	if c := statusCounts(t, r.db, keysTable); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
 		t.Errorf("intents by status %v, want none processing or pending", c)
 	}
 }

@@ -86,7 +86,7 @@ func (r *killRig) adoptThenRevoke(api, body string) {
 	if code != http.StatusCreated {
 		r.t.Fatalf("the create again = %d %s, want 201 adopting the site", code, got)
 	}
-	id := decodeKillLicense(got).ID
+	id := decodeLicense(got).ID
 	if code, _, got := send(api+"/api/licenses/"+id, http.MethodDelete, r.token, "", ""); code != http.StatusNoContent {
 		r.t.Fatalf("revoke = %d %s", code, got)
 	}

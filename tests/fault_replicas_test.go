@@ -109,7 +109,7 @@ func TestFaultReplicaStorm(t *testing.T) {
 	if rows != stormKeys {
 		t.Errorf("%d license rows, want %d", rows, stormKeys)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] != stormKeys || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] != stormKeys || len(c) != 1 {
 		t.Errorf("intents by status %v, want %d completed and nothing else", c, stormKeys)
 	}
 }

@@ -53,7 +53,7 @@ func faultRestart(t *testing.T, db *testdb.DB) {
 	if code != http.StatusAccepted || pending.Code != "operation_pending" || op == "" || h.Get("Location") != "/api/operations/"+op {
 		t.Fatalf("POST = %d Location %q %s, want 202 operation_pending", code, h.Get("Location"), got)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusPending] != 1 || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusPending] != 1 || len(c) != 1 {
 		t.Fatalf("intents by status %v, want the one pending", c)
 	}
 
@@ -64,7 +64,7 @@ func faultRestart(t *testing.T, db *testdb.DB) {
 	if err := serve.cmd.Wait(); err != nil {
 		t.Fatalf("serve did not exit 0 on SIGTERM: %v", err)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusPending] != 1 || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusPending] != 1 || len(c) != 1 {
 		t.Fatalf("intents by status after the stop %v, want the one still pending", c)
 	}
 
@@ -107,7 +107,7 @@ func faultRestart(t *testing.T, db *testdb.DB) {
 	if code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(got, `"id":"`+lic.ID+`"`) {
 		t.Errorf("the client's retry = %d replayed=%q %s, want the reconciled 201", code, h.Get("Idempotent-Replayed"), got)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] != 1 || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] != 1 || len(c) != 1 {
 		t.Errorf("intents by status %v, want the one completed", c)
 	}
 }

@@ -146,7 +146,7 @@ func galeraStormChecks(t *testing.T, cluster *galeraCluster, apis []string, serv
 		if executed > 1 {
 			t.Errorf("%s: %d answers were not replays: the key was executed more than once", key, executed)
 		}
-		lic := decodeKillLicense(got[0].body)
+		lic := decodeLicense(got[0].body)
 		if lic.Domain != domain || lic.ID == "" || lic.VendorSiteID == "" {
 			t.Errorf("%s: answered %s, want the license of %s", key, got[0].body, domain)
 			continue

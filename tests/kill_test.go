@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -90,36 +89,17 @@ func killCreate(t *testing.T, dialect, key string) {
 	// it (the key compared through the API: it may be encrypted at rest),
 	// and replays the reconciled 201 to the client's retry.
 	r.restartServe()
-	want := killLicense{ID: lic.ID, Domain: domain, LicenseKey: site.LicenseKey, Status: licenses.StatusActive, VendorSiteID: site.ID}
+	want := apiLicense{ID: lic.ID, Domain: domain, LicenseKey: site.LicenseKey, Status: licenses.StatusActive, VendorSiteID: site.ID}
 	code, _, got := send("http://"+r.api+"/api/licenses/"+lic.ID, http.MethodGet, r.token, "", "")
-	if shown := decodeKillLicense(got); code != http.StatusOK || shown != want {
+	if shown := decodeLicense(got); code != http.StatusOK || shown != want {
 		t.Errorf("GET the license = %d %+v, want %+v", code, shown, want)
 	}
 	if key != "" {
 		code, h, got := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, key, body)
-		if shown := decodeKillLicense(got); code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || shown != want {
+		if shown := decodeLicense(got); code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || shown != want {
 			t.Errorf("retry after the crash = %d replayed=%q %+v, want the reconciled 201 %+v", code, h.Get("Idempotent-Replayed"), shown, want)
 		}
 	}
-}
-
-// killLicense is what the API shows of a license.
-type killLicense struct {
-	ID           string `json:"id"`
-	Domain       string `json:"domain"`
-	LicenseKey   string `json:"license_key"`
-	Status       string `json:"status"`
-	VendorSiteID string `json:"vendor_site_id"`
-}
-
-// decodeKillLicense reads a {"data": license} body; the zero value when it
-// is not one.
-func decodeKillLicense(body string) killLicense {
-	var b struct {
-		Data killLicense `json:"data"`
-	}
-	_ = json.Unmarshal([]byte(body), &b)
-	return b.Data
 }
 
 // killRevoke creates a license normally, then kills serve mid-DELETE
@@ -133,7 +113,7 @@ func killRevoke(t *testing.T, dialect string) {
 	if code != http.StatusCreated {
 		t.Fatalf("create = %d %s, want 201", code, body)
 	}
-	created := decodeKillLicense(body)
+	created := decodeLicense(body)
 	if created.ID == "" || created.VendorSiteID == "" {
 		t.Fatalf("create answered %s", body)
 	}
@@ -299,13 +279,6 @@ func (r *killRig) reconcileUntilSettled(rec idempotency.Record, operation string
 	}
 }
 
-// killSite is a site as the simulator lists it.
-type killSite struct {
-	ID         string `json:"id"`
-	Domain     string `json:"domain"`
-	LicenseKey string `json:"license_key"`
-}
-
 // simCalls counts the requests the simulator logged for method and path.
 func (r *killRig) simCalls(method, path string) int {
 	return strings.Count(r.sim.proc.output.String(), "method="+method+" path="+path+" ")
@@ -363,7 +336,7 @@ func (r *faultRig) wantEvents(licenseID string, want ...string) {
 // wantOneLicenseOnItsSite stops the test unless the vendor holds one site
 // for domain and the domain's one license row is active on it
 // (wantOneLicensePerSite); it returns both.
-func (r *faultRig) wantOneLicenseOnItsSite(domain string) (licenses.License, killSite) {
+func (r *faultRig) wantOneLicenseOnItsSite(domain string) (licenses.License, simSite) {
 	r.t.Helper()
 	wantOneLicensePerSite(r.t, r.db, r.sim, []string{domain})
 	lics, sites := r.licenseRows(domain), r.sim.sites(domain)
