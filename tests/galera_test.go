@@ -672,8 +672,7 @@ func (c *galeraCluster) conflictCounters(t *testing.T) [][2]int {
 		if err != nil {
 			t.Fatalf("%s: SHOW STATUS: %v", n.name, err)
 		}
-		out[i][0], _ = strconv.Atoi(st["wsrep_local_cert_failures"])
-		out[i][1], _ = strconv.Atoi(st["wsrep_local_bf_aborts"])
+		out[i] = [2]int{galeraCounter(st, "wsrep_local_cert_failures"), galeraCounter(st, "wsrep_local_bf_aborts")}
 	}
 	return out
 }

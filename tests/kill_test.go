@@ -290,16 +290,8 @@ func (r *killRig) simCalls(method, path string) int {
 // copied), so a count read as soon as the caller settled may miss the last
 // call.
 func (r *killRig) simCallsReach(method, path string, want int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		n := r.simCalls(method, path)
-		if n >= want || time.Now().After(deadline) {
-			return n
-		}
-		<-tick.C
-	}
+	testkit.Poll(5*time.Second, func() bool { return r.simCalls(method, path) >= want })
+	return r.simCalls(method, path)
 }
 
 // licenseRows are the license rows of the domain, whatever their status.
