@@ -110,12 +110,6 @@ func waitFor(t *testing.T, url, token string, want int) {
 	pollFor(t, contractClient, url, token, want)
 }
 
-// waitForVendor polls a vendor simulator url until it answers 200.
-func waitForVendor(t *testing.T, url, token string) {
-	t.Helper()
-	pollFor(t, http.DefaultClient, url, token, http.StatusOK)
-}
-
 func pollFor(t *testing.T, client *http.Client, url, token string, want int) {
 	t.Helper()
 	answers := func() bool {
