@@ -28,6 +28,33 @@ func TimeOrNil(t *time.Time) *string {
 	return &s
 }
 
+// FormatTime is a time as an operator's view shows it, in layout, UTC: t
+// is a body's time (a TimeLayout string, or a pointer to one, nil for
+// null) or a time.Time (a pointer to one); "" for none (nil, "", the zero
+// time) and for text that is no body's time. The command line's tables and
+// the console's pages both render every time through it.
+func FormatTime(t any, layout string) string {
+	var at time.Time
+	switch t := t.(type) {
+	case string:
+		at, _ = time.Parse(TimeLayout, t)
+	case *string:
+		if t != nil {
+			at, _ = time.Parse(TimeLayout, *t)
+		}
+	case time.Time:
+		at = t
+	case *time.Time:
+		if t != nil {
+			at = *t
+		}
+	}
+	if at.IsZero() {
+		return ""
+	}
+	return at.UTC().Format(layout)
+}
+
 // StringOrNil is s, nil (JSON null) when it is empty.
 func StringOrNil(s string) *string {
 	if s == "" {

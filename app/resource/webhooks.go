@@ -17,6 +17,30 @@ func NewWebhookEndpoints(es []webhooks.Endpoint) []WebhookEndpoint {
 	return out
 }
 
+// ConsumerWebhookEndpoint is an endpoint as an operator sees it (`licensor
+// webhooks list --json`, the console's webhooks pages): the API's object,
+// whose it is, and since when its deliveries fail (null: they do not).
+type ConsumerWebhookEndpoint struct {
+	WebhookEndpoint
+	ConsumerID   string  `json:"consumer_id"`
+	Consumer     *string `json:"consumer"` // the consumer's name; null when not on record
+	FailingSince *string `json:"failing_since"`
+}
+
+// NewConsumerWebhookEndpoints presents es for an operator, their consumers
+// named by consumerNames (consumer id → name); never nil.
+func NewConsumerWebhookEndpoints(es []webhooks.Endpoint, consumerNames map[string]string) []ConsumerWebhookEndpoint {
+	out := make([]ConsumerWebhookEndpoint, 0, len(es))
+	for _, e := range es {
+		v := ConsumerWebhookEndpoint{WebhookEndpoint: e.Resource(), ConsumerID: e.ConsumerID, FailingSince: TimeOrNil(e.FailingSince)}
+		if n, ok := consumerNames[e.ConsumerID]; ok {
+			v.Consumer = &n
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // CreatedWebhookEndpoint is the answer to a new endpoint: the endpoint and
 // its signing secret, shown this once.
 type CreatedWebhookEndpoint struct {
@@ -51,6 +75,15 @@ type WebhookDelivery struct {
 	CreatedAt     string           `json:"created_at"`
 	UpdatedAt     string           `json:"updated_at"`
 	Attempts      []WebhookAttempt `json:"attempts"`
+}
+
+// LastAttempt is the delivery's latest attempt, nil before the first: its
+// answer and its error are what a list of deliveries shows.
+func (d WebhookDelivery) LastAttempt() *WebhookAttempt {
+	if len(d.Attempts) == 0 {
+		return nil
+	}
+	return &d.Attempts[len(d.Attempts)-1]
 }
 
 // NewWebhookDelivery presents v.
