@@ -28,27 +28,33 @@ func TimeOrNil(t *time.Time) *string {
 	return &s
 }
 
-// FormatTime is a time as an operator's view shows it, in layout, UTC: t
-// is a body's time (a TimeLayout string, or a pointer to one, nil for
-// null) or a time.Time (a pointer to one); "" for none (nil, "", the zero
-// time) and for text that is no body's time. The command line's tables and
-// the console's pages both render every time through it.
-func FormatTime(t any, layout string) string {
-	var at time.Time
+// TimeOf is a time of a body (a TimeLayout string, or a pointer to one,
+// nil for null) or a time.Time (or a pointer to one) as a time.Time; the
+// zero time for none (nil, "") and for text that is no body's time.
+func TimeOf(t any) time.Time {
 	switch t := t.(type) {
 	case string:
-		at, _ = time.Parse(TimeLayout, t)
+		at, _ := time.Parse(TimeLayout, t)
+		return at
 	case *string:
 		if t != nil {
-			at, _ = time.Parse(TimeLayout, *t)
+			return TimeOf(*t)
 		}
 	case time.Time:
-		at = t
+		return t
 	case *time.Time:
 		if t != nil {
-			at = *t
+			return *t
 		}
 	}
+	return time.Time{}
+}
+
+// FormatTime is TimeOf(t) as an operator's view shows it, in layout, UTC;
+// "" for none. The command line's tables and the console's pages render
+// every time through it.
+func FormatTime(t any, layout string) string {
+	at := TimeOf(t)
 	if at.IsZero() {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // intentsPerPage is how many intents a page of the list shows.
@@ -42,12 +43,6 @@ type intentsFilter struct {
 	Age       string
 }
 
-// intentRow is one intent of the list, its consumer named.
-type intentRow struct {
-	idempotency.Intent
-	Consumer string
-}
-
 // intentsPage is the intents list's data.
 type intentsPage struct {
 	Filter     intentsFilter
@@ -55,7 +50,7 @@ type intentsPage struct {
 	Operations []string
 	Ages       []ageOption
 	Errors     map[string]string // a filter's value that is not one of its choices
-	Rows       []intentRow
+	Rows       []resource.Intent
 	Pager      pager
 	Now        time.Time
 }
@@ -122,9 +117,7 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 	if err != nil {
 		return err
 	}
-	for _, in := range list {
-		p.Rows = append(p.Rows, intentRow{Intent: in, Consumer: names[in.ConsumerID]})
-	}
+	p.Rows = resource.NewIntents(list, names)
 	p.Pager = newPager(Prefix+"/intents", p.Filter.query(), p.Pager.Page, intentsPerPage, total)
 	return nil
 }

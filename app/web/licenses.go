@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // licensesPerPage is how many licenses a page of the search shows.
@@ -26,9 +27,10 @@ type licensesFilter struct {
 	Status   string
 }
 
-// licenseRow is one license of the search, its consumer named.
+// licenseRow is one license of the search, as the API shows it, its
+// consumer named.
 type licenseRow struct {
-	licenses.License
+	resource.License
 	Consumer string
 }
 
@@ -91,7 +93,7 @@ func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 		return err
 	}
 	for _, l := range found.Licenses {
-		p.Rows = append(p.Rows, licenseRow{License: l, Consumer: names[l.ConsumerID]})
+		p.Rows = append(p.Rows, licenseRow{License: resource.NewLicense(l), Consumer: names[l.ConsumerID]})
 	}
 	p.Pager = newPager(Prefix+"/licenses", p.Filter.query(), p.Pager.Page, licensesPerPage, found.Total)
 	return nil

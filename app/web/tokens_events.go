@@ -2,12 +2,12 @@ package web
 
 import (
 	"net/http"
-	"time"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // tokenEventsPerPage is the events page's page size (GET
@@ -15,18 +15,10 @@ import (
 const tokenEventsPerPage = 50
 
 // tokenEventRow is an event of the tokens' audit trail as the console shows
-// it: which token, what happened to it, and who did it.
+// it: the API's resource, and the event in a word ("issued", "revoked").
 type tokenEventRow struct {
-	At       time.Time
-	Event    string // audit.TokenIssued or audit.TokenRevoked
-	Action   string // "issued" or "revoked"
-	TokenID  string
-	Consumer string // the token's consumer; "" when not on record
-	// ByToken is the acting token ("" for the command line), ByConsumer its
-	// consumer's name when on record.
-	ByToken    string
-	ByConsumer string
-	RequestID  string
+	resource.TokenEvent
+	Action string
 }
 
 // tokenEventsPage is the events page's data.
@@ -43,16 +35,8 @@ type tokenEventsPage struct {
 // tokenEventRows is events as the console shows them.
 func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 	out := make([]tokenEventRow, 0, len(events))
-	for _, e := range events {
-		r := tokenEventRow{At: e.CreatedAt, Event: e.Event.Event, Action: e.Event.Event, TokenID: e.SubjectID, Consumer: e.Consumer,
-			ByToken: deref(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: deref(e.RequestID)}
-		switch e.Event.Event {
-		case audit.TokenIssued:
-			r.Action = "issued"
-		case audit.TokenRevoked:
-			r.Action = "revoked"
-		}
-		out = append(out, r)
+	for _, e := range resource.NewTokenEvents(events) {
+		out = append(out, tokenEventRow{TokenEvent: e, Action: strings.TrimPrefix(e.Event, "token.")})
 	}
 	return out
 }

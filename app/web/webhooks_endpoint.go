@@ -45,11 +45,8 @@ func (cn *Console) webhookEndpoint(c visit) error {
 	if err != nil {
 		return err
 	}
-	p.Endpoint, p.Total = newEndpointRow(e, names), page.Total
-	urls := map[string]string{e.ID: shownURL(e.URL)}
-	for _, d := range page.Deliveries {
-		p.Deliveries = append(p.Deliveries, newDeliveryRow(d, names, urls))
-	}
+	eps := endpointRows([]webhooks.Endpoint{e}, names)
+	p.Endpoint, p.Deliveries, p.Total = eps[0], deliveryRows(page.Deliveries, names, eps), page.Total
 	p.links(e.ID)
 	return cn.render(c, http.StatusOK, "webhook_endpoint", view{Title: "Webhook endpoint " + e.ID, Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
