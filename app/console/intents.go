@@ -48,7 +48,7 @@ func intentsList(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		f := idempotency.IntentFilter{Status: o.status, Page: o.page, PerPage: o.perPage}
 		if o.olderThan > 0 {
 			f.Before = b.now().UTC().Add(-o.olderThan)
@@ -128,7 +128,7 @@ func intentsShow(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		in, err := b.Store.Intent(ctx, "", id)
 		if err != nil {
 			return intentError("show", id, err)
@@ -160,7 +160,7 @@ func intentsRetry(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		in, err := b.Store.RetryFailed(ctx, audit.Console(), id, b.now().UTC())
 		if errors.Is(err, idempotency.ErrNotFailed) {
 			return fmt.Errorf("retry %s: the intent is %s, not failed: %w", id, in.Status, err)
@@ -230,7 +230,7 @@ func intentsEvents(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		events, consumerID, err := b.Store.IntentEvents(ctx, id)
 		if err != nil {
 			return intentError("events of", id, err)
@@ -255,11 +255,11 @@ func intentsEvents(ctx context.Context, e env) error {
 func intentsDigest(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents digest", flag.ContinueOnError)
 	setUsage(fs, "intents digest KEY", "Prints the key_digest of an Idempotency-Key (or a license id, for its revoke), as logs and intents show it.")
-	key, ok, err := oneID(fs, e, "intents digest")
+	key, ok, err := oneArg(fs, e, "intents digest", intentArg)
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		fmt.Fprintln(e.stdout, b.Store.KeyDigest(key))
 		return nil
 	})
@@ -273,41 +273,24 @@ func intentError(verb, id string, err error) error {
 	return err
 }
 
-// oneID parses a subcommand that takes one argument (an intent's id, or a
-// key) and flags, on either side of it; ok is false when the command should
-// stop there.
-func oneID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
-	var ids []string
-	for {
-		if ok, err := parseFlags(fs, e); !ok {
-			return "", false, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		ids = append(ids, fs.Arg(0))
-		e.args = fs.Args()[1:]
-	}
-	if len(ids) != 1 {
-		return "", false, usagef("%s: give exactly one intent ID (see `licensor intents list`)", name)
-	}
-	return ids[0], true, nil
-}
+// intentArg is what an intents subcommand's one argument is, as its usage
+// error says.
+const intentArg = "intent ID (see `licensor intents list`)"
 
-// intentID is oneID for the subcommands that take an intent's id: one that
+// intentID is oneArg for the subcommands that take an intent's id: one that
 // cannot exist is not found, without asking the database (on MariaDB such
 // text compared with the id's ASCII column is an error, not a miss).
 func intentID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
-	id, ok, err := oneID(fs, e, name)
+	id, ok, err := oneArg(fs, e, name, intentArg)
 	if ok && !request.IsID(id) {
 		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, id, idempotency.ErrIntentNotFound)
 	}
 	return id, ok, err
 }
 
-// withIntents opens the Base (the migrated database, no vendor) and runs
+// withBase opens the Base (the migrated database, no vendor) and runs
 // fn with it.
-func withIntents(ctx context.Context, e env, fn func(*Base) error) error {
+func withBase(ctx context.Context, e env, fn func(*Base) error) error {
 	b, err := loadBase(ctx, e)
 	if err != nil {
 		return err

@@ -168,11 +168,7 @@ func tokenEvents(ctx context.Context, e env) error {
 // withAuth opens the Base (the migrated database, no vendor) and runs fn
 // with its token service.
 func withAuth(ctx context.Context, e env, fn func(*auth.Service) error) error {
-	b, err := loadBase(ctx, e)
-	if err != nil {
-		return err
-	}
-	return errors.Join(fn(b.Auth), b.Close())
+	return withBase(ctx, e, func(b *Base) error { return fn(b.Auth) })
 }
 
 func splitList(s string) []string {

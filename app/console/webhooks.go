@@ -41,7 +41,7 @@ func webhooksList(ctx context.Context, e env) error {
 	if fs.NArg() > 0 {
 		return usagef("webhooks list: unexpected argument %q (flags only)", fs.Arg(0))
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		consumerID := ""
 		if *consumer != "" {
 			c, err := b.Auth.ConsumerNamed(ctx, *consumer)
@@ -94,7 +94,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	setUsage(fs, "webhooks deliveries ENDPOINT_ID [--status pending|delivered|failed] [--limit N] [--json]",
 		"Lists an endpoint's deliveries, newest first, with their attempts (answer status, duration, why it failed); never a body.")
-	id, ok, err := oneArg(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)")
+	id, ok, err := webhookID(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)")
 	if !ok {
 		return err
 	}
@@ -104,7 +104,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	case *perPage < 1 || *perPage > 1000:
 		return usagef("webhooks deliveries: --limit must be between 1 and 1000")
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		if _, err := b.Webhooks.GetEndpoint(ctx, "", id); err != nil {
 			return webhookError("deliveries of", id, "licensor webhooks list", err)
 		}
@@ -150,11 +150,11 @@ func webhooksRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks retry", flag.ContinueOnError)
 	setUsage(fs, "webhooks retry DELIVERY_ID",
 		"Makes a delivery due now with a new WEBHOOK_RETRY_FOR window: a failed one is retried, a delivered one sent again (the receiver drops a duplicate by the event's id). Recorded in the audit trail.")
-	id, ok, err := oneArg(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)")
+	id, ok, err := webhookID(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)")
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		d, err := b.Webhooks.RetryDelivery(ctx, audit.Console(), "", "", id)
 		if errors.Is(err, webhooks.ErrInFlight) {
 			return fmt.Errorf("retry %s: a worker is sending it now; its attempt decides: %w", id, err)
@@ -176,8 +176,9 @@ func webhookError(verb, id, find string, err error) error {
 	return err
 }
 
-// oneArg parses a subcommand that takes one argument (what) and flags, on
-// either side of it; ok is false when the command should stop there.
+// oneArg parses a subcommand that takes one argument (what: an id, or a
+// key) and flags, on either side of it; ok is false when the command should
+// stop there.
 func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	var args []string
 	for {
@@ -193,8 +194,15 @@ func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	if len(args) != 1 {
 		return "", false, usagef("%s: give exactly one %s", name, what)
 	}
-	if !request.IsID(args[0]) { // cannot exist: not found, without asking the database
-		return "", false, fmt.Errorf("%s %q: %w", name, args[0], webhooks.ErrNotFound)
-	}
 	return args[0], true, nil
+}
+
+// webhookID is oneArg for an endpoint's or a delivery's id: one that cannot
+// exist is not found, without asking the database.
+func webhookID(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
+	id, ok, err := oneArg(fs, e, name, what)
+	if ok && !request.IsID(id) {
+		return "", false, fmt.Errorf("%s %q: %w", name, id, webhooks.ErrNotFound)
+	}
+	return id, ok, err
 }
