@@ -61,6 +61,16 @@ func FormatTime(t any, layout string) string {
 	return at.UTC().Format(layout)
 }
 
+// list presents each of xs, in order; never nil, so that none is an empty
+// JSON array.
+func list[T, R any](xs []T, present func(T) R) []R {
+	out := make([]R, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, present(x))
+	}
+	return out
+}
+
 // StringOrNil is s, nil (JSON null) when it is empty.
 func StringOrNil(s string) *string {
 	if s == "" {

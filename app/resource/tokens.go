@@ -28,19 +28,9 @@ func NewToken(t auth.Token) Token {
 
 // NewTokens presents toks, in their order; never nil, so that none is an
 // empty JSON array.
-func NewTokens(toks []auth.Token) []Token {
-	out := make([]Token, 0, len(toks))
-	for _, t := range toks {
-		out = append(out, NewToken(t))
-	}
-	return out
-}
+func NewTokens(toks []auth.Token) []Token { return list(toks, NewToken) }
 
 // NewTokenEvents presents events, in their order; never nil.
 func NewTokenEvents(events []auth.TokenEvent) []TokenEvent {
-	out := make([]TokenEvent, 0, len(events))
-	for _, e := range events {
-		out = append(out, NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer))
-	}
-	return out
+	return list(events, func(e auth.TokenEvent) TokenEvent { return NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer) })
 }

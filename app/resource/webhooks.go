@@ -10,11 +10,7 @@ type WebhookEndpoint = webhooks.EndpointResource
 // NewWebhookEndpoints presents es, in their order; never nil, so that none
 // is an empty JSON array.
 func NewWebhookEndpoints(es []webhooks.Endpoint) []WebhookEndpoint {
-	out := make([]WebhookEndpoint, 0, len(es))
-	for _, e := range es {
-		out = append(out, e.Resource())
-	}
-	return out
+	return list(es, webhooks.Endpoint.Resource)
 }
 
 // ConsumerWebhookEndpoint is an endpoint as an operator sees it (`licensor
@@ -30,15 +26,13 @@ type ConsumerWebhookEndpoint struct {
 // NewConsumerWebhookEndpoints presents es for an operator, their consumers
 // named by consumerNames (consumer id → name); never nil.
 func NewConsumerWebhookEndpoints(es []webhooks.Endpoint, consumerNames map[string]string) []ConsumerWebhookEndpoint {
-	out := make([]ConsumerWebhookEndpoint, 0, len(es))
-	for _, e := range es {
+	return list(es, func(e webhooks.Endpoint) ConsumerWebhookEndpoint {
 		v := ConsumerWebhookEndpoint{WebhookEndpoint: e.Resource(), ConsumerID: e.ConsumerID, FailingSince: TimeOrNil(e.FailingSince)}
 		if n, ok := consumerNames[e.ConsumerID]; ok {
 			v.Consumer = &n
 		}
-		out = append(out, v)
-	}
-	return out
+		return v
+	})
 }
 
 // CreatedWebhookEndpoint is the answer to a new endpoint: the endpoint and
@@ -88,25 +82,19 @@ func (d WebhookDelivery) LastAttempt() *WebhookAttempt {
 
 // NewWebhookDelivery presents v.
 func NewWebhookDelivery(v webhooks.DeliveryView) WebhookDelivery {
-	d := WebhookDelivery{
+	return WebhookDelivery{
 		ID: v.ID, EndpointID: v.EndpointID, EventID: v.EventPublicID, EventType: v.EventType, Status: v.Status,
 		AttemptCount: v.Delivery.Attempts, NextAttemptAt: TimeOrNil(v.NextAttemptAt), DeliveredAt: TimeOrNil(v.DeliveredAt),
-		CreatedAt: Time(v.CreatedAt), UpdatedAt: Time(v.UpdatedAt), Attempts: make([]WebhookAttempt, 0, len(v.Attempts)),
+		CreatedAt: Time(v.CreatedAt), UpdatedAt: Time(v.UpdatedAt),
+		Attempts: list(v.Attempts, func(a webhooks.Attempt) WebhookAttempt {
+			return WebhookAttempt{AttemptedAt: Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus, DurationMS: a.DurationMS, Error: a.Error}
+		}),
 	}
-	for _, a := range v.Attempts {
-		d.Attempts = append(d.Attempts, WebhookAttempt{AttemptedAt: Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus,
-			DurationMS: a.DurationMS, Error: a.Error})
-	}
-	return d
 }
 
 // NewWebhookDeliveries presents vs, in their order; never nil.
 func NewWebhookDeliveries(vs []webhooks.DeliveryView) []WebhookDelivery {
-	out := make([]WebhookDelivery, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, NewWebhookDelivery(v))
-	}
-	return out
+	return list(vs, NewWebhookDelivery)
 }
 
 // ConsumerWebhookDelivery is a delivery as an operator sees it
@@ -120,9 +108,7 @@ type ConsumerWebhookDelivery struct {
 // NewConsumerWebhookDeliveries presents vs for an operator, their
 // consumers named by consumerNames (consumer id → name); never nil.
 func NewConsumerWebhookDeliveries(vs []webhooks.DeliveryView, consumerNames map[string]string) []ConsumerWebhookDelivery {
-	out := make([]ConsumerWebhookDelivery, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, ConsumerWebhookDelivery{Consumer: consumerNames[v.ConsumerID], ConsumerID: v.ConsumerID, WebhookDelivery: NewWebhookDelivery(v)})
-	}
-	return out
+	return list(vs, func(v webhooks.DeliveryView) ConsumerWebhookDelivery {
+		return ConsumerWebhookDelivery{Consumer: consumerNames[v.ConsumerID], ConsumerID: v.ConsumerID, WebhookDelivery: NewWebhookDelivery(v)}
+	})
 }

@@ -23,13 +23,9 @@ type tokenEventRow struct {
 
 // tokenEventsPage is the events page's data.
 type tokenEventsPage struct {
-	TokenID    string // the one token whose trail this is; "" for every token's
-	Events     []tokenEventRow
-	Page       int
-	PrevPage   int // 0: none
-	NextPage   int // 0: none
-	Total      int64
-	PathPrefix string // the page's path, for the pager's links
+	TokenID string // the one token whose trail this is; "" for every token's
+	Events  []tokenEventRow
+	Pager   pager
 }
 
 // tokenEventRows is events as the console shows them.
@@ -66,13 +62,7 @@ func (cn *Console) renderTokenEvents(c echo.Context, tokenID, path string) error
 	if tokenID != "" && total == 0 {
 		return auth.ErrTokenNotFound
 	}
-	p := tokenEventsPage{TokenID: tokenID, Events: tokenEventRows(events), Page: page, Total: total, PathPrefix: path}
-	if page > 1 {
-		p.PrevPage = page - 1
-	}
-	if int64(page*tokenEventsPerPage) < total {
-		p.NextPage = page + 1
-	}
+	p := tokenEventsPage{TokenID: tokenID, Events: tokenEventRows(events), Pager: newPager(path, nil, page, tokenEventsPerPage, total)}
 	title := "Token events"
 	if tokenID != "" {
 		title = "Token " + tokenID + " events"

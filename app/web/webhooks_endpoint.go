@@ -3,7 +3,6 @@ package web
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/licensor-api/licensor/app/webhooks"
 )
@@ -18,10 +17,7 @@ type endpointPage struct {
 	Status     string   // the deliveries' filter; "" for every status
 	Statuses   []string // the filter's choices
 	Deliveries []deliveryRow
-	Total      int64
-	Page       int
-	PrevLink   string // "": no newer page
-	NextLink   string // "": no older page
+	Pager      pager
 }
 
 // webhookEndpoint is GET /console/webhooks/endpoints/:id[?status=&page=]:
@@ -35,9 +31,10 @@ func (cn *Console) webhookEndpoint(c visit) error {
 	if err != nil {
 		return err
 	}
-	p := endpointPage{Status: c.QueryParam("status"), Statuses: webhooks.Statuses, Page: queryPage(c)}
+	p := endpointPage{Status: c.QueryParam("status"), Statuses: webhooks.Statuses}
+	n := queryPage(c)
 	page, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{EndpointID: e.ID, Status: p.Status,
-		Page: p.Page, PerPage: endpointDeliveriesPerPage})
+		Page: n, PerPage: endpointDeliveriesPerPage})
 	if err != nil {
 		return err // an unknown status is the API's 422
 	}
@@ -46,27 +43,19 @@ func (cn *Console) webhookEndpoint(c visit) error {
 		return err
 	}
 	eps := endpointRows([]webhooks.Endpoint{e}, names)
-	p.Endpoint, p.Deliveries, p.Total = eps[0], deliveryRows(page.Deliveries, names, eps), page.Total
-	p.links(e.ID)
+	p.Endpoint, p.Deliveries = eps[0], deliveryRows(page.Deliveries, names, eps)
+	p.Pager = deliveriesPager(e.ID, p.Status, n, page.Total)
 	return cn.render(c, http.StatusOK, "webhook_endpoint", view{Title: "Webhook endpoint " + e.ID, Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
 
-// links sets the pager's links to the newer and the older page, where
-// there is one, keeping the status filter.
-func (p *endpointPage) links(endpointID string) {
-	link := func(n int) string {
-		q := url.Values{}
-		if p.Status != "" {
-			q.Set("status", p.Status)
-		}
-		q.Set("page", strconv.Itoa(n))
-		return Prefix + "/webhooks/endpoints/" + endpointID + "?" + q.Encode()
+// deliveriesPager is the pager of an endpoint's page of deliveries: links
+// to the newer and the older page, where there is one, keeping the status
+// filter.
+func deliveriesPager(endpointID, status string, page int, total int64) pager {
+	query := url.Values{}
+	if status != "" {
+		query.Set("status", status)
 	}
-	if p.Page > 1 {
-		p.PrevLink = link(p.Page - 1)
-	}
-	if int64(p.Page*endpointDeliveriesPerPage) < p.Total {
-		p.NextLink = link(p.Page + 1)
-	}
+	return newPager(Prefix+"/webhooks/endpoints/"+endpointID, query, page, endpointDeliveriesPerPage, total)
 }
