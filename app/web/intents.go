@@ -118,19 +118,9 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 		return err
 	}
 	p.Rows = resource.NewIntents(list, names)
-	p.Pager = newPager(Prefix+"/intents", p.Filter.query(), p.Pager.Page, intentsPerPage, total)
+	filter := map[string]string{"status": p.Filter.Status, "consumer": p.Filter.Consumer, "operation": p.Filter.Operation, "age": p.Filter.Age}
+	p.Pager = newPager(Prefix+"/intents", filter, p.Pager.Page, intentsPerPage, total)
 	return nil
-}
-
-// query is the filter as the list's links carry it.
-func (f intentsFilter) query() url.Values {
-	q := url.Values{}
-	for k, v := range map[string]string{"status": f.Status, "consumer": f.Consumer, "operation": f.Operation, "age": f.Age} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return q
 }
 
 func intentConsumers(list []idempotency.Intent) []string {
@@ -160,15 +150,16 @@ type pager struct {
 }
 
 // newPager is the pager of page (of perPage rows, total in all) of the list
-// at path, its links keeping query.
-func newPager(path string, query url.Values, page, perPage int, total int64) pager {
+// at path, its links keeping the filter's values that are not empty.
+func newPager(path string, filter map[string]string, page, perPage int, total int64) pager {
 	p := pager{Page: page, Total: total, LastPage: max(1, int((total+int64(perPage)-1)/int64(perPage)))}
 	link := func(n int) string {
-		q := url.Values{}
-		for k, v := range query {
-			q[k] = v
+		q := url.Values{"page": {strconv.Itoa(n)}}
+		for k, v := range filter {
+			if v != "" {
+				q.Set(k, v)
+			}
 		}
-		q.Set("page", strconv.Itoa(n))
 		return path + "?" + q.Encode()
 	}
 	if page > 1 {

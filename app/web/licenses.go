@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
 	"unicode/utf8"
 
@@ -95,19 +94,9 @@ func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 	for _, l := range found.Licenses {
 		p.Rows = append(p.Rows, licenseRow{License: resource.NewLicense(l), Consumer: names[l.ConsumerID]})
 	}
-	p.Pager = newPager(Prefix+"/licenses", p.Filter.query(), p.Pager.Page, licensesPerPage, found.Total)
+	filter := map[string]string{"domain": p.Filter.Domain, "consumer": p.Filter.Consumer, "status": p.Filter.Status}
+	p.Pager = newPager(Prefix+"/licenses", filter, p.Pager.Page, licensesPerPage, found.Total)
 	return nil
-}
-
-// query is the search as the list's links carry it.
-func (f licensesFilter) query() url.Values {
-	q := url.Values{}
-	for k, v := range map[string]string{"domain": f.Domain, "consumer": f.Consumer, "status": f.Status} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return q
 }
 
 // licenseEventsShown is how many of a license's consumer events its page

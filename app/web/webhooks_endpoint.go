@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"net/url"
 
 	"github.com/licensor-api/licensor/app/webhooks"
 )
@@ -53,9 +52,5 @@ func (cn *Console) webhookEndpoint(c visit) error {
 // to the newer and the older page, where there is one, keeping the status
 // filter.
 func deliveriesPager(endpointID, status string, page int, total int64) pager {
-	query := url.Values{}
-	if status != "" {
-		query.Set("status", status)
-	}
-	return newPager(Prefix+"/webhooks/endpoints/"+endpointID, query, page, endpointDeliveriesPerPage, total)
+	return newPager(Prefix+"/webhooks/endpoints/"+endpointID, map[string]string{"status": status}, page, endpointDeliveriesPerPage, total)
 }
