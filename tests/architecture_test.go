@@ -48,7 +48,7 @@ var rules = []rule{
 	// app/http speaks no SQL: no GORM, no database package, no driver.
 	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database", "gorm.io"}},
 	// The API's JSON representations, shared by app/http and app/console: the types they present, nothing else.
-	{"app/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/auth", module + "/app/vendorclient",
+	{"app/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/vendorclient",
 		module + "/app/metrics", module + "/app/ratelimit", module + "/app/crypt", module + "/config", module + "/database", module + "/client"}},
 	{"app/vendorsim", []string{"third-party", module + "/app/vendorclient", module + "/app/licenses", module + "/app/idempotency", module + "/app/http",
 		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/licensor-api/licensor/client"
@@ -178,12 +177,16 @@ func writeLicenses(w io.Writer, p client.Page, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tDOMAIN\tNAME\tSTATUS\tCREATED")
-	for _, l := range p.Licenses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Domain, l.Name, l.Status, l.CreatedAt.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
+	return writeTable(w, licenseColumns, p.Licenses)
+}
+
+// licenseColumns are the table of `licenses list`: never the key.
+var licenseColumns = []column[client.License]{
+	{"ID", func(l client.License) string { return l.ID }},
+	{"DOMAIN", func(l client.License) string { return l.Domain }},
+	{"NAME", func(l client.License) string { return l.Name }},
+	{"STATUS", func(l client.License) string { return l.Status }},
+	{"CREATED", func(l client.License) string { return when(l.CreatedAt) }},
 }
 
 // licensorClient builds the API client from LICENSOR_URL and LICENSOR_TOKEN

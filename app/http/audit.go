@@ -44,9 +44,7 @@ func (s *Server) tokenEvents(c echo.Context) error {
 		return err
 	}
 	body.Meta.Total, body.Meta.LastPage = total, max(1, (total+int64(perPage)-1)/int64(perPage))
-	for _, e := range events {
-		body.Data = append(body.Data, resource.NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer))
-	}
+	body.Data = resource.NewTokenEvents(events)
 	return c.JSON(http.StatusOK, body)
 }
 

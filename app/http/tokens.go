@@ -7,39 +7,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
-
-// tokenResource is a token as the API shows it: never its secret, except
-// once, in the response that issues it.
-type tokenResource struct {
-	ID         string         `json:"id"`
-	Token      string         `json:"token,omitempty"`
-	Consumer   string         `json:"consumer"`
-	Name       string         `json:"name"`
-	Abilities  auth.Abilities `json:"abilities"`
-	IssuedBy   *string        `json:"issued_by"` // the token that issued it; null for the command line
-	LastUsedAt *string        `json:"last_used_at"`
-	ExpiresAt  string         `json:"expires_at"`
-	RevokedAt  *string        `json:"revoked_at"`
-	CreatedAt  string         `json:"created_at"`
-}
-
-func newTokenResource(t auth.Token) tokenResource {
-	return tokenResource{
-		ID:         t.ID,
-		Consumer:   t.Consumer.Name,
-		Name:       t.Name,
-		Abilities:  t.Abilities,
-		IssuedBy:   t.IssuedBy,
-		LastUsedAt: resource.TimeOrNil(t.LastUsedAt),
-		ExpiresAt:  events.Time(t.ExpiresAt),
-		RevokedAt:  resource.TimeOrNil(t.RevokedAt),
-		CreatedAt:  events.Time(t.CreatedAt),
-	}
-}
 
 // issueToken is POST /api/tokens. The caller's token must be allowed to
 // grant every ability asked for (auth.Grantable: a tokens:manage token grants
@@ -75,7 +45,7 @@ func (s *Server) issueToken(c echo.Context) error {
 		// report their fields in the rules' order too.
 		return request.MergeFields(nil, err, request.IssueTokenRules)
 	}
-	res := newTokenResource(issued.Token)
+	res := resource.NewToken(issued.Token)
 	res.Token = issued.Secret
 	return c.JSON(http.StatusCreated, resource.Data{Data: res})
 }
@@ -86,11 +56,7 @@ func (s *Server) listTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]tokenResource, 0, len(toks))
-	for _, t := range toks {
-		out = append(out, newTokenResource(t))
-	}
-	return c.JSON(http.StatusOK, resource.Data{Data: out})
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewTokens(toks)})
 }
 
 // revokeToken is DELETE /api/tokens/{id}: 204, also for a token revoked
