@@ -11,6 +11,8 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // UnavailableError is a database error that means "not now": the database
@@ -21,16 +23,19 @@ type UnavailableError struct {
 	Err error
 }
 
-// UnavailableError implements the unavailable interfaces of app/http and
-// app/idempotency.
+// ErrUnavailable is what every *UnavailableError unwraps to first: its
+// code, which app/http, knowing no database package, answers 503.
+var ErrUnavailable error = fault.New("database_unavailable", "database unavailable")
+
+// UnavailableError implements app/idempotency's unavailable interface.
 var _ interface{ Unavailable() bool } = (*UnavailableError)(nil)
 
 func (e *UnavailableError) Error() string { return "database unavailable: " + e.Err.Error() }
 
-// Unwrap exposes the driver's error.
-func (e *UnavailableError) Unwrap() error { return e.Err }
+// Unwrap is ErrUnavailable, then the driver's error.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
 
-// Unavailable tells the HTTP layer, which knows no database package, that
+// Unavailable tells app/idempotency, which knows no database package, that
 // the error is "retry later".
 func (e *UnavailableError) Unavailable() bool { return true }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // DeliveryQuery selects deliveries: of one consumer (all: ""), of one
@@ -43,7 +44,7 @@ type DeliveryPage struct {
 }
 
 // ErrUnknownStatus is a delivery status filter that is none of Statuses.
-var ErrUnknownStatus = errors.New("unknown delivery status")
+var ErrUnknownStatus error = fault.New("unknown_delivery_status", "unknown delivery status")
 
 // Deliveries lists the deliveries q selects, newest first, with their
 // attempts.
@@ -159,7 +160,7 @@ func (s *Service) delivery(db *gorm.DB, consumerID, endpointID, id string) (Deli
 
 // ErrInFlight is a retry of a delivery a worker is sending now: its
 // attempt decides, and a retry is for after it.
-var ErrInFlight = errors.New("the delivery is being sent")
+var ErrInFlight error = fault.New("delivery_in_progress", "the delivery is being sent")
 
 // ConsumerRetryEvery is how often a consumer may retry a delivery of one
 // endpoint: a retry makes a delivery due at once, past its backoff, and a
@@ -177,6 +178,12 @@ type RetryTooSoonError struct {
 func (e *RetryTooSoonError) Error() string {
 	return fmt.Sprintf("a delivery of this endpoint was retried less than %s ago; retry in %s", ConsumerRetryEvery, e.RetryAfter)
 }
+
+// Unwrap is ErrRetryTooSoon.
+func (e *RetryTooSoonError) Unwrap() error { return ErrRetryTooSoon }
+
+// ErrRetryTooSoon is what every *RetryTooSoonError unwraps to: its code.
+var ErrRetryTooSoon error = fault.New("retry_limited", "a delivery of this endpoint was retried too soon")
 
 // RetryDelivery makes the delivery due now, whatever its status, with a new
 // retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a

@@ -16,7 +16,6 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // The statuses of a delivery.
@@ -250,7 +250,7 @@ func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) erro
 // Errors of the endpoints and deliveries.
 var (
 	// ErrNotFound is an endpoint or a delivery the caller has none under.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound error = fault.New("webhook_not_found", "not found")
 )
 
 // notFound wraps ErrNotFound with what was not found.
