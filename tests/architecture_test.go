@@ -23,10 +23,12 @@ type rule struct {
 
 // allowed are the imports a package's rule forbids but that it may make:
 // the webhook signature scheme, stdlib only, which both the vendor's
-// protocol and licensor's own webhooks use.
+// protocol and licensor's own webhooks use; the application's error.
 var allowed = map[string][]string{
 	"app/vendorproto": {module + "/internal/hmacsig"},
 	"client":          {module + "/internal/hmacsig"},
+	"app/audit":       {module + "/internal/fault"},
+	"app/events":      {module + "/internal/fault"},
 }
 
 // sqlDrivers are the SQL drivers: only package database may import them.
@@ -50,6 +52,8 @@ var rules = []rule{
 	// The vendor's protocol: stdlib, and internal/hmacsig (allowed), the signature scheme it shares with licensor's webhooks.
 	{"app/vendorproto", []string{"third-party", module + "/"}},
 	{"internal/hmacsig", []string{"third-party", module + "/"}},
+	// The application's error: every package may import it, so it imports nothing.
+	{"internal/fault", []string{"third-party", module + "/"}},
 	// The guarded operations: declared on the domain, bound through request,
 	// rendered through resource; they know no server and no wiring (GORM only
 	// as the transaction their completion joins).

@@ -73,13 +73,13 @@ func (f *Fields) Err() error {
 	return f
 }
 
-// Error names the fields, sorted, each with its messages.
+// Error is every message, by field sorted (each names its field).
 func (f *Fields) Error() string {
-	msgs := make([]string, 0, len(f.Fields))
+	var msgs []string
 	for _, field := range slices.Sorted(maps.Keys(f.Fields)) {
-		msgs = append(msgs, field+": "+strings.Join(f.Fields[field], " "))
+		msgs = append(msgs, f.Fields[field]...)
 	}
-	return "invalid input: " + strings.Join(msgs, "; ")
+	return "invalid input: " + strings.Join(msgs, " ")
 }
 
 // ErrorClass is ClassInvalidInput (an intent's attempt history).
