@@ -73,6 +73,16 @@ var sqliteUnavailable = map[int]bool{
 	14: true, // SQLITE_CANTOPEN
 }
 
+// sqliteCode is the primary result code of the SQLite driver's error in
+// err's chain (the low byte of its extended code); ok false for none.
+func sqliteCode(err error) (code int, ok bool) {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		return coded.Code() & 0xff, true
+	}
+	return 0, false
+}
+
 // IsUnavailable reports whether err means the database is unavailable for
 // now (see UnavailableError), as opposed to a bug or a refused statement.
 // IsUnreachable is the part of it that concerns the whole database, not
@@ -84,7 +94,6 @@ func IsUnavailable(err error) bool {
 	var u *UnavailableError
 	var me *mysqldriver.MySQLError
 	var ne net.Error
-	var coded interface{ Code() int }
 	switch {
 	case errors.As(err, &u):
 		return true
@@ -95,8 +104,9 @@ func IsUnavailable(err error) bool {
 		return mysqlUnavailable[me.Number] || isGaleraNotReady(me)
 	case errors.As(err, &ne):
 		return true
-	case errors.As(err, &coded):
-		return sqliteUnavailable[coded.Code()&0xff]
+	}
+	if code, ok := sqliteCode(err); ok {
+		return sqliteUnavailable[code]
 	}
 	// database/sql's own "closed" error is not exported.
 	return strings.Contains(err.Error(), "sql: database is closed")

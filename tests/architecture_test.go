@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"client":          {module + "/internal/hmacsig"},
 	"app/audit":       {module + "/internal/fault"},
 	"app/events":      {module + "/internal/fault"},
+	"app/crypt":       {module + "/internal/fault"},
 }
 
 // sqlDrivers are the SQL drivers: only package database may import them.

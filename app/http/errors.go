@@ -169,19 +169,24 @@ var answers = map[string]func(error) *Error{
 	"webhook_not_found":       always(errNotFound),
 	"event_not_found":         always(errNotFound),
 	"ability_not_grantable":   notGrantable,
-	"domain_taken":            always(&Error{Status: http.StatusConflict, Message: "The domain is already licensed.", Code: "domain_taken"}),
+	"domain_taken":            always(coded(http.StatusConflict, "domain_taken", "The domain is already licensed.")),
 	"malformed_json":          always(errMalformedJSON),
 	"unsupported_media_type":  always(errNotJSON),
 	"retry_limited":           retryLimited,
 	"unknown_delivery_status": always(validationError(&fault.Fields{Fields: map[string][]string{"status": {"The selected status is invalid."}}})),
-	"too_many_endpoints": always(&Error{Status: http.StatusConflict, Code: "too_many_endpoints", Message: fmt.Sprintf(
-		"You have %d webhook endpoints, the most a consumer may have. Delete one (or change one's url or events) instead.", webhooks.MaxEndpoints)}),
-	"delivery_in_progress": always(&Error{Status: http.StatusConflict, Code: "delivery_in_progress",
-		Message: "The delivery is being sent right now; its attempt decides. Retry it once that attempt is recorded."}),
+	"too_many_endpoints": always(coded(http.StatusConflict, "too_many_endpoints", fmt.Sprintf(
+		"You have %d webhook endpoints, the most a consumer may have. Delete one (or change one's url or events) instead.", webhooks.MaxEndpoints))),
+	"delivery_in_progress": always(coded(http.StatusConflict, "delivery_in_progress",
+		"The delivery is being sent right now; its attempt decides. Retry it once that attempt is recorded.")),
 	"vendor_unavailable": vendorUnavailable,
-	"vendor_rejected":    always(&Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}),
+	"vendor_rejected":    always(coded(http.StatusUnprocessableEntity, "vendor_rejected", "The license vendor rejected the request.")),
 	// The vendor's outcome is unknown: kept pending, nothing of its answer shown.
 	"vendor_uncertain": func(error) *Error { return pending("") },
+}
+
+// coded is the answer of that status, code and message.
+func coded(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
 }
 
 // always is the answer that does not depend on the error.
@@ -313,27 +318,18 @@ var idempotencyAnswers = []struct {
 	answer *Error
 }{
 	{idempotency.ErrIntentNotFound, errNotFound},
-	{idempotency.ErrKeyInvalid, &Error{Status: http.StatusBadRequest, Code: "idempotency_key_invalid",
-		Message: "The Idempotency-Key header must be given once, as 1 to 255 visible ASCII characters."}},
-	{idempotency.ErrKeyMissing, &Error{Status: http.StatusBadRequest, Code: "idempotency_key_missing",
-		Message: "This request needs an Idempotency-Key header."}},
-	{idempotency.ErrKeyReused, &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-		Message: "This Idempotency-Key was used with another request. Use a new key for a new request."}},
+	{idempotency.ErrKeyInvalid, coded(http.StatusBadRequest, "idempotency_key_invalid", "The Idempotency-Key header must be given once, as 1 to 255 visible ASCII characters.")},
+	{idempotency.ErrKeyMissing, coded(http.StatusBadRequest, "idempotency_key_missing", "This request needs an Idempotency-Key header.")},
+	{idempotency.ErrKeyReused, coded(http.StatusUnprocessableEntity, "idempotency_key_reused", "This Idempotency-Key was used with another request. Use a new key for a new request.")},
 	{idempotency.ErrInProgress, errRequestInProgress},
-	{idempotency.ErrSuperseded, &Error{Status: http.StatusConflict, Code: "intent_superseded",
-		Message: "This request was superseded: its domain's license was revoked while it was open, so it will not be executed. List your licenses for the current state."}},
+	{idempotency.ErrSuperseded, coded(http.StatusConflict, "intent_superseded", "This request was superseded: its domain's license was revoked while it was open, so it will not be executed. List your licenses for the current state.")},
 	{idempotency.ErrLeaseLost, errRequestInProgress},
-	{idempotency.ErrNotFailed, &Error{Status: http.StatusConflict, Code: "intent_not_failed",
-		Message: "Only a failed intent can be retried; this one is not failed."}},
-	{idempotency.ErrRetryOnly, &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
-		Message: "A revoke is retried, never discarded: repeating it is safe and its license waits on it. Retry it instead."}},
-	{idempotency.ErrSubjectBusy, &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
-		Message: "Another intent for the same domain is still open: the vendor's site may be its own. Discard this one once that one is settled."}},
-	{idempotency.ErrNotDiscardable, &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
-		Message: "Only a failed or abandoned intent can be discarded; this one is neither."}},
+	{idempotency.ErrNotFailed, coded(http.StatusConflict, "intent_not_failed", "Only a failed intent can be retried; this one is not failed.")},
+	{idempotency.ErrRetryOnly, coded(http.StatusConflict, "intent_not_discardable", "A revoke is retried, never discarded: repeating it is safe and its license waits on it. Retry it instead.")},
+	{idempotency.ErrSubjectBusy, coded(http.StatusConflict, "intent_not_discardable", "Another intent for the same domain is still open: the vendor's site may be its own. Discard this one once that one is settled.")},
+	{idempotency.ErrNotDiscardable, coded(http.StatusConflict, "intent_not_discardable", "Only a failed or abandoned intent can be discarded; this one is neither.")},
 	// The operator's reason is for the audit trail, never for the consumer.
-	{idempotency.ErrDiscarded, &Error{Status: http.StatusConflict, Code: "intent_discarded",
-		Message: "An operator discarded this request; send a new Idempotency-Key to try again."}},
+	{idempotency.ErrDiscarded, coded(http.StatusConflict, "intent_discarded", "An operator discarded this request; send a new Idempotency-Key to try again.")},
 	{idempotency.ErrNotKept, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
 		Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}},
 	{idempotency.ErrNotRecorded, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
