@@ -42,11 +42,11 @@ type FieldsError = fault.Fields
 // that fails stops that field's other rules; a nullable field that is null
 // (or absent, or an empty string: ConvertEmptyStringsToNull) has no other
 // rule run. known is the abilities the in rule takes. The error is a
-// *FieldsError; the input is returned with it, its Abilities read for the
+// *fault.Fields; the input is returned with it, its Abilities read for the
 // grant check that comes before validation.
 func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken, error) {
 	var in IssueToken
-	verr := &FieldsError{}
+	verr := &fault.Fields{}
 	str := func(field string, required bool, dst *string) {
 		v, present := raw[field]
 		s, isString, ok := laravelString(v, present)

@@ -153,7 +153,7 @@ func orNil(f *fault.Fields) *fault.Fields {
 }
 
 // MergeFields is the one 422 of a body whose type errors (types, nil for
-// none) and whose domain checks (domain, a fieldErrors error or nil) each
+// none) and whose domain checks (domain, a *fault.Fields or nil) each
 // failed for some fields: a field's type error stands in for the domain's
 // message about it, which only saw it empty (an array's items that are no
 // strings are left out of what the domain checks: their errors go beside
