@@ -172,7 +172,7 @@ var answers = map[string]func(error) *Error{
 	"domain_taken":            always(coded(http.StatusConflict, "domain_taken", "The domain is already licensed.")),
 	"malformed_json":          always(errMalformedJSON),
 	"unsupported_media_type":  always(errNotJSON),
-	"retry_limited":           retryLimited,
+	webhooks.CodeRetryTooSoon: retryLimited,
 	"unknown_delivery_status": always(validationError(&fault.Fields{Fields: map[string][]string{"status": {"The selected status is invalid."}}})),
 	"too_many_endpoints": always(coded(http.StatusConflict, "too_many_endpoints", fmt.Sprintf(
 		"You have %d webhook endpoints, the most a consumer may have. Delete one (or change one's url or events) instead.", webhooks.MaxEndpoints))),
@@ -193,9 +193,9 @@ func coded(status int, code, message string) *Error {
 func always(e *Error) func(error) *Error { return func(error) *Error { return e } }
 
 // retryLimited is the 429 of a consumer's retry of a delivery within
-// webhooks.ConsumerRetryEvery of the last (a *webhooks.RetryTooSoonError).
+// webhooks.ConsumerRetryEvery of the last, after its RetryAfter.
 func retryLimited(err error) *Error {
-	var soon *webhooks.RetryTooSoonError
+	var soon *fault.Error
 	errors.As(err, &soon)
 	return &Error{Status: http.StatusTooManyRequests, Code: "retry_limited", RetryAfter: retryAfterOr(soon.RetryAfter, 1),
 		Message: fmt.Sprintf("A delivery of this endpoint was retried less than %s ago. Retry after Retry-After seconds; "+

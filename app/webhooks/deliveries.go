@@ -168,22 +168,11 @@ var ErrInFlight error = fault.New("delivery_in_progress", "the delivery is being
 // that does not answer.
 const ConsumerRetryEvery = time.Minute
 
-// RetryTooSoonError is a consumer's retry of a delivery within
-// ConsumerRetryEvery of its last retry of a delivery to the same endpoint.
-type RetryTooSoonError struct {
-	// RetryAfter is how long until the endpoint's next retry is let through.
-	RetryAfter time.Duration
-}
-
-func (e *RetryTooSoonError) Error() string {
-	return fmt.Sprintf("a delivery of this endpoint was retried less than %s ago; retry in %s", ConsumerRetryEvery, e.RetryAfter)
-}
-
-// Unwrap is ErrRetryTooSoon.
-func (e *RetryTooSoonError) Unwrap() error { return ErrRetryTooSoon }
-
-// ErrRetryTooSoon is what every *RetryTooSoonError unwraps to: its code.
-var ErrRetryTooSoon error = fault.New("retry_limited", "a delivery of this endpoint was retried too soon")
+// CodeRetryTooSoon is the code of a consumer's retry of a delivery within
+// ConsumerRetryEvery of its last retry of a delivery to the same endpoint:
+// a *fault.Error whose RetryAfter is how long until the endpoint's next
+// retry is let through.
+const CodeRetryTooSoon = "retry_limited"
 
 // RetryDelivery makes the delivery due now, whatever its status, with a new
 // retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a
@@ -191,7 +180,7 @@ var ErrRetryTooSoon error = fault.New("retry_limited", "a delivery of this endpo
 // pending one is tried now rather than at its backoff. One a worker is
 // sending (its claim's lease not lapsed) is ErrInFlight. A consumer's own
 // retry (consumerID given) goes through once per ConsumerRetryEvery per
-// endpoint (*RetryTooSoonError otherwise); no retry, an operator's either,
+// endpoint (CodeRetryTooSoon otherwise); no retry, an operator's either,
 // bypasses the endpoint's circuit breaker: a paused endpoint's delivery is
 // due, and is sent when the pause ends. The retry is in the audit trail, by
 // by (the console, or the token of an API call), in the same transaction.
@@ -244,5 +233,7 @@ func (s *Service) consumerRetry(tx *gorm.DB, endpointID string, now time.Time) e
 	if ep.RetriedAt == nil { // cannot be: the compare-and-set failed on it
 		return fmt.Errorf("read the endpoint's last retry: none recorded")
 	}
-	return &RetryTooSoonError{RetryAfter: max(time.Second, ep.RetriedAt.Add(ConsumerRetryEvery).Sub(now))}
+	after := max(time.Second, ep.RetriedAt.Add(ConsumerRetryEvery).Sub(now))
+	return &fault.Error{Code: CodeRetryTooSoon, RetryAfter: after,
+		Message: fmt.Sprintf("a delivery of this endpoint was retried less than %s ago; retry in %s", ConsumerRetryEvery, after)}
 }

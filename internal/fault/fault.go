@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Error is an application error. Sentinels are *Error values, so errors.Is
@@ -22,6 +23,9 @@ type Error struct {
 	// Message is the error's text, for logs and the command line; an
 	// answer's message is app/http's.
 	Message string
+	// RetryAfter is how long until asking again may succeed, when the case
+	// knows (a retry limited): the answer's Retry-After.
+	RetryAfter time.Duration
 }
 
 // New is an error with that code and text.
