@@ -165,8 +165,8 @@ func Close(db *gorm.DB) error {
 // isSQLiteBusy reports SQLITE_BUSY (or one of its extended codes) from the
 // SQLite driver.
 func isSQLiteBusy(err error) bool {
-	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
+	code, ok := sqliteCode(err)
+	return ok && code == sqliteBusy
 }
 
 const sqliteBusy = 5 // SQLITE_BUSY

@@ -184,30 +184,30 @@ func (s *Service) validate(in IssueInput) (IssueInput, error) {
 	var v ValidationError
 	in.Consumer = NormalizeConsumerName(in.Consumer)
 	if msg := consumerNameProblem(in.Consumer); msg != "" {
-		v.add("consumer", msg)
+		v.Add("consumer", msg)
 	}
 	if len(in.Abilities) == 0 {
-		v.add("abilities", "The abilities field is required.")
+		v.Add("abilities", "The abilities field is required.")
 	}
 	for _, a := range in.Abilities {
 		if !IsKnown(a) {
-			v.add("abilities", fmt.Sprintf("The ability %q is not one of: %s.", a, strings.Join(Known, ", ")))
+			v.Add("abilities", fmt.Sprintf("The ability %q is not one of: %s.", a, strings.Join(Known, ", ")))
 		}
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" {
 		in.Name = "token"
 	} else if utf8.RuneCountInString(in.Name) > 255 {
-		v.add("name", "The name field must not be greater than 255 characters.")
+		v.Add("name", "The name field must not be greater than 255 characters.")
 	}
 	if in.TTL == 0 {
 		in.TTL = s.defaultTTL
 	} else if in.TTL < 0 {
-		v.add("expires_in", "The expires in field must be a positive duration.")
+		v.Add("expires_in", "The expires in field must be a positive duration.")
 	} else if in.TTL > s.maxTTL {
-		v.add("expires_in", fmt.Sprintf("The expires in field must not be greater than %s (the longest lifetime a token may have).", formatDuration(s.maxTTL)))
+		v.Add("expires_in", fmt.Sprintf("The expires in field must not be greater than %s (the longest lifetime a token may have).", formatDuration(s.maxTTL)))
 	}
-	return in, v.orNil()
+	return in, v.Err()
 }
 
 // consumer returns the consumer of that name (compared byte for byte: the
@@ -228,7 +228,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if msg := mixedScriptsProblem(name); msg != "" {
 		var v ValidationError
-		v.add("consumer", msg)
+		v.Add("consumer", msg)
 		return Consumer{}, &v
 	}
 	twin, err := s.caseTwin(ctx, name)
@@ -237,7 +237,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if twin != "" {
 		var v ValidationError
-		v.add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
+		v.Add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
 		return Consumer{}, &v
 	}
 	now := dbtime.Stamp(s.now())

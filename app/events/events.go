@@ -26,6 +26,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // The types of consumer events.
@@ -201,7 +202,7 @@ func body(e Event, data []byte) (json.RawMessage, error) {
 }
 
 // ErrNotFound is an event id the consumer has no event under.
-var ErrNotFound = errors.New("event not found")
+var ErrNotFound error = fault.New("event_not_found", "event not found")
 
 // Query is one read of a consumer's feed.
 type Query struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // pageMeta is the meta of the operators' intents listing.
@@ -40,7 +41,7 @@ func (s *Server) listLicenses(c echo.Context) error {
 		}
 	}
 	if len(fields) > 0 {
-		return validationError(fields, "per_page", "cursor")
+		return &fault.Fields{Fields: fields, Order: []string{"per_page", "cursor"}}
 	}
 	p := pager{path: s.baseURL + "/api/licenses"}
 	if perPage != defaultPerPage {

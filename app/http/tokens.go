@@ -1,7 +1,6 @@
 package http
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -68,13 +67,4 @@ func (s *Server) revokeToken(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// notGrantable is the 403 for a token asking to grant more than it may, or
-// to revoke a token holding more than it may grant: it names the abilities
-// refused (auth's words: NotGrantableError.Explain).
-func notGrantable(err error) *Error {
-	ng := &auth.NotGrantableError{}
-	errors.As(err, &ng)
-	return &Error{Status: http.StatusForbidden, Code: "ability_not_grantable", Message: ng.Explain()}
 }

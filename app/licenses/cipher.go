@@ -30,25 +30,8 @@ func (s *Service) open(lic *License) error {
 	}
 	key, err := s.cipher.Decrypt(lic.LicenseKey)
 	if err != nil {
-		return &keyError{id: lic.ID, err: err}
+		return fmt.Errorf("decrypt the key of license %s: %w", lic.ID, err)
 	}
 	lic.LicenseKey = string(key)
 	return nil
 }
-
-// keyError is a license key no configured key opens (app/crypt's
-// ErrDecrypt, which it wraps: 503 key_unavailable to a request).
-type keyError struct {
-	id  string
-	err error
-}
-
-func (e *keyError) Error() string {
-	return fmt.Sprintf("decrypt the key of license %s: %v", e.id, e.err)
-}
-
-// Unwrap exposes the cipher's error.
-func (e *keyError) Unwrap() error { return e.err }
-
-// ErrorClass is key_unavailable (an intent's attempt history).
-func (e *keyError) ErrorClass() string { return "key_unavailable" }

@@ -645,7 +645,7 @@ func TestEnsureSiteWhoseSecondLookFails(t *testing.T) {
 }
 
 // The errors' texts: a vendor error with no cause says so, and a
-// validation error names its fields, sorted.
+// validation error says every message, by field sorted.
 func TestErrorTexts(t *testing.T) {
 	if got := (&UnavailableError{}).Error(); got != "vendor unavailable: no detail" {
 		t.Errorf("UnavailableError{} = %q", got)
@@ -654,7 +654,7 @@ func TestErrorTexts(t *testing.T) {
 		t.Errorf("UncertainError{} = %q", got)
 	}
 	_, err := Validate(Input{Name: "", Domain: "http://x"})
-	if err == nil || err.Error() != "invalid input: [domain name]" {
+	if err == nil || err.Error() != "invalid input: "+domainInvalid+" The name field is required." {
 		t.Errorf("Validate = %v, want the fields named, sorted", err)
 	}
 }

@@ -75,9 +75,7 @@ func isASCII(s string) bool {
 // any other.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
-		verr := &ValidationError{}
-		verr.add("status", "The selected status is invalid.")
-		return Page{}, verr
+		return Page{}, &ValidationError{Fields: map[string][]string{"status": {"The selected status is invalid."}}}
 	}
 	page, perPage := max(q.Page, 1), q.PerPage
 	if perPage <= 0 {

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Config is what a Service needs.
@@ -210,7 +211,7 @@ func isCallerRefusal(err error) bool {
 
 // ErrMadeByAnother is Resume's answer when the domain's license was made by
 // another intent than the one being resumed: that one is moot.
-var ErrMadeByAnother error = &classedError{"the license was made by another intent", "made_by_another"}
+var ErrMadeByAnother error = fault.New("made_by_another", "the license was made by another intent")
 
 // Resume finishes a create whose outcome was unknown. It adopts the vendor's
 // site for the domain when there is one; when there is none it creates one

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Site is the vendor's record for one domain, carrying its license key.
@@ -92,12 +94,13 @@ func refusedForDomain(err error) bool {
 	return errors.As(err, &r) && len(r.Fields["domain"]) > 0 && len(r.Fields) == 1
 }
 
-// Sentinels for the three classes of vendor failure; errors.Is matches each
-// against its typed error.
+// Sentinels for the three classes of vendor failure, each its code; every
+// typed error unwraps to its own first, then to its cause, so errors.Is
+// matches it and its code is the answer's.
 var (
-	ErrVendorUnavailable = errors.New("vendor unavailable")
-	ErrVendorRejected    = errors.New("vendor rejected the request")
-	ErrVendorUncertain   = errors.New("vendor outcome unknown")
+	ErrVendorUnavailable error = fault.New("vendor_unavailable", "vendor unavailable")
+	ErrVendorRejected    error = fault.New("vendor_rejected", "vendor rejected the request")
+	ErrVendorUncertain   error = fault.New("vendor_uncertain", "vendor outcome unknown")
 )
 
 // UnavailableError means the vendor did nothing: it could not be reached,
@@ -109,14 +112,8 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string { return "vendor unavailable: " + errText(e.Err) }
 
-// Unwrap exposes the cause.
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// Is matches ErrVendorUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == ErrVendorUnavailable }
-
-// ErrorClass is vendor_unavailable (an intent's attempt history).
-func (e *UnavailableError) ErrorClass() string { return "vendor_unavailable" }
+// Unwrap is ErrVendorUnavailable, then the cause.
+func (e *UnavailableError) Unwrap() []error { return classAndCause(ErrVendorUnavailable, e.Err) }
 
 // RejectedError means the vendor refused the input (a 4xx other than 429):
 // definite, no effect, and the same request will be refused again.
@@ -130,12 +127,8 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("vendor rejected the request (%d): %s", e.Status, e.Message)
 }
 
-// Is matches ErrVendorRejected.
-func (e *RejectedError) Is(target error) bool { return target == ErrVendorRejected }
-
-// ErrorClass is vendor_rejected (an intent's attempt history): never the
-// vendor's message.
-func (e *RejectedError) ErrorClass() string { return "vendor_rejected" }
+// Unwrap is ErrVendorRejected: the class, never the vendor's message.
+func (e *RejectedError) Unwrap() error { return ErrVendorRejected }
 
 // UncertainError means a write was sent and its outcome is unknown (a timeout
 // after sending, a reset, a 5xx, an unreadable answer). The write may have
@@ -149,11 +142,8 @@ type UncertainError struct {
 
 func (e *UncertainError) Error() string { return "vendor outcome unknown: " + errText(e.Err) }
 
-// Unwrap exposes the cause.
-func (e *UncertainError) Unwrap() error { return e.Err }
-
-// Is matches ErrVendorUncertain.
-func (e *UncertainError) Is(target error) bool { return target == ErrVendorUncertain }
+// Unwrap is ErrVendorUncertain, then the cause.
+func (e *UncertainError) Unwrap() []error { return classAndCause(ErrVendorUncertain, e.Err) }
 
 // OutcomeUnknown tells the idempotency layer to keep the intent pending.
 func (e *UncertainError) OutcomeUnknown() bool { return true }
@@ -162,31 +152,21 @@ func (e *UncertainError) OutcomeUnknown() bool { return true }
 // domain (the natural key), since no site id is known yet.
 func (e *UncertainError) ExternalRef() string { return e.Domain }
 
-// ErrorClass is vendor_uncertain (an intent's attempt history).
-func (e *UncertainError) ErrorClass() string { return "vendor_uncertain" }
-
 // An uncertain error tells the idempotency layer, which declares these
-// interfaces, that the outcome is unknown and what the intent is known by;
-// every error of the domain names its class for an intent's attempt history
-// (idempotency.ErrorClass).
+// interfaces, that the outcome is unknown and what the intent is known by.
 var (
 	_ interface{ OutcomeUnknown() bool } = (*UncertainError)(nil)
 	_ interface{ ExternalRef() string }  = (*UncertainError)(nil)
-	_ interface{ ErrorClass() string }   = (*UncertainError)(nil)
-	_ interface{ ErrorClass() string }   = (*UnavailableError)(nil)
-	_ interface{ ErrorClass() string }   = (*RejectedError)(nil)
-	_ interface{ ErrorClass() string }   = (*ValidationError)(nil)
-	_ interface{ ErrorClass() string }   = (*classedError)(nil)
-	_ interface{ ErrorClass() string }   = (*keyError)(nil)
 )
 
-// classedError is a sentinel of the domain that names its class.
-type classedError struct{ msg, class string }
-
-func (e *classedError) Error() string { return e.msg }
-
-// ErrorClass names the class (an intent's attempt history).
-func (e *classedError) ErrorClass() string { return e.class }
+// classAndCause is what a typed vendor error unwraps to: its class's
+// sentinel, then its cause when it has one.
+func classAndCause(class, cause error) []error {
+	if cause == nil {
+		return []error{class}
+	}
+	return []error{class, cause}
+}
 
 func errText(err error) string {
 	if err == nil {

@@ -16,7 +16,6 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // The statuses of a delivery.
@@ -243,7 +243,7 @@ func (s *Service) now() time.Time { return dbtime.Stamp(s.cfg.Now()) }
 // Errors of the endpoints and deliveries.
 var (
 	// ErrNotFound is an endpoint or a delivery the caller has none under.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound error = fault.New("webhook_not_found", "not found")
 )
 
 // notFound wraps ErrNotFound with what was not found.
