@@ -37,7 +37,7 @@ var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-
 var rules = []rule{
 	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim",
 		module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
-	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
+	{"app/idempotency", []string{"github.com/labstack/echo", module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
 	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
 	// app/http speaks no SQL: no GORM, no database package, no driver.

@@ -37,7 +37,8 @@ func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) 
 	if err != nil {
 		return Intent{}, err
 	}
-	check := g.cfg.Operations.beforeDiscard[rec.Operation]
+	op, _ := g.cfg.Operations.lookup(rec.Operation)
+	check := op.beforeDiscard
 	if check == nil || !rec.mayHaveStarted() || !slices.Contains(Discardable, rec.Status) || slices.Contains(retryOnly, rec.Operation) {
 		return s.Discard(ctx, by, id, reason, g.now(), retryOnly...)
 	}

@@ -10,27 +10,7 @@ import (
 	"time"
 )
 
-// Resumer finishes pending intents of one operation: an Operation's Resume,
-// found by the operation's name, so this package never learns what the
-// operation does.
-type Resumer interface {
-	// Resume looks for the effect of rec's request (through the operation's
-	// natural key) and records it, completing the record through call in
-	// the same transaction when it can (Outcome.Kept). When none is found it
-	// creates it only if mayCreate, and otherwise reports Done=false. An
-	// error means the outcome is still unknown and the record stays pending;
-	// one wrapping ErrSuperseded settles it as superseded.
-	Resume(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
-}
-
-// Resumption is what a Resumer found.
-type Resumption struct {
-	Done     bool     // the intent is finished: store Response
-	Response Response // what a normal success would have answered
-	Outcome  Outcome
-}
-
-// ErrAbandon is returned (wrapped) by a Resumer when the intent can never be
+// ErrAbandon is returned (wrapped) by a Resume when the intent can never be
 // finished (its input is no longer acceptable); the record becomes failed.
 var ErrAbandon = errors.New("intent cannot be finished")
 
@@ -164,7 +144,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		}
 		return Settled{}, false
 	}
-	resumer, found := r.cfg.Operations.resumer(rec.Operation)
+	op, found := r.cfg.Operations.lookup(rec.Operation)
 	if !found {
 		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", r.cfg.Store.KeyDigest(rec.Key))
 		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
@@ -180,26 +160,27 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	if expires.Before(rec.ExpiresAt) {
 		expires = rec.ExpiresAt
 	}
-	call := Call{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID),
-		owner: &owner{store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
-			completes: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}}
-	var res Resumption
+	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID)},
+		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
+		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
+	var resp Response
+	var done bool
 	var err error
 	if rec.sealedErr != nil { // its request cannot be read under the keys held: tried again later
 		err = rec.sealedErr
 	} else {
-		res, err = resume(wctx, resumer, call, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
+		resp, done, err = resume(wctx, op.resume, x, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	}
 	// What the attempt learnt is written even when the loop is stopping.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
-	result, settleErr := r.settle(sctx, rec, lease, res, err)
+	result, settleErr := r.settle(sctx, x, resp, done, err)
 	if settleErr != nil {
 		r.cfg.Log.Error("settle pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", settleErr)
 		return Settled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
+	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
 	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID)}
 	if err != nil { // no error=<nil> on a success
@@ -209,15 +190,16 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	return s, true
 }
 
-// resume calls the Resumer; a panic in it is a failed attempt, not the end
-// of the process (which would claim the same record again after a restart).
-func resume(ctx context.Context, res Resumer, call Call, rec *Record, mayCreate bool) (out Resumption, err error) {
+// resume calls the operation's Resume; a panic in it is a failed attempt,
+// not the end of the process (which would claim the same record again after
+// a restart).
+func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, bool) (Response, bool, error), x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &classedError{class: ClassPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
 		}
 	}()
-	return res.Resume(ctx, call, rec, mayCreate)
+	return fn(ctx, x, rec, mayCreate)
 }
 
 // abandon settles a processing record whose owner went before its work
@@ -239,10 +221,10 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (S
 
 // settle writes what the attempt learnt, and the attempt itself (its
 // intent.attempted audit event, in the same transaction as the record's
-// change). A completion the Resume kept wrote its attempt with it
-// (Call.Complete).
-func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
-	now := r.now()
+// change). A Resume that finished (Execution.Finish) wrote its attempt
+// with it.
+func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, done bool, err error) (string, error) {
+	rec, lease, now := x.rec, x.lease, r.now()
 	attempt := func(result string, err error, next *time.Time) *Attempt {
 		a := &Attempt{Number: rec.Attempts + 1, Result: result, Next: next}
 		if err != nil {
@@ -258,10 +240,10 @@ func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, r
 		// it; it is due again after the first backoff, for this replica once
 		// it holds the key or for one that does.
 		return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
-	case err == nil && res.Done && res.Outcome.Kept: // completed with its local writes, and its attempt
+	case err == nil && done && x.finished: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
-	case err == nil && res.Done:
-		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL),
+	case err == nil && done:
+		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
 			attempt(ResultCompleted, nil, nil))
 	case errors.Is(err, ErrSuperseded):
 		if serr := r.cfg.Store.SupersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
@@ -314,10 +296,3 @@ func (r *Reconciler) Run(ctx context.Context) {
 }
 
 func (r *Reconciler) now() time.Time { return r.cfg.Now().UTC().Truncate(time.Microsecond) }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}

@@ -103,6 +103,13 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 // Ref is the record's public id, "" for none.
 func (r *Record) Ref() string { return deref(r.PublicID) }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // SystemConsumer is the consumer id an intent that belongs to no consumer
 // is recorded under (the vendor's events): beside the consumers' intents,
 // never among them, as no consumer's id is it (theirs are ULIDs). Such an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -261,22 +262,22 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	return true, nil
 }
 
-// Response is what a completed record replays.
+// Response is an operation's answer: what the caller is answered, and
+// what a completed intent stores and replays (its status, its headers:
+// Content-Type, Location; its body), with what it made, kept with the
+// record for the intents API.
 type Response struct {
 	Status  int
-	Headers map[string]string // Content-Type, Location
+	Headers map[string]string
 	Body    []byte
-}
-
-// Outcome describes what an execution produced.
-type Outcome struct {
+	// ResourceType and ResourceID name what the intent made or changed; a
+	// Run returns them beside an error too, where a pending intent is known
+	// by them.
 	ResourceType string
 	ResourceID   string
-	ExternalRef  string
-	// Kept says the work completed the record itself, in the transaction of
-	// its local writes (Call.Complete): there is nothing left to store.
-	Kept bool
-	// NoEffect says the work changed nothing (a create for a domain the
+	// ExternalRef is what the vendor knows the intent by (a site's id).
+	ExternalRef string
+	// NoEffect says the operation changed nothing (a create for a domain the
 	// consumer already held): its answer is given but not stored, and the
 	// key is released, so that a retry tells the truth of its own time.
 	NoEffect bool
@@ -284,8 +285,8 @@ type Outcome struct {
 
 // Complete stores the response of an execution that had an effect, provided
 // the caller still owns the record (its lease is the one it set).
-func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcome, now time.Time) error {
-	set, err := s.completed(resp, o, now)
+func (s *Store) Complete(ctx context.Context, r *Record, resp Response, now time.Time) error {
+	set, err := s.completed(resp, now)
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcom
 }
 
 // completed is the update that makes a record replay resp, its body sealed.
-func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]any, error) {
+func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) {
 	body, err := s.cipher.Encrypt(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt the response body: %w", err)
@@ -304,9 +305,9 @@ func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]a
 		"response_status":  resp.Status,
 		"response_headers": encodeHeaders(resp.Headers),
 		"response_body":    []byte(body), // bytes: the column is a BLOB
-		"resource_type":    nullable(o.ResourceType),
-		"resource_id":      nullable(o.ResourceID),
-		"external_ref":     nullable(o.ExternalRef),
+		"resource_type":    nullable(resp.ResourceType),
+		"resource_id":      nullable(resp.ResourceID),
+		"external_ref":     nullable(resp.ExternalRef),
 		"locked_until":     nil,
 		"updated_at":       now,
 	}, nil
@@ -314,12 +315,12 @@ func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]a
 
 // MarkPending keeps an intent whose outcome is unknown, due for
 // reconciliation at once.
-func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.Time) error {
+func (s *Store) MarkPending(ctx context.Context, r *Record, about Response, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
 		"status":        StatusPending,
-		"resource_type": nullable(o.ResourceType),
-		"resource_id":   nullable(o.ResourceID),
-		"external_ref":  nullable(o.ExternalRef),
+		"resource_type": nullable(about.ResourceType),
+		"resource_id":   nullable(about.ResourceID),
+		"external_ref":  nullable(about.ExternalRef),
 		"locked_until":  nil,
 		"updated_at":    now,
 	})
@@ -354,13 +355,93 @@ func (s *Store) Release(ctx context.Context, r *Record) error {
 	return nil
 }
 
-// ErrLeaseLost means the caller no longer owns the record: its lease ran out
-// and another owner took it over (409 request_in_progress to a request).
-var ErrLeaseLost error = &ownerRefusal{"idempotency lease lost"}
-
 func nullable(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
+}
+
+// openStatuses are the statuses of an intent not settled for good.
+var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, StatusAbandoned}
+
+// supersede marks the consumer's open intents of operation about subject
+// superseded: when beforeID is not 0, only those inserted before that
+// record, and not one whose owner is at work on it right now (processing,
+// its lease alive), which finishes on its own and answers what it finds.
+// The ones to settle are read first (a plain read, no range lock), then
+// updated by id, still open: a change that finds none writes nothing.
+func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, beforeID uint64, now time.Time) error {
+	q := tx.Model(&Record{}).Where("consumer_id = ? AND subject = ? AND operation = ? AND status IN ?", consumerID, subject, operation, openStatuses)
+	if beforeID > 0 {
+		q = q.Where("id < ?", beforeID).Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+	}
+	var ids []uint64
+	if err := q.Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("find older intents: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	u := tx.Model(&Record{}).Where("id IN ? AND status IN ?", ids, openStatuses)
+	if beforeID > 0 { // the exclusion again: one may have been taken over since it was read
+		u = u.Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+	}
+	err := u.Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("supersede older intents: %w", err)
+	}
+	return nil
+}
+
+// whyNotOwned tells why an owner's write matched no row: the intent was
+// superseded, or the lease was lost.
+func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
+	var status string
+	if err := db.Model(&Record{}).Where("id = ?", r.ID).Select("status").Scan(&status).Error; err != nil {
+		return fmt.Errorf("read idempotency record: %w", err)
+	}
+	if status == StatusSuperseded {
+		return ErrSuperseded
+	}
+	return ErrLeaseLost
+}
+
+// Abandon settles a processing record whose owner went before its work
+// could have reached the vendor (phase reserved): nobody was promised
+// anything, so it is never executed by the reconciler, and a retry with its
+// key runs it for real. False when the record changed meanwhile.
+func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
+	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
+		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", StatusProcessing, PhaseReserved).
+			Updates(map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
+	})
+	if res.Error != nil {
+		return false, fmt.Errorf("abandon idempotency record: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// GiveBack ends an execution that had no effect on r, which it owns, so
+// that a retry with the same request runs for real. A fresh intent under a
+// client's key is kept abandoned until it expires, for its fingerprint
+// alone: the key stays bound to its request (another request with it is
+// ErrKeyReused), nothing of the failure is stored or replayed, and the
+// reconciler never executes it. One under a key the server made is
+// released (deleted): no client can send its key again. An intent it took
+// over keeps what it was owed: a superseded one is superseded again; one
+// that may have reached the vendor before (it had started, or failed after
+// a 202) goes back to pending, due now, so that the reconciler finishes it:
+// a retry's definite failure says nothing of the first execution's effect.
+func (s *Store) GiveBack(ctx context.Context, r *Record, now time.Time) error {
+	p := r.prior
+	switch {
+	case p == nil && strings.HasPrefix(r.Key, autoPrefix):
+		return s.Release(ctx, r)
+	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
+	case p.Status == StatusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now})
+	}
+	return s.settle(ctx, r, map[string]any{"status": StatusPending, "locked_until": nil, "updated_at": now})
 }

@@ -81,11 +81,11 @@ func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, s
 // CompleteClaimed stores the response that finishes a claimed pending record,
 // to be replayed until expires (never earlier than the record's own expiry),
 // and records a (nil: nothing) in the same transaction.
-func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, o Outcome, now, expires time.Time, a *Attempt) error {
+func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, now, expires time.Time, a *Attempt) error {
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
 	}
-	set, err := s.completed(resp, o, now)
+	set, err := s.completed(resp, now)
 	if err != nil {
 		return err
 	}

@@ -56,9 +56,11 @@ var ErrUnknownEventType = errors.New("unknown vendor event type")
 // seen a later (or the same) vendor event — so events delivered out of order
 // never move a license back — or when the change is already in place.
 //
-// Call it once per event id (the webhook does, through idempotency.Do):
-// an event of the same second as the last one applied is applied again.
-func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed bool, err error) {
+// It runs in tx, the transaction its caller commits (the webhook's with
+// the event's record). Call it once per event id (the webhook does, through
+// its guarded operation): an event of the same second as the last one
+// applied is applied again.
+func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEvent) (changed bool, err error) {
 	switch ev.Type {
 	case SiteSuspended, SiteReactivated, SiteDeleted, SiteKeyRotated:
 	default:
@@ -67,7 +69,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 	at := ev.At.UTC().Truncate(time.Microsecond)
 	ctx = WithActor(ctx, Actor{Name: ActorVendor})
 	var other *License // the license of the site's id, for another domain
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = func() error {
 		var lic License
 		// The site's license still in force; a site id is the vendor's and
 		// never given twice, so there is at most one.
@@ -89,7 +91,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 			// here twice, the webhook applies each event id once.)
 			return nil
 		}
-		now := s.now().UTC().Truncate(time.Microsecond)
+		now := s.now()
 		set := map[string]any{"vendor_event_at": at}
 		after := lic
 		after.UpdatedAt, after.VendorEventAt = now, &at
@@ -143,7 +145,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		}
 		changed = true
 		return s.logEvent(ctx, tx, after, event, now)
-	})
+	}()
 	if err == nil && other != nil {
 		source, reason := MismatchWebhook, "the event's site is for another domain"
 		if ev.ID == driftEventID {
@@ -169,7 +171,7 @@ func sameDomain(site, license string) bool {
 // logs ids only: no key, and neither domain (the license's is the
 // consumer's to show).
 func (s *Service) siteMismatch(ctx context.Context, source, eventID string, lic License, site Site, reason string) {
-	s.observeMismatch(source)
-	s.log.WarnContext(ctx, "vendor site matches a license by id but not by domain: not applied",
+	s.cfg.ObserveSiteMismatch(source)
+	s.cfg.Log.WarnContext(ctx, "vendor site matches a license by id but not by domain: not applied",
 		"source", source, "event_id", eventID, "site_id", site.ID, "license_id", lic.ID, "reason", reason)
 }
