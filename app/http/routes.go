@@ -92,9 +92,11 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 		if keyErr != nil {
 			return keyErr
 		}
-		body, err := io.ReadAll(c.Request().Body)
-		if err != nil {
-			return fmt.Errorf("%w: %w", idempotency.ErrBodyUnreadable, err)
+		var body []byte // none: the empty intent
+		if c.Request().Body != nil {
+			if body, err = io.ReadAll(c.Request().Body); err != nil {
+				return fmt.Errorf("%w: %w", idempotency.ErrBodyUnreadable, err)
+			}
 		}
 		pre, _ := joined.(*idempotency.Prefetch)
 		resp, decided, err := op.Serve(c.Request().Context(), s.guard, idempotency.Request{

@@ -90,7 +90,7 @@ func TestCompleteClaimedEncrypts(t *testing.T) {
 		t.Fatalf("Claim = %v, %v", won, err)
 	}
 	r.Status, r.LockedUntil = StatusPending, &lease
-	if err := s.CompleteClaimed(ctx, r, lease, Response{Status: 201, Body: []byte("LK-reconciled")}, Outcome{}, now, now.Add(time.Hour), nil); err != nil {
+	if err := s.CompleteClaimed(ctx, r, lease, Response{Status: 201, Body: []byte("LK-reconciled")}, now, now.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if raw := storedBody(t, db, "k"); bytes.Contains(raw, []byte("LK-reconciled")) {

@@ -56,7 +56,7 @@ func TestStoreRetriesALostLockConflict(t *testing.T) {
 			t.Fatalf("Find after Reserve = %+v, %v; want the reserved record", found, err)
 		}
 
-		if err := s.Complete(ctx, r, Response{Status: http.StatusCreated, Body: []byte("made")}, Outcome{}, now); err != nil {
+		if err := s.Complete(ctx, r, Response{Status: http.StatusCreated, Body: []byte("made")}, now); err != nil {
 			t.Fatalf("Complete after a lock wait timeout: %v", err)
 		}
 		if n := updates.Load(); n != 2 {

@@ -100,9 +100,9 @@ var fronts = []front{
 				}
 			}()
 			res, replayed, err := g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: "things.sync", Key: key}, []byte(body),
-				func(ctx context.Context) (DoResult, error) {
+				func(ctx context.Context) (Response, error) {
 					status, body, err := w(ctx)
-					return DoResult{Status: status, Body: []byte(body)}, err
+					return Response{Status: status, Body: []byte(body)}, err
 				})
 			return answer{status: res.Status, body: string(res.Body), replayed: replayed, err: err}
 		}
@@ -113,12 +113,12 @@ type workKey struct{}
 
 // scenarioOperation runs, as its work, the scenario's work that the
 // request's context carries (a detached context keeps its values).
-var scenarioOperation = testOperation("things.store", func(ctx context.Context) (Response, Outcome, error) {
+var scenarioOperation = testOperation("things.store", func(ctx context.Context) (Response, error) {
 	status, body, err := ctx.Value(workKey{}).(work)(ctx)
 	if err != nil {
-		return Response{}, Outcome{}, err
+		return Response{}, err
 	}
-	return Response{Status: status, Headers: map[string]string{echo.HeaderContentType: echo.MIMETextPlainCharsetUTF8}, Body: []byte(body)}, Outcome{}, nil
+	return Response{Status: status, Headers: map[string]string{echo.HeaderContentType: echo.MIMETextPlainCharsetUTF8}, Body: []byte(body)}, nil
 })
 
 func newGuard(t testing.TB, db *testdb.DB) (*Guard, *Store) {
@@ -389,10 +389,10 @@ func TestDoRunsOnceUnderFiftyConcurrentCalls(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				res, replayed, err := g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: "jobs.run", Key: "job-1"}, nil,
-					func(context.Context) (DoResult, error) {
+					func(context.Context) (Response, error) {
 						runs.Add(1)
 						time.Sleep(5 * time.Millisecond)
-						return DoResult{Status: http.StatusOK, Body: []byte("done")}, nil
+						return Response{Status: http.StatusOK, Body: []byte("done")}, nil
 					})
 				switch {
 				case errors.Is(err, ErrInProgress):
@@ -424,7 +424,7 @@ func TestDoContract(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	g, store := newGuard(t, db)
 	ctx := context.Background()
-	never := func(context.Context) (DoResult, error) { t.Error("fn ran"); return DoResult{}, nil }
+	never := func(context.Context) (Response, error) { t.Error("fn ran"); return Response{}, nil }
 	for _, tt := range []struct {
 		key  string
 		want error
@@ -445,7 +445,7 @@ func TestDoContract(t *testing.T) {
 	// A zero result with no error had its effect (200); the outcome replays.
 	sc := Scope{ConsumerID: "c1", Operation: "op", Key: "k1"}
 	caller, hangUp := context.WithCancel(ctx)
-	res, replayed, err := g.Do(caller, sc, []byte(`{"b":1,"a":2}`), func(ctx context.Context) (DoResult, error) {
+	res, replayed, err := g.Do(caller, sc, []byte(`{"b":1,"a":2}`), func(ctx context.Context) (Response, error) {
 		hangUp() // the caller goes away mid-work: the work goes on
 		if ctx.Err() != nil {
 			t.Errorf("fn's context ended with its caller's: %v", ctx.Err())
@@ -453,20 +453,20 @@ func TestDoContract(t *testing.T) {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > WorkBudget(time.Minute) {
 			t.Errorf("fn's deadline = %v, %v; want within the work budget", d, ok)
 		}
-		return DoResult{Outcome: Outcome{ResourceType: "thing", ResourceID: "7"}}, nil
+		return Response{ResourceType: "thing", ResourceID: "7"}, nil
 	})
 	if err != nil || replayed || res.Status != http.StatusOK {
 		t.Fatalf("Do = %+v, %v, %v", res, replayed, err)
 	}
 	res, replayed, err = g.Do(ctx, sc, []byte(`{"a":2,"b":1}`), never)
-	if err != nil || !replayed || res.Status != http.StatusOK || res.Outcome.ResourceID != "7" || res.Outcome.ResourceType != "thing" {
+	if err != nil || !replayed || res.Status != http.StatusOK || res.ResourceID != "7" || res.ResourceType != "thing" {
 		t.Errorf("replay = %+v, %v, %v", res, replayed, err)
 	}
 
 	// A pending intent keeps its canonical intent, for the Resumer.
 	sc.Key = "k2"
-	if _, _, err := g.Do(ctx, sc, []byte(`{"b":1, "a":2}`), func(context.Context) (DoResult, error) {
-		return DoResult{}, unknownOutcome{}
+	if _, _, err := g.Do(ctx, sc, []byte(`{"b":1, "a":2}`), func(context.Context) (Response, error) {
+		return Response{}, unknownOutcome{}
 	}); !errors.Is(err, ErrPending) {
 		t.Fatalf("err = %v, want ErrPending", err)
 	}

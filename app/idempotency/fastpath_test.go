@@ -24,19 +24,20 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 		store := NewStore(db.Gorm, testCipher(t))
 		op := Operation[struct{}]{
 			Name: "things.store",
-			Bind: func(_ echo.Context, body []byte) (struct{}, []byte, error) {
-				binds.Add(1)
-				return struct{}{}, Canonical(body), nil
-			},
-			Run: func(context.Context, Call, struct{}) (Response, Outcome, error) {
+			Run: func(context.Context, *Execution, struct{}) (Response, error) {
 				return Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`),
-					Headers: map[string]string{echo.HeaderLocation: "/things/1", echo.HeaderContentType: echo.MIMEApplicationJSON}}, Outcome{}, nil
+					Headers: map[string]string{echo.HeaderLocation: "/things/1", echo.HeaderContentType: echo.MIMEApplicationJSON}}, nil
 			},
-			Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil },
+			Resume: func(context.Context, *Execution, *Record, bool) (Response, bool, error) {
+				return Response{}, false, nil
+			},
 		}
 		g := newTestGuard(t, Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}, op)
 		e := echo.New()
-		e.POST("/things", op.Handler(g, headerCall))
+		e.POST("/things", op.Handler(g, headerCall, func(body []byte) (struct{}, []byte, error) {
+			binds.Add(1)
+			return struct{}{}, Canonical(body), nil
+		}))
 		post := func(body string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
 			req.Header.Set(HeaderKey, "k1")
@@ -124,8 +125,8 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		if _, ok, err := store.Reserve(ctx, rec); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		resp := Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`), Headers: map[string]string{echo.HeaderLocation: "/things/1"}}
-		if err := store.Complete(ctx, rec, resp, Outcome{ExternalRef: ref}, now); err != nil {
+		resp := Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`), Headers: map[string]string{echo.HeaderLocation: "/things/1"}, ExternalRef: ref}
+		if err := store.Complete(ctx, rec, resp, now); err != nil {
 			t.Fatal(err)
 		}
 		full, err := store.Find(ctx, sc)

@@ -34,7 +34,7 @@ func newHarness(t testing.TB, db *testdb.DB) *harness {
 func newHarnessWith(t testing.TB, db *testdb.DB, c Cipher) *harness {
 	t.Helper()
 	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm, c)}
-	op := testOperation("things.store", func(ctx context.Context) (Response, Outcome, error) {
+	op := testOperation("things.store", func(ctx context.Context) (Response, error) {
 		h.runs.Add(1)
 		return h.run(ctx)
 	})
@@ -65,7 +65,7 @@ func (h *harness) post(key, body string) *httptest.ResponseRecorder {
 func TestPanicReleasesTheKey(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.run = func(context.Context) (Response, Outcome, error) { panic("boom") }
+		h.run = func(context.Context) (Response, error) { panic("boom") }
 		if got := h.post("k", `{}`).Code; got != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", got)
 		}

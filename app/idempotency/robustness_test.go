@@ -77,7 +77,7 @@ func TestPendingRecordIsNeverTakenOver(t *testing.T) {
 
 type panickingResumer struct{}
 
-func (panickingResumer) Resume(context.Context, Call, *Record, bool) (Resumption, error) {
+func (panickingResumer) Resume(context.Context, *Execution, *Record, bool) (Response, bool, error) {
 	panic("a bug in a resumer")
 }
 
@@ -117,9 +117,9 @@ func TestHandlerDeadlineEndsBeforeTheLease(t *testing.T) {
 	const skew = 50 * time.Second // as if reserving had taken that long
 	first := true
 	var deadline time.Time
-	op := testOperation("op", func(ctx context.Context) (Response, Outcome, error) {
+	op := testOperation("op", func(ctx context.Context) (Response, error) {
 		deadline, _ = ctx.Deadline()
-		return Response{Status: http.StatusCreated, Body: []byte("ok")}, Outcome{}, nil
+		return Response{Status: http.StatusCreated, Body: []byte("ok")}, nil
 	})
 	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
 		Now: func() time.Time {
