@@ -48,7 +48,7 @@ func (g *Guard) run(a *attempt) (resp Response, replayed bool, err error) {
 	// The fast path for retries: a completed record needs no reservation.
 	found, err := a.prior.rec, a.prior.err
 	if !a.prior.done || err != nil {
-		if found, err = g.cfg.Store.Find(ctx, rec.scope()); err != nil {
+		if found, err = g.cfg.Store.find(ctx, rec.scope()); err != nil {
 			return Response{}, false, notRecorded(err)
 		}
 	}
@@ -56,7 +56,7 @@ func (g *Guard) run(a *attempt) (resp Response, replayed bool, err error) {
 		return g.answerExisting(a, found)
 	}
 	for range 3 { // a record may change under us; each turn re-reads it
-		existing, ok, err := g.cfg.Store.Reserve(ctx, rec)
+		existing, ok, err := g.cfg.Store.reserve(ctx, rec)
 		if errors.Is(err, errRaced) {
 			continue
 		}
@@ -197,7 +197,7 @@ func (g *Guard) keepPending(a *attempt, about Response, herr error) error {
 		about.ExternalRef = r.ExternalRef() // what the pending intent is known by at the vendor
 	}
 	rec.ExternalRef = nullable(about.ExternalRef)
-	if err := g.cfg.Store.MarkPending(ctx, rec, about, g.now()); err != nil {
+	if err := g.cfg.Store.markPending(ctx, rec, about, g.now()); err != nil {
 		if g.supersededMeanwhile(ctx, err, rec) {
 			g.tell(a, rec, "superseded")
 			return ErrSuperseded // what a retry with its key answers: it never runs again
@@ -227,16 +227,16 @@ func (g *Guard) settle(a *attempt, x *Execution, resp Response, outcome string) 
 	switch {
 	case x.finished: // completed by Finish, with its local writes
 	case resp.Status >= 200 && resp.Status < 300 && !resp.NoEffect:
-		err = g.cfg.Store.Complete(ctx, rec, resp, g.now())
+		err = g.cfg.Store.complete(ctx, rec, resp, g.now())
 	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == StatusAbandoned):
 		// A success that changed nothing (a domain the consumer already
 		// held) binds nothing: the key is free, and a retry tells the truth
 		// of its own time. Only a failure keeps its fingerprint.
 		outcome = "released"
-		err = g.cfg.Store.Release(ctx, rec)
+		err = g.cfg.Store.release(ctx, rec)
 	default:
 		outcome = "released"
-		err = g.cfg.Store.GiveBack(ctx, rec, g.now())
+		err = g.cfg.Store.giveBack(ctx, rec, g.now())
 	}
 	if g.supersededMeanwhile(ctx, err, rec) {
 		g.tell(a, rec, "superseded")
@@ -268,7 +268,7 @@ func (g *Guard) release(a *attempt) {
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
 	g.tell(a, a.rec, "released")
-	if err := g.cfg.Store.GiveBack(ctx, a.rec, g.now()); err != nil {
+	if err := g.cfg.Store.giveBack(ctx, a.rec, g.now()); err != nil {
 		g.cfg.Log.Error("idempotency release failed", "key_digest", g.cfg.Store.KeyDigest(a.rec.Key), "error", err)
 	}
 }
@@ -343,7 +343,7 @@ func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) err
 	for _, key := range []string{autoPrefix + requestID, autoPrefix + ulid.Make().String()} {
 		rec.ID, rec.Key = 0, key
 		var ok bool
-		if _, ok, err = g.cfg.Store.Reserve(ctx, rec); ok {
+		if _, ok, err = g.cfg.Store.reserve(ctx, rec); ok {
 			return nil
 		}
 		if err != nil && !errors.Is(err, errRaced) {

@@ -32,7 +32,7 @@ func TestDiscard(t *testing.T) {
 		if err != nil || in.Status != StatusDiscarded || in.NextAttemptAt != nil {
 			t.Fatalf("Discard(failed) = %+v, %v; want discarded, no next attempt", in, err)
 		}
-		rec, _ := s.Find(ctx, failed.scope())
+		rec, _ := s.find(ctx, failed.scope())
 		if rec.Status != StatusDiscarded || rec.LockedUntil != nil {
 			t.Errorf("record = %s, lease %v; want discarded with no lease", rec.Status, rec.LockedUntil)
 		}
@@ -77,7 +77,7 @@ func TestDiscard(t *testing.T) {
 				t.Errorf("RetryFailed by %+v = %v, want ErrNoActor", nobody, err)
 			}
 		}
-		if rec, _ := s.Find(ctx, other.scope()); rec.Status != StatusFailed {
+		if rec, _ := s.find(ctx, other.scope()); rec.Status != StatusFailed {
 			t.Errorf("refused changes left the intent %s", rec.Status)
 		}
 	})
@@ -116,7 +116,7 @@ func TestOperatorChangeFailures(t *testing.T) {
 			for _, f := range []*testdb.Fault{insert, update, query, events} {
 				f.Disarm()
 			}
-			if rec, _ := s.Find(ctx, failed.scope()); rec.Status != StatusFailed {
+			if rec, _ := s.find(ctx, failed.scope()); rec.Status != StatusFailed {
 				t.Fatalf("%s: the intent is %s, want failed still", tt.says, rec.Status)
 			}
 		}
@@ -138,7 +138,7 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 		if _, err := s.Discard(ctx, audit.Console(), r.Ref(), "why", utcNow()); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
 			t.Fatalf("Prune = %d, %v; want the expired discarded intent", n, err)
 		}
 		events, consumer, err := s.IntentEvents(ctx, r.Ref())

@@ -99,7 +99,7 @@ var fronts = []front{
 					a.err = fmt.Errorf("panic: %v", r)
 				}
 			}()
-			res, replayed, err := g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: "things.sync", Key: key}, []byte(body),
+			res, replayed, err := g.Do(context.Background(), scope{ConsumerID: "c1", Operation: "things.sync", Key: key}, []byte(body),
 				func(ctx context.Context) (Response, error) {
 					status, body, err := w(ctx)
 					return Response{Status: status, Body: []byte(body)}, err
@@ -131,7 +131,7 @@ type stage struct {
 	t     *testing.T
 	db    *testdb.DB
 	store *Store
-	scope Scope
+	scope scope
 	call  func(body string, w work) answer
 	runs  atomic.Int32
 }
@@ -146,7 +146,7 @@ func (s *stage) made(context.Context) (int, string, error) {
 
 func (s *stage) record() *Record {
 	s.t.Helper()
-	r, err := s.store.Find(context.Background(), s.scope)
+	r, err := s.store.find(context.Background(), s.scope)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestDuplicateScenarios(t *testing.T) {
 			for i, sc := range scenarios {
 				t.Run(fr.name+"/"+sc.name, func(t *testing.T) {
 					key := fmt.Sprintf("%s-%d", fr.name, i)
-					s := &stage{t: t, db: db, store: store, scope: Scope{ConsumerID: "c1", Operation: fr.op, Key: key}}
+					s := &stage{t: t, db: db, store: store, scope: scope{ConsumerID: "c1", Operation: fr.op, Key: key}}
 					s.call = func(body string, w work) answer { return call(key, body, w) }
 					sc.play(s)
 				})
@@ -388,7 +388,7 @@ func TestDoRunsOnceUnderFiftyConcurrentCalls(t *testing.T) {
 		for range 50 {
 			wg.Go(func() {
 				<-start
-				res, replayed, err := g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: "jobs.run", Key: "job-1"}, nil,
+				res, replayed, err := g.Do(context.Background(), scope{ConsumerID: "c1", Operation: "jobs.run", Key: "job-1"}, nil,
 					func(context.Context) (Response, error) {
 						runs.Add(1)
 						time.Sleep(5 * time.Millisecond)
@@ -429,21 +429,21 @@ func TestDoContract(t *testing.T) {
 		key  string
 		want error
 	}{{"", ErrKeyMissing}, {"has space", ErrKeyInvalid}, {strings.Repeat("k", 256), ErrKeyInvalid}} {
-		if _, _, err := g.Do(ctx, Scope{ConsumerID: "c1", Operation: "op", Key: tt.key}, nil, never); !errors.Is(err, tt.want) {
+		if _, _, err := g.Do(ctx, scope{ConsumerID: "c1", Operation: "op", Key: tt.key}, nil, never); !errors.Is(err, tt.want) {
 			t.Errorf("key %q: err = %v, want %v", tt.key, err, tt.want)
 		}
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := g.Do(done, Scope{ConsumerID: "c1", Operation: "op", Key: "k0"}, nil, never); !errors.Is(err, context.Canceled) {
+	if _, _, err := g.Do(done, scope{ConsumerID: "c1", Operation: "op", Key: "k0"}, nil, never); !errors.Is(err, context.Canceled) {
 		t.Errorf("a done context: err = %v", err)
 	}
-	if r, _ := store.Find(ctx, Scope{ConsumerID: "c1", Operation: "op", Key: "k0"}); r != nil {
+	if r, _ := store.find(ctx, scope{ConsumerID: "c1", Operation: "op", Key: "k0"}); r != nil {
 		t.Errorf("a done context left a record: %+v", r)
 	}
 
 	// A zero result with no error had its effect (200); the outcome replays.
-	sc := Scope{ConsumerID: "c1", Operation: "op", Key: "k1"}
+	sc := scope{ConsumerID: "c1", Operation: "op", Key: "k1"}
 	caller, hangUp := context.WithCancel(ctx)
 	res, replayed, err := g.Do(caller, sc, []byte(`{"b":1,"a":2}`), func(ctx context.Context) (Response, error) {
 		hangUp() // the caller goes away mid-work: the work goes on

@@ -88,7 +88,7 @@ func (r *rig) wantLogged(parts ...string) {
 // find is the record of consumer c1's key for operation op, nil for none.
 func (r *rig) find(op, key string) *Record {
 	r.t.Helper()
-	rec, err := r.store.Find(context.Background(), Scope{ConsumerID: "c1", Operation: op, Key: key})
+	rec, err := r.store.find(context.Background(), scope{ConsumerID: "c1", Operation: op, Key: key})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ const doOp = "things.do"
 
 // do runs fn through Guard.Do for key, with the intent {"n":1}.
 func (r *rig) do(key string, fn func(ctx context.Context) (Response, error)) (Response, bool, error) {
-	return r.g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: doOp, Key: key}, []byte(theIntent), fn)
+	return r.g.Do(context.Background(), scope{ConsumerID: "c1", Operation: doOp, Key: key}, []byte(theIntent), fn)
 }
 
 // made is Do work that had its effect.
@@ -125,7 +125,7 @@ func seed(t *testing.T, s *Store, key string, mut func(*Record)) *Record {
 	if mut != nil {
 		mut(rec)
 	}
-	if _, ok, err := s.Reserve(context.Background(), rec); !ok {
+	if _, ok, err := s.reserve(context.Background(), rec); !ok {
 		t.Fatalf("seed %s: %v", key, err)
 	}
 	return rec
@@ -587,7 +587,7 @@ func TestUnreadableStoredHeaders(t *testing.T) {
 		if err := db.Gorm.Model(&Record{}).Where("idempotency_key = ?", "k").Update("response_headers", nil).Error; err != nil {
 			t.Fatal(err)
 		}
-		rec, _ := h.store.Find(context.Background(), Scope{"c1", "things.store", "k"})
+		rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"})
 		in, err := h.store.Intent(context.Background(), "c1", rec.Ref())
 		if err != nil || in.Result == nil || in.Result.Status != http.StatusCreated || in.Result.Location != "" {
 			t.Errorf("Intent = %+v, %v; want the 201 with no Location", in, err)
@@ -680,10 +680,10 @@ func TestClosedGroupCommitRefusesTheWrite(t *testing.T) {
 	lease := now.Add(time.Minute)
 	rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 		LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, ok, err := s.Reserve(context.Background(), rec); ok || !errors.Is(err, database.ErrGroupClosed) {
+	if _, ok, err := s.reserve(context.Background(), rec); ok || !errors.Is(err, database.ErrGroupClosed) {
 		t.Errorf("Reserve = %v, %v; want ErrGroupClosed", ok, err)
 	}
-	if found, err := s.Find(context.Background(), rec.scope()); found != nil || err != nil {
+	if found, err := s.find(context.Background(), rec.scope()); found != nil || err != nil {
 		t.Errorf("Find = %+v, %v; want no record", found, err)
 	}
 }

@@ -73,7 +73,7 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 		if old.Code != http.StatusCreated || old.Header().Get(echo.HeaderLocation) != "/things/1" || binds.Load() != before+1 {
 			t.Errorf("old record: %d Location %q, %d binds; want a parsed replay with its headers", old.Code, old.Header().Get(echo.HeaderLocation), binds.Load()-before)
 		}
-		rec, err := store.Find(context.Background(), Scope{"c1", "things.store", "k1"})
+		rec, err := store.find(context.Background(), scope{"c1", "things.store", "k1"})
 		if err != nil || rec == nil {
 			t.Fatal(rec, err)
 		}
@@ -104,7 +104,7 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
 		store := NewStore(db.Gorm, testCipher(t))
-		sc := Scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
+		sc := scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
 		prefetch := func(store *Store) lookup {
 			t.Helper()
 			p := &Prefetch{store: store, operation: sc.Operation, key: sc.Key}
@@ -122,14 +122,14 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		hash, ref, lease := "h1", "site_1", now.Add(time.Minute)
 		rec := &Record{ConsumerID: sc.ConsumerID, Operation: sc.Operation, Key: sc.Key, RequestHash: "r", BodyHash: &hash,
 			Status: StatusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if _, ok, err := store.Reserve(ctx, rec); err != nil || !ok {
+		if _, ok, err := store.reserve(ctx, rec); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 		resp := Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`), Headers: map[string]string{echo.HeaderLocation: "/things/1"}, ExternalRef: ref}
-		if err := store.Complete(ctx, rec, resp, now); err != nil {
+		if err := store.complete(ctx, rec, resp, now); err != nil {
 			t.Fatal(err)
 		}
-		full, err := store.Find(ctx, sc)
+		full, err := store.find(ctx, sc)
 		if err != nil || full == nil {
 			t.Fatal(full, err)
 		}

@@ -120,7 +120,7 @@ func validKey(key string) bool {
 
 // makeRecord is the record a new execution of an intent reserves: processing,
 // under a lease that starts now.
-func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
+func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
 	now := g.now()
 	lease := now.Add(g.cfg.LockTimeout)
 	id := ulid.Make().String()
@@ -166,8 +166,8 @@ type lookup struct {
 }
 
 // lookup reads the record of a scope, once, before the body is parsed.
-func (g *Guard) lookup(ctx context.Context, sc Scope) lookup {
-	rec, err := g.cfg.Store.Find(ctx, sc)
+func (g *Guard) lookup(ctx context.Context, sc scope) lookup {
+	rec, err := g.cfg.Store.find(ctx, sc)
 	return lookup{done: true, rec: rec, err: err}
 }
 

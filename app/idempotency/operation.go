@@ -179,7 +179,7 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 		return Response{}, nil, ErrKeyInvalid
 	}
 	hash := bodyHash(r.Method, r.Route, r.Body)
-	sc := Scope{ConsumerID: r.ConsumerID, Operation: op.Name, Key: r.Key}
+	sc := scope{ConsumerID: r.ConsumerID, Operation: op.Name, Key: r.Key}
 	var prior lookup
 	if r.Key != "" {
 		fast, prefetched := r.Prefetch.lookup(sc)
@@ -240,12 +240,12 @@ const doMethod = "DO"
 // and ctx's error is returned.
 func (op Operation[In]) Do(ctx context.Context, g *Guard, caller Caller, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
 	g.MustServe(op)
-	return g.do(ctx, caller, Scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent,
+	return g.do(ctx, caller, scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent,
 		func(ctx context.Context, x *Execution) (Response, error) { return op.Run(ctx, x, in) })
 }
 
 // do is Do for any work.
-func (g *Guard) do(ctx context.Context, caller Caller, sc Scope, intent []byte, work func(ctx context.Context, x *Execution) (Response, error)) (Response, bool, error) {
+func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, work func(ctx context.Context, x *Execution) (Response, error)) (Response, bool, error) {
 	switch {
 	case sc.Key == "":
 		return Response{}, false, ErrKeyMissing

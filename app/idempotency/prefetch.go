@@ -66,7 +66,7 @@ func (p *Prefetch) Dest() []any {
 // enough to replay it and to decide nothing else. False when it was not
 // read for sc (not read at all, or for another scope), and the guard reads
 // the record itself.
-func (p *Prefetch) lookup(sc Scope) (lookup, bool) {
+func (p *Prefetch) lookup(sc scope) (lookup, bool) {
 	if p == nil || !p.consumer.Valid || p.consumer.String != sc.ConsumerID || p.operation != sc.Operation || p.key != sc.Key {
 		return lookup{}, false
 	}

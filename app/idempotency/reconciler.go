@@ -113,7 +113,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 	// whole lease more: the retry that takes it over normally comes first.
 	// Records before LeaveBefore are left out by the query itself, so that
 	// however many there are they never fill a pass.
-	recs, err := r.cfg.Store.DuePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
+	recs, err := r.cfg.Store.duePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		return r.abandon(ctx, rec, now)
 	}
 	lease := now.Add(r.cfg.Lease)
-	if won, err := r.cfg.Store.Claim(ctx, rec, lease, now); err != nil || !won {
+	if won, err := r.cfg.Store.claim(ctx, rec, lease, now); err != nil || !won {
 		if err != nil {
 			r.cfg.Log.Error("claim pending record", "error", err)
 		}
@@ -147,7 +147,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	op, found := r.cfg.Operations.lookup(rec.Operation)
 	if !found {
 		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", r.cfg.Store.KeyDigest(rec.Key))
-		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
+		if err := r.cfg.Store.postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
 			r.cfg.Log.Error("postpone pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
 		return Settled{}, false
@@ -205,7 +205,7 @@ func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, b
 // abandon settles a processing record whose owner went before its work
 // could have reached the vendor: it is never executed here.
 func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Settled, bool) {
-	won, err := r.cfg.Store.Abandon(ctx, rec, now)
+	won, err := r.cfg.Store.abandon(ctx, rec, now)
 	if err != nil || !won {
 		if err != nil {
 			r.cfg.Log.Error("abandon record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
@@ -239,33 +239,33 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 		// tried, so no attempt is counted or recorded and it never fails of
 		// it; it is due again after the first backoff, for this replica once
 		// it holds the key or for one that does.
-		return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
+		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
 	case err == nil && done && x.finished: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
 	case err == nil && done:
-		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
+		return ResultCompleted, r.cfg.Store.completeClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
 			attempt(ResultCompleted, nil, nil))
 	case errors.Is(err, ErrSuperseded):
-		if serr := r.cfg.Store.SupersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
+		if serr := r.cfg.Store.supersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
 			return ResultSuperseded, serr
 		}
 		return ResultSuperseded, nil // superseded now, or by the change that made it moot
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		next := rec.CreatedAt.Add(r.cfg.Settle)
-		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
+		return ResultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
 	case errors.Is(err, ErrAbandon):
 		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
 			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
+		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
 	case rec.Attempts >= r.cfg.MaxAttempts:
 		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
 			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
 			"next_attempt", next, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
+		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
 	}
 	next := now.Add(r.backoff(rec.Attempts))
-	return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
+	return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
 }
 
 // backoff doubles from Backoff with each attempt, capped at an hour, with up

@@ -135,7 +135,7 @@ func TestReconcilerLosesTheClaim(t *testing.T) {
 		r := newRig(t, db)
 		seed(t, r.store, "k", nil)
 		now := utcNow()
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
+		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v", due, err)
 		}
@@ -194,7 +194,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		r.wantLogged("abandon record", "abandon idempotency record: injected failure")
 
 		now := utcNow()
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
+		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v; want the record still due", due, err)
 		}
@@ -478,8 +478,8 @@ func TestStoreStatementFailures(t *testing.T) {
 		}{
 			{"count pending records", func() { query.Arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
 			{"oldest pending record", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
-			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
+			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.prune(ctx, utcNow(), 10); return err }},
+			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, utcNow(), 10); return err }},
 			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
@@ -494,16 +494,16 @@ func TestStoreStatementFailures(t *testing.T) {
 			update.Disarm()
 			del.Disarm()
 		}
-		if rec, _ := s.Find(ctx, Scope{"c1", "op", "expired"}); rec == nil {
+		if rec, _ := s.find(ctx, scope{"c1", "op", "expired"}); rec == nil {
 			t.Error("a failed prune deleted the expired record")
 		}
-		if rec, _ := s.Find(ctx, Scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
+		if rec, _ := s.find(ctx, scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
 			t.Errorf("a failed retry changed the record: %+v", rec)
 		}
 		if _, err := s.RetryFailed(ctx, audit.Console(), "01NOSUCHINTENT", utcNow()); !errors.Is(err, ErrIntentNotFound) {
 			t.Errorf("RetryFailed of an unknown intent = %v, want ErrIntentNotFound", err)
 		}
-		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
 			t.Errorf("Prune once the database answers = %d, %v; want the expired record", n, err)
 		}
 	})
@@ -567,7 +567,7 @@ func TestDuePendingLeavesOutWhatCameBefore(t *testing.T) {
 			seed(t, r.store, fmt.Sprintf("old-%d", i), func(rec *Record) { rec.CreatedAt = now.Add(-time.Hour) })
 		}
 		seed(t, r.store, "new", nil)
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), now.Add(-time.Minute), 2)
+		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), now.Add(-time.Minute), 2)
 		if err != nil || len(due) != 1 || due[0].Key != "new" {
 			t.Fatalf("DuePending since a minute ago, 2 at most = %+v, %v; want the new record alone", due, err)
 		}

@@ -116,15 +116,15 @@ func deref(s *string) string {
 // intent shows no consumer (Intent.ConsumerID is "").
 const SystemConsumer = "vendor"
 
-// Scope identifies a record: unique on (consumer, operation, key).
-type Scope struct {
+// scope identifies a record: unique on (consumer, operation, key).
+type scope struct {
 	ConsumerID string
 	Operation  string
 	Key        string
 }
 
-func (r *Record) scope() Scope {
-	return Scope{ConsumerID: r.ConsumerID, Operation: r.Operation, Key: r.Key}
+func (r *Record) scope() scope {
+	return scope{ConsumerID: r.ConsumerID, Operation: r.Operation, Key: r.Key}
 }
 
 func (r *Record) expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }

@@ -16,11 +16,11 @@ import (
 // short statement: no transaction or row lock outlives a call, and every
 // lookup carries consumer_id, the natural shard key.
 type Store struct {
-	db     *gorm.DB
-	read   *gorm.DB // the read pool (SQLite's read-only one; on MySQL db)
-	cipher Cipher
-	find   *database.Query       // Find's read, on the read pool
-	group  *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
+	db      *gorm.DB
+	read    *gorm.DB // the read pool (SQLite's read-only one; on MySQL db)
+	cipher  Cipher
+	byScope *database.Query       // Find's read, on the read pool
+	group   *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
 }
 
 // Cipher keeps stored response bodies encrypted at rest, and digests keys
@@ -46,7 +46,7 @@ func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{db: db, read: o.read, cipher: c, find: database.NewQuery(o.read, findQuery), group: o.group}
+	return &Store{db: db, read: o.read, cipher: c, byScope: database.NewQuery(o.read, findQuery), group: o.group}
 }
 
 // StoreOption adjusts a Store.
@@ -105,14 +105,14 @@ FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_ke
 // keyed by APP_KEY, so a guessable key cannot be found from its digest.
 func (s *Store) KeyDigest(key string) string { return s.cipher.Digest(key) }
 
-// Find returns the record of the scope, or nil when there is none; its
+// find returns the record of the scope, or nil when there is none; its
 // RequestBody is not read.
 //
 // It is the read every keyed request makes, a prepared statement scanned by
 // hand (no GORM), on the read pool.
-func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
+func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	var r Record
-	err := s.find.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
+	err := s.byScope.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
 		&r.Status, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody, &r.ResourceType,
 		&r.ResourceID, &r.ExternalRef, &r.CorrelationID, &r.RequestedBy, database.Time(&r.LockedUntil), &r.Attempts,
 		database.NotNullTime(&r.CreatedAt), database.NotNullTime(&r.UpdatedAt), database.NotNullTime(&r.ExpiresAt)},
@@ -169,10 +169,10 @@ func (s *Store) openBody(r *Record) error {
 	return nil
 }
 
-// Reserve inserts r. The unique index on (consumer_id, operation, key) decides
+// reserve inserts r. The unique index on (consumer_id, operation, key) decides
 // who owns the intent: when another record holds the scope, Reserve returns
 // that record and ok=false.
-func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
+func (s *Store) reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
 	row := *r // the row holds the request sealed; r keeps it open
 	if row.RequestBody, err = s.sealRequest(r.RequestBody); err != nil {
 		return nil, false, err
@@ -188,7 +188,7 @@ func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bo
 	if !errors.Is(err, gorm.ErrDuplicatedKey) {
 		return nil, false, fmt.Errorf("reserve idempotency key: %w", err)
 	}
-	existing, err = s.Find(ctx, r.scope())
+	existing, err = s.find(ctx, r.scope())
 	if err == nil && existing == nil {
 		// Deleted between our INSERT and our read (released or pruned): the
 		// caller may simply try again.
@@ -283,9 +283,9 @@ type Response struct {
 	NoEffect bool
 }
 
-// Complete stores the response of an execution that had an effect, provided
+// complete stores the response of an execution that had an effect, provided
 // the caller still owns the record (its lease is the one it set).
-func (s *Store) Complete(ctx context.Context, r *Record, resp Response, now time.Time) error {
+func (s *Store) complete(ctx context.Context, r *Record, resp Response, now time.Time) error {
 	set, err := s.completed(resp, now)
 	if err != nil {
 		return err
@@ -313,9 +313,9 @@ func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) 
 	}, nil
 }
 
-// MarkPending keeps an intent whose outcome is unknown, due for
+// markPending keeps an intent whose outcome is unknown, due for
 // reconciliation at once.
-func (s *Store) MarkPending(ctx context.Context, r *Record, about Response, now time.Time) error {
+func (s *Store) markPending(ctx context.Context, r *Record, about Response, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
 		"status":        StatusPending,
 		"resource_type": nullable(about.ResourceType),
@@ -340,9 +340,9 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 	return nil
 }
 
-// Release deletes the record of an execution that had no effect, so that a
+// release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
-func (s *Store) Release(ctx context.Context, r *Record) error {
+func (s *Store) release(ctx context.Context, r *Record) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return leaseHeld(db, r, StatusProcessing, r.LockedUntil).Delete(&Record{})
 	})
@@ -407,11 +407,11 @@ func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 	return ErrLeaseLost
 }
 
-// Abandon settles a processing record whose owner went before its work
+// abandon settles a processing record whose owner went before its work
 // could have reached the vendor (phase reserved): nobody was promised
 // anything, so it is never executed by the reconciler, and a retry with its
 // key runs it for real. False when the record changed meanwhile.
-func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
+func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", StatusProcessing, PhaseReserved).
 			Updates(map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
@@ -422,7 +422,7 @@ func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool,
 	return res.RowsAffected == 1, nil
 }
 
-// GiveBack ends an execution that had no effect on r, which it owns, so
+// giveBack ends an execution that had no effect on r, which it owns, so
 // that a retry with the same request runs for real. A fresh intent under a
 // client's key is kept abandoned until it expires, for its fingerprint
 // alone: the key stays bound to its request (another request with it is
@@ -433,11 +433,11 @@ func (s *Store) Abandon(ctx context.Context, read *Record, now time.Time) (bool,
 // that may have reached the vendor before (it had started, or failed after
 // a 202) goes back to pending, due now, so that the reconciler finishes it:
 // a retry's definite failure says nothing of the first execution's effect.
-func (s *Store) GiveBack(ctx context.Context, r *Record, now time.Time) error {
+func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 	p := r.prior
 	switch {
 	case p == nil && strings.HasPrefix(r.Key, autoPrefix):
-		return s.Release(ctx, r)
+		return s.release(ctx, r)
 	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
 		return s.settle(ctx, r, map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
 	case p.Status == StatusSuperseded:

@@ -10,14 +10,14 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// DuePending lists the records a reconciler should work, oldest first:
+// duePending lists the records a reconciler should work, oldest first:
 // pending records whose next attempt is due, processing records whose
 // owner's lease ran out before abandonedBefore (the process died and no
 // retry came to take them over), and failed records due for their slow
 // retry (a failed record with no next attempt waits for an operator), of
 // those created since since (zero: all). It is a background scan across
 // consumers; claiming one is a separate compare-and-set.
-func (s *Store) DuePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
+func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
 		Where("((status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)) "+
@@ -34,10 +34,10 @@ func (s *Store) DuePending(ctx context.Context, now, abandonedBefore, since time
 	return recs, nil
 }
 
-// Claim leases a record DuePending listed to the caller until lease, as a
+// claim leases a record DuePending listed to the caller until lease, as a
 // pending record: of several reconcilers (replicas) reading the same record,
 // exactly one wins.
-func (s *Store) Claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
+func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
 			Updates(map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
@@ -78,10 +78,10 @@ func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, s
 	return checkOne(res)
 }
 
-// CompleteClaimed stores the response that finishes a claimed pending record,
+// completeClaimed stores the response that finishes a claimed pending record,
 // to be replayed until expires (never earlier than the record's own expiry),
 // and records a (nil: nothing) in the same transaction.
-func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, now, expires time.Time, a *Attempt) error {
+func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, now, expires time.Time, a *Attempt) error {
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
 	}
@@ -93,20 +93,20 @@ func (s *Store) CompleteClaimed(ctx context.Context, r *Record, lease time.Time,
 	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
-// SupersedeClaimed settles a claimed record as superseded: its effect was
+// supersedeClaimed settles a claimed record as superseded: its effect was
 // made by a later intent, or the consumer revoked it. It records a (nil:
 // nothing) in the same transaction.
-func (s *Store) SupersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
+func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
 }
 
-// Postpone leaves a claimed record pending until next; failed says whether
+// postpone leaves a claimed record pending until next; failed says whether
 // the attempt counts (a vendor error) or not (too young to act on). It
 // records a in the same transaction; a nil a is no attempt (nothing was
 // tried) and records nothing.
-func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time, a *Attempt) error {
+func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time, a *Attempt) error {
 	set := map[string]any{"locked_until": next, "updated_at": now}
 	if failed {
 		set["attempts"] = gorm.Expr("attempts + 1")
@@ -114,11 +114,11 @@ func (s *Store) Postpone(ctx context.Context, r *Record, lease, next time.Time, 
 	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
-// Fail gives up on a claimed record for now: a retry with its key executes
+// fail gives up on a claimed record for now: a retry with its key executes
 // again, an operator may put it back (RetryFailed), and when next is not nil
 // the reconciler tries it again then, on its slow schedule. It records a
 // (nil: nothing) in the same transaction.
-func (s *Store) Fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
+func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
@@ -153,12 +153,12 @@ func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time
 	return count, oldest, nil
 }
 
-// Prune deletes expired settled records (prunable) in batches of batch
+// prune deletes expired settled records (prunable) in batches of batch
 // ids, each batch its own short statement, so no delete holds locks for
 // long. Pending, processing and failed records are never pruned: an intent
 // the server accepted is settled (by the reconciler, or an operator's
 // discard), not dropped.
-func (s *Store) Prune(ctx context.Context, now time.Time, batch int) (int64, error) {
+func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, error) {
 	var total int64
 	for {
 		var ids []uint64
