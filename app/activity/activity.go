@@ -27,8 +27,7 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// The metrics licensor counts. Which guard outcome (app/idempotency's Note
-// Outcome, what Guard's Observe is told) counts in which is
+// The metrics licensor counts. Which guard outcome (app/idempotency's// Outcome, what Guard's Observe is told) counts in which is
 // ObserveIdempotency's mapping:
 //
 //   - replayed → Replays: a stored answer sent again.

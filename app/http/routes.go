@@ -113,7 +113,7 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 
 // headerKey is the Idempotency-Key header's key.
 func headerKey(c echo.Context, g *idempotency.Guard) (string, error) {
-	return g.HeaderKey(c.Request().Header.Values("Idempotency-Key"))
+	return g.HeaderKey(c.Request().Header.Values(idempotency.HeaderKey))
 }
 
 // writeResponse writes a guarded operation's answer.

@@ -68,24 +68,24 @@ func (a Attempt) Reason() string {
 // attemptReason is the grammar of Reason: number, result, class, next.
 var attemptReason = regexp.MustCompile(`^attempt ([1-9][0-9]{0,8}): ([a-z]+)(?: \(([a-z][a-z0-9_]*)\))?(?:, next at (\S+))?$`)
 
-// ErrNotAnAttempt is ParseAttempt's answer to a reason Attempt.Reason did
+// errNotAnAttempt is ParseAttempt's answer to a reason Attempt.Reason did
 // not write (the reason of another event).
-var ErrNotAnAttempt = errors.New("not the reason of an intent.attempted event")
+var errNotAnAttempt = errors.New("not the reason of an intent.attempted event")
 
 // ParseAttempt reads an intent.attempted event's reason back into the
 // Attempt it records (for an operator's page, which shows its fields
-// apart); ErrNotAnAttempt for any other text.
+// apart); errNotAnAttempt for any other text.
 func ParseAttempt(reason string) (Attempt, error) {
 	m := attemptReason.FindStringSubmatch(reason)
 	if m == nil {
-		return Attempt{}, ErrNotAnAttempt
+		return Attempt{}, errNotAnAttempt
 	}
 	n, _ := strconv.Atoi(m[1]) // nine digits at most: it fits
 	a := Attempt{Number: n, Result: m[2], Class: m[3]}
 	if m[4] != "" {
 		next, err := time.Parse(attemptTimeLayout, m[4])
 		if err != nil {
-			return Attempt{}, ErrNotAnAttempt
+			return Attempt{}, errNotAnAttempt
 		}
 		a.Next = &next
 	}

@@ -57,7 +57,7 @@ func attempts(t *testing.T, s *Store, id string) []Attempt {
 }
 
 // Reason writes an attempt in one line that ParseAttempt reads back whole;
-// any other text is ErrNotAnAttempt.
+// any other text is errNotAnAttempt.
 func TestAttemptReasonRoundTrips(t *testing.T) {
 	next := time.Date(2026, 12, 1, 10, 0, 30, 123456000, time.UTC)
 	for want, a := range map[string]Attempt{
@@ -81,8 +81,8 @@ func TestAttemptReasonRoundTrips(t *testing.T) {
 	for _, junk := range []string{"", "no longer wanted", "attempt 0: completed", "attempt 1: Completed", "attempt x: retry",
 		"attempt 1: retry (Vendor Body)", "attempt 1: retry, next at yesterday", "attempt 1: retry, next at 2026-13-01T10:00:30.123456Z",
 		"attempt 1: completed ", " attempt 1: completed", "attempt 1234567890: completed"} {
-		if a, err := ParseAttempt(junk); !errors.Is(err, ErrNotAnAttempt) {
-			t.Errorf("ParseAttempt(%q) = %+v, %v; want ErrNotAnAttempt", junk, a, err)
+		if a, err := ParseAttempt(junk); !errors.Is(err, errNotAnAttempt) {
+			t.Errorf("ParseAttempt(%q) = %+v, %v; want errNotAnAttempt", junk, a, err)
 		}
 	}
 }

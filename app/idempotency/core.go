@@ -13,7 +13,7 @@ import (
 )
 
 // attempt is one call for an intent as the state machine sees it, whatever
-// made it (the middleware, Do): the record it would reserve, how to run the
+// made it (Serve, Do): the record it would reserve, how to run the
 // work, and how to tell of the outcome.
 type attempt struct {
 	rec   *Record
@@ -33,7 +33,7 @@ type attempt struct {
 // one told is the attempt's.
 func (g *Guard) tell(a *attempt, r *Record, outcome string) { a.noted = g.note(r, outcome) }
 
-// run is the state machine, the one the middleware and Do share: from the
+// run is the state machine, the one Serve and Do share: from the
 // record that holds the scope it decides whether to replay, refuse, or
 // execute. Only the INSERT in Reserve (or a compare-and-set on an existing
 // record) makes this call the owner. It returns the record to replay when
@@ -372,4 +372,27 @@ func stored(r *Record) (Response, error) {
 	}
 	resp.Headers[HeaderReplayed] = "true"
 	return resp, nil
+}
+
+// WorkBudget is how long the owner of a lease may work: the work ends a fifth
+// of the lease before the lease does, so that the owner always settles its
+// record before anyone may take it over. This is the one place the rule is
+// set; every deadline on owned work (Serve's, the keyless path's, an
+// unguarded write's, the reconciler's) derives from it.
+func WorkBudget(lease time.Duration) time.Duration { return lease - lease/5 }
+
+// workDeadline is when the work under a lease of length lease, ending at
+// leaseEnd on the service's clock (now on that clock), must stop: a real
+// time, as context deadlines are, whatever clock the service runs on. Time
+// already spent since the lease began comes out of the budget.
+func workDeadline(leaseEnd, now time.Time, lease time.Duration) time.Time {
+	return time.Now().Add(leaseEnd.Sub(now) + WorkBudget(lease) - lease)
+}
+
+// detach returns the context owned work runs on: it keeps parent's values
+// but not its cancellation, so that a client hanging up cannot cut the work
+// short between the vendor's answer and the write that records it, and it
+// ends at deadline. It is the one place a request is detached from its client.
+func detach(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.WithoutCancel(parent), deadline)
 }

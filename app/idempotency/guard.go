@@ -18,7 +18,7 @@ const (
 	HeaderReplayed = "Idempotent-Replayed"
 )
 
-// Errors the middleware answers with; app/http maps each to its status and code.
+// Errors the guard answers with; app/http maps each to its status and code.
 var (
 	ErrKeyInvalid = errors.New("idempotency key invalid")   // 400 idempotency_key_invalid
 	ErrKeyMissing = errors.New("idempotency key missing")   // 400 idempotency_key_missing

@@ -38,7 +38,7 @@ const (
 // written with the local writes that belong to it.
 const (
 	PhaseReserved = "reserved" // on the record; the vendor has not heard of it
-	PhaseStarted  = "started"  // the work may have reached the vendor (Call.Started)
+	PhaseStarted  = "started"  // the work may have reached the vendor (Execution.Start)
 	PhaseFinished = "finished" // settled, with the local writes of its effect
 )
 
@@ -130,7 +130,7 @@ func (r *Record) scope() scope {
 func (r *Record) expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
 
 // mayHaveStarted reports whether the work may have reached the vendor: it
-// passed Call.Started, or the record is older than phases.
+// passed Execution.Start, or the record is older than phases.
 func (r *Record) mayHaveStarted() bool { return r.Phase == nil || *r.Phase != PhaseReserved }
 
 func (r *Record) leaseAlive(now time.Time) bool {
