@@ -67,7 +67,7 @@ func TestAttemptReasonRoundTrips(t *testing.T) {
 		"attempt 4: retry (vendor_unavailable), next at 2026-12-01T10:00:30.123456Z":           {Number: 4, Result: ResultRetry, Class: "vendor_unavailable", Next: &next},
 		"attempt 11: failed (vendor_uncertain), next at 2026-12-01T10:00:30.123456Z":           {Number: 11, Result: ResultFailed, Class: "vendor_uncertain", Next: &next},
 		"attempt 2: failed (domain_taken)":                                                     {Number: 2, Result: ResultFailed, Class: "domain_taken"},
-		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: ClassDatabaseUnavailable, Next: &next},
+		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: classDatabaseUnavailable, Next: &next},
 	} {
 		if got := a.Reason(); got != want {
 			t.Errorf("Reason = %q, want %q", got, want)
@@ -98,22 +98,22 @@ func TestErrorClass(t *testing.T) {
 	}{
 		{fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret}), "vendor_unavailable"},
 		{fmt.Errorf("%w: stored request: %w", ErrAbandon, classed{"invalid_input", secret}), "invalid_input"},
-		{classed{secret, secret}, ClassError},
-		{fmt.Errorf("store license: %w", unavailable), ClassDatabaseUnavailable},
-		{fmt.Errorf("find vendor site: %w", context.DeadlineExceeded), ClassTimeout},
-		{context.Canceled, ClassCanceled},
-		{fmt.Errorf("%w: %w", ErrAbandon, errors.New(secret)), ClassCannotFinish},
-		{&classedError{class: ClassPanic, err: errors.New("resumer panicked: " + secret)}, ClassPanic},
-		{errors.New(secret), ClassError},
+		{classed{secret, secret}, classError},
+		{fmt.Errorf("store license: %w", unavailable), classDatabaseUnavailable},
+		{fmt.Errorf("find vendor site: %w", context.DeadlineExceeded), classTimeout},
+		{context.Canceled, classCanceled},
+		{fmt.Errorf("%w: %w", ErrAbandon, errors.New(secret)), classCannotFinish},
+		{&classedError{class: classPanic, err: errors.New("resumer panicked: " + secret)}, classPanic},
+		{errors.New(secret), classError},
 	} {
-		if got := ErrorClass(tt.err); got != tt.want {
+		if got := errorClass(tt.err); got != tt.want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if got := ErrorClass(classed{strings.Repeat("a", 41), ""}); got != ClassError {
-		t.Errorf("a 41-letter class = %q, want %q", got, ClassError)
+	if got := errorClass(classed{strings.Repeat("a", 41), ""}); got != classError {
+		t.Errorf("a 41-letter class = %q, want %q", got, classError)
 	}
-	if e := (&classedError{class: ClassPanic, err: context.Canceled}); !errors.Is(e, context.Canceled) || e.Error() != context.Canceled.Error() {
+	if e := (&classedError{class: classPanic, err: context.Canceled}); !errors.Is(e, context.Canceled) || e.Error() != context.Canceled.Error() {
 		t.Errorf("classedError hides its cause: %v", e)
 	}
 }
@@ -162,8 +162,8 @@ func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
 		want := []Attempt{
 			{Number: 2, Result: ResultWaiting},
 			{Number: 2, Result: ResultRetry, Class: "vendor_unavailable"},
-			{Number: 3, Result: ResultRetry, Class: ClassPanic},
-			{Number: 4, Result: ResultFailed, Class: ClassError},
+			{Number: 3, Result: ResultRetry, Class: classPanic},
+			{Number: 4, Result: ResultFailed, Class: classError},
 			{Number: 5, Result: ResultCompleted},
 		}
 		if len(got) != len(want) {
@@ -263,7 +263,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 							t.Fatalf("no fault: record %s, attempts %+v; want %s with one %s (%s)", after.Status, got, o.status, o.result, o.class)
 						}
 					case kept: // the domain's transaction rolled back whole; the retry that followed is on record
-						if after.Status != StatusPending || len(got) != 1 || got[0].Result != ResultRetry || got[0].Class != ClassError ||
+						if after.Status != StatusPending || len(got) != 1 || got[0].Result != ResultRetry || got[0].Class != classError ||
 							!got[0].Next.Equal(*after.LockedUntil) {
 							t.Fatalf("fault %d: record %s until %v, attempts %+v; want pending, one retry due then", i, after.Status, after.LockedUntil, got)
 						}

@@ -200,7 +200,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, bool) (Response, bool, error), x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &classedError{class: ClassPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
+			err = &classedError{class: classPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
 		}
 	}()
 	return fn(ctx, x, rec, mayCreate)
@@ -232,7 +232,7 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 	attempt := func(result string, err error, next *time.Time) *Attempt {
 		a := &Attempt{Number: rec.Attempts + 1, Result: result, Next: next}
 		if err != nil {
-			a.Class = ErrorClass(err)
+			a.Class = errorClass(err)
 		}
 		return a
 	}
