@@ -101,8 +101,8 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 	return &Reconciler{cfg: cfg}
 }
 
-// Settled is one record a pass worked on.
-type Settled struct {
+// Reconciled is one intent a pass of the reconciler worked on, and what came of it.
+type Reconciled struct {
 	Intent    string // the intent's public id
 	Operation string
 	KeyDigest string
@@ -111,7 +111,7 @@ type Settled struct {
 }
 
 // RunOnce claims every due pending record and tries to settle it.
-func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
+func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 	now := r.now()
 	// A processing record is abandoned once its lease has been over for a
 	// whole lease more: the retry that takes it over normally comes first.
@@ -121,7 +121,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Settled
+	var out []Reconciled
 	for i := range recs {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
@@ -136,7 +136,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 
 // reconcile claims one record and works it; ok=false when another
 // reconciler claimed it first or the database failed.
-func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool) {
+func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bool) {
 	now := r.now()
 	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
 		return r.abandon(ctx, rec, now)
@@ -146,7 +146,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		if err != nil {
 			r.cfg.Log.Error("claim pending record", "error", err)
 		}
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	op, found := r.cfg.Operations.lookup(rec.Operation)
 	if !found {
@@ -154,7 +154,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 		if err := r.cfg.Store.postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
 			r.cfg.Log.Error("postpone pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	// The work ends within the budget of the lease the claim took, counted
 	// from the lease's start, as an owner's does.
@@ -181,10 +181,10 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	result, settleErr := r.settle(sctx, x, resp, done, err)
 	if settleErr != nil {
 		r.cfg.Log.Error("settle pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", settleErr)
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
+	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
 	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID)}
 	if err != nil { // no error=<nil> on a success
@@ -208,16 +208,16 @@ func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, b
 
 // abandon settles a processing record whose owner went before its work
 // could have reached the vendor: it is never executed here.
-func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Settled, bool) {
+func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Reconciled, bool) {
 	won, err := r.cfg.Store.abandon(ctx, rec, now)
 	if err != nil || !won {
 		if err != nil {
 			r.cfg.Log.Error("abandon record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	r.cfg.Observe(ResultAbandoned)
-	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
+	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
 		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", deref(rec.CorrelationID))
 	return s, true
