@@ -63,7 +63,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			return resp, err
 		},
 		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, mayCreate bool) (idempotency.Response, bool, error) {
-			ctx = reconcilerActor(ctx, rec)
+			ctx = reconcilerActor(ctx, x.Caller)
 			in, err := storedInput(rec)
 			if err != nil {
 				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
@@ -102,15 +102,14 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 		// there: before its intent is discarded, a site for its domain that
 		// no license holds is deleted, so that nobody pays for it.
 		BeforeDiscard: func(ctx context.Context, rec *idempotency.Record) error {
-			domain := deref(rec.Subject) // the normalised domain
-			if domain == "" {
-				in, err := storedInput(rec)
-				if err != nil {
-					return err
-				}
-				domain = in.Domain
+			if rec.Subject != nil { // the normalised domain
+				_, err := svc.ClearSite(ctx, *rec.Subject)
+				return err
 			}
-			_, err := svc.ClearSite(ctx, domain)
+			in, err := storedInput(rec)
+			if err == nil {
+				_, err = svc.ClearSite(ctx, in.Domain)
+			}
 			return err
 		},
 	}
@@ -239,7 +238,7 @@ func revokeLicense(svc *licenses.Service, creates string) idempotency.Operation[
 			return resp, err
 		},
 		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, _ bool) (idempotency.Response, bool, error) {
-			ctx = reconcilerActor(ctx, rec)
+			ctx = reconcilerActor(ctx, x.Caller)
 			lic, err := svc.Revocable(ctx, rec.ConsumerID, rec.Key)
 			switch {
 			case errors.Is(err, licenses.ErrNotFound):

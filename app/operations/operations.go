@@ -48,19 +48,9 @@ func requestActor(ctx context.Context, c idempotency.Caller) context.Context {
 	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorRequest, RequestID: c.RequestID, TokenID: c.TokenID})
 }
 
-// reconcilerActor names the reconciler, on behalf of the token that asked,
-// in the audit trail of what it does for rec.
-func reconcilerActor(ctx context.Context, rec *idempotency.Record) context.Context {
-	a := licenses.Actor{Name: licenses.ActorReconciler, RequestID: deref(rec.CorrelationID)}
-	if rec.RequestedBy != nil {
-		a.TokenID = *rec.RequestedBy
-	}
-	return licenses.WithActor(ctx, a)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+// reconcilerActor names the reconciler, on behalf of the token that asked
+// and with its request's id (the record's, as the reconciler's caller
+// carries them), in the audit trail of what it does.
+func reconcilerActor(ctx context.Context, c idempotency.Caller) context.Context {
+	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorReconciler, RequestID: c.RequestID, TokenID: c.TokenID})
 }
