@@ -42,7 +42,9 @@ var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-
 var rules = []rule{
 	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim",
 		module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
-	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
+	// The idempotency layer is generic and takes requests as plain values: no
+	// web framework, no domain.
+	{"app/idempotency", []string{"github.com/labstack/echo", module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
 	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
 	// app/http speaks no SQL: no GORM, no database package, no driver.
@@ -61,11 +63,11 @@ var rules = []rule{
 	{"internal/wait", []string{"third-party", module + "/"}},
 	// The application's error: every package may import it, so it imports nothing.
 	{"internal/fault", []string{"third-party", module + "/"}},
-	// The guarded operations: declared on the domain, bound through request,
-	// rendered through resource; they know no server and no wiring (GORM only
-	// as the transaction their completion joins).
+	// The guarded operations: declared on the domain, rendered through
+	// resource; they know no server, no web framework and no wiring (GORM
+	// only as the transaction of their last phase).
 	// No import runs back up: app/http serves the operations, never the reverse.
-	{"app/operations", []string{module + "/app/http", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+	{"app/operations", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
 		module + "/config", module + "/database"}},
 	// Request bodies read and validated: no echo, no SQL.
 	{"app/request", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},

@@ -23,12 +23,12 @@ func TestAnOperationWithoutResumeStopsTheStart(t *testing.T) {
 	cfg := testConfig(v.srv.URL)
 	noResume := idempotency.Operation[struct{}]{
 		Name: "jobs.sync",
-		Run: func(context.Context, idempotency.Call, struct{}) (idempotency.Response, idempotency.Outcome, error) {
-			return idempotency.Response{Status: http.StatusOK}, idempotency.Outcome{}, nil
+		Run: func(context.Context, *idempotency.Execution, struct{}) (idempotency.Response, error) {
+			return idempotency.Response{Status: http.StatusOK}, nil
 		},
 	}
 	a, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, &testkit.Buffer{}),
-		console.Overrides{DB: db.Gorm, Read: db.Read, Operations: []idempotency.Declared{noResume}})
+		console.Overrides{DB: db.Gorm, Read: db.Read, Operations: []idempotency.AnyOperation{noResume}})
 	if err == nil {
 		a.Close()
 		t.Fatal("the application started with an operation it cannot resume")

@@ -23,7 +23,7 @@ const settle = time.Minute
 // reconciler is the reconciler serve runs, as the bootstrap built it.
 func (a *app) reconciler() *idempotency.Reconciler { return a.app.Reconciler }
 
-func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Settled {
+func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Reconciled {
 	a.t.Helper()
 	s, err := r.RunOnce(context.Background())
 	if err != nil {
@@ -32,7 +32,7 @@ func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Settled {
 	return s
 }
 
-func results(s []idempotency.Settled) string {
+func results(s []idempotency.Reconciled) string {
 	var out []string
 	for _, x := range s {
 		out = append(out, x.Result)

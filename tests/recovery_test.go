@@ -305,7 +305,7 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 	hold, entered := make(chan struct{}), make(chan struct{})
 	a.vendor.script("GET", reply{hold: hold, entered: entered}) // the reconciler's look, answered normally once released
 	var wg sync.WaitGroup
-	var got []idempotency.Settled
+	var got []idempotency.Reconciled
 	wg.Go(func() { got, _ = a.reconciler().RunOnce(context.Background()) })
 	<-entered
 	id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"].(string)

@@ -4,7 +4,7 @@ import (
 	"errors"
 )
 
-// The metrics licensor counts. Which guard outcome (app/idempotency's Note
+// The metrics licensor counts. Which guard outcome (app/idempotency's
 // Outcome, what Guard's Observe is told) counts in which is
 // ObserveIdempotency's mapping:
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/activity"
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
@@ -55,9 +56,7 @@ func TestBasePrunesAndFlushesActivity(t *testing.T) {
 		if err != nil || others[prunedActivity] != 1 {
 			t.Fatalf("prune = %v, %v; want the one activity hour older than 7 days", others, err)
 		}
-		if _, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "A", Domain: "a.test"}, licenses.Steps{}); err != nil {
-			t.Fatal(err)
-		}
+		createLicense(t, a, "a.test")
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -86,13 +85,8 @@ func TestDriftLoopRecordsTheMismatches(t *testing.T) {
 		clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC))
 		a := activityApp(t, db, clk)
 		t.Cleanup(func() { _ = a.Close() })
-		gone, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "A", Domain: "gone.test"}, licenses.Steps{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "B", Domain: "kept.test"}, licenses.Steps{}); err != nil {
-			t.Fatal(err)
-		}
+		gone := createLicense(t, a, "gone.test")
+		createLicense(t, a, "kept.test")
 		if err := a.Vendor.DeleteSite(ctx, gone.VendorSiteID); err != nil {
 			t.Fatal(err)
 		}
@@ -126,4 +120,20 @@ func TestDriftLoopRecordsTheMismatches(t *testing.T) {
 			t.Errorf("the drift loop recorded %v, want %v", got, want)
 		}
 	})
+}
+
+// createLicense licenses the domain to consumer c1 through the guarded
+// create, as a request does.
+func createLicense(t *testing.T, a *App, domain string) licenses.License {
+	t.Helper()
+	ctx := context.Background()
+	in := licenses.Input{Name: "Shop", Domain: domain}
+	if _, _, err := a.Operations.StoreLicense.Do(ctx, a.Guard, idempotency.Caller{ConsumerID: "c1"}, "create-"+domain, in, []byte(domain)); err != nil {
+		t.Fatal(err)
+	}
+	lic, err := a.Licenses.Held(ctx, "c1", domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lic
 }

@@ -52,7 +52,7 @@ type Overrides struct {
 	Log *slog.Logger
 	// Operations are guarded operations declared beside the application's
 	// own (a test's).
-	Operations []idempotency.Declared
+	Operations []idempotency.AnyOperation
 	// Outbox replaces the consumer events' outbox the licenses service
 	// writes each change's event to (a benchmark's: what the event costs).
 	Outbox licenses.Outbox
@@ -266,7 +266,7 @@ func newVendor(cfg config.Vendor, log *slog.Logger, opts ...vendorclient.Option)
 // app/operations, plus a test's extra ones), the guard that runs them and
 // the reconciler that resumes them, all from the one list. An operation that
 // cannot be resumed stops the start here.
-func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox licenses.Outbox) (*App, error) {
+func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, outbox licenses.Outbox) (*App, error) {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
 	if outbox == nil {

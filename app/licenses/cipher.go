@@ -15,7 +15,7 @@ type Cipher interface {
 
 // sealed is lic as its row is stored: its license key encrypted.
 func (s *Service) sealed(lic License) (License, error) {
-	key, err := s.cipher.Encrypt([]byte(lic.LicenseKey))
+	key, err := s.cfg.Cipher.Encrypt([]byte(lic.LicenseKey))
 	if err != nil {
 		return License{}, fmt.Errorf("encrypt license key: %w", err)
 	}
@@ -25,10 +25,10 @@ func (s *Service) sealed(lic License) (License, error) {
 
 // open decrypts the license key of a row read from the table, in place.
 func (s *Service) open(lic *License) error {
-	if !s.cipher.Encrypted(lic.LicenseKey) {
+	if !s.cfg.Cipher.Encrypted(lic.LicenseKey) {
 		return nil // written before encryption at rest
 	}
-	key, err := s.cipher.Decrypt(lic.LicenseKey)
+	key, err := s.cfg.Cipher.Decrypt(lic.LicenseKey)
 	if err != nil {
 		return fmt.Errorf("decrypt the key of license %s: %w", lic.ID, err)
 	}

@@ -178,7 +178,7 @@ func TestVendorEventMatchesBySiteIdAndDomain(t *testing.T) {
 		at := time.Now().UTC()
 		for i, domain := range []string{"other.test", "", "  "} {
 			ev := VendorEvent{ID: "evt_" + string(rune('a'+i)), Type: SiteDeleted, At: at, Site: Site{ID: "site_1", Domain: domain}}
-			if changed, err := b.s.ApplyVendorEvent(ctx, ev); changed || err != nil {
+			if changed, err := b.s.apply(ctx, ev); changed || err != nil {
 				t.Errorf("domain %q: %v, %v; want nothing changed", domain, changed, err)
 			}
 		}
@@ -194,7 +194,7 @@ func TestVendorEventMatchesBySiteIdAndDomain(t *testing.T) {
 				t.Errorf("logs lack %s: %s", want, logs)
 			}
 		}
-		if changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "evt_z", Type: SiteSuspended, At: at, Site: Site{ID: "site_1", Domain: "L1.Test"}}); !changed || err != nil {
+		if changed, err := b.s.apply(ctx, VendorEvent{ID: "evt_z", Type: SiteSuspended, At: at, Site: Site{ID: "site_1", Domain: "L1.Test"}}); !changed || err != nil {
 			t.Errorf("the license's own domain (another case) = %v, %v; want applied", changed, err)
 		}
 		if n := b.count(MismatchWebhook); n != 3 {

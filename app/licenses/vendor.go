@@ -183,7 +183,7 @@ func errText(err error) string {
 // *UnavailableError and nothing was changed here (a site a failed delete
 // may have removed was nobody's). deleted says whether a site was deleted.
 func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, err error) {
-	site, err := s.vendor.FindSite(ctx, domain)
+	site, err := s.cfg.Vendor.FindSite(ctx, domain)
 	if err != nil {
 		return false, asUnavailable(fmt.Errorf("find vendor site: %w", err))
 	}
@@ -191,7 +191,7 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 		return false, nil
 	}
 	var held int64
-	err = s.db.WithContext(ctx).Model(&License{}).
+	err = s.cfg.DB.WithContext(ctx).Model(&License{}).
 		Where("(vendor_site_id = ? AND status <> ?) OR active_domain = ?", site.ID, StatusRevoked, domain).Count(&held).Error
 	if err != nil {
 		return false, fmt.Errorf("find the license of a vendor site: %w", err)
@@ -199,7 +199,7 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	if held > 0 {
 		return false, nil
 	}
-	if err := s.vendor.DeleteSite(ctx, site.ID); err != nil {
+	if err := s.cfg.Vendor.DeleteSite(ctx, site.ID); err != nil {
 		return false, asUnavailable(fmt.Errorf("delete vendor site: %w", err))
 	}
 	return true, nil

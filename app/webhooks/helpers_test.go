@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -66,14 +68,40 @@ func (r *rig) consumer(id string) string {
 	return id
 }
 
-// license creates a license for the consumer.
+// license creates a license for the consumer, from the licenses service's
+// writes as the create operation makes them (its license.created event).
 func (r *rig) license(consumerID, domain string) licenses.License {
 	r.t.Helper()
-	lic, _, err := r.licenses.Create(context.Background(), consumerID, licenses.Input{Name: "Shop", Domain: domain}, licenses.Steps{})
+	ctx, in := context.Background(), licenses.Input{Name: "Shop", Domain: domain}
+	site, _, err := r.licenses.EnsureSite(ctx, in)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return lic
+	n, err := r.licenses.Draft(ctx, consumerID, in, site, licenses.EventCreated, "")
+	if err == nil {
+		err = r.db.Gorm.Transaction(func(tx *gorm.DB) error { return r.licenses.Insert(tx, n) })
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n.License
+}
+
+// revoke revokes the consumer's license as the revoke operation does (its
+// license.revoked event).
+func (r *rig) revoke(consumerID, id string) error {
+	ctx := context.Background()
+	lic, err := r.licenses.Revocable(ctx, consumerID, id)
+	if err != nil {
+		return err
+	}
+	if err := r.licenses.DeleteSite(ctx, lic); err != nil {
+		return err
+	}
+	return r.db.Gorm.Transaction(func(tx *gorm.DB) error {
+		_, err := r.licenses.Revoked(ctx, tx, lic)
+		return err
+	})
 }
 
 // endpoint registers an endpoint for the consumer.
