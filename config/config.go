@@ -233,16 +233,11 @@ func Load(getenv func(string) string) (Config, error) {
 // CreateKey makes it, once a command knows its database is there (a command
 // that only reads leaves no file behind).
 func Read(getenv func(string) string) (Config, error) {
-	dotenv, err := readDotenv(".env")
+	get, err := WithDotenv(getenv)
 	if err != nil {
 		return Config{}, err
 	}
-	v := &values{get: func(name string) string {
-		if s := getenv(name); s != "" {
-			return s
-		}
-		return dotenv[name]
-	}}
+	v := &values{get: get}
 	c := v.load()
 	c.PreviousKeys = v.keys("APP_PREVIOUS_KEYS")
 	if c.Env == EnvProduction && v.str("APP_KEY", "") == "" {
