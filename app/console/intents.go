@@ -101,22 +101,33 @@ func parseListOptions(e env) (listOptions, bool, error) {
 // consumers' names (consumer id → name).
 func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter, consumer string) ([]idempotency.Intent, map[string]string, int64, error) {
 	if consumer != "" {
-		c, err := b.Auth.ConsumerNamed(ctx, consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			fmt.Fprintf(e.stderr, "no consumer is named %q\n", consumer)
-			return nil, map[string]string{}, 0, nil
+		id, found, err := consumerID(ctx, e, b, consumer)
+		if !found {
+			return nil, map[string]string{}, 0, err
 		}
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		f.ConsumerID = c.ID
+		f.ConsumerID = id
 	}
 	intents, total, err := b.Store.Intents(ctx, f)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	names, err := consumerNames(ctx, b.Auth, intents)
+	ids := make([]string, len(intents))
+	for i, in := range intents {
+		ids[i] = in.ConsumerID
+	}
+	names, err := consumerNames(ctx, b.Auth, ids...)
 	return intents, names, total, err
+}
+
+// consumerID is the id of the consumer named name; found is false when
+// there is none (said on stderr: the list is empty) or on err.
+func consumerID(ctx context.Context, e env, b *Base, name string) (id string, found bool, err error) {
+	c, err := b.Auth.ConsumerNamed(ctx, name)
+	if errors.Is(err, auth.ErrConsumerNotFound) {
+		fmt.Fprintf(e.stderr, "no consumer is named %q\n", name)
+		return "", false, nil
+	}
+	return c.ID, err == nil, err
 }
 
 // intentsShow prints one intent, a field a line, or as a JSON object.
@@ -140,7 +151,7 @@ func intentsShow(ctx context.Context, e env) error {
 // printIntent prints in as `intents show` does: a field a line, or as the
 // API's JSON object.
 func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJSON bool) error {
-	names, err := consumerNames(ctx, b.Auth, []idempotency.Intent{in})
+	names, err := consumerNames(ctx, b.Auth, in.ConsumerID)
 	if err != nil {
 		return err
 	}
@@ -298,14 +309,10 @@ func withBase(ctx context.Context, e env, fn func(*Base) error) error {
 	return errors.Join(fn(b), b.Close())
 }
 
-// consumerNames are the names of the consumers of intents, by id.
-func consumerNames(ctx context.Context, svc *auth.Service, intents []idempotency.Intent) (map[string]string, error) {
-	if len(intents) == 0 {
+// consumerNames are the names of the consumers ids name, by id.
+func consumerNames(ctx context.Context, svc *auth.Service, ids ...string) (map[string]string, error) {
+	if len(ids) == 0 {
 		return map[string]string{}, nil
-	}
-	ids := make([]string, 0, len(intents))
-	for _, in := range intents {
-		ids = append(ids, in.ConsumerID)
 	}
 	return svc.ConsumerNames(ctx, ids)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/licensor-api/licensor/app/audit"
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -42,19 +41,18 @@ func webhooksList(ctx context.Context, e env) error {
 		return usagef("webhooks list: unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	return withBase(ctx, e, func(b *Base) error {
-		consumerID := ""
+		id := ""
 		if *consumer != "" {
-			c, err := b.Auth.ConsumerNamed(ctx, *consumer)
-			if errors.Is(err, auth.ErrConsumerNotFound) {
-				fmt.Fprintf(e.stderr, "no consumer is named %q\n", *consumer)
+			cid, found, err := consumerID(ctx, e, b, *consumer)
+			if !found {
+				if err != nil {
+					return err
+				}
 				return writeList(e.stdout, *asJSON, endpointColumns, resource.NewConsumerWebhookEndpoints(nil, nil))
 			}
-			if err != nil {
-				return err
-			}
-			consumerID = c.ID
+			id = cid
 		}
-		eps, err := b.Webhooks.ListEndpoints(ctx, consumerID)
+		eps, err := b.Webhooks.ListEndpoints(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -62,11 +60,9 @@ func webhooksList(ctx context.Context, e env) error {
 		for i, ep := range eps {
 			ids[i] = ep.ConsumerID
 		}
-		names := map[string]string{}
-		if len(ids) > 0 {
-			if names, err = b.Auth.ConsumerNames(ctx, ids); err != nil {
-				return err
-			}
+		names, err := consumerNames(ctx, b.Auth, ids...)
+		if err != nil {
+			return err
 		}
 		return writeList(e.stdout, *asJSON, endpointColumns, resource.NewConsumerWebhookEndpoints(eps, names))
 	})
