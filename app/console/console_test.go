@@ -20,6 +20,19 @@ func getenvOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+// testKey is the APP_KEY of the commands the tests run on a test database.
+const testKey = "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// dbEnv is vars, with the variables that point a command at db added.
+func dbEnv(db *testdb.DB, vars map[string]string) func(string) string {
+	if db.Dialect == database.MySQL {
+		vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
+	} else {
+		vars["DB_DATABASE"] = db.Config.Database
+	}
+	return getenvOf(vars)
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, args := range [][]string{{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}} {
@@ -58,7 +71,7 @@ func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 func TestProductionRefusesFakeVendor(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
-	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_URL": "http://" + addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_URL": "http://" + addr, "APP_KEY": testKey}
 	// Cancelled: were the refusal missing, serve would stop at once instead
 	// of holding the test up.
 	stopped, stop := context.WithCancel(context.Background())
@@ -168,13 +181,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		t.Chdir(t.TempDir())
 		addr := testkit.FreeAddr(t)
-		vars := map[string]string{"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-		if db.Dialect == database.MySQL {
-			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-		} else {
-			vars["DB_DATABASE"] = db.Config.Database
-		}
-		env := getenvOf(vars)
+		env := dbEnv(db, map[string]string{"APP_ADDR": addr, "APP_KEY": testKey})
 		ctx := context.Background()
 
 		var stdout, stderr bytes.Buffer

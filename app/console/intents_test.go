@@ -43,13 +43,8 @@ type intentsFixture struct {
 // one (5m old).
 func newIntentsFixture(t *testing.T, db *testdb.DB) *intentsFixture {
 	t.Chdir(t.TempDir())
-	vars := map[string]string{"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-	if db.Dialect == database.MySQL {
-		vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-	} else {
-		vars["DB_DATABASE"] = db.Config.Database
-	}
-	f := &intentsFixture{t: t, db: db, env: getenvOf(vars)}
+	env := dbEnv(db, map[string]string{"APP_KEY": testKey})
+	f := &intentsFixture{t: t, db: db, env: env}
 	svc := auth.New(auth.Config{DB: db.Gorm, Key: []byte("0123456789abcdef0123456789abcdef"), Issuer: "http://localhost", DefaultTTL: time.Hour})
 	acme := f.issue(svc, "acme")
 	f.secret, f.token = acme.Secret, acme.ID

@@ -13,7 +13,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/config"
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -117,15 +116,11 @@ func TestKeysStatus(t *testing.T) {
 		}
 
 		vars := map[string]string{"APP_ENV": "testing", "APP_KEY": config.EncodeKey(keyB), "APP_PREVIOUS_KEYS": config.EncodeKey(keyA) + "," + config.EncodeKey(keyD)}
-		if db.Dialect == database.MySQL {
-			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-		} else {
-			vars["DB_DATABASE"] = db.Config.Database
-		}
+		env := dbEnv(db, vars)
 		run := func(args ...string) string {
 			t.Helper()
 			var out, errOut bytes.Buffer
-			if err := Run(context.Background(), append([]string{"keys"}, args...), getenvOf(vars), &out, &errOut); err != nil {
+			if err := Run(context.Background(), append([]string{"keys"}, args...), env, &out, &errOut); err != nil {
 				t.Fatalf("keys %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
 			}
 			for _, key := range [][]byte{keyA, keyB, keyC, keyD} {
@@ -192,7 +187,7 @@ func TestKeysStatus(t *testing.T) {
 
 		// keys rotate re-seals all it can (C's values stay: it exits 1).
 		var out bytes.Buffer
-		if err := Run(context.Background(), []string{"keys", "rotate"}, getenvOf(vars), &out, &out); ExitCode(err) != 1 {
+		if err := Run(context.Background(), []string{"keys", "rotate"}, env, &out, &out); ExitCode(err) != 1 {
 			t.Fatalf("keys rotate with values under an unknown key = %v, want exit 1\n%s", err, out.String())
 		}
 		st = status()

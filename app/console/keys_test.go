@@ -10,7 +10,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/config"
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -80,15 +79,10 @@ func TestKeysRotate(t *testing.T) {
 				VALUES ('c1', 'op', ?, 'h', 'completed', ?, 1, ?, ?, ?)`, fmt.Sprintf("k%d", i), body, now, now, now.Add(time.Hour)).Error)
 		}
 
-		vars := map[string]string{"APP_ENV": "testing", "APP_KEY": config.EncodeKey(keyB), "APP_PREVIOUS_KEYS": config.EncodeKey(keyA)}
-		if db.Dialect == database.MySQL {
-			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-		} else {
-			vars["DB_DATABASE"] = db.Config.Database
-		}
+		env := dbEnv(db, map[string]string{"APP_ENV": "testing", "APP_KEY": config.EncodeKey(keyB), "APP_PREVIOUS_KEYS": config.EncodeKey(keyA)})
 		rotate := func() (string, error) {
 			var out, errOut bytes.Buffer
-			err := Run(context.Background(), []string{"keys", "rotate", "--batch", "2"}, getenvOf(vars), &out, &errOut)
+			err := Run(context.Background(), []string{"keys", "rotate", "--batch", "2"}, env, &out, &errOut)
 			return out.String() + errOut.String(), err
 		}
 		out, err := rotate()

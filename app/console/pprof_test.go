@@ -18,7 +18,7 @@ func TestServeProfilesOnPprofAddrOnly(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr, pprofAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	env := getenvOf(map[string]string{"APP_ADDR": addr, "PPROF_ADDR": pprofAddr,
-		"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="})
+		"APP_KEY": testKey})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()

@@ -41,7 +41,7 @@ func TestProductionServesMetricsOnlyOnMetricsAddr(t *testing.T) {
 			t.Chdir(t.TempDir())
 			addr := testkit.FreeAddr(t)
 			vars := map[string]string{"APP_ENV": tc.env, "APP_ADDR": addr, "APP_URL": "http://" + addr, "VENDOR_ALLOW_FAKE": "true",
-				"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+				"APP_KEY": testKey}
 			metricsAddr := ""
 			if tc.metricsAddr {
 				metricsAddr = testkit.FreeAddr(t)
