@@ -33,27 +33,39 @@ func dbEnv(db *testdb.DB, vars map[string]string) func(string) string {
 	return getenvOf(vars)
 }
 
+// A mistake in the command line exits 2, before anything is opened.
 func TestUsageErrors(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}} {
-		var stderr bytes.Buffer
-		err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &stderr)
-		var u usageError
-		if !errors.As(err, &u) {
-			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
+	for _, args := range [][]string{
+		{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}, {"version", "extra"},
+		{"help", "frob"}, {"help", "token", "issue"}, {"help", "--bogus"},
+		{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"},
+		{"token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:wirte"},
+		{"intents"}, {"intents", "frob"}, {"intents", "list", "--status", "done"}, {"intents", "list", "--older-than", "-5m"},
+		{"intents", "list", "--older-than", "soon"}, {"intents", "list", "--page", "0"}, {"intents", "list", "--per-page", "0"},
+		{"intents", "list", "--per-page", "101"}, {"intents", "list", "extra"}, {"intents", "list", "--bogus"},
+		{"intents", "show"}, {"intents", "show", "a", "b"}, {"intents", "retry"}, {"intents", "retry", "a", "b"}, {"intents", "retry", "--json", "a"},
+		{"keys"}, {"keys", "spin"}, {"keys", "rotate", "extra"}, {"keys", "rotate", "--batch", "0"},
+		{"keys", "status", "extra"}, {"keys", "status", "--batch", "0"}, {"keys", "status", "--jsn"},
+		{"vendor-sim", "--bogus"}, {"vendor-sim", "extra"}, {"vendor-sim", "--drop-mode", "sideways"}, {"vendor-sim", "--5xx-rate", "2"},
+		{"vendor-sim", "--429-burst", "-1"}, {"vendor-sim", "--429-rate", "1.1"}, {"vendor-sim", "--drop-rate", "-0.5"},
+		{"vendor-sim", "--drop-mode", "5xx"}, {"vendor-sim", "--fault-phase", "during"}, {"vendor-sim", "--jitter", "-1s"},
+		{"vendor-sim", "--seed", "soon"},
+		{"vendor-sim", "--webhook-url", "http://127.0.0.1:1/hook"}, // no secret to sign with
+		{"vendor-sim", "--webhook-url", "ftp://127.0.0.1/hook", "--webhook-secret", "s"},
+		{"vendor-sim", "--webhook-url", "http://127.0.0.1:1/hook", "--webhook-secret", "s", "--webhook-dup-rate", "2"},
+		{"vendor-sim", "--webhook-shuffle=maybe"},
+	} {
+		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); ExitCode(err) != 2 {
+			t.Errorf("%q = %v, want a usage error (exit 2)", args, err)
 		}
 	}
-}
-
-func TestHelpListsCommands(t *testing.T) {
-	var stdout bytes.Buffer
-	if err := Run(context.Background(), []string{"help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
+	err := Run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `"licenses:wirte"`) {
+		t.Errorf("err = %v, want the unknown ability named", err)
 	}
-	for _, name := range []string{"serve", "migrate"} {
-		if !strings.Contains(stdout.String(), name) {
-			t.Errorf("help does not list %s:\n%s", name, stdout.String())
-		}
+	if _, err := os.Stat("storage"); !os.IsNotExist(err) {
+		t.Error("a usage error opened the database first")
 	}
 }
 
@@ -224,24 +236,6 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 	})
 }
 
-func TestTokenIssueUsage(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"},
-		{"token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:wirte"}} {
-		var u usageError
-		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); !errors.As(err, &u) {
-			t.Errorf("run(%q) = %v, want a usage error", args, err)
-		}
-	}
-	err := Run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), `"licenses:wirte"`) {
-		t.Errorf("err = %v, want the unknown ability named", err)
-	}
-	if _, statErr := os.Stat("storage"); !os.IsNotExist(statErr) {
-		t.Error("a usage error created storage/ first")
-	}
-}
-
 func getStatus(t *testing.T, url, token string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -269,7 +263,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 		"keys rotate", "keys status", "licenses create", "licenses list"} {
 		cases = append(cases, append(strings.Fields(sub), "--help"))
 	}
-	cases = append(cases, []string{"help", "token"}, []string{"--help"})
+	cases = append(cases, []string{"help", "token"}, []string{"--help"}, []string{"intents", "retry", "-h"})
 	for _, args := range cases {
 		var stdout, stderr bytes.Buffer
 		err := Run(context.Background(), args, getenvOf(nil), &stdout, &stderr)
@@ -302,22 +296,6 @@ func TestFlagErrorPrintedOnce(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), "usage: licensor") || stdout.Len() > 0 {
 			t.Errorf("%q: want the usage on stderr and nothing on stdout; stdout %q, stderr %q", args, stdout.String(), stderr.String())
-		}
-	}
-}
-
-// `licensor -v` and `licensor --version` print the version, as
-// `licensor version` does.
-func TestVersionFlags(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, flagName := range []string{"-v", "--version", "-version"} {
-		var stdout, stderr bytes.Buffer
-		if err := Run(context.Background(), []string{flagName}, getenvOf(nil), &stdout, &stderr); err != nil {
-			t.Errorf("licensor %s = %v, want the version", flagName, err)
-			continue
-		}
-		if !strings.HasPrefix(stdout.String(), "version  ") || !strings.Contains(stdout.String(), "\ngo       ") {
-			t.Errorf("licensor %s printed %q, want the version block", flagName, stdout.String())
 		}
 	}
 }

@@ -16,33 +16,6 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-func TestKeysStatusUsage(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"keys", "status", "extra"}, {"keys", "status", "--batch", "0"}, {"keys", "status", "--jsn"}} {
-		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); ExitCode(err) != 2 {
-			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
-		}
-	}
-	var stdout bytes.Buffer
-	if err := Run(context.Background(), []string{"keys", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"rotate", "status"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("keys --help lacks %q:\n%s", want, stdout.String())
-		}
-	}
-	stdout.Reset()
-	if err := Run(context.Background(), []string{"keys", "status", "--help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"usage: licensor keys status", "APP_PREVIOUS_KEYS", "fingerprint", "plaintext", "unreadable", "changes nothing", "-json", "-batch"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("keys status --help lacks %q:\n%s", want, stdout.String())
-		}
-	}
-}
-
 // The rotation procedure keys rotate --help gives is the one that is safe
 // for a rolling restart: the new key is first added as a previous key
 // everywhere, then made the current one, then the values re-sealed and
