@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,12 +101,7 @@ func TestProductionRefusesFakeVendor(t *testing.T) {
 
 	vars["VENDOR_ALLOW_FAKE"] = "true"
 	stderr := &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, getenvOf(vars), &bytes.Buffer{}, stderr) }()
-	waitHealthy(t, "http://"+addr, done)
-	cancel()
-	if err := <-done; err != nil {
+	if err := startServe(t, addr, getenvOf(vars), stderr)(); err != nil {
 		t.Fatalf("serve with VENDOR_ALLOW_FAKE=true: %v", err)
 	}
 	if log := stderr.String(); !strings.Contains(log, "in-memory fake") || !strings.Contains(log, `"vendor_driver":"fake"`) {
@@ -119,19 +115,8 @@ func TestServeWithNoConfiguration(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
 	stderr := &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, getenvOf(map[string]string{"APP_ADDR": addr}), &bytes.Buffer{}, stderr) }()
-
-	waitHealthy(t, "http://"+addr, done)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after its context was cancelled")
+	if err := startServe(t, addr, getenvOf(map[string]string{"APP_ADDR": addr}), stderr)(); err != nil {
+		t.Fatalf("serve returned %v", err)
 	}
 	log := stderr.String()
 	for _, want := range []string{"addr=http://" + addr, "database=\"sqlite storage/database.sqlite\"", "vendor_driver=fake", "stopped"} {
@@ -162,6 +147,29 @@ func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
 	}
 	if got := strings.Count(stdout.String(), "true"); got != len(files) || got == 0 {
 		t.Errorf("status shows %d applied migrations, want all %d:\n%s", got, len(files), stdout.String())
+	}
+}
+
+// startServe runs serve (Run without arguments) on env, its log going to
+// stderr, and waits until /healthz on addr answers 200. stop cancels
+// serve's context and returns what serve returned; a serve that does not
+// stop within 10 seconds fails the test.
+func startServe(t *testing.T, addr string, env func(string) string, stderr io.Writer) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, stderr) }()
+	waitHealthy(t, "http://"+addr, done)
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop after its context was cancelled")
+			return nil
+		}
 	}
 }
 
@@ -205,11 +213,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 			t.Fatalf("stdout is not the token alone: %q", stdout.String())
 		}
 
-		serveCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- Run(serveCtx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()
-		defer func() { cancel(); <-done }()
-		waitHealthy(t, "http://"+addr, done)
+		defer startServe(t, addr, env, &testkit.Buffer{})()
 
 		if got := getStatus(t, "http://"+addr+"/api/tokens", token); got != http.StatusOK {
 			t.Fatalf("CLI token against serve: status %d, want 200", got)

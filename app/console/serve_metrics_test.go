@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -48,16 +47,12 @@ func TestProductionServesMetricsOnlyOnMetricsAddr(t *testing.T) {
 				vars["METRICS_ADDR"] = metricsAddr
 			}
 			stderr := &testkit.Buffer{}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- Run(ctx, nil, getenvOf(vars), io.Discard, stderr) }()
+			stop := startServe(t, addr, getenvOf(vars), stderr)
 			defer func() {
-				cancel()
-				if err := <-done; err != nil {
+				if err := stop(); err != nil {
 					t.Errorf("serve: %v", err)
 				}
 			}()
-			waitHealthy(t, "http://"+addr, done)
 
 			status, body := get(t, "http://"+addr+"/metrics")
 			if status != tc.onAPI || (status == http.StatusOK) != strings.Contains(body, family) {

@@ -28,16 +28,8 @@ import (
 // --retry-after 1` and drives it with the http driver: one create succeeds on
 // the third vendor call, after two waits of the second asked.
 func TestVendorSimRidesOutA429Burst(t *testing.T) {
-	addr := testkit.FreeAddr(t)
-	stderr := &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	args := []string{"--addr", addr, "--token", "sim-token", "--429-burst", "2", "--retry-after", "1"}
-	go func() {
-		done <- vendorSim(ctx, env{args: args, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: stderr})
-	}()
-	waitListening(t, addr, done)
+	addr, stderr, stop := runVendorSim(t, "--token", "sim-token", "--429-burst", "2", "--retry-after", "1")
+	defer stop()
 
 	var mu sync.Mutex
 	var waits []time.Duration
@@ -60,7 +52,7 @@ func TestVendorSimRidesOutA429Burst(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := d.CreateSite(ctx, "Acme", "acme.test"); err != nil {
+	if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
 		t.Fatalf("CreateSite through the burst: %v", err)
 	}
 	mu.Lock()
@@ -72,15 +64,7 @@ func TestVendorSimRidesOutA429Burst(t *testing.T) {
 	}
 	mu.Unlock()
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("vendor-sim returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("vendor-sim did not stop after its context was cancelled")
-	}
+	stop()
 	if !strings.Contains(stderr.String(), "addr=http://"+addr) {
 		t.Errorf("vendor-sim did not log its address:\n%s", stderr)
 	}
