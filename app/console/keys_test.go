@@ -16,11 +16,7 @@ import (
 // fixtureKeyDigest is the key digest under the intents fixture's APP_KEY.
 func fixtureKeyDigest(t *testing.T, key string) string {
 	t.Helper()
-	c, err := crypt.New([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Digest(key)
+	return mustCipher(t, []byte("0123456789abcdef0123456789abcdef")).Digest(key)
 }
 
 // keys' --help texts give what an operator needs at that step.

@@ -274,11 +274,3 @@ func TestLicensesUsageErrors(t *testing.T) {
 		t.Errorf("licenses --help = %v, want nil", err)
 	}
 }
-
-func TestLicensesDefaultURL(t *testing.T) {
-	e := env{getenv: getenvOf(map[string]string{"LICENSOR_TOKEN": licensesTestToken})}
-	_, base, err := licensorClient(e, nil)
-	if err != nil || base != defaultLicensorURL {
-		t.Errorf("licensorClient without LICENSOR_URL = %q, %v; want %q", base, err, defaultLicensorURL)
-	}
-}
