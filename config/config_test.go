@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -378,10 +379,10 @@ func TestConsoleSettings(t *testing.T) {
 	}
 }
 
-// Each numeric setting takes its default when unset ("") and the values
+// Each of these settings takes its default when unset (""), and the values
 // given (spaces trimmed), and a bad value stops the start naming the
 // variable.
-func TestNumericSettings(t *testing.T) {
+func TestSettings(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, s := range []struct {
 		name string
@@ -408,10 +409,22 @@ func TestNumericSettings(t *testing.T) {
 			map[string]any{"": 6 * time.Hour, "0": time.Duration(0)}, []string{"-1h"}},
 		// SQLite's read pool: 0 (one per CPU) unless set.
 		{"DB_READ_CONNS", func(c Config) any { return c.DB.ReadConns }, map[string]any{"": 0, "4": 4}, []string{"-1"}},
+		// A comma list, as Laravel's env('CORS_ALLOWED_ORIGINS') split into
+		// config/cors.php allowed_origins; empty is "*", any origin. A
+		// trailing slash is dropped: an Origin never has one.
+		{"CORS_ALLOWED_ORIGINS", func(c Config) any { return c.CORSAllowedOrigins }, map[string]any{"": []string{"*"}, " ": []string{"*"},
+			"*": []string{"*"}, "https://app.example": []string{"https://app.example"},
+			" https://a.example/ , https://*.b.example,,": []string{"https://a.example", "https://*.b.example"}}, nil},
+		// A comma list of addresses and CIDR ranges, as Laravel's
+		// TrustProxies; empty trusts no proxy, and "*" is refused.
+		{"TRUSTED_PROXIES", func(c Config) any { return c.TrustedProxies }, map[string]any{"": "[]", "10.0.0.5": "[10.0.0.5/32]",
+			" 10.0.0.0/8 , 2001:db8::1":                        "[10.0.0.0/8 2001:db8::1/128]",
+			"::ffff:10.0.0.5,10.1.2.3/16,::ffff:192.0.2.0/120": "[10.0.0.5/32 10.1.0.0/16 192.0.2.0/24]"},
+			[]string{"*", "10.0.0.5,*", "proxy.internal", "10.0.0.0/33", "10.0.0.5:80"}},
 	} {
 		for env, want := range s.good {
 			c, err := Load(envOf(map[string]string{s.name: env}))
-			if got := s.get(c); err != nil || got != want {
+			if got := s.get(c); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s=%q: %v, %v; want %v", s.name, env, got, err, want)
 			}
 		}
