@@ -54,14 +54,6 @@ func TestRedisURL(t *testing.T) {
 			}
 		}
 	}
-	_, err := Load(envOf(map[string]string{"RATE_LIMIT_STORE": "redis"}))
-	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") || !strings.Contains(err.Error(), "RATE_LIMIT_STORE=redis") {
-		t.Errorf("redis without REDIS_URL: err = %v, want REDIS_URL required", err)
-	}
-	_, err = Load(envOf(map[string]string{"RATE_LIMIT_STORE": "cache"}))
-	if err == nil || !strings.Contains(err.Error(), "RATE_LIMIT_STORE") {
-		t.Errorf("RATE_LIMIT_STORE=cache: err = %v, want it named", err)
-	}
 }
 
 func TestRedactRedisURL(t *testing.T) {
