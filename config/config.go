@@ -298,7 +298,11 @@ func (v *values) load() Config {
 		c.CORSAllowedOrigins = []string{"*"}
 	}
 	c.TrustedProxies = v.trustedProxies("TRUSTED_PROXIES")
-	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
+	logFormat := "json"
+	if c.Env == EnvLocal {
+		logFormat = "text"
+	}
+	c.LogFormat = v.oneOf("LOG_FORMAT", logFormat, "text", "json")
 	c.DB = v.db(c.StorageDir)
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
 	c.RateLimitBatch = v.intRange("RATE_LIMIT_BATCH", 1, 1, 1000)
@@ -464,13 +468,6 @@ func (v *values) rateLimitStore(conn string) (store, redisURL string) {
 		v.fail("REDIS_URL", "is required by RATE_LIMIT_STORE=redis, e.g. redis://127.0.0.1:6379/0")
 	}
 	return store, redisURL
-}
-
-func defaultLogFormat(env string) string {
-	if env == EnvLocal {
-		return "text"
-	}
-	return "json"
 }
 
 // Redacted describes the database for a log line, without the password.
