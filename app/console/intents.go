@@ -14,7 +14,6 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
 
@@ -288,15 +287,9 @@ func intentError(verb, id string, err error) error {
 // error says.
 const intentArg = "intent ID (see `licensor intents list`)"
 
-// intentID is oneArg for the subcommands that take an intent's id: one that
-// cannot exist is not found, without asking the database (on MariaDB such
-// text compared with the id's ASCII column is an error, not a miss).
+// intentID is idArg for the subcommands that take an intent's id.
 func intentID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
-	id, ok, err := oneArg(fs, e, name, intentArg)
-	if ok && !request.IsID(id) {
-		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, id, idempotency.ErrIntentNotFound)
-	}
-	return id, ok, err
+	return idArg(fs, e, name, intentArg, fmt.Errorf("%w (see `licensor intents list`)", idempotency.ErrIntentNotFound))
 }
 
 // withBase opens the Base (the migrated database, no vendor) and runs

@@ -90,7 +90,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	setUsage(fs, "webhooks deliveries ENDPOINT_ID [--status pending|delivered|failed] [--limit N] [--json]",
 		"Lists an endpoint's deliveries, newest first, with their attempts (answer status, duration, why it failed); never a body.")
-	id, ok, err := webhookID(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)")
+	id, ok, err := idArg(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)", webhooks.ErrNotFound)
 	if !ok {
 		return err
 	}
@@ -146,7 +146,7 @@ func webhooksRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks retry", flag.ContinueOnError)
 	setUsage(fs, "webhooks retry DELIVERY_ID",
 		"Makes a delivery due now with a new WEBHOOK_RETRY_FOR window: a failed one is retried, a delivered one sent again (the receiver drops a duplicate by the event's id). Recorded in the audit trail.")
-	id, ok, err := webhookID(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)")
+	id, ok, err := idArg(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)", webhooks.ErrNotFound)
 	if !ok {
 		return err
 	}
@@ -193,12 +193,13 @@ func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	return args[0], true, nil
 }
 
-// webhookID is oneArg for an endpoint's or a delivery's id: one that cannot
-// exist is not found, without asking the database.
-func webhookID(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
+// idArg is oneArg for a subcommand that takes an id: one that cannot exist
+// is notFound, without asking the database (on MariaDB such text compared
+// with an id's ASCII column is an error, not a miss).
+func idArg(fs *flag.FlagSet, e env, name, what string, notFound error) (string, bool, error) {
 	id, ok, err := oneArg(fs, e, name, what)
 	if ok && !request.IsID(id) {
-		return "", false, fmt.Errorf("%s %q: %w", name, id, webhooks.ErrNotFound)
+		return "", false, fmt.Errorf("%s %q: %w", name, id, notFound)
 	}
 	return id, ok, err
 }
