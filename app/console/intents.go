@@ -14,7 +14,6 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
 
@@ -101,22 +100,33 @@ func parseListOptions(e env) (listOptions, bool, error) {
 // consumers' names (consumer id → name).
 func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter, consumer string) ([]idempotency.Intent, map[string]string, int64, error) {
 	if consumer != "" {
-		c, err := b.Auth.ConsumerNamed(ctx, consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			fmt.Fprintf(e.stderr, "no consumer is named %q\n", consumer)
-			return nil, map[string]string{}, 0, nil
+		id, found, err := consumerID(ctx, e, b, consumer)
+		if !found {
+			return nil, map[string]string{}, 0, err
 		}
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		f.ConsumerID = c.ID
+		f.ConsumerID = id
 	}
 	intents, total, err := b.Store.Intents(ctx, f)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	names, err := consumerNames(ctx, b.Auth, intents)
+	ids := make([]string, len(intents))
+	for i, in := range intents {
+		ids[i] = in.ConsumerID
+	}
+	names, err := consumerNames(ctx, b.Auth, ids...)
 	return intents, names, total, err
+}
+
+// consumerID is the id of the consumer named name; found is false when
+// there is none (said on stderr: the list is empty) or on err.
+func consumerID(ctx context.Context, e env, b *Base, name string) (id string, found bool, err error) {
+	c, err := b.Auth.ConsumerNamed(ctx, name)
+	if errors.Is(err, auth.ErrConsumerNotFound) {
+		fmt.Fprintf(e.stderr, "no consumer is named %q\n", name)
+		return "", false, nil
+	}
+	return c.ID, err == nil, err
 }
 
 // intentsShow prints one intent, a field a line, or as a JSON object.
@@ -140,7 +150,7 @@ func intentsShow(ctx context.Context, e env) error {
 // printIntent prints in as `intents show` does: a field a line, or as the
 // API's JSON object.
 func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJSON bool) error {
-	names, err := consumerNames(ctx, b.Auth, []idempotency.Intent{in})
+	names, err := consumerNames(ctx, b.Auth, in.ConsumerID)
 	if err != nil {
 		return err
 	}
@@ -277,15 +287,9 @@ func intentError(verb, id string, err error) error {
 // error says.
 const intentArg = "intent ID (see `licensor intents list`)"
 
-// intentID is oneArg for the subcommands that take an intent's id: one that
-// cannot exist is not found, without asking the database (on MariaDB such
-// text compared with the id's ASCII column is an error, not a miss).
+// intentID is idArg for the subcommands that take an intent's id.
 func intentID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
-	id, ok, err := oneArg(fs, e, name, intentArg)
-	if ok && !request.IsID(id) {
-		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, id, idempotency.ErrIntentNotFound)
-	}
-	return id, ok, err
+	return idArg(fs, e, name, intentArg, fmt.Errorf("%w (see `licensor intents list`)", idempotency.ErrIntentNotFound))
 }
 
 // withBase opens the Base (the migrated database, no vendor) and runs
@@ -298,14 +302,10 @@ func withBase(ctx context.Context, e env, fn func(*Base) error) error {
 	return errors.Join(fn(b), b.Close())
 }
 
-// consumerNames are the names of the consumers of intents, by id.
-func consumerNames(ctx context.Context, svc *auth.Service, intents []idempotency.Intent) (map[string]string, error) {
-	if len(intents) == 0 {
+// consumerNames are the names of the consumers ids name, by id.
+func consumerNames(ctx context.Context, svc *auth.Service, ids ...string) (map[string]string, error) {
+	if len(ids) == 0 {
 		return map[string]string{}, nil
-	}
-	ids := make([]string, 0, len(intents))
-	for _, in := range intents {
-		ids = append(ids, in.ConsumerID)
 	}
 	return svc.ConsumerNames(ctx, ids)
 }

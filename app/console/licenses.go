@@ -26,23 +26,18 @@ const defaultLicensorURL = "http://127.0.0.1:8080"
 // summary with: where the command finds the API.
 const licensesSummary = "A client of a running API at LICENSOR_URL (default " + defaultLicensorURL + "), with the token in LICENSOR_TOKEN."
 
-// licensesCmd is `licensor licenses create|list`: a client of a running
-// API, built on package client and its retry policy. It reads LICENSOR_URL
-// and LICENSOR_TOKEN (and, for the default URL, APP_URL and APP_ADDR) from
-// the environment or the working directory's .env, as the server reads its
-// own; config.Load is the server's.
-func licensesCmd(ctx context.Context, e env) error {
-	return licensesWith(ctx, e)
-}
-
 // networkRetryWindow is how long `licensor licenses` goes on retrying
 // network errors (a refused connection while licensor restarts) before it
 // says what it knows: that nothing was sent, or that the outcome is unknown.
 const networkRetryWindow = 10 * time.Second
 
-// licensesWith is licensesCmd with extra client options: its tests pass a
-// sleep that records the backoff instead of waiting it out, and a clock.
-func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
+// licensesCmd is `licensor licenses create|list`: a client of a running
+// API, built on package client and its retry policy. It reads LICENSOR_URL
+// and LICENSOR_TOKEN (and, for the default URL, APP_URL and APP_ADDR) from
+// the environment or the working directory's .env, as the server reads its
+// own. opts are added to the client's: the tests pass a sleep that records
+// the backoff instead of waiting it out, and a clock.
+func licensesCmd(ctx context.Context, e env, opts ...client.Option) error {
 	opts = append([]client.Option{client.WithNetworkRetryWindow(networkRetryWindow)}, opts...)
 	return runSubcommand(ctx, e, "licenses", licensesSummary, []subcommand{
 		{"create", "create a license for a domain; prints it as JSON on stdout",

@@ -51,10 +51,10 @@ func tokenIssue(ctx context.Context, e env) error {
 			return usagef("token issue: unknown ability %q (known: %s)", a, strings.Join(auth.Known, ", "))
 		}
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
+	return withBase(ctx, e, func(b *Base) error {
 		// The operator holds no token: any known ability may be granted here,
 		// and the token names no issuer.
-		issued, err := svc.Issue(ctx, audit.Console(), auth.IssueInput{
+		issued, err := b.Auth.Issue(ctx, audit.Console(), auth.IssueInput{
 			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,
 		})
 		var ve *auth.ValidationError
@@ -98,8 +98,8 @@ func tokenList(ctx context.Context, e env) error {
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
-		toks, err := svc.List(ctx, *consumer)
+	return withBase(ctx, e, func(b *Base) error {
+		toks, err := b.Auth.List(ctx, *consumer)
 		if err != nil {
 			return err
 		}
@@ -119,8 +119,8 @@ func tokenRevoke(ctx context.Context, e env) error {
 	if !request.IsID(fs.Arg(0)) { // cannot exist: not found, without asking the database
 		return fmt.Errorf("revoke %q: %w (see `licensor token list`)", fs.Arg(0), auth.ErrTokenNotFound)
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
-		if err := svc.Revoke(ctx, audit.Console(), fs.Arg(0)); err != nil {
+	return withBase(ctx, e, func(b *Base) error {
+		if err := b.Auth.Revoke(ctx, audit.Console(), fs.Arg(0)); err != nil {
 			return fmt.Errorf("revoke %s: %w (see `licensor token list`)", fs.Arg(0), err)
 		}
 		fmt.Fprintf(e.stderr, "revoked token %s\n", fs.Arg(0))
@@ -151,8 +151,8 @@ func tokenEvents(ctx context.Context, e env) error {
 	case *token != "" && !request.IsID(*token):
 		*token = impossibleID // no token has it: the trail is empty, as the API answers, without a comparison the database refuses
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
-		events, total, err := svc.Events(ctx, auth.TokenEventFilter{TokenID: *token, Page: *page, PerPage: *perPage})
+	return withBase(ctx, e, func(b *Base) error {
+		events, total, err := b.Auth.Events(ctx, auth.TokenEventFilter{TokenID: *token, Page: *page, PerPage: *perPage})
 		if err != nil {
 			return err
 		}
@@ -163,12 +163,6 @@ func tokenEvents(ctx context.Context, e env) error {
 		fmt.Fprintf(e.stderr, "page %d of %d (%d in all)\n", *page, lastPage, total)
 		return nil
 	})
-}
-
-// withAuth opens the Base (the migrated database, no vendor) and runs fn
-// with its token service.
-func withAuth(ctx context.Context, e env, fn func(*auth.Service) error) error {
-	return withBase(ctx, e, func(b *Base) error { return fn(b.Auth) })
 }
 
 func splitList(s string) []string {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/licensor-api/licensor/app/audit"
-	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -42,19 +41,18 @@ func webhooksList(ctx context.Context, e env) error {
 		return usagef("webhooks list: unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	return withBase(ctx, e, func(b *Base) error {
-		consumerID := ""
+		id := ""
 		if *consumer != "" {
-			c, err := b.Auth.ConsumerNamed(ctx, *consumer)
-			if errors.Is(err, auth.ErrConsumerNotFound) {
-				fmt.Fprintf(e.stderr, "no consumer is named %q\n", *consumer)
+			cid, found, err := consumerID(ctx, e, b, *consumer)
+			if !found {
+				if err != nil {
+					return err
+				}
 				return writeList(e.stdout, *asJSON, endpointColumns, resource.NewConsumerWebhookEndpoints(nil, nil))
 			}
-			if err != nil {
-				return err
-			}
-			consumerID = c.ID
+			id = cid
 		}
-		eps, err := b.Webhooks.ListEndpoints(ctx, consumerID)
+		eps, err := b.Webhooks.ListEndpoints(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -62,11 +60,9 @@ func webhooksList(ctx context.Context, e env) error {
 		for i, ep := range eps {
 			ids[i] = ep.ConsumerID
 		}
-		names := map[string]string{}
-		if len(ids) > 0 {
-			if names, err = b.Auth.ConsumerNames(ctx, ids); err != nil {
-				return err
-			}
+		names, err := consumerNames(ctx, b.Auth, ids...)
+		if err != nil {
+			return err
 		}
 		return writeList(e.stdout, *asJSON, endpointColumns, resource.NewConsumerWebhookEndpoints(eps, names))
 	})
@@ -94,7 +90,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	setUsage(fs, "webhooks deliveries ENDPOINT_ID [--status pending|delivered|failed] [--limit N] [--json]",
 		"Lists an endpoint's deliveries, newest first, with their attempts (answer status, duration, why it failed); never a body.")
-	id, ok, err := webhookID(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)")
+	id, ok, err := idArg(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)", webhooks.ErrNotFound)
 	if !ok {
 		return err
 	}
@@ -150,7 +146,7 @@ func webhooksRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks retry", flag.ContinueOnError)
 	setUsage(fs, "webhooks retry DELIVERY_ID",
 		"Makes a delivery due now with a new WEBHOOK_RETRY_FOR window: a failed one is retried, a delivered one sent again (the receiver drops a duplicate by the event's id). Recorded in the audit trail.")
-	id, ok, err := webhookID(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)")
+	id, ok, err := idArg(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)", webhooks.ErrNotFound)
 	if !ok {
 		return err
 	}
@@ -197,12 +193,13 @@ func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	return args[0], true, nil
 }
 
-// webhookID is oneArg for an endpoint's or a delivery's id: one that cannot
-// exist is not found, without asking the database.
-func webhookID(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
+// idArg is oneArg for a subcommand that takes an id: one that cannot exist
+// is notFound, without asking the database (on MariaDB such text compared
+// with an id's ASCII column is an error, not a miss).
+func idArg(fs *flag.FlagSet, e env, name, what string, notFound error) (string, bool, error) {
 	id, ok, err := oneArg(fs, e, name, what)
 	if ok && !request.IsID(id) {
-		return "", false, fmt.Errorf("%s %q: %w", name, id, webhooks.ErrNotFound)
+		return "", false, fmt.Errorf("%s %q: %w", name, id, notFound)
 	}
 	return id, ok, err
 }
