@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,14 +61,12 @@ func (c *Client) getOperation(ctx context.Context, id string) (Operation, time.D
 	if err != nil {
 		return Operation{}, 0, err
 	}
-	var b struct {
-		Data Operation `json:"data"`
-	}
-	if err := json.Unmarshal(resp.body, &b); err != nil {
-		return Operation{}, 0, fmt.Errorf("get operation %s: decode the response: %w", id, err)
+	op, err := decodeData[Operation]("get operation "+id, resp.body)
+	if err != nil {
+		return Operation{}, 0, err
 	}
 	wait, _ := parseRetryAfter(resp.header.Get("Retry-After"), time.Now())
-	return b.Data, wait, nil
+	return op, wait, nil
 }
 
 // WaitOperation reads the operation until it is settled (completed, failed,
