@@ -43,28 +43,6 @@ func TestSQLiteBusyTimeoutFollowsTheQueryTimeout(t *testing.T) {
 	}
 }
 
-// A transaction begun on a context without a deadline (as a request's, or
-// the group commit's writer, are) while another connection holds the write
-// lock fails within about DB_QUERY_TIMEOUT with an unavailable error, not
-// after the whole 10 s busy timeout.
-func TestSQLiteTransactionWaitsForTheLockWithinTheQueryTimeout(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	db := lockedSQLite(t, timeout)
-
-	began := time.Now()
-	err := db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
-		return tx.Exec("INSERT INTO t (id) VALUES (1)").Error
-	})
-	took := time.Since(began)
-	t.Logf("%v after %s", err, took.Round(time.Millisecond))
-	if !database.IsUnavailable(err) {
-		t.Errorf("a transaction behind another connection's lock: %v, want an unavailable error", err)
-	}
-	if took > 3*time.Second {
-		t.Errorf("the transaction waited %s for the lock with DB_QUERY_TIMEOUT=%s", took.Round(time.Millisecond), timeout)
-	}
-}
-
 // lockedSQLite opens a SQLite database (not migrated) at a temporary path,
 // with DB_QUERY_TIMEOUT timeout and one table, t, whose write lock another
 // connection holds until the test ends (holdWriteLock).
