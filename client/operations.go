@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Statuses of an Operation.
@@ -65,8 +67,8 @@ func (c *Client) getOperation(ctx context.Context, id string) (Operation, time.D
 	if err != nil {
 		return Operation{}, 0, err
 	}
-	wait, _ := parseRetryAfter(resp.header.Get("Retry-After"), time.Now())
-	return op, wait, nil
+	retryAfter, _ := wait.RetryAfter(resp.header.Get("Retry-After"), time.Now())
+	return op, retryAfter, nil
 }
 
 // WaitOperation reads the operation until it is settled (completed, failed,

@@ -120,29 +120,6 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in        string
-		want      time.Duration
-		wantGiven bool
-	}{
-		{"", 0, false},
-		{"0", 0, true},
-		{" 7 ", 7 * time.Second, true},
-		{"-1", 0, false},
-		{"soon", 0, false},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
-	}
-	for _, tt := range tests {
-		got, given := parseRetryAfter(tt.in, now)
-		if got != tt.want || given != tt.wantGiven {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, given, tt.want, tt.wantGiven)
-		}
-	}
-}
-
 // TestDeadline: the call never outlives its context, and gives back the
 // last answer with the context's error.
 func TestDeadline(t *testing.T) {
