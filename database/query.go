@@ -230,8 +230,6 @@ type timeoutPlugin time.Duration
 
 const timeoutPluginName = "licensor:statement-timeout"
 
-var _ gorm.Plugin = timeoutPlugin(0)
-
 func (timeoutPlugin) Name() string              { return timeoutPluginName }
 func (timeoutPlugin) Initialize(*gorm.DB) error { return nil }
 

@@ -137,8 +137,6 @@ type intentGauges struct {
 	read IntentStats
 }
 
-var _ prometheus.Collector = intentGauges{}
-
 var (
 	pendingDesc = prometheus.NewDesc("licensor_idempotency_pending", "Pending intents awaiting reconciliation.", nil, nil)
 	oldestDesc  = prometheus.NewDesc("licensor_idempotency_oldest_pending_seconds", "Age of the oldest pending intent (0 when none).", nil, nil)
