@@ -55,16 +55,3 @@ func TestRetryAfterPastTheCapStopsAtOnce(t *testing.T) {
 		t.Error("MaxRetryAfter would ignore ordinary Retry-After values")
 	}
 }
-
-// A Retry-After longer than the backoff step but within MaxRetryAfter is
-// waited out whole, never cut to the step.
-func TestRetryAfterIsWaitedWhole(t *testing.T) {
-	f := newFakeAPI(t, reply{status: 503, code: "vendor_unavailable", header: map[string]string{"Retry-After": "45"}}, created)
-	c, rec := newTestClient(t, f)
-	if _, err := c.CreateLicense(context.Background(), CreateLicenseInput{Name: "Acme", Domain: "acme.test"}); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.waits) != 1 || rec.waits[0] != 45*time.Second {
-		t.Errorf("waits = %v, want [45s]", rec.waits)
-	}
-}

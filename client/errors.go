@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Codes of the API's answers that the retry policy reads.
@@ -76,6 +78,6 @@ func newAPIError(status int, h http.Header, body []byte, now time.Time) *APIErro
 	if e.Message == "" {
 		e.Message = http.StatusText(status) + "."
 	}
-	e.RetryAfter, _ = parseRetryAfter(h.Get("Retry-After"), now)
+	e.RetryAfter, _ = wait.RetryAfter(h.Get("Retry-After"), now)
 	return e
 }

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -44,14 +43,8 @@ func (c *Client) ListEvents(ctx context.Context, q EventsQuery) (EventsPage, err
 	if len(q.Types) > 0 {
 		v.Set("type", strings.Join(q.Types, ","))
 	}
-	if q.PerPage > 0 {
-		v.Set("per_page", strconv.Itoa(q.PerPage))
-	}
-	path := "/api/events"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
-	resp, err := c.do(ctx, request{op: "list events", method: http.MethodGet, path: path, success: []int{http.StatusOK}, safe: true})
+	resp, err := c.do(ctx, request{op: "list events", method: http.MethodGet, path: pagePath("/api/events", v, 0, q.PerPage),
+		success: []int{http.StatusOK}, safe: true})
 	if err != nil {
 		return EventsPage{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -151,7 +152,7 @@ func TestWaitOperation(t *testing.T) {
 	if got.Status != OperationCompleted || got.Result == nil || got.Result.Status != 201 || got.Result.Location != "/api/licenses/01JL" {
 		t.Errorf("operation = %+v, want completed with the 201's location", got)
 	}
-	if !slicesEqual(rec.waits, []time.Duration{7 * time.Second, 7 * time.Second}) {
+	if !slices.Equal(rec.waits, []time.Duration{7 * time.Second, 7 * time.Second}) {
 		t.Errorf("waits = %v, want the 202's Retry-After twice", rec.waits)
 	}
 	reqs := f.requests()

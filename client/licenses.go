@@ -84,7 +84,7 @@ func (c *Client) CreateLicense(ctx context.Context, in CreateLicenseInput) (Lice
 	if err != nil {
 		return License{}, err
 	}
-	lic, err := decodeLicense("create license", resp.body)
+	lic, err := decodeData[License]("create license", resp.body)
 	if err != nil {
 		return License{}, err
 	}
@@ -153,7 +153,7 @@ func (c *Client) GetLicense(ctx context.Context, id string) (License, error) {
 	if err != nil {
 		return License{}, err
 	}
-	return decodeLicense("get license "+id, resp.body)
+	return decodeData[License]("get license "+id, resp.body)
 }
 
 // RevokeLicense revokes the consumer's license with that id. Revoking is
@@ -165,16 +165,6 @@ func (c *Client) RevokeLicense(ctx context.Context, id string) error {
 	_, err := c.do(ctx, request{op: "revoke license " + id, method: http.MethodDelete,
 		path: "/api/licenses/" + url.PathEscape(id), success: []int{http.StatusNoContent}, safe: true})
 	return err
-}
-
-func decodeLicense(op string, body []byte) (License, error) {
-	var b struct {
-		Data License `json:"data"`
-	}
-	if err := json.Unmarshal(body, &b); err != nil {
-		return License{}, fmt.Errorf("%s: decode the response: %w", op, err)
-	}
-	return b.Data, nil
 }
 
 // validKey is the API's rule for an Idempotency-Key.

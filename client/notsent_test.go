@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +97,7 @@ func TestRefusedConnectionRetriedThroughRestart(t *testing.T) {
 		t.Errorf("license = %+v, want the created one", lic)
 	}
 	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
-	if !slicesEqual(a.waits, want) {
+	if !slices.Equal(a.waits, want) {
 		t.Errorf("waits = %v, want %v: doubling (half the step, no jitter)", a.waits, want)
 	}
 	if len(a.keys) != 1 || a.keys[0] != key {
@@ -139,10 +140,10 @@ func TestRefusedConnectionStopsAfterMaxAttempts(t *testing.T) {
 	}
 	ms := time.Millisecond
 	want := []time.Duration{150 * ms, 300 * ms, 600 * ms, 1200 * ms} // step 200, 400, 800, 1600 ms: half plus half of the other half
-	if !slicesEqual(a.waits, want) {
+	if !slices.Equal(a.waits, want) {
 		t.Errorf("waits = %v, want %v", a.waits, want)
 	}
-	if !slicesEqual(asked, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms}) {
+	if !slices.Equal(asked, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms}) {
 		t.Errorf("jitter asked for %v, want up to half of each step", asked)
 	}
 }
@@ -187,16 +188,4 @@ func TestErrorAfterWriteRetriedWithSameKey(t *testing.T) {
 	if err == nil || errors.Is(err, ErrNotSent) {
 		t.Errorf("create whose connection always closes after the write: %v; want an error that is not ErrNotSent", err)
 	}
-}
-
-func slicesEqual(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -2,12 +2,13 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Statuses of an Operation.
@@ -62,14 +63,12 @@ func (c *Client) getOperation(ctx context.Context, id string) (Operation, time.D
 	if err != nil {
 		return Operation{}, 0, err
 	}
-	var b struct {
-		Data Operation `json:"data"`
+	op, err := decodeData[Operation]("get operation "+id, resp.body)
+	if err != nil {
+		return Operation{}, 0, err
 	}
-	if err := json.Unmarshal(resp.body, &b); err != nil {
-		return Operation{}, 0, fmt.Errorf("get operation %s: decode the response: %w", id, err)
-	}
-	wait, _ := parseRetryAfter(resp.header.Get("Retry-After"), time.Now())
-	return b.Data, wait, nil
+	retryAfter, _ := wait.RetryAfter(resp.header.Get("Retry-After"), time.Now())
+	return op, retryAfter, nil
 }
 
 // WaitOperation reads the operation until it is settled (completed, failed,

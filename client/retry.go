@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -218,23 +216,4 @@ func transient(err error) bool {
 		return true
 	}
 	return false
-}
-
-// parseRetryAfter reads a Retry-After header: whole seconds, or an HTTP date
-// (a date already past means now). given is false when there is no usable value.
-func parseRetryAfter(v string, now time.Time) (wait time.Duration, given bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0, false
-		}
-		return time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }

@@ -29,20 +29,12 @@ const (
 // at once; outside one it is safe to run again after a lock conflict
 // (RetryOnConflict).
 func AddActivityHour(ctx context.Context, db *gorm.DB, hour time.Time, metric string, n int64) *gorm.DB {
-	stmt := sqliteActivityAdd
-	if db.Dialector.Name() == MySQL {
-		stmt = mysqlActivityAdd
-	}
-	return db.WithContext(ctx).Exec(stmt, hour.UTC(), metric, n)
+	return db.WithContext(ctx).Exec(forDialect(db, sqliteActivityAdd, mysqlActivityAdd), hour.UTC(), metric, n)
 }
 
 // SetActivityHour sets the count of metric in the hour that starts at hour
 // to n, replacing what the row held (a gauge: the last value written in the
 // hour is the hour's). One upsert, safe to run again.
 func SetActivityHour(ctx context.Context, db *gorm.DB, hour time.Time, metric string, n int64) *gorm.DB {
-	stmt := sqliteActivitySet
-	if db.Dialector.Name() == MySQL {
-		stmt = mysqlActivitySet
-	}
-	return db.WithContext(ctx).Exec(stmt, hour.UTC(), metric, n)
+	return db.WithContext(ctx).Exec(forDialect(db, sqliteActivitySet, mysqlActivitySet), hour.UTC(), metric, n)
 }

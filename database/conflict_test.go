@@ -29,51 +29,36 @@ func (f *failing) stmt() *gorm.DB {
 	return &gorm.DB{RowsAffected: 1}
 }
 
-func TestRetryOnConflictRetriesDeadlocksAndLockWaitTimeouts(t *testing.T) {
-	for _, number := range []uint16{1213, 1205} {
-		t.Run(fmt.Sprint(number), func(t *testing.T) {
-			f := &failing{n: 3, err: &mysqldriver.MySQLError{Number: number, Message: "lost a lock"}}
+// TestRetryOnConflict: a lost lock conflict (a deadlock, a lock wait
+// timeout), bare or wrapped, runs the statement again until it succeeds or
+// the bound is reached; any other error is returned after one run.
+func TestRetryOnConflict(t *testing.T) {
+	deadlock := &mysqldriver.MySQLError{Number: 1213, Message: "lost a lock"}
+	lockWait := &mysqldriver.MySQLError{Number: 1205, Message: "lost a lock"}
+	duplicate := &mysqldriver.MySQLError{Number: 1062, Message: "Duplicate entry"}
+	refused := errors.New("connection refused")
+	for _, tt := range []struct {
+		name     string
+		err      error
+		fails    int // the runs that fail with err before one succeeds
+		wantRuns int
+		wantErr  error // nil: the success
+	}{
+		{"1213", deadlock, 3, 4, nil},
+		{"1205", lockWait, 3, 4, nil},
+		{"wrapped 1213", fmt.Errorf("update: %w", deadlock), 1, 2, nil},
+		{"gorm duplicate key", gorm.ErrDuplicatedKey, 1, 1, gorm.ErrDuplicatedKey},
+		{"1062", duplicate, 1, 1, duplicate},
+		{"connection refused", refused, 1, 1, refused},
+		{"past the bound", deadlock, 1 << 30, 1 + conflictRetries, deadlock},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &failing{n: tt.fails, err: tt.err}
 			res := RetryOnConflict(context.Background(), f.stmt)
-			if res.Error != nil || res.RowsAffected != 1 {
-				t.Fatalf("result = %v (rows %d), want the success", res.Error, res.RowsAffected)
-			}
-			if f.calls != 4 {
-				t.Errorf("stmt ran %d times, want 4", f.calls)
+			if res.Error != tt.wantErr || f.calls != tt.wantRuns || tt.wantErr == nil && res.RowsAffected != 1 {
+				t.Errorf("result = %v (rows %d) after %d runs, want %v after %d", res.Error, res.RowsAffected, f.calls, tt.wantErr, tt.wantRuns)
 			}
 		})
-	}
-}
-
-func TestRetryOnConflictSeesWrappedConflicts(t *testing.T) {
-	f := &failing{n: 1, err: fmt.Errorf("update: %w", &mysqldriver.MySQLError{Number: 1213})}
-	if res := RetryOnConflict(context.Background(), f.stmt); res.Error != nil || f.calls != 2 {
-		t.Errorf("result = %v after %d runs, want a success after 2", res.Error, f.calls)
-	}
-}
-
-func TestRetryOnConflictReturnsOtherErrorsAtOnce(t *testing.T) {
-	for _, err := range []error{
-		gorm.ErrDuplicatedKey,
-		&mysqldriver.MySQLError{Number: 1062, Message: "Duplicate entry"},
-		errors.New("connection refused"),
-	} {
-		f := &failing{n: 1, err: err}
-		res := RetryOnConflict(context.Background(), f.stmt)
-		if res.Error != err || f.calls != 1 {
-			t.Errorf("%v: result %v after %d runs, want it returned after 1", err, res.Error, f.calls)
-		}
-	}
-}
-
-func TestRetryOnConflictGivesUpAfterTheBound(t *testing.T) {
-	conflict := &mysqldriver.MySQLError{Number: 1213}
-	f := &failing{n: 1 << 30, err: conflict}
-	res := RetryOnConflict(context.Background(), f.stmt)
-	if res.Error != conflict {
-		t.Errorf("result = %v, want the conflict", res.Error)
-	}
-	if f.calls != 1+conflictRetries {
-		t.Errorf("stmt ran %d times, want %d", f.calls, 1+conflictRetries)
 	}
 }
 

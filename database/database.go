@@ -153,6 +153,15 @@ func queryTimeout(cfg config.DB) time.Duration {
 	return 5 * time.Second
 }
 
+// forDialect is the statement text for db's dialect: sqlite's, or mysql's
+// on MySQL.
+func forDialect(db *gorm.DB, sqlite, mysql string) string {
+	if db.Dialector.Name() == MySQL {
+		return mysql
+	}
+	return sqlite
+}
+
 // Close closes the connection pool underneath db.
 func Close(db *gorm.DB) error {
 	sqlDB, err := db.DB()

@@ -18,8 +18,6 @@ type driverLogger struct {
 	log *slog.Logger
 }
 
-var _ mysqldriver.Logger = driverLogger{}
-
 // Print implements mysqldriver.Logger, with log.Print's formatting.
 func (l driverLogger) Print(v ...any) {
 	l.log.Warn(strings.TrimSpace(fmt.Sprint(v...)), "component", "mysql")

@@ -15,7 +15,9 @@ import (
 	"github.com/licensor-api/licensor/internal/testkit"
 )
 
-func openSQLiteForGroup(t *testing.T) *gorm.DB {
+// openSQLite is a migrated SQLite database of the test's own, one
+// connection.
+func openSQLite(t *testing.T) *gorm.DB {
 	t.Helper()
 	db, err := OpenMigrated(context.Background(), config.DB{Connection: SQLite, Database: filepath.Join(t.TempDir(), "g.sqlite"), MaxOpenConns: 1, MaxIdleConns: 1}, nil)
 	if err != nil {
@@ -72,7 +74,7 @@ func consumerIDs(t *testing.T, db *gorm.DB) map[string]bool {
 // Concurrent writes share one commit; one refused by the unique index is
 // rolled back alone and gets its error, the others commit.
 func TestGroupCommitBatchesAndIsolatesAFailure(t *testing.T) {
-	db := openSQLiteForGroup(t)
+	db := openSQLite(t)
 	g := NewGroupCommit(db, 0)
 	defer g.Close()
 	if err := g.Do(context.Background(), insertConsumer("taken")); err != nil {
@@ -106,7 +108,7 @@ func TestGroupCommitBatchesAndIsolatesAFailure(t *testing.T) {
 // No caller hears "done" before the commit holding its write succeeded: a
 // batch whose commit fails fails every write in it, and none is kept.
 func TestGroupCommitFailedCommitFailsEveryWrite(t *testing.T) {
-	db := openSQLiteForGroup(t)
+	db := openSQLite(t)
 	g := NewGroupCommit(db, 0)
 	defer g.Close()
 	writes := []func(*gorm.DB) error{
@@ -132,7 +134,7 @@ func TestGroupCommitFailedCommitFailsEveryWrite(t *testing.T) {
 }
 
 func TestGroupCommitClosed(t *testing.T) {
-	g := NewGroupCommit(openSQLiteForGroup(t), 0)
+	g := NewGroupCommit(openSQLite(t), 0)
 	g.Close()
 	if err := g.Do(context.Background(), insertConsumer("x")); !errors.Is(err, ErrGroupClosed) {
 		t.Errorf("Do after Close = %v, want ErrGroupClosed", err)

@@ -108,22 +108,14 @@ var (
 	dropTable  = regexp.MustCompile(`(?i)^DROP TABLE\b`)
 	alterTable = regexp.MustCompile(`(?i)^ALTER TABLE \S+ `)
 	dropClause = regexp.MustCompile(`(?i)^\s*DROP\s+(\S+)`)
+	sqlComment = regexp.MustCompile(`--[^\n]*`)
 	// keptByDrop are what DROP names in an ALTER TABLE without losing data.
 	keptByDrop = map[string]bool{"INDEX": true, "KEY": true, "PRIMARY": true, "FOREIGN": true, "CONSTRAINT": true, "CHECK": true}
 )
 
-// stripSQLComments removes the -- comments of sql, line by line.
-func stripSQLComments(sql string) string {
-	var b strings.Builder
-	for line := range strings.SplitSeq(sql, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+// stripSQLComments removes the -- comments of sql, each to the end of its
+// line.
+func stripSQLComments(sql string) string { return sqlComment.ReplaceAllString(sql, "") }
 
 // Drops says what rolling back the newest applied migration (its version;
 // 0 when none is applied) would destroy: the statements of its Down

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,21 +78,6 @@ func TestConcurrentFirstStartsMigrateSQLiteOnce(t *testing.T) {
 	}
 	if applied != len(status) {
 		t.Errorf("the starts logged %d migrations applied, want %d:\n%s", applied, len(status), logs.String())
-	}
-}
-
-// The driver runs the pragmas in order: busy_timeout must come before the
-// ones that take locks (journal_mode(WAL)), or they do not wait as long.
-func TestSQLiteDSNSetsTheBusyTimeoutFirst(t *testing.T) {
-	dsn := database.SQLiteDSN(config.DB{Database: "x.sqlite"})
-	_, query, _ := strings.Cut(dsn, "?")
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pragmas := q["_pragma"]
-	if len(pragmas) == 0 || !strings.HasPrefix(pragmas[0], "busy_timeout(") || !slices.Contains(pragmas, "journal_mode(WAL)") {
-		t.Errorf("pragmas = %q, want busy_timeout first, then journal_mode(WAL)", pragmas)
 	}
 }
 

@@ -160,20 +160,12 @@ func classify(err error) error {
 // in: a time.Time (MySQL with parseTime, SQLite's drivers for a DATETIME
 // column) or the text SQLite stores. A NULL leaves t nil when nullable, and
 // is an error otherwise.
-func Time(t **time.Time) sql.Scanner { return timeScanner{dst: t, nullable: true} }
+func Time(t **time.Time) sql.Scanner { return timeScanner{dst: t} }
 
 // NotNullTime is Time for a NOT NULL column.
 func NotNullTime(t *time.Time) sql.Scanner { return notNullTime{dst: t} }
 
-var (
-	_ sql.Scanner = timeScanner{}
-	_ sql.Scanner = notNullTime{}
-)
-
-type timeScanner struct {
-	dst      **time.Time
-	nullable bool
-}
+type timeScanner struct{ dst **time.Time }
 
 func (s timeScanner) Scan(v any) error {
 	if v == nil {
@@ -237,8 +229,6 @@ func parseTime(v any) (time.Time, error) {
 type timeoutPlugin time.Duration
 
 const timeoutPluginName = "licensor:statement-timeout"
-
-var _ gorm.Plugin = timeoutPlugin(0)
 
 func (timeoutPlugin) Name() string              { return timeoutPluginName }
 func (timeoutPlugin) Initialize(*gorm.DB) error { return nil }

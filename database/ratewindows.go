@@ -108,12 +108,7 @@ type rateQuery struct {
 // of is the upsert on db's pool, in db's dialect.
 func (r *rateQuery) of(db *gorm.DB) *Query {
 	r.once.Do(func() {
-		text := sqliteRateHit
-		if db.Dialector.Name() == MySQL {
-			text = mysqlRateHit
-		}
-		r.q = NewQuery(db.WithContext(context.Background()), text) // not the first caller's context
-
+		r.q = NewQuery(db.WithContext(context.Background()), forDialect(db, sqliteRateHit, mysqlRateHit)) // not the first caller's context
 	})
 	return r.q
 }
@@ -123,11 +118,7 @@ func (r *rateQuery) of(db *gorm.DB) *Query {
 // and, in RowsAffected, how many it deleted. It is one statement, safe to
 // run again after a lock conflict (RetryOnConflict).
 func PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB {
-	stmt := sqliteRatePrune
-	if db.Dialector.Name() == MySQL {
-		stmt = mysqlRatePrune
-	}
-	return db.WithContext(ctx).Exec(stmt, before.Unix(), limit)
+	return db.WithContext(ctx).Exec(forDialect(db, sqliteRatePrune, mysqlRatePrune), before.Unix(), limit)
 }
 
 // The dialector implements app/ratelimit's windowStatements.

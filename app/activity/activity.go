@@ -87,15 +87,9 @@ func New(cfg Config) *Recorder {
 	return &Recorder{cfg: cfg, flushing: make(chan struct{}, 1), held: map[hourMetric]int64{}}
 }
 
-// hourOf is the number of t's UTC hour since the Unix epoch.
-func hourOf(t time.Time) int64 {
-	s := t.Unix()
-	h := s / 3600
-	if s < 0 && s%3600 != 0 {
-		h--
-	}
-	return h
-}
+// hourOf is the number of t's UTC hour since the Unix epoch, rounded down
+// (Truncate counts from year 1, a whole number of hours before 1970).
+func hourOf(t time.Time) int64 { return t.Truncate(time.Hour).Unix() / 3600 }
 
 // hourStart is the start of the hour numbered h, in UTC.
 func hourStart(h int64) time.Time { return time.Unix(h*3600, 0).UTC() }

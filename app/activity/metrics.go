@@ -2,6 +2,7 @@ package activity
 
 import (
 	"errors"
+	"slices"
 )
 
 // The metrics licensor counts. Which guard outcome (app/idempotency's
@@ -59,19 +60,7 @@ const (
 )
 
 // slotOf is the index of a known metric in known, -1 for another.
-func slotOf(metric string) int {
-	switch metric {
-	case Creates:
-		return iCreates
-	case Replays:
-		return iReplays
-	case Conflicts:
-		return iConflicts
-	case Pending:
-		return iPending
-	}
-	return -1
-}
+func slotOf(metric string) int { return slices.Index(known[:], metric) }
 
 // MaxMetricLen is the longest metric name the table holds.
 const MaxMetricLen = 64

@@ -86,7 +86,7 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.idempotency = f.counterVec("licensor_idempotency_requests_total", "Idempotent requests by operation and outcome.", "operation", "outcome")
 	m.vendorRequests = f.counterVec("licensor_vendor_requests_total", "Vendor calls by call and status (0: no answer).", "call", "status")
 	m.vendorRetries = f.counter("licensor_vendor_retries_total", "Vendor calls repeated after a 429.")
-	m.reconcile = f.counterVec("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result")
+	m.reconcile = f.counterVecOf("licensor_reconcile_total", "Reconciliations of pending intents by result.", "result", reconcileResults)
 	m.pruned = f.counter("licensor_prune_deleted_total", "Expired idempotency records deleted.")
 	m.rateLocal = f.counter("licensor_ratelimit_local_total",
 		"Requests this replica counted alone, against its share of the rate limit (RATE_LIMIT_FALLBACK_SHARE), because the rate limit's store (RATE_LIMIT_STORE) could not count them: Redis down, slow or refusing; a database write that failed.")
@@ -102,29 +102,17 @@ func New(operations []string, intents IntentStats) *Metrics {
 	for _, kind := range driftKinds {
 		m.drift.WithLabelValues(kind).Set(0)
 	}
-	m.siteMismatches = f.counterVec("licensor_vendor_site_mismatches_total",
-		"Vendor sites whose id is a license's but whose domain is not (nothing applied), by source: webhook or drift.", "source")
-	for _, src := range mismatchSources {
-		m.siteMismatches.WithLabelValues(src)
-	}
+	m.siteMismatches = f.counterVecOf("licensor_vendor_site_mismatches_total",
+		"Vendor sites whose id is a license's but whose domain is not (nothing applied), by source: webhook or drift.", "source", mismatchSources)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(intentGauges{read: intents})
-	m.webhooks = f.counterVec("licensor_webhook_deliveries_total",
-		"Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later), failed (given up at the end of WEBHOOK_RETRY_FOR).", "outcome")
-	for _, o := range webhookOutcomes {
-		m.webhooks.WithLabelValues(o)
-	}
-	m.vendorEventsRefused = f.counterVec("licensor_vendor_webhooks_refused_total",
-		"The vendor's webhooks refused before anything was recorded, by reason: invalid_signature, signature_expired, malformed_json, future_event (created ahead of now), invalid_event_id (an id with a space, non-ASCII or over 255 characters).", "reason")
-	for _, r := range vendorEventRefusals {
-		m.vendorEventsRefused.WithLabelValues(r)
-	}
+	m.webhooks = f.counterVecOf("licensor_webhook_deliveries_total",
+		"Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried again later), failed (given up at the end of WEBHOOK_RETRY_FOR).", "outcome", webhookOutcomes)
+	m.vendorEventsRefused = f.counterVecOf("licensor_vendor_webhooks_refused_total",
+		"The vendor's webhooks refused before anything was recorded, by reason: invalid_signature, signature_expired, malformed_json, future_event (created ahead of now), invalid_event_id (an id with a space, non-ASCII or over 255 characters).", "reason", vendorEventRefusals)
 	m.webhookStats = &webhookGauges{}
 	m.reg.MustRegister(m.webhookStats)
 	m.DeclareOperations(operations)
-	for _, r := range reconcileResults {
-		m.reconcile.WithLabelValues(r)
-	}
 	for call, status := range vendorCalls {
 		m.vendorRequests.WithLabelValues(call, status)
 	}
@@ -149,8 +137,6 @@ type intentGauges struct {
 	read IntentStats
 }
 
-var _ prometheus.Collector = intentGauges{}
-
 var (
 	pendingDesc = prometheus.NewDesc("licensor_idempotency_pending", "Pending intents awaiting reconciliation.", nil, nil)
 	oldestDesc  = prometheus.NewDesc("licensor_idempotency_oldest_pending_seconds", "Age of the oldest pending intent (0 when none).", nil, nil)
@@ -166,15 +152,7 @@ func (g intentGauges) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (g intentGauges) Collect(ch chan<- prometheus.Metric) {
-	var c IntentCounts
-	if g.read != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var err error
-		if c, err = g.read(ctx); err != nil {
-			c = IntentCounts{}
-		}
-	}
+	c := scraped(g.read)
 	age := 0.0
 	if !c.OldestPending.IsZero() {
 		age = time.Since(c.OldestPending).Seconds()
@@ -182,6 +160,22 @@ func (g intentGauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.Pending))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.GaugeValue, float64(c.Failed))
+}
+
+// scraped is what read answers at a scrape, within two seconds: zeros when
+// there is no read or it fails, rather than a broken scrape.
+func scraped[T any](read func(context.Context) (T, error)) T {
+	var zero T
+	if read == nil {
+		return zero
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := read(ctx)
+	if err != nil {
+		return zero
+	}
+	return c
 }
 
 // WebhookCounts is what the webhook gauges report.
@@ -218,15 +212,11 @@ func (g *webhookGauges) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (g *webhookGauges) Collect(ch chan<- prometheus.Metric) {
-	var c WebhookCounts
-	if read := g.read.Load(); read != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var err error
-		if c, err = (*read)(ctx); err != nil {
-			c = WebhookCounts{}
-		}
+	var read WebhookStats
+	if p := g.read.Load(); p != nil {
+		read = *p
 	}
+	c := scraped(read)
 	age := 0.0
 	if !c.OldestPending.IsZero() {
 		age = max(0, time.Since(c.OldestPending).Seconds())
@@ -327,5 +317,14 @@ func (f promFactory) counterVec(name, help string, labels ...string) *prometheus
 func (f promFactory) counter(name, help string) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	f.reg.MustRegister(c)
+	return c
+}
+
+// counterVecOf is counterVec of one label, its known values at 0.
+func (f promFactory) counterVecOf(name, help, label string, values []string) *prometheus.CounterVec {
+	c := f.counterVec(name, help, label)
+	for _, v := range values {
+		c.WithLabelValues(v)
+	}
 	return c
 }

@@ -34,9 +34,29 @@ func sample(body, name string) string {
 	return ""
 }
 
+// wantSamples checks the value of each sample in body; when says what the
+// scrape was of, in the error.
+func wantSamples(t *testing.T, body, when string, want map[string]string) {
+	t.Helper()
+	for s, v := range want {
+		if got := sample(body, s); got != v {
+			t.Errorf("%s = %q%s, want %s", s, got, when, v)
+		}
+	}
+}
+
+// zeros is each of names at "0".
+func zeros(names ...string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = "0"
+	}
+	return m
+}
+
 func TestFamiliesExistFromStartUp(t *testing.T) {
 	body := scrape(t, metrics.New([]string{"licenses.store"}, nil))
-	for _, s := range []string{
+	wantSamples(t, body, "", zeros(
 		`licensor_idempotency_requests_total{operation="licenses.store",outcome="executed"}`,
 		`licensor_idempotency_requests_total{operation="licenses.store",outcome="taken_over"}`,
 		`licensor_idempotency_pending`,
@@ -51,11 +71,7 @@ func TestFamiliesExistFromStartUp(t *testing.T) {
 		`licensor_prune_deleted_total`,
 		`licensor_ratelimit_local_total`,
 		`licensor_ratelimit_degraded`,
-	} {
-		if got := sample(body, s); got != "0" {
-			t.Errorf("%s = %q, want 0", s, got)
-		}
-	}
+	))
 	// The HTTP families have no known label values: they show from the first request.
 	for _, family := range []string{"go_goroutines", "process_start_time_seconds"} {
 		if !strings.Contains(body, "# TYPE "+family+" ") {
@@ -81,8 +97,7 @@ func TestObserveCounts(t *testing.T) {
 	m.ObserveRateLimitLocal()
 	m.SetRateLimitDegraded(true)
 
-	body := scrape(t, m)
-	for s, want := range map[string]string{
+	wantSamples(t, scrape(t, m), "", map[string]string{
 		`licensor_http_requests_total{method="GET",route="/api/licenses/:id",status="200"}`:                "2",
 		`licensor_http_requests_total{method="GET",route="unmatched",status="404"}`:                        "1",
 		`licensor_http_request_duration_seconds_count{method="GET",route="/api/licenses/:id"}`:             "2",
@@ -95,11 +110,7 @@ func TestObserveCounts(t *testing.T) {
 		`licensor_prune_deleted_total`:                                                                     "7",
 		`licensor_ratelimit_local_total`:                                                                   "2",
 		`licensor_ratelimit_degraded`:                                                                      "1",
-	} {
-		if got := sample(body, s); got != want {
-			t.Errorf("%s = %q, want %s", s, got, want)
-		}
-	}
+	})
 }
 
 func TestPendingGauges(t *testing.T) {
@@ -108,12 +119,7 @@ func TestPendingGauges(t *testing.T) {
 		return metrics.IntentCounts{Pending: 3, OldestPending: oldest, Failed: 2}, nil
 	})
 	body := scrape(t, m)
-	if got := sample(body, "licensor_idempotency_pending"); got != "3" {
-		t.Errorf("pending = %q, want 3", got)
-	}
-	if got := sample(body, "licensor_idempotency_failed"); got != "2" {
-		t.Errorf("failed = %q, want 2", got)
-	}
+	wantSamples(t, body, "", map[string]string{"licensor_idempotency_pending": "3", "licensor_idempotency_failed": "2"})
 	age, err := strconv.ParseFloat(sample(body, "licensor_idempotency_oldest_pending_seconds"), 64)
 	if err != nil || age < 60 || age > 600 {
 		t.Errorf("oldest pending age = %v (%v), want about 60", age, err)
@@ -123,12 +129,8 @@ func TestPendingGauges(t *testing.T) {
 	failing := metrics.New(nil, func(context.Context) (metrics.IntentCounts, error) {
 		return metrics.IntentCounts{}, errors.New("db down")
 	})
-	body = scrape(t, failing)
-	for _, s := range []string{"licensor_idempotency_pending", "licensor_idempotency_oldest_pending_seconds", "licensor_idempotency_failed"} {
-		if got := sample(body, s); got != "0" {
-			t.Errorf("%s = %q with a failing read, want 0", s, got)
-		}
-	}
+	wantSamples(t, scrape(t, failing), " with a failing read",
+		zeros("licensor_idempotency_pending", "licensor_idempotency_oldest_pending_seconds", "licensor_idempotency_failed"))
 }
 
 // The webhook families exist from start-up, every outcome at 0; each
@@ -136,45 +138,32 @@ func TestPendingGauges(t *testing.T) {
 // scrape, zeros when the read fails.
 func TestWebhookFamilies(t *testing.T) {
 	m := metrics.New(nil, nil)
-	body := scrape(t, m)
-	for _, s := range []string{
+	wantSamples(t, scrape(t, m), " at start-up", zeros(
 		`licensor_webhook_deliveries_total{outcome="delivered"}`,
 		`licensor_webhook_deliveries_total{outcome="retried"}`,
 		`licensor_webhook_deliveries_total{outcome="failed"}`,
 		`licensor_webhook_oldest_pending_seconds`,
 		`licensor_webhook_endpoints_disabled`,
-	} {
-		if got := sample(body, s); got != "0" {
-			t.Errorf("%s = %q at start-up, want 0", s, got)
-		}
-	}
+	))
 	m.ObserveWebhook("retried")
 	m.ObserveWebhook("retried")
 	m.ObserveWebhook("delivered")
 	m.ReadWebhooks(func(context.Context) (metrics.WebhookCounts, error) {
 		return metrics.WebhookCounts{OldestPending: time.Now().Add(-2 * time.Minute), Disabled: 3}, nil
 	})
-	body = scrape(t, m)
-	for s, want := range map[string]string{
+	body := scrape(t, m)
+	wantSamples(t, body, "", map[string]string{
 		`licensor_webhook_deliveries_total{outcome="delivered"}`: "1",
 		`licensor_webhook_deliveries_total{outcome="retried"}`:   "2",
 		`licensor_webhook_deliveries_total{outcome="failed"}`:    "0",
 		`licensor_webhook_endpoints_disabled`:                    "3",
-	} {
-		if got := sample(body, s); got != want {
-			t.Errorf("%s = %q, want %s", s, got, want)
-		}
-	}
+	})
 	if age, err := strconv.ParseFloat(sample(body, "licensor_webhook_oldest_pending_seconds"), 64); err != nil || age < 120 || age > 900 {
 		t.Errorf("oldest pending age = %v (%v), want about 120", age, err)
 	}
 	m.ReadWebhooks(func(context.Context) (metrics.WebhookCounts, error) {
 		return metrics.WebhookCounts{Disabled: 9}, errors.New("db down")
 	})
-	body = scrape(t, m)
-	for _, s := range []string{"licensor_webhook_oldest_pending_seconds", "licensor_webhook_endpoints_disabled"} {
-		if got := sample(body, s); got != "0" {
-			t.Errorf("%s = %q with a failing read, want 0", s, got)
-		}
-	}
+	wantSamples(t, scrape(t, m), " with a failing read",
+		zeros("licensor_webhook_oldest_pending_seconds", "licensor_webhook_endpoints_disabled"))
 }

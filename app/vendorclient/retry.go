@@ -1,33 +1,6 @@
 package vendorclient
 
-import (
-	"context"
-	"math"
-	"math/rand/v2"
-	"net/http"
-	"strconv"
-	"strings"
-	"time"
-)
-
-// parseRetryAfter reads a Retry-After header: whole seconds, or an HTTP date
-// (a date already past means now). given is false when there is no usable value.
-func parseRetryAfter(v string, now time.Time) (wait time.Duration, given bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0, false
-		}
-		return time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
+import "time"
 
 // backoff is the wait before retry number attempt when the vendor gave no
 // Retry-After: VENDOR_RETRY_BASE doubled per attempt, capped at
@@ -40,24 +13,4 @@ func (d *HTTPDriver) backoff(attempt int) time.Duration {
 	}
 	step = min(step, d.cfg.RetryMaxWait)
 	return step - step/2 + d.jitter(step/2)
-}
-
-// sleep waits d, or less when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// jitter returns a uniformly random duration in [0, d].
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d + 1)
 }

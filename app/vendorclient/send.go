@@ -15,6 +15,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorproto"
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // maxBody is the most of an answer the driver reads; a longer one is malformed.
@@ -57,7 +58,7 @@ func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
 			}
 			return a, nil
 		}
-		retryAfter, given := parseRetryAfter(a.header.Get("Retry-After"), d.now())
+		retryAfter, given := wait.RetryAfter(a.header.Get("Retry-After"), d.now())
 		wait := retryAfter
 		if !given {
 			wait = d.backoff(attempt)
@@ -105,7 +106,7 @@ func (d *HTTPDriver) judge(c call, a *answer) error {
 	err := d.failure(c, true, fmt.Errorf("%s: vendor answered %d", c, a.status))
 	var unavailable *licenses.UnavailableError
 	if errors.As(err, &unavailable) { // a 503's Retry-After is the vendor's word on when to come back
-		unavailable.RetryAfter, _ = parseRetryAfter(a.header.Get("Retry-After"), d.now())
+		unavailable.RetryAfter, _ = wait.RetryAfter(a.header.Get("Retry-After"), d.now())
 	}
 	return err
 }

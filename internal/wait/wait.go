@@ -1,10 +1,15 @@
-// Package wait is a pause that a context cuts short, and the jitter that
-// keeps those who retry together from waking together.
+// Package wait is a pause that a context cuts short, the jitter that keeps
+// those who retry together from waking together, and the pause a server
+// asks for in its Retry-After.
 package wait
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,4 +35,24 @@ func Jitter(d time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(d + 1)
+}
+
+// RetryAfter reads a Retry-After header: whole seconds, or an HTTP date (a
+// date already past means now). given is false when there is no usable
+// value.
+func RetryAfter(v string, now time.Time) (wait time.Duration, given bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -3,6 +3,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -28,5 +29,28 @@ func TestSleepStopsWithContext(t *testing.T) {
 	}
 	if err := Sleep(context.Background(), 0); err != nil {
 		t.Errorf("Sleep(0) = %v, want nil", err)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in        string
+		want      time.Duration
+		wantGiven bool
+	}{
+		{"", 0, false},
+		{"0", 0, true},
+		{" 7 ", 7 * time.Second, true},
+		{"-1", 0, false},
+		{"soon", 0, false},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+	}
+	for _, tt := range tests {
+		got, given := RetryAfter(tt.in, now)
+		if got != tt.want || given != tt.wantGiven {
+			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, given, tt.want, tt.wantGiven)
+		}
 	}
 }

@@ -69,25 +69,21 @@ func Inject(t testing.TB, db *gorm.DB, kind, table string, match func(*gorm.DB) 
 	}
 	name := fmt.Sprintf("testdb:fault_%d", faultSeq.Add(1))
 	cbs := db.Callback()
-	var regErr error
-	switch kind {
-	case "create":
-		regErr = cbs.Create().Before("gorm:create").Register(name, cb)
-	case "created": // the INSERT ran (committed, outside a transaction); its answer is lost
-		regErr = cbs.Create().After("gorm:create").Register(name, cb)
-	case "query":
-		regErr = cbs.Query().Before("gorm:query").Register(name, cb)
-	case "update":
-		regErr = cbs.Update().Before("gorm:update").Register(name, cb)
-	case "delete":
-		regErr = cbs.Delete().Before("gorm:delete").Register(name, cb)
-	case "row":
-		regErr = cbs.Row().Before("gorm:row").Register(name, cb)
-	default:
+	at, ok := map[string]interface {
+		Register(string, func(*gorm.DB)) error
+	}{
+		"create":  cbs.Create().Before("gorm:create"),
+		"created": cbs.Create().After("gorm:create"), // the INSERT ran (committed, outside a transaction); its answer is lost
+		"query":   cbs.Query().Before("gorm:query"),
+		"update":  cbs.Update().Before("gorm:update"),
+		"delete":  cbs.Delete().Before("gorm:delete"),
+		"row":     cbs.Row().Before("gorm:row"),
+	}[kind]
+	if !ok {
 		t.Fatalf("testdb.Inject: unknown kind %q", kind)
 	}
-	if regErr != nil {
-		t.Fatal(regErr)
+	if err := at.Register(name, cb); err != nil {
+		t.Fatal(err)
 	}
 	return f
 }
