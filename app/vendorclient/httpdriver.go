@@ -15,6 +15,7 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorproto"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // defaultTimeout bounds a call when the configuration gives none: a vendor
@@ -146,13 +147,13 @@ func resolve(opts []Option) options {
 		}
 	}
 	if o.sleep == nil {
-		o.sleep = sleep
+		o.sleep = wait.Sleep
 	}
 	if o.now == nil {
 		o.now = time.Now
 	}
 	if o.jitter == nil {
-		o.jitter = jitter
+		o.jitter = wait.Jitter
 	}
 	if o.observe == nil {
 		o.observe = func(string, int) {}

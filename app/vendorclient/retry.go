@@ -1,9 +1,7 @@
 package vendorclient
 
 import (
-	"context"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,24 +38,4 @@ func (d *HTTPDriver) backoff(attempt int) time.Duration {
 	}
 	step = min(step, d.cfg.RetryMaxWait)
 	return step - step/2 + d.jitter(step/2)
-}
-
-// sleep waits d, or less when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// jitter returns a uniformly random duration in [0, d].
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d + 1)
 }
