@@ -111,14 +111,7 @@ func (s *Simulator) Calls() map[string]int {
 }
 
 // Sites returns the sites the simulator holds, oldest first.
-func (s *Simulator) Sites() []vendorproto.Site {
-	recs := s.store.list("")
-	sites := make([]vendorproto.Site, len(recs))
-	for i, r := range recs {
-		sites[i] = r.site
-	}
-	return sites
-}
+func (s *Simulator) Sites() []vendorproto.Site { return s.store.list("") }
 
 // simCall is one vendor request on its way through the simulator: what its log
 // line names, and the fault due once the route has done its work.
