@@ -59,7 +59,7 @@ func (cn *Console) intentPage(c echo.Context, id string) (intentPage, error) {
 	if err != nil && !errors.Is(err, idempotency.ErrIntentNotFound) {
 		return intentPage{}, err
 	}
-	names, err := cn.consumerNames(c, actorConsumers(in, trail)...)
+	names, err := cn.consumerNames(ctx, actorConsumers(in, trail)...)
 	if err != nil {
 		return intentPage{}, err
 	}

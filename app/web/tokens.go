@@ -8,6 +8,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // tokensPage is the tokens page's data: the list, its filter, the issue
@@ -111,7 +112,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 		consumerOf[t.ID] = t.Consumer.Name
 	}
 	for _, t := range toks {
-		if _, known := consumerOf[deref(t.IssuedBy)]; t.IssuedBy != nil && !known {
+		if _, known := consumerOf[ptr.Deref(t.IssuedBy)]; t.IssuedBy != nil && !known {
 			all, err := cn.cfg.Auth.List(c.Request().Context(), "")
 			if err != nil {
 				return nil, err
@@ -126,7 +127,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 	rows := make([]tokenRow, 0, len(toks))
 	for _, t := range toks {
 		r := newTokenRow(t, now)
-		r.IssuerConsumer, r.Own = consumerOf[deref(r.IssuedBy)], t.ID == p.TokenID
+		r.IssuerConsumer, r.Own = consumerOf[ptr.Deref(r.IssuedBy)], t.ID == p.TokenID
 		r.Revocable = auth.Revocable(p.TokenID, p.Abilities, t) == nil
 		rows = append(rows, r)
 	}
