@@ -110,7 +110,11 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 	if err != nil {
 		return err
 	}
-	names, err := cn.consumerNames(ctx, intentConsumers(list)...)
+	ids := make([]string, 0, len(list))
+	for _, in := range list {
+		ids = append(ids, in.ConsumerID)
+	}
+	names, err := cn.consumerNames(ctx, ids...)
 	if err != nil {
 		return err
 	}
@@ -118,14 +122,6 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 	filter := map[string]string{"status": p.Filter.Status, "consumer": p.Filter.Consumer, "operation": p.Filter.Operation, "age": p.Filter.Age}
 	p.Pager = newPager(Prefix+"/intents", filter, p.Pager.Page, intentsPerPage, total)
 	return nil
-}
-
-func intentConsumers(list []idempotency.Intent) []string {
-	ids := make([]string, 0, len(list))
-	for _, in := range list {
-		ids = append(ids, in.ConsumerID)
-	}
-	return ids
 }
 
 // consumerNames names the consumers of ids, each asked once ("" ids and

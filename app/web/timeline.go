@@ -65,10 +65,7 @@ func trailEntry(e audit.Event, names map[string]string) timelineEntry {
 
 // attemptDetail is what came of a reconciler's attempt, in words.
 func attemptDetail(a idempotency.Attempt) string {
-	s := attemptResults[a.Result]
-	if s == "" {
-		s = a.Result
-	}
+	s := cmp.Or(attemptResults[a.Result], a.Result)
 	if a.Class != "" {
 		s += " (" + strings.ReplaceAll(a.Class, "_", " ") + ")"
 	}

@@ -78,7 +78,7 @@ const tokenEventsShown = 10
 // tokens is GET /console/tokens[?consumer=NAME]: the tokens (as GET
 // /api/tokens), the issue form and the newest events of the trail.
 func (cn *Console) tokens(c visit) error {
-	form := cn.newIssueForm(c.principal(), nil)
+	form := cn.newIssueForm(c.signed.principal, nil)
 	return cn.renderTokens(c, http.StatusOK, c.QueryParam("consumer"), form, nil, tokenFlashes[c.QueryParam("done")])
 }
 
@@ -123,7 +123,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 			break
 		}
 	}
-	now, p := cn.cfg.Now(), c.principal()
+	now, p := cn.cfg.Now(), c.signed.principal
 	rows := make([]tokenRow, 0, len(toks))
 	for _, t := range toks {
 		r := newTokenRow(t, now)

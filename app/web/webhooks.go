@@ -146,7 +146,7 @@ func (cn *Console) retryDelivery(c visit) error {
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.principal().TokenID,
+	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.signed.principal.TokenID,
 		"request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
 }
