@@ -45,12 +45,10 @@ func (s *Simulator) listPage(c *simCall, q url.Values) {
 		}
 		*p.n = n
 	}
-	if len(fields) > 0 {
-		rej := invalid(fields)
-		s.finish(c, rej.status, rej.body, "refused", false)
-		return
-	}
 	sites, total, rej := s.store.page(page, perPage)
+	if len(fields) > 0 { // a number that is none refuses alone, before its range
+		rej = invalid(fields)
+	}
 	if rej != nil {
 		s.finish(c, rej.status, rej.body, "refused", false)
 		return
