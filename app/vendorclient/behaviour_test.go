@@ -138,21 +138,24 @@ func TestBehaviour(t *testing.T) {
 // a simulator served in this process.
 func inProcess(t *testing.T) (*vendorclient.HTTPDriver, *vendorsim.Simulator) {
 	t.Helper()
-	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
+	sim := newSim(t, vendorsim.SimOptions{})
+	return vendorclient.NewInProcess(sim, config.Vendor{}, nil), sim
+}
+
+func newSim(t *testing.T, opts vendorsim.SimOptions) *vendorsim.Simulator {
+	t.Helper()
+	sim, err := vendorsim.NewSimulator(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return vendorclient.NewInProcess(sim, config.Vendor{}, nil), sim
+	return sim
 }
 
 // simulated starts a simulator with opts and returns an HTTPDriver for it,
 // whose VENDOR_TIMEOUT is timeout (0: testConfig's).
 func simulated(t *testing.T, opts vendorsim.SimOptions, timeout time.Duration) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *testkit.Clock) {
 	t.Helper()
-	sim, err := vendorsim.NewSimulator(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := newSim(t, opts)
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	cfg := testConfig(srv.URL)

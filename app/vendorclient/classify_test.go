@@ -7,7 +7,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -108,13 +107,7 @@ func TestRejectionCarriesTheVendorsWords(t *testing.T) {
 			s := stub(t, tt.step)
 			d, _, _ := newDriver(t, testConfig(s.URL))
 			_, err := d.CreateSite(context.Background(), "Acme", "acme.test")
-			var got *licenses.RejectedError
-			if !errors.As(err, &got) {
-				t.Fatalf("err = %v, want *licenses.RejectedError", err)
-			}
-			if !reflect.DeepEqual(*got, tt.want) {
-				t.Errorf("got %+v, want %+v", *got, tt.want)
-			}
+			wantRejected(t, err, tt.want)
 		})
 	}
 }

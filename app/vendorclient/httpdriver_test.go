@@ -178,47 +178,36 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 // refusal the second look confirms (no site) stays a refusal.
 func TestEnsureSiteRefusedCreateIsNotFinalUntilTheSecondLookSays(t *testing.T) {
 	taken := respond(http.StatusUnprocessableEntity, `{"message":"domain already has a site","errors":{"domain":["taken"]}}`)
-	t.Run("the second look fails", func(t *testing.T) {
-		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusInternalServerError, `{}`))
-		d, _, _ := newDriver(t, testConfig(s.URL))
-		_, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
-		if !errors.Is(err, licenses.ErrVendorUnavailable) || errors.Is(err, licenses.ErrVendorRejected) {
-			t.Errorf("EnsureSite = %v, want vendor unavailable (retryable), not rejected", err)
-		}
-	})
-	t.Run("the second look finds the site", func(t *testing.T) {
-		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusOK, `{"data":[`+siteBody("site_9", "acme.test", "LK-9")+`]}`))
-		d, _, _ := newDriver(t, testConfig(s.URL))
-		site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
-		if err != nil || site.ID != "site_9" || created {
-			t.Errorf("EnsureSite = %s, %v, %v; want site_9 adopted", site.ID, created, err)
-		}
-	})
-	t.Run("the second look finds nothing: asked again", func(t *testing.T) {
-		s := stub(t, respond(http.StatusOK, `{"data":[]}`), taken, respond(http.StatusOK, `{"data":[]}`),
-			respond(http.StatusCreated, `{"data":`+siteBody("site_10", "acme.test", "LK-10")+`}`))
-		d, _, _ := newDriver(t, testConfig(s.URL))
-		site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
-		if err != nil || site.ID != "site_10" || !created {
-			t.Errorf("EnsureSite = %s, %v, %v; want site_10 created by the second ask (the domain's site was deleted in between)", site.ID, created, err)
-		}
-	})
-	t.Run("refused for the domain again", func(t *testing.T) {
-		empty := respond(http.StatusOK, `{"data":[]}`)
-		s := stub(t, empty, taken, empty, taken, empty)
-		d, _, _ := newDriver(t, testConfig(s.URL))
-		if _, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test"); !errors.Is(err, licenses.ErrVendorRejected) {
-			t.Errorf("EnsureSite = %v, want the refusal: asked twice, refused twice", err)
-		}
-	})
-	t.Run("refused for another field", func(t *testing.T) {
-		s := stub(t, respond(http.StatusOK, `{"data":[]}`),
-			respond(http.StatusUnprocessableEntity, `{"message":"invalid","errors":{"name":["invalid"]}}`), respond(http.StatusOK, `{"data":[]}`))
-		d, _, _ := newDriver(t, testConfig(s.URL))
-		if _, _, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test"); !errors.Is(err, licenses.ErrVendorRejected) {
-			t.Errorf("EnsureSite = %v, want the refusal", err)
-		}
-	})
+	empty := respond(http.StatusOK, `{"data":[]}`)
+	for _, tt := range []struct {
+		name        string
+		steps       []http.HandlerFunc
+		wantErr     error // nil: wantID, created or adopted as wantCreated
+		wantID      string
+		wantCreated bool
+	}{
+		{"the second look fails (unavailable: retryable, not rejected)", []http.HandlerFunc{empty, taken,
+			respond(http.StatusInternalServerError, `{}`)}, licenses.ErrVendorUnavailable, "", false},
+		{"the second look finds the site", []http.HandlerFunc{empty, taken,
+			respond(http.StatusOK, `{"data":[`+siteBody("site_9", "acme.test", "LK-9")+`]}`)}, nil, "site_9", false},
+		{"the second look finds nothing: asked again (the domain's site was deleted in between)", []http.HandlerFunc{empty, taken, empty,
+			respond(http.StatusCreated, `{"data":`+siteBody("site_10", "acme.test", "LK-10")+`}`)}, nil, "site_10", true},
+		{"refused for the domain again: asked twice, refused twice", []http.HandlerFunc{empty, taken, empty, taken, empty},
+			licenses.ErrVendorRejected, "", false},
+		{"refused for another field", []http.HandlerFunc{empty,
+			respond(http.StatusUnprocessableEntity, `{"message":"invalid","errors":{"name":["invalid"]}}`), empty},
+			licenses.ErrVendorRejected, "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _, _ := newDriver(t, testConfig(stub(t, tt.steps...).URL))
+			site, created, err := licenses.EnsureSite(context.Background(), d, "Acme", "acme.test")
+			if tt.wantErr != nil {
+				wantClass(t, err, tt.wantErr)
+			} else if err != nil || site.ID != tt.wantID || created != tt.wantCreated {
+				t.Errorf("EnsureSite = %s, %v, %v; want %s, created %v", site.ID, created, err, tt.wantID, tt.wantCreated)
+			}
+		})
+	}
 }
 
 // TestListSitesPages: the http driver (against the simulator) pages through

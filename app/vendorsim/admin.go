@@ -113,10 +113,7 @@ func (s *Simulator) mergeFaults(w http.ResponseWriter, r *http.Request) {
 	if in.Seed != nil {
 		s.reseed(*in.Seed)
 	}
-	now := toFaultsJSON(s.Faults())
-	logged, _ := json.Marshal(now) // plain data: it cannot fail
-	s.opts.Log.Info("vendor-sim: faults replaced", "faults", string(logged))
-	writeJSON(w, http.StatusOK, now)
+	s.answerFaults(w, "vendor-sim: faults replaced")
 }
 
 // clearFaults answers DELETE /_sim/faults: every knob back to its default
@@ -125,9 +122,14 @@ func (s *Simulator) mergeFaults(w http.ResponseWriter, r *http.Request) {
 // the random sequence goes on. The answer is the faults now in force.
 func (s *Simulator) clearFaults(w http.ResponseWriter, _ *http.Request) {
 	s.setFaults(SimFaults{RetryAfter: time.Second, DropMode: DropHang, FaultPhase: PhaseBefore})
+	s.answerFaults(w, "vendor-sim: faults cleared")
+}
+
+// answerFaults logs msg with the faults now in force, and answers them.
+func (s *Simulator) answerFaults(w http.ResponseWriter, msg string) {
 	now := toFaultsJSON(s.Faults())
 	logged, _ := json.Marshal(now) // plain data: it cannot fail
-	s.opts.Log.Info("vendor-sim: faults cleared", "faults", string(logged))
+	s.opts.Log.Info(msg, "faults", string(logged))
 	writeJSON(w, http.StatusOK, now)
 }
 

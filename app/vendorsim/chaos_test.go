@@ -131,6 +131,18 @@ func statsOf(t *testing.T, sim *vendorsim.Simulator, token string) vendorsim.Sim
 	return st
 }
 
+// faultsOf asks /_sim/faults with method and body and reads the faults it
+// answers, failing the test unless it answers 200.
+func faultsOf(t *testing.T, sim *vendorsim.Simulator, method, body string) map[string]any {
+	t.Helper()
+	w := ask(sim, method, "/_sim/faults", body, "")
+	var got map[string]any
+	if err := json.Unmarshal(w.body.Bytes(), &got); w.status != 200 || err != nil {
+		t.Fatalf("%s /_sim/faults %s = %d %s: %v", method, body, w.status, w.body.String(), err)
+	}
+	return got
+}
+
 // TestSimStatsCountByRouteAndStatus: every answer is counted under its route
 // and status, a dropped one under "dropped"; creates and deletes committed,
 // duplicates refused and the sites held are counted too. A request with the
@@ -193,14 +205,7 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 		t.Fatalf("before any fault: %d", got)
 	}
 
-	w := ask(sim, http.MethodPost, "/_sim/faults", `{"5xx_rate":1,"latency":"0s"}`, "")
-	if w.status != 200 {
-		t.Fatalf("POST /_sim/faults = %d %s", w.status, w.body.String())
-	}
-	var now map[string]any
-	if err := json.Unmarshal(w.body.Bytes(), &now); err != nil {
-		t.Fatal(err)
-	}
+	now := faultsOf(t, sim, http.MethodPost, `{"5xx_rate":1,"latency":"0s"}`)
 	// retry_after stays the 0 the simulator started with: a knob left out is kept.
 	want := map[string]any{"latency": "0s", "jitter": "0s", "429_burst": 0.0, "retry_after": 0.0, "429_rate": 0.0,
 		"5xx_rate": 1.0, "drop_rate": 0.0, "drop_creates": 0.0, "drop_deletes": 0.0, "drop_mode": "hang",
@@ -216,7 +221,7 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 	}
 
 	ask(sim, http.MethodPost, "/_sim/faults", `{"429_burst":1,"retry_after":3}`, "")
-	w = get()
+	w := get()
 	if w.status != 429 || w.Header().Get("Retry-After") != "3" {
 		t.Errorf("with a 429 burst of 1: %d Retry-After %q, want 429 and 3", w.status, w.Header().Get("Retry-After"))
 	}
@@ -224,15 +229,15 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 		t.Errorf("after the burst, the 5xx rate left out (still in force): %d, want 500", got)
 	}
 
-	before := ask(sim, http.MethodGet, "/_sim/faults", "", "").body.String()
+	before := faultsOf(t, sim, http.MethodGet, "")
 	for body, status := range map[string]int{`{"5xx_rate":2}`: 422, `{"drop_mode":"explode"}`: 422,
 		`{"latency":"soon"}`: 422, `{"bogus":1}`: 400, `{"5xx_rate":`: 400} {
 		if got := ask(sim, http.MethodPost, "/_sim/faults", body, "").status; got != status {
 			t.Errorf("POST /_sim/faults %s = %d, want %d", body, got, status)
 		}
 	}
-	if after := ask(sim, http.MethodGet, "/_sim/faults", "", "").body.String(); after != before {
-		t.Errorf("a refused body changed the faults:\n%s\nwas\n%s", after, before)
+	if after := faultsOf(t, sim, http.MethodGet, ""); !reflect.DeepEqual(after, before) {
+		t.Errorf("a refused body changed the faults:\n%v\nwas\n%v", after, before)
 	}
 }
 
@@ -243,34 +248,25 @@ func TestSimFaultsReplacedAtRuntime(t *testing.T) {
 func TestSimFaultsMergeAndClear(t *testing.T) {
 	sim := newSim(t, vendorsim.SimOptions{Seed: 5, SimFaults: vendorsim.SimFaults{Latency: 10 * time.Millisecond, Rate5xx: 0.25,
 		RetryAfter: 2 * time.Second, DropMode: vendorsim.DropClose}})
-	faults := func(method, body string) map[string]any {
-		t.Helper()
-		w := ask(sim, method, "/_sim/faults", body, "")
-		var got map[string]any
-		if err := json.Unmarshal(w.body.Bytes(), &got); w.status != 200 || err != nil {
-			t.Fatalf("%s /_sim/faults %s = %d %s: %v", method, body, w.status, w.body.String(), err)
-		}
-		return got
-	}
-	started := faults(http.MethodGet, "")
-	if got := faults(http.MethodPost, `{}`); !reflect.DeepEqual(got, started) {
+	started := faultsOf(t, sim, http.MethodGet, "")
+	if got := faultsOf(t, sim, http.MethodPost, `{}`); !reflect.DeepEqual(got, started) {
 		t.Errorf("POST {} changed the faults:\n%v\nwere\n%v", got, started)
 	}
 	want := maps.Clone(started)
 	want["429_rate"], want["fault_phase"] = 0.5, "after"
-	if got := faults(http.MethodPost, `{"429_rate":0.5,"fault_phase":"after"}`); !reflect.DeepEqual(got, want) {
+	if got := faultsOf(t, sim, http.MethodPost, `{"429_rate":0.5,"fault_phase":"after"}`); !reflect.DeepEqual(got, want) {
 		t.Errorf("POST of two knobs = %v\nwant the others kept: %v", got, want)
 	}
-	if got := faults(http.MethodGet, ""); !reflect.DeepEqual(got, want) {
+	if got := faultsOf(t, sim, http.MethodGet, ""); !reflect.DeepEqual(got, want) {
 		t.Errorf("GET after the merge = %v, want %v", got, want)
 	}
 	cleared := map[string]any{"latency": "0s", "jitter": "0s", "429_burst": 0.0, "retry_after": 1.0, "429_rate": 0.0,
 		"5xx_rate": 0.0, "drop_rate": 0.0, "drop_creates": 0.0, "drop_deletes": 0.0, "drop_mode": "hang",
 		"fault_phase": "before", "seed": 5.0}
-	if got := faults(http.MethodDelete, ""); !reflect.DeepEqual(got, cleared) {
+	if got := faultsOf(t, sim, http.MethodDelete, ""); !reflect.DeepEqual(got, cleared) {
 		t.Errorf("DELETE /_sim/faults = %v\nwant every knob at its default: %v", got, cleared)
 	}
-	if got := faults(http.MethodGet, ""); !reflect.DeepEqual(got, cleared) {
+	if got := faultsOf(t, sim, http.MethodGet, ""); !reflect.DeepEqual(got, cleared) {
 		t.Errorf("GET after DELETE = %v, want %v", got, cleared)
 	}
 	for range 20 {

@@ -2,7 +2,7 @@
 // that serves the vendor protocol (package vendorproto) from memory, for
 // `licensor vendor-sim`, tests, demos and chaos runs. It is a vendor of its
 // own, apart from the application: it imports nothing of licensor but the
-// protocol, and only app/console imports it.
+// protocol (and internal/wait's pause), and only app/console imports it.
 //
 // It serves faults on demand: seeded random 429s, 5xx and dropped answers
 // before or after the commit, changed while it runs (POST /_sim/faults),

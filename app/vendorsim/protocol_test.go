@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -70,23 +69,31 @@ func TestSiteIDsAreUniqueAcrossRestarts(t *testing.T) {
 	}
 }
 
-// TestNewSimulatorRefusesNonsense: options outside their range are errors.
+// TestNewSimulatorRefusesNonsense: faults and webhook options outside their
+// range are errors.
 func TestNewSimulatorRefusesNonsense(t *testing.T) {
-	for name, f := range map[string]vendorsim.SimFaults{
-		"5xx rate above 1":    {Rate5xx: 1.5},
-		"negative 429 rate":   {Rate429: -0.1},
-		"drop rate NaN":       {DropRate: math.NaN()},
-		"negative burst":      {Burst429: -1},
-		"unknown drop mode":   {DropMode: "explode"},
-		"unknown fault phase": {FaultPhase: "during"},
-		"negative latency":    {Latency: -time.Second},
-		"negative jitter":     {Jitter: -time.Second},
-		"negative drop count": {DropCreates: -2},
-		"negative deletes":    {DropDeletes: -1},
+	const hook = "http://127.0.0.1:1/hook"
+	for name, opts := range map[string]vendorsim.SimOptions{
+		"5xx rate above 1":    {SimFaults: vendorsim.SimFaults{Rate5xx: 1.5}},
+		"negative 429 rate":   {SimFaults: vendorsim.SimFaults{Rate429: -0.1}},
+		"drop rate NaN":       {SimFaults: vendorsim.SimFaults{DropRate: math.NaN()}},
+		"negative burst":      {SimFaults: vendorsim.SimFaults{Burst429: -1}},
+		"unknown drop mode":   {SimFaults: vendorsim.SimFaults{DropMode: "explode"}},
+		"unknown fault phase": {SimFaults: vendorsim.SimFaults{FaultPhase: "during"}},
+		"negative latency":    {SimFaults: vendorsim.SimFaults{Latency: -time.Second}},
+		"negative jitter":     {SimFaults: vendorsim.SimFaults{Jitter: -time.Second}},
+		"negative drop count": {SimFaults: vendorsim.SimFaults{DropCreates: -2}},
+		"negative deletes":    {SimFaults: vendorsim.SimFaults{DropDeletes: -1}},
+		"dup rate above 1":    {Webhook: vendorsim.SimWebhook{URL: hook, Secret: "s", DupRate: 1.5}},
+		"no secret":           {Webhook: vendorsim.SimWebhook{URL: hook}},
+		"not http":            {Webhook: vendorsim.SimWebhook{URL: "ftp://example.test/hook", Secret: "s"}},
+		"no host":             {Webhook: vendorsim.SimWebhook{URL: "http:///hook", Secret: "s"}},
+		"negative attempts":   {Webhook: vendorsim.SimWebhook{URL: hook, Secret: "s", Attempts: -1}},
+		"negative base wait":  {Webhook: vendorsim.SimWebhook{RetryBase: -time.Second}},
 	} {
-		opts := vendorsim.SimOptions{SimFaults: f}
 		t.Run(name, func(t *testing.T) {
-			if _, err := vendorsim.NewSimulator(opts); err == nil {
+			if sim, err := vendorsim.NewSimulator(opts); err == nil {
+				sim.Close()
 				t.Error("NewSimulator accepted it")
 			}
 		})
@@ -97,15 +104,10 @@ func TestNewSimulatorRefusesNonsense(t *testing.T) {
 // site in id order a page at a time, with the page, the per_page in force
 // and the total; with a domain it answers as it always has, without meta.
 func TestSimulatorListsAPageAtATime(t *testing.T) {
-	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := newSim(t, vendorsim.SimOptions{})
 	for i := 1; i <= 5; i++ {
-		rec := httptest.NewRecorder()
-		sim.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/sites", strings.NewReader(fmt.Sprintf(`{"name":"Acme","domain":"s%d.test"}`, i))))
-		if rec.Code != http.StatusCreated {
-			t.Fatalf("create %d = %d", i, rec.Code)
+		if w := ask(sim, http.MethodPost, "/sites", createBody(fmt.Sprintf("s%d.test", i)), ""); w.status != http.StatusCreated {
+			t.Fatalf("create %d = %d", i, w.status)
 		}
 	}
 	number := map[string]string{} // site id → n of sn.test: ids are random
@@ -143,17 +145,16 @@ func TestSimulatorListsAPageAtATime(t *testing.T) {
 		{"/sites?page=two", "", 0, 0, 0, 422},
 	} {
 		t.Run(tt.target, func(t *testing.T) {
-			rec := httptest.NewRecorder()
-			sim.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.target, nil))
+			w := ask(sim, http.MethodGet, tt.target, "", "")
 			if tt.wantRefused != 0 {
-				if rec.Code != tt.wantRefused || !strings.Contains(rec.Body.String(), `"errors"`) {
-					t.Errorf("= %d %s, want %d with errors", rec.Code, rec.Body, tt.wantRefused)
+				if w.status != tt.wantRefused || !strings.Contains(w.body.String(), `"errors"`) {
+					t.Errorf("= %d %s, want %d with errors", w.status, w.body.String(), tt.wantRefused)
 				}
 				return
 			}
 			var p page
-			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != http.StatusOK || p.Meta == nil || p.Data == nil {
-				t.Fatalf("= %d %s, want 200 with data and meta", rec.Code, rec.Body)
+			if err := json.Unmarshal(w.body.Bytes(), &p); err != nil || w.status != http.StatusOK || p.Meta == nil || p.Data == nil {
+				t.Fatalf("= %d %s, want 200 with data and meta", w.status, w.body.String())
 			}
 			var ids []string
 			for _, s := range p.Data {
@@ -168,11 +169,10 @@ func TestSimulatorListsAPageAtATime(t *testing.T) {
 		})
 	}
 	for _, target := range []string{"/sites?domain=s3.test", "/sites?domain=S3.TEST&page=2&per_page=1"} {
-		rec := httptest.NewRecorder()
-		sim.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
-		if body := strings.TrimSpace(rec.Body.String()); rec.Code != 200 || !strings.HasPrefix(body, `{"data":[{"id":"`+idOf(t, sim, "s3.test")+`"`) ||
+		w := ask(sim, http.MethodGet, target, "", "")
+		if body := strings.TrimSpace(w.body.String()); w.status != 200 || !strings.HasPrefix(body, `{"data":[{"id":"`+idOf(t, sim, "s3.test")+`"`) ||
 			!strings.HasSuffix(body, "}]}") || strings.Contains(body, "meta") {
-			t.Errorf("GET %s = %d %s, want the domain's site and no meta", target, rec.Code, body)
+			t.Errorf("GET %s = %d %s, want the domain's site and no meta", target, w.status, body)
 		}
 	}
 }

@@ -18,10 +18,7 @@ func (s *Simulator) list(c *simCall) {
 		s.listPage(c, q)
 		return
 	}
-	sites := []vendorproto.Site{}
-	for _, rec := range s.store.list(q.Get("domain")) {
-		sites = append(sites, rec.site)
-	}
+	sites := s.store.list(q.Get("domain"))
 	if len(sites) == 1 {
 		c.site = sites[0].ID
 	}
@@ -48,19 +45,13 @@ func (s *Simulator) listPage(c *simCall, q url.Values) {
 		}
 		*p.n = n
 	}
-	if len(fields) > 0 {
-		rej := invalid(fields)
-		s.finish(c, rej.status, rej.body, "refused", false)
-		return
+	sites, total, rej := s.store.page(page, perPage)
+	if len(fields) > 0 { // a number that is none refuses alone, before its range
+		rej = invalid(fields)
 	}
-	recs, total, rej := s.store.page(page, perPage)
 	if rej != nil {
 		s.finish(c, rej.status, rej.body, "refused", false)
 		return
-	}
-	sites := make([]vendorproto.Site, len(recs))
-	for i, rec := range recs {
-		sites[i] = rec.site
 	}
 	meta := &vendorproto.PageMeta{Page: page, PerPage: min(perPage, vendorproto.MaxPerPage), Total: &total}
 	s.finish(c, http.StatusOK, vendorproto.SitePage{Data: sites, Meta: meta}, "listed", false)
@@ -91,7 +82,7 @@ func (s *Simulator) create(c *simCall) {
 
 // delete answers DELETE /sites/{id}: 204, or 404 for a site it does not hold.
 func (s *Simulator) delete(c *simCall) {
-	if !s.store.remove(c.r.PathValue("id")) {
+	if _, err := s.store.take(c.r.PathValue("id")); err != nil {
 		s.finish(c, http.StatusNotFound, message("Site not found."), "not found", false)
 		return
 	}

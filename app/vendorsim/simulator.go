@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/vendorproto"
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Drop modes: how the simulator loses the answer to a request.
@@ -110,14 +111,7 @@ func (s *Simulator) Calls() map[string]int {
 }
 
 // Sites returns the sites the simulator holds, oldest first.
-func (s *Simulator) Sites() []vendorproto.Site {
-	recs := s.store.list("")
-	sites := make([]vendorproto.Site, len(recs))
-	for i, r := range recs {
-		sites[i] = r.site
-	}
-	return sites
-}
+func (s *Simulator) Sites() []vendorproto.Site { return s.store.list("") }
 
 // simCall is one vendor request on its way through the simulator: what its log
 // line names, and the fault due once the route has done its work.
@@ -218,22 +212,7 @@ func (s *Simulator) authorized(r *http.Request) bool {
 
 // pause waits d; false when ctx ends first.
 func pause(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	return sleep(ctx, d) == nil
-}
-
-// sleep waits d, or less when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return d <= 0 || wait.Sleep(ctx, d) == nil
 }
 
 // message is an answer's body that is a message alone.

@@ -66,10 +66,8 @@ func (s *Simulator) Stats() SimStats {
 	st := SimStats{Calls: map[string]map[string]int{}, CreatesCommitted: s.stats.creates,
 		DuplicatesRefused: s.stats.duplicates, DeletesCommitted: s.stats.deletes, Sites: sites, Webhooks: hooks}
 	for _, route := range []string{routeList, routeCreate, routeDelete, routeRotate} {
-		st.Calls[route] = maps.Clone(s.stats.byStatus[route])
-		if st.Calls[route] == nil {
-			st.Calls[route] = map[string]int{}
-		}
+		st.Calls[route] = map[string]int{}
+		maps.Copy(st.Calls[route], s.stats.byStatus[route])
 		st.Dropped += st.Calls[route][statusDropped]
 	}
 	return st

@@ -72,28 +72,32 @@ func (st *store) byID(id string) (record, bool) {
 }
 
 // list returns the sites of a domain, or all of them for "", oldest first.
-func (st *store) list(domain string) []record {
+func (st *store) list(domain string) []vendorproto.Site {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.listLocked(domain)
 }
 
 // listLocked is list; st.mu must be held.
-func (st *store) listLocked(domain string) []record {
-	var out []record
+func (st *store) listLocked(domain string) []vendorproto.Site {
+	var recs []record
 	for _, r := range st.sites {
 		if domain == "" || strings.EqualFold(r.site.Domain, domain) {
-			out = append(out, r)
+			recs = append(recs, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b record) int { return a.seq - b.seq })
+	slices.SortFunc(recs, func(a, b record) int { return a.seq - b.seq })
+	out := make([]vendorproto.Site, len(recs))
+	for i, r := range recs {
+		out[i] = r.site
+	}
 	return out
 }
 
 // page returns page number page of every site, oldest first, perPage (at
 // most vendorproto.MaxPerPage) to a page, and the number of sites; or the
 // vendor's refusal of a page or a perPage below 1.
-func (st *store) page(page, perPage int) ([]record, int, *refusal) {
+func (st *store) page(page, perPage int) ([]vendorproto.Site, int, *refusal) {
 	fields := map[string][]string{}
 	if page < 1 {
 		fields["page"] = []string{"The page must be at least 1."}
@@ -107,7 +111,7 @@ func (st *store) page(page, perPage int) ([]record, int, *refusal) {
 	perPage = min(perPage, vendorproto.MaxPerPage)
 	all := st.list("")
 	if page-1 >= (len(all)+perPage-1)/perPage { // past the last page; no overflow for a huge page
-		return []record{}, len(all), nil
+		return []vendorproto.Site{}, len(all), nil
 	}
 	start := (page - 1) * perPage
 	return all[start:min(start+perPage, len(all))], len(all), nil
@@ -160,12 +164,6 @@ func validateSite(name, domain string) *refusal {
 	return invalid(fields)
 }
 
-// remove deletes the site; false when there is none with the id.
-func (st *store) remove(id string) bool {
-	_, err := st.take(id)
-	return err == nil
-}
-
 // take deletes the site and returns it as it was.
 func (st *store) take(id string) (record, error) {
 	st.mu.Lock()
@@ -213,12 +211,7 @@ func (st *store) rotate(id string) (record, error) {
 func (st *store) snapshot() simState {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	sites := st.listLocked("")
-	out := simState{Next: st.next, Sites: make([]vendorproto.Site, len(sites))}
-	for i, r := range sites {
-		out.Sites[i] = r.site
-	}
-	return out
+	return simState{Next: st.next, Sites: st.listLocked("")}
 }
 
 // restore replaces the sites with a snapshot's.

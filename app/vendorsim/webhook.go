@@ -1,6 +1,7 @@
 package vendorsim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Webhook delivery defaults: the first retry's wait, the longest wait, the
@@ -60,26 +63,17 @@ func (w SimWebhook) normalized() (SimWebhook, error) {
 			return w, fmt.Errorf("webhook-url needs a webhook-secret to sign the deliveries")
 		}
 	}
-	w.RetryBase = cmpOr(w.RetryBase, defaultWebhookRetryBase)
-	w.RetryMax = max(cmpOr(w.RetryMax, defaultWebhookRetryMax), w.RetryBase)
-	w.Attempts = cmpOr(w.Attempts, defaultWebhookAttempts)
-	w.Timeout = cmpOr(w.Timeout, defaultWebhookTimeout)
+	w.RetryBase = cmp.Or(w.RetryBase, defaultWebhookRetryBase)
+	w.RetryMax = max(cmp.Or(w.RetryMax, defaultWebhookRetryMax), w.RetryBase)
+	w.Attempts = cmp.Or(w.Attempts, defaultWebhookAttempts)
+	w.Timeout = cmp.Or(w.Timeout, defaultWebhookTimeout)
 	if w.Sleep == nil {
-		w.Sleep = sleep
+		w.Sleep = wait.Sleep
 	}
 	if w.Now == nil {
 		w.Now = time.Now
 	}
 	return w, nil
-}
-
-// cmpOr returns v, or def when v is zero.
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // WebhookStats counts the simulator's webhook deliveries: the "webhooks"

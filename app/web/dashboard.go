@@ -44,7 +44,7 @@ type driftSummary struct {
 // activity per hour.
 func (cn *Console) dashboard(c visit) error {
 	ctx := c.Request().Context()
-	d := dashboardPage{Now: cn.cfg.Now(), Operator: c.principal().Abilities.Can(auth.IntentsManage)}
+	d := dashboardPage{Now: cn.cfg.Now(), Operator: c.signed.principal.Abilities.Can(auth.IntentsManage)}
 	if d.Operator {
 		if err := cn.readDashboard(ctx, &d); err != nil {
 			return err

@@ -59,7 +59,7 @@ func (cn *Console) intentPage(c echo.Context, id string) (intentPage, error) {
 	if err != nil && !errors.Is(err, idempotency.ErrIntentNotFound) {
 		return intentPage{}, err
 	}
-	names, err := cn.consumerNames(c, actorConsumers(in, trail)...)
+	names, err := cn.consumerNames(ctx, actorConsumers(in, trail)...)
 	if err != nil {
 		return intentPage{}, err
 	}
@@ -105,7 +105,7 @@ func (cn *Console) retryIntent(c visit) error {
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("intent retried by an operator", "intent", in.ID, "token_id", c.principal().TokenID, "request_id", requestID(c))
+	cn.cfg.Log.Info("intent retried by an operator", "intent", in.ID, "token_id", c.signed.principal.TokenID, "request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, intentPath(in.ID)+"?done=retried")
 }
 
@@ -131,7 +131,7 @@ func (cn *Console) discardIntent(c visit) error {
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("intent discarded by an operator", "intent", in.ID, "token_id", c.principal().TokenID, "request_id", requestID(c))
+	cn.cfg.Log.Info("intent discarded by an operator", "intent", in.ID, "token_id", c.signed.principal.TokenID, "request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, intentPath(in.ID)+"?done=discarded")
 }
 

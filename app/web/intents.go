@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -66,15 +67,13 @@ func (cn *Console) intents(c visit) error {
 	now := cn.cfg.Now()
 	p := intentsPage{Filter: f, Statuses: idempotency.Statuses, Operations: cn.cfg.Operations.Names(), Ages: intentAges, Now: now,
 		Pager: pager{Page: queryPage(c), LastPage: 1}}
-	filter, errs := p.intentFilter(now)
-	if len(errs) > 0 {
-		p.Errors = errs
-		return cn.render(c, http.StatusUnprocessableEntity, "intents", view{Title: "Intents", Section: "intents", Data: p})
-	}
-	if err := cn.listIntents(c, &p, filter); err != nil {
+	status := http.StatusOK
+	if filter, errs := p.intentFilter(now); len(errs) > 0 {
+		p.Errors, status = errs, http.StatusUnprocessableEntity
+	} else if err := cn.listIntents(c, &p, filter); err != nil {
 		return err
 	}
-	return cn.render(c, http.StatusOK, "intents", view{Title: "Intents", Section: "intents", Data: p})
+	return cn.render(c, status, "intents", view{Title: "Intents", Section: "intents", Data: p})
 }
 
 // intentFilter is the store's filter of the form's values, or what is wrong
@@ -102,18 +101,20 @@ func (p *intentsPage) intentFilter(now time.Time) (idempotency.IntentFilter, map
 // named consumer (none by that name: no rows).
 func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.IntentFilter) error {
 	ctx := c.Request().Context()
-	if p.Filter.Consumer != "" {
-		id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
-		if err != nil || !found {
-			return err
-		}
-		f.ConsumerID = id
+	id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
+	if err != nil || !found {
+		return err
 	}
+	f.ConsumerID = id
 	list, total, err := cn.cfg.Intents.Intents(ctx, f)
 	if err != nil {
 		return err
 	}
-	names, err := cn.consumerNames(c, intentConsumers(list)...)
+	ids := make([]string, 0, len(list))
+	for _, in := range list {
+		ids = append(ids, in.ConsumerID)
+	}
+	names, err := cn.consumerNames(ctx, ids...)
 	if err != nil {
 		return err
 	}
@@ -123,22 +124,14 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 	return nil
 }
 
-func intentConsumers(list []idempotency.Intent) []string {
-	ids := make([]string, 0, len(list))
-	for _, in := range list {
-		ids = append(ids, in.ConsumerID)
-	}
-	return ids
-}
-
-// consumerNames names the consumers of ids ("" ids and unknown ones stay
-// unnamed).
-func (cn *Console) consumerNames(c echo.Context, ids ...string) (map[string]string, error) {
-	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == "" })
-	if len(ids) == 0 {
+// consumerNames names the consumers of ids, each asked once ("" ids and
+// unknown ones stay unnamed).
+func (cn *Console) consumerNames(ctx context.Context, ids ...string) (map[string]string, error) {
+	ids = slices.DeleteFunc(slices.Sorted(slices.Values(ids)), func(id string) bool { return id == "" })
+	if ids = slices.Compact(ids); len(ids) == 0 {
 		return map[string]string{}, nil
 	}
-	return cn.cfg.Auth.ConsumerNames(c.Request().Context(), ids)
+	return cn.cfg.Auth.ConsumerNames(ctx, ids)
 }
 
 // pager is where a list's page links go: Prev and Next are "" where there

@@ -10,25 +10,33 @@ import (
 
 // A pager links the pages either side of its own, keeping the filter's
 // values (an empty one left out); a page past the last links back to the
-// last.
+// last. An endpoint's page of deliveries keeps its status filter.
 func TestNewPager(t *testing.T) {
 	q := map[string]string{"status": "failed", "consumer": "a&b", "operation": ""}
-	cases := []struct {
-		page       int
+	const n = endpointDeliveriesPerPage
+	ep := Prefix + "/webhooks/endpoints/01JDQ8Z7F0A2B4C6D8E0G2H4J6"
+	for _, c := range []struct {
+		path       string
+		filter     map[string]string
+		page, per  int
 		total      int64
 		last       int
 		prev, next string
 	}{
-		{1, 0, 1, "", ""},
-		{1, 50, 1, "", ""},
-		{1, 51, 2, "", "/console/intents?consumer=a%26b&page=2&status=failed"},
-		{2, 101, 3, "/console/intents?consumer=a%26b&page=1&status=failed", "/console/intents?consumer=a%26b&page=3&status=failed"},
-		{9, 51, 2, "/console/intents?consumer=a%26b&page=2&status=failed", ""},
-	}
-	for _, c := range cases {
-		p := newPager("/console/intents", q, c.page, 50, c.total)
+		{"/console/intents", q, 1, 50, 0, 1, "", ""},
+		{"/console/intents", q, 1, 50, 50, 1, "", ""},
+		{"/console/intents", q, 1, 50, 51, 2, "", "/console/intents?consumer=a%26b&page=2&status=failed"},
+		{"/console/intents", q, 2, 50, 101, 3, "/console/intents?consumer=a%26b&page=1&status=failed", "/console/intents?consumer=a%26b&page=3&status=failed"},
+		{"/console/intents", q, 9, 50, 51, 2, "/console/intents?consumer=a%26b&page=2&status=failed", ""},
+		{ep, map[string]string{"status": ""}, 1, n, 0, 1, "", ""},
+		{ep, map[string]string{"status": ""}, 1, n, n, 1, "", ""},
+		{ep, map[string]string{"status": ""}, 1, n, n + 1, 2, "", ep + "?page=2"},
+		{ep, map[string]string{"status": "failed"}, 2, n, 3 * n, 3, ep + "?page=1&status=failed", ep + "?page=3&status=failed"},
+		{ep, map[string]string{"status": ""}, 3, n, 3 * n, 3, ep + "?page=2", ""},
+	} {
+		p := newPager(c.path, c.filter, c.page, c.per, c.total)
 		if p.LastPage != c.last || p.Prev != c.prev || p.Next != c.next || p.Total != c.total {
-			t.Errorf("page %d of %d rows: %+v, want last %d, prev %q, next %q", c.page, c.total, p, c.last, c.prev, c.next)
+			t.Errorf("%s page %d of %d rows: %+v, want last %d, prev %q, next %q", c.path, c.page, c.total, p, c.last, c.prev, c.next)
 		}
 	}
 }

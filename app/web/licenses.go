@@ -58,27 +58,23 @@ func (cn *Console) searchLicenses(c visit) error {
 	if utf8.RuneCountInString(f.Domain) > maxDomainSearch {
 		errs["domain"] = "A domain is at most 253 characters long."
 	}
+	status := http.StatusOK
 	if len(errs) > 0 {
-		p.Errors = errs
-		return cn.render(c, http.StatusUnprocessableEntity, "licenses", view{Title: "Licenses", Section: "licenses", Data: p})
-	}
-	if err := cn.findLicenses(c, &p); err != nil {
+		p.Errors, status = errs, http.StatusUnprocessableEntity
+	} else if err := cn.findLicenses(c, &p); err != nil {
 		return err
 	}
-	return cn.render(c, http.StatusOK, "licenses", view{Title: "Licenses", Section: "licenses", Data: p})
+	return cn.render(c, status, "licenses", view{Title: "Licenses", Section: "licenses", Data: p})
 }
 
 // findLicenses fills p's rows and pager from the licenses' search.
 func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 	ctx := c.Request().Context()
-	q := licenses.SearchQuery{Domain: p.Filter.Domain, Status: p.Filter.Status, Page: p.Pager.Page, PerPage: licensesPerPage}
-	if p.Filter.Consumer != "" {
-		id, found, err := cn.consumerID(ctx, p.Filter.Consumer)
-		if err != nil || !found {
-			return err
-		}
-		q.ConsumerID = id
+	id, known, err := cn.consumerID(ctx, p.Filter.Consumer)
+	if err != nil || !known {
+		return err
 	}
+	q := licenses.SearchQuery{Domain: p.Filter.Domain, Status: p.Filter.Status, ConsumerID: id, Page: p.Pager.Page, PerPage: licensesPerPage}
 	found, err := cn.cfg.Licenses.Search(ctx, q)
 	if err != nil {
 		return err
@@ -87,7 +83,7 @@ func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 	for _, l := range found.Licenses {
 		ids = append(ids, l.ConsumerID)
 	}
-	names, err := cn.consumerNames(c, ids...)
+	names, err := cn.consumerNames(ctx, ids...)
 	if err != nil {
 		return err
 	}
@@ -133,7 +129,7 @@ func (cn *Console) showLicense(c visit) error {
 	if len(p.Events) > licenseEventsShown {
 		p.Events, p.More = p.Events[:licenseEventsShown], true
 	}
-	names, err := cn.consumerNames(c, lic.ConsumerID)
+	names, err := cn.consumerNames(ctx, lic.ConsumerID)
 	if err != nil {
 		return err
 	}

@@ -51,9 +51,6 @@ type visit struct {
 	signed signedSession
 }
 
-// principal is the signed-in token's principal.
-func (v visit) principal() auth.Principal { return v.signed.principal }
-
 // actor is who a console action is in the audit trail: the session's
 // token, as the API's actor is the bearer token, with the request's id.
 func (v visit) actor() audit.Actor {

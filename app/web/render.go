@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -137,7 +138,7 @@ type errorPage struct {
 // formatTime is t (a resource's time, or a time.Time: resource.FormatTime's)
 // as the console shows it: UTC, to the second; "—" for none.
 func formatTime(t any) string {
-	return orNone(resource.FormatTime(t, "2006-01-02 15:04:05 UTC"), "—")
+	return cmp.Or(resource.FormatTime(t, "2006-01-02 15:04:05 UTC"), "—")
 }
 
 // ago is how long before now t (as formatTime's) was, in the largest unit

@@ -37,7 +37,7 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	g.GET("/tokens", cn.page(auth.TokensManage, cn.tokens))
 	g.POST("/tokens", cn.page(auth.TokensManage, cn.issueToken))
 	g.GET("/tokens/events", cn.page(auth.TokensManage, cn.tokenEvents))
-	g.GET("/tokens/:id/events", cn.page(auth.TokensManage, cn.tokenTrail))
+	g.GET("/tokens/:id/events", cn.page(auth.TokensManage, cn.tokenEvents))
 	g.POST("/tokens/:id/revoke", cn.page(auth.TokensManage, cn.revokeToken))
 
 	g.GET("/webhooks", cn.page(auth.IntentsManage, cn.webhooks))

@@ -64,7 +64,7 @@ func (se session) end() time.Time { return time.Unix(se.Expires, 0) }
 func (s sessions) encode(se session) string {
 	payload, _ := json.Marshal(se) // a struct of strings and ints: cannot fail
 	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(s.mac("session|"+p))
+	return p + "." + base64.RawURLEncoding.EncodeToString(mac(s.key, "session|"+p))
 }
 
 // decode reads a cookie value: the signature first (in constant time), then
@@ -75,7 +75,7 @@ func (s sessions) decode(value string) (session, error) {
 		return session{}, errNoSession
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, s.mac("session|"+p)) {
+	if err != nil || !hmac.Equal(got, mac(s.key, "session|"+p)) {
 		return session{}, errNoSession
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p)
@@ -104,7 +104,7 @@ const (
 // sign-in form's cookie): derived, so it needs no storage, and useless with
 // another session.
 func (s sessions) csrf(purpose, secret string) string {
-	return base64.RawURLEncoding.EncodeToString(s.mac(purpose + secret))
+	return base64.RawURLEncoding.EncodeToString(mac(s.key, purpose+secret))
 }
 
 // validCSRF reports, in constant time, whether token is secret's CSRF token
@@ -113,8 +113,11 @@ func (s sessions) validCSRF(purpose, secret, token string) bool {
 	return secret != "" && token != "" && hmac.Equal([]byte(token), []byte(s.csrf(purpose, secret)))
 }
 
-func (s sessions) mac(msg string) []byte {
-	m := hmac.New(sha256.New, s.key)
+// mac is msg's HMAC-SHA256 under key. The sessions' key is one of its own,
+// derived from APP_KEY this way: the console never signs with APP_KEY
+// itself, which signs the tokens.
+func mac(key []byte, msg string) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(msg))
 	return m.Sum(nil)
 }

@@ -11,7 +11,7 @@ import (
 
 func TestSessionRoundTripAndRefusals(t *testing.T) {
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	s := sessions{key: deriveKey([]byte("0123456789abcdef0123456789abcdef"), "test"), now: clk.Now}
+	s := sessions{key: mac([]byte("0123456789abcdef0123456789abcdef"), "test"), now: clk.Now}
 	se := s.open("tok", "con", clk.Now().Add(time.Hour), 8*time.Hour)
 	if got := time.Unix(se.Expires, 0).Sub(clk.Now()); got != time.Hour {
 		t.Fatalf("a session outlives its token: ends in %v, want 1h", got)
@@ -25,7 +25,7 @@ func TestSessionRoundTripAndRefusals(t *testing.T) {
 	if err != nil || got != se {
 		t.Fatalf("decode = %+v, %v; want %+v", got, err, se)
 	}
-	other := sessions{key: deriveKey([]byte("another key, 32 bytes long......"), "test"), now: clk.Now}
+	other := sessions{key: mac([]byte("another key, 32 bytes long......"), "test"), now: clk.Now}
 	payload, sig, _ := strings.Cut(value, ".")
 	for name, v := range map[string]string{
 		"empty": "", "no signature": payload, "bad base64": payload + ".!!", "other key": other.encode(se),

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // timelineEntry is one step of an intent's history.
@@ -44,17 +46,17 @@ func timeline(in idempotency.Intent, trail []audit.Event, names map[string]strin
 
 // trailEntry is an audit event of the intent as a step of its history.
 func trailEntry(e audit.Event, names map[string]string) timelineEntry {
-	t := timelineEntry{At: e.CreatedAt, What: e.Event, By: eventActor(e, names), RequestID: deref(e.RequestID), TokenID: deref(e.ActorTokenID)}
+	t := timelineEntry{At: e.CreatedAt, What: e.Event, By: eventActor(e, names), RequestID: ptr.Deref(e.RequestID), TokenID: ptr.Deref(e.ActorTokenID)}
 	switch e.Event {
 	case audit.IntentRetried:
 		t.What, t.Outcome = "Retried", idempotency.StatusPending
 		t.Detail = "put back to pending, its attempts reset"
 	case audit.IntentDiscarded:
 		t.What, t.Outcome = "Discarded", idempotency.StatusDiscarded
-		t.Detail = "reason: " + deref(e.Reason)
+		t.Detail = "reason: " + ptr.Deref(e.Reason)
 	case audit.IntentAttempted:
 		t.What, t.By = "Attempted by the reconciler", "the reconciler"
-		if a, err := idempotency.ParseAttempt(deref(e.Reason)); err == nil {
+		if a, err := idempotency.ParseAttempt(ptr.Deref(e.Reason)); err == nil {
 			t.What, t.Outcome, t.Detail = "Attempt "+strconv.Itoa(a.Number), a.Result, attemptDetail(a)
 		}
 	}
@@ -63,10 +65,7 @@ func trailEntry(e audit.Event, names map[string]string) timelineEntry {
 
 // attemptDetail is what came of a reconciler's attempt, in words.
 func attemptDetail(a idempotency.Attempt) string {
-	s := attemptResults[a.Result]
-	if s == "" {
-		s = a.Result
-	}
+	s := cmp.Or(attemptResults[a.Result], a.Result)
 	if a.Class != "" {
 		s += " (" + strings.ReplaceAll(a.Class, "_", " ") + ")"
 	}
@@ -93,7 +92,7 @@ func eventActor(e audit.Event, names map[string]string) string {
 		if e.ActorConsumerID != nil {
 			name = names[*e.ActorConsumerID]
 		}
-		return tokenActor(deref(e.ActorTokenID), name)
+		return tokenActor(ptr.Deref(e.ActorTokenID), name)
 	case audit.ActorConsole:
 		return "an operator at the command line"
 	case audit.ActorReconciler:
@@ -108,19 +107,5 @@ func tokenActor(tokenID, consumer string) string {
 	if tokenID == "" {
 		return "no token"
 	}
-	return orNone(consumer, "a consumer no longer on record")
-}
-
-func orNone(s, none string) string {
-	if s == "" {
-		return none
-	}
-	return s
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	return cmp.Or(consumer, "a consumer no longer on record")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // tokensPage is the tokens page's data: the list, its filter, the issue
@@ -77,7 +78,7 @@ const tokenEventsShown = 10
 // tokens is GET /console/tokens[?consumer=NAME]: the tokens (as GET
 // /api/tokens), the issue form and the newest events of the trail.
 func (cn *Console) tokens(c visit) error {
-	form := cn.newIssueForm(c.principal(), nil)
+	form := cn.newIssueForm(c.signed.principal, nil)
 	return cn.renderTokens(c, http.StatusOK, c.QueryParam("consumer"), form, nil, tokenFlashes[c.QueryParam("done")])
 }
 
@@ -111,7 +112,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 		consumerOf[t.ID] = t.Consumer.Name
 	}
 	for _, t := range toks {
-		if _, known := consumerOf[deref(t.IssuedBy)]; t.IssuedBy != nil && !known {
+		if _, known := consumerOf[ptr.Deref(t.IssuedBy)]; t.IssuedBy != nil && !known {
 			all, err := cn.cfg.Auth.List(c.Request().Context(), "")
 			if err != nil {
 				return nil, err
@@ -122,11 +123,11 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 			break
 		}
 	}
-	now, p := cn.cfg.Now(), c.principal()
+	now, p := cn.cfg.Now(), c.signed.principal
 	rows := make([]tokenRow, 0, len(toks))
 	for _, t := range toks {
 		r := newTokenRow(t, now)
-		r.IssuerConsumer, r.Own = consumerOf[deref(r.IssuedBy)], t.ID == p.TokenID
+		r.IssuerConsumer, r.Own = consumerOf[ptr.Deref(r.IssuedBy)], t.ID == p.TokenID
 		r.Revocable = auth.Revocable(p.TokenID, p.Abilities, t) == nil
 		rows = append(rows, r)
 	}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/resource"
 )
@@ -39,20 +37,14 @@ func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 
 // tokenEvents is GET /console/tokens/events?page=N, as GET
 // /api/tokens/events: the tokens' audit trail, newest first: who issued
-// and who revoked which token.
+// and who revoked which token. As GET /console/tokens/:id/events it is one
+// token's trail; 404 when no event of it is on record (every token has its
+// token.issued, so no such token was ever issued).
 func (cn *Console) tokenEvents(c visit) error {
-	return cn.renderTokenEvents(c, "", Prefix+"/tokens/events")
-}
-
-// tokenTrail is GET /console/tokens/:id/events: one token's trail; 404 when
-// no event of it is on record (every token has its token.issued, so no such
-// token was ever issued).
-func (cn *Console) tokenTrail(c visit) error {
-	id := c.Param("id")
-	return cn.renderTokenEvents(c, id, Prefix+"/tokens/"+id+"/events")
-}
-
-func (cn *Console) renderTokenEvents(c echo.Context, tokenID, path string) error {
+	tokenID, path := c.Param("id"), Prefix+"/tokens/events"
+	if tokenID != "" {
+		path = Prefix + "/tokens/" + tokenID + "/events"
+	}
 	page := queryPage(c)
 	events, total, err := cn.cfg.Auth.Events(c.Request().Context(),
 		auth.TokenEventFilter{TokenID: tokenID, Page: page, PerPage: tokenEventsPerPage})

@@ -33,7 +33,7 @@ func (cn *Console) issueToken(c visit) error {
 	if err != nil {
 		return err
 	}
-	p := c.principal()
+	p := c.signed.principal
 	req, verr := request.BindIssueToken(raw, auth.Known)
 	form := cn.newIssueForm(p, req.Abilities)
 	form.Consumer, form.Name, form.ExpiresIn = sent.Get("consumer"), sent.Get("name"), sent.Get("expires_in")

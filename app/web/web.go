@@ -12,8 +12,6 @@ package web
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"strings"
@@ -111,19 +109,11 @@ func New(cfg Config) *Console {
 	}
 	return &Console{
 		cfg:      cfg,
-		sessions: sessions{key: deriveKey(cfg.Key, "licensor console session v1"), secure: cfg.Secure, now: cfg.Now},
+		sessions: sessions{key: mac(cfg.Key, "licensor console session v1"), secure: cfg.Secure, now: cfg.Now},
 		logins:   newLoginLimiter(cfg.LoginsPerMinute, cfg.Now),
 		forms:    newOnceSet(cfg.Now),
 		pages:    mustParsePages(),
 	}
-}
-
-// deriveKey is a key of its own for purpose, from the application key: the
-// console never signs with APP_KEY itself, which signs the tokens.
-func deriveKey(appKey []byte, purpose string) []byte {
-	m := hmac.New(sha256.New, appKey)
-	m.Write([]byte(purpose))
-	return m.Sum(nil)
 }
 
 // Owns reports whether path is one of the console's.
@@ -132,9 +122,13 @@ func (*Console) Owns(path string) bool {
 }
 
 // consumerID is the id of the consumer a filter names (normalised as the
-// API normalises it); found is false when no consumer has that name, which
-// a list shows as nothing, as the API's lists do.
+// API normalises it), "" when it names none; found is false when no
+// consumer has that name, which a list shows as nothing, as the API's lists
+// do.
 func (cn *Console) consumerID(ctx context.Context, name string) (id string, found bool, err error) {
+	if name == "" {
+		return "", true, nil
+	}
 	consumer, err := cn.cfg.Auth.ConsumerNamed(ctx, name)
 	if errors.Is(err, auth.ErrConsumerNotFound) {
 		return "", false, nil

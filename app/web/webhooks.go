@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/licensor-api/licensor/app/resource"
@@ -50,17 +49,13 @@ const failingShown = 50
 func (cn *Console) webhooks(c visit) error {
 	ctx := c.Request().Context()
 	p := webhooksPage{Consumer: strings.TrimSpace(c.QueryParam("consumer"))}
-	consumerID := ""
-	if p.Consumer != "" {
-		id, found, err := cn.consumerID(ctx, p.Consumer)
-		if err != nil {
-			return err
-		}
-		if !found {
-			p.UnknownConsumer = true
-			return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
-		}
-		consumerID = id
+	consumerID, found, err := cn.consumerID(ctx, p.Consumer)
+	if err != nil {
+		return err
+	}
+	if !found {
+		p.UnknownConsumer = true
+		return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks", Data: p})
 	}
 	eps, err := cn.cfg.Webhooks.ListEndpoints(ctx, consumerID)
 	if err != nil {
@@ -114,12 +109,7 @@ func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint,
 	for _, d := range ds {
 		ids = append(ids, d.ConsumerID)
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	if len(ids) == 0 {
-		return map[string]string{}, nil
-	}
-	return cn.cfg.Auth.ConsumerNames(ctx, ids)
+	return cn.consumerNames(ctx, ids...)
 }
 
 // endpointRows are es as the console shows them, their consumers named by
@@ -156,7 +146,7 @@ func (cn *Console) retryDelivery(c visit) error {
 	if err != nil {
 		return err
 	}
-	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.principal().TokenID,
+	cn.cfg.Log.Info("webhook delivery retried", "delivery", d.ID, "endpoint", d.EndpointID, "token_id", c.signed.principal.TokenID,
 		"request_id", requestID(c))
 	return c.Redirect(http.StatusSeeOther, Prefix+"/webhooks/endpoints/"+d.EndpointID+"?done=retried")
 }

@@ -37,20 +37,13 @@ func (cn *Console) webhookEndpoint(c visit) error {
 	if err != nil {
 		return err // an unknown status is the API's 422
 	}
-	names, err := cn.consumerNamesOf(ctx, []webhooks.Endpoint{e}, nil)
+	names, err := cn.consumerNames(ctx, e.ConsumerID)
 	if err != nil {
 		return err
 	}
 	eps := endpointRows([]webhooks.Endpoint{e}, names)
 	p.Endpoint, p.Deliveries = eps[0], deliveryRows(page.Deliveries, names, eps)
-	p.Pager = deliveriesPager(e.ID, p.Status, n, page.Total)
+	p.Pager = newPager(Prefix+"/webhooks/endpoints/"+e.ID, map[string]string{"status": p.Status}, n, endpointDeliveriesPerPage, page.Total)
 	return cn.render(c, http.StatusOK, "webhook_endpoint", view{Title: "Webhook endpoint " + e.ID, Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
-}
-
-// deliveriesPager is the pager of an endpoint's page of deliveries: links
-// to the newer and the older page, where there is one, keeping the status
-// filter.
-func deliveriesPager(endpointID, status string, page int, total int64) pager {
-	return newPager(Prefix+"/webhooks/endpoints/"+endpointID, map[string]string{"status": status}, page, endpointDeliveriesPerPage, total)
 }
