@@ -80,6 +80,14 @@ func (st *store) list(domain string) []vendorproto.Site {
 
 // listLocked is list; st.mu must be held.
 func (st *store) listLocked(domain string) []vendorproto.Site {
+	if domain != "" && isASCII(domain) {
+		// One site a domain, indexed lower-cased: for ASCII that is exactly
+		// EqualFold, and a lookup by domain costs the same at any size.
+		if id, ok := st.domains[strings.ToLower(domain)]; ok {
+			return []vendorproto.Site{st.sites[id].site}
+		}
+		return []vendorproto.Site{}
+	}
 	var recs []record
 	for _, r := range st.sites {
 		if domain == "" || strings.EqualFold(r.site.Domain, domain) {
@@ -243,4 +251,14 @@ func (st *store) clear() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sites, st.domains = map[string]record{}, map[string]string{}
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
