@@ -78,21 +78,14 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 			t.Fatalf("the webhooks page shows a secret")
 		}
 		acme := sectionRow(t, page.Body, "endpoint-"+r.acmeEP)
-		for _, want := range []string{"acme", r.acmeURL, "license.created", "acme&#39;s shop", `status-enabled">enabled`, `status-failing">failing`, "since 2026-12-01 10:00:00 UTC"} {
-			if !strings.Contains(acme, want) {
-				t.Errorf("acme's endpoint row lacks %q: %s", want, acme)
-			}
-		}
+		wantAll(t, "acme's endpoint row", acme, "acme", r.acmeURL, "license.created", "acme&#39;s shop",
+			`status-enabled">enabled`, `status-failing">failing`, "since 2026-12-01 10:00:00 UTC")
 		if globex := sectionRow(t, page.Body, "endpoint-"+r.globexEP); !strings.Contains(globex, "globex") || strings.Contains(globex, "failing") {
 			t.Errorf("globex's endpoint row: %s", globex)
 		}
 		failing := sectionRow(t, page.Body, "delivery-"+r.failing.ID)
-		for _, want := range []string{"acme", r.acmeURL, "license.created", `status-pending">pending`, "HTTP 500", webhooks.FailureHTTPStatus,
-			`action="/console/webhooks/deliveries/` + r.failing.ID + `/retry"`} {
-			if !strings.Contains(failing, want) {
-				t.Errorf("the failing delivery's row lacks %q: %s", want, failing)
-			}
-		}
+		wantAll(t, "the failing delivery's row", failing, "acme", r.acmeURL, "license.created", `status-pending">pending`, "HTTP 500", webhooks.FailureHTTPStatus,
+			`action="/console/webhooks/deliveries/`+r.failing.ID+`/retry"`)
 		if strings.Contains(page.Body, `id="delivery-`+r.delivered.ID+`"`) {
 			t.Errorf("a delivered delivery is listed as failing")
 		}
@@ -126,16 +119,6 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 	})
 }
 
-// sectionRow is the table row of the element id on a page.
-func sectionRow(t *testing.T, body, id string) string {
-	t.Helper()
-	start := strings.Index(body, `<tr id="`+id+`">`)
-	if start < 0 {
-		t.Fatalf("no row %s: %s", id, body)
-	}
-	return body[start : start+strings.Index(body[start:], "</tr>")]
-}
-
 // An endpoint's page shows it (never its secret) and its deliveries with
 // each attempt; an id that is none is 404, an unknown status 422.
 func TestConsoleWebhookEndpointShowsDeliveriesAndAttempts(t *testing.T) {
@@ -146,17 +129,9 @@ func TestConsoleWebhookEndpointShowsDeliveriesAndAttempts(t *testing.T) {
 		if strings.Contains(page.Body, r.acmeSecret) || strings.Contains(page.Body, webhooks.SecretPrefix) {
 			t.Fatalf("the endpoint page shows its secret")
 		}
-		for _, want := range []string{r.acmeURL, "acme&#39;s shop", "license.created"} {
-			if !strings.Contains(page.Body, want) {
-				t.Errorf("the endpoint page lacks %q", want)
-			}
-		}
+		wantAll(t, "the endpoint page", page.Body, r.acmeURL, "acme&#39;s shop", "license.created")
 		row := sectionRow(t, page.Body, "delivery-"+r.failing.ID)
-		for _, want := range []string{"2026-12-01 10:00:00 UTC: HTTP 500 in", webhooks.FailureHTTPStatus, `status-pending">pending`, "/retry"} {
-			if !strings.Contains(row, want) {
-				t.Errorf("the delivery's row lacks %q: %s", want, row)
-			}
-		}
+		wantAll(t, "the delivery's row", row, "2026-12-01 10:00:00 UTC: HTTP 500 in", webhooks.FailureHTTPStatus, `status-pending">pending`, "/retry")
 		if body := cc.get("/console/webhooks/endpoints/"+r.acmeEP+"?status=delivered").wantStatus(t, http.StatusOK).Body; strings.Contains(body, r.failing.ID) {
 			t.Errorf("?status=delivered lists a pending delivery")
 		}
