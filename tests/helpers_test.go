@@ -15,7 +15,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -110,11 +109,7 @@ func newApp(t *testing.T, db *testdb.DB, opts ...option) *app {
 // token issues a token for the consumer with the abilities and returns it.
 func (a *app) token(consumer string, abilities ...string) string {
 	a.t.Helper()
-	issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: consumer, Abilities: abilities})
-	if err != nil {
-		a.t.Fatalf("issue token: %v", err)
-	}
-	return issued.Secret
+	return a.issued(consumer, abilities...).Secret
 }
 
 // bearer is the header pair for a token.

@@ -18,15 +18,6 @@ func (a *app) issueFor(root []string, consumer string, abilities ...string) *res
 	return a.do(http.MethodPost, "/api/tokens", issueBody(a.t, consumer, abilities...), root...)
 }
 
-func (a *app) consumerRows() int64 {
-	a.t.Helper()
-	var n int64
-	if err := a.db.Gorm.Model(&auth.Consumer{}).Count(&n).Error; err != nil {
-		a.t.Fatal(err)
-	}
-	return n
-}
-
 // issuedData is the data of a 201 from POST /api/tokens.
 func issuedData(r *response) map[string]any {
 	r.t.Helper()
@@ -96,7 +87,7 @@ func TestConsumerNameNFDIsNFC(t *testing.T) {
 		if second["consumer"] != nfc {
 			t.Errorf("consumer = %q, want %q", second["consumer"], nfc)
 		}
-		if n := a.consumerRows(); n != 2 { // root and Müller GmbH
+		if n := a.tableRows("consumers"); n != 2 { // root and Müller GmbH
 			t.Errorf("%d consumers, want 2: the NFD and NFC spellings are one", n)
 		}
 		// Both tokens are the one consumer's: the license one writes, the other reads.
@@ -118,14 +109,14 @@ func TestConsumerNameDifferingOnlyInCaseIsRefused(t *testing.T) {
 		root := bearer(a.token("root", auth.All))
 		issuedData(a.issueFor(root, "acme", auth.LicensesRead))
 		issuedData(a.issueFor(root, "Müller GmbH", auth.LicensesRead))
-		before := a.consumerRows()
+		before := a.tableRows("consumers")
 		for _, name := range []string{"ACME", "Acme", "müller gmbh", "MÜLLER GMBH", "MU\u0308LLER GMBH"} {
 			t.Run(name, func(t *testing.T) {
 				a := a.in(t)
 				wantFieldError(a.issueFor(root, name, auth.LicensesRead), "consumer", "already exists")
 			})
 		}
-		if after := a.consumerRows(); after != before {
+		if after := a.tableRows("consumers"); after != before {
 			t.Errorf("%d consumers after the refusals, want %d", after, before)
 		}
 		// The exact names still work, and so through the CLI's path (no token).
@@ -142,7 +133,7 @@ func TestConsumerNameWithInvisibleCharactersIsRefused(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		root := bearer(a.token("root", auth.All))
-		before := a.consumerRows()
+		before := a.tableRows("consumers")
 		for name, consumer := range map[string]string{
 			"NUL":                  "acme\u0000",
 			"right-to-left (202E)": "acme\u202Egpj.exe",
@@ -157,7 +148,7 @@ func TestConsumerNameWithInvisibleCharactersIsRefused(t *testing.T) {
 				wantFieldError(a.issueFor(root, consumer, auth.LicensesRead), "consumer", "must not contain control characters")
 			})
 		}
-		if after := a.consumerRows(); after != before {
+		if after := a.tableRows("consumers"); after != before {
 			t.Errorf("%d consumers after the refusals, want %d", after, before)
 		}
 	})
@@ -189,7 +180,7 @@ func TestMixedScriptConsumerNameIsRefused(t *testing.T) {
 		a := newApp(t, db)
 		root := bearer(a.token("root", auth.All))
 		issuedData(a.issueFor(root, "acme", auth.LicensesRead))
-		before := a.consumerRows()
+		before := a.tableRows("consumers")
 		for name, consumer := range map[string]string{
 			"Cyrillic a among Latin": "\u0430cme",
 			"Latin among Cyrillic":   "\u0430\u0441me",
@@ -211,7 +202,7 @@ func TestMixedScriptConsumerNameIsRefused(t *testing.T) {
 		if !strings.Contains(page.Body, `id="issue-consumer-error">The consumer field must not mix letters of different scripts (it mixes Cyrillic and Latin)`) {
 			t.Errorf("the console's form does not say why beside the consumer field: %s", page.Body)
 		}
-		if after := a.consumerRows(); after != before+1 { // ops, the console's operator
+		if after := a.tableRows("consumers"); after != before+1 { // ops, the console's operator
 			t.Errorf("%d consumers after the refusals, want %d", after, before+1)
 		}
 		for _, consumer := range []string{"Zeta Corp", "Müller GmbH", "ООО «Ромашка»", "ソニー株式会社 Sony", "삼성 Samsung 三星", "中文 ㄅㄆㄇ"} {
@@ -246,7 +237,7 @@ func TestMixedScriptConsumerMadeBeforeKeepsWorking(t *testing.T) {
 		if n := len(mustList(t, a, old)); n != 3 {
 			t.Errorf("%d tokens of %q, want 3", n, old)
 		}
-		if n := a.consumerRows(); n != 3 { // the old one, root and ops
+		if n := a.tableRows("consumers"); n != 3 { // the old one, root and ops
 			t.Errorf("%d consumers, want 3: the old one was created again", n)
 		}
 	})

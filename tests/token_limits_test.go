@@ -23,12 +23,12 @@ func TestExpiresInAboveMaxTTLIsRefused(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db, withConfig(func(c *config.Config) { c.TokenMaxTTL = 720 * time.Hour }))
 		root := bearer(a.token("root", auth.All))
-		before := a.tokenRows()
+		before := a.tableRows("personal_access_tokens")
 		for _, d := range []string{"721h", "720h0m1s", "8760h"} {
 			wantFieldError(a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"expires_in":"`+d+`"}`, root...),
 				"expires_in", "must not be greater than 720h")
 		}
-		if after := a.tokenRows(); after != before {
+		if after := a.tableRows("personal_access_tokens"); after != before {
 			t.Errorf("refused requests stored %d tokens", after-before)
 		}
 		data := issuedData(a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"expires_in":"720h"}`, root...))
