@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +54,6 @@ func TestMaxTTLDefaultsToAYear(t *testing.T) {
 }
 
 func TestTokenMaxTTLConfig(t *testing.T) {
-	root := moduleRoot(t)
 	t.Chdir(t.TempDir())
 	load := func(vars map[string]string) (config.Config, error) {
 		return config.Load(func(k string) string { return vars[k] })
@@ -80,26 +77,8 @@ func TestTokenMaxTTLConfig(t *testing.T) {
 		t.Errorf("TOKEN_TTL = TOKEN_MAX_TTL = 720h: %v, %v", c.TokenMaxTTL, err)
 	}
 	// .env.example documents it.
-	example, err := os.ReadFile(filepath.Join(root, ".env.example"))
-	if err != nil || !strings.Contains(string(example), "\nTOKEN_MAX_TTL=8760h\n") {
-		t.Errorf(".env.example lacks TOKEN_MAX_TTL=8760h (%v)", err)
-	}
-}
-
-// moduleRoot is the directory of go.mod, above this package's.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatalf("no go.mod above %s", wd)
-		}
+	if !strings.Contains(readRepoFile(t, ".env.example"), "\nTOKEN_MAX_TTL=8760h\n") {
+		t.Errorf(".env.example lacks TOKEN_MAX_TTL=8760h")
 	}
 }
 
