@@ -9,7 +9,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -112,10 +111,7 @@ func TestTwoAuthorizationHeadersAre401(t *testing.T) {
 func TestTokenOfDeletedConsumerIs401(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.All}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		issued := a.issued("acme", auth.All)
 		a.do(http.MethodGet, "/api/tokens", "", bearer(issued.Secret)...).wantStatus(http.StatusOK)
 		deleteWithoutForeignKeys(t, db, "DELETE FROM consumers WHERE id = ?", issued.ConsumerID)
 		var left int64
