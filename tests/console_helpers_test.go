@@ -123,11 +123,12 @@ func (cc *consoleClient) signIn(token string) {
 	}
 }
 
-// trySignIn posts token to the sign-in form, as an operator pastes it.
-func (cc *consoleClient) trySignIn(token string) consolePage {
+// trySignIn posts token to the sign-in form, as an operator pastes it;
+// both requests carry the headers (name, value pairs).
+func (cc *consoleClient) trySignIn(token string, headers ...string) consolePage {
 	cc.t.Helper()
-	cc.get("/console/login")
-	return cc.post("/console/login", url.Values{"token": {token}})
+	cc.send(http.MethodGet, "/console/login", nil, headers...)
+	return cc.post("/console/login", url.Values{"token": {token}}, headers...)
 }
 
 // wantStatus fails the test unless the page answered want, and marks it

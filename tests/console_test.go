@@ -158,13 +158,7 @@ func TestConsoleRefusesAForgedSession(t *testing.T) {
 	cc := newConsoleClient(t, a)
 	cc.signIn(a.token("ops", auth.IntentsManage))
 	u, _ := url.Parse(cc.srv.URL + "/console")
-	var value string
-	for _, ck := range cc.http.Jar.Cookies(u) {
-		if ck.Name == "licensor_console" {
-			value = ck.Value
-		}
-	}
-	payload, sig, _ := strings.Cut(value, ".")
+	payload, sig, _ := strings.Cut(cc.sessionCookie().Value, ".")
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
 		t.Fatal(err)
