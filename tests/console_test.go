@@ -49,10 +49,7 @@ func TestConsoleSignInOpensASessionForOperatorTokens(t *testing.T) {
 				if ck.Secure {
 					t.Errorf("session cookie is Secure in %s, served over http", config.EnvTesting)
 				}
-				page := cc.get("/console").wantStatus(t, http.StatusOK)
-				if !strings.Contains(page.Body, "Sign out") {
-					t.Errorf("the dashboard has no sign-out form: %s", page.Body)
-				}
+				cc.get("/console").wantStatus(t, http.StatusOK, "Sign out")
 			})
 		}
 	})
@@ -135,8 +132,7 @@ func TestConsoleSessionIsBoundedInTime(t *testing.T) {
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	db := testdb.New(t, "sqlite")
 	a := newApp(t, db, withClock(clk), withConfig(func(c *config.Config) { c.Console.SessionTTL = time.Hour }))
-	cc := newConsoleClient(t, a)
-	cc.signIn(a.token("ops", auth.All))
+	cc, _ := consoleAs(t, a, "ops", auth.All)
 	clk.Advance(59 * time.Minute)
 	cc.get("/console").wantStatus(t, http.StatusOK)
 	clk.Advance(time.Minute)
@@ -155,8 +151,7 @@ func TestConsoleSessionIsBoundedInTime(t *testing.T) {
 func TestConsoleRefusesAForgedSession(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	a := newApp(t, db)
-	cc := newConsoleClient(t, a)
-	cc.signIn(a.token("ops", auth.IntentsManage))
+	cc, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 	u, _ := url.Parse(cc.srv.URL + "/console")
 	payload, sig, _ := strings.Cut(cc.sessionCookie().Value, ".")
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
@@ -182,8 +177,7 @@ func TestConsoleRefusesAForgedSession(t *testing.T) {
 func TestConsoleFormsNeedTheirCSRFToken(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		cc := newConsoleClient(t, a)
-		cc.signIn(a.token("ops", auth.All))
+		cc, _ := consoleAs(t, a, "ops", auth.All)
 		cc.get("/console")
 		// A token one character off the session's: "x" in place of its first,
 		// or "y" where that is "x" already (1 in 64 tokens), or the forgery
@@ -303,10 +297,8 @@ func TestConsoleDashboardCountsIntents(t *testing.T) {
 		a.plantRecord("acme", "k-failed", acmeBody, idempotency.StatusFailed, -time.Minute)
 		clk.Advance(90 * time.Minute)
 
-		cc := newConsoleClient(t, a)
-		cc.signIn(a.token("ops", auth.IntentsManage))
-		page := cc.get("/console").wantStatus(t, http.StatusOK)
-		for _, want := range []string{
+		cc, _ := consoleAs(t, a, "ops", auth.IntentsManage)
+		cc.get("/console").wantStatus(t, http.StatusOK,
 			`<span class="n">1</span><span class="l">pending intents</span>`,
 			`<span class="n">1h 30m</span><span class="l">oldest pending</span>`,
 			`<span class="n">1</span><span class="l">failed intents</span>`,
@@ -317,12 +309,7 @@ func TestConsoleDashboardCountsIntents(t *testing.T) {
 			`<strong>Replays</strong> <span class="muted">1 in 24 h`,
 			`<strong>Pending answers (202)</strong> <span class="muted">1 in 24 h`,
 			`<strong>Conflicts (409, 422)</strong> <span class="muted">0 in 24 h</span>`,
-			`drift mismatches (no check yet)`,
-		} {
-			if !strings.Contains(page.Body, want) {
-				t.Errorf("the dashboard lacks %s", want)
-			}
-		}
+			`drift mismatches (no check yet)`)
 		if err := a.app.Activity.Set(context.Background(), activity.DriftMismatches, 3); err != nil {
 			t.Fatal(err)
 		}
@@ -345,8 +332,7 @@ func TestConsoleDashboardCountsIntents(t *testing.T) {
 // is refused the same way.
 func TestConsoleDatabaseGoneIsA503Page(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"))
-	cc := newConsoleClient(t, a)
-	cc.signIn(a.token("ops", auth.All))
+	cc, _ := consoleAs(t, a, "ops", auth.All)
 	tok := a.token("ops", auth.All)
 	if err := a.auth.Flush(context.Background()); err != nil { // the sign-in's use, written while it can be
 		t.Fatal(err)

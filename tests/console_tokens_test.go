@@ -147,10 +147,7 @@ func TestConsoleRevokesOnlyWhatTheSessionMayGrant(t *testing.T) {
 				t.Errorf("the row of a token the session may not revoke does not say who may: %s", row)
 			}
 		}
-		refused := cc.post("/console/tokens/"+root.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden)
-		if !strings.Contains(refused.Body, "may not revoke a token holding *") {
-			t.Errorf("the 403 page does not say why: %s", refused.Body)
-		}
+		cc.post("/console/tokens/"+root.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden, "may not revoke a token holding *")
 		if tokenRow(t, a, root.ID).RevokedAt != nil {
 			t.Errorf("a tokens:manage session revoked a * token")
 		}

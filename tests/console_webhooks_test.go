@@ -73,7 +73,7 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newHookRig(t, db)
 		cc, _ := consoleAs(t, r.a, "ops", auth.IntentsManage)
-		page := cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
+		page := cc.get("/console/webhooks").wantStatus(t, http.StatusOK, "1 failing: 0 failed for good, 1 pending after a failed attempt.")
 		if strings.Contains(page.Body, r.acmeSecret) || strings.Contains(page.Body, webhooks.SecretPrefix) {
 			t.Fatalf("the webhooks page shows a secret")
 		}
@@ -89,9 +89,6 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 		if strings.Contains(page.Body, `id="delivery-`+r.delivered.ID+`"`) {
 			t.Errorf("a delivered delivery is listed as failing")
 		}
-		if !strings.Contains(page.Body, "1 failing: 0 failed for good, 1 pending after a failed attempt.") {
-			t.Errorf("the failing deliveries are not counted")
-		}
 
 		only := cc.get("/console/webhooks?consumer=globex").wantStatus(t, http.StatusOK)
 		if strings.Contains(only.Body, r.acmeEP) || !strings.Contains(only.Body, r.globexEP) || !strings.Contains(only.Body, "No delivery is failing") {
@@ -106,12 +103,9 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.a.do(http.MethodPatch, "/api/webhook-endpoints/"+r.globexEP, `{"enabled":false}`, r.globexTok...).wantStatus(http.StatusOK)
-		page = cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
+		page = cc.get("/console/webhooks").wantStatus(t, http.StatusOK, "1 failing: 1 failed for good, 0 pending after a failed attempt.")
 		if row := sectionRow(t, page.Body, "delivery-"+r.failing.ID); !strings.Contains(row, `status-failed">failed`) {
 			t.Errorf("a failed delivery's row: %s", row)
-		}
-		if !strings.Contains(page.Body, "1 failing: 1 failed for good, 0 pending after a failed attempt.") {
-			t.Errorf("the failed delivery is not counted")
 		}
 		if row := sectionRow(t, page.Body, "endpoint-"+r.globexEP); !strings.Contains(row, `status-disabled">disabled`) {
 			t.Errorf("a disabled endpoint's row: %s", row)
@@ -177,10 +171,7 @@ func TestConsoleRetriesAWebhookDelivery(t *testing.T) {
 			Updates(map[string]any{"claim": "worker-1", "next_attempt_at": r.clk.Now().Add(time.Minute)}).Error; err != nil {
 			t.Fatal(err)
 		}
-		busy := cc.post("/console/webhooks/deliveries/"+d.ID+"/retry", nil).wantStatus(t, http.StatusConflict)
-		if !strings.Contains(busy.Body, "being sent right now") {
-			t.Errorf("the 409 page does not say why: %s", busy.Body)
-		}
+		cc.post("/console/webhooks/deliveries/"+d.ID+"/retry", nil).wantStatus(t, http.StatusConflict, "being sent right now")
 		cc.post("/console/webhooks/deliveries/01JDQ8Z7F0A2B4C6D8E0G2H4J6/retry", nil).wantStatus(t, http.StatusNotFound)
 		cc.post("/console/webhooks/deliveries/nope/retry", nil).wantStatus(t, http.StatusNotFound)
 	})
