@@ -17,11 +17,7 @@ import (
 // tokenRow is the token id's row in the token list.
 func tokenRow(t *testing.T, a *app, id string) auth.Token {
 	t.Helper()
-	toks, err := a.auth.List(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tok := range toks {
+	for _, tok := range mustList(t, a, "") {
 		if tok.ID == id {
 			return tok
 		}
