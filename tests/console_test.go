@@ -67,13 +67,13 @@ func TestConsoleSessionCookieIsSecureOutsideLocal(t *testing.T) {
 func TestConsoleRefusesConsumerAndDeadTokens(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		revoked := a.token("ops", auth.All)
-		if err := a.auth.Revoke(context.Background(), audit.Console(), tokenID(t, a, revoked)); err != nil {
+		revoked := a.issued("ops", auth.All)
+		if err := a.auth.Revoke(context.Background(), audit.Console(), revoked.ID); err != nil {
 			t.Fatal(err)
 		}
 		cases := map[string]string{
 			"consumer token": a.token("acme", auth.LicensesRead, auth.LicensesWrite, auth.WebhooksManage),
-			"revoked token":  revoked,
+			"revoked token":  revoked.Secret,
 			"not a token":    "not-a-token",
 			"empty":          "",
 			"forged":         badSignature(a.token("ops", auth.All)),
@@ -88,20 +88,10 @@ func TestConsoleRefusesConsumerAndDeadTokens(t *testing.T) {
 				cc.get("/console").wantSignIn(t)
 			})
 		}
-		if strings.Contains(a.logs.String(), revoked) || !strings.Contains(a.logs.String(), "console sign-in refused") {
+		if strings.Contains(a.logs.String(), revoked.Secret) || !strings.Contains(a.logs.String(), "console sign-in refused") {
 			t.Errorf("failed sign-ins are logged, never with the token: %s", a.logs.String())
 		}
 	})
-}
-
-// tokenID returns the id of the token a revoked string carries.
-func tokenID(t *testing.T, a *app, token string) string {
-	t.Helper()
-	p, err := a.auth.Verify(context.Background(), token)
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
-	return p.TokenID
 }
 
 // badSignature changes the last character of a token's signature.
@@ -117,11 +107,9 @@ func badSignature(token string) string {
 func TestConsoleSessionEndsWithItsToken(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		tok := a.token("ops", auth.All)
-		cc := newConsoleClient(t, a)
-		cc.signIn(tok)
+		cc, tok := consoleAs(t, a, "ops", auth.All)
 		cc.get("/console").wantStatus(t, http.StatusOK)
-		if err := a.auth.Revoke(context.Background(), audit.Console(), tokenID(t, a, tok)); err != nil {
+		if err := a.auth.Revoke(context.Background(), audit.Console(), tok.ID); err != nil {
 			t.Fatal(err)
 		}
 		cc.get("/console").wantSignIn(t)
@@ -159,7 +147,7 @@ func TestConsoleRefusesAForgedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another token's id, the signature kept: a session for a token never signed in.
-	other := tokenID(t, a, a.token("ops", auth.All))
+	other := a.issued("ops", auth.All).ID
 	forged := strings.Replace(string(raw), `"t":"`, `"t":"`+other+`","x":"`, 1)
 	for name, v := range map[string]string{
 		"payload changed":   base64.RawURLEncoding.EncodeToString([]byte(forged)) + "." + sig,
