@@ -260,9 +260,7 @@ func TestVendorEventMarksFromTheFutureAreRepaired(t *testing.T) {
 			a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK)
 			body := vendorEventBodyFor("evt_after_repair_"+site, "site.suspended", now.Add(-time.Minute), site, domain, "")
 			a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-			if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-				t.Errorf("%s: status after a real event = %v, want suspended (the mark still outranks it)", name, got)
-			}
+			a.wantLicenseStatus(t, acme, id, "suspended", name+": status after a real event = %v, want suspended (the mark still outranks it)")
 		}
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK)
 	})
