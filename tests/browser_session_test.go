@@ -130,10 +130,7 @@ func TestBrowserExpiredSessionIsRefused(t *testing.T) {
 func TestBrowserRevokedTokenEndsItsSession(t *testing.T) {
 	s := newConsoleSite(t)
 	tb := s.newTab(t)
-	issued, err := s.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "ops", Abilities: []string{auth.All}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	issued := s.issued("ops", auth.All)
 	tb.signIn(issued.Secret)
 	if p := tb.path(); p != "/console" {
 		t.Fatalf("signed in, the browser is at %s", p)

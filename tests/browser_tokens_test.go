@@ -10,7 +10,6 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/internal/testkit"
 )
@@ -44,10 +43,7 @@ func (tb *tab) issueInBrowser(consumer, ability, name string) (secret, id string
 func TestBrowserIssuedTokenIsShownOnce(t *testing.T) {
 	s := newConsoleSite(t)
 	tb := s.newTab(t)
-	ops, err := s.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "ops", Abilities: []string{auth.All}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ops := s.issued("ops", auth.All)
 	tb.signIn(ops.Secret)
 	secret, id := tb.issueInBrowser("acme-ci", auth.LicensesRead, "ci deploys")
 	p, err := s.auth.Verify(context.Background(), secret)

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/licensor-api/licensor/app/auth"
 )
 
 // consoleClient is a browser's worth of the operator console over real
@@ -121,20 +123,53 @@ func (cc *consoleClient) signIn(token string) {
 	}
 }
 
-// trySignIn posts token to the sign-in form, as an operator pastes it.
-func (cc *consoleClient) trySignIn(token string) consolePage {
+// trySignIn posts token to the sign-in form, as an operator pastes it;
+// both requests carry the headers (name, value pairs).
+func (cc *consoleClient) trySignIn(token string, headers ...string) consolePage {
 	cc.t.Helper()
-	cc.get("/console/login")
-	return cc.post("/console/login", url.Values{"token": {token}})
+	cc.send(http.MethodGet, "/console/login", nil, headers...)
+	return cc.post("/console/login", url.Values{"token": {token}}, headers...)
 }
 
-// wantStatus fails the test unless the page answered want.
-func (p consolePage) wantStatus(t *testing.T, want int) consolePage {
+// wantStatus fails the test unless the page answered want, and marks it
+// failed for each of texts (HTML source) its body lacks.
+func (p consolePage) wantStatus(t *testing.T, want int, texts ...string) consolePage {
 	t.Helper()
 	if p.Status != want {
 		t.Fatalf("status = %d, want %d; body: %s", p.Status, want, p.Body)
 	}
+	wantAll(t, "the page", p.Body, texts...)
 	return p
+}
+
+// wantAll marks the test failed for each of wants that s (what) lacks.
+func wantAll(t *testing.T, what, s string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s has no %q: %.3000s", what, w, s)
+		}
+	}
+}
+
+// sectionRow is the table row of the element id on a page.
+func sectionRow(t *testing.T, body, id string) string {
+	t.Helper()
+	start := strings.Index(body, `<tr id="`+id+`">`)
+	if start < 0 {
+		t.Fatalf("no row %s: %s", id, body)
+	}
+	return body[start : start+strings.Index(body[start:], "</tr>")]
+}
+
+// consoleAs is a browser signed in to the console with a fresh token of
+// the abilities, and that token's row.
+func consoleAs(t *testing.T, a *app, consumer string, abilities ...string) (*consoleClient, auth.Issued) {
+	t.Helper()
+	tok := a.issued(consumer, abilities...)
+	cc := newConsoleClient(t, a)
+	cc.signIn(tok.Secret)
+	return cc, tok
 }
 
 // wantSignIn fails the test unless the page sent the browser to sign in.

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,15 +28,14 @@ func TestConsoleSearchesLicenses(t *testing.T) {
 		a.do(http.MethodDelete, "/api/licenses/"+shop, "", acme...).wantStatus(http.StatusNoContent)
 		var site string
 		a.db.Gorm.Model(&licenses.License{}).Where("id = ?", globexID).Pluck("vendor_site_id", &site)
-		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+		b, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 
-		p := b.get("/console/licenses")
-		b.wantPage(p, http.StatusOK, "<title>Licenses · licensor console</title>", licenseLink(shop), licenseLink(acmeID), licenseLink(globexID),
+		p := b.get("/console/licenses").wantStatus(t, http.StatusOK, "<title>Licenses · licensor console</title>", licenseLink(shop), licenseLink(acmeID), licenseLink(globexID),
 			`<td><span class="clip" title="globex.test">globex.test</span></td>`, `<td><span class="clip" title="globex">globex</span></td>`, `<span class="status status-revoked">revoked</span>`, `<td class="mono">`+site+`</td>`)
-		if i, j := strings.Index(p.body, globexID), strings.Index(p.body, shop); i > j {
+		if i, j := strings.Index(p.Body, globexID), strings.Index(p.Body, shop); i > j {
 			t.Error("the list is not newest first")
 		}
-		if strings.Contains(p.body, "LK-") {
+		if strings.Contains(p.Body, "LK-") {
 			t.Error("the list shows a license key")
 		}
 		cases := map[string][]string{
@@ -50,29 +50,19 @@ func TestConsoleSearchesLicenses(t *testing.T) {
 			"domain=acme&status=active&page=2": nil,
 		}
 		for q, want := range cases {
-			p := b.get("/console/licenses?" + q)
-			b.wantPage(p, http.StatusOK)
+			p := b.get("/console/licenses?"+q).wantStatus(t, http.StatusOK)
 			for _, id := range []string{shop, acmeID, globexID} {
-				if listed := strings.Contains(p.body, id); listed != contains(want, id) {
+				if listed := strings.Contains(p.Body, id); listed != slices.Contains(want, id) {
 					t.Errorf("?%s: %s listed %v, want %v", q, id, listed, !listed)
 				}
 			}
-			if want == nil && !strings.Contains(p.body, "No license matches this search.") {
+			if want == nil && !strings.Contains(p.Body, "No license matches this search.") {
 				t.Errorf("?%s: no word that nothing matched", q)
 			}
 		}
-		b.wantPage(b.get("/console/licenses?status=gone"), http.StatusUnprocessableEntity, "Choose one of the statuses listed.")
-		b.wantPage(b.get("/console/licenses?domain="+strings.Repeat("a", 254)), http.StatusUnprocessableEntity, "at most 253 characters")
+		b.get("/console/licenses?status=gone").wantStatus(t, http.StatusUnprocessableEntity, "Choose one of the statuses listed.")
+		b.get("/console/licenses?domain="+strings.Repeat("a", 254)).wantStatus(t, http.StatusUnprocessableEntity, "at most 253 characters")
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // One license's page: its facts with the key masked to its last four
@@ -87,26 +77,24 @@ func TestConsoleShowsALicense(t *testing.T) {
 			wantStatus(http.StatusCreated).licenseData()
 		id, key := created["id"].(string), created["license_key"].(string)
 		intent := a.record("order-1").Ref()
-		b := a.operatorSignIn(a.token("ops", auth.IntentsManage))
+		b, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 
-		p := b.get("/console/licenses/" + id)
-		b.wantPage(p, http.StatusOK, "<title>License acme.test · licensor console</title>", `<span class="mono">…`+key[len(key)-4:]+`</span>`,
+		p := b.get("/console/licenses/"+id).wantStatus(t, http.StatusOK, "<title>License acme.test · licensor console</title>", `<span class="mono">…`+key[len(key)-4:]+`</span>`,
 			`<span class="status status-active">active</span>`, "acme", `<a class="mono" href="/console/intents/`+intent+`">`,
 			"<td>created</td>", "<td>request</td>", acme.ID, "req-made", "<td>license.created</td>", "<td>1</td>")
-		if strings.Contains(p.body, key) || strings.Contains(p.body, key[:len(key)-4]) {
+		if strings.Contains(p.Body, key) || strings.Contains(p.Body, key[:len(key)-4]) {
 			t.Error("the page shows the license key")
 		}
 
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", append(bearer(acme.Secret), "X-Request-Id", "req-revoke")...).wantStatus(http.StatusNoContent)
 		a.dispatch()
-		p = b.get("/console/licenses/" + id)
-		b.wantPage(p, http.StatusOK, `<span class="status status-revoked">revoked</span>`,
+		p = b.get("/console/licenses/"+id).wantStatus(t, http.StatusOK, `<span class="status status-revoked">revoked</span>`,
 			"<td>revoked</td>", "req-revoke", "<td>license.revoked</td>", "<td>2</td>")
-		if strings.Contains(p.body, "not yet") {
+		if strings.Contains(p.Body, "not yet") {
 			t.Error("a dispatched event is shown as not yet in the feed")
 		}
 
-		b.wantPage(b.get("/console/licenses/01NOSUCHLICENSE00000000000"), http.StatusNotFound, "Not Found")
+		b.get("/console/licenses/01NOSUCHLICENSE00000000000").wantStatus(t, http.StatusNotFound, "Not Found")
 	})
 }
 
@@ -116,15 +104,14 @@ func TestConsoleLicensesAskIntentsManage(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		id := a.create(a.consumer("acme"), "acme.test")
-		b := a.operatorSignIn(a.token("ops", auth.TokensManage))
+		b, _ := consoleAs(t, a, "ops", auth.TokensManage)
 		for _, path := range []string{"/console/licenses", "/console/licenses/" + id} {
-			p := b.get(path)
-			b.wantPage(p, http.StatusForbidden, "Your token does not carry the ability this page needs.")
-			if strings.Contains(p.body, "acme.test") {
+			p := b.get(path).wantStatus(t, http.StatusForbidden, "Your token does not carry the ability this page needs.")
+			if strings.Contains(p.Body, "acme.test") {
 				t.Errorf("%s: the 403 page shows the license", path)
 			}
 		}
-		if p := b.get("/console"); strings.Contains(p.body, `href="/console/licenses"`) {
+		if p := b.get("/console"); strings.Contains(p.Body, `href="/console/licenses"`) {
 			t.Error("the navigation offers the licenses to a session that may not read them")
 		}
 	})

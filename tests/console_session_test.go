@@ -60,14 +60,12 @@ func TestConsoleSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
 func TestConsoleRevokedTokenEndsItsSessionOnEveryReplica(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a, b := newApp(t, db), newApp(t, db)
-		tok := a.token("ops", auth.IntentsManage)
-		cc := newConsoleClient(t, a)
-		cc.signIn(tok)
+		cc, tok := consoleAs(t, a, "ops", auth.IntentsManage)
 		copyB := cc.copyOn(newConsoleClient(t, b))
 		copyB.get("/console").wantStatus(t, http.StatusOK)
 
 		admin := a.token("ops", auth.All)
-		b.do(http.MethodDelete, "/api/tokens/"+tokenID(t, a, tok), "", bearer(admin)...).wantStatus(http.StatusNoContent)
+		b.do(http.MethodDelete, "/api/tokens/"+tok.ID, "", bearer(admin)...).wantStatus(http.StatusNoContent)
 		cc.get("/console").wantSignIn(t)
 		copyB.get("/console").wantSignIn(t)
 	})

@@ -19,13 +19,6 @@ import (
 // from is a post's headers as a proxy forwards them for client.
 func from(client string) []string { return []string{"X-Forwarded-For", client} }
 
-// trySignInFrom is trySignIn, both requests forwarded for client.
-func (cc *consoleClient) trySignInFrom(token, client string) consolePage {
-	cc.t.Helper()
-	cc.send(http.MethodGet, "/console/login", nil, from(client)...)
-	return cc.post("/console/login", url.Values{"token": {token}}, from(client)...)
-}
-
 // Posts without the sign-in form's CSRF token (no cookie, no _token) are
 // refused as a stale form is, and count for nothing: a flood of them from
 // an operator's address never locks the operator out.
@@ -55,26 +48,26 @@ func TestConsoleSignInCountsFailuresPerTokenAcrossAddresses(t *testing.T) {
 		cc := newConsoleClient(t, a)
 		victim := a.token("ops", auth.All)
 		for i := range 3 {
-			cc.trySignInFrom(badSignature(victim), fmt.Sprintf("203.0.113.%d", i)).wantStatus(t, http.StatusUnauthorized)
+			cc.trySignIn(badSignature(victim), from(fmt.Sprintf("203.0.113.%d", i))...).wantStatus(t, http.StatusUnauthorized)
 		}
-		page := cc.trySignInFrom(badSignature(victim), "203.0.113.50").wantStatus(t, http.StatusTooManyRequests)
+		page := cc.trySignIn(badSignature(victim), from("203.0.113.50")...).wantStatus(t, http.StatusTooManyRequests)
 		if page.Header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After: %v", page.Header)
 		}
-		cc.trySignInFrom(victim, "203.0.113.51").wantStatus(t, http.StatusTooManyRequests)
+		cc.trySignIn(victim, from("203.0.113.51")...).wantStatus(t, http.StatusTooManyRequests)
 		// An address that tried the token once still signs in with another.
-		cc.trySignInFrom(a.token("ops", auth.TokensManage), "203.0.113.0").wantStatus(t, http.StatusSeeOther)
+		cc.trySignIn(a.token("ops", auth.TokensManage), from("203.0.113.0")...).wantStatus(t, http.StatusSeeOther)
 
 		// One address spends its tries on garbage: only it is stopped.
 		spender := newConsoleClientOn(t, cc.srv)
 		for range 3 {
-			spender.trySignInFrom("wrong", "198.51.100.7").wantStatus(t, http.StatusUnauthorized)
+			spender.trySignIn("wrong", from("198.51.100.7")...).wantStatus(t, http.StatusUnauthorized)
 		}
-		spender.trySignInFrom(a.token("ops", auth.All), "198.51.100.7").wantStatus(t, http.StatusTooManyRequests)
-		newConsoleClientOn(t, cc.srv).trySignInFrom(a.token("ops", auth.All), "198.51.100.8").wantStatus(t, http.StatusSeeOther)
+		spender.trySignIn(a.token("ops", auth.All), from("198.51.100.7")...).wantStatus(t, http.StatusTooManyRequests)
+		newConsoleClientOn(t, cc.srv).trySignIn(a.token("ops", auth.All), from("198.51.100.8")...).wantStatus(t, http.StatusSeeOther)
 
 		clk.Advance(time.Minute)
-		newConsoleClientOn(t, cc.srv).trySignInFrom(victim, "203.0.113.50").wantStatus(t, http.StatusSeeOther)
+		newConsoleClientOn(t, cc.srv).trySignIn(victim, from("203.0.113.50")...).wantStatus(t, http.StatusSeeOther)
 		if logs := a.logs.String(); !strings.Contains(logs, `"by":"token"`) || strings.Contains(logs, victim) {
 			t.Errorf("the token's refusal is logged by token, never with the token: %s", logs)
 		}
@@ -112,10 +105,10 @@ func TestConsoleForwardedForOnlyFromTrustedProxies(t *testing.T) {
 				}))
 				cc := newConsoleClient(t, a)
 				for i := range 3 {
-					cc.trySignInFrom("wrong", fmt.Sprintf("192.0.2.%d", i)).wantStatus(t, http.StatusUnauthorized)
+					cc.trySignIn("wrong", from(fmt.Sprintf("192.0.2.%d", i))...).wantStatus(t, http.StatusUnauthorized)
 				}
 				// A client's own X-Forwarded-For ahead of the proxy's entry: the proxy's entry decides.
-				cc.trySignInFrom("wrong", "10.9.9.9, 192.0.2.3").wantStatus(t, tc.want)
+				cc.trySignIn("wrong", from("10.9.9.9, 192.0.2.3")...).wantStatus(t, tc.want)
 				if got := lastAccessClient(t, a.logs.String()); got != tc.client {
 					t.Errorf("the access line's client is %q, want %q", got, tc.client)
 				}

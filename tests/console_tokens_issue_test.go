@@ -34,11 +34,7 @@ func TestConsoleIssuesATokenAndShowsItOnce(t *testing.T) {
 			t.Fatalf("no read-only token field: %s", page.Body)
 		}
 		secret := html.UnescapeString(strings.TrimSpace(m[1]))
-		for _, want := range []string{`<button type="button" data-copy="new-token">Copy</button>`, "will not be shown again"} {
-			if !strings.Contains(page.Body, want) {
-				t.Errorf("the issued page lacks %q", want)
-			}
-		}
+		wantAll(t, "the issued page", page.Body, `<button type="button" data-copy="new-token">Copy</button>`, "will not be shown again")
 		p, err := a.auth.Verify(context.Background(), secret)
 		if err != nil {
 			t.Fatalf("the token shown does not verify: %v", err)
@@ -62,7 +58,7 @@ func TestConsoleIssuesATokenAndShowsItOnce(t *testing.T) {
 		if strings.Contains(again.Body, secret) || strings.Contains(again.Body, "new-token") {
 			t.Errorf("the token list shows the token again")
 		}
-		if !strings.Contains(rowOf(t, again.Body, p.TokenID), "<code>"+admin.ID+`</code><span class="clip" title="ops">ops</span>`) {
+		if !strings.Contains(sectionRow(t, again.Body, "token-"+p.TokenID), "<code>"+admin.ID+`</code><span class="clip" title="ops">ops</span>`) {
 			t.Errorf("the list does not name the issuer of the new token")
 		}
 	})
@@ -180,7 +176,7 @@ func TestConsoleRevokesAToken(t *testing.T) {
 			t.Errorf("audit events = %+v, want token.revoked by the session's token first", evs)
 		}
 		list := cc.get("/console/tokens?done=revoked").wantStatus(t, http.StatusOK)
-		if !strings.Contains(list.Body, `class="flash"`) || !strings.Contains(rowOf(t, list.Body, victim.ID), "revoked") {
+		if !strings.Contains(list.Body, `class="flash"`) || !strings.Contains(sectionRow(t, list.Body, "token-"+victim.ID), "revoked") {
 			t.Errorf("the list after a revoke: %s", list.Body)
 		}
 		cc.post("/console/tokens/01ARZ3NDEKTSV4RRFFQ69G5FAV/revoke", nil).wantStatus(t, http.StatusNotFound)
@@ -194,7 +190,7 @@ func TestConsoleRevokingTheSessionsTokenSignsOut(t *testing.T) {
 		a := newApp(t, db)
 		cc, own := consoleAs(t, a, "ops", auth.TokensManage)
 		page := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
-		if !strings.Contains(rowOf(t, page.Body, own.ID), "your own session") {
+		if !strings.Contains(sectionRow(t, page.Body, "token-"+own.ID), "your own session") {
 			t.Errorf("the revoke of the session's own token does not warn it signs out")
 		}
 		cc.post("/console/tokens/"+own.ID+"/revoke", nil).wantStatus(t, http.StatusSeeOther)

@@ -14,41 +14,16 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// consoleAs is a browser signed in to the console with a fresh token of
-// the abilities, and that token's row.
-func consoleAs(t *testing.T, a *app, consumer string, abilities ...string) (*consoleClient, auth.Issued) {
-	t.Helper()
-	tok := a.issued(consumer, abilities...)
-	cc := newConsoleClient(t, a)
-	cc.signIn(tok.Secret)
-	return cc, tok
-}
-
 // tokenRow is the token id's row in the token list.
 func tokenRow(t *testing.T, a *app, id string) auth.Token {
 	t.Helper()
-	toks, err := a.auth.List(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tok := range toks {
+	for _, tok := range mustList(t, a, "") {
 		if tok.ID == id {
 			return tok
 		}
 	}
 	t.Fatalf("no token %s", id)
 	return auth.Token{}
-}
-
-// rowOf is the table row of the token id on a tokens page.
-func rowOf(t *testing.T, body, id string) string {
-	t.Helper()
-	start := strings.Index(body, `<tr id="token-`+id+`">`)
-	if start < 0 {
-		t.Fatalf("no row for token %s: %s", id, body)
-	}
-	end := strings.Index(body[start:], "</tr>")
-	return body[start : start+end]
 }
 
 // The list shows each token with its consumer, abilities, issuer (its id
@@ -81,19 +56,16 @@ func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
 				t.Fatalf("the token list shows a token string")
 			}
 		}
-		row := rowOf(t, page.Body, shop.ID)
-		for _, want := range []string{"checkout", "shop", "licenses:read, licenses:write", "<code>" + root.ID + `</code><span class="clip" title="ops">ops</span>`, "Revoke", `action="/console/tokens/` + shop.ID + `/revoke"`, "data-confirm="} {
-			if !strings.Contains(row, want) {
-				t.Errorf("shop's row lacks %q: %s", want, row)
-			}
-		}
-		if row := rowOf(t, page.Body, root.ID); !strings.Contains(row, "command line") || !strings.Contains(row, "this session") {
+		row := sectionRow(t, page.Body, "token-"+shop.ID)
+		wantAll(t, "shop's row", row, "checkout", "shop", "licenses:read, licenses:write",
+			"<code>"+root.ID+`</code><span class="clip" title="ops">ops</span>`, "Revoke", `action="/console/tokens/`+shop.ID+`/revoke"`, "data-confirm=")
+		if row := sectionRow(t, page.Body, "token-"+root.ID); !strings.Contains(row, "command line") || !strings.Contains(row, "this session") {
 			t.Errorf("the root token's row names no command line issuer, or not its session: %s", row)
 		}
-		if row := rowOf(t, page.Body, brief.ID); !strings.Contains(row, `status-expired">expired`) || strings.Contains(row, "Revoke") {
+		if row := sectionRow(t, page.Body, "token-"+brief.ID); !strings.Contains(row, `status-expired">expired`) || strings.Contains(row, "Revoke") {
 			t.Errorf("an expired token's row: %s", row)
 		}
-		if row := rowOf(t, page.Body, gone.ID); !strings.Contains(row, `status-revoked">revoked`) || strings.Contains(row, "Revoke") {
+		if row := sectionRow(t, page.Body, "token-"+gone.ID); !strings.Contains(row, `status-revoked">revoked`) || strings.Contains(row, "Revoke") {
 			t.Errorf("a revoked token's row: %s", row)
 		}
 
@@ -101,7 +73,7 @@ func TestConsoleTokensListsTokensWithIssuerAndState(t *testing.T) {
 		if strings.Contains(filtered.Body, `id="token-`+root.ID+`"`) {
 			t.Errorf("the filter by consumer shop lists ops' token")
 		}
-		if row := rowOf(t, filtered.Body, shop.ID); !strings.Contains(row, "<code>"+root.ID+`</code><span class="clip" title="ops">ops</span>`) {
+		if row := sectionRow(t, filtered.Body, "token-"+shop.ID); !strings.Contains(row, "<code>"+root.ID+`</code><span class="clip" title="ops">ops</span>`) {
 			t.Errorf("filtered, the issuer's consumer is not named: %s", row)
 		}
 	})
@@ -163,7 +135,7 @@ func TestConsoleRevokesOnlyWhatTheSessionMayGrant(t *testing.T) {
 
 		page := cc.get("/console/tokens").wantStatus(t, http.StatusOK)
 		for id, offered := range map[string]bool{shop.ID: true, own.ID: true, root.ID: false} {
-			row := rowOf(t, page.Body, id)
+			row := sectionRow(t, page.Body, "token-"+id)
 			if got := strings.Contains(row, `/revoke"`); got != offered {
 				t.Errorf("token %s: Revoke offered %v, want %v: %s", id, got, offered, row)
 			}
@@ -171,17 +143,14 @@ func TestConsoleRevokesOnlyWhatTheSessionMayGrant(t *testing.T) {
 				t.Errorf("the row of a token the session may not revoke does not say who may: %s", row)
 			}
 		}
-		refused := cc.post("/console/tokens/"+root.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden)
-		if !strings.Contains(refused.Body, "may not revoke a token holding *") {
-			t.Errorf("the 403 page does not say why: %s", refused.Body)
-		}
+		cc.post("/console/tokens/"+root.ID+"/revoke", nil).wantStatus(t, http.StatusForbidden, "may not revoke a token holding *")
 		if tokenRow(t, a, root.ID).RevokedAt != nil {
 			t.Errorf("a tokens:manage session revoked a * token")
 		}
 		cc.post("/console/tokens/"+shop.ID+"/revoke", nil).wantStatus(t, http.StatusSeeOther)
 
 		rc, _ := consoleAs(t, a, "root", auth.All)
-		if row := rowOf(t, rc.get("/console/tokens").wantStatus(t, http.StatusOK).Body, own.ID); !strings.Contains(row, `/revoke"`) {
+		if row := sectionRow(t, rc.get("/console/tokens").wantStatus(t, http.StatusOK).Body, "token-"+own.ID); !strings.Contains(row, `/revoke"`) {
 			t.Errorf("a * session is offered no Revoke for a tokens:manage token: %s", row)
 		}
 		rc.post("/console/tokens/"+own.ID+"/revoke", nil).wantStatus(t, http.StatusSeeOther)

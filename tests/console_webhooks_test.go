@@ -73,31 +73,21 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newHookRig(t, db)
 		cc, _ := consoleAs(t, r.a, "ops", auth.IntentsManage)
-		page := cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
+		page := cc.get("/console/webhooks").wantStatus(t, http.StatusOK, "1 failing: 0 failed for good, 1 pending after a failed attempt.")
 		if strings.Contains(page.Body, r.acmeSecret) || strings.Contains(page.Body, webhooks.SecretPrefix) {
 			t.Fatalf("the webhooks page shows a secret")
 		}
 		acme := sectionRow(t, page.Body, "endpoint-"+r.acmeEP)
-		for _, want := range []string{"acme", r.acmeURL, "license.created", "acme&#39;s shop", `status-enabled">enabled`, `status-failing">failing`, "since 2026-12-01 10:00:00 UTC"} {
-			if !strings.Contains(acme, want) {
-				t.Errorf("acme's endpoint row lacks %q: %s", want, acme)
-			}
-		}
+		wantAll(t, "acme's endpoint row", acme, "acme", r.acmeURL, "license.created", "acme&#39;s shop",
+			`status-enabled">enabled`, `status-failing">failing`, "since 2026-12-01 10:00:00 UTC")
 		if globex := sectionRow(t, page.Body, "endpoint-"+r.globexEP); !strings.Contains(globex, "globex") || strings.Contains(globex, "failing") {
 			t.Errorf("globex's endpoint row: %s", globex)
 		}
 		failing := sectionRow(t, page.Body, "delivery-"+r.failing.ID)
-		for _, want := range []string{"acme", r.acmeURL, "license.created", `status-pending">pending`, "HTTP 500", webhooks.FailureHTTPStatus,
-			`action="/console/webhooks/deliveries/` + r.failing.ID + `/retry"`} {
-			if !strings.Contains(failing, want) {
-				t.Errorf("the failing delivery's row lacks %q: %s", want, failing)
-			}
-		}
+		wantAll(t, "the failing delivery's row", failing, "acme", r.acmeURL, "license.created", `status-pending">pending`, "HTTP 500", webhooks.FailureHTTPStatus,
+			`action="/console/webhooks/deliveries/`+r.failing.ID+`/retry"`)
 		if strings.Contains(page.Body, `id="delivery-`+r.delivered.ID+`"`) {
 			t.Errorf("a delivered delivery is listed as failing")
-		}
-		if !strings.Contains(page.Body, "1 failing: 0 failed for good, 1 pending after a failed attempt.") {
-			t.Errorf("the failing deliveries are not counted")
 		}
 
 		only := cc.get("/console/webhooks?consumer=globex").wantStatus(t, http.StatusOK)
@@ -113,27 +103,14 @@ func TestConsoleWebhooksShowEndpointsAndFailingDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.a.do(http.MethodPatch, "/api/webhook-endpoints/"+r.globexEP, `{"enabled":false}`, r.globexTok...).wantStatus(http.StatusOK)
-		page = cc.get("/console/webhooks").wantStatus(t, http.StatusOK)
+		page = cc.get("/console/webhooks").wantStatus(t, http.StatusOK, "1 failing: 1 failed for good, 0 pending after a failed attempt.")
 		if row := sectionRow(t, page.Body, "delivery-"+r.failing.ID); !strings.Contains(row, `status-failed">failed`) {
 			t.Errorf("a failed delivery's row: %s", row)
-		}
-		if !strings.Contains(page.Body, "1 failing: 1 failed for good, 0 pending after a failed attempt.") {
-			t.Errorf("the failed delivery is not counted")
 		}
 		if row := sectionRow(t, page.Body, "endpoint-"+r.globexEP); !strings.Contains(row, `status-disabled">disabled`) {
 			t.Errorf("a disabled endpoint's row: %s", row)
 		}
 	})
-}
-
-// sectionRow is the table row of the element id on a page.
-func sectionRow(t *testing.T, body, id string) string {
-	t.Helper()
-	start := strings.Index(body, `<tr id="`+id+`">`)
-	if start < 0 {
-		t.Fatalf("no row %s: %s", id, body)
-	}
-	return body[start : start+strings.Index(body[start:], "</tr>")]
 }
 
 // An endpoint's page shows it (never its secret) and its deliveries with
@@ -146,17 +123,9 @@ func TestConsoleWebhookEndpointShowsDeliveriesAndAttempts(t *testing.T) {
 		if strings.Contains(page.Body, r.acmeSecret) || strings.Contains(page.Body, webhooks.SecretPrefix) {
 			t.Fatalf("the endpoint page shows its secret")
 		}
-		for _, want := range []string{r.acmeURL, "acme&#39;s shop", "license.created"} {
-			if !strings.Contains(page.Body, want) {
-				t.Errorf("the endpoint page lacks %q", want)
-			}
-		}
+		wantAll(t, "the endpoint page", page.Body, r.acmeURL, "acme&#39;s shop", "license.created")
 		row := sectionRow(t, page.Body, "delivery-"+r.failing.ID)
-		for _, want := range []string{"2026-12-01 10:00:00 UTC: HTTP 500 in", webhooks.FailureHTTPStatus, `status-pending">pending`, "/retry"} {
-			if !strings.Contains(row, want) {
-				t.Errorf("the delivery's row lacks %q: %s", want, row)
-			}
-		}
+		wantAll(t, "the delivery's row", row, "2026-12-01 10:00:00 UTC: HTTP 500 in", webhooks.FailureHTTPStatus, `status-pending">pending`, "/retry")
 		if body := cc.get("/console/webhooks/endpoints/"+r.acmeEP+"?status=delivered").wantStatus(t, http.StatusOK).Body; strings.Contains(body, r.failing.ID) {
 			t.Errorf("?status=delivered lists a pending delivery")
 		}
@@ -202,10 +171,7 @@ func TestConsoleRetriesAWebhookDelivery(t *testing.T) {
 			Updates(map[string]any{"claim": "worker-1", "next_attempt_at": r.clk.Now().Add(time.Minute)}).Error; err != nil {
 			t.Fatal(err)
 		}
-		busy := cc.post("/console/webhooks/deliveries/"+d.ID+"/retry", nil).wantStatus(t, http.StatusConflict)
-		if !strings.Contains(busy.Body, "being sent right now") {
-			t.Errorf("the 409 page does not say why: %s", busy.Body)
-		}
+		cc.post("/console/webhooks/deliveries/"+d.ID+"/retry", nil).wantStatus(t, http.StatusConflict, "being sent right now")
 		cc.post("/console/webhooks/deliveries/01JDQ8Z7F0A2B4C6D8E0G2H4J6/retry", nil).wantStatus(t, http.StatusNotFound)
 		cc.post("/console/webhooks/deliveries/nope/retry", nil).wantStatus(t, http.StatusNotFound)
 	})

@@ -90,8 +90,7 @@ func TestEveryIDThatCannotExistIs404(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		root := bearer(a.token("root", auth.All))
-		cc := newConsoleClient(t, a)
-		cc.signIn(a.token("ops", auth.All))
+		cc, _ := consoleAs(t, a, "ops", auth.All)
 		cc.get(web.Prefix) // the session's CSRF token, for the posts
 		api, console := paramRoutes(t, a.e)
 		for _, r := range api {
@@ -155,8 +154,7 @@ func TestEveryIDInTheQueryThatCannotExistIsRefused(t *testing.T) {
 			}
 		}
 
-		cc := newConsoleClient(t, a)
-		cc.signIn(a.token("ops", auth.All))
+		cc, _ := consoleAs(t, a, "ops", auth.All)
 		filters := []string{"consumer", "status", "operation", "type", "domain", "older_than", "age", "token", "after", "cursor", "page", "per_page", "done"}
 		for _, r := range a.e.Routes() {
 			if r.Method != http.MethodGet || strings.Contains(r.Path, ":") || strings.Contains(r.Path, "*") {

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -44,16 +44,10 @@ import (
 // (no property the document does not name), so a new field must be written
 // into the contract before it ships.
 
-// specPath is docs/openapi.yaml, resolved from the tests directory when the
-// test binary starts: a test that changes directory (t.Chdir) before the
-// contract is first loaded still finds it.
-var specPath = func() string {
-	p, err := filepath.Abs("../docs/openapi.yaml")
-	if err != nil {
-		panic(err)
-	}
-	return p
-}()
+// specPath is docs/openapi.yaml, resolved from repoRoot: a test that
+// changes directory (t.Chdir) before the contract is first loaded still
+// finds it.
+var specPath = filepath.Join(repoRoot, "docs", "openapi.yaml")
 
 // transportHeaders are the headers HTTP itself sends, which the contract
 // does not list.
@@ -65,37 +59,25 @@ type contractDoc struct {
 	router routers.Router
 }
 
-var (
-	contractOnce   sync.Once
-	loadedContract *contractDoc
-	contractErr    error
-)
-
 // loadContract reads docs/openapi.yaml once per test run.
-func loadContract() (*contractDoc, error) {
-	contractOnce.Do(func() {
-		openapi3.DefineStringFormatValidator("hostname", openapi3.NewCallbackValidator(validHostname))
-		doc, err := openapi3.NewLoader().LoadFromFile(specPath)
-		if err != nil {
-			contractErr = fmt.Errorf("load %s: %w", specPath, err)
-			return
-		}
-		if err := doc.Validate(context.Background()); err != nil {
-			contractErr = fmt.Errorf("%s is not a valid OpenAPI document: %w", specPath, err)
-			return
-		}
-		// The router matches paths whatever the host the test used.
-		doc.Servers = nil
-		closeSchemas(doc)
-		router, err := legacy.NewRouter(doc)
-		if err != nil {
-			contractErr = fmt.Errorf("route %s: %w", specPath, err)
-			return
-		}
-		loadedContract = &contractDoc{doc: doc, router: router}
-	})
-	return loadedContract, contractErr
-}
+var loadContract = sync.OnceValues(func() (*contractDoc, error) {
+	openapi3.DefineStringFormatValidator("hostname", openapi3.NewCallbackValidator(validHostname))
+	doc, err := openapi3.NewLoader().LoadFromFile(specPath)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", specPath, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("%s is not a valid OpenAPI document: %w", specPath, err)
+	}
+	// The router matches paths whatever the host the test used.
+	doc.Servers = nil
+	closeSchemas(doc)
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", specPath, err)
+	}
+	return &contractDoc{doc: doc, router: router}, nil
+})
 
 // validHostname accepts what the API stores as a domain: a lowercase ASCII
 // (punycode) hostname with at least two labels, no trailing dot, no IP.
@@ -246,9 +228,6 @@ func checkContract(req *http.Request, status int, header http.Header, body []byt
 	}
 	declared := opResp.Value.Headers
 	for name := range header {
-		if slices.ContainsFunc(transportHeaders, func(h string) bool { return strings.EqualFold(h, name) }) {
-			continue
-		}
 		if !hasHeader(declared, name) {
 			return fmt.Errorf("%s %s answered %d with header %s, which the contract does not list there", req.Method, route.Path, status, name)
 		}
@@ -288,7 +267,7 @@ func checkPreflight(doc *openapi3.T, status int, header http.Header, body []byte
 		return fmt.Errorf("a preflight answered %d with %d bytes of body, want 204 and none", status, len(body))
 	}
 	for name := range header {
-		if !slices.ContainsFunc(transportHeaders, func(h string) bool { return strings.EqualFold(h, name) }) && !hasHeader(declared, name) {
+		if !hasHeader(declared, name) {
 			return fmt.Errorf("a preflight answered with header %s, which the contract's Preflight does not list", name)
 		}
 	}
@@ -300,14 +279,11 @@ func checkPreflight(doc *openapi3.T, status int, header http.Header, body []byte
 	return nil
 }
 
-// hasHeader reports whether headers names name, in any case.
+// hasHeader reports whether headers names name, in any case, or HTTP
+// itself sends it (transportHeaders).
 func hasHeader(headers openapi3.Headers, name string) bool {
-	for h := range headers {
-		if strings.EqualFold(h, name) {
-			return true
-		}
-	}
-	return false
+	same := func(h string) bool { return strings.EqualFold(h, name) }
+	return slices.ContainsFunc(transportHeaders, same) || slices.ContainsFunc(slices.Collect(maps.Keys(headers)), same)
 }
 
 // checkBody validates a JSON body (an error's) against the schema content
@@ -385,16 +361,13 @@ func contractBreaches() []string {
 // route docs/console.md does not name (as "`METHOD /console/path`", Echo's
 // :param form), or the page names one the server does not have.
 func TestEveryConsoleRouteIsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../docs/console.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readRepoFile(t, "docs/console.md")
 	a := newApp(t, testdb.New(t, database.SQLite))
 	served := map[string]bool{}
 	for _, r := range a.e.Routes() {
 		if (r.Path == web.Prefix || strings.HasPrefix(r.Path, web.Prefix+"/")) && !strings.HasPrefix(r.Method, "echo_route") && r.Method != echo.RouteNotFound {
 			served[r.Method+" "+r.Path] = true
-			if !strings.Contains(string(doc), "`"+r.Method+" "+r.Path+"`") {
+			if !strings.Contains(doc, "`"+r.Method+" "+r.Path+"`") {
 				t.Errorf("docs/console.md does not name `%s %s`", r.Method, r.Path)
 			}
 		}
@@ -402,7 +375,7 @@ func TestEveryConsoleRouteIsDocumented(t *testing.T) {
 	if len(served) < 10 {
 		t.Fatalf("%d console routes: is the console mounted?", len(served))
 	}
-	for _, m := range regexp.MustCompile("`(GET|POST) (/console[^`]*)`").FindAllStringSubmatch(string(doc), -1) {
+	for _, m := range regexp.MustCompile("`(GET|POST) (/console[^`]*)`").FindAllStringSubmatch(doc, -1) {
 		if !served[m[1]+" "+m[2]] {
 			t.Errorf("docs/console.md names `%s %s`, which the server does not have", m[1], m[2])
 		}
@@ -426,7 +399,7 @@ func TestEveryRouteIsInTheContract(t *testing.T) {
 		if r.Path == web.Prefix || strings.HasPrefix(r.Path, web.Prefix+"/") {
 			continue // the console's HTML pages: docs/console.md is their contract (TestEveryConsoleRouteIsDocumented)
 		}
-		served[r.Method+" "+echoPathToOpenAPI(r.Path)] = true
+		served[r.Method+" "+echoParam.ReplaceAllString(r.Path, "{$1}")] = true
 	}
 	documented := map[string]bool{}
 	for path, item := range c.doc.Paths.Map() {
@@ -463,16 +436,8 @@ func TestEveryRouteIsInTheContract(t *testing.T) {
 	}
 }
 
-// echoPathToOpenAPI writes Echo's /a/:id as OpenAPI's /a/{id}.
-func echoPathToOpenAPI(p string) string {
-	parts := strings.Split(p, "/")
-	for i, part := range parts {
-		if strings.HasPrefix(part, ":") {
-			parts[i] = "{" + part[1:] + "}"
-		}
-	}
-	return strings.Join(parts, "/")
-}
+// echoParam is a parameter of an Echo path: /a/:id is OpenAPI's /a/{id}.
+var echoParam = regexp.MustCompile(`:([^/]+)`)
 
 // TestTheContractCatchesWhatItDoesNotDescribe feeds the checker answers the
 // contract does not allow, each one change away from an answer it does, so

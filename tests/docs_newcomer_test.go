@@ -1,25 +1,27 @@
 package tests
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 )
 
+// readmeBuild is README.md and where it builds the binary; a README that
+// never shows the build fails the test.
+func readmeBuild(t *testing.T) (readme string, build int) {
+	t.Helper()
+	readme = readRepoFile(t, "README.md")
+	if build = strings.Index(readme, "go build -o licensor ."); build < 0 {
+		t.Fatal("README.md never shows `go build -o licensor .`")
+	}
+	return readme, build
+}
+
 // A newcomer reads the README from the top: the first `licensor <command>`
 // it shows (in prose or in a shell block) must come after the line that
 // builds the binary, or the command is "not found" on a fresh machine.
 func TestReadmeBuildsBinaryBeforeFirstLicensorCommand(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	build := strings.Index(readme, "go build -o licensor .")
-	if build < 0 {
-		t.Fatal("README.md never shows `go build -o licensor .`")
-	}
+	readme, build := readmeBuild(t)
 	// `licensor reconcile` in prose, or a line of a block running licensor.
 	first := regexp.MustCompile("(?m)`licensor [a-z]|^\\s*(\\./)?licensor [a-z]").FindStringIndex(readme)
 	if first == nil {
@@ -35,15 +37,7 @@ func TestReadmeBuildsBinaryBeforeFirstLicensorCommand(t *testing.T) {
 // terminal: the README says so before a newcomer waits on it, and how to
 // see its progress.
 func TestReadmeSaysTheFirstBuildTakesMinutes(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	build := strings.Index(readme, "go build -o licensor .")
-	if build < 0 {
-		t.Fatal("README.md never shows `go build -o licensor .`")
-	}
+	readme, _ := readmeBuild(t)
 	firstRun := strings.Index(readme, "./licensor serve")
 	for _, want := range []string{"compiles SQLite", "a few minutes", "go build -v"} {
 		at := strings.Index(readme, want)

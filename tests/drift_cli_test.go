@@ -50,12 +50,6 @@ func (a *app) createLicenses(domains ...string) map[string]string {
 	return ids
 }
 
-// statusOf is the license's status, read through the API.
-func (a *app) statusOf(id string) string {
-	a.t.Helper()
-	return a.do(http.MethodGet, "/api/licenses/"+id, "", a.consumer("acme")...).wantStatus(http.StatusOK).licenseData()["status"].(string)
-}
-
 // `licensor drift --fix` with the default fake vendor (whose sites live in
 // the process that made them: a new process has none) refuses, exit 1,
 // saying why, and revokes nothing; `licensor drift` against it reports the
@@ -82,9 +76,7 @@ func TestDriftFixRefusesTheFakeVendor(t *testing.T) {
 			t.Errorf("drift printed deletions: %q", out)
 		}
 		for d, id := range ids {
-			if got := a.statusOf(id); got != "active" {
-				t.Errorf("%s is %s, want active", d, got)
-			}
+			a.wantLicenseStatus(t, a.consumer("acme"), id, "active", d+" is %v, want active")
 		}
 	})
 }
@@ -106,9 +98,7 @@ func TestDriftRefusesAnEmptyVendorEvenForced(t *testing.T) {
 			t.Errorf("printed %q", out)
 		}
 		for d, id := range ids {
-			if got := a.statusOf(id); got != "active" {
-				t.Errorf("%s is %s, want active", d, got)
-			}
+			a.wantLicenseStatus(t, a.consumer("acme"), id, "active", d+" is %v, want active")
 		}
 	})
 }
@@ -152,17 +142,15 @@ func TestDriftFixBoundAndExitCodes(t *testing.T) {
 			t.Errorf("drift --fix over the bound printed %q", out)
 		}
 		for d, id := range ids {
-			if got := a.statusOf(id); got != "active" {
-				t.Errorf("%s is %s after a refused fix, want active", d, got)
-			}
+			a.wantLicenseStatus(t, a.consumer("acme"), id, "active", d+" is %v after a refused fix, want active")
 		}
 
 		out, _, err = a.drift(max, "--fix", "--force")
 		if err != nil || strings.Count(out, "\tfixed\n") != 4 || !strings.Contains(out, "4 mismatch(es), 4 fixed") {
 			t.Errorf("drift --fix --force = %q, %v; want 4 fixed, exit 0", out, err)
 		}
-		if a.statusOf(ids["gone1.test"]) != "revoked" || a.statusOf(ids["paused.test"]) != "suspended" || a.statusOf(ids["kept.test"]) != "active" {
-			t.Errorf("after the forced fix: gone1 %s, paused %s, kept %s", a.statusOf(ids["gone1.test"]), a.statusOf(ids["paused.test"]), a.statusOf(ids["kept.test"]))
+		for d, want := range map[string]string{"gone1.test": "revoked", "paused.test": "suspended", "kept.test": "active"} {
+			a.wantLicenseStatus(t, a.consumer("acme"), ids[d], want, "after the forced fix: "+d+" is %v, want "+want)
 		}
 		if out, _, err := a.drift(nil); err != nil || !strings.Contains(out, "0 mismatch(es)") {
 			t.Errorf("drift after the fix = %q, %v; want clean, exit 0", out, err)
@@ -198,9 +186,7 @@ func TestDriftNeverAppliesASiteOfAnotherDomain(t *testing.T) {
 		if console.ExitCode(err) != 1 || !strings.Contains(out, "domain_differs\tlicense "+ids["old.test"]+"\tsite "+s.ID+"\told.test\treported only\n") {
 			t.Errorf("drift --fix = %q, %v (exit %d)", out, err, console.ExitCode(err))
 		}
-		if got := a.statusOf(ids["old.test"]); got != "active" {
-			t.Errorf("the license is %s, want active", got)
-		}
+		a.wantLicenseStatus(t, a.consumer("acme"), ids["old.test"], "active", "the license is %v, want active")
 		// The application's service counts what it saw, and logs it.
 		r, err := a.app.Licenses.Drift(context.Background(), a.app.Vendor.(licenses.SiteLister), true)
 		if err != nil || r.Counts()[licenses.DriftDomain] != 1 {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"testing"
 
@@ -49,10 +50,10 @@ func TestDriftFoundAndFixed(t *testing.T) {
 			return r.Counts()
 		}
 		want := map[string]int{licenses.DriftSiteGone: 1, licenses.DriftStatus: 1, licenses.DriftKey: 1, licenses.DriftOrphanSite: 1, licenses.DriftDomain: 0}
-		if got := check(false); !equalCounts(got, want) {
+		if got := check(false); !maps.Equal(got, want) {
 			t.Errorf("drift = %v, want %v", got, want)
 		}
-		if got := check(false); !equalCounts(got, want) {
+		if got := check(false); !maps.Equal(got, want) {
 			t.Errorf("a check without --fix changed something: %v", got)
 		}
 		check(true)
@@ -72,23 +73,11 @@ func TestDriftFoundAndFixed(t *testing.T) {
 			t.Errorf("fine.test = %v, want active", got)
 		}
 		want = map[string]int{licenses.DriftSiteGone: 0, licenses.DriftStatus: 0, licenses.DriftKey: 0, licenses.DriftOrphanSite: 1, licenses.DriftDomain: 0}
-		if got := check(false); !equalCounts(got, want) {
+		if got := check(false); !maps.Equal(got, want) {
 			t.Errorf("after --fix: %v, want only the orphan", got)
 		}
 		if got := a.licenseEventNames(acme, ids["paused.test"]); len(got) != 2 || got[1] != "suspended by vendor" {
 			t.Errorf("paused.test events = %v", got)
 		}
 	})
-}
-
-func equalCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -53,7 +53,7 @@ func binary(t *testing.T) string {
 		binPath = filepath.Join(dir, "licensor")
 		out, err := exec.Command("go", "build", "-o", binPath, "..").CombinedOutput()
 		if err != nil {
-			buildErr = &buildError{err: err, out: string(out)}
+			buildErr = fmt.Errorf("%w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -61,13 +61,6 @@ func binary(t *testing.T) string {
 	}
 	return binPath
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // process is a licensor process the test started; it is stopped with SIGTERM.
 type process struct {

@@ -115,9 +115,7 @@ func TestReadyzProvesTheDatabaseWrites(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		a.do(http.MethodGet, "/readyz", "").wantStatus(http.StatusOK)
-		var rows int64
-		db.Gorm.Table("readiness_probes").Count(&rows)
-		if rows != 0 {
+		if rows := a.tableRows("readiness_probes"); rows != 0 {
 			t.Errorf("%d probe rows left behind", rows)
 		}
 		trigger := map[string]string{

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"reflect"
@@ -29,11 +30,10 @@ func multipartBody(t *testing.T, fields ...string) (string, string) {
 	for i := 0; i+1 < len(fields); i += 2 {
 		var err error
 		if name, ok := strings.CutPrefix(fields[i], "file:"); ok {
-			fw, ferr := w.CreateFormFile(name, "logo.png")
-			if ferr == nil {
+			var fw io.Writer
+			if fw, err = w.CreateFormFile(name, "logo.png"); err == nil {
 				_, err = fw.Write([]byte(fields[i+1]))
 			}
-			err = errorsJoin(ferr, err)
 		} else {
 			err = w.WriteField(fields[i], fields[i+1])
 		}
@@ -45,13 +45,6 @@ func multipartBody(t *testing.T, fields ...string) (string, string) {
 		t.Fatal(err)
 	}
 	return b.String(), w.FormDataContentType()
-}
-
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // jsonCreateFingerprint is the fingerprint of {"name":"Acme","domain":"acme.test"}

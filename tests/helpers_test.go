@@ -15,7 +15,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -110,11 +109,7 @@ func newApp(t *testing.T, db *testdb.DB, opts ...option) *app {
 // token issues a token for the consumer with the abilities and returns it.
 func (a *app) token(consumer string, abilities ...string) string {
 	a.t.Helper()
-	issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: consumer, Abilities: abilities})
-	if err != nil {
-		a.t.Fatalf("issue token: %v", err)
-	}
-	return issued.Secret
+	return a.issued(consumer, abilities...).Secret
 }
 
 // bearer is the header pair for a token.
@@ -129,6 +124,16 @@ type response struct {
 // do sends a request through the server; headers come in name, value pairs.
 func (a *app) do(method, path, body string, headers ...string) *response {
 	a.t.Helper()
+	rec, err := exchange(a.e, method, path, body, headers)
+	if err != nil {
+		a.t.Errorf("contract: %v", err)
+	}
+	return &response{ResponseRecorder: rec, t: a.t}
+}
+
+// exchange sends a request through the handler (a body is JSON unless the
+// headers say otherwise) and checks the exchange against the contract.
+func exchange(e *echo.Echo, method, path, body string, headers []string) (*httptest.ResponseRecorder, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -141,11 +146,8 @@ func (a *app) do(method, path, body string, headers ...string) *response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	rec := httptest.NewRecorder()
-	a.e.ServeHTTP(rec, req)
-	if err := checkContract(req, rec.Code, rec.Result().Header, rec.Body.Bytes()); err != nil {
-		a.t.Errorf("contract: %v", err)
-	}
-	return &response{ResponseRecorder: rec, t: a.t}
+	e.ServeHTTP(rec, req)
+	return rec, checkContract(req, rec.Code, rec.Result().Header, rec.Body.Bytes())
 }
 
 // wantStatus fails the test unless the status is want.

@@ -129,11 +129,12 @@ func TestLaravelPageFallsBackToOne(t *testing.T) {
 		a.create(acme, "a.test")
 		a.create(acme, "b.test")
 		admin := bearer(a.token("ops", auth.All))
+		routes := []struct {
+			path string
+			h    []string
+		}{{"/api/licenses", acme}, {"/api/intents", admin}, {"/api/tokens/events", admin}}
 		for _, q := range []string{"abc", "0", "-1", "1.5", "01", "", "99999999999999999999", "9223372036854775807"} {
-			for _, route := range []struct {
-				path string
-				h    []string
-			}{{"/api/licenses", acme}, {"/api/intents", admin}, {"/api/tokens/events", admin}} {
+			for _, route := range routes {
 				r := a.do("GET", route.path+"?page="+q, "", route.h...).wantStatus(200)
 				if got := r.json()["meta"].(map[string]any)["current_page"]; got != 1.0 {
 					t.Errorf("%s?page=%s: current_page = %v, want 1", route.path, q, got)
@@ -155,10 +156,7 @@ func TestLaravelPageFallsBackToOne(t *testing.T) {
 			"-1.5": `{"message":"The per page field must be an integer. (and 1 more error)","errors":{"per_page":["The per page field must be an integer.","The per page field must be at least 1."]}}`,
 		}
 		for q, want := range perPage {
-			for _, route := range []struct {
-				path string
-				h    []string
-			}{{"/api/licenses", acme}, {"/api/intents", admin}, {"/api/tokens/events", admin}} {
+			for _, route := range routes {
 				r := a.do("GET", route.path+"?page=abc&per_page="+q, "", route.h...).wantStatus(422)
 				if got := r.Body.String(); strings.TrimSpace(got) != want {
 					t.Errorf("%s?per_page=%s:\n got %s\nwant %s", route.path, q, got, want)

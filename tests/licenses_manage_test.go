@@ -17,6 +17,15 @@ func (a *app) create(token []string, domain string) string {
 	return d["id"].(string)
 }
 
+// wantLicenseStatus fails the test unless the license id, read with token,
+// has the status want; msg formats the status it has.
+func (a *app) wantLicenseStatus(t *testing.T, token []string, id, want, msg string) {
+	t.Helper()
+	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", token...).wantStatus(http.StatusOK).licenseData()["status"]; got != want {
+		t.Errorf(msg, got)
+	}
+}
+
 func TestListLicenses(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
@@ -87,9 +96,7 @@ func TestRevokeLicense(t *testing.T) {
 		}
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 		a.wantVendorCalls("DELETE", 1) // the second DELETE calls nobody
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "revoked" {
-			t.Errorf("status = %v, want revoked", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, "revoked", "status = %v, want revoked")
 		if n := len(a.do(http.MethodGet, "/api/licenses", "", acme...).json()["data"].([]any)); n != 0 {
 			t.Errorf("list shows %d licenses after the revoke, want 0", n)
 		}
@@ -112,9 +119,7 @@ func TestRevokeWhenTheVendorFails(t *testing.T) {
 		busy := reply{status: 429, body: `{}`, header: map[string]string{"Retry-After": "1"}}
 		a.vendor.script("DELETE", busy, busy, busy, busy)
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "active" {
-			t.Errorf("status = %v after a failed revoke, want active", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, "active", "status = %v after a failed revoke, want active")
 		// The vendor lost the site meanwhile: its 404 counts as done.
 		a.vendor.script("DELETE", reply{status: 404, body: `{"message":"Not Found"}`})
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
@@ -133,18 +138,14 @@ func TestRevokeWithAnUnknownOutcomeIsReconciled(t *testing.T) {
 		a.vendor.script("DELETE", reply{status: 503, body: `{}`, commit: true})
 		r := a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...)
 		r.wantError(http.StatusAccepted, "operation_pending")
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "revoking" {
-			t.Errorf("status = %v after an unknown outcome, want revoking", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, "revoking", "status = %v after an unknown outcome, want revoking")
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantError(http.StatusAccepted, "operation_pending")
 		a.wantVendorCalls("DELETE", 1)
 
 		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != "revoked" {
-			t.Errorf("status = %v after reconciliation, want revoked", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, "revoked", "status = %v after reconciliation, want revoked")
 		replay := a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 		if replay.Header().Get(idempotency.HeaderReplayed) != "true" {
 			t.Error("the retry after reconciliation was not the stored 204")

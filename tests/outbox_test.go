@@ -104,9 +104,7 @@ func TestRevokeKilledMidCallIsReconciled(t *testing.T) {
 		acme := a.consumer("acme")
 		id := a.create(acme, "acme.test")
 		a.dies(http.MethodDelete, "/api/licenses/"+id, "", acme...)
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoking {
-			t.Fatalf("status = %v mid-revoke, want revoking", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoking, "status = %v mid-revoke, want revoking")
 		if a.vendor.siteCount() != 0 {
 			t.Fatalf("the vendor still holds %d sites", a.vendor.siteCount())
 		}
@@ -115,9 +113,7 @@ func TestRevokeKilledMidCallIsReconciled(t *testing.T) {
 		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoked {
-			t.Errorf("status = %v after reconciliation, want revoked", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoked, "status = %v after reconciliation, want revoked")
 		a.wantNothingUnsettled()
 		if len(a.activeLicenses()) != 0 || a.vendor.siteCount() != 0 {
 			t.Errorf("active licenses %v and %d sites, want none", a.activeLicenses(), a.vendor.siteCount())
@@ -148,18 +144,14 @@ func TestRevokeRecordedFailureAfterVendorDeleteIsPending(t *testing.T) {
 		if a.vendor.siteCount() != 0 {
 			t.Fatal("the vendor still holds the site")
 		}
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoking {
-			t.Errorf("status = %v, want revoking (never active again once the site is gone)", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoking, "status = %v, want revoking (never active again once the site is gone)")
 		if err := db.Gorm.Exec("DROP TRIGGER revoke_fails").Error; err != nil {
 			t.Fatal(err)
 		}
 		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoked {
-			t.Errorf("status = %v, want revoked", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoked, "status = %v, want revoked")
 	})
 }
 
@@ -181,9 +173,7 @@ func TestRevokeNeverReopensWhatAnEarlierAttemptMayHaveDone(t *testing.T) {
 		}
 		a.vendor.script("DELETE", busy, busy, busy, busy)
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).pendingOperation() // the retry takes the failed intent over
-		if d := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData(); d["status"] != licenses.StatusRevoking {
-			t.Errorf("status = %v, want still revoking", d["status"])
-		}
+		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoking, "status = %v, want still revoking")
 	})
 }
 

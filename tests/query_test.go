@@ -94,9 +94,7 @@ func TestQueryStringLeavesOtherBodiesAsTheyAre(t *testing.T) {
 		body := vendorEventBody("evt_query", "site.suspended", now.Add(-time.Minute), lic["vendor_site_id"].(string), "")
 		a.do(http.MethodPost, "/api/webhooks/vendor?extra=1&id=other", body,
 			"Content-Type", "application/json", "Vendor-Signature", signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).licenseData()["status"]; got != "suspended" {
-			t.Errorf("status after a signed webhook with a query = %v, want suspended", got)
-		}
+		a.wantLicenseStatus(t, acme, lic["id"].(string), "suspended", "status after a signed webhook with a query = %v, want suspended")
 
 		globex := a.consumer("globex")
 		for _, bad := range []string{`{"name":"Globex",`, `[{"name":"Globex","domain":"globex.test"}]`, `"x"`} {

@@ -53,9 +53,8 @@ func TestRateLimitRedisSharedByReplicas(t *testing.T) {
 		two.do(http.MethodGet, "/api/licenses", "", two.consumer("globex")...).wantStatus(http.StatusOK).wantRateHeaders(4, 3)
 		clk.Advance(time.Minute)
 		one.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(4, 3)
-		var rows int64
-		if err := db.Gorm.Table("rate_limits").Count(&rows).Error; err != nil || rows != 0 {
-			t.Errorf("rate_limits rows = %d (%v), want none: Redis counts", rows, err)
+		if rows := one.tableRows("rate_limits"); rows != 0 {
+			t.Errorf("rate_limits rows = %d, want none: Redis counts", rows)
 		}
 	})
 }
@@ -103,15 +102,15 @@ func limitedBurst(t *testing.T, a *app, clk *testkit.Clock, consumer []string, l
 // locally so far, and whether the replica counts alone.
 func wantDegraded(t *testing.T, a *app, local int, degraded bool) {
 	t.Helper()
-	if got := metricSample(t, a, "licensor_ratelimit_local_total"); got != strconv.Itoa(local) {
-		t.Errorf("licensor_ratelimit_local_total = %q, want %d", got, local)
+	if got, want := a.metric("licensor_ratelimit_local_total"), "licensor_ratelimit_local_total "+strconv.Itoa(local); got != want {
+		t.Errorf("%q, want %q", got, want)
 	}
-	want := "0"
+	want := "licensor_ratelimit_degraded 0"
 	if degraded {
-		want = "1"
+		want = "licensor_ratelimit_degraded 1"
 	}
-	if got := metricSample(t, a, "licensor_ratelimit_degraded"); got != want {
-		t.Errorf("licensor_ratelimit_degraded = %q, want %s", got, want)
+	if got := a.metric("licensor_ratelimit_degraded"); got != want {
+		t.Errorf("%q, want %q", got, want)
 	}
 }
 
@@ -203,18 +202,6 @@ func TestRateLimitRedisRecovers(t *testing.T) {
 			t.Errorf("log:\n%s\nwant the line back to count the 9 counted locally since the first line", a.logs.String())
 		}
 	})
-}
-
-// metricSample is the value of one sample of the app's /metrics.
-func metricSample(t *testing.T, a *app, name string) string {
-	t.Helper()
-	body := a.do(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK).Body.String()
-	for line := range strings.SplitSeq(body, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // redisProxy puts a proxy the test can slow or cut in front of the Redis at

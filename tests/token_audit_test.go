@@ -264,10 +264,10 @@ func TestTokenChangeAndItsEventAreOneTransaction(t *testing.T) {
 		root := a.issued("root", auth.All)
 		victim := a.issued("acme", auth.LicensesRead)
 		fault := testdb.Inject(t, db.Gorm, "create", audit.Event{}.TableName(), nil, errors.New("injected"))
-		before := a.tokenRows()
+		before := a.tableRows("personal_access_tokens")
 		fault.Arm(1)
 		a.do(http.MethodPost, "/api/tokens", issueBody(t, "acme", auth.LicensesRead), bearer(root.Secret)...).wantStatus(http.StatusInternalServerError)
-		if after := a.tokenRows(); after != before || fault.Hits() != 1 {
+		if after := a.tableRows("personal_access_tokens"); after != before || fault.Hits() != 1 {
 			t.Errorf("%d tokens after an issue whose event failed (%d hits), were %d", after, fault.Hits(), before)
 		}
 		fault.Arm(1)

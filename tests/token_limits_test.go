@@ -3,15 +3,12 @@ package tests
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
@@ -23,12 +20,12 @@ func TestExpiresInAboveMaxTTLIsRefused(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db, withConfig(func(c *config.Config) { c.TokenMaxTTL = 720 * time.Hour }))
 		root := bearer(a.token("root", auth.All))
-		before := a.tokenRows()
+		before := a.tableRows("personal_access_tokens")
 		for _, d := range []string{"721h", "720h0m1s", "8760h"} {
 			wantFieldError(a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"expires_in":"`+d+`"}`, root...),
 				"expires_in", "must not be greater than 720h")
 		}
-		if after := a.tokenRows(); after != before {
+		if after := a.tableRows("personal_access_tokens"); after != before {
 			t.Errorf("refused requests stored %d tokens", after-before)
 		}
 		data := issuedData(a.do(http.MethodPost, "/api/tokens", `{"consumer":"acme","abilities":["licenses:read"],"expires_in":"720h"}`, root...))
@@ -56,7 +53,6 @@ func TestMaxTTLDefaultsToAYear(t *testing.T) {
 }
 
 func TestTokenMaxTTLConfig(t *testing.T) {
-	root := moduleRoot(t)
 	t.Chdir(t.TempDir())
 	load := func(vars map[string]string) (config.Config, error) {
 		return config.Load(func(k string) string { return vars[k] })
@@ -80,26 +76,8 @@ func TestTokenMaxTTLConfig(t *testing.T) {
 		t.Errorf("TOKEN_TTL = TOKEN_MAX_TTL = 720h: %v, %v", c.TokenMaxTTL, err)
 	}
 	// .env.example documents it.
-	example, err := os.ReadFile(filepath.Join(root, ".env.example"))
-	if err != nil || !strings.Contains(string(example), "\nTOKEN_MAX_TTL=8760h\n") {
-		t.Errorf(".env.example lacks TOKEN_MAX_TTL=8760h (%v)", err)
-	}
-}
-
-// moduleRoot is the directory of go.mod, above this package's.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatalf("no go.mod above %s", wd)
-		}
+	if !strings.Contains(readRepoFile(t, ".env.example"), "\nTOKEN_MAX_TTL=8760h\n") {
+		t.Errorf(".env.example lacks TOKEN_MAX_TTL=8760h")
 	}
 }
 
@@ -133,10 +111,7 @@ func TestTwoAuthorizationHeadersAre401(t *testing.T) {
 func TestTokenOfDeletedConsumerIs401(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
-		issued, err := a.auth.Issue(context.Background(), audit.Console(), auth.IssueInput{Consumer: "acme", Abilities: []string{auth.All}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		issued := a.issued("acme", auth.All)
 		a.do(http.MethodGet, "/api/tokens", "", bearer(issued.Secret)...).wantStatus(http.StatusOK)
 		deleteWithoutForeignKeys(t, db, "DELETE FROM consumers WHERE id = ?", issued.ConsumerID)
 		var left int64

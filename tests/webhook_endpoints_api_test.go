@@ -37,15 +37,6 @@ func (a *app) endpoint(token []string, body string) map[string]any {
 	return a.do(http.MethodPost, "/api/webhook-endpoints", body, token...).wantStatus(http.StatusCreated).licenseData()
 }
 
-func (a *app) endpointRows() int64 {
-	a.t.Helper()
-	var n int64
-	if err := a.db.Gorm.Model(&webhooks.Endpoint{}).Count(&n).Error; err != nil {
-		a.t.Fatal(err)
-	}
-	return n
-}
-
 func TestWebhookEndpointsCRUD(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db, withPrivateWebhooks())
@@ -103,7 +94,7 @@ func TestWebhookEndpointsCRUD(t *testing.T) {
 		a.do(http.MethodDelete, "/api/webhook-endpoints/"+id, "", acme...).wantStatus(http.StatusNoContent)
 		a.do(http.MethodGet, "/api/webhook-endpoints/"+id, "", acme...).wantStatus(http.StatusNotFound)
 		a.do(http.MethodDelete, "/api/webhook-endpoints/"+id, "", acme...).wantStatus(http.StatusNotFound)
-		if n := a.endpointRows(); n != 0 {
+		if n := a.tableRows("webhook_endpoints"); n != 0 {
 			t.Errorf("%d endpoints left after the delete", n)
 		}
 	})
@@ -155,7 +146,7 @@ func TestWebhookEndpointValidation(t *testing.T) {
 		a.do(http.MethodPost, "/api/webhook-endpoints", `not json`, acme...).wantError(http.StatusBadRequest, "malformed_json")
 		a.do(http.MethodPost, "/api/webhook-endpoints", `{"url":"https://shop.example/h"}`, append(acme, "Content-Type", "text/plain")...).
 			wantError(http.StatusUnsupportedMediaType, "unsupported_media_type")
-		if n := a.endpointRows(); n != 0 {
+		if n := a.tableRows("webhook_endpoints"); n != 0 {
 			t.Fatalf("%d endpoints stored by refused requests", n)
 		}
 
@@ -246,7 +237,7 @@ func TestWebhookEndpointsNeedWebhooksManage(t *testing.T) {
 		a.do(http.MethodPost, "/api/webhook-endpoints", `{"url":"https://shop.example/h"}`, writer...).wantError(http.StatusForbidden, "missing_ability")
 		a.do(http.MethodGet, "/api/webhook-endpoints", "", writer...).wantError(http.StatusForbidden, "missing_ability")
 		a.do(http.MethodGet, "/api/webhook-endpoints", "").wantStatus(http.StatusUnauthorized)
-		if n := a.endpointRows(); n != 0 {
+		if n := a.tableRows("webhook_endpoints"); n != 0 {
 			t.Errorf("%d endpoints stored without the ability", n)
 		}
 		a.do(http.MethodGet, "/api/webhook-endpoints", "", bearer(a.token("acme", auth.WebhooksManage))...).wantStatus(http.StatusOK)

@@ -104,9 +104,7 @@ func TestVendorWebhookAppliesEachEventOnce(t *testing.T) {
 		}
 		// A redelivery after the fact is a 200 that changes nothing.
 		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-			t.Fatalf("status after site.suspended = %v", got)
-		}
+		a.wantLicenseStatus(t, acme, id, "suspended", "status after site.suspended = %v")
 		if n := countOf(a.licenseEventNames(acme, id), "suspended by vendor"); n != 1 {
 			t.Errorf("%d suspended events for 51 deliveries, want 1", n)
 		}
@@ -128,9 +126,7 @@ func TestVendorWebhookAppliesEachEventOnce(t *testing.T) {
 
 		body = vendorEventBody("evt_4", "site.deleted", now.Add(-30*time.Second), site, "")
 		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "revoked" {
-			t.Fatalf("status after site.deleted = %v", got)
-		}
+		a.wantLicenseStatus(t, acme, id, "revoked", "status after site.deleted = %v")
 		want := []string{"created by request", "suspended by vendor", "reactivated by vendor", "key_rotated by vendor", "revoked by vendor"}
 		if got := a.licenseEventNames(acme, id); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("events = %v, want %v", got, want)
@@ -152,9 +148,7 @@ func TestVendorWebhookOutOfOrderNeverMovesBack(t *testing.T) {
 	older := vendorEventBody("evt_old", "site.reactivated", now.Add(-2*time.Minute), site, "")
 	a.webhook(newer, signature(now, newer, webhookSecret)).wantStatus(http.StatusOK)
 	a.webhook(older, signature(now, older, webhookSecret)).wantStatus(http.StatusOK)
-	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-		t.Errorf("status = %v after a late, older reactivation; want suspended", got)
-	}
+	a.wantLicenseStatus(t, acme, id, "suspended", "status = %v after a late, older reactivation; want suspended")
 	// A suspended license can still be revoked by its consumer.
 	a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 }
@@ -176,14 +170,10 @@ func TestVendorWebhookSignature(t *testing.T) {
 	a.webhook(tampered, signature(now, body, "whsec_new")).wantError(http.StatusUnauthorized, "invalid_signature")
 	stale := now.Add(-6 * time.Minute)
 	a.webhook(body, signature(stale, body, "whsec_new")).wantError(http.StatusBadRequest, "signature_expired")
-	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData()["status"]; got != "active" {
-		t.Fatalf("status = %v after refused deliveries, want active", got)
-	}
+	a.wantLicenseStatus(t, acme, id, "active", "status = %v after refused deliveries, want active")
 	// The vendor signs with its old and its new secret during a rotation.
 	a.webhook(body, signature(now, body, "whsec_unknown", "whsec_old")).wantStatus(http.StatusOK)
-	if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).licenseData()["status"]; got != "suspended" {
-		t.Errorf("status = %v after a delivery signed with the old secret, want suspended", got)
-	}
+	a.wantLicenseStatus(t, acme, id, "suspended", "status = %v after a delivery signed with the old secret, want suspended")
 	// Without a secret every webhook is refused.
 	b := newApp(t, testdb.New(t, "sqlite"))
 	b.webhook(body, signature(now, body, "whsec_new")).wantError(http.StatusUnauthorized, "invalid_signature")
@@ -217,9 +207,7 @@ func TestVendorWebhookFromTheFutureIsRefused(t *testing.T) {
 		}
 		body := vendorEventBody("evt_real", "site.suspended", now.Add(-time.Minute), site, "")
 		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-			t.Errorf("status after a real event = %v, want suspended", got)
-		}
+		a.wantLicenseStatus(t, acme, lic["id"].(string), "suspended", "status after a real event = %v, want suspended")
 	})
 }
 
@@ -272,9 +260,7 @@ func TestVendorEventMarksFromTheFutureAreRepaired(t *testing.T) {
 			a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK)
 			body := vendorEventBodyFor("evt_after_repair_"+site, "site.suspended", now.Add(-time.Minute), site, domain, "")
 			a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-			if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-				t.Errorf("%s: status after a real event = %v, want suspended (the mark still outranks it)", name, got)
-			}
+			a.wantLicenseStatus(t, acme, id, "suspended", name+": status after a real event = %v, want suspended (the mark still outranks it)")
 		}
 		a.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK)
 	})
@@ -296,9 +282,7 @@ func TestVendorWebhookEventIdReusedIsAConflict(t *testing.T) {
 		if msg, _ := body["message"].(string); !strings.Contains(msg, "evt_twice") {
 			t.Errorf("message %q does not name the event", msg)
 		}
-		if got := a.do(http.MethodGet, "/api/licenses/"+lic["id"].(string), "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-			t.Errorf("status after the conflicting event = %v, want it unchanged", got)
-		}
+		a.wantLicenseStatus(t, acme, lic["id"].(string), "suspended", "status after the conflicting event = %v, want it unchanged")
 		a.webhook(first, signature(now, first, webhookSecret)).wantStatus(http.StatusOK)
 	})
 }
@@ -402,9 +386,7 @@ func TestVendorWebhookMatchesSiteIdAndDomain(t *testing.T) {
 				t.Errorf("event %d answered %v", i, got)
 			}
 		}
-		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "active" {
-			t.Fatalf("status after events of another domain = %v, want active", got)
-		}
+		a.wantLicenseStatus(t, acme, id, "active", "status after events of another domain = %v, want active")
 		const want = `licensor_vendor_site_mismatches_total{source="webhook"} 3`
 		if body := a.do(http.MethodGet, "/metrics", "").wantStatus(http.StatusOK).Body.String(); !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -417,8 +399,6 @@ func TestVendorWebhookMatchesSiteIdAndDomain(t *testing.T) {
 		}
 		body := vendorEventBodyFor("evt_own", "site.suspended", now.Add(-time.Minute), site, "OLD.test", "")
 		a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK)
-		if got := a.do(http.MethodGet, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusOK).licenseData()["status"]; got != "suspended" {
-			t.Errorf("status after an event of its own domain = %v, want suspended", got)
-		}
+		a.wantLicenseStatus(t, acme, id, "suspended", "status after an event of its own domain = %v, want suspended")
 	})
 }
