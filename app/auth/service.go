@@ -16,6 +16,7 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Service issues, verifies, lists and revokes tokens. Verify records each
@@ -126,7 +127,7 @@ type Issued struct {
 // trimmed and normalised to NFC (see NormalizeConsumerName), and looked up
 // byte for byte; a name that is new but mixes scripts, or differs from an
 // existing consumer's only in case, is refused, as is a TTL above the
-// service's MaxTTL (*ValidationError all). Issue does not ask who grants the abilities: the
+// service's MaxTTL (*fault.Fields all). Issue does not ask who grants the abilities: the
 // HTTP API asks Grantable first; the operator at the command line may grant
 // any. The token keeps the token that issued it (none for the console), and
 // its token.issued audit event commits with it.
@@ -181,7 +182,7 @@ func issuer(by audit.Actor) *string {
 }
 
 func (s *Service) validate(in IssueInput) (IssueInput, error) {
-	var v ValidationError
+	var v fault.Fields
 	in.Consumer = NormalizeConsumerName(in.Consumer)
 	if msg := consumerNameProblem(in.Consumer); msg != "" {
 		v.Add("consumer", msg)
@@ -227,7 +228,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 		return Consumer{}, fmt.Errorf("find consumer: %w", err)
 	}
 	if msg := mixedScriptsProblem(name); msg != "" {
-		var v ValidationError
+		var v fault.Fields
 		v.Add("consumer", msg)
 		return Consumer{}, &v
 	}
@@ -236,7 +237,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 		return Consumer{}, err
 	}
 	if twin != "" {
-		var v ValidationError
+		var v fault.Fields
 		v.Add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
 		return Consumer{}, &v
 	}
