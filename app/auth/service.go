@@ -27,7 +27,7 @@ type Service struct {
 	read       *gorm.DB        // the read pool: Verify's reads
 	tokenRow   *database.Query // Verify's read, on the read pool
 	joinedMu   sync.RWMutex
-	joined     map[joinKey]*database.Query // VerifyWith's statements, one per Joined's text
+	joined     map[joinKey]*database.Query // VerifyWith's statements, one per TokenRowJoin's text
 	verified   *verifiedCache              // tokens whose signature was checked
 	signer     signer
 	defaultTTL time.Duration
@@ -300,7 +300,7 @@ FROM personal_access_tokens t INNER JOIN consumers c ON c.id = t.consumer_id WHE
 
 // loadToken reads the token row id for Verify, through a prepared query (no
 // GORM: this read is on every request), and j with it when j is not nil.
-func (s *Service) loadToken(ctx context.Context, id string, j Joined) (Token, error) {
+func (s *Service) loadToken(ctx context.Context, id string, j TokenRowJoin) (Token, error) {
 	tok := Token{ID: id}
 	var abilities []byte
 	dest := []any{&tok.ConsumerID, &tok.Consumer.Name, &abilities,

@@ -13,7 +13,7 @@ import (
 )
 
 // consumerJoin reads, with the token row, the name of the token's consumer
-// when it is name: a Joined on a table the tests have.
+// when it is name: a TokenRowJoin on a table the tests have.
 type consumerJoin struct {
 	name  string
 	got   sql.NullString
