@@ -94,7 +94,7 @@ func New(cfg Config) *Service {
 		read:       read,
 		joined:     map[joinKey]*database.Query{},
 		tokenRow:   database.NewQuery(read, tokenRowQuery),
-		verified:   newVerifiedCache(now),
+		verified:   &verifiedCache{byToken: map[string]verifiedClaims{}},
 		signer:     signer{key: cfg.Key, previous: cfg.PreviousKeys, issuer: cfg.Issuer, now: now},
 		defaultTTL: min(cfg.DefaultTTL, maxTTL),
 		maxTTL:     maxTTL,
@@ -275,7 +275,7 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 // claims checks the token string's signature, exp and iss (once per token
 // string: the verified cache), and returns its id and subject.
 func (s *Service) claims(raw string) (verifiedClaims, error) {
-	if c, ok := s.verified.get(raw); ok {
+	if c, ok := s.verified.get(raw, s.now()); ok {
 		return c, nil
 	}
 	parsed, err := s.signer.parse(raw)
