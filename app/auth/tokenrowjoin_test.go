@@ -32,8 +32,7 @@ func (j *consumerJoin) Dest() []any { j.dests++; return []any{&j.got} }
 func TestVerifyWithReadsTheJoinedRowWithTheToken(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		clk := testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
-		s := newTestService(db, clk, nil)
+		s := newTestService(db, testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)), nil)
 		acme, other := issue(t, s, "acme"), issue(t, s, "other")
 
 		j := &consumerJoin{name: "acme"}
