@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -44,7 +45,7 @@ func TestReason(t *testing.T) {
 		" " + strings.Repeat("é", 501) + " ": "The reason field must not be greater than 500 characters.",
 	} {
 		_, err := Reason(in)
-		var v *ValidationError
+		var v *fault.Fields
 		if !errors.As(err, &v) || len(v.FieldErrors()["reason"]) != 1 || v.FieldErrors()["reason"][0] != msg || !strings.Contains(err.Error(), msg) {
 			t.Errorf("Reason(%.20q) = %v, want %q on reason", in, err, msg)
 		}

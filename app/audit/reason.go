@@ -11,12 +11,8 @@ import (
 // MaxReason is the longest reason a change may be given, in characters.
 const MaxReason = 500
 
-// ValidationError says what is wrong with a reason, as the field reason: a
-// *fault.Fields. The name stays while app/console and app/web name it.
-type ValidationError = fault.Fields
-
 // Reason returns the reason a change is given, trimmed: required, valid
-// UTF-8, 1 to MaxReason characters. Anything else is a *ValidationError on
+// UTF-8, 1 to MaxReason characters. Anything else is a *fault.Fields on
 // the field reason, in Laravel's words.
 func Reason(s string) (string, error) {
 	msg := ""
@@ -30,5 +26,5 @@ func Reason(s string) (string, error) {
 	default:
 		return s, nil
 	}
-	return "", &ValidationError{Fields: map[string][]string{"reason": {msg}}}
+	return "", &fault.Fields{Fields: map[string][]string{"reason": {msg}}}
 }

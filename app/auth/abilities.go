@@ -26,9 +26,6 @@ var Known = []string{LicensesRead, LicensesWrite, WebhooksManage, TokensManage, 
 // and its webhook endpoints.
 var ConsumerAbilities = []string{LicensesRead, LicensesWrite, WebhooksManage}
 
-// AdminAbilities are the operator's: managing tokens and intents, and "*".
-var AdminAbilities = []string{TokensManage, IntentsManage, All}
-
 // IsKnown reports whether ability is one licensor knows.
 func IsKnown(ability string) bool { return slices.Contains(Known, ability) }
 

@@ -11,7 +11,3 @@ var (
 	// ErrTokenNotFound means no token has that id.
 	ErrTokenNotFound error = fault.New("token_not_found", "token not found")
 )
-
-// ValidationError is the input's field errors: a *fault.Fields. The name
-// stays while the command line (app/console) names it.
-type ValidationError = fault.Fields

@@ -102,7 +102,6 @@ func (e *issuerError) Unwrap() error { return e.err }
 type verifiedCache struct {
 	mu      sync.RWMutex
 	byToken map[string]verifiedClaims
-	now     func() time.Time
 }
 
 // verifiedClaims are what Verify needs of a checked token.
@@ -118,20 +117,15 @@ const verifiedCacheSize = 10_000
 // tokenLeeway is the clock skew parse allows on exp and iat.
 const tokenLeeway = 5 * time.Second
 
-func newVerifiedCache(now func() time.Time) *verifiedCache {
-	return &verifiedCache{byToken: map[string]verifiedClaims{}, now: now}
-}
-
 // get returns the claims of raw when its signature was checked before and
 // its time claims still hold now.
-func (c *verifiedCache) get(raw string) (verifiedClaims, bool) {
+func (c *verifiedCache) get(raw string, now time.Time) (verifiedClaims, bool) {
 	c.mu.RLock()
 	v, ok := c.byToken[raw]
 	c.mu.RUnlock()
 	if !ok {
 		return verifiedClaims{}, false
 	}
-	now := c.now()
 	if !now.Before(v.expiresAt.Add(tokenLeeway)) || now.Add(tokenLeeway).Before(v.issuedAt) {
 		return verifiedClaims{}, false // parse decides, and says why
 	}

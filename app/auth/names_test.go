@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -108,7 +109,7 @@ func TestIssueRefusesBadConsumerNames(t *testing.T) {
 		issue(t, s, "acme")
 		for _, name := range []string{"\xffacme", "ac\u200bme", "ACME", "acme\u202e"} {
 			_, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: name, Abilities: []string{LicensesRead}})
-			var ve *ValidationError
+			var ve *fault.Fields
 			if !errors.As(err, &ve) || len(ve.Fields["consumer"]) == 0 {
 				t.Errorf("Issue(%q) = %v, want a validation error on consumer", name, err)
 			}
@@ -131,7 +132,7 @@ func TestIssueRefusesTTLAboveMax(t *testing.T) {
 		s := New(Config{DB: db.Gorm, Key: make([]byte, 32), Issuer: "iss", DefaultTTL: time.Hour, MaxTTL: 90 * time.Minute, Now: clk.Now})
 		ctx := context.Background()
 		_, err := s.Issue(ctx, audit.Console(), IssueInput{Consumer: "acme", Abilities: []string{LicensesRead}, TTL: 91 * time.Minute})
-		var ve *ValidationError
+		var ve *fault.Fields
 		if !errors.As(err, &ve) || len(ve.Fields["expires_in"]) != 1 || !strings.Contains(ve.Fields["expires_in"][0], "1h30m") {
 			t.Fatalf("Issue with TTL above MaxTTL = %v, want a validation error on expires_in naming 1h30m", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Service issues, verifies, lists and revokes tokens. Verify records each
@@ -26,7 +27,7 @@ type Service struct {
 	read       *gorm.DB        // the read pool: Verify's reads
 	tokenRow   *database.Query // Verify's read, on the read pool
 	joinedMu   sync.RWMutex
-	joined     map[joinKey]*database.Query // VerifyWith's statements, one per Joined's text
+	joined     map[joinKey]*database.Query // VerifyWith's statements, one per TokenRowJoin's text
 	verified   *verifiedCache              // tokens whose signature was checked
 	signer     signer
 	defaultTTL time.Duration
@@ -93,7 +94,7 @@ func New(cfg Config) *Service {
 		read:       read,
 		joined:     map[joinKey]*database.Query{},
 		tokenRow:   database.NewQuery(read, tokenRowQuery),
-		verified:   newVerifiedCache(now),
+		verified:   &verifiedCache{byToken: map[string]verifiedClaims{}},
 		signer:     signer{key: cfg.Key, previous: cfg.PreviousKeys, issuer: cfg.Issuer, now: now},
 		defaultTTL: min(cfg.DefaultTTL, maxTTL),
 		maxTTL:     maxTTL,
@@ -126,7 +127,7 @@ type Issued struct {
 // trimmed and normalised to NFC (see NormalizeConsumerName), and looked up
 // byte for byte; a name that is new but mixes scripts, or differs from an
 // existing consumer's only in case, is refused, as is a TTL above the
-// service's MaxTTL (*ValidationError all). Issue does not ask who grants the abilities: the
+// service's MaxTTL (*fault.Fields all). Issue does not ask who grants the abilities: the
 // HTTP API asks Grantable first; the operator at the command line may grant
 // any. The token keeps the token that issued it (none for the console), and
 // its token.issued audit event commits with it.
@@ -181,7 +182,7 @@ func issuer(by audit.Actor) *string {
 }
 
 func (s *Service) validate(in IssueInput) (IssueInput, error) {
-	var v ValidationError
+	var v fault.Fields
 	in.Consumer = NormalizeConsumerName(in.Consumer)
 	if msg := consumerNameProblem(in.Consumer); msg != "" {
 		v.Add("consumer", msg)
@@ -227,7 +228,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 		return Consumer{}, fmt.Errorf("find consumer: %w", err)
 	}
 	if msg := mixedScriptsProblem(name); msg != "" {
-		var v ValidationError
+		var v fault.Fields
 		v.Add("consumer", msg)
 		return Consumer{}, &v
 	}
@@ -236,7 +237,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 		return Consumer{}, err
 	}
 	if twin != "" {
-		var v ValidationError
+		var v fault.Fields
 		v.Add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
 		return Consumer{}, &v
 	}
@@ -274,7 +275,7 @@ func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 // claims checks the token string's signature, exp and iss (once per token
 // string: the verified cache), and returns its id and subject.
 func (s *Service) claims(raw string) (verifiedClaims, error) {
-	if c, ok := s.verified.get(raw); ok {
+	if c, ok := s.verified.get(raw, s.now()); ok {
 		return c, nil
 	}
 	parsed, err := s.signer.parse(raw)
@@ -299,7 +300,7 @@ FROM personal_access_tokens t INNER JOIN consumers c ON c.id = t.consumer_id WHE
 
 // loadToken reads the token row id for Verify, through a prepared query (no
 // GORM: this read is on every request), and j with it when j is not nil.
-func (s *Service) loadToken(ctx context.Context, id string, j Joined) (Token, error) {
+func (s *Service) loadToken(ctx context.Context, id string, j TokenRowJoin) (Token, error) {
 	tok := Token{ID: id}
 	var abilities []byte
 	dest := []any{&tok.ConsumerID, &tok.Consumer.Name, &abilities,

@@ -81,15 +81,15 @@ func (s *Service) Session(ctx context.Context, sessionID, tokenID, consumerID st
 }
 
 // sessionRow reads a console session's row in the token row's statement
-// (a Joined), on the token's consumer as Joined asks; Session then compares
-// the session's token with the one its cookie names.
+// (a TokenRowJoin), on the token's consumer as TokenRowJoin asks; Session
+// then compares the session's token with the one its cookie names.
 type sessionRow struct {
 	id      string
 	tokenID sql.NullString
 	expires *time.Time
 }
 
-var _ Joined = (*sessionRow)(nil)
+var _ TokenRowJoin = (*sessionRow)(nil)
 
 func (r *sessionRow) Join() (columns, join string) {
 	return "cs.token_id, cs.expires_at", "LEFT JOIN console_sessions cs ON cs.id = ? AND cs.consumer_id = t.consumer_id"
@@ -100,8 +100,8 @@ func (r *sessionRow) Args() []any { return []any{r.id} }
 func (r *sessionRow) Dest() []any { return []any{&r.tokenID, database.Time(&r.expires)} }
 
 // session is the token's principal, for Verify (j nil, or a request's
-// Joined) and Session: the token row read on every call.
-func (s *Service) session(ctx context.Context, tokenID, consumerID string, j Joined) (Principal, error) {
+// TokenRowJoin) and Session: the token row read on every call.
+func (s *Service) session(ctx context.Context, tokenID, consumerID string, j TokenRowJoin) (Principal, error) {
 	tok, err := s.loadToken(ctx, tokenID, j)
 	if errors.Is(err, database.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated

@@ -112,25 +112,19 @@ func (s *Service) RunTouchWriter(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			s.finalFlush(ctx)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+			defer cancel()
+			if err := s.Flush(ctx); err != nil {
+				s.log.Warn("record token uses at shutdown", "unwritten", s.Pending(), "error", err)
+			}
 			return
 		case <-tick.C:
 			// Each failed write is already logged at warn; what ctx's end
 			// interrupts stays pending for the final write above.
-			if err := s.flush(ctx); err != nil {
+			if err := s.Flush(ctx); err != nil {
 				s.log.Debug("record token uses", "unwritten", s.Pending(), "error", err)
 			}
 		}
-	}
-}
-
-// finalFlush writes what is left once ctx has ended, within
-// finalFlushTimeout.
-func (s *Service) finalFlush(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
-	defer cancel()
-	if err := s.flush(ctx); err != nil {
-		s.log.Warn("record token uses at shutdown", "unwritten", s.Pending(), "error", err)
 	}
 }
 
@@ -140,10 +134,6 @@ func (s *Service) finalFlush(ctx context.Context) {
 // records it again. If ctx ends first, the uses not yet written stay
 // recorded and ctx's error is returned. Flushes run one at a time.
 func (s *Service) Flush(ctx context.Context) error {
-	return s.flush(ctx)
-}
-
-func (s *Service) flush(ctx context.Context) error {
 	u := &s.uses
 	select {
 	case u.flushing <- struct{}{}:

@@ -15,6 +15,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // intentsCmd is `licensor intents list|show|retry|discard|events|digest`:
@@ -211,7 +212,7 @@ func intentsDiscard(ctx context.Context, e env) error {
 	}
 	return errors.Join(func(b *Base) error {
 		in, err := a.Guard.Discard(ctx, audit.Console(), id, *reason)
-		var invalid *audit.ValidationError
+		var invalid *fault.Fields
 		var unavailable *licenses.UnavailableError
 		switch {
 		case errors.As(err, &invalid):

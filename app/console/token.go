@@ -15,6 +15,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // tokenCmd is `licensor token issue|list|revoke|events`. What it issues and
@@ -57,7 +58,7 @@ func tokenIssue(ctx context.Context, e env) error {
 		issued, err := b.Auth.Issue(ctx, audit.Console(), auth.IssueInput{
 			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,
 		})
-		var ve *auth.ValidationError
+		var ve *fault.Fields
 		if errors.As(err, &ve) {
 			return issueUsageError(ve)
 		}
@@ -77,7 +78,7 @@ var issueFlags = map[string]string{"consumer": "--consumer", "abilities": "--abi
 // issueUsageError turns Issue's refusal of the input (a --ttl above
 // TOKEN_MAX_TTL, a consumer name with control characters or differing from
 // an existing one only in case, …) into a usage error naming the flags.
-func issueUsageError(ve *auth.ValidationError) error {
+func issueUsageError(ve *fault.Fields) error {
 	fields := slices.Sorted(maps.Keys(ve.Fields))
 	msgs := make([]string, 0, len(fields))
 	for _, f := range fields {

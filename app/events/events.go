@@ -187,11 +187,6 @@ func (l *Log) Body(e Event) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decrypt the data of event %s: %w", e.ID, err)
 	}
-	return body(e, data)
-}
-
-// body renders e with its data opened.
-func body(e Event, data []byte) (json.RawMessage, error) {
 	return marshal(struct {
 		ID        string          `json:"id"`
 		Type      string          `json:"type"`

@@ -6,22 +6,18 @@ import (
 	"fmt"
 )
 
-// DefaultSubjectLimit is how many events ForSubject returns when its limit
-// is not positive.
-const DefaultSubjectLimit = 100
-
 // ErrNoConsumer is ForSubject asked without the subject's consumer.
 var ErrNoConsumer = errors.New("events: a subject's events are read within its consumer's")
 
 // ForSubject returns the events of one subject of the consumer (a license,
 // by its id: consumerID is the license's ConsumerID), oldest first (by
 // their sequence, then the order they were written in), at most limit of
-// them (DefaultSubjectLimit when limit is not positive; ask for one more
-// than shown to know whether more follow), dispatched to the feed or not
-// yet. For an operator's page of one license, which shows what happened
-// and when: each event's type, sequence, time and place in the feed. Its
-// data is not read (Data is empty): it carries the license key, which the
-// page does not show, so it is neither fetched nor opened.
+// them (ask for one more than shown to know whether more follow),
+// dispatched to the feed or not yet. For an operator's page of one
+// license, which shows what happened and when: each event's type,
+// sequence, time and place in the feed. Its data is not read (Data is
+// empty): it carries the license key, which the page does not show, so it
+// is neither fetched nor opened.
 //
 // consumer_events has no index on its subject, on purpose: every license
 // change writes a row, and pays for each index. This reads the consumer's
@@ -34,9 +30,6 @@ var ErrNoConsumer = errors.New("events: a subject's events are read within its c
 func (l *Log) ForSubject(ctx context.Context, consumerID, subjectID string, limit int) ([]Event, error) {
 	if consumerID == "" {
 		return nil, ErrNoConsumer
-	}
-	if limit <= 0 {
-		limit = DefaultSubjectLimit
 	}
 	var rows []Event
 	err := l.read.WithContext(ctx).Omit("data").Where("consumer_id = ? AND subject_id = ?", consumerID, subjectID).

@@ -59,7 +59,7 @@ func TestForSubject(t *testing.T) {
 		if err := db.Gorm.Exec("UPDATE consumer_events SET position = id WHERE id <= 2").Error; err != nil {
 			t.Fatal(err)
 		}
-		got, err := l.ForSubject(ctx, "c1", "L1", 0)
+		got, err := l.ForSubject(ctx, "c1", "L1", 10)
 		if err != nil || len(got) != 3 {
 			t.Fatalf("ForSubject(c1, L1) = %+v, %v; want 3 events", got, err)
 		}
@@ -96,13 +96,13 @@ func TestForSubject(t *testing.T) {
 
 		// Its data is not opened: under keys that open none of it, every event is listed.
 		other := New(db.Gorm, db.Read, cipherOf(t, 2))
-		if sealed, err := other.ForSubject(ctx, "c1", "L1", 0); err != nil || len(sealed) != 3 {
+		if sealed, err := other.ForSubject(ctx, "c1", "L1", 10); err != nil || len(sealed) != 3 {
 			t.Fatalf("ForSubject under other keys = %+v, %v; want every event", sealed, err)
 		}
 
 		fault := testdb.Inject(t, db.Read, "query", Event{}.TableName(), nil, errors.New("injected"))
 		fault.Arm(1)
-		if _, err := l.ForSubject(ctx, "c1", "L1", 0); err == nil || !strings.Contains(err.Error(), "list the events of L1") {
+		if _, err := l.ForSubject(ctx, "c1", "L1", 10); err == nil || !strings.Contains(err.Error(), "list the events of L1") {
 			t.Errorf("ForSubject with the read failing = %v", err)
 		}
 	})

@@ -48,7 +48,7 @@ func (s *Server) ability(need string) echo.MiddlewareFunc {
 // the principal it kept. Last, every parameter of the route's path must be
 // an id that can exist (pathIDs), as Laravel's route model binding runs
 // after the route's auth and throttle middleware.
-func (s *Server) admit(c echo.Context, need string, joined auth.Joined) (auth.Principal, error) {
+func (s *Server) admit(c echo.Context, need string, joined auth.TokenRowJoin) (auth.Principal, error) {
 	p, err := s.authenticate(c, joined)
 	if err != nil {
 		return auth.Principal{}, err
@@ -82,7 +82,7 @@ func pathIDs(c echo.Context) error {
 // reason for refusing it is the same 401, so a caller learns nothing about
 // why; two Authorization headers are refused too, rather than one of them
 // picked.
-func (s *Server) authenticate(c echo.Context, joined auth.Joined) (auth.Principal, error) {
+func (s *Server) authenticate(c echo.Context, joined auth.TokenRowJoin) (auth.Principal, error) {
 	values := c.Request().Header.Values(echo.HeaderAuthorization)
 	if len(values) != 1 {
 		return auth.Principal{}, errUnauthenticated

@@ -76,8 +76,8 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 	s.guard.MustServe(op)
 	return func(c echo.Context) error {
 		k, keyErr := key(c, s.guard)
-		var joined auth.Joined
-		if pre := s.guard.Prefetch(op.Name, k); keyErr == nil && pre != nil { // a nil *Prefetch is not a nil auth.Joined
+		var joined auth.TokenRowJoin
+		if pre := s.guard.Prefetch(op.Name, k); keyErr == nil && pre != nil { // a nil *Prefetch is not a nil auth.TokenRowJoin
 			joined = pre
 		}
 		p, err := s.admit(c, need, joined)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -65,7 +66,7 @@ func TestDiscard(t *testing.T) {
 		}
 
 		other := seed(t, s, "other", func(r *Record) { r.Status = StatusFailed })
-		var invalid *audit.ValidationError
+		var invalid *fault.Fields
 		if _, err := s.discard(ctx, by, other.Ref(), " ", now, Discardable, nil); !errors.As(err, &invalid) {
 			t.Errorf("Discard without a reason = %v, want a validation error", err)
 		}

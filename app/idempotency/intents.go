@@ -179,7 +179,7 @@ var Discardable = []string{StatusFailed, StatusAbandoned}
 // discard settles an intent in one of the statuses from (Discardable, or
 // processing under lease when lease is not nil: a discard that claimed it
 // first) for good, on behalf of by, for reason (trimmed; required, 1 to
-// audit.MaxReason characters of valid UTF-8, else an *audit.ValidationError):
+// audit.MaxReason characters of valid UTF-8, else a *fault.Fields):
 // it becomes discarded, and its intent.discarded audit event, with the
 // reason, commits with the change. The update is conditional on the status,
 // so a reconciler or a retry that took the intent over first wins, and the

@@ -9,9 +9,9 @@ import (
 
 // Prefetch is a keyed request's record, read ahead of the guard in the
 // statement that reads its token row: a retry's two reads (the token row and
-// the record) as one round trip, from one snapshot. It is an auth.Joined,
-// which auth.Service's VerifyWith reads; Operation.Serve then takes it in
-// place of its own first read. The record is read on the token row's
+// the record) as one round trip, from one snapshot. It is an
+// auth.TokenRowJoin, which auth.Service's VerifyWith reads; Operation.Serve
+// then takes it in place of its own first read. The record is read on the token row's
 // consumer (t.consumer_id), and Serve uses it only for the scope it serves:
 // that consumer, its operation and its key.
 type Prefetch struct {
@@ -48,13 +48,13 @@ const (
 	prefetchJoin    = `LEFT JOIN idempotency_keys k ON k.consumer_id = t.consumer_id AND k.operation = ? AND k.idempotency_key = ?`
 )
 
-// Join implements auth.Joined.
+// Join implements auth.TokenRowJoin.
 func (p *Prefetch) Join() (columns, join string) { return prefetchColumns, prefetchJoin }
 
-// Args implements auth.Joined.
+// Args implements auth.TokenRowJoin.
 func (p *Prefetch) Args() []any { return []any{p.operation, p.key} }
 
-// Dest implements auth.Joined.
+// Dest implements auth.TokenRowJoin.
 func (p *Prefetch) Dest() []any {
 	r := &p.rec
 	return []any{&p.consumer, &p.id, &p.status, &r.BodyHash, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody,

@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // intentPage is the intent detail's data.
@@ -119,7 +120,7 @@ func (cn *Console) retryIntent(c visit) error {
 func (cn *Console) discardIntent(c visit) error {
 	id, reason := c.Param("id"), c.FormValue("reason")
 	in, err := cn.cfg.Guard.Discard(c.Request().Context(), c.actor(), id, reason)
-	var invalid *audit.ValidationError
+	var invalid *fault.Fields
 	if errors.As(err, &invalid) {
 		p, perr := cn.intentPage(c, id)
 		if perr != nil {

@@ -7,12 +7,12 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// Joined is a read of one row of another table made in the token row's
+// TokenRowJoin is a read of one row of another table made in the token row's
 // statement, for a request that would read it next (a retry's idempotency
 // record): one round trip instead of two, and both rows from one snapshot.
 // VerifyWith makes it; the token is checked exactly as Verify checks it,
 // and a caller uses what was read only once the token is verified.
-type Joined interface {
+type TokenRowJoin interface {
 	// Join is what the read adds to the token row's statement: the columns
 	// it reads, and a LEFT JOIN on the token row. The token row is aliased
 	// t, and of it the join and the columns may name t.consumer_id only (the
@@ -30,7 +30,7 @@ type Joined interface {
 // token's signature holds (no statement is made for a token that fails it).
 // j's columns are scanned whatever the token row says, so they may be used
 // only when VerifyWith succeeds. A nil j is Verify.
-func (s *Service) VerifyWith(ctx context.Context, raw string, j Joined) (Principal, error) {
+func (s *Service) VerifyWith(ctx context.Context, raw string, j TokenRowJoin) (Principal, error) {
 	c, err := s.claims(raw)
 	if err != nil {
 		return Principal{}, err
@@ -41,7 +41,7 @@ func (s *Service) VerifyWith(ctx context.Context, raw string, j Joined) (Princip
 // joinedQuery is the token row's statement with j's join: prepared once per
 // join text, on the read pool. The lookup neither builds the text nor
 // allocates: it is on every keyed request.
-func (s *Service) joinedQuery(j Joined) *database.Query {
+func (s *Service) joinedQuery(j TokenRowJoin) *database.Query {
 	columns, join := j.Join()
 	key := joinKey{columns: columns, join: join}
 	s.joinedMu.RLock()
@@ -59,7 +59,7 @@ func (s *Service) joinedQuery(j Joined) *database.Query {
 	return q
 }
 
-// joinKey names a Joined's statement: its columns and its join.
+// joinKey names a TokenRowJoin's statement: its columns and its join.
 type joinKey struct{ columns, join string }
 
 // joinedText is tokenRowQuery with a join's columns and LEFT JOIN added.

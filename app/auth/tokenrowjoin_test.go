@@ -13,7 +13,7 @@ import (
 )
 
 // consumerJoin reads, with the token row, the name of the token's consumer
-// when it is name: a Joined on a table the tests have.
+// when it is name: a TokenRowJoin on a table the tests have.
 type consumerJoin struct {
 	name  string
 	got   sql.NullString
@@ -32,8 +32,7 @@ func (j *consumerJoin) Dest() []any { j.dests++; return []any{&j.got} }
 func TestVerifyWithReadsTheJoinedRowWithTheToken(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		clk := testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
-		s := newTestService(db, clk, nil)
+		s := newTestService(db, testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)), nil)
 		acme, other := issue(t, s, "acme"), issue(t, s, "other")
 
 		j := &consumerJoin{name: "acme"}
