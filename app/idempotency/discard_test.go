@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -25,7 +26,7 @@ func TestDiscard(t *testing.T) {
 		now := utcNow()
 		due := now.Add(time.Hour)
 		failed := seed(t, s, "failed", func(r *Record) { r.Status, r.LockedUntil = StatusFailed, &due })
-		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, nullable(PhaseReserved) })
+		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, ptr.OrNil(PhaseReserved) })
 		by := audit.ByToken("ops-consumer", "ops-token", "req-1")
 
 		in, err := s.discard(ctx, by, failed.Ref(), "  no longer wanted ", now, Discardable, nil)
@@ -42,8 +43,8 @@ func TestDiscard(t *testing.T) {
 		}
 		e := events[0]
 		if e.Event != audit.IntentDiscarded || e.SubjectType != audit.SubjectIntent || e.SubjectID != failed.Ref() || e.Actor != audit.ActorToken ||
-			deref(e.ActorTokenID) != "ops-token" || deref(e.ActorConsumerID) != "ops-consumer" || deref(e.RequestID) != "req-1" ||
-			deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
+			ptr.Deref(e.ActorTokenID) != "ops-token" || ptr.Deref(e.ActorConsumerID) != "ops-consumer" || ptr.Deref(e.RequestID) != "req-1" ||
+			ptr.Deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
 			t.Errorf("event = %+v", e)
 		}
 		if in, err := s.discard(ctx, audit.Console(), abandoned.Ref(), "stale", now, Discardable, nil); err != nil || in.Status != StatusDiscarded {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -287,7 +288,7 @@ var scenarios = []struct {
 		if !errors.Is(a.err, ErrPending) {
 			s.t.Errorf("err = %v, want ErrPending", a.err)
 		}
-		if r := s.record(); r == nil || r.Status != StatusPending || deref(r.ExternalRef) != "site.test" {
+		if r := s.record(); r == nil || r.Status != StatusPending || ptr.Deref(r.ExternalRef) != "site.test" {
 			s.t.Errorf("record = %+v, want pending with the error's reference", r)
 		}
 		if a := s.call(theIntent, s.made); !errors.Is(a.err, ErrPending) {

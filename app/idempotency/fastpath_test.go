@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -140,7 +141,7 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		}
 		if fast.ID != full.ID || fast.Status != StatusCompleted || *fast.BodyHash != hash || *fast.ResponseStatus != http.StatusCreated ||
 			*fast.ResponseHeaders != *full.ResponseHeaders || string(fast.ResponseBody) != `{"made":true}` ||
-			deref(fast.ExternalRef) != ref || !fast.ExpiresAt.Equal(full.ExpiresAt) ||
+			ptr.Deref(fast.ExternalRef) != ref || !fast.ExpiresAt.Equal(full.ExpiresAt) ||
 			fast.ConsumerID != sc.ConsumerID || fast.Operation != sc.Operation || fast.Key != sc.Key {
 			t.Errorf("the Prefetch read %+v, want what Find reads of it: %+v", fast, full)
 		}

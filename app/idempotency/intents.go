@@ -12,6 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // Intent is a record as an operator or its consumer may see it: never the
@@ -60,8 +61,8 @@ func (s *Store) intent(r *Record) Intent {
 	in := Intent{
 		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
 		KeyDigest: s.KeyDigest(r.Key), Auto: strings.HasPrefix(r.Key, autoPrefix),
-		ExternalRef: deref(r.ExternalRef), ResourceType: deref(r.ResourceType), ResourceID: deref(r.ResourceID),
-		CorrelationID: deref(r.CorrelationID), RequestedBy: deref(r.RequestedBy),
+		ExternalRef: ptr.Deref(r.ExternalRef), ResourceType: ptr.Deref(r.ResourceType), ResourceID: ptr.Deref(r.ResourceID),
+		CorrelationID: ptr.Deref(r.CorrelationID), RequestedBy: ptr.Deref(r.RequestedBy),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.ConsumerID == SystemConsumer {
@@ -210,25 +211,23 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 	}
 	change.SubjectType, change.SubjectID = audit.SubjectIntent, id
 	changed := false
-	err := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			q := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from)
-			if lease != nil {
-				q = q.Where("locked_until = ?", *lease)
-			}
-			if len(exceptOperations) > 0 {
-				q = q.Where("operation NOT IN ?", exceptOperations)
-			}
-			res := q.Updates(set)
-			if res.Error != nil {
-				return fmt.Errorf("%s: %w", what, res.Error)
-			}
-			if changed = res.RowsAffected == 1; !changed {
-				return nil
-			}
-			return audit.Record(tx, by, change, now)
-		})}
-	}).Error
+	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
+		q := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from)
+		if lease != nil {
+			q = q.Where("locked_until = ?", *lease)
+		}
+		if len(exceptOperations) > 0 {
+			q = q.Where("operation NOT IN ?", exceptOperations)
+		}
+		res := q.Updates(set)
+		if res.Error != nil {
+			return fmt.Errorf("%s: %w", what, res.Error)
+		}
+		if changed = res.RowsAffected == 1; !changed {
+			return nil
+		}
+		return audit.Record(tx, by, change, now)
+	})
 	if err != nil {
 		return Intent{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -180,7 +181,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		r := newRig(t, db)
 		long := utcNow().Add(-2 * time.Minute)
 		seed(t, r.store, "k", func(rec *Record) {
-			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, nullable(PhaseReserved), &long
+			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, ptr.OrNil(PhaseReserved), &long
 		})
 		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			t.Error("a record that never started was resumed")

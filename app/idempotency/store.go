@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // Store keeps records in the idempotency_keys table. Every method is one
@@ -310,9 +311,9 @@ func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) 
 		"response_status":  resp.Status,
 		"response_headers": encodeHeaders(resp.Headers),
 		"response_body":    []byte(body), // bytes: the column is a BLOB
-		"resource_type":    nullable(resp.ResourceType),
-		"resource_id":      nullable(resp.ResourceID),
-		"external_ref":     nullable(resp.ExternalRef),
+		"resource_type":    ptr.OrNil(resp.ResourceType),
+		"resource_id":      ptr.OrNil(resp.ResourceID),
+		"external_ref":     ptr.OrNil(resp.ExternalRef),
 		"locked_until":     nil,
 		"updated_at":       now,
 	}, nil
@@ -323,9 +324,9 @@ func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) 
 func (s *Store) markPending(ctx context.Context, r *Record, about Response, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
 		"status":        StatusPending,
-		"resource_type": nullable(about.ResourceType),
-		"resource_id":   nullable(about.ResourceID),
-		"external_ref":  nullable(about.ExternalRef),
+		"resource_type": ptr.OrNil(about.ResourceType),
+		"resource_id":   ptr.OrNil(about.ResourceID),
+		"external_ref":  ptr.OrNil(about.ExternalRef),
 		"locked_until":  nil,
 		"updated_at":    now,
 	})
@@ -358,13 +359,6 @@ func (s *Store) release(ctx context.Context, r *Record) error {
 		return ErrLeaseLost
 	}
 	return nil
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // openStatuses are the statuses of an intent not settled for good.
