@@ -37,7 +37,7 @@ func TestStoreRetriesALostLockConflict(t *testing.T) {
 		if err := db.Gorm.Callback().Update().Before("gorm:update").Register("test:lock_wait_timeout_once", timeout); err != nil {
 			t.Fatal(err)
 		}
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		lease := now.Add(time.Minute)

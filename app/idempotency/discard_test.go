@@ -21,7 +21,7 @@ var auditTable = audit.Event{}.TableName()
 // changes nothing.
 func TestDiscard(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		now := utcNow()
 		due := now.Add(time.Hour)
@@ -89,7 +89,7 @@ func TestDiscard(t *testing.T) {
 // what failed.
 func TestOperatorChangeFailures(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		failed := seed(t, s, "failed", func(r *Record) { r.Status = StatusFailed })
 		insert := testdb.Inject(t, db.Gorm, "create", auditTable, nil, errInjected)
@@ -138,7 +138,7 @@ func TestOperatorChangeFailures(t *testing.T) {
 // ErrIntentNotFound.
 func TestIntentEventsOutliveTheIntent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		past := utcNow().Add(-2 * time.Hour)
 		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
@@ -163,7 +163,7 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 // statuses), nothing changes, no event; the operations list names it.
 func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		now := utcNow()
 		revoke := testOperation("things.destroy", nil)

@@ -123,7 +123,7 @@ var scenarioOperation = testOperation("things.store", func(ctx context.Context) 
 })
 
 func newGuard(t testing.TB, db *testdb.DB) (*Guard, *Store) {
-	s := NewStore(db.Gorm, testCipher(t))
+	s := NewStore(db.Gorm, testCipher(t), nil, nil)
 	return newTestGuard(t, Config{Store: s, TTL: time.Hour, LockTimeout: time.Minute}, scenarioOperation), s
 }
 

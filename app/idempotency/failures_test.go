@@ -53,7 +53,7 @@ func newRig(t *testing.T, db *testdb.DB, ops ...AnyOperation) *rig {
 
 func newRigWith(t *testing.T, db *testdb.DB, c Cipher, ops ...AnyOperation) *rig {
 	t.Helper()
-	r := &rig{t: t, db: db, store: NewStore(db.Gorm, c), log: &testkit.Buffer{}}
+	r := &rig{t: t, db: db, store: NewStore(db.Gorm, c, nil, nil), log: &testkit.Buffer{}}
 	r.g = newTestGuard(t, Config{Store: r.store, TTL: time.Hour, LockTimeout: time.Minute, Log: r.logger(),
 		Observe: func(_, outcome string) {
 			r.mu.Lock()
@@ -675,7 +675,7 @@ func TestClosedGroupCommitRefusesTheWrite(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	g := database.NewGroupCommit(db.Gorm, 0)
 	g.Close()
-	s := NewStore(db.Gorm, testCipher(t), WithGroupCommit(g))
+	s := NewStore(db.Gorm, testCipher(t), nil, g)
 	now := utcNow()
 	lease := now.Add(time.Minute)
 	rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,

@@ -464,7 +464,7 @@ func TestRunLoopsLogFailedPassesUntilStopped(t *testing.T) {
 // says what failed, and change nothing.
 func TestStoreStatementFailures(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		past := utcNow().Add(-time.Hour)
 		seed(t, s, "expired", func(r *Record) { r.Status, r.ExpiresAt = StatusCompleted, past })
@@ -513,7 +513,7 @@ func TestStoreStatementFailures(t *testing.T) {
 // Intents created before a time are those the Before filter lists.
 func TestIntentsBeforeFilter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		now := utcNow()
 		old := seed(t, s, "old", func(r *Record) { r.CreatedAt = now.Add(-2 * time.Hour) })
 		seed(t, s, "new", func(r *Record) { r.CreatedAt = now.Add(-time.Hour) })
@@ -528,7 +528,7 @@ func TestIntentsBeforeFilter(t *testing.T) {
 // filter lists, with the other filters.
 func TestIntentsOperationFilter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		now := utcNow()
 		store := seed(t, s, "store", func(r *Record) { r.Operation, r.CreatedAt = "things.store", now.Add(-2*time.Hour) })
 		seed(t, s, "store-new", func(r *Record) { r.Operation = "things.store" })

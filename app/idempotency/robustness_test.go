@@ -21,7 +21,7 @@ import (
 // processing for a whole lease).
 func TestReserveAndReleaseUnderContention(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
@@ -85,7 +85,7 @@ func (panickingResumer) Resume(context.Context, *Execution, *Record, bool) (Resp
 // end of the serve process.
 func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	db := testdb.New(t, "sqlite")
-	s := NewStore(db.Gorm, testCipher(t))
+	s := NewStore(db.Gorm, testCipher(t), nil, nil)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -121,7 +121,7 @@ func TestHandlerDeadlineEndsBeforeTheLease(t *testing.T) {
 		deadline, _ = ctx.Deadline()
 		return Response{Status: http.StatusCreated, Body: []byte("ok")}, nil
 	})
-	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
+	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t), nil, nil), TTL: time.Hour, LockTimeout: time.Minute,
 		Now: func() time.Time {
 			if first { // the reading that starts the lease
 				first = false

@@ -43,31 +43,20 @@ type Cipher interface {
 }
 
 // NewStore returns a Store on db that keeps response bodies sealed with c.
-// It panics without a Cipher: a response body is never stored in plaintext.
-func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
+// Find, the read every keyed request makes, runs on read when it is not nil
+// (SQLite's read-only pool) rather than on the pool that writes; the writes
+// a request makes (reserve, take over, complete, mark pending, release) go
+// through group when it is not nil, which commits those of concurrent
+// requests together (for SQLite: see database.GroupCommit). It panics
+// without a Cipher: a response body is never stored in plaintext.
+func NewStore(db *gorm.DB, c Cipher, read *gorm.DB, group *database.GroupCommit) *Store {
 	if c == nil {
 		panic("idempotency: NewStore needs a Cipher")
 	}
-	o := storeOptions{read: db}
-	for _, opt := range opts {
-		opt(&o)
+	if read == nil {
+		read = db
 	}
-	return &Store{db: db, read: o.read, cipher: c, byScope: database.NewQuery(o.read, findQuery), group: o.group}
-}
-
-// StoreOption adjusts a Store.
-type StoreOption func(*storeOptions)
-
-type storeOptions struct {
-	read  *gorm.DB
-	group *database.GroupCommit
-}
-
-// WithGroupCommit sends the writes a request makes (Reserve, TakeOver,
-// Complete, MarkPending, Release) through g, which commits those of
-// concurrent requests together. For SQLite: see database.GroupCommit.
-func WithGroupCommit(g *database.GroupCommit) StoreOption {
-	return func(o *storeOptions) { o.group = g }
+	return &Store{db: db, read: read, cipher: c, byScope: database.NewQuery(read, findQuery), group: group}
 }
 
 // write runs one write statement of the request path: in the next group
@@ -87,16 +76,6 @@ func (s *Store) write(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) *gor
 		return &gorm.DB{Error: err}
 	}
 	return res
-}
-
-// WithReadPool makes Find, the read every keyed request makes, use read
-// (SQLite's read-only pool) rather than the pool that writes.
-func WithReadPool(read *gorm.DB) StoreOption {
-	return func(o *storeOptions) {
-		if read != nil {
-			o.read = read
-		}
-	}
 }
 
 // findQuery reads one record by its scope (the unique index): every column
