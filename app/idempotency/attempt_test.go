@@ -12,6 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -235,7 +236,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 					clock := testkit.NewClock(rec.CreatedAt.Add(time.Second))
 					rc := reconcilerFor(r, clock.Now, o.resume(db))
 					rc.cfg.Settle = time.Hour
-					lease := clock.Now().UTC().Truncate(time.Microsecond).Add(rc.cfg.Lease)
+					lease := dbtime.Stamp(clock.Now()).Add(rc.cfg.Lease)
 					if fault != nil {
 						fault.Arm(1)
 					}
@@ -292,7 +293,7 @@ func TestAttemptThatLostItsClaimIsNotRecorded(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		rec := seed(t, r.store, "k", nil)
-		stolen := utcNow().Add(3 * time.Hour)
+		stolen := dbtime.Now().Add(3 * time.Hour)
 		for _, res := range []struct {
 			res resumed
 			err error

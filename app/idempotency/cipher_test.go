@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -79,7 +80,7 @@ func TestCompleteClaimedEncrypts(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	s := NewStore(db.Gorm, testCipher(t), nil, nil)
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if _, ok, err := s.reserve(ctx, r); !ok || err != nil {
@@ -134,7 +135,7 @@ func TestKeyDigestIsKeyed(t *testing.T) {
 	if NewStore(db.Gorm, cipherOf(t, 2, bytes.Repeat([]byte{1}, 32)), nil, nil).KeyDigest(key) == d {
 		t.Error("KeyDigest is the same under another APP_KEY")
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	if _, ok, err := s.reserve(context.Background(), &Record{ConsumerID: "c1", Operation: "op", Key: key, RequestHash: "h",
 		Status: StatusPending, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}); !ok {
 		t.Fatalf("Reserve: %v", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -23,7 +24,7 @@ func TestDiscard(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := utcNow()
+		now := dbtime.Now()
 		due := now.Add(time.Hour)
 		failed := seed(t, s, "failed", func(r *Record) { r.Status, r.LockedUntil = StatusFailed, &due })
 		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, ptr.OrNil(PhaseReserved) })
@@ -103,14 +104,14 @@ func TestOperatorChangeFailures(t *testing.T) {
 		}{
 			{"record audit event intent.discarded", func() { insert.Arm(1) },
 				func() error {
-					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", utcNow(), Discardable, nil)
+					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", dbtime.Now(), Discardable, nil)
 					return err
 				}},
 			{"record audit event intent.retried", func() { insert.Arm(1) },
-				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), utcNow()); return err }},
+				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), dbtime.Now()); return err }},
 			{"discard intent", func() { update.Arm(1) },
 				func() error {
-					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", utcNow(), Discardable, nil)
+					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", dbtime.Now(), Discardable, nil)
 					return err
 				}},
 			{"find intent", func() { query.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
@@ -140,12 +141,12 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		past := utcNow().Add(-2 * time.Hour)
+		past := dbtime.Now().Add(-2 * time.Hour)
 		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
-		if _, err := s.discard(ctx, audit.Console(), r.Ref(), "why", utcNow(), Discardable, nil); err != nil {
+		if _, err := s.discard(ctx, audit.Console(), r.Ref(), "why", dbtime.Now(), Discardable, nil); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, dbtime.Now(), 10); n != 1 || err != nil {
 			t.Fatalf("Prune = %d, %v; want the expired discarded intent", n, err)
 		}
 		events, consumer, err := s.IntentEvents(ctx, r.Ref())
@@ -165,7 +166,7 @@ func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := utcNow()
+		now := dbtime.Now()
 		revoke := testOperation("things.destroy", nil)
 		revoke.RetryOnly = true
 		ops, err := NewOperations(testOperation("op", nil), revoke)

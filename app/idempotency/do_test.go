@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -199,8 +200,6 @@ func (s *stage) wantFingerprintOnly() {
 	s.wantRuns(runs)
 }
 
-func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
 var scenarios = []struct {
 	name string
 	play func(s *stage)
@@ -298,7 +297,7 @@ var scenarios = []struct {
 	}},
 	{"a live lease is in progress", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": utcNow().Add(time.Minute)})
+		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(time.Minute)})
 		if a := s.call(theIntent, s.made); !errors.Is(a.err, ErrInProgress) {
 			s.t.Errorf("answer = %+v, want ErrInProgress", a)
 		}
@@ -306,7 +305,7 @@ var scenarios = []struct {
 	}},
 	{"a stale lease is taken over", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": utcNow().Add(-time.Second)})
+		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 2 {
@@ -316,7 +315,7 @@ var scenarios = []struct {
 	{"an expired record runs as new", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
 		first := s.record()
-		s.tamper(map[string]any{"expires_at": utcNow().Add(-time.Second)})
+		s.tamper(map[string]any{"expires_at": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 || r.Ref() == first.Ref() {
@@ -348,7 +347,7 @@ var scenarios = []struct {
 		if r := s.record(); r == nil || r.Status != StatusDiscarded {
 			s.t.Fatalf("record = %+v, want still discarded", r)
 		}
-		s.tamper(map[string]any{"expires_at": utcNow().Add(-time.Second)})
+		s.tamper(map[string]any{"expires_at": dbtime.Now().Add(-time.Second)})
 		if a := s.call(`{"n":2}`, s.made); a.err != nil || a.status != http.StatusCreated {
 			s.t.Errorf("another intent once expired = %+v, want it executed", a)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -124,7 +125,7 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		past := now.Add(-time.Second)
 		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 			LockedUntil: &past, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}

@@ -321,7 +321,7 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 		return nil, fmt.Errorf("list due pending records: %w", err)
 	}
 	for i := range recs { // a record the current keys cannot open is the reconciler's to report, not the pass's end
-		if err := s.openRequest(&recs[i]); err != nil {
+		if err := s.open(&recs[i].RequestBody, "request", recs[i].ID); err != nil {
 			recs[i].RequestBody, recs[i].sealedErr = nil, err
 		}
 	}
@@ -332,12 +332,17 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 // pending record: of several reconcilers (replicas) reading the same record,
 // exactly one wins.
 func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
+	return s.casUpdate(ctx, "claim pending record", read, map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
+}
+
+// casUpdate applies set to read as it was read (casWhere), retried on a
+// lock conflict: false when it changed meanwhile. what names it in errors.
+func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set map[string]any) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
-			Updates(map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
+		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
 	})
 	if res.Error != nil {
-		return false, fmt.Errorf("claim pending record: %w", res.Error)
+		return false, fmt.Errorf("%s: %w", what, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -351,23 +356,21 @@ func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now ti
 // record is still claimed, due again once the lease ends, and the attempt
 // is not on record (the next one is).
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
-	if a == nil {
-		return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {
-			return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusPending, &lease).Updates(set)
-		}))
-	}
 	var res *gorm.DB
 	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
 		res = leaseHeld(tx.Model(&Record{}), r, StatusPending, &lease).Updates(set)
-		if res.Error != nil || res.RowsAffected != 1 {
-			return res.Error // nothing changed: no attempt to record
+		if res.Error != nil || res.RowsAffected != 1 || a == nil {
+			return res.Error // nothing changed, or no attempt to record
 		}
 		return recordAttempt(tx, r, a, now)
 	})
 	if err != nil {
 		return fmt.Errorf("settle pending record: %w", err)
 	}
-	return checkOne(res)
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
 }
 
 // completeClaimed stores the response that finishes a claimed pending record,
@@ -414,16 +417,6 @@ func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
-}
-
-func checkOne(res *gorm.DB) error {
-	if res.Error != nil {
-		return fmt.Errorf("settle pending record: %w", res.Error)
-	}
-	if res.RowsAffected != 1 {
-		return ErrLeaseLost
-	}
-	return nil
 }
 
 // PendingStats returns how many records are pending and when the oldest was

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -28,7 +29,7 @@ func TestReserveAndReleaseUnderContention(t *testing.T) {
 		for g := range 8 {
 			wg.Go(func() {
 				for i := range 100 {
-					now := time.Now().UTC().Truncate(time.Microsecond)
+					now := dbtime.Now()
 					lease := now.Add(time.Minute + time.Duration(g*1000+i)*time.Microsecond)
 					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 						LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -86,7 +87,7 @@ func (panickingResumer) Resume(context.Context, *Execution, *Record, bool) (Resp
 func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	s := NewStore(db.Gorm, testCipher(t), nil, nil)
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if _, ok, err := s.reserve(context.Background(), r); !ok {

@@ -3,10 +3,12 @@ package idempotency
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -108,7 +110,7 @@ func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find idempotency record: %w", err)
 	}
-	if err := s.openBody(&r); err != nil {
+	if err := s.open(&r.ResponseBody, "response", r.ID); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -127,30 +129,18 @@ func (s *Store) sealRequest(body []byte) ([]byte, error) {
 	return []byte(sealed), nil
 }
 
-// openRequest decrypts the stored request body of r in place, for a
-// resumption; one stored before it was sealed is read as it is.
-func (s *Store) openRequest(r *Record) error {
-	if len(r.RequestBody) == 0 || !s.cipher.Encrypted(string(r.RequestBody)) {
+// open decrypts a stored body of record id in place (what: "request",
+// for a resumption, or "response", for a replay); one stored before it was
+// sealed is read as it is.
+func (s *Store) open(body *[]byte, what string, id uint64) error {
+	if len(*body) == 0 || !s.cipher.Encrypted(string(*body)) {
 		return nil
 	}
-	body, err := s.cipher.Decrypt(string(r.RequestBody))
+	plain, err := s.cipher.Decrypt(string(*body))
 	if err != nil {
-		return fmt.Errorf("decrypt the request of idempotency record %d: %w", r.ID, err)
+		return fmt.Errorf("decrypt the %s of idempotency record %d: %w", what, id, err)
 	}
-	r.RequestBody = body
-	return nil
-}
-
-// openBody decrypts the stored response body of r in place, for a replay.
-func (s *Store) openBody(r *Record) error {
-	if len(r.ResponseBody) == 0 || !s.cipher.Encrypted(string(r.ResponseBody)) {
-		return nil // none, or stored before encryption at rest
-	}
-	body, err := s.cipher.Decrypt(string(r.ResponseBody))
-	if err != nil {
-		return fmt.Errorf("decrypt the response of idempotency record %d: %w", r.ID, err)
-	}
-	r.ResponseBody = body
+	*body = plain
 	return nil
 }
 
@@ -427,13 +417,8 @@ func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 // encodeHeaders writes the headers a replay repeats as "Name: value" lines,
 // sorted, which a replay sets without a JSON decode.
 func encodeHeaders(h map[string]string) string {
-	names := make([]string, 0, len(h))
-	for name := range h {
-		names = append(names, name)
-	}
-	slices.Sort(names)
 	var b strings.Builder
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
 		b.WriteString(name)
 		b.WriteString(": ")
 		b.WriteString(h[name])
@@ -482,11 +467,7 @@ func storedHeader(stored *string, name string) string {
 func bodyHash(method, route string, body []byte) string {
 	h := sha256.New()
 	for _, part := range [][]byte{[]byte(method), []byte(route), body} {
-		var n [8]byte
-		for i, l := 0, len(part); i < 8; i++ {
-			n[i] = byte(l >> (8 * i))
-		}
-		h.Write(n[:])
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(part))))
 		h.Write(part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
