@@ -303,26 +303,23 @@ func (s *Store) markPending(ctx context.Context, r *Record, about Response, now 
 
 // settle updates the record the caller owns; ErrLeaseLost when it no longer does.
 func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error {
-	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
-		return leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil).Updates(set)
-	})
-	if res.Error != nil {
-		return fmt.Errorf("settle idempotency record: %w", res.Error)
-	}
-	if res.RowsAffected != 1 {
-		return ErrLeaseLost
-	}
-	return nil
+	return s.owned(ctx, "settle", r, func(q *gorm.DB) *gorm.DB { return q.Updates(set) })
 }
 
 // release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
 func (s *Store) release(ctx context.Context, r *Record) error {
+	return s.owned(ctx, "release", r, func(q *gorm.DB) *gorm.DB { return q.Delete(&Record{}) })
+}
+
+// owned runs stmt (what, for its error) on the record the caller owns, a
+// write of the request path; ErrLeaseLost when it matched no row.
+func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *gorm.DB) *gorm.DB) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
-		return leaseHeld(db, r, StatusProcessing, r.LockedUntil).Delete(&Record{})
+		return stmt(leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil))
 	})
 	if res.Error != nil {
-		return fmt.Errorf("release idempotency record: %w", res.Error)
+		return fmt.Errorf("%s idempotency record: %w", what, res.Error)
 	}
 	if res.RowsAffected != 1 {
 		return ErrLeaseLost
