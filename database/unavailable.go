@@ -27,17 +27,10 @@ type UnavailableError struct {
 // code, which app/http, knowing no database package, answers 503.
 var ErrUnavailable error = fault.New("database_unavailable", "database unavailable")
 
-// UnavailableError implements app/idempotency's unavailable interface.
-var _ interface{ Unavailable() bool } = (*UnavailableError)(nil)
-
 func (e *UnavailableError) Error() string { return "database unavailable: " + e.Err.Error() }
 
 // Unwrap is ErrUnavailable, then the driver's error.
 func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
-
-// Unavailable tells app/idempotency, which knows no database package, that
-// the error is "retry later".
-func (e *UnavailableError) Unavailable() bool { return true }
 
 // MySQL server errors that mean "not now".
 var mysqlUnavailable = map[uint16]bool{

@@ -381,11 +381,11 @@ func TestPrunerDeletesExpiredDiscardedIntents(t *testing.T) {
 		id := a.record("order-4009").Ref()
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		a.discard(admin, id, `{"reason":"stale"}`).wantStatus(http.StatusOK)
-		if n, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n != 0 {
+		if n, _, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n != 0 {
 			t.Fatalf("prune before expiry: %d, %v; want nothing", n, err)
 		}
 		clk.Advance(2 * time.Hour)
-		if n, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n != 1 {
+		if n, _, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n != 1 {
 			t.Fatalf("prune after expiry: %d, %v; want the discarded intent", n, err)
 		}
 		a.do(http.MethodGet, "/api/intents/"+id, "", admin...).wantStatus(http.StatusNotFound)

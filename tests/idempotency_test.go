@@ -169,7 +169,7 @@ func TestIdempotencyFailedAttemptKeepsItsFingerprint(t *testing.T) {
 			if r.licenseData()["domain"] != "other.test" {
 				t.Errorf("expired key: %s, want a new execution of the other request", r.Body.String())
 			}
-			if n, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n < 1 || a.record("order-1006") != nil {
+			if n, _, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n < 1 || a.record("order-1006") != nil {
 				t.Errorf("prune = %d, %v; record %+v; want the expired failed attempt deleted", n, err, a.record("order-1006"))
 			}
 		})

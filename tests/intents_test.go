@@ -110,7 +110,7 @@ func TestFailedIntentHealsOnTheSlowSchedule(t *testing.T) {
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 			t.Fatalf("a failed intent was tried before RECONCILE_FAILED_INTERVAL: %q", got)
 		}
-		a.app.Pruner.RunOnce(context.Background()) // a failed intent is never pruned, expired or not
+		_, _, _ = a.app.Pruner.RunOnce(context.Background()) // a failed intent is never pruned, expired or not
 		clk.Advance(2 * time.Minute)
 		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("the slow retry: results %q, want completed", got)

@@ -239,7 +239,7 @@ func TestPruneExpiredRecordsInBatches(t *testing.T) {
 		if err := db.Gorm.CreateInBatches(recs, 1000).Error; err != nil {
 			t.Fatal(err)
 		}
-		n, err := a.app.Pruner.RunOnce(ctx)
+		n, _, err := a.app.Pruner.RunOnce(ctx)
 		if err != nil || n != 10000 {
 			t.Fatalf("pruned %d, %v; want 10000", n, err)
 		}

@@ -52,7 +52,7 @@ func TestBasePrunesAndFlushesActivity(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk.Set(now)
-		_, others, err := a.Pruner.RunOnceAll(ctx)
+		_, others, err := a.Pruner.RunOnce(ctx)
 		if err != nil || others[prunedActivity] != 1 {
 			t.Fatalf("prune = %v, %v; want the one activity hour older than 7 days", others, err)
 		}

@@ -119,14 +119,12 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		return nil, errors.Join(err, b.closeDB())
 	}
 	b.Config = cfg
-	storeOpts := []idempotency.StoreOption{idempotency.WithReadPool(b.Read)}
 	if b.DB.Dialector.Name() == database.SQLite {
 		// One writer: the reservations and settlements of concurrent requests
 		// share commits (MySQL groups its log flushes itself).
 		b.group = database.NewGroupCommit(b.DB, 0)
-		storeOpts = append(storeOpts, idempotency.WithGroupCommit(b.group))
 	}
-	b.Store = idempotency.NewStore(b.DB, b.Cipher, storeOpts...)
+	b.Store = idempotency.NewStore(b.DB, b.Cipher, b.Read, b.group)
 	b.Events = events.New(b.DB, b.Read, b.Cipher)
 	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
 	b.Activity = activity.New(activity.Config{DB: b.DB, Read: b.Read, Now: b.now, Log: log, Retry: database.RetryOnConflict})

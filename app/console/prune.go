@@ -17,7 +17,7 @@ func prune(ctx context.Context, e env) error {
 	if err != nil {
 		return err
 	}
-	n, others, err := b.Pruner.RunOnceAll(ctx)
+	n, others, err := b.Pruner.RunOnce(ctx)
 	fmt.Fprintf(e.stdout, "%d expired record(s) deleted\n", n)
 	fmt.Fprintf(e.stdout, "%d expired consumer event(s) deleted\n", others[prunedEvents])
 	fmt.Fprintf(e.stdout, "%d activity hour(s) older than 7 days deleted\n", others[prunedActivity])

@@ -12,6 +12,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Attempt is one attempt of the reconciler at an intent, as its
@@ -42,9 +45,6 @@ type Attempt struct {
 	Next *time.Time
 }
 
-// attemptTimeLayout is how Reason writes Next: the API's time format.
-const attemptTimeLayout = "2006-01-02T15:04:05.000000Z"
-
 // Reason is the attempt as its audit event's reason holds it:
 //
 //	attempt 3: completed
@@ -60,7 +60,7 @@ func (a Attempt) Reason() string {
 		fmt.Fprintf(&b, " (%s)", a.Class)
 	}
 	if a.Next != nil {
-		b.WriteString(", next at " + a.Next.UTC().Format(attemptTimeLayout))
+		b.WriteString(", next at " + a.Next.UTC().Format(events.TimeLayout))
 	}
 	return b.String()
 }
@@ -83,7 +83,7 @@ func ParseAttempt(reason string) (Attempt, error) {
 	n, _ := strconv.Atoi(m[1]) // nine digits at most: it fits
 	a := Attempt{Number: n, Result: m[2], Class: m[3]}
 	if m[4] != "" {
-		next, err := time.Parse(attemptTimeLayout, m[4])
+		next, err := time.Parse(events.TimeLayout, m[4])
 		if err != nil {
 			return Attempt{}, errNotAnAttempt
 		}
@@ -102,7 +102,7 @@ func recordAttempt(tx *gorm.DB, r *Record, a *Attempt, now time.Time) error {
 // Classes of a failed attempt that this package tells by itself, when the
 // error names none of its own (errorClass).
 const (
-	classDatabaseUnavailable = "database_unavailable" // the database could not serve (database.UnavailableError)
+	classDatabaseUnavailable = "database_unavailable" // the database could not serve (database.ErrUnavailable)
 	classTimeout             = "timeout"              // the attempt's work budget ran out
 	classCanceled            = "canceled"             // the attempt was stopped (the process is stopping)
 	classCannotFinish        = "cannot_finish"        // ErrAbandon, with no class of its cause's
@@ -111,22 +111,22 @@ const (
 )
 
 // errorClass says what class of failure err is, for an intent's attempt
-// history: the class the first error of its chain that has a method
-// ErrorClass() string names (a vendor's unavailability, a refusal, an
-// invalid stored request: the domain's errors name theirs), else one this
-// package tells (the Class constants). A class is a snake_case word of at
-// most 40 characters: one that is not is classError, so no text an error
-// carries (a vendor's body, a key, a token) ever reaches the trail.
+// history: the code of the application error in its chain (a vendor's
+// unavailability, a refusal, the database's unavailability: fault.Code),
+// fault.ClassInvalidInput for field errors (an invalid stored request),
+// else one this package tells (the Class constants). A class is a
+// snake_case word of at most 40 characters: one that is not is classError,
+// so no text an error carries (a vendor's body, a key, a token) ever
+// reaches the trail.
 func errorClass(err error) string {
-	var c interface{ ErrorClass() string }
-	if errors.As(err, &c) {
-		if class := c.ErrorClass(); className.MatchString(class) {
-			return class
-		}
+	if class := fault.Code(err); className.MatchString(class) {
+		return class
 	}
-	var u interface{ Unavailable() bool }
+	var fields *fault.Fields
 	switch {
-	case errors.As(err, &u) && u.Unavailable():
+	case errors.As(err, &fields):
+		return fault.ClassInvalidInput
+	case errors.Is(err, database.ErrUnavailable):
 		return classDatabaseUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return classTimeout
@@ -140,17 +140,3 @@ func errorClass(err error) string {
 
 // className is what a class may be.
 var className = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
-
-// classedError is an error of this package's that names its class.
-type classedError struct {
-	class string
-	err   error
-}
-
-func (e *classedError) Error() string { return e.err.Error() }
-
-// Unwrap exposes the cause.
-func (e *classedError) Unwrap() error { return e.err }
-
-// ErrorClass names the class (see errorClass).
-func (e *classedError) ErrorClass() string { return e.class }

@@ -12,16 +12,11 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
-
-// classed is an error of a domain that names its class, its text carrying
-// what must never reach the trail.
-type classed struct{ class, text string }
-
-func (e classed) Error() string      { return e.text }
-func (e classed) ErrorClass() string { return e.class }
 
 // secret is what a vendor's answer might carry: never in an attempt's reason.
 const secret = "LK-SECRET-0001 Bearer eyJhbGciOi vendor body {\"key\":1}"
@@ -96,25 +91,22 @@ func TestErrorClass(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret}), "vendor_unavailable"},
-		{fmt.Errorf("%w: stored request: %w", ErrAbandon, classed{"invalid_input", secret}), "invalid_input"},
-		{classed{secret, secret}, classError},
+		{fmt.Errorf("find vendor site: %w", fault.New("vendor_unavailable", secret)), "vendor_unavailable"},
+		{fmt.Errorf("%w: stored request: %w", ErrAbandon, &fault.Fields{Fields: map[string][]string{"domain": {secret}}}), "invalid_input"},
+		{fault.New(secret, secret), classError},
 		{fmt.Errorf("store license: %w", unavailable), classDatabaseUnavailable},
 		{fmt.Errorf("find vendor site: %w", context.DeadlineExceeded), classTimeout},
 		{context.Canceled, classCanceled},
 		{fmt.Errorf("%w: %w", ErrAbandon, errors.New(secret)), classCannotFinish},
-		{&classedError{class: classPanic, err: errors.New("resumer panicked: " + secret)}, classPanic},
+		{fault.New(classPanic, "resumer panicked: "+secret), classPanic},
 		{errors.New(secret), classError},
 	} {
 		if got := errorClass(tt.err); got != tt.want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if got := errorClass(classed{strings.Repeat("a", 41), ""}); got != classError {
+	if got := errorClass(fault.New(strings.Repeat("a", 41), "")); got != classError {
 		t.Errorf("a 41-letter class = %q, want %q", got, classError)
-	}
-	if e := (&classedError{class: classPanic, err: context.Canceled}); !errors.Is(e, context.Canceled) || e.Error() != context.Canceled.Error() {
-		t.Errorf("classedError hides its cause: %v", e)
 	}
 }
 
@@ -129,7 +121,7 @@ func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
 		script := []func(ctx context.Context, x *Execution) (Response, bool, error){
 			func(context.Context, *Execution) (Response, bool, error) { return Response{}, false, nil }, // too young: waiting
 			func(context.Context, *Execution) (Response, bool, error) {
-				return Response{}, false, fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret})
+				return Response{}, false, fmt.Errorf("find vendor site: %w", fault.New("vendor_unavailable", secret))
 			},
 			func(context.Context, *Execution) (Response, bool, error) { panic(secret) },
 			func(context.Context, *Execution) (Response, bool, error) {
@@ -210,7 +202,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 			return func(context.Context, *Execution, *Record) (Response, bool, error) { return res.resp, res.done, err }
 		}
 	}
-	vendorDown := classed{"vendor_unavailable", secret}
+	vendorDown := fault.New("vendor_unavailable", secret)
 	outcomes := []outcome{
 		{"completed", 1, returns(done, nil), StatusCompleted, ResultCompleted, ""},
 		{"completed with the domain's writes", 1, func(db *testdb.DB) func(context.Context, *Execution, *Record) (Response, bool, error) {
@@ -225,7 +217,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 		{"waiting", 1, returns(resumed{}, nil), StatusPending, ResultWaiting, ""},
 		{"retry", 1, returns(resumed{}, vendorDown), StatusPending, ResultRetry, "vendor_unavailable"},
 		{"failed, retried slowly", 5, returns(resumed{}, vendorDown), StatusFailed, ResultFailed, "vendor_unavailable"},
-		{"failed for good", 1, returns(resumed{}, fmt.Errorf("%w: %w", ErrAbandon, classed{"domain_taken", secret})), StatusFailed, ResultFailed, "domain_taken"},
+		{"failed for good", 1, returns(resumed{}, fmt.Errorf("%w: %w", ErrAbandon, fault.New("domain_taken", secret))), StatusFailed, ResultFailed, "domain_taken"},
 		{"superseded", 1, returns(resumed{}, fmt.Errorf("made by another: %w", ErrSuperseded)), StatusSuperseded, ResultSuperseded, ""},
 	}
 	notTheClaim := func(tx *gorm.DB) bool {
@@ -244,7 +236,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 					clock := testkit.NewClock(rec.CreatedAt.Add(time.Second))
 					rc := reconcilerFor(r, clock.Now, o.resume(db))
 					rc.cfg.Settle = time.Hour
-					lease := clock.Now().UTC().Truncate(time.Microsecond).Add(rc.cfg.Lease)
+					lease := dbtime.Stamp(clock.Now()).Add(rc.cfg.Lease)
 					if fault != nil {
 						fault.Arm(1)
 					}
@@ -301,11 +293,11 @@ func TestAttemptThatLostItsClaimIsNotRecorded(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		rec := seed(t, r.store, "k", nil)
-		stolen := utcNow().Add(3 * time.Hour)
+		stolen := dbtime.Now().Add(3 * time.Hour)
 		for _, res := range []struct {
 			res resumed
 			err error
-		}{{done, nil}, {resumed{}, classed{"vendor_unavailable", secret}}, {resumed{}, ErrSuperseded}} {
+		}{{done, nil}, {resumed{}, fault.New("vendor_unavailable", secret)}, {resumed{}, ErrSuperseded}} {
 			r.tamper("k", map[string]any{"locked_until": nil})
 			rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 				r.tamper("k", map[string]any{"locked_until": stolen})

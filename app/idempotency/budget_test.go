@@ -36,7 +36,7 @@ func TestOwnedWorkIsDetachedWithinTheBudget(t *testing.T) {
 		cancelled = ctx.Err()
 		return Response{Status: http.StatusNoContent}, nil
 	})
-	g := newTestGuard(t, Config{Store: NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t)), LockTimeout: lease}, op)
+	g := newTestGuard(t, Config{Store: NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t), nil, nil), LockTimeout: lease}, op)
 	for name, key := range map[string]string{"keyed": "k-1", "keyless": ""} {
 		t.Run(name, func(t *testing.T) {
 			e := echo.New()

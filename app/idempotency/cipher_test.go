@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -77,9 +78,9 @@ func TestLegacyPlaintextBodyReplays(t *testing.T) {
 // The reconciler's completion is sealed too.
 func TestCompleteClaimedEncrypts(t *testing.T) {
 	db := testdb.New(t, "sqlite")
-	s := NewStore(db.Gorm, testCipher(t))
+	s := NewStore(db.Gorm, testCipher(t), nil, nil)
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if _, ok, err := s.reserve(ctx, r); !ok || err != nil {
@@ -108,7 +109,7 @@ func TestUndecryptableBodyIsAnError(t *testing.T) {
 	h := newHarness(t, db)
 	h.run = text(http.StatusCreated, "LK-secret")
 	h.post("k", `{"a":1}`)
-	_, err := NewStore(db.Gorm, cipherOf(t, 9)).find(context.Background(), scope{ConsumerID: "c1", Operation: "things.store", Key: "k"})
+	_, err := NewStore(db.Gorm, cipherOf(t, 9), nil, nil).find(context.Background(), scope{ConsumerID: "c1", Operation: "things.store", Key: "k"})
 	if !errors.Is(err, crypt.ErrDecrypt) {
 		t.Fatalf("Find under another key = %v, want ErrDecrypt", err)
 	}
@@ -122,19 +123,19 @@ func TestUndecryptableBodyIsAnError(t *testing.T) {
 func TestKeyDigestIsKeyed(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	key := "very-secret-idempotency-key-42"
-	s := NewStore(db.Gorm, cipherOf(t, 1))
+	s := NewStore(db.Gorm, cipherOf(t, 1), nil, nil)
 	d := s.KeyDigest(key)
 	sum := sha256.Sum256([]byte(key))
 	if d == hex.EncodeToString(sum[:6]) || len(d) != 12 {
 		t.Errorf("KeyDigest = %q, want 12 hex characters of a keyed digest", d)
 	}
-	if NewStore(db.Gorm, cipherOf(t, 1, bytes.Repeat([]byte{2}, 32))).KeyDigest(key) != d {
+	if NewStore(db.Gorm, cipherOf(t, 1, bytes.Repeat([]byte{2}, 32)), nil, nil).KeyDigest(key) != d {
 		t.Error("KeyDigest differs for one APP_KEY")
 	}
-	if NewStore(db.Gorm, cipherOf(t, 2, bytes.Repeat([]byte{1}, 32))).KeyDigest(key) == d {
+	if NewStore(db.Gorm, cipherOf(t, 2, bytes.Repeat([]byte{1}, 32)), nil, nil).KeyDigest(key) == d {
 		t.Error("KeyDigest is the same under another APP_KEY")
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	if _, ok, err := s.reserve(context.Background(), &Record{ConsumerID: "c1", Operation: "op", Key: key, RequestHash: "h",
 		Status: StatusPending, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}); !ok {
 		t.Fatalf("Reserve: %v", err)
@@ -151,5 +152,5 @@ func TestNewStoreRefusesNoCipher(t *testing.T) {
 			t.Error("NewStore without a Cipher did not panic")
 		}
 	}()
-	NewStore(nil, nil)
+	NewStore(nil, nil, nil, nil)
 }

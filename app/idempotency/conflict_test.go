@@ -10,6 +10,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -37,9 +38,9 @@ func TestStoreRetriesALostLockConflict(t *testing.T) {
 		if err := db.Gorm.Callback().Update().Before("gorm:update").Register("test:lock_wait_timeout_once", timeout); err != nil {
 			t.Fatal(err)
 		}
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		lease := now.Add(time.Minute)
 		r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 			LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -196,7 +197,7 @@ func (g *Guard) keepPending(a *attempt, about Response, herr error) error {
 	if about.ExternalRef == "" && errors.As(herr, &r) {
 		about.ExternalRef = r.ExternalRef() // what the pending intent is known by at the vendor
 	}
-	rec.ExternalRef = nullable(about.ExternalRef)
+	rec.ExternalRef = ptr.OrNil(about.ExternalRef)
 	if err := g.cfg.Store.markPending(ctx, rec, about, g.now()); err != nil {
 		if g.supersededMeanwhile(ctx, err, rec) {
 			g.tell(a, rec, "superseded")
@@ -222,7 +223,7 @@ func (g *Guard) settle(a *attempt, x *Execution, resp Response, outcome string) 
 	rec := a.rec
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
-	rec.ExternalRef = nullable(resp.ExternalRef)
+	rec.ExternalRef = ptr.OrNil(resp.ExternalRef)
 	var err error
 	switch {
 	case x.finished: // completed by Finish, with its local writes
@@ -361,7 +362,7 @@ func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) err
 // Idempotent-Replayed. A Do caller reads its Outcome's fields too.
 func stored(r *Record) (Response, error) {
 	resp := Response{Status: http.StatusOK, Headers: map[string]string{}, Body: r.ResponseBody,
-		ResourceType: deref(r.ResourceType), ResourceID: deref(r.ResourceID), ExternalRef: deref(r.ExternalRef)}
+		ResourceType: ptr.Deref(r.ResourceType), ResourceID: ptr.Deref(r.ResourceID), ExternalRef: ptr.Deref(r.ExternalRef)}
 	if r.ResponseStatus != nil {
 		resp.Status = *r.ResponseStatus
 	}

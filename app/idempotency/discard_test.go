@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/fault"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -21,12 +23,12 @@ var auditTable = audit.Event{}.TableName()
 // changes nothing.
 func TestDiscard(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := utcNow()
+		now := dbtime.Now()
 		due := now.Add(time.Hour)
 		failed := seed(t, s, "failed", func(r *Record) { r.Status, r.LockedUntil = StatusFailed, &due })
-		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, nullable(PhaseReserved) })
+		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, ptr.OrNil(PhaseReserved) })
 		by := audit.ByToken("ops-consumer", "ops-token", "req-1")
 
 		in, err := s.discard(ctx, by, failed.Ref(), "  no longer wanted ", now, Discardable, nil)
@@ -43,8 +45,8 @@ func TestDiscard(t *testing.T) {
 		}
 		e := events[0]
 		if e.Event != audit.IntentDiscarded || e.SubjectType != audit.SubjectIntent || e.SubjectID != failed.Ref() || e.Actor != audit.ActorToken ||
-			deref(e.ActorTokenID) != "ops-token" || deref(e.ActorConsumerID) != "ops-consumer" || deref(e.RequestID) != "req-1" ||
-			deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
+			ptr.Deref(e.ActorTokenID) != "ops-token" || ptr.Deref(e.ActorConsumerID) != "ops-consumer" || ptr.Deref(e.RequestID) != "req-1" ||
+			ptr.Deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
 			t.Errorf("event = %+v", e)
 		}
 		if in, err := s.discard(ctx, audit.Console(), abandoned.Ref(), "stale", now, Discardable, nil); err != nil || in.Status != StatusDiscarded {
@@ -89,7 +91,7 @@ func TestDiscard(t *testing.T) {
 // what failed.
 func TestOperatorChangeFailures(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		failed := seed(t, s, "failed", func(r *Record) { r.Status = StatusFailed })
 		insert := testdb.Inject(t, db.Gorm, "create", auditTable, nil, errInjected)
@@ -103,14 +105,14 @@ func TestOperatorChangeFailures(t *testing.T) {
 		}{
 			{"record audit event intent.discarded", func() { insert.Arm(1) },
 				func() error {
-					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", utcNow(), Discardable, nil)
+					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", dbtime.Now(), Discardable, nil)
 					return err
 				}},
 			{"record audit event intent.retried", func() { insert.Arm(1) },
-				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), utcNow()); return err }},
+				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), dbtime.Now()); return err }},
 			{"discard intent", func() { update.Arm(1) },
 				func() error {
-					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", utcNow(), Discardable, nil)
+					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", dbtime.Now(), Discardable, nil)
 					return err
 				}},
 			{"find intent", func() { query.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
@@ -138,14 +140,14 @@ func TestOperatorChangeFailures(t *testing.T) {
 // ErrIntentNotFound.
 func TestIntentEventsOutliveTheIntent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		past := utcNow().Add(-2 * time.Hour)
+		past := dbtime.Now().Add(-2 * time.Hour)
 		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
-		if _, err := s.discard(ctx, audit.Console(), r.Ref(), "why", utcNow(), Discardable, nil); err != nil {
+		if _, err := s.discard(ctx, audit.Console(), r.Ref(), "why", dbtime.Now(), Discardable, nil); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, dbtime.Now(), 10); n != 1 || err != nil {
 			t.Fatalf("Prune = %d, %v; want the expired discarded intent", n, err)
 		}
 		events, consumer, err := s.IntentEvents(ctx, r.Ref())
@@ -163,9 +165,9 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 // statuses), nothing changes, no event; the operations list names it.
 func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := utcNow()
+		now := dbtime.Now()
 		revoke := testOperation("things.destroy", nil)
 		revoke.RetryOnly = true
 		ops, err := NewOperations(testOperation("op", nil), revoke)

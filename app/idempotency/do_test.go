@@ -14,6 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -122,7 +124,7 @@ var scenarioOperation = testOperation("things.store", func(ctx context.Context) 
 })
 
 func newGuard(t testing.TB, db *testdb.DB) (*Guard, *Store) {
-	s := NewStore(db.Gorm, testCipher(t))
+	s := NewStore(db.Gorm, testCipher(t), nil, nil)
 	return newTestGuard(t, Config{Store: s, TTL: time.Hour, LockTimeout: time.Minute}, scenarioOperation), s
 }
 
@@ -197,8 +199,6 @@ func (s *stage) wantFingerprintOnly() {
 	}
 	s.wantRuns(runs)
 }
-
-func utcNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 var scenarios = []struct {
 	name string
@@ -287,7 +287,7 @@ var scenarios = []struct {
 		if !errors.Is(a.err, ErrPending) {
 			s.t.Errorf("err = %v, want ErrPending", a.err)
 		}
-		if r := s.record(); r == nil || r.Status != StatusPending || deref(r.ExternalRef) != "site.test" {
+		if r := s.record(); r == nil || r.Status != StatusPending || ptr.Deref(r.ExternalRef) != "site.test" {
 			s.t.Errorf("record = %+v, want pending with the error's reference", r)
 		}
 		if a := s.call(theIntent, s.made); !errors.Is(a.err, ErrPending) {
@@ -297,7 +297,7 @@ var scenarios = []struct {
 	}},
 	{"a live lease is in progress", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": utcNow().Add(time.Minute)})
+		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(time.Minute)})
 		if a := s.call(theIntent, s.made); !errors.Is(a.err, ErrInProgress) {
 			s.t.Errorf("answer = %+v, want ErrInProgress", a)
 		}
@@ -305,7 +305,7 @@ var scenarios = []struct {
 	}},
 	{"a stale lease is taken over", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": utcNow().Add(-time.Second)})
+		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 2 {
@@ -315,7 +315,7 @@ var scenarios = []struct {
 	{"an expired record runs as new", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
 		first := s.record()
-		s.tamper(map[string]any{"expires_at": utcNow().Add(-time.Second)})
+		s.tamper(map[string]any{"expires_at": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 || r.Ref() == first.Ref() {
@@ -347,7 +347,7 @@ var scenarios = []struct {
 		if r := s.record(); r == nil || r.Status != StatusDiscarded {
 			s.t.Fatalf("record = %+v, want still discarded", r)
 		}
-		s.tamper(map[string]any{"expires_at": utcNow().Add(-time.Second)})
+		s.tamper(map[string]any{"expires_at": dbtime.Now().Add(-time.Second)})
 		if a := s.call(`{"n":2}`, s.made); a.err != nil || a.status != http.StatusCreated {
 			s.t.Errorf("another intent once expired = %+v, want it executed", a)
 		}

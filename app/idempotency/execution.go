@@ -88,7 +88,7 @@ func (x *Execution) Start(ctx context.Context) error {
 // or with effect's error as it is.
 func (x *Execution) Finish(ctx context.Context, effect func(tx *gorm.DB) (Response, error)) (Response, error) {
 	var resp Response
-	err := transact(ctx, x.store.db, func(tx *gorm.DB) (err error) {
+	err := database.Transact(ctx, x.store.db, database.RetryOnConflict, func(tx *gorm.DB) (err error) {
 		if resp, err = effect(tx); err != nil {
 			return err
 		}
@@ -135,14 +135,6 @@ func (x *Execution) complete(tx *gorm.DB, resp Response) error {
 // license a create was for).
 func (x *Execution) Supersede(tx *gorm.DB, operation, subject string) error {
 	return x.store.supersede(tx, x.rec.ConsumerID, operation, subject, 0, x.now())
-}
-
-// transact runs fn in one transaction on db, and again, whole, while it
-// loses a lock conflict (a deadlock rolled all of it back).
-func transact(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error) error {
-	return database.RetryOnConflict(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: db.WithContext(ctx).Transaction(fn)}
-	}).Error
 }
 
 // ErrSuperseded answers a request whose intent was superseded while it ran

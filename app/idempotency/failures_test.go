@@ -19,6 +19,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -53,7 +54,7 @@ func newRig(t *testing.T, db *testdb.DB, ops ...AnyOperation) *rig {
 
 func newRigWith(t *testing.T, db *testdb.DB, c Cipher, ops ...AnyOperation) *rig {
 	t.Helper()
-	r := &rig{t: t, db: db, store: NewStore(db.Gorm, c), log: &testkit.Buffer{}}
+	r := &rig{t: t, db: db, store: NewStore(db.Gorm, c, nil, nil), log: &testkit.Buffer{}}
 	r.g = newTestGuard(t, Config{Store: r.store, TTL: time.Hour, LockTimeout: time.Minute, Log: r.logger(),
 		Observe: func(_, outcome string) {
 			r.mu.Lock()
@@ -119,7 +120,7 @@ func made(context.Context) (Response, error) {
 // seed inserts a record of consumer c1 for key, changed by mut first.
 func seed(t *testing.T, s *Store, key string, mut func(*Record)) *Record {
 	t.Helper()
-	now := utcNow()
+	now := dbtime.Now()
 	rec := &Record{ConsumerID: "c1", Operation: "op", Key: key, RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if mut != nil {
@@ -256,7 +257,7 @@ func TestFailedTakeOverIsNotRecorded(t *testing.T) {
 // caller still hears what the work answered, and the record stays as the
 // settle found it, for a retry to take over once the lease ends.
 func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
-	stolen := utcNow().Add(3 * time.Hour)
+	stolen := dbtime.Now().Add(3 * time.Hour)
 	for _, tt := range []struct {
 		name    string
 		cipher  func(t *testing.T) Cipher
@@ -366,7 +367,7 @@ func (s *stepsOp) op() Operation[struct{}] {
 // ErrLeaseLost, both left to their new owner as they are; a failed read of
 // why is an error of its own.
 func TestStartedFailures(t *testing.T) {
-	stolen := utcNow().Add(3 * time.Hour)
+	stolen := dbtime.Now().Add(3 * time.Hour)
 	for _, tt := range []struct {
 		name    string
 		before  func(r *rig, t *testing.T)
@@ -437,7 +438,7 @@ func subjectOp(db *testdb.DB, before func(ctx context.Context)) Operation[string
 		Subject: func(in string) string { return in },
 		Run: func(ctx context.Context, x *Execution, in string) (Response, error) {
 			before(ctx)
-			now := utcNow()
+			now := dbtime.Now()
 			return x.Finish(ctx, func(tx *gorm.DB) (Response, error) {
 				err := tx.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", in, in, now, now).Error
 				return Response{Status: http.StatusCreated, Body: []byte("made " + in)}, err
@@ -472,7 +473,7 @@ func serve(g *Guard, op Operation[string], key, body string) (*httptest.Response
 // are errors, and the key is released (the record kept abandoned, for its
 // fingerprint).
 func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
-	stolen := utcNow().Add(3 * time.Hour)
+	stolen := dbtime.Now().Add(3 * time.Hour)
 	for _, tt := range []struct {
 		name    string
 		cipher  func(t *testing.T) Cipher
@@ -675,8 +676,8 @@ func TestClosedGroupCommitRefusesTheWrite(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	g := database.NewGroupCommit(db.Gorm, 0)
 	g.Close()
-	s := NewStore(db.Gorm, testCipher(t), WithGroupCommit(g))
-	now := utcNow()
+	s := NewStore(db.Gorm, testCipher(t), nil, g)
+	now := dbtime.Now()
 	lease := now.Add(time.Minute)
 	rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 		LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}

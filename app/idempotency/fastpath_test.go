@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		var binds atomic.Int32
-		store := NewStore(db.Gorm, testCipher(t))
+		store := NewStore(db.Gorm, testCipher(t), nil, nil)
 		op := Operation[struct{}]{
 			Name: "things.store",
 			Run: func(context.Context, *Execution, struct{}) (Response, error) {
@@ -103,7 +104,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
-		store := NewStore(db.Gorm, testCipher(t))
+		store := NewStore(db.Gorm, testCipher(t), nil, nil)
 		sc := scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
 		prefetch := func(store *Store) lookup {
 			t.Helper()
@@ -140,12 +141,12 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		}
 		if fast.ID != full.ID || fast.Status != StatusCompleted || *fast.BodyHash != hash || *fast.ResponseStatus != http.StatusCreated ||
 			*fast.ResponseHeaders != *full.ResponseHeaders || string(fast.ResponseBody) != `{"made":true}` ||
-			deref(fast.ExternalRef) != ref || !fast.ExpiresAt.Equal(full.ExpiresAt) ||
+			ptr.Deref(fast.ExternalRef) != ref || !fast.ExpiresAt.Equal(full.ExpiresAt) ||
 			fast.ConsumerID != sc.ConsumerID || fast.Operation != sc.Operation || fast.Key != sc.Key {
 			t.Errorf("the Prefetch read %+v, want what Find reads of it: %+v", fast, full)
 		}
 		// A body no configured key opens fails the read.
-		if l := prefetch(NewStore(db.Gorm, cipherOf(t, 9))); l.err == nil {
+		if l := prefetch(NewStore(db.Gorm, cipherOf(t, 9), nil, nil)); l.err == nil {
 			t.Error("a body sealed under another key was read")
 		}
 	})

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -126,15 +129,15 @@ func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedB
 	id := ulid.Make().String()
 	return &Record{
 		PublicID:      &id,
-		RequestedBy:   nullable(requestedBy),
+		RequestedBy:   ptr.OrNil(requestedBy),
 		ConsumerID:    sc.ConsumerID,
 		Operation:     sc.Operation,
 		Key:           sc.Key,
 		RequestHash:   requestHash,
 		RequestBody:   body,
 		Status:        StatusProcessing,
-		Phase:         nullable(PhaseReserved),
-		CorrelationID: nullable(correlationID),
+		Phase:         ptr.OrNil(PhaseReserved),
+		CorrelationID: ptr.OrNil(correlationID),
 		LockedUntil:   &lease,
 		Attempts:      1,
 		CreatedAt:     now,
@@ -144,14 +147,13 @@ func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedB
 }
 
 // now is the clock, in UTC to the microsecond, as both databases store it.
-func (g *Guard) now() time.Time { return g.cfg.Now().UTC().Truncate(time.Microsecond) }
+func (g *Guard) now() time.Time { return dbtime.Stamp(g.cfg.Now()) }
 
 // notRecorded is the answer when the store failed before the work began:
 // ErrNotRecorded (503, retry) when the database is unavailable for now; any
 // other failure is returned as it is (a bug is a 500, not "retry").
 func notRecorded(err error) error {
-	var u interface{ Unavailable() bool }
-	if errors.As(err, &u) && u.Unavailable() {
+	if errors.Is(err, database.ErrUnavailable) {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	return err
@@ -193,7 +195,7 @@ func (g *Guard) note(r *Record, outcome string) []slog.Attr {
 		slog.Any("key_digest", keyDigest{store: g.cfg.Store, key: r.Key}),
 		slog.String("outcome", outcome),
 	}
-	if ref := deref(r.ExternalRef); ref != "" {
+	if ref := ptr.Deref(r.ExternalRef); ref != "" {
 		attrs = append(attrs, slog.String("vendor_ref", ref))
 	}
 	return attrs

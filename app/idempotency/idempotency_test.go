@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -33,7 +34,7 @@ func newHarness(t testing.TB, db *testdb.DB) *harness {
 // newHarnessWith is newHarness with a Cipher of the test's choosing.
 func newHarnessWith(t testing.TB, db *testdb.DB, c Cipher) *harness {
 	t.Helper()
-	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm, c)}
+	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm, c, nil, nil)}
 	op := testOperation("things.store", func(ctx context.Context) (Response, error) {
 		h.runs.Add(1)
 		return h.run(ctx)
@@ -122,9 +123,9 @@ func TestFailedRecordIsExecutedAgain(t *testing.T) {
 // Many contenders take over one abandoned record at once: exactly one wins.
 func TestTakeOverIsACompareAndSet(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		past := now.Add(-time.Second)
 		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 			LockedUntil: &past, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -182,7 +183,7 @@ func TestCanonical(t *testing.T) {
 	if Fingerprint("POST", "/a", []byte("x")) == Fingerprint("POST", "/b", []byte("x")) {
 		t.Error("the route is not part of the fingerprint")
 	}
-	if d := NewStore(nil, testCipher(t)).KeyDigest("secret"); strings.Contains(d, "secret") || len(d) != 12 {
+	if d := NewStore(nil, testCipher(t), nil, nil).KeyDigest("secret"); strings.Contains(d, "secret") || len(d) != 12 {
 		t.Errorf("KeyDigest = %q", d)
 	}
 }

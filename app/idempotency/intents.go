@@ -12,6 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // Intent is a record as an operator or its consumer may see it: never the
@@ -60,8 +61,8 @@ func (s *Store) intent(r *Record) Intent {
 	in := Intent{
 		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
 		KeyDigest: s.KeyDigest(r.Key), Auto: strings.HasPrefix(r.Key, autoPrefix),
-		ExternalRef: deref(r.ExternalRef), ResourceType: deref(r.ResourceType), ResourceID: deref(r.ResourceID),
-		CorrelationID: deref(r.CorrelationID), RequestedBy: deref(r.RequestedBy),
+		ExternalRef: ptr.Deref(r.ExternalRef), ResourceType: ptr.Deref(r.ResourceType), ResourceID: ptr.Deref(r.ResourceID),
+		CorrelationID: ptr.Deref(r.CorrelationID), RequestedBy: ptr.Deref(r.RequestedBy),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.ConsumerID == SystemConsumer {
@@ -125,15 +126,20 @@ func (s *Store) Intents(ctx context.Context, f IntentFilter) ([]Intent, int64, e
 // Intent returns the intent with that public id; when consumerID is not
 // empty, only if it is that consumer's. ErrIntentNotFound otherwise.
 func (s *Store) Intent(ctx context.Context, consumerID, id string) (Intent, error) {
-	r, err := s.byPublicID(ctx, consumerID, id)
+	r, err := s.byPublicID(ctx, consumerID, id, intentColumns)
 	if err != nil {
 		return Intent{}, err
 	}
 	return s.intent(r), nil
 }
 
-func (s *Store) byPublicID(ctx context.Context, consumerID, id string) (*Record, error) {
-	q := s.db.WithContext(ctx).Select(intentColumns).Where("public_id = ?", id)
+// byPublicID reads the intent id (when consumerID is not empty, only that
+// consumer's): columns of it, or every one when columns is nil.
+func (s *Store) byPublicID(ctx context.Context, consumerID, id string, columns []string) (*Record, error) {
+	q := s.db.WithContext(ctx).Where("public_id = ?", id)
+	if columns != nil {
+		q = q.Select(columns)
+	}
 	if consumerID != "" {
 		q = q.Where("consumer_id = ?", consumerID)
 	}
@@ -210,29 +216,27 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 	}
 	change.SubjectType, change.SubjectID = audit.SubjectIntent, id
 	changed := false
-	err := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			q := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from)
-			if lease != nil {
-				q = q.Where("locked_until = ?", *lease)
-			}
-			if len(exceptOperations) > 0 {
-				q = q.Where("operation NOT IN ?", exceptOperations)
-			}
-			res := q.Updates(set)
-			if res.Error != nil {
-				return fmt.Errorf("%s: %w", what, res.Error)
-			}
-			if changed = res.RowsAffected == 1; !changed {
-				return nil
-			}
-			return audit.Record(tx, by, change, now)
-		})}
-	}).Error
+	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
+		q := tx.Model(&Record{}).Where("public_id = ? AND status IN ?", id, from)
+		if lease != nil {
+			q = q.Where("locked_until = ?", *lease)
+		}
+		if len(exceptOperations) > 0 {
+			q = q.Where("operation NOT IN ?", exceptOperations)
+		}
+		res := q.Updates(set)
+		if res.Error != nil {
+			return fmt.Errorf("%s: %w", what, res.Error)
+		}
+		if changed = res.RowsAffected == 1; !changed {
+			return nil
+		}
+		return audit.Record(tx, by, change, now)
+	})
 	if err != nil {
 		return Intent{}, err
 	}
-	r, err := s.byPublicID(ctx, "", id)
+	r, err := s.byPublicID(ctx, "", id, intentColumns)
 	if err != nil {
 		return Intent{}, err
 	}
@@ -249,7 +253,7 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 // names it.
 func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, string, error) {
 	consumerID := ""
-	r, err := s.byPublicID(ctx, "", id)
+	r, err := s.byPublicID(ctx, "", id, intentColumns)
 	switch {
 	case err == nil:
 		consumerID = r.ConsumerID
@@ -393,31 +397,21 @@ func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
 // discardable reads the intent id with everything its operation's
 // BeforeDiscard may need (its subject, phase and stored request).
 func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
-	var r Record
-	err := s.db.WithContext(ctx).Where("public_id = ?", id).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrIntentNotFound
-	}
+	r, err := s.byPublicID(ctx, "", id, nil)
 	if err != nil {
-		return nil, fmt.Errorf("find intent: %w", err)
+		return nil, err
 	}
-	if err := s.openRequest(&r); err != nil {
+	if err := s.open(&r.RequestBody, "request", r.ID); err != nil {
 		r.RequestBody, r.sealedErr = nil, err
 	}
-	return &r, nil
+	return r, nil
 }
 
 // claimForDiscard makes read processing under lease, as it was read: false
 // when it changed meanwhile.
 func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
-	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
-			Updates(map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
-	})
-	if res.Error != nil {
-		return false, fmt.Errorf("claim intent for discard: %w", res.Error)
-	}
-	return res.RowsAffected == 1, nil
+	return s.casUpdate(ctx, "claim intent for discard", read,
+		map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
 }
 
 // unclaim puts back what claimForDiscard changed on read, while the claim

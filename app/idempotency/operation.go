@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // Operation is a guarded write, declared once: its name, how it runs as
@@ -208,7 +210,7 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 	rec := g.makeRecord(sc, Fingerprint(r.Method, r.Route, intent), canonical, r.TokenID, r.RequestID)
 	rec.BodyHash = &hash
 	if op.Subject != nil {
-		rec.Subject = nullable(op.Subject(in))
+		rec.Subject = ptr.OrNil(op.Subject(in))
 	}
 	a := &attempt{rec: rec, prior: prior, parent: ctx, caller: r.Caller,
 		work: func(ctx context.Context, x *Execution) (Response, error) { return op.Run(ctx, x, in) }}

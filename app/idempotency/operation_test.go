@@ -43,7 +43,7 @@ func TestNewOperationsRefusesWhatCannotBeServed(t *testing.T) {
 
 // A guard needs the list, and serves nothing that is not on it.
 func TestGuardServesOnlyDeclaredOperations(t *testing.T) {
-	store := NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t))
+	store := NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t), nil, nil)
 	if _, err := New(Config{Store: store}); err == nil {
 		t.Error("New without Operations succeeded")
 	}

@@ -79,7 +79,7 @@ func (p *Prefetch) lookup(sc scope) (lookup, bool) {
 	r := p.rec
 	r.ID, r.Status, r.ExpiresAt = uint64(p.id.Int64), p.status.String, *p.expires
 	r.ConsumerID, r.Operation, r.Key = sc.ConsumerID, sc.Operation, sc.Key
-	if err := p.store.openBody(&r); err != nil {
+	if err := p.store.open(&r.ResponseBody, "response", r.ID); err != nil {
 		return lookup{done: true, err: err}, true
 	}
 	return lookup{done: true, rec: &r}, true

@@ -29,12 +29,12 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 				return Response{}, false, nil
 			},
 		}
-		live := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour}, op)
+		live := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t), nil, nil), TTL: time.Hour}, op)
 		gone := testdb.New(t, db.Dialect)
 		goneDB, _ := gone.Gorm.DB()
 		goneDB.Close()
 		// The guard under test writes to the database and reads through a pool that is gone.
-		blind := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t), WithReadPool(gone.Gorm)), TTL: time.Hour}, op)
+		blind := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t), gone.Gorm, nil), TTL: time.Hour}, op)
 
 		type answer struct {
 			Code   int

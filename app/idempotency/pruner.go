@@ -58,15 +58,9 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 }
 
 // RunOnce deletes every expired record, then runs the other prunes (Also),
-// and returns how many records it deleted (RunOnceAll tells the others').
-func (p *Pruner) RunOnce(ctx context.Context) (int64, error) {
-	n, _, err := p.RunOnceAll(ctx)
-	return n, err
-}
-
-// RunOnceAll is RunOnce, returning too how many rows each other prune
-// deleted, by name. An error of one does not stop the others.
-func (p *Pruner) RunOnceAll(ctx context.Context) (int64, map[string]int64, error) {
+// and returns how many records it deleted and how many rows each other
+// prune deleted, by name. An error of one does not stop the others.
+func (p *Pruner) RunOnce(ctx context.Context) (int64, map[string]int64, error) {
 	now := p.cfg.Now().UTC()
 	n, err := p.cfg.Store.prune(ctx, now, p.cfg.Batch)
 	if n > 0 {
@@ -86,7 +80,7 @@ func (p *Pruner) RunOnceAll(ctx context.Context) (int64, map[string]int64, error
 // Run prunes every Interval (with jitter) until ctx ends.
 func (p *Pruner) Run(ctx context.Context) {
 	for {
-		n, others, err := p.RunOnceAll(ctx)
+		n, others, err := p.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			p.cfg.Log.Error("prune", "error", err)
 		}

@@ -12,6 +12,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // ErrAbandon is returned (wrapped) by a Resume when the intent can never be
@@ -164,7 +167,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 	if expires.Before(rec.ExpiresAt) {
 		expires = rec.ExpiresAt
 	}
-	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID)},
+	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: ptr.Deref(rec.RequestedBy), RequestID: ptr.Deref(rec.CorrelationID)},
 		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
 		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
 	var resp Response
@@ -186,7 +189,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 	r.cfg.Observe(result)
 	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
 	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
-		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID)}
+		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", ptr.Deref(rec.CorrelationID)}
 	if err != nil { // no error=<nil> on a success
 		attrs = append(attrs, "error", err)
 	}
@@ -200,7 +203,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, bool) (Response, bool, error), x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &classedError{class: classPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
+			err = fault.New(classPanic, fmt.Sprintf("resumer panicked: %v\n%s", p, debug.Stack()))
 		}
 	}()
 	return fn(ctx, x, rec, mayCreate)
@@ -219,7 +222,7 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (R
 	r.cfg.Observe(ResultAbandoned)
 	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
-		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", deref(rec.CorrelationID))
+		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", ptr.Deref(rec.CorrelationID))
 	return s, true
 }
 
@@ -299,7 +302,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 	}
 }
 
-func (r *Reconciler) now() time.Time { return r.cfg.Now().UTC().Truncate(time.Microsecond) }
+func (r *Reconciler) now() time.Time { return dbtime.Stamp(r.cfg.Now()) }
 
 // duePending lists the records a reconciler should work, oldest first:
 // pending records whose next attempt is due, processing records whose
@@ -318,7 +321,7 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 		return nil, fmt.Errorf("list due pending records: %w", err)
 	}
 	for i := range recs { // a record the current keys cannot open is the reconciler's to report, not the pass's end
-		if err := s.openRequest(&recs[i]); err != nil {
+		if err := s.open(&recs[i].RequestBody, "request", recs[i].ID); err != nil {
 			recs[i].RequestBody, recs[i].sealedErr = nil, err
 		}
 	}
@@ -329,12 +332,17 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 // pending record: of several reconcilers (replicas) reading the same record,
 // exactly one wins.
 func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
+	return s.casUpdate(ctx, "claim pending record", read, map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
+}
+
+// casUpdate applies set to read as it was read (casWhere), retried on a
+// lock conflict: false when it changed meanwhile. what names it in errors.
+func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set map[string]any) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
-			Updates(map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
+		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
 	})
 	if res.Error != nil {
-		return false, fmt.Errorf("claim pending record: %w", res.Error)
+		return false, fmt.Errorf("%s: %w", what, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -348,25 +356,21 @@ func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now ti
 // record is still claimed, due again once the lease ends, and the attempt
 // is not on record (the next one is).
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
-	if a == nil {
-		return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {
-			return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusPending, &lease).Updates(set)
-		}))
-	}
 	var res *gorm.DB
-	err := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			res = leaseHeld(tx.Model(&Record{}), r, StatusPending, &lease).Updates(set)
-			if res.Error != nil || res.RowsAffected != 1 {
-				return res.Error // nothing changed: no attempt to record
-			}
-			return recordAttempt(tx, r, a, now)
-		})}
-	}).Error
+	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
+		res = leaseHeld(tx.Model(&Record{}), r, StatusPending, &lease).Updates(set)
+		if res.Error != nil || res.RowsAffected != 1 || a == nil {
+			return res.Error // nothing changed, or no attempt to record
+		}
+		return recordAttempt(tx, r, a, now)
+	})
 	if err != nil {
 		return fmt.Errorf("settle pending record: %w", err)
 	}
-	return checkOne(res)
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
 }
 
 // completeClaimed stores the response that finishes a claimed pending record,
@@ -413,16 +417,6 @@ func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
-}
-
-func checkOne(res *gorm.DB) error {
-	if res.Error != nil {
-		return fmt.Errorf("settle pending record: %w", res.Error)
-	}
-	if res.RowsAffected != 1 {
-		return ErrLeaseLost
-	}
-	return nil
 }
 
 // PendingStats returns how many records are pending and when the oldest was

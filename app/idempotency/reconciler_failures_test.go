@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -51,7 +53,7 @@ var done = resumed{resp: Response{Status: http.StatusCreated, Body: []byte("made
 // settled; a superseded record is settled all the same. A database failure
 // of the settle is logged the same way.
 func TestReconcilerLosingItsLease(t *testing.T) {
-	stolen := utcNow().Add(3 * time.Hour)
+	stolen := dbtime.Now().Add(3 * time.Hour)
 	for _, tt := range []struct {
 		name   string
 		res    resumed
@@ -134,7 +136,7 @@ func TestReconcilerLosesTheClaim(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		seed(t, r.store, "k", nil)
-		now := utcNow()
+		now := dbtime.Now()
 		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v", due, err)
@@ -178,9 +180,9 @@ func TestReconcilerLosesTheClaim(t *testing.T) {
 func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		long := utcNow().Add(-2 * time.Minute)
+		long := dbtime.Now().Add(-2 * time.Minute)
 		seed(t, r.store, "k", func(rec *Record) {
-			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, nullable(PhaseReserved), &long
+			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, ptr.OrNil(PhaseReserved), &long
 		})
 		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			t.Error("a record that never started was resumed")
@@ -193,7 +195,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		}
 		r.wantLogged("abandon record", "abandon idempotency record: injected failure")
 
-		now := utcNow()
+		now := dbtime.Now()
 		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v; want the record still due", due, err)
@@ -226,7 +228,7 @@ func TestPendingOperationWithNoResumerIsPostponedAnHour(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 				r := newRig(t, db)
 				seed(t, r.store, "k", func(rec *Record) { rec.Operation = "gone.op" })
-				clock := testkit.NewClock(utcNow())
+				clock := testkit.NewClock(dbtime.Now())
 				cfg := ReconcilerConfig{Store: r.store, Lease: time.Minute, Log: r.logger(), Now: clock.Now}
 				if tt.ops {
 					ops, err := NewOperations(testOperation("other.op", text(http.StatusCreated, "x")))
@@ -268,7 +270,7 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		seed(t, r.store, "k", nil)
-		clock := testkit.NewClock(utcNow())
+		clock := testkit.NewClock(dbtime.Now())
 		var resumed atomic.Int32
 		rc := reconcilerFor(r, clock.Now, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			resumed.Add(1)
@@ -317,7 +319,7 @@ func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
 		holder := newRig(t, db)
 		seed(t, holder.store, "k", func(r *Record) { r.RequestBody = []byte(`{"event":"sealed"}`) })
 		stranger := newRigWith(t, db, cipherOf(t, 9))
-		clock := testkit.NewClock(utcNow())
+		clock := testkit.NewClock(dbtime.Now())
 		var resumed atomic.Int32
 		resume := func(_ context.Context, _ *Execution, rec *Record) (Response, bool, error) {
 			resumed.Add(1)
@@ -463,9 +465,9 @@ func TestRunLoopsLogFailedPassesUntilStopped(t *testing.T) {
 // says what failed, and change nothing.
 func TestStoreStatementFailures(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
-		past := utcNow().Add(-time.Hour)
+		past := dbtime.Now().Add(-time.Hour)
 		seed(t, s, "expired", func(r *Record) { r.Status, r.ExpiresAt = StatusCompleted, past })
 		failed := seed(t, s, "failed", func(r *Record) { r.Status = StatusFailed })
 		query := testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected)
@@ -478,13 +480,13 @@ func TestStoreStatementFailures(t *testing.T) {
 		}{
 			{"count pending records", func() { query.Arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
 			{"oldest pending record", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.prune(ctx, utcNow(), 10); return err }},
-			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, utcNow(), 10); return err }},
+			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
+			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
 			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
 			{"count failed intents", func() { query.Arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
-			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), utcNow()); return err }},
+			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), dbtime.Now()); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
@@ -500,10 +502,10 @@ func TestStoreStatementFailures(t *testing.T) {
 		if rec, _ := s.find(ctx, scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
 			t.Errorf("a failed retry changed the record: %+v", rec)
 		}
-		if _, err := s.RetryFailed(ctx, audit.Console(), "01NOSUCHINTENT", utcNow()); !errors.Is(err, ErrIntentNotFound) {
+		if _, err := s.RetryFailed(ctx, audit.Console(), "01NOSUCHINTENT", dbtime.Now()); !errors.Is(err, ErrIntentNotFound) {
 			t.Errorf("RetryFailed of an unknown intent = %v, want ErrIntentNotFound", err)
 		}
-		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, dbtime.Now(), 10); n != 1 || err != nil {
 			t.Errorf("Prune once the database answers = %d, %v; want the expired record", n, err)
 		}
 	})
@@ -512,8 +514,8 @@ func TestStoreStatementFailures(t *testing.T) {
 // Intents created before a time are those the Before filter lists.
 func TestIntentsBeforeFilter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
-		now := utcNow()
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
+		now := dbtime.Now()
 		old := seed(t, s, "old", func(r *Record) { r.CreatedAt = now.Add(-2 * time.Hour) })
 		seed(t, s, "new", func(r *Record) { r.CreatedAt = now.Add(-time.Hour) })
 		list, total, err := s.Intents(context.Background(), IntentFilter{Before: now.Add(-90 * time.Minute)})
@@ -527,8 +529,8 @@ func TestIntentsBeforeFilter(t *testing.T) {
 // filter lists, with the other filters.
 func TestIntentsOperationFilter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
-		now := utcNow()
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
+		now := dbtime.Now()
 		store := seed(t, s, "store", func(r *Record) { r.Operation, r.CreatedAt = "things.store", now.Add(-2*time.Hour) })
 		seed(t, s, "store-new", func(r *Record) { r.Operation = "things.store" })
 		seed(t, s, "destroy", func(r *Record) { r.Operation, r.CreatedAt = "things.destroy", now.Add(-2*time.Hour) })
@@ -562,7 +564,7 @@ func TestIntentsOperationFilter(t *testing.T) {
 func TestDuePendingLeavesOutWhatCameBefore(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		now := utcNow()
+		now := dbtime.Now()
 		for i := range 3 {
 			seed(t, r.store, fmt.Sprintf("old-%d", i), func(rec *Record) { rec.CreatedAt = now.Add(-time.Hour) })
 		}

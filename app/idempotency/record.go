@@ -3,6 +3,7 @@ package idempotency
 import (
 	"time"
 
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
 )
@@ -101,14 +102,7 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 }
 
 // Ref is the record's public id, "" for none.
-func (r *Record) Ref() string { return deref(r.PublicID) }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
+func (r *Record) Ref() string { return ptr.Deref(r.PublicID) }
 
 // SystemConsumer is the consumer id an intent that belongs to no consumer
 // is recorded under (the vendor's events): beside the consumers' intents,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -21,14 +22,14 @@ import (
 // processing for a whole lease).
 func TestReserveAndReleaseUnderContention(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		s := NewStore(db.Gorm, testCipher(t))
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Go(func() {
 				for i := range 100 {
-					now := time.Now().UTC().Truncate(time.Microsecond)
+					now := dbtime.Now()
 					lease := now.Add(time.Minute + time.Duration(g*1000+i)*time.Microsecond)
 					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 						LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -85,8 +86,8 @@ func (panickingResumer) Resume(context.Context, *Execution, *Record, bool) (Resp
 // end of the serve process.
 func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	db := testdb.New(t, "sqlite")
-	s := NewStore(db.Gorm, testCipher(t))
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	s := NewStore(db.Gorm, testCipher(t), nil, nil)
+	now := dbtime.Now()
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if _, ok, err := s.reserve(context.Background(), r); !ok {
@@ -121,7 +122,7 @@ func TestHandlerDeadlineEndsBeforeTheLease(t *testing.T) {
 		deadline, _ = ctx.Deadline()
 		return Response{Status: http.StatusCreated, Body: []byte("ok")}, nil
 	})
-	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
+	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t), nil, nil), TTL: time.Hour, LockTimeout: time.Minute,
 		Now: func() time.Time {
 			if first { // the reading that starts the lease
 				first = false

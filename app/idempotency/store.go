@@ -3,10 +3,12 @@ package idempotency
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // Store keeps records in the idempotency_keys table. Every method is one
@@ -42,31 +45,20 @@ type Cipher interface {
 }
 
 // NewStore returns a Store on db that keeps response bodies sealed with c.
-// It panics without a Cipher: a response body is never stored in plaintext.
-func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
+// Find, the read every keyed request makes, runs on read when it is not nil
+// (SQLite's read-only pool) rather than on the pool that writes; the writes
+// a request makes (reserve, take over, complete, mark pending, release) go
+// through group when it is not nil, which commits those of concurrent
+// requests together (for SQLite: see database.GroupCommit). It panics
+// without a Cipher: a response body is never stored in plaintext.
+func NewStore(db *gorm.DB, c Cipher, read *gorm.DB, group *database.GroupCommit) *Store {
 	if c == nil {
 		panic("idempotency: NewStore needs a Cipher")
 	}
-	o := storeOptions{read: db}
-	for _, opt := range opts {
-		opt(&o)
+	if read == nil {
+		read = db
 	}
-	return &Store{db: db, read: o.read, cipher: c, byScope: database.NewQuery(o.read, findQuery), group: o.group}
-}
-
-// StoreOption adjusts a Store.
-type StoreOption func(*storeOptions)
-
-type storeOptions struct {
-	read  *gorm.DB
-	group *database.GroupCommit
-}
-
-// WithGroupCommit sends the writes a request makes (Reserve, TakeOver,
-// Complete, MarkPending, Release) through g, which commits those of
-// concurrent requests together. For SQLite: see database.GroupCommit.
-func WithGroupCommit(g *database.GroupCommit) StoreOption {
-	return func(o *storeOptions) { o.group = g }
+	return &Store{db: db, read: read, cipher: c, byScope: database.NewQuery(read, findQuery), group: group}
 }
 
 // write runs one write statement of the request path: in the next group
@@ -86,16 +78,6 @@ func (s *Store) write(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) *gor
 		return &gorm.DB{Error: err}
 	}
 	return res
-}
-
-// WithReadPool makes Find, the read every keyed request makes, use read
-// (SQLite's read-only pool) rather than the pool that writes.
-func WithReadPool(read *gorm.DB) StoreOption {
-	return func(o *storeOptions) {
-		if read != nil {
-			o.read = read
-		}
-	}
 }
 
 // findQuery reads one record by its scope (the unique index): every column
@@ -128,7 +110,7 @@ func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find idempotency record: %w", err)
 	}
-	if err := s.openBody(&r); err != nil {
+	if err := s.open(&r.ResponseBody, "response", r.ID); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -147,30 +129,18 @@ func (s *Store) sealRequest(body []byte) ([]byte, error) {
 	return []byte(sealed), nil
 }
 
-// openRequest decrypts the stored request body of r in place, for a
-// resumption; one stored before it was sealed is read as it is.
-func (s *Store) openRequest(r *Record) error {
-	if len(r.RequestBody) == 0 || !s.cipher.Encrypted(string(r.RequestBody)) {
+// open decrypts a stored body of record id in place (what: "request",
+// for a resumption, or "response", for a replay); one stored before it was
+// sealed is read as it is.
+func (s *Store) open(body *[]byte, what string, id uint64) error {
+	if len(*body) == 0 || !s.cipher.Encrypted(string(*body)) {
 		return nil
 	}
-	body, err := s.cipher.Decrypt(string(r.RequestBody))
+	plain, err := s.cipher.Decrypt(string(*body))
 	if err != nil {
-		return fmt.Errorf("decrypt the request of idempotency record %d: %w", r.ID, err)
+		return fmt.Errorf("decrypt the %s of idempotency record %d: %w", what, id, err)
 	}
-	r.RequestBody = body
-	return nil
-}
-
-// openBody decrypts the stored response body of r in place, for a replay.
-func (s *Store) openBody(r *Record) error {
-	if len(r.ResponseBody) == 0 || !s.cipher.Encrypted(string(r.ResponseBody)) {
-		return nil // none, or stored before encryption at rest
-	}
-	body, err := s.cipher.Decrypt(string(r.ResponseBody))
-	if err != nil {
-		return fmt.Errorf("decrypt the response of idempotency record %d: %w", r.ID, err)
-	}
-	r.ResponseBody = body
+	*body = plain
 	return nil
 }
 
@@ -310,9 +280,9 @@ func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) 
 		"response_status":  resp.Status,
 		"response_headers": encodeHeaders(resp.Headers),
 		"response_body":    []byte(body), // bytes: the column is a BLOB
-		"resource_type":    nullable(resp.ResourceType),
-		"resource_id":      nullable(resp.ResourceID),
-		"external_ref":     nullable(resp.ExternalRef),
+		"resource_type":    ptr.OrNil(resp.ResourceType),
+		"resource_id":      ptr.OrNil(resp.ResourceID),
+		"external_ref":     ptr.OrNil(resp.ExternalRef),
 		"locked_until":     nil,
 		"updated_at":       now,
 	}, nil
@@ -323,9 +293,9 @@ func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) 
 func (s *Store) markPending(ctx context.Context, r *Record, about Response, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
 		"status":        StatusPending,
-		"resource_type": nullable(about.ResourceType),
-		"resource_id":   nullable(about.ResourceID),
-		"external_ref":  nullable(about.ExternalRef),
+		"resource_type": ptr.OrNil(about.ResourceType),
+		"resource_id":   ptr.OrNil(about.ResourceID),
+		"external_ref":  ptr.OrNil(about.ExternalRef),
 		"locked_until":  nil,
 		"updated_at":    now,
 	})
@@ -333,38 +303,28 @@ func (s *Store) markPending(ctx context.Context, r *Record, about Response, now 
 
 // settle updates the record the caller owns; ErrLeaseLost when it no longer does.
 func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error {
-	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
-		return leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil).Updates(set)
-	})
-	if res.Error != nil {
-		return fmt.Errorf("settle idempotency record: %w", res.Error)
-	}
-	if res.RowsAffected != 1 {
-		return ErrLeaseLost
-	}
-	return nil
+	return s.owned(ctx, "settle", r, func(q *gorm.DB) *gorm.DB { return q.Updates(set) })
 }
 
 // release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
 func (s *Store) release(ctx context.Context, r *Record) error {
+	return s.owned(ctx, "release", r, func(q *gorm.DB) *gorm.DB { return q.Delete(&Record{}) })
+}
+
+// owned runs stmt (what, for its error) on the record the caller owns, a
+// write of the request path; ErrLeaseLost when it matched no row.
+func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *gorm.DB) *gorm.DB) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
-		return leaseHeld(db, r, StatusProcessing, r.LockedUntil).Delete(&Record{})
+		return stmt(leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil))
 	})
 	if res.Error != nil {
-		return fmt.Errorf("release idempotency record: %w", res.Error)
+		return fmt.Errorf("%s idempotency record: %w", what, res.Error)
 	}
 	if res.RowsAffected != 1 {
 		return ErrLeaseLost
 	}
 	return nil
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // openStatuses are the statuses of an intent not settled for good.
@@ -454,13 +414,8 @@ func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 // encodeHeaders writes the headers a replay repeats as "Name: value" lines,
 // sorted, which a replay sets without a JSON decode.
 func encodeHeaders(h map[string]string) string {
-	names := make([]string, 0, len(h))
-	for name := range h {
-		names = append(names, name)
-	}
-	slices.Sort(names)
 	var b strings.Builder
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
 		b.WriteString(name)
 		b.WriteString(": ")
 		b.WriteString(h[name])
@@ -509,11 +464,7 @@ func storedHeader(stored *string, name string) string {
 func bodyHash(method, route string, body []byte) string {
 	h := sha256.New()
 	for _, part := range [][]byte{[]byte(method), []byte(route), body} {
-		var n [8]byte
-		for i, l := 0, len(part); i < 8; i++ {
-			n[i] = byte(l >> (8 * i))
-		}
-		h.Write(n[:])
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(part))))
 		h.Write(part)
 	}
 	return hex.EncodeToString(h.Sum(nil))

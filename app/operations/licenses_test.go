@@ -117,7 +117,7 @@ func newRig(t *testing.T, db *testdb.DB) *rig {
 			t.Fatal(err)
 		}
 	}
-	r := &rig{t: t, db: db, v: &vendor{Vendor: fakeVendor(t)}, store: idempotency.NewStore(db.Gorm, c)}
+	r := &rig{t: t, db: db, v: &vendor{Vendor: fakeVendor(t)}, store: idempotency.NewStore(db.Gorm, c, nil, nil)}
 	r.svc = licenses.New(licenses.Config{DB: db.Gorm, Vendor: r.v, Cipher: c, ObserveCreated: func() { r.made.Add(1) }})
 	r.ops = New(r.svc)
 	list, err := idempotency.NewOperations(r.ops.List()...)
