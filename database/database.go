@@ -262,11 +262,10 @@ func sqliteDSN(cfg config.DB, readOnly bool) string {
 func MySQLDSN(cfg config.DB) (string, error) {
 	var c *mysqldriver.Config
 	if cfg.URL != "" {
-		parsed, err := parseMySQLURL(cfg.URL)
-		if err != nil {
+		var err error
+		if c, err = parseMySQLURL(cfg.URL); err != nil {
 			return "", errors.New("DB_URL: not a valid MySQL DSN (user:pass@tcp(host:3306)/dbname)")
 		}
-		c = parsed
 	} else {
 		c = mysqldriver.NewConfig()
 		c.User, c.Passwd = cfg.Username, cfg.Password

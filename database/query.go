@@ -217,11 +217,10 @@ func (timeoutPlugin) Name() string              { return timeoutPluginName }
 func (timeoutPlugin) Initialize(*gorm.DB) error { return nil }
 
 func statementTimeoutOf(db *gorm.DB) time.Duration {
-	if db == nil || db.Config == nil {
-		return queryTimeout(config.DB{})
-	}
-	if p, ok := db.Config.Plugins[timeoutPluginName].(timeoutPlugin); ok && p > 0 {
-		return time.Duration(p)
+	if db != nil && db.Config != nil {
+		if p, ok := db.Config.Plugins[timeoutPluginName].(timeoutPlugin); ok && p > 0 {
+			return time.Duration(p)
+		}
 	}
 	return queryTimeout(config.DB{})
 }
