@@ -40,7 +40,8 @@ type response struct {
 }
 
 // do sends r until it succeeds or the retry policy stops; then it returns
-// the last attempt's error, wrapped with why it stopped (and ErrNotSent).
+// the last attempt's error, wrapped with why it stopped, and with ErrNotSent
+// when no attempt wrote its request.
 func (c *Client) do(ctx context.Context, r request) (response, error) {
 	anySent, lost := false, false
 	start := c.now()
@@ -181,8 +182,8 @@ const MaxRetryAfter = time.Minute
 // longer than MaxRetryAfter.
 var ErrRetryAfterTooLong = errors.New("the server asks to wait longer than the client waits (MaxRetryAfter)")
 
-// transient is false for a request that can never be sent (a bad header, a
-// bad certificate, a redirect loop).
+// transient: a timeout, a connection refused, reset or closed early; never a
+// request that can never be sent (a bad header or certificate, a redirect loop).
 func transient(err error) bool {
 	var netErr net.Error
 	var opErr *net.OpError

@@ -34,8 +34,9 @@ var (
 // VerifyWebhook checks that body, the raw bytes before any decoding, is a
 // webhook licensor sent under secret, the endpoint's signing secret; header is
 // the SignatureHeader value. A signature that is not the HMAC-SHA256 of
-// "<t>.<body>" is ErrBadSignature; a t farther than tolerance from now
-// (≤ 0: DefaultWebhookTolerance) is ErrStaleSignature.
+// "<t>.<body>" is ErrBadSignature (so is an empty secret); a t farther than
+// tolerance from now (≤ 0: DefaultWebhookTolerance) is ErrStaleSignature.
+// Tell the two apart with errors.Is.
 func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration) error {
 	if tolerance <= 0 {
 		tolerance = DefaultWebhookTolerance

@@ -16,12 +16,12 @@ import (
 )
 
 // issueToken is POST /console/tokens {consumer, abilities[], name,
-// expires_in}, checked as POST /api/tokens checks, in its order: abilities the
-// session's token may not grant (403), the API's body rules, then auth's own
-// (422, each error beside its field). A form sent again is a 409 that issues
-// nothing (onceSet). The new token is shown once, in this 201: the one POST
-// that renders rather than redirects, as its secret may go in no URL and no
-// flash.
+// expires_in}, checked as POST /api/tokens checks, in its order, each refusal
+// the form again: abilities the session's token may not grant (403), the
+// API's body rules, then auth's own (422, each error beside its field). A
+// form sent again is a 409 that issues nothing (onceSet). The new token is
+// shown once, in this 201: the one POST that renders rather than redirects,
+// as its secret may go in no URL and no flash.
 func (cn *Console) issueToken(c visit) error {
 	raw, sent, err := issueFormObject(c)
 	if err != nil {
