@@ -225,7 +225,8 @@ func sqliteBusyTimeout(cfg config.DB) time.Duration {
 // upgrade a read lock).
 //
 // The driver runs the _pragma values in order on every new connection, so
-// busy_timeout comes first and the switch to WAL waits for a lock too.
+// busy_timeout comes first and the switch to WAL waits for a lock too,
+// wherever SQLite waits at all (see Open).
 // Times are written in UTC as "2006-01-02 15:04:05.999999999-07:00", the
 // text every row holds since the first release: text order is time order,
 // which the expires_at and cursor comparisons rely on.

@@ -141,8 +141,8 @@ func classify(err error) error {
 	return err
 }
 
-// Time scans a nullable DATETIME column into t, whether the driver hands it
-// over as a time.Time or as the text SQLite stores.
+// Time scans a nullable DATETIME column into t (nil for NULL), whether the
+// driver hands it over as a time.Time or as the text SQLite stores.
 func Time(t **time.Time) sql.Scanner { return timeScanner{dst: t} }
 
 // NotNullTime is Time for a NOT NULL column.
