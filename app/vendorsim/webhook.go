@@ -14,8 +14,6 @@ import (
 	"github.com/licensor-api/licensor/internal/wait"
 )
 
-// Webhook delivery defaults: the first retry's wait, the longest wait, the
-// attempts per delivery and the time one attempt may take.
 const (
 	defaultWebhookRetryBase = 100 * time.Millisecond
 	defaultWebhookRetryMax  = 5 * time.Second
@@ -24,10 +22,8 @@ const (
 )
 
 // SimWebhook configures the simulator's webhooks: the events of the
-// /_sim/sites/{id}/… routes (sitechanges.go), POSTed to URL, signed with
-// Secret by vendorproto.Sign (deliver.go), retried with backoff on a
-// background goroutine that Simulator.Close stops. The zero value sends
-// none.
+// /_sim/sites/{id}/… routes, POSTed to URL, signed with Secret, retried with
+// backoff until Simulator.Close. The zero value sends none.
 type SimWebhook struct {
 	URL     string  // where events are POSTed (http or https); empty sends none
 	Secret  string  // signs every delivery (Vendor-Signature); required with URL
