@@ -78,11 +78,9 @@ type DeliveriesPage struct {
 }
 
 // CreateWebhookEndpoint registers an endpoint; the answer carries its
-// Secret, shown this once. The API does not guard this call with an
-// Idempotency-Key, so it is not safe to repeat: the client retries it only
-// when nothing of it was sent (a refused connection) or on a 429 or 503;
-// after a network error once it was sent, list the endpoints before
-// creating again.
+// Secret, shown this once. Without an Idempotency-Key it is retried only when
+// nothing was sent or on a 429 or 503: after a network error once sent, list
+// the endpoints before creating again.
 func (c *Client) CreateWebhookEndpoint(ctx context.Context, in WebhookEndpointInput) (WebhookEndpoint, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -193,7 +191,6 @@ func (c *Client) RetryWebhookDelivery(ctx context.Context, endpointID, deliveryI
 
 func endpointPath(id string) string { return "/api/webhook-endpoints/" + url.PathEscape(id) }
 
-// decodeData decodes an answer's {"data":…}.
 func decodeData[T any](op string, body []byte) (T, error) {
 	var b struct {
 		Data T `json:"data"`

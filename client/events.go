@@ -28,8 +28,7 @@ type EventsPage struct {
 	// HasMore: more events are there now; ask again from NextAfter.
 	HasMore bool
 	// NextAfter is where to read on from: the page's last event, or the
-	// After that was sent when the page is empty ("" when none was sent and
-	// there is nothing yet).
+	// After sent when the page is empty.
 	NextAfter string
 }
 
@@ -65,11 +64,9 @@ func (c *Client) ListEvents(ctx context.Context, q EventsQuery) (EventsPage, err
 	return p, nil
 }
 
-// Events reads the feed from q.After, page after page, as long as the API
-// says more are there, yielding each event in order; it ends once the
-// events there are now are read. An error is yielded once, last: stop
-// there. To resume later (a new call, another process), pass the ID of the
-// last event handled as q.After:
+// Events yields the feed's events from q.After in order, page after page,
+// until the events there are now are read. An error is yielded once, last.
+// To resume later, pass the ID of the last event handled as q.After:
 //
 //	for ev, err := range c.Events(ctx, client.EventsQuery{After: last}) {
 //		if err != nil {

@@ -103,8 +103,6 @@ func (c *Client) ListLicenses(ctx context.Context, page, perPage int) (Page, err
 	return Page{Licenses: data, CurrentPage: meta.CurrentPage, PerPage: meta.PerPage, Total: meta.Total, LastPage: meta.LastPage}, nil
 }
 
-// pagePath is path with the query q and the page and perPage asked for (≤ 0:
-// the API's defaults).
 func pagePath(path string, q url.Values, page, perPage int) string {
 	if page > 0 {
 		q.Set("page", strconv.Itoa(page))
@@ -126,7 +124,6 @@ type pageMeta struct {
 	LastPage    int `json:"last_page"`
 }
 
-// getPage GETs the length-aware page at path, as op, and decodes its data.
 func getPage[T any](ctx context.Context, c *Client, op, path string) ([]T, pageMeta, error) {
 	resp, err := c.do(ctx, request{op: op, method: http.MethodGet, path: path, success: []int{http.StatusOK}, safe: true})
 	if err != nil {
@@ -167,7 +164,6 @@ func (c *Client) RevokeLicense(ctx context.Context, id string) error {
 	return err
 }
 
-// validKey is the API's rule for an Idempotency-Key.
 func validKey(k string) bool {
 	if len(k) < 1 || len(k) > 255 {
 		return false

@@ -71,12 +71,11 @@ func (c *Client) getOperation(ctx context.Context, id string) (Operation, time.D
 	return op, retryAfter, nil
 }
 
-// WaitOperation reads the operation until it is settled (completed, failed,
-// or another final status) and returns it. Between two reads it waits poll,
-// the Retry-After of the 202 that named the operation (APIError.RetryAfter;
-// ≤ 0: DefaultOperationPoll), or the read's own Retry-After when that is
-// longer. It stops when ctx ends or the next wait would pass its deadline,
-// returning the operation as last read with the context's error.
+// WaitOperation reads the operation until it is Settled and returns it.
+// Between reads it waits poll (the 202's APIError.RetryAfter; ≤ 0:
+// DefaultOperationPoll), or the read's longer Retry-After. When ctx ends, or
+// the next wait would pass its deadline, it returns the operation as last
+// read with the context's error.
 //
 //	var apiErr *client.APIError
 //	if errors.As(err, &apiErr) && apiErr.OperationID != "" {

@@ -18,24 +18,21 @@ import (
 
 // request is one API call: what every attempt of it sends again.
 type request struct {
-	op      string // what the caller asked, the prefix of its errors: "create license"
+	op      string // the prefix of its errors: "create license"
 	method  string
-	path    string // from the base URL, query included
-	body    []byte // nil: no body
+	path    string // query included
+	body    []byte
 	key     string // the Idempotency-Key; "" sends none
-	success []int  // the statuses that are the call's success
-	// safe: sending the request again after it may have arrived changes
-	// nothing (a GET, a DELETE, a PATCH, a keyed create), so a network error
-	// is retried even after the request was written. A request that is not
-	// safe is retried only when no byte of it left (the connection was never
-	// made), or on an answer that says nothing was done (429, 503).
+	success []int
+	// safe: sending it again after it may have arrived changes nothing (a
+	// GET, a DELETE, a PATCH, a keyed create). A request that is not safe is
+	// retried only when no byte of it left, or on a 429 or 503.
 	safe bool
 	// goneIfLost: a 404 answering a retry after an attempt whose answer was
 	// lost is the call's success (a DELETE the lost attempt did).
 	goneIfLost bool
 }
 
-// response is a successful answer, its body read whole.
 type response struct {
 	status int
 	header http.Header
@@ -43,12 +40,8 @@ type response struct {
 }
 
 // do sends r until it succeeds or the retry policy stops; then it returns
-// the last attempt's error, wrapped with why it stopped.
-//
-// When no attempt got as far as writing its request (each one's connection
-// was refused or never made, as while licensor restarts), the error wraps
-// ErrNotSent: the server cannot have acted on the call. Such attempts are
-// retried like any network error, so that a call rides out a restart.
+// the last attempt's error, wrapped with why it stopped, and with ErrNotSent
+// when no attempt wrote its request.
 func (c *Client) do(ctx context.Context, r request) (response, error) {
 	anySent, lost := false, false
 	start := c.now()
@@ -94,8 +87,7 @@ func (c *Client) do(ctx context.Context, r request) (response, error) {
 // attempt would have started after WithNetworkRetryWindow's window.
 var ErrNetworkWindow = errors.New("network errors past the retry window")
 
-// giveUp is the error of a call the policy stopped retrying: the last
-// attempt's error, and why (nil: the attempts are spent).
+// giveUp's why is nil when the attempts are spent.
 func giveUp(op string, attempts int, why, last error) error {
 	n := strconv.Itoa(attempts) + " attempts"
 	if attempts == 1 {
@@ -114,12 +106,8 @@ func giveUp(op string, attempts int, why, last error) error {
 // lost): retry it with the same Idempotency-Key.
 var ErrNotSent = errors.New("nothing was sent")
 
-// attempt sends r once. retry says whether the policy may send it again:
-// a network error or timeout (a refused connection included) when r is
-// safe to repeat or nothing of it was written, or an APIError that is
-// Retryable (for a request that is not safe, a 429 or 503 only). sent says
-// whether the request was written, in part or whole: an answer came, or the
-// error came after the write.
+// attempt sends r once. retry says whether the policy may send it again (see
+// request.safe); sent, whether any of the request was written.
 func (c *Client) attempt(ctx context.Context, r request) (_ response, retry, sent bool, _ error) {
 	var body io.Reader
 	if r.body != nil {
@@ -127,8 +115,7 @@ func (c *Client) attempt(ctx context.Context, r request) (_ response, retry, sen
 	}
 	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		// Called once the request is written, or its write failed (then
-		// some of it may have gone out: counted as sent).
+		// Also called when the write failed: some of it may have gone out.
 		WroteHeaders: func() { wrote.Store(true) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 	})
@@ -168,12 +155,9 @@ func (c *Client) attempt(ctx context.Context, r request) (_ response, retry, sen
 	return response{status: res.StatusCode, header: res.Header, body: b}, false, true, nil
 }
 
-// wait is the pause before retry number attempt: half the step plus a
-// random part of up to the other half ("equal jitter", so that clients
-// refused together come back apart), the step doubling from baseDelay up
-// to maxDelay. A longer Retry-After from the server wins, whole: the client
-// never comes back before it (do stops at once when that is longer than it
-// waits at all: MaxRetryAfter, or maxDelay when longer).
+// wait is half the step plus a random part of up to the other half ("equal
+// jitter", so that clients refused together come back apart). A longer
+// Retry-After wins, whole: the client never comes back before it.
 func (c *Client) wait(attempt int, last error) time.Duration {
 	step := c.baseDelay
 	for i := 1; i < attempt && step < c.maxDelay; i++ {
@@ -190,20 +174,16 @@ func (c *Client) wait(attempt int, last error) time.Duration {
 }
 
 // MaxRetryAfter is the longest Retry-After the client waits out by itself:
-// a server asking for longer (a proxy asking for a day) ends the call at
-// once with ErrRetryAfterTooLong, its *APIError carrying the RetryAfter, so
-// that the caller can come back then; the client never retries earlier than
-// it was told.
+// a server asking for longer ends the call at once with ErrRetryAfterTooLong,
+// its *APIError carrying the RetryAfter for the caller to come back then.
 const MaxRetryAfter = time.Minute
 
 // ErrRetryAfterTooLong is why a call stopped when the server asked to wait
 // longer than MaxRetryAfter.
 var ErrRetryAfterTooLong = errors.New("the server asks to wait longer than the client waits (MaxRetryAfter)")
 
-// transient reports whether a failed round trip may succeed if repeated: a
-// timeout, a connection refused or reset, or a connection closed early.
-// A request that can never be sent (a bad header, a bad certificate, a
-// redirect loop) is not repeated.
+// transient: a timeout, a connection refused, reset or closed early; never a
+// request that can never be sent (a bad header or certificate, a redirect loop).
 func transient(err error) bool {
 	var netErr net.Error
 	var opErr *net.OpError

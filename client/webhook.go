@@ -16,8 +16,7 @@ const (
 	EventIDHeader   = "Licensor-Event-Id"
 )
 
-// DefaultWebhookTolerance is how far from now a webhook's signature
-// timestamp may be when VerifyWebhook is given no tolerance.
+// DefaultWebhookTolerance is VerifyWebhook's default tolerance.
 const DefaultWebhookTolerance = 5 * time.Minute
 
 // Errors of VerifyWebhook.
@@ -32,14 +31,12 @@ var (
 	ErrStaleSignature = hmacsig.ErrStale
 )
 
-// VerifyWebhook checks that body is a webhook licensor sent under secret,
-// the endpoint's signing secret: header is the request's SignatureHeader
-// value, body its raw bytes, as read, before any decoding. The signature
-// must be the HMAC-SHA256 of "<t>.<body>" under secret, compared in
-// constant time (else ErrBadSignature, as with an empty secret), and t
-// must be within tolerance of time.Now(), before or after (else
-// ErrStaleSignature); a tolerance ≤ 0 means DefaultWebhookTolerance, 5
-// minutes. Use errors.Is to tell the two apart.
+// VerifyWebhook checks that body, the raw bytes before any decoding, is a
+// webhook licensor sent under secret, the endpoint's signing secret; header is
+// the SignatureHeader value. A signature that is not the HMAC-SHA256 of
+// "<t>.<body>" is ErrBadSignature (so is an empty secret); a t farther than
+// tolerance from now (≤ 0: DefaultWebhookTolerance) is ErrStaleSignature.
+// Tell the two apart with errors.Is.
 func VerifyWebhook(secret, header string, body []byte, tolerance time.Duration) error {
 	if tolerance <= 0 {
 		tolerance = DefaultWebhookTolerance
@@ -82,8 +79,7 @@ type Event struct {
 // license, such as EventWebhookEndpointDisabled.
 var ErrNoLicense = errors.New("the event carries no license")
 
-// License decodes the license the event's data carries ("data":{"license":
-// {…}}), as it was after the change. An event without one is ErrNoLicense.
+// License decodes the license the event carries, as it was after the change.
 func (e Event) License() (License, error) {
 	var d struct {
 		License *License `json:"license"`

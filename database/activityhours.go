@@ -22,19 +22,15 @@ const (
 		"ON CONFLICT (hour, metric) DO UPDATE SET count = excluded.count"
 )
 
-// AddActivityHour adds n to the count of metric in the hour that starts at
-// hour (a UTC hour's start), creating the row at n when there is none: one
-// upsert, which the flushes of every replica add to. The *gorm.DB it
-// returns carries its Error. Run it in a transaction to write several rows
-// at once; outside one it is safe to run again after a lock conflict
-// (RetryOnConflict).
+// AddActivityHour adds n to metric's count in the UTC hour starting at hour,
+// in one upsert that every replica's flushes add to. Outside a transaction
+// it is safe to run again after a lock conflict (RetryOnConflict).
 func AddActivityHour(ctx context.Context, db *gorm.DB, hour time.Time, metric string, n int64) *gorm.DB {
 	return db.WithContext(ctx).Exec(forDialect(db, sqliteActivityAdd, mysqlActivityAdd), hour.UTC(), metric, n)
 }
 
-// SetActivityHour sets the count of metric in the hour that starts at hour
-// to n, replacing what the row held (a gauge: the last value written in the
-// hour is the hour's). One upsert, safe to run again.
+// SetActivityHour sets metric's count in that hour to n (a gauge: the last
+// value written is the hour's). One upsert, safe to run again.
 func SetActivityHour(ctx context.Context, db *gorm.DB, hour time.Time, metric string, n int64) *gorm.DB {
 	return db.WithContext(ctx).Exec(forDialect(db, sqliteActivitySet, mysqlActivitySet), hour.UTC(), metric, n)
 }

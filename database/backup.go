@@ -16,20 +16,13 @@ var ErrBackupMySQL = errors.New("backup: the database is MySQL/MariaDB: licensor
 	"use mysqldump --single-transaction (or mariadb-dump --single-transaction), a replica, or xtrabackup/mariabackup")
 
 // BackupSQLite writes a consistent copy of the SQLite database db to path,
-// online: it is SQLite's VACUUM INTO, one read transaction, so the copy is
-// the database as one instant saw it, committed writes only, while other
-// connections and processes (serve) go on writing. A bare copy of the file
-// is not that: a WAL database keeps recent commits in its -wal file, and a
-// copy taken mid-write can be torn.
+// online, with VACUUM INTO: one read transaction while others go on writing.
+// A bare copy of the file could miss commits still in the -wal file, or tear.
 //
-// The copy is made readable by its owner alone (0600), like the database,
-// since it holds every consumer's data. An existing path is refused, never
-// overwritten, and the copy appears at path only once it is whole and on
-// disk: it is written to a temporary file beside path, synced, then linked
-// into place. db must be SQLite; a MySQL connection gets ErrBackupMySQL.
-//
-// The copy runs outside DB_QUERY_TIMEOUT, which bounds a request's
-// statements: a large database takes longer than that to copy. ctx bounds it.
+// The copy is 0600, like the database. An existing path is refused, and the
+// copy appears at path only once whole and synced (written beside it, then
+// linked). A MySQL connection gets ErrBackupMySQL. Only ctx bounds the copy,
+// not DB_QUERY_TIMEOUT: a large database takes longer than that.
 func BackupSQLite(ctx context.Context, db *gorm.DB, path string) error {
 	if name := db.Dialector.Name(); name != SQLite {
 		if name == MySQL {

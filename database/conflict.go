@@ -19,8 +19,6 @@ const (
 	mysqlDeadlock        = 1213 // ER_LOCK_DEADLOCK
 )
 
-// conflictRetries bounds how many times RetryOnConflict runs a statement
-// again after its first run.
 const conflictRetries = 8
 
 // IsConflict reports whether err is a transient lock conflict, after which
@@ -32,15 +30,11 @@ func IsConflict(err error) bool {
 	return errors.As(err, &me) && (me.Number == mysqlDeadlock || me.Number == mysqlLockWaitTimeout)
 }
 
-// RetryOnConflict runs stmt, one statement, and runs it again while it loses
-// a lock conflict (IsConflict of its Error), up to a small bound, after a
-// short random pause that grows with each try so that contenders fall out of
-// step. It returns the result of the last run: a success, another error, or
-// the conflict once the bound is reached. When ctx ends during a pause it
-// stops and returns the last result at once.
-//
-// stmt must be safe to run again after a conflict, which is true of a single
-// statement outside a transaction: the conflict rolled it back.
+// RetryOnConflict runs stmt again while it loses a lock conflict, up to a
+// small bound, after a random pause that grows with each try so contenders
+// fall out of step, and returns the last run's result (the last one at once
+// if ctx ends in a pause). stmt must be safe to run again, as a single
+// statement outside a transaction is: the conflict rolled it back.
 func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
 	res := stmt()
 	for i := 1; i <= conflictRetries && IsConflict(res.Error); i++ {
@@ -52,12 +46,10 @@ func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
 	return res
 }
 
-// Transact runs fn in one transaction on db, and runs it again, whole, while
-// it loses a lock conflict (a deadlock rolled all of it back), through retry:
-// RetryOnConflict, or a service's own (one that runs it once, where nothing
-// was configured). fn must be safe to run again: it writes what it was
-// given, nothing it read before. opts, if any, begin the transaction (an
-// isolation level of the caller's).
+// Transact runs fn in one transaction on db, and again, whole, through retry
+// (RetryOnConflict or a service's own) while it loses a lock conflict. fn must
+// be safe to run again: it writes what it was given, nothing it read before.
+// opts, if any, begin the transaction.
 func Transact(ctx context.Context, db *gorm.DB, retry func(context.Context, func() *gorm.DB) *gorm.DB, fn func(tx *gorm.DB) error,
 	opts ...*sql.TxOptions) error {
 	return retry(ctx, func() *gorm.DB {
@@ -65,8 +57,6 @@ func Transact(ctx context.Context, db *gorm.DB, retry func(context.Context, func
 	}).Error
 }
 
-// jittered is the pause before retry number attempt: attempt units, times a
-// random factor from 1 to 4.
 func jittered(attempt int, unit time.Duration) time.Duration {
 	return time.Duration(attempt) * unit * time.Duration(1+rand.IntN(4))
 }

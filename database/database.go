@@ -44,13 +44,11 @@ func Open(ctx context.Context, cfg config.DB) (*gorm.DB, error) {
 	return openRetrying(ctx, cfg, false)
 }
 
-// OpenReader opens the pool for the hot reads (token checks, idempotency
-// records, a license, a list, a domain lookup) beside writer, the pool Open
-// returned. On SQLite it is a pool of its own, DB_READ_CONNS connections
-// that can only read (query_only): in WAL mode readers never wait for the
-// writer, and a read no longer queues behind a write for the one writing
-// connection. A read on it sees every write committed before it began. On
-// MySQL the one pool serves both, and OpenReader returns writer.
+// OpenReader opens the pool for the hot reads beside writer, the pool Open
+// returned. On SQLite it is DB_READ_CONNS query_only connections: in WAL mode
+// readers never wait for the writer, nor queue behind a write for the one
+// writing connection, and each sees every write committed before it began.
+// On MySQL it returns writer.
 func OpenReader(ctx context.Context, cfg config.DB, writer *gorm.DB) (*gorm.DB, error) {
 	if cfg.Connection != SQLite {
 		return writer, nil
@@ -71,7 +69,6 @@ func openRetrying(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, 
 	}
 }
 
-// open is one attempt of Open.
 func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 	dialector, err := dialectorFor(cfg, readOnly)
 	if err != nil {
@@ -153,8 +150,6 @@ func queryTimeout(cfg config.DB) time.Duration {
 	return 5 * time.Second
 }
 
-// forDialect is the statement text for db's dialect: sqlite's, or mysql's
-// on MySQL.
 func forDialect(db *gorm.DB, sqlite, mysql string) string {
 	if db.Dialector.Name() == MySQL {
 		return mysql
@@ -171,8 +166,7 @@ func Close(db *gorm.DB) error {
 	return sqlDB.Close()
 }
 
-// isSQLiteBusy reports SQLITE_BUSY (or one of its extended codes) from the
-// SQLite driver.
+// isSQLiteBusy is also true of SQLITE_BUSY's extended codes.
 func isSQLiteBusy(err error) bool {
 	code, ok := sqliteCode(err)
 	return ok && code == sqliteBusy
@@ -180,8 +174,7 @@ func isSQLiteBusy(err error) bool {
 
 const sqliteBusy = 5 // SQLITE_BUSY
 
-// readConns is the size of SQLite's read pool: DB_READ_CONNS, or one per
-// CPU the process may use (at least two).
+// readConns defaults to one per usable CPU, at least two.
 func readConns(cfg config.DB) int {
 	if cfg.ReadConns > 0 {
 		return cfg.ReadConns
@@ -215,44 +208,34 @@ func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 	return nil, fmt.Errorf("unknown DB_CONNECTION %q", cfg.Connection)
 }
 
-// sqliteMaxBusyTimeout is the longest a SQLite statement waits for a lock
-// another connection holds before it fails with SQLITE_BUSY.
 const sqliteMaxBusyTimeout = 10 * time.Second
 
 // sqliteBusyTimeout is how long a SQLite statement waits for a lock another
-// connection holds (another process writing to the file, say) before it
-// fails with SQLITE_BUSY: DB_QUERY_TIMEOUT, at most sqliteMaxBusyTimeout.
-// It bounds the waits no statement deadline reaches too: the BEGIN
-// IMMEDIATE of a transaction begun on a context without a deadline (every
-// GORM transaction of a request, the group commit's writer), which would
-// otherwise wait the whole busy timeout whatever DB_QUERY_TIMEOUT says. A
-// wait whose context ends sooner ends then: the driver's busy handler
-// watches the context of the call in progress.
+// connection holds before it fails with SQLITE_BUSY. It also bounds what no
+// statement deadline reaches: the BEGIN IMMEDIATE of a transaction begun on a
+// context without a deadline (every GORM transaction of a request, the group
+// commit's writer). The driver's busy handler stops sooner if ctx ends.
 func sqliteBusyTimeout(cfg config.DB) time.Duration {
 	return min(sqliteMaxBusyTimeout, queryTimeout(cfg))
 }
 
 // SQLiteDSN is the DSN Open uses for the SQLite file cfg.Database: a busy
-// timeout (DB_QUERY_TIMEOUT, at most 10 s), WAL, foreign keys, and
-// transactions that take the write lock when they begin (so two writers
-// wait for each other instead of failing to upgrade a read lock).
+// timeout, WAL, foreign keys, and transactions that take the write lock when
+// they begin (so two writers wait for each other instead of failing to
+// upgrade a read lock).
 //
-// The driver runs the _pragma values in the order given, on every new
-// connection, so busy_timeout comes first: every pragma after it, the switch
-// to WAL included, waits up to that long for a lock wherever SQLite waits at
-// all (for where it does not, see Open).
-//
-// Times are written as "2006-01-02 15:04:05.999999999-07:00" in UTC
-// (_time_format=sqlite, _timezone=UTC), the text every row holds since the
-// first release: in that form, text order is time order, which the
-// expires_at and cursor comparisons rely on.
+// The driver runs the _pragma values in order on every new connection, so
+// busy_timeout comes first and the switch to WAL waits for a lock too,
+// wherever SQLite waits at all (see Open).
+// Times are written in UTC as "2006-01-02 15:04:05.999999999-07:00", the
+// text every row holds since the first release: text order is time order,
+// which the expires_at and cursor comparisons rely on.
 func SQLiteDSN(cfg config.DB) string {
 	return sqliteDSN(cfg, false)
 }
 
-// SQLiteReadDSN is SQLiteDSN for a connection of the read pool, which can
-// only read (query_only): a write sent to it by mistake fails loudly
-// instead of taking the write lock beside the writer.
+// SQLiteReadDSN is SQLiteDSN for the read pool (query_only): a write sent to
+// it by mistake fails loudly instead of taking the write lock.
 func SQLiteReadDSN(cfg config.DB) string {
 	return sqliteDSN(cfg, true)
 }
@@ -280,11 +263,10 @@ func sqliteDSN(cfg config.DB, readOnly bool) string {
 func MySQLDSN(cfg config.DB) (string, error) {
 	var c *mysqldriver.Config
 	if cfg.URL != "" {
-		parsed, err := parseMySQLURL(cfg.URL)
-		if err != nil {
+		var err error
+		if c, err = parseMySQLURL(cfg.URL); err != nil {
 			return "", errors.New("DB_URL: not a valid MySQL DSN (user:pass@tcp(host:3306)/dbname)")
 		}
-		c = parsed
 	} else {
 		c = mysqldriver.NewConfig()
 		c.User, c.Passwd = cfg.Username, cfg.Password
@@ -298,16 +280,12 @@ func MySQLDSN(cfg config.DB) (string, error) {
 	// row already holds (a frozen clock, two writes in one microsecond) would
 	// look like a lost lease.
 	c.ClientFoundRows = true
-	// Statements go as text, their arguments escaped into them by the
-	// driver (utf8mb4 is safe for it), never as server-side prepared
-	// statements (and Open turns GORM's off on MySQL): on a MariaDB Galera
-	// node, a transaction that a replicated write aborted ("brute force")
-	// while it ran prepared statements could have COMMIT answer success
-	// and have committed nothing. Under a stress of such aborts up to one
-	// transaction in a hundred was lost so with prepared statements, none
-	// as text (TestGaleraReplicaStorm, "commits under brute-force aborts");
-	// in the storm, a create answered 201 with a license that was never
-	// stored, and its key was executed again once its lease ran out.
+	// Statements go as text, arguments escaped in by the driver (safe with
+	// utf8mb4), never server-side prepared (Open turns GORM's off too): on
+	// a MariaDB Galera node, a transaction aborted by a replicated write
+	// ("brute force") while running prepared statements could have COMMIT
+	// answer success having committed nothing: up to one in a hundred under
+	// TestGaleraReplicaStorm's aborts, none as text.
 	c.InterpolateParams = true
 	c.Collation = "utf8mb4_unicode_ci"
 	if c.Params == nil {

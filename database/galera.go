@@ -14,17 +14,11 @@ import (
 // without wsrep (MySQL itself) asked for @@wsrep_on.
 const mysqlUnknownVariable = 1193
 
-// catchUpWithCluster waits until a MariaDB Galera node has applied every
-// write set the cluster committed before the call: one causal read
-// (wsrep_sync_wait=1 for that statement alone). Galera certifies a
-// transaction on every node at COMMIT but applies it on the others a moment
-// later, so a replica started on another node right after `licensor
-// migrate` may find the newest migration not yet applied there; after the
-// causal read it sees every migration committed before it, and a schema
-// that is still behind is one that really is. The wait is bounded by
-// timeout (DB_QUERY_TIMEOUT) and by the node's repl.causal_read_timeout. On
-// a server that is no Galera node (MySQL, MariaDB with wsrep_on off) it
-// does nothing.
+// catchUpWithCluster waits, with one causal read, until a MariaDB Galera node
+// has applied every write set the cluster committed before the call. Galera
+// applies a commit on the other nodes a moment later, so a replica started
+// right after `licensor migrate` may otherwise find the newest migration
+// missing on its node. It does nothing on a server that is no Galera node.
 func catchUpWithCluster(ctx context.Context, db *gorm.DB, timeout time.Duration) error {
 	sqlDB, err := db.DB()
 	if err != nil {

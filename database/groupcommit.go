@@ -10,20 +10,15 @@ import (
 	"gorm.io/gorm"
 )
 
-// GroupCommit runs the short writes of concurrent requests (an idempotency
-// record's reservation, its settlement) through one writer that commits
-// whatever is waiting in one transaction: on SQLite, where every write takes
-// the one write lock in turn anyway, N requests pay for one commit instead of
-// N. Each write keeps its own semantics: it runs inside a savepoint, so a
-// write that fails (a unique index refusing a second reservation) is rolled
-// back alone and its caller gets its error, while the others commit; and no
-// caller hears "done" before the commit that holds its write has succeeded
-// (when the commit fails, every write of the batch gets that error).
-//
-// A write waiting alone runs as it would without the group: one
-// transaction, no savepoint. MySQL does not use it: InnoDB already groups the
-// log flushes of concurrent commits, and one transaction holding several
-// requests' row locks would only widen deadlocks between replicas.
+// GroupCommit runs the short writes of concurrent requests through one writer
+// that commits whatever is waiting in one transaction: on SQLite, where every
+// write takes the one write lock in turn anyway, N requests pay for one
+// commit. Each write runs in a savepoint, so one that fails is rolled back
+// alone, and no caller hears "done" before the commit holding its write
+// succeeded. A write waiting alone runs in its own transaction, no savepoint.
+// MySQL does not use it: InnoDB already groups concurrent commits' log
+// flushes, and one transaction holding several requests' row locks would
+// only widen deadlocks between replicas.
 type GroupCommit struct {
 	db       *gorm.DB
 	maxBatch int
@@ -37,7 +32,6 @@ type GroupCommit struct {
 	batches, writes atomic.Int64
 }
 
-// groupOp is one caller's write.
 type groupOp struct {
 	ctx  context.Context
 	fn   func(tx *gorm.DB) error
@@ -127,7 +121,6 @@ func (g *GroupCommit) run() {
 	}
 }
 
-// commit runs one batch in one transaction.
 func (g *GroupCommit) commit(batch []*groupOp) {
 	g.batches.Add(1)
 	g.writes.Add(int64(len(batch)))

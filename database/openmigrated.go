@@ -12,17 +12,12 @@ import (
 	"github.com/licensor-api/licensor/internal/wait"
 )
 
-// OpenMigrated opens the database for a process that serves from it (serve,
-// the token and reconcile commands). An embedded SQLite file is migrated in
-// place, and the migration is logged on log ("migrated", with the redacted
-// DSN and how many migrations were applied). A MySQL schema is only checked,
-// never migrated, since replicas must never race to migrate it: when it
-// lacks a migration the error is ErrSchemaBehind, and `licensor migrate`
-// applies it. On a Galera node the check first waits until the node has
-// applied what the cluster committed (see catchUpWithCluster), so that a
-// replica started right after a migration through another node does not
-// refuse a schema that is only not applied here yet. A nil log logs
-// nothing.
+// OpenMigrated opens the database for a process that serves from it. An
+// embedded SQLite file is migrated in place and logged on log (nil logs
+// nothing). A MySQL schema is only checked, since replicas must never race to
+// migrate it: one that lacks a migration is ErrSchemaBehind, for `licensor
+// migrate` to apply. On a Galera node the check first waits for the node to
+// catch up with the cluster.
 func OpenMigrated(ctx context.Context, cfg config.DB, log *slog.Logger) (*gorm.DB, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -48,7 +43,6 @@ func OpenMigrated(ctx context.Context, cfg config.DB, log *slog.Logger) (*gorm.D
 	return db, nil
 }
 
-// sqliteMigrateAttempts bounds how many times migrateSQLite tries.
 const sqliteMigrateAttempts = 5
 
 // migrateSQLite applies the migrations to an embedded database. Several

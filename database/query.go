@@ -17,36 +17,29 @@ import (
 // ErrNoRows is what Query.Row answers when the query matches no row.
 var ErrNoRows = sql.ErrNoRows
 
-// Query is one hot statement, the kind every request makes (the token row,
-// an idempotency record, the rate limit's count): plain SQL, prepared once
-// on each connection of the pool and kept (database/sql re-prepares it on a
-// new connection), scanned into the caller's variables without reflection.
-// GORM builds, parses and reflects on every call; for these few statements
-// that is most of the cost. Like a GORM statement, a Query runs within
-// DB_QUERY_TIMEOUT and its errors are classified (UnavailableError for "not
-// now"): on MySQL through its context's deadline, on SQLite through the
-// connection's busy_timeout (see bounded).
+// Query is one hot statement every request makes (the token row, an
+// idempotency record): plain SQL, prepared once per connection and scanned
+// without reflection, where GORM builds, parses and reflects on every call.
+// Like a GORM statement it runs within DB_QUERY_TIMEOUT and its "not now"
+// errors are an UnavailableError.
 type Query struct {
-	db      *gorm.DB
-	text    string
-	timeout time.Duration
-	// waitsBounded: the connection itself bounds every wait a statement
-	// makes (SQLite), so the statement needs no context that can end.
-	waitsBounded bool
+	db           *gorm.DB
+	text         string
+	timeout      time.Duration
+	waitsBounded bool // see statementContext
 
 	mu   sync.Mutex               // serialises the first preparation
 	stmt atomic.Pointer[sql.Stmt] // nil until the first call prepares it
 }
 
-// NewQuery returns the read text on db's pool. The text uses ? for its
-// arguments, which both dialects take. Nothing is prepared until it runs.
+// NewQuery returns text (with ? placeholders) on db's pool. Nothing is
+// prepared until it runs.
 func NewQuery(db *gorm.DB, text string) *Query {
 	sqlite := db != nil && db.Dialector != nil && db.Dialector.Name() == SQLite
 	return &Query{db: db, text: text, timeout: statementTimeoutOf(db), waitsBounded: sqlite}
 }
 
-// Row runs the query and scans its first row into dest. It returns ErrNoRows
-// when there is none.
+// Row scans the first row into dest, or returns ErrNoRows.
 func (q *Query) Row(ctx context.Context, dest []any, args ...any) error {
 	ctx, cancel := q.bounded(ctx)
 	defer cancel()
@@ -73,26 +66,20 @@ func (q *Query) Exec(ctx context.Context, args ...any) (sql.Result, error) {
 	return res, classify(err)
 }
 
-// bounded is the context the statement runs on (statementContext).
 func (q *Query) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	return statementContext(ctx, q.timeout, q.waitsBounded)
 }
 
-// statementContext is the context a statement runs on, for a Query and for
-// GORM's statements (boundStatements) alike: ctx itself when its deadline
-// comes before timeout (a caller that bounds its statements tighter, such
-// as /readyz, keeps its bound); else, unless waitsBounded, ctx with timeout:
-// on MySQL the driver gives up on a frozen server when it ends.
+// statementContext is the context a statement runs on, Query's and GORM's
+// (boundStatements) alike: ctx itself when its deadline is sooner (a caller
+// such as /readyz keeps its tighter bound); else ctx with timeout, so that
+// on MySQL the driver gives up on a frozen server.
 //
-// With waitsBounded (SQLite) it is ctx made one that cannot end. A SQLite
-// statement waits for nothing but a lock, and the connection's busy_timeout
-// (DB_QUERY_TIMEOUT, at most 10 s) ends that wait with SQLITE_BUSY, an
-// unavailable error, whatever the context. A context that can end costs
-// each read a goroutine of database/sql's (it closes the rows when the
-// context ends) and a timer, and the driver a watch of it around every
-// step: in the bench a replay's server CPU was 1/0.86 of what it is
-// without, to end nothing sooner (the driver watches the context only
-// while it waits for a lock).
+// With waitsBounded (SQLite) it is ctx made one that cannot end: a SQLite
+// statement waits for nothing but a lock, which busy_timeout already ends
+// with SQLITE_BUSY. A context that can end costs each read a database/sql
+// goroutine, a timer and a driver watch per step: 16% more server CPU in
+// the bench, to end nothing sooner.
 func statementContext(ctx context.Context, timeout time.Duration, waitsBounded bool) (context.Context, context.CancelFunc) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
 		return ctx, noCancel
@@ -103,12 +90,10 @@ func statementContext(ctx context.Context, timeout time.Duration, waitsBounded b
 	return context.WithTimeout(ctx, timeout)
 }
 
-// noCancel is the CancelFunc of a context bounded made no new one for.
 func noCancel() {}
 
-// prepared returns the statement, preparing it on first use (not at start:
-// a database that is down at start-up must not keep the server from
-// starting; the first request then gets the 503 it would get anyway).
+// prepared prepares on first use, not at start: a database down at start-up
+// must not keep the server from starting.
 func (q *Query) prepared(ctx context.Context) (*sql.Stmt, error) {
 	if stmt := q.stmt.Load(); stmt != nil {
 		return stmt, nil
@@ -156,10 +141,8 @@ func classify(err error) error {
 	return err
 }
 
-// Time scans a DATETIME column into t whatever form the driver hands it
-// in: a time.Time (MySQL with parseTime, SQLite's drivers for a DATETIME
-// column) or the text SQLite stores. A NULL leaves t nil when nullable, and
-// is an error otherwise.
+// Time scans a nullable DATETIME column into t (nil for NULL), whether the
+// driver hands it over as a time.Time or as the text SQLite stores.
 func Time(t **time.Time) sql.Scanner { return timeScanner{dst: t} }
 
 // NotNullTime is Time for a NOT NULL column.
@@ -233,14 +216,11 @@ const timeoutPluginName = "licensor:statement-timeout"
 func (timeoutPlugin) Name() string              { return timeoutPluginName }
 func (timeoutPlugin) Initialize(*gorm.DB) error { return nil }
 
-// statementTimeoutOf is the statement timeout Open gave db, or the default
-// for a *gorm.DB made some other way.
 func statementTimeoutOf(db *gorm.DB) time.Duration {
-	if db == nil || db.Config == nil {
-		return queryTimeout(config.DB{})
-	}
-	if p, ok := db.Config.Plugins[timeoutPluginName].(timeoutPlugin); ok && p > 0 {
-		return time.Duration(p)
+	if db != nil && db.Config != nil {
+		if p, ok := db.Config.Plugins[timeoutPluginName].(timeoutPlugin); ok && p > 0 {
+			return time.Duration(p)
+		}
 	}
 	return queryTimeout(config.DB{})
 }

@@ -33,27 +33,17 @@ const (
 
 var errNoRateCount = errors.New("database: the rate_limits upsert returned no count")
 
-// HitRateWindow counts n more hits of consumer (n ≥ 1) at now in the
-// rate_limits table, in its window of length window: the one under way, or
-// a new one starting at now (to the second) when the last has ended. It
-// sets *hits to the window's count, these hits included, and *start to the
-// window's start, or to the zero time when it cannot tell in the same
-// statement (on MySQL, a window another request started: RateWindowStart
-// reads it). It is one upsert, one round trip, and safe to run again after
-// a lock conflict (RetryOnConflict); the *gorm.DB it returns carries its
-// Error.
+// HitRateWindow counts n ≥ 1 more hits of consumer at now in its window of
+// length window (the one under way, or a new one from now). It sets *hits to
+// the window's count, these included, and *start to the window's start, or to
+// the zero time when the statement cannot tell (on MySQL, a window another
+// request started: see RateWindowStart). One upsert, safe to run again after
+// a lock conflict; db must come from Open, whose pool holds it prepared.
 //
-// On MySQL / MariaDB the upsert hands back the new count through
-// LAST_INSERT_ID(expr), whose value the server sends to the client in the
-// statement's OK packet as the insert id (sql.Result.LastInsertId); a count
-// of n is a window these hits started, at now. The row lock the upsert
-// takes makes the hits of concurrent requests queue, so each sees its own
-// count. On SQLite, RETURNING hands back both. A server that sends no
-// count back is an error.
-//
-// The upsert is a statement prepared once per connection of the pool (not
-// GORM: it runs on every request the limit counts), so db must be a
-// database Open opened.
+// On MySQL the count comes back through LAST_INSERT_ID(expr), in the OK
+// packet's insert id; a count of n is a window these hits started. The row
+// lock queues concurrent hits, so each sees its own count. On SQLite,
+// RETURNING hands back both.
 func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, now time.Time, window time.Duration, n int64, hits *int64, start *time.Time) *gorm.DB {
 	c, ok := db.Dialector.(classifying)
 	if !ok || c.rate == nil {
@@ -84,9 +74,8 @@ func HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, now time.T
 	return &gorm.DB{Error: err}
 }
 
-// RateWindowStart sets *start to the start of consumer's current window in
-// the rate_limits table (for a count HitRateWindow could not date); the
-// *gorm.DB it returns carries its Error.
+// RateWindowStart sets *start to the start of consumer's current window, for
+// a count HitRateWindow could not date.
 func RateWindowStart(ctx context.Context, db *gorm.DB, consumer string, start *time.Time) *gorm.DB {
 	var began int64
 	res := db.WithContext(ctx).Raw(rateStart, consumer).Scan(&began)
@@ -96,7 +85,6 @@ func RateWindowStart(ctx context.Context, db *gorm.DB, consumer string, start *t
 	return res
 }
 
-// errNotOpened is a *gorm.DB that Open did not open.
 var errNotOpened = errors.New("database: HitRateWindow needs a database Open opened")
 
 // rateQuery is a pool's rate_limits upsert, made on first use.
@@ -105,7 +93,6 @@ type rateQuery struct {
 	q    *Query
 }
 
-// of is the upsert on db's pool, in db's dialect.
 func (r *rateQuery) of(db *gorm.DB) *Query {
 	r.once.Do(func() {
 		r.q = NewQuery(db.WithContext(context.Background()), forDialect(db, sqliteRateHit, mysqlRateHit)) // not the first caller's context
@@ -113,10 +100,8 @@ func (r *rateQuery) of(db *gorm.DB) *Query {
 	return r.q
 }
 
-// PruneRateWindows deletes at most limit rows of the rate_limits table whose
-// window started before before (consumers not seen since); the *gorm.DB it returns carries its Error
-// and, in RowsAffected, how many it deleted. It is one statement, safe to
-// run again after a lock conflict (RetryOnConflict).
+// PruneRateWindows deletes at most limit rows whose window started before
+// before (RowsAffected says how many). One statement, safe to run again.
 func PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB {
 	return db.WithContext(ctx).Exec(forDialect(db, sqliteRatePrune, mysqlRatePrune), before.Unix(), limit)
 }
@@ -128,21 +113,18 @@ var _ interface {
 	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
 } = classifying{}
 
-// HitRateWindow is the package function, offered by the dialector of every
-// database Open returns to the packages that speak GORM but may not import
-// this one (app/ratelimit).
+// HitRateWindow is the package function, offered through the dialector to
+// packages that may not import this one (app/ratelimit).
 func (classifying) HitRateWindow(ctx context.Context, db *gorm.DB, consumer string, now time.Time, window time.Duration, n int64, hits *int64, start *time.Time) *gorm.DB {
 	return HitRateWindow(ctx, db, consumer, now, window, n, hits, start)
 }
 
-// RateWindowStart is the package function, offered by the dialector like
-// HitRateWindow.
+// RateWindowStart is the package function, like HitRateWindow.
 func (classifying) RateWindowStart(ctx context.Context, db *gorm.DB, consumer string, start *time.Time) *gorm.DB {
 	return RateWindowStart(ctx, db, consumer, start)
 }
 
-// PruneRateWindows is the package function, offered by the dialector like
-// HitRateWindow.
+// PruneRateWindows is the package function, like HitRateWindow.
 func (classifying) PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB {
 	return PruneRateWindows(ctx, db, before, limit)
 }

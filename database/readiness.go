@@ -24,13 +24,11 @@ type readinessProbe struct {
 
 var _ schema.Tabler = readinessProbe{}
 
-// TableName is the table the probes are written to.
+// TableName implements schema.Tabler.
 func (readinessProbe) TableName() string { return "readiness_probes" }
 
-// ProbeWrite reports whether the database takes a write: it writes a probe
-// row, checked at now, to the readiness_probes table and deletes it again,
-// leaving nothing behind. A ping alone would pass on a database that
-// refuses writes.
+// ProbeWrite writes a row to readiness_probes and deletes it again: a ping
+// alone would pass on a database that refuses writes.
 func ProbeWrite(ctx context.Context, db *gorm.DB, now time.Time) error {
 	probe := readinessProbe{ID: ulid.Make().String(), CheckedAt: now.UTC()}
 	db = db.WithContext(ctx)
@@ -56,26 +54,16 @@ var (
 	ErrDatabaseNotReady error = fault.New(CheckDatabase, "database not ready")
 )
 
-// diskProbeSize is how much the disk check writes: one SQLite page, the
-// least a write that grows the database or its log needs.
+// diskProbeSize is one SQLite page, the least a growing write needs.
 const diskProbeSize = 4096
 
 // Readiness is /readyz's question: does the database take a write now? On
-// SQLite it first writes diskProbeSize bytes to a new file beside the
-// database file and removes it (CheckDisk), then writes and deletes the
-// probe row (CheckDatabase). The file is needed because the row is not
-// enough on a full disk: once a checkpoint has copied the write-ahead log
-// into the database, SQLite writes the next commits over the log's old
-// frames, in space the file already has, so the probe row succeeds on a
-// disk that has no byte left, until the log must grow or the database
-// must, and every write then fails with SQLITE_FULL. On MySQL only the
-// row is written: licensor writes nothing to a disk of its own there, and
-// the server's disk is the server's to watch (once full, the row's INSERT
-// fails, or waits for space past the two seconds /readyz gives it).
-//
-// Nothing is cached: the file costs less than the row (a create, a 4 KiB
-// write left to the page cache, no sync, a remove), and a failure shows on
-// the very next /readyz.
+// SQLite it first writes a file beside the database (CheckDisk), then the
+// probe row (CheckDatabase). The row alone passes on a full disk: after a
+// checkpoint SQLite writes commits over the log's old frames, in space it
+// already has, until the log or database must grow and every write fails
+// with SQLITE_FULL. On MySQL the server's disk is the server's to watch.
+// Nothing is cached: the file costs less than the row.
 type Readiness struct {
 	db  *gorm.DB
 	now func() time.Time
@@ -111,9 +99,7 @@ func (r *Readiness) Check(ctx context.Context) error {
 	return nil
 }
 
-// sqliteDir is the directory of the SQLite file, as the database itself
-// names it (PRAGMA database_list), looked up once: "" for an in-memory
-// database.
+// sqliteDir is looked up once; "" for an in-memory database.
 func (r *Readiness) sqliteDir(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -137,12 +123,9 @@ func (r *Readiness) sqliteDir(ctx context.Context) (string, error) {
 	return r.dir, nil
 }
 
-// probeDisk writes diskProbeSize bytes to a new file in dir, then removes
-// it. A full file system refuses the write itself (ENOSPC: tmpfs, and ext4
-// and XFS, which reserve the space when written to), a read-only one the
-// create (EROFS), so nothing is synced. The file is 0600 and named
-// .readyz-*; one left by a process killed between the two steps is 4 KiB
-// that may be deleted.
+// probeDisk needs no sync: a full file system refuses the write itself
+// (ENOSPC on tmpfs, ext4, XFS), a read-only one the create. A .readyz-* file
+// left by a killed process may be deleted.
 func probeDisk(dir string) error {
 	f, err := os.CreateTemp(dir, ".readyz-*")
 	if err != nil {

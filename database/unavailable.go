@@ -131,14 +131,11 @@ func (d classifying) Translate(err error) error {
 	return err
 }
 
-// deadlineKey is where a statement's deadline keeps its cancel function.
 const deadlineKey = "licensor:deadline"
 
 // boundStatements runs every statement GORM runs on statementContext, as a
-// Query runs: a deadline of its own, timeout, unless its context already
-// ends sooner, so that a frozen database makes a request fail fast (503)
-// instead of hanging; on SQLite (waitsBounded), whose busy_timeout ends the
-// one wait a statement makes, a context that cannot end instead.
+// Query runs, so that a frozen database fails a request fast (503) instead of
+// hanging.
 func boundStatements(db *gorm.DB, timeout time.Duration, waitsBounded bool) error {
 	type bound struct {
 		parent context.Context

@@ -22,14 +22,11 @@ var sqliteReachable = map[int]bool{
 	13: true, // SQLITE_FULL
 }
 
-// IsUnreachable reports whether err means that no statement gets through
-// to the database now: it cannot be reached, did not answer in time, has no
-// connection left or is shutting down. It is the part of IsUnavailable that
-// concerns the whole database: IsUnavailable ("retry later") also counts the
-// errors that concern one statement or one kind of statement (a lock
+// IsUnreachable reports whether no statement gets through to the database
+// now (unreachable, too slow, out of connections, shutting down): the part
+// of IsUnavailable without the errors of one kind of statement (a lock
 // conflict, a read-only or full database), after which a read may still
-// succeed; IsUnreachable counts none of those. The rate limiter counts in
-// the replica's memory on those, and fails the request on these.
+// succeed. The rate limiter falls back to memory on those, fails on these.
 func IsUnreachable(err error) bool {
 	if !IsUnavailable(err) {
 		return false

@@ -22,18 +22,15 @@ import (
 // call without a deadline could hold a request forever.
 const defaultTimeout = 10 * time.Second
 
-// HTTPDriver speaks the vendor protocol (package vendorproto) over HTTP. It retries only a 429,
-// within the budget of the configuration, and returns every other failure as
-// a *licenses.UnavailableError, *licenses.RejectedError or
-// *licenses.UncertainError. Build it with NewHTTP, whose Options set its
-// clock and hooks.
+// HTTPDriver speaks the vendor protocol (package vendorproto) over HTTP. It
+// retries only a 429, within the configuration's budget, and returns every
+// other failure as a *licenses.UnavailableError, *licenses.RejectedError or
+// *licenses.UncertainError. Build it with NewHTTP.
 type HTTPDriver struct {
-	options // the clock and hooks, defaults resolved by NewHTTP
+	options
 
-	// client sends the requests, with a transport of its own and no
-	// redirects: a redirected POST would become a GET.
-	client *http.Client
-	base   string // VENDOR_URL without its trailing slash
+	client *http.Client // no redirects: a redirected POST would become a GET
+	base   string       // VENDOR_URL without its trailing slash
 	token  string
 	cfg    config.Vendor
 	log    *slog.Logger
@@ -44,24 +41,18 @@ var (
 	_ licenses.SiteLister = (*HTTPDriver)(nil) // the drift check pages through the vendor's sites
 )
 
-// options are the http driver's clock and hooks. After NewHTTP none is nil.
+// options are the http driver's clock and hooks (see the With options).
+// After NewHTTP none is nil.
 type options struct {
-	// sleep waits between 429 retries; it returns ctx.Err() early when ctx ends.
-	sleep func(ctx context.Context, d time.Duration) error
-	// now reads the clock, for Retry-After dates and the context's deadline.
-	now func() time.Time
-	// jitter returns a random duration in [0, d], spreading backoffs apart.
-	jitter func(d time.Duration) time.Duration
-	// observe is told of every answer: the call and its status, 0 for none.
-	observe func(call string, status int)
-	// onRetry is told of every retry after a 429, before its wait.
-	onRetry func(call string)
-	// userAgent is the User-Agent header of every request.
+	sleep     func(ctx context.Context, d time.Duration) error
+	now       func() time.Time
+	jitter    func(d time.Duration) time.Duration
+	observe   func(call string, status int)
+	onRetry   func(call string)
 	userAgent string
 }
 
-// defaultUserAgent is sent when no WithUserAgent is given: the product
-// without a version, which the driver cannot know by itself.
+// defaultUserAgent has no version: the driver cannot know it by itself.
 const defaultUserAgent = "licensor"
 
 // Option sets one of the http driver's hooks at construction; see NewHTTP.
@@ -117,7 +108,6 @@ func NewHTTP(cfg config.Vendor, log *slog.Logger, opts ...Option) (*HTTPDriver, 
 	return newHTTP(cfg, http.DefaultTransport.(*http.Transport).Clone(), log, opts), nil
 }
 
-// newHTTP builds the driver for a checked cfg on transport.
 func newHTTP(cfg config.Vendor, transport http.RoundTripper, log *slog.Logger, opts []Option) *HTTPDriver {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = defaultTimeout
@@ -138,7 +128,6 @@ func newHTTP(cfg config.Vendor, transport http.RoundTripper, log *slog.Logger, o
 	}
 }
 
-// resolve applies opts and fills in the default of every hook left nil.
 func resolve(opts []Option) options {
 	var o options
 	for _, opt := range opts {
@@ -194,13 +183,10 @@ func (d *HTTPDriver) FindSite(ctx context.Context, domain string) (*licenses.Sit
 	return nil, nil
 }
 
-// ListSites lists page number page (from 1) of all the vendor's sites, in
-// id order, perPage to a page (the vendor caps it at 500), and returns them
-// with the number of sites in all. A page past the last is empty. Its
-// failures are classified as FindSite's: a read is never uncertain, so
-// anything but a 200 (a 429 past the retry budget, a 5xx, no answer, a
-// malformed one) is a *licenses.UnavailableError, and a 4xx (a page or a
-// perPage below 1) a *licenses.RejectedError.
+// ListSites returns page number page (from 1) of all the vendor's sites, in
+// id order, perPage to a page (the vendor caps it at 500), and the number of
+// sites in all. A page past the last is empty. A read is never uncertain: a
+// 4xx is a *licenses.RejectedError, any other failure unavailable.
 func (d *HTTPDriver) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
 	q := url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(perPage)}}
 	c := call{name: "list", method: http.MethodGet, path: "/sites?" + q.Encode(), ok: []int{http.StatusOK}}
@@ -251,7 +237,6 @@ func (d *HTTPDriver) RotateKey(ctx context.Context, siteID string) (licenses.Sit
 	return site, err
 }
 
-// write makes a call whose answer is {"data":site}, and returns the site.
 func (d *HTTPDriver) write(ctx context.Context, c call) (licenses.Site, error) {
 	a, err := d.send(ctx, c)
 	if err != nil {
@@ -278,7 +263,6 @@ func (d *HTTPDriver) DeleteSite(ctx context.Context, id string) error {
 	return err
 }
 
-// check refuses a site without the two fields licensor cannot do without.
 func check(s vendorproto.Site) error {
 	if s.ID == "" || s.LicenseKey == "" {
 		return errors.New("malformed answer: a site without id or license_key")
@@ -286,14 +270,11 @@ func check(s vendorproto.Site) error {
 	return nil
 }
 
-// fromWire is the domain's view of a site the vendor sent; fields the
-// domain does not use (created_at, any the vendor adds) are dropped.
 func fromWire(s vendorproto.Site) licenses.Site {
 	return licenses.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.LicenseKey, Status: s.Status}
 }
 
-// decode reads a JSON answer, refusing one that could not be read whole.
-// Its errors never quote the body, which may hold license keys.
+// decode's errors never quote the body, which may hold license keys.
 func decode(a *answer, v any) error {
 	if a.bodyErr != nil {
 		return fmt.Errorf("read answer: %w", a.bodyErr)

@@ -20,8 +20,6 @@ func NewInProcess(h http.Handler, cfg config.Vendor, log *slog.Logger, opts ...O
 	return newHTTP(cfg, inProcess{h}, log, opts)
 }
 
-// inProcess is a transport that hands each request to a handler and
-// returns the answer it recorded.
 type inProcess struct{ h http.Handler }
 
 // RoundTrip serves req on the handler. As over a socket, a request whose

@@ -21,7 +21,6 @@ import (
 // maxBody is the most of an answer the driver reads; a longer one is malformed.
 const maxBody = 1 << 20
 
-// call is one vendor call, as the retry loop repeats it.
 type call struct {
 	name   string // "list", "create", "delete" or "rotate": for logs and the observer
 	method string
@@ -35,7 +34,6 @@ var _ fmt.Stringer = call{} // errors and logs name the call with %s
 
 func (c call) String() string { return c.method + " " + c.path }
 
-// answer is what the vendor said to one attempt.
 type answer struct {
 	status  int
 	header  http.Header
@@ -95,7 +93,6 @@ func (d *HTTPDriver) refuseWait(ctx context.Context, attempt int, waited, wait t
 	return ""
 }
 
-// judge classifies a final answer: success, rejected (4xx) or a failure.
 func (d *HTTPDriver) judge(c call, a *answer) error {
 	switch {
 	case slices.Contains(c.ok, a.status):
@@ -122,7 +119,6 @@ func (d *HTTPDriver) failure(c call, sent bool, err error) error {
 	return &licenses.UnavailableError{Err: err}
 }
 
-// rejected reads the vendor's refusal: {"message":…, "errors":{field:[…]}}.
 func rejected(a *answer) error {
 	var body vendorproto.ErrorBody
 	if a.bodyErr != nil || json.Unmarshal(a.body, &body) != nil || body.Message == "" {
@@ -183,7 +179,6 @@ func (d *HTTPDriver) request(ctx context.Context, c call) (*http.Request, error)
 	return req, nil
 }
 
-// readBody reads up to maxBody; more than that is an error.
 func readBody(r io.Reader) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
 	if err != nil {

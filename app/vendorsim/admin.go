@@ -35,7 +35,6 @@ func (s *Simulator) adminRoutes() {
 	})
 }
 
-// admin serves pattern with h once the token checks out.
 func (s *Simulator) admin(pattern string, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
@@ -70,12 +69,9 @@ func toFaultsJSON(f SimFaults, seed uint64) faultsJSON {
 		FaultPhase: f.FaultPhase, Seed: &seed}
 }
 
-// mergeFaults answers POST /_sim/faults: the knobs the body names replace
-// those in force and a knob left out stays as it is (so {} changes no
-// fault; DELETE /_sim/faults clears them), the 429 burst and the drop
-// budgets count afresh, and a "seed" restarts the random sequence from it
-// (without one, it goes on). The answer is the faults now in force. A body
-// it cannot take changes nothing.
+// mergeFaults answers POST /_sim/faults (see adminRoutes). The budgets count
+// afresh; a "seed" restarts the random sequence, else it goes on. A body it
+// cannot take changes nothing.
 func (s *Simulator) mergeFaults(w http.ResponseWriter, r *http.Request) {
 	current, _ := s.Faults()
 	in := toFaultsJSON(current, 0)
@@ -116,16 +112,12 @@ func (s *Simulator) mergeFaults(w http.ResponseWriter, r *http.Request) {
 	s.answerFaults(w, "vendor-sim: faults replaced")
 }
 
-// clearFaults answers DELETE /_sim/faults: every knob back to its default
-// (no latency, no 429, no 5xx, no drop; retry_after 1 s, drop_mode hang,
-// fault_phase before), the 429 burst and the drop budgets counted afresh;
-// the random sequence goes on. The answer is the faults now in force.
+// clearFaults answers DELETE /_sim/faults; the random sequence goes on.
 func (s *Simulator) clearFaults(w http.ResponseWriter, _ *http.Request) {
 	s.setFaults(SimFaults{RetryAfter: time.Second, DropMode: DropHang, FaultPhase: PhaseBefore})
 	s.answerFaults(w, "vendor-sim: faults cleared")
 }
 
-// answerFaults logs msg with the faults now in force, and answers them.
 func (s *Simulator) answerFaults(w http.ResponseWriter, msg string) {
 	now := toFaultsJSON(s.Faults())
 	logged, _ := json.Marshal(now) // plain data: it cannot fail

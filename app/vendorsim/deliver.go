@@ -56,8 +56,6 @@ func (h *webhooks) deliver(ev simEvent, dup bool) {
 	}
 }
 
-// post sends one attempt and returns the receiver's status, or an error
-// when none came.
 func (h *webhooks) post(ev simEvent) (int, error) {
 	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.cfg.URL, bytes.NewReader(ev.body))
 	if err != nil {

@@ -65,7 +65,6 @@ func (f SimFaults) normalized() (SimFaults, error) {
 	return f, nil
 }
 
-// fault is what strikes a request.
 type fault int
 
 const (
@@ -82,12 +81,11 @@ type dice struct {
 	r429, r5xx, drop, phase, jitter float64
 }
 
-// roll draws a request's dice; s.mu must be held.
+// roll needs s.mu held.
 func (s *Simulator) roll() dice {
 	return dice{s.rng.Float64(), s.rng.Float64(), s.rng.Float64(), s.rng.Float64(), s.rng.Float64()}
 }
 
-// reseed restarts the random sequence from seed.
 func (s *Simulator) reseed(seed uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,8 +138,7 @@ func (s *Simulator) dropDue(dropped *int, limit int) bool {
 	return true
 }
 
-// setFaults replaces the faults in force; the 429 burst and the drop
-// budgets count afresh from now.
+// setFaults counts the 429 burst and the drop budgets afresh.
 func (s *Simulator) setFaults(f SimFaults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -25,10 +25,8 @@ func (s *Simulator) list(c *simCall) {
 	s.finish(c, http.StatusOK, vendorproto.SiteList{Data: sites}, "listed", false)
 }
 
-// listPage answers GET /sites?page=N&per_page=M: every site in id order
-// (oldest first), {"data":[…],"meta":{"page","per_page","total"}}. page
-// defaults to 1, per_page to vendorproto.DefaultPerPage and is capped at vendorproto.MaxPerPage;
-// either below 1 or not a number is a 422.
+// listPage answers GET /sites?page=N&per_page=M, oldest first; either below 1
+// or not a number is a 422.
 func (s *Simulator) listPage(c *simCall, q url.Values) {
 	page, perPage := 1, vendorproto.DefaultPerPage
 	fields := map[string][]string{}

@@ -37,8 +37,7 @@ type SimOptions struct {
 }
 
 // Simulator serves the vendor protocol from memory, with the faults of its
-// SimOptions, and the /_sim/ routes that report and steer it (admin.go).
-// It counts the calls it gets, for tests, demos and chaos runs.
+// SimOptions, and the /_sim/ routes that report and steer it.
 type Simulator struct {
 	opts  SimOptions // Token, StateFile, Log; the faults live in faults
 	store *store
@@ -99,7 +98,7 @@ const (
 	routeRotate = "POST /sites/{id}/rotate-key" // vendorproto.RotateKeyPath
 )
 
-// ServeHTTP answers one vendor (or /_sim/) request.
+// ServeHTTP implements http.Handler.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Calls returns how many requests each vendor route got, faults included,
@@ -178,9 +177,7 @@ func (s *Simulator) arrive(route string) (SimFaults, dice) {
 	return s.faults, s.roll()
 }
 
-// identify notes the domain and the site a request is about, for its log
-// line: the query's domain, the body's, or the site of the path's id; and
-// the site the domain has, if any.
+// identify notes the domain and the site a request is about, for its log.
 func (s *Simulator) identify(c *simCall) {
 	switch c.route {
 	case routeList:
@@ -210,12 +207,10 @@ func (s *Simulator) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got, []byte("Bearer "+s.opts.Token)) == 1
 }
 
-// pause waits d; false when ctx ends first.
 func pause(ctx context.Context, d time.Duration) bool {
 	return d <= 0 || wait.Sleep(ctx, d) == nil
 }
 
-// message is an answer's body that is a message alone.
 func message(m string) vendorproto.ErrorBody { return vendorproto.ErrorBody{Message: m} }
 
 // reply writes a JSON answer, counts it and logs it, without the body: it
@@ -226,15 +221,13 @@ func (s *Simulator) reply(c *simCall, status int, body any, fault string) {
 	writeJSON(c.w, status, body)
 }
 
-// canceled counts and logs a request whose client gave up before any answer.
 func (s *Simulator) canceled(c *simCall) {
 	s.logCall(c, 0, "client gave up")
 	s.tally(c.route, statusCanceled)
 }
 
-// logCall writes a request's line: what it asked, the domain and site it is
-// about when known, the status (0 for none) and the fault. Never a header or
-// a body: the token and license keys stay out of logs.
+// logCall never logs a header or a body: the token and license keys stay out
+// of logs.
 func (s *Simulator) logCall(c *simCall, status int, fault string) {
 	attrs := []any{"method", c.r.Method, "path", c.r.URL.Path}
 	if c.domain != "" {
@@ -247,7 +240,6 @@ func (s *Simulator) logCall(c *simCall, status int, fault string) {
 	s.opts.Log.Info("vendor-sim", attrs...)
 }
 
-// writeJSON writes status and body as JSON; a nil body writes the status alone.
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	if body == nil {
 		w.WriteHeader(status)
@@ -258,12 +250,10 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	_ = json.NewEncoder(w).Encode(body) // the client went away; nothing to do
 }
 
-// maxBody is the most of a request body the simulator reads.
 const maxBody = 1 << 20
 
-// readAll reads a request body whole (up to maxBody). Done first, it also lets the server
-// notice a client that hangs up during the latency or a dropped answer: the
-// server watches the connection only once the body is read.
+// readAll comes first: the server watches the connection for a client that
+// hangs up (during the latency or a dropped answer) only once the body is read.
 func readAll(r *http.Request) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r.Body, maxBody))
 }

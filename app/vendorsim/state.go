@@ -59,7 +59,6 @@ func (s *Simulator) persist() {
 	}
 }
 
-// saveState writes store's sites to path.
 func saveState(path string, store *store) error {
 	data, err := json.MarshalIndent(store.snapshot(), "", "  ")
 	if err != nil {

@@ -30,7 +30,6 @@ type simCounters struct {
 	creates, duplicates, deletes int
 }
 
-// tally counts an answer of route.
 func (s *Simulator) tally(route, status string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -43,7 +42,6 @@ func (s *Simulator) tally(route, status string) {
 	s.stats.byStatus[route][status]++
 }
 
-// count adds one to a counter of s.stats.
 func (s *Simulator) count(n *int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,8 +54,7 @@ func (s *Simulator) committed(n *int) {
 	s.persist()
 }
 
-// Stats returns what the simulator has seen since it started or was last
-// reset.
+// Stats returns the SimStats.
 func (s *Simulator) Stats() SimStats {
 	sites := len(s.store.list(""))
 	hooks := s.hooks.Stats()

@@ -55,7 +55,6 @@ func newStore() *store {
 	return &store{sites: map[string]record{}, domains: map[string]string{}}
 }
 
-// find returns the domain's site.
 func (st *store) find(domain string) (record, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -63,7 +62,6 @@ func (st *store) find(domain string) (record, bool) {
 	return r, ok
 }
 
-// byID returns the site with the id.
 func (st *store) byID(id string) (record, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -78,7 +76,7 @@ func (st *store) list(domain string) []vendorproto.Site {
 	return st.listLocked(domain)
 }
 
-// listLocked is list; st.mu must be held.
+// listLocked needs st.mu held.
 func (st *store) listLocked(domain string) []vendorproto.Site {
 	if domain != "" && isASCII(domain) {
 		// One site a domain, indexed lower-cased: for ASCII that is exactly
@@ -125,7 +123,6 @@ func (st *store) page(page, perPage int) ([]vendorproto.Site, int, *refusal) {
 	return all[start:min(start+perPage, len(all))], len(all), nil
 }
 
-// create creates the domain's site, or refuses as the vendor does.
 func (st *store) create(name, domain string) (record, *refusal) {
 	if rej := validateSite(name, domain); rej != nil {
 		return record{}, rej
@@ -150,14 +147,10 @@ func (st *store) create(name, domain string) (record, *refusal) {
 	return r, nil
 }
 
-// newSiteID is a site id never given before, by this process or any other:
-// "site_" and 128 random bits (26 base32 characters). A counter from 1 gave
-// site_1 again after each restart, and the id of a deleted site to another
-// domain; licensor matches sites by id and domain, but the vendor's ids are
-// unique, and so are the simulator's.
+// newSiteID is "site_" and 128 random bits: unique across restarts and
+// deletes, as the vendor's ids are (a counter gave site_1 again).
 func newSiteID() string { return "site_" + strings.ToLower(rand.Text()) }
 
-// validateSite refuses a site without a name or a domain, as the vendor does.
 func validateSite(name, domain string) *refusal {
 	fields := map[string][]string{}
 	if strings.TrimSpace(name) == "" {
@@ -172,7 +165,6 @@ func validateSite(name, domain string) *refusal {
 	return invalid(fields)
 }
 
-// take deletes the site and returns it as it was.
 func (st *store) take(id string) (record, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -202,7 +194,6 @@ func (st *store) setStatus(id, status string) (record, error) {
 	return r, nil
 }
 
-// rotate gives the site a new license key and returns it after the change.
 func (st *store) rotate(id string) (record, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -215,14 +206,12 @@ func (st *store) rotate(id string) (record, error) {
 	return r, nil
 }
 
-// snapshot returns the sites, oldest first, and the id counter.
 func (st *store) snapshot() simState {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return simState{Next: st.next, Sites: st.listLocked("")}
 }
 
-// restore replaces the sites with a snapshot's.
 func (st *store) restore(snap simState) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -253,7 +242,6 @@ func (st *store) clear() {
 	st.sites, st.domains = map[string]record{}, map[string]string{}
 }
 
-// isASCII reports whether s is all ASCII.
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {

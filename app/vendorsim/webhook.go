@@ -14,8 +14,6 @@ import (
 	"github.com/licensor-api/licensor/internal/wait"
 )
 
-// Webhook delivery defaults: the first retry's wait, the longest wait, the
-// attempts per delivery and the time one attempt may take.
 const (
 	defaultWebhookRetryBase = 100 * time.Millisecond
 	defaultWebhookRetryMax  = 5 * time.Second
@@ -24,10 +22,8 @@ const (
 )
 
 // SimWebhook configures the simulator's webhooks: the events of the
-// /_sim/sites/{id}/… routes (sitechanges.go), POSTed to URL, signed with
-// Secret by vendorproto.Sign (deliver.go), retried with backoff on a
-// background goroutine that Simulator.Close stops. The zero value sends
-// none.
+// /_sim/sites/{id}/… routes, POSTed to URL, signed with Secret, retried with
+// backoff until Simulator.Close. The zero value sends none.
 type SimWebhook struct {
 	URL     string  // where events are POSTed (http or https); empty sends none
 	Secret  string  // signs every delivery (Vendor-Signature); required with URL
@@ -47,7 +43,6 @@ type SimWebhook struct {
 	Now func() time.Time
 }
 
-// normalized checks the webhook options and fills in the defaults.
 func (w SimWebhook) normalized() (SimWebhook, error) {
 	if !(w.DupRate >= 0 && w.DupRate <= 1) { // NaN too
 		return w, fmt.Errorf("webhook-dup-rate %v is not between 0 and 1", w.DupRate)
@@ -93,8 +88,7 @@ type simEvent struct {
 }
 
 // webhooks queues the simulator's events and delivers them on a goroutine
-// of its own, started by newWebhooks when there is a URL and stopped by
-// close.
+// of its own.
 type webhooks struct {
 	cfg    SimWebhook
 	log    *slog.Logger
@@ -126,7 +120,6 @@ func newWebhooks(cfg SimWebhook, seed uint64, log *slog.Logger) *webhooks {
 	return h
 }
 
-// enabled reports whether events are delivered at all.
 func (h *webhooks) enabled() bool { return h.cfg.URL != "" }
 
 // enqueue queues an event for delivery; without a URL, or once closed, it
@@ -178,7 +171,6 @@ func (h *webhooks) run() {
 	}
 }
 
-// take empties the queue.
 func (h *webhooks) take() []simEvent {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -187,14 +179,12 @@ func (h *webhooks) take() []simEvent {
 	return batch
 }
 
-// count adds to a counter of h.stats.
 func (h *webhooks) count(n *int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	*n++
 }
 
-// Stats returns the delivery counts.
 func (h *webhooks) Stats() WebhookStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -225,8 +215,7 @@ func (h *webhooks) close() {
 	}
 }
 
-// Close stops the simulator's webhook deliveries and waits for its
-// goroutine to return; events not yet delivered are abandoned (and logged).
-// Call it once the server no longer serves the simulator. It may be called
-// more than once.
+// Close stops the webhook deliveries, abandoning (and logging) the events not
+// yet delivered. Call it once the server no longer serves the simulator; it
+// may be called more than once.
 func (s *Simulator) Close() { s.hooks.close() }

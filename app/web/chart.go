@@ -21,7 +21,6 @@ type barChart struct {
 	Ticks  []tick // hour labels along the bottom
 }
 
-// bar is one hour's bar.
 type bar struct {
 	X, Y, W, H float64
 	Label      string // "13:00 UTC: 5", the bar's tooltip and accessible name
@@ -35,7 +34,6 @@ type tick struct {
 	Anchor string
 }
 
-// hourCount is one hour of a series.
 type hourCount struct {
 	Hour  time.Time
 	Count int64

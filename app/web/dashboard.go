@@ -26,7 +26,6 @@ type dashboardPage struct {
 	Charts        []barChart       // creates, replays, conflicts, pending per hour
 }
 
-// statusCount is one status's count.
 type statusCount struct {
 	Status string
 	Count  int64
@@ -53,7 +52,6 @@ func (cn *Console) dashboard(c visit) error {
 	return cn.render(c, http.StatusOK, "dashboard", view{Title: "Dashboard", Section: "dashboard", Data: d})
 }
 
-// readDashboard fills the operator's sections of d.
 func (cn *Console) readDashboard(ctx context.Context, d *dashboardPage) error {
 	counts, err := cn.cfg.Intents.StatusCounts(ctx)
 	if err != nil {
@@ -80,7 +78,6 @@ var charted = []struct{ metric, id, title string }{
 	{activity.Pending, "pending", "Pending answers (202)"},
 }
 
-// chartHours is how far back the charts go.
 const chartHours = 24
 
 // readActivity fills d's charts and the last drift check from the counts

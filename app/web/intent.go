@@ -14,7 +14,6 @@ import (
 	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// intentPage is the intent detail's data.
 type intentPage struct {
 	Intent       resource.Intent
 	Timeline     []timelineEntry
@@ -49,7 +48,6 @@ func (cn *Console) renderIntent(c echo.Context, status int, p intentPage) error 
 		Flash: intentFlashes[c.QueryParam("done")], Data: p})
 }
 
-// intentPage reads the intent id, its trail and its license.
 func (cn *Console) intentPage(c echo.Context, id string) (intentPage, error) {
 	ctx := c.Request().Context()
 	in, err := cn.cfg.Intents.Intent(ctx, "", id)
@@ -136,5 +134,4 @@ func (cn *Console) discardIntent(c visit) error {
 	return c.Redirect(http.StatusSeeOther, intentPath(in.ID)+"?done=discarded")
 }
 
-// intentPath is the console's page of the intent id.
 func intentPath(id string) string { return Prefix + "/intents/" + id }

@@ -25,8 +25,6 @@ type ageOption struct {
 	Age   time.Duration
 }
 
-// intentAges are the age filter's choices, in the order the select lists
-// them.
 var intentAges = []ageOption{
 	{"", "any age", 0},
 	{"5m", "older than 5 minutes", 5 * time.Minute},
@@ -36,7 +34,6 @@ var intentAges = []ageOption{
 	{"24h", "older than 24 hours", 24 * time.Hour},
 }
 
-// intentsFilter is what the list's form asks for, as the query gave it.
 type intentsFilter struct {
 	Status    string
 	Consumer  string
@@ -44,7 +41,6 @@ type intentsFilter struct {
 	Age       string
 }
 
-// intentsPage is the intents list's data.
 type intentsPage struct {
 	Filter     intentsFilter
 	Statuses   []string
@@ -124,8 +120,6 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 	return nil
 }
 
-// consumerNames names the consumers of ids, each asked once ("" ids and
-// unknown ones stay unnamed).
 func (cn *Console) consumerNames(ctx context.Context, ids ...string) (map[string]string, error) {
 	ids = slices.DeleteFunc(slices.Sorted(slices.Values(ids)), func(id string) bool { return id == "" })
 	if ids = slices.Compact(ids); len(ids) == 0 {
@@ -164,7 +158,6 @@ func newPager(path string, filter map[string]string, page, perPage int, total in
 	return p
 }
 
-// queryPage is the page query parameter: a whole number from 1, else 1.
 func queryPage(c echo.Context) int {
 	n, err := strconv.Atoi(c.QueryParam("page"))
 	if err != nil || n < 1 || n > maxPage {

@@ -22,7 +22,6 @@ type loginLimiter struct {
 	byToken   windows
 }
 
-// windows are the counts of one kind of key.
 type windows map[string]loginWindow
 
 type loginWindow struct {
@@ -47,10 +46,8 @@ func newLoginLimiter(perMinute int, now func() time.Time) *loginLimiter {
 	return &loginLimiter{perMinute: perMinute, now: now, byAddr: windows{}, byToken: windows{}}
 }
 
-// take counts an attempt from addr with the token whose claimed id is
-// tokenID ("" for a string that claims none: counted by address alone). It
-// returns nil when the attempt may go on, and counts it in both windows;
-// a refused attempt is counted in neither.
+// take counts an attempt from addr with tokenID ("" for a string that claims
+// none), or refuses it; a refused attempt is counted in neither window.
 func (l *loginLimiter) take(addr, tokenID string) *limitRefusal {
 	now := l.now()
 	l.mu.Lock()
@@ -79,9 +76,8 @@ func (l *loginLimiter) forgive(addr, tokenID string) {
 	}
 }
 
-// room reports nil when key's window has room for one more attempt at now,
-// or why not: its count is spent, or key is new and every window kept is
-// fresh. A spent window remembers that it refused.
+// room refuses a spent window, or a new key when every window kept is fresh.
+// A spent window remembers that it refused.
 func (ws windows) room(key string, now time.Time, perMinute int, by string) *limitRefusal {
 	w, found := ws[key]
 	if !found || now.Sub(w.start) >= time.Minute {
@@ -99,8 +95,6 @@ func (ws windows) room(key string, now time.Time, perMinute int, by string) *lim
 	return &limitRefusal{by: by, retryAfter: w.start.Add(time.Minute).Sub(now), first: first}
 }
 
-// count adds an attempt to key's window, opening a new one when it has
-// ended (room was asked first).
 func (ws windows) count(key string, now time.Time) {
 	w, found := ws[key]
 	if !found || now.Sub(w.start) >= time.Minute {
@@ -117,8 +111,6 @@ func (ws windows) uncount(key string) {
 	}
 }
 
-// forgetStale drops the windows that have ended; it reports whether any
-// room was made.
 func (ws windows) forgetStale(now time.Time) bool {
 	before := len(ws)
 	for key, w := range ws {

@@ -13,7 +13,6 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 )
 
-// loginPage is the sign-in form's data.
 type loginPage struct {
 	Next  string // where to go once signed in
 	Error string
@@ -29,8 +28,6 @@ func (cn *Console) showLogin(c echo.Context) error {
 	return cn.renderLogin(c, http.StatusOK, loginPage{Next: safeNext(c.QueryParam("next"))})
 }
 
-// renderLogin writes the sign-in form with a fresh CSRF secret when the
-// browser has none.
 func (cn *Console) renderLogin(c echo.Context, status int, p loginPage) error {
 	secret := ""
 	if ck, err := c.Cookie(loginCookie); err == nil && len(ck.Value) >= 32 {
@@ -123,12 +120,9 @@ func safeNext(next string) string {
 	return p
 }
 
-// clientAddr is the address the request came from, as the server decides
-// it for every request (Echo's IPExtractor: the connection's peer, or the
-// address a trusted proxy forwarded); a server that set none is taken at
-// its peer, never at a header a client may write. An IPv6 address counts
-// as its /64, the block one host is given: its other addresses are the
-// same client.
+// clientAddr is the address Echo's IPExtractor decided (the peer without one),
+// never a header a client may write. An IPv6 address counts as its /64, the
+// block one host is given.
 func clientAddr(c echo.Context) string {
 	host := ""
 	if c.Echo() != nil && c.Echo().IPExtractor != nil {
@@ -144,7 +138,6 @@ func clientAddr(c echo.Context) string {
 	return host
 }
 
-// requestID is the request's id, as the HTTP layer set it.
 func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }

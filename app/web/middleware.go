@@ -43,9 +43,8 @@ type signedSession struct {
 	principal auth.Principal
 }
 
-// visit is one request of a signed-in operator: the request's Echo context
-// and its session, handed to a page as one value (never carried in the
-// context under a key).
+// visit is one request of a signed-in operator, handed to a page as a value
+// (never carried in the context under a key).
 type visit struct {
 	echo.Context
 	signed signedSession
@@ -88,15 +87,11 @@ func (e *pageError) StatusCode() int { return e.status }
 // PublicMessage is what the page says: written for the operator, safe to show.
 func (e *pageError) PublicMessage() string { return e.message }
 
-// page is the handler of a page behind a session: it lets through a
-// request whose session cookie is signed, in its time, whose session is
-// not ended (signed out) and whose token is live now (both rows read on
-// every request, so signing out or revoking the token ends the session at
-// once) and holds ability (the one the matching API route asks;
-// "" for any console session); a form post must also carry the session's
-// CSRF token and come from this site. Every parameter of the page's path
-// is an id (request.IsID, as the API's routes ask), or the page is a 404
-// before anything is read under it. fn gets the session as a value.
+// page is the handler of a page behind a live session whose token holds
+// ability (the matching API route's; "" for any console session). A form
+// post must also carry the session's CSRF token and come from this site.
+// Every path parameter must be an id (request.IsID), or the page is a 404
+// before anything is read under it.
 func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		se, err := cn.sessionOf(c)
@@ -127,7 +122,6 @@ func (cn *Console) page(ability string, fn func(v visit) error) echo.HandlerFunc
 	}
 }
 
-// sessionOf reads the request's session and its token's principal.
 func (cn *Console) sessionOf(c echo.Context) (signedSession, error) {
 	ck, err := c.Cookie(sessionCookie)
 	if err != nil {

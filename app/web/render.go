@@ -129,7 +129,6 @@ func statusText(status int) string {
 	return "Error"
 }
 
-// errorPage is the error page's data.
 type errorPage struct {
 	Status  int
 	Message string
@@ -141,8 +140,6 @@ func formatTime(t any) string {
 	return cmp.Or(resource.FormatTime(t, "2006-01-02 15:04:05 UTC"), "—")
 }
 
-// ago is how long before now t (as formatTime's) was, in the largest unit
-// that fits.
 func ago(now time.Time, t any) string {
 	d := now.Sub(resource.TimeOf(t))
 	switch {

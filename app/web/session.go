@@ -19,10 +19,9 @@ const (
 	loginCookie   = "licensor_console_login"
 )
 
-// session is what the signed cookie says: its row, which token opened it,
-// for which consumer, and until when. The token string itself is never in
-// it; the session's row and the token's are read on every request
-// (auth.Service.Session), so signing out or revoking the token ends it.
+// session is what the signed cookie says, never the token string itself.
+// The session's row and the token's are read on every request, so signing out
+// or revoking the token ends it at once.
 type session struct {
 	ID         string `json:"s"` // its console_sessions row
 	TokenID    string `json:"t"`
@@ -56,7 +55,6 @@ func (s sessions) open(tokenID, consumerID string, tokenExpires time.Time, ttl t
 	return session{TokenID: tokenID, ConsumerID: consumerID, Issued: now.Unix(), Expires: end.Unix(), Nonce: randomToken()}
 }
 
-// end is when se ends.
 func (se session) end() time.Time { return time.Unix(se.Expires, 0) }
 
 // encode is the cookie value of se: its JSON and an HMAC-SHA256 of it, both
@@ -67,8 +65,7 @@ func (s sessions) encode(se session) string {
 	return p + "." + base64.RawURLEncoding.EncodeToString(mac(s.key, "session|"+p))
 }
 
-// decode reads a cookie value: the signature first (in constant time), then
-// the payload, then its time.
+// decode checks the signature first, in constant time.
 func (s sessions) decode(value string) (session, error) {
 	p, sig, ok := strings.Cut(value, ".")
 	if !ok {
@@ -107,8 +104,6 @@ func (s sessions) csrf(purpose, secret string) string {
 	return base64.RawURLEncoding.EncodeToString(mac(s.key, purpose+secret))
 }
 
-// validCSRF reports, in constant time, whether token is secret's CSRF token
-// for purpose.
 func (s sessions) validCSRF(purpose, secret, token string) bool {
 	return secret != "" && token != "" && hmac.Equal([]byte(token), []byte(s.csrf(purpose, secret)))
 }
@@ -128,7 +123,6 @@ func (s sessions) cookie(se session) *http.Cookie {
 	return s.newCookie(sessionCookie, s.encode(se), int(se.Expires-s.now().Unix()))
 }
 
-// cleared is a cookie that deletes name.
 func (s sessions) cleared(name string) *http.Cookie {
 	return s.newCookie(name, "", -1)
 }
@@ -138,7 +132,6 @@ func (s sessions) newCookie(name, value string, maxAge int) *http.Cookie {
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}
 }
 
-// randomToken is 32 random bytes, base64url.
 func randomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)

@@ -11,7 +11,6 @@ import (
 	"github.com/licensor-api/licensor/internal/ptr"
 )
 
-// timelineEntry is one step of an intent's history.
 type timelineEntry struct {
 	At        time.Time
 	What      string // "Created", "Retried", …
@@ -75,7 +74,6 @@ func attemptDetail(a idempotency.Attempt) string {
 	return s
 }
 
-// attemptResults say each result of an attempt in words.
 var attemptResults = map[string]string{
 	idempotency.ResultCompleted:  "completed: the effect was found or made",
 	idempotency.ResultWaiting:    "nothing found at the vendor yet, too young to create",

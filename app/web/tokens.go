@@ -82,8 +82,6 @@ func (cn *Console) tokens(c visit) error {
 	return cn.renderTokens(c, http.StatusOK, c.QueryParam("consumer"), form, nil, tokenFlashes[c.QueryParam("done")])
 }
 
-// renderTokens writes the tokens page with status, listing the tokens of
-// consumer ("" for all).
 func (cn *Console) renderTokens(c visit, status int, consumer string, form issueForm, issued *tokenRow, flash string) error {
 	ctx := c.Request().Context()
 	toks, err := cn.cfg.Auth.List(ctx, consumer)
@@ -134,7 +132,6 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 	return rows, nil
 }
 
-// newTokenRow is t as the list shows it at now.
 func newTokenRow(t auth.Token, now time.Time) tokenRow {
 	r := tokenRow{Token: resource.NewToken(t), Status: "active"}
 	switch {
@@ -158,8 +155,7 @@ func (*Console) newIssueForm(p auth.Principal, checked []string) issueForm {
 	return f
 }
 
-// abilityID is an ability as an element id: "licenses:read" is
-// "licenses-read", "*" is "all".
+// abilityID: "licenses:read" is "licenses-read", "*" is "all".
 func abilityID(a string) string {
 	if a == auth.All {
 		return "all"
@@ -167,12 +163,9 @@ func abilityID(a string) string {
 	return strings.ReplaceAll(a, ":", "-")
 }
 
-// revokeToken is POST /console/tokens/:id/revoke, as DELETE
-// /api/tokens/{id}: the token is revoked by the session's token (in the
-// audit trail as it), if that token may revoke it (auth.Revocable, else the
-// 403 page; the list offers no button then); one revoked already changes
-// nothing. Revoking the
-// session's own token ends the session: the next page asks to sign in.
+// revokeToken is POST /console/tokens/:id/revoke, as DELETE /api/tokens/{id},
+// by the session's token if auth.Revocable allows (else 403); one revoked
+// already changes nothing. Revoking the session's own token ends the session.
 func (cn *Console) revokeToken(c visit) error {
 	if err := cn.cfg.Auth.Revoke(c.Request().Context(), c.actor(), c.Param("id")); err != nil {
 		return err

@@ -19,14 +19,12 @@ type tokenEventRow struct {
 	Action string
 }
 
-// tokenEventsPage is the events page's data.
 type tokenEventsPage struct {
 	TokenID string // the one token whose trail this is; "" for every token's
 	Events  []tokenEventRow
 	Pager   pager
 }
 
-// tokenEventRows is events as the console shows them.
 func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 	out := make([]tokenEventRow, 0, len(events))
 	for _, e := range resource.NewTokenEvents(events) {

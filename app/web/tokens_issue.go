@@ -16,18 +16,12 @@ import (
 )
 
 // issueToken is POST /console/tokens {consumer, abilities[], name,
-// expires_in}, as POST /api/tokens and in its order: the session's token
-// must be allowed to grant every ability asked for (auth.Grantable), else
-// the form again with a 403 that names them; then the body's rules
-// (request.BindIssueToken, the API's, reading the form as the API reads a
-// form body); then auth's own checks (the consumer's name, the longest
-// lifetime). A failing rule is the form again at 422, each error beside its
-// field. A form is sent once: sent again (a reload of the answer, a double
-// click), it is a 409 and issues nothing (onceSet). The new token is issued
-// by the session's token and shown once, in
-// this answer (201): the one POST that renders rather than redirects, as
-// its secret may go in no URL and no flash. The console's responses are
-// never cached (Cache-Control: no-store).
+// expires_in}, checked as POST /api/tokens checks, in its order, each refusal
+// the form again: abilities the session's token may not grant (403), the
+// API's body rules, then auth's own (422, each error beside its field). A
+// form sent again is a 409 that issues nothing (onceSet). The new token is
+// shown once, in this 201: the one POST that renders rather than redirects,
+// as its secret may go in no URL and no flash.
 func (cn *Console) issueToken(c visit) error {
 	raw, sent, err := issueFormObject(c)
 	if err != nil {

@@ -39,7 +39,6 @@ var webhookFlashes = map[string]string{
 	"retried": "Delivery retried: it is due now, with a new retry window; a worker sends it within a poll interval.",
 }
 
-// failingShown is how many failing deliveries the webhooks page lists.
 const failingShown = 50
 
 // webhooks is GET /console/webhooks[?consumer=NAME]: the endpoints (as
@@ -100,7 +99,6 @@ func (cn *Console) failingDeliveries(ctx context.Context, consumerID string) (fa
 	return f, nil
 }
 
-// consumerNamesOf names the consumers of the endpoints and deliveries.
 func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint, ds []webhooks.DeliveryView) (map[string]string, error) {
 	var ids []string
 	for _, e := range eps {
@@ -112,8 +110,6 @@ func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint,
 	return cn.consumerNames(ctx, ids...)
 }
 
-// endpointRows are es as the console shows them, their consumers named by
-// names.
 func endpointRows(es []webhooks.Endpoint, names map[string]string) []endpointRow {
 	out := make([]endpointRow, 0, len(es))
 	for _, e := range resource.NewConsumerWebhookEndpoints(es, names) {
@@ -122,8 +118,6 @@ func endpointRows(es []webhooks.Endpoint, names map[string]string) []endpointRow
 	return out
 }
 
-// deliveryRows are ds as the console shows them, their consumers named by
-// names and their endpoints' URLs from eps.
 func deliveryRows(ds []webhooks.DeliveryView, names map[string]string, eps []endpointRow) []deliveryRow {
 	urls := make(map[string]string, len(eps))
 	for _, e := range eps {

@@ -32,7 +32,6 @@ func (f *Fault) Disarm() { f.left.Store(0) }
 // Hits is how many statements the fault failed.
 func (f *Fault) Hits() int64 { return f.hits.Load() }
 
-// take reports whether this matching statement is to fail.
 func (f *Fault) take() bool {
 	for {
 		n := f.left.Load()

@@ -87,8 +87,7 @@ func RedisKeys(t testing.TB, url, pattern string) []string {
 	return keys
 }
 
-// redisClient is a client of the test's own on url, closed when it ends
-// (after the cleanups registered after it).
+// redisClient is closed after the cleanups registered after it.
 func redisClient(t testing.TB, url string) *redis.Client {
 	t.Helper()
 	opts, err := redis.ParseURL(url)

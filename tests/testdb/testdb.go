@@ -112,8 +112,6 @@ var (
 	redisService = service{"TEST_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis tests"}
 )
 
-// fromEnv is the service's variable, or the test skipped (when the
-// variable is unset) or failed (when it is unset under CI=true).
 func fromEnv(t testing.TB, s service) string {
 	t.Helper()
 	value, skip, err := s.policy(os.Getenv)
@@ -126,9 +124,7 @@ func fromEnv(t testing.TB, s service) string {
 	return value
 }
 
-// policy decides what a test of the service does: run against value, skip
-// with a reason that says how to run it, or fail, which is what a missing
-// value means under CI=true.
+// policy fails where the test would skip under CI=true: CI must run it.
 func (s service) policy(getenv func(string) string) (value, skip string, err error) {
 	if value = getenv(s.variable); value != "" {
 		return value, "", nil
