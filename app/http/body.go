@@ -99,26 +99,31 @@ func readBody(c echo.Context) ([]byte, error) {
 	return b, nil
 }
 
+// readJSON reads a body whose Content-Type says it is JSON, or says nothing.
+func readJSON(c echo.Context) ([]byte, error) {
+	if err := request.CheckJSON(c.Request().Header.Get(echo.HeaderContentType)); err != nil {
+		return nil, err
+	}
+	return readBody(c)
+}
+
+// readObject reads a JSON object body (a form is one already: formBodies)
+// into its fields, undecoded (request.Object).
+func readObject(c echo.Context) (map[string]json.RawMessage, error) {
+	b, err := readJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	return request.Object(b)
+}
+
 // bindJSON decodes a JSON object body into v. Unknown fields are ignored;
 // a value of the wrong type is a validation error on its field.
 func bindJSON(c echo.Context, v any) error {
-	if err := checkJSONType(c); err != nil {
-		return err
-	}
-	b, err := readBody(c)
+	b, err := readJSON(c)
 	if err != nil {
 		return err
 	}
-	return decodeJSON(b, v)
-}
-
-// checkJSONType refuses a body whose Content-Type says it is not JSON.
-func checkJSONType(c echo.Context) error {
-	return request.CheckJSON(c.Request().Header.Get(echo.HeaderContentType))
-}
-
-// decodeJSON decodes a body already read, as bindJSON does.
-func decodeJSON(b []byte, v any) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
 		return errMalformedJSON
@@ -126,7 +131,7 @@ func decodeJSON(b []byte, v any) error {
 	if field := request.InvalidUTF8Field(b); field != "" { // refused, not read with the bad bytes replaced
 		return &fault.Fields{Fields: map[string][]string{field: {request.InvalidUTF8(field)}}}
 	}
-	err := json.Unmarshal(b, v)
+	err = json.Unmarshal(b, v)
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field

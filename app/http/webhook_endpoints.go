@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -44,18 +43,6 @@ func (s *Server) createWebhookEndpoint(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderLocation, resource.WebhookEndpointLocation(e.ID))
 	return c.JSON(http.StatusCreated, resource.Data{Data: resource.CreatedWebhookEndpoint{WebhookEndpoint: e.Resource(), Secret: secret}})
-}
-
-// readObject reads a JSON object body (a form is one already: formBodies).
-func readObject(c echo.Context) (map[string]json.RawMessage, error) {
-	if err := checkJSONType(c); err != nil {
-		return nil, err
-	}
-	b, err := readBody(c)
-	if err != nil {
-		return nil, err
-	}
-	return request.Object(b)
 }
 
 // listWebhookEndpoints is GET /api/webhook-endpoints: the caller's

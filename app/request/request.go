@@ -55,25 +55,6 @@ func Object(b []byte) (map[string]json.RawMessage, error) {
 	return raw, nil
 }
 
-// String reads the string field name of raw into dst: absent or null leaves
-// dst "" (the rules decide whether that is allowed); any other JSON type is
-// Laravel's "must be a string." message, returned ("" when none). A string
-// that is not valid UTF-8 is refused too, rather than read with its bad
-// bytes replaced (two different bodies would then be one intent).
-func String(raw map[string]json.RawMessage, name string, dst *string) string {
-	v, ok := raw[name]
-	if !ok || string(v) == "null" {
-		return ""
-	}
-	if v[0] != '"' || json.Unmarshal(v, dst) != nil {
-		return "The " + name + " field must be a string."
-	}
-	if !ValidText(v) {
-		return InvalidUTF8(name)
-	}
-	return ""
-}
-
 // ValidText reports whether the JSON text b holds only valid UTF-8: no bad
 // byte, and no \u escape of a lone surrogate (U+D800 to U+DFFF outside a
 // high-low pair), which encoding/json would read as U+FFFD as it does a
