@@ -94,6 +94,27 @@ type cursorBody struct {
 	Meta  cursorMeta     `json:"meta"`
 }
 
+// operatorPage is a page of an operators' listing (the intents, the
+// tokens' audit trail): its items, and the page's numbers without links.
+type operatorPage[T any] struct {
+	Data []T `json:"data"`
+	Meta struct {
+		CurrentPage int   `json:"current_page"`
+		PerPage     int   `json:"per_page"`
+		Total       int64 `json:"total"`
+		LastPage    int64 `json:"last_page"`
+	} `json:"meta"`
+}
+
+// newOperatorPage is data as page number page of total items, perPage to
+// a page.
+func newOperatorPage[T any](data []T, page, perPage int, total int64) operatorPage[T] {
+	p := operatorPage[T]{Data: data}
+	p.Meta.CurrentPage, p.Meta.PerPage, p.Meta.Total = page, perPage, total
+	p.Meta.LastPage = max(1, (total+int64(perPage)-1)/int64(perPage))
+	return p
+}
+
 // pager builds the URLs of a listing: path is the absolute URL without its
 // query; query is what the links carry besides the page or cursor (Laravel's
 // appends), already encoded, "" for nothing.

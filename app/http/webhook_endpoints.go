@@ -201,15 +201,11 @@ func (s *Server) listAllWebhookDeliveries(c echo.Context) error {
 	}
 	ids := make([]string, 0, len(page.Deliveries))
 	for _, d := range page.Deliveries {
-		if !slices.Contains(ids, d.ConsumerID) {
-			ids = append(ids, d.ConsumerID)
-		}
+		ids = append(ids, d.ConsumerID)
 	}
-	names := map[string]string{}
-	if len(ids) > 0 {
-		if names, err = s.auth.ConsumerNames(ctx, ids); err != nil {
-			return err
-		}
+	names, err := s.consumerNames(ctx, ids)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, p.lengthAware(resource.NewConsumerWebhookDeliveries(page.Deliveries, names), len(page.Deliveries), q.Page, q.PerPage, page.Total))
 }
