@@ -48,7 +48,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/webhook-endpoints/:id/deliveries", s.listWebhookDeliveries, s.ability(auth.WebhooksManage))
 	e.POST("/api/webhook-endpoints/:id/deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.WebhooksManage))
 	e.GET("/api/webhook-deliveries", s.listAllWebhookDeliveries, s.ability(auth.IntentsManage))
-	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryAnyWebhookDelivery, s.ability(auth.IntentsManage))
+	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.IntentsManage))
 
 	// The vendor's webhooks: no token; the signature is the authentication,
 	// and each event id is applied once (its operation's Do).

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"mime"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -92,23 +93,11 @@ func ValidText(b []byte) bool {
 
 // hex4 reads the four hex digits at b[i:i+4].
 func hex4(b []byte, i int) (rune, bool) {
-	if i < 0 || i+4 > len(b) {
+	if i+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i:i+4]), 16, 16)
+	return rune(r), err == nil
 }
 
 // InvalidUTF8 is the message for a field whose string is not valid UTF-8.
