@@ -45,7 +45,8 @@ func (s *Server) formBodies(next echo.HandlerFunc) echo.HandlerFunc {
 		ct := req.Header.Get(echo.HeaderContentType)
 		hasBody := req.Body != nil && req.Body != http.NoBody
 		form := hasBody && request.IsForm(ct)
-		query := req.URL.RawQuery != "" && takesInput(req.Method)
+		// The methods whose body is the input take the query into it.
+		query := req.URL.RawQuery != "" && (req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch)
 		if !form && !query || c.Path() == webhookPath ||
 			(s.pages != nil && s.pages.Owns(req.URL.Path)) { // a page's form is a form
 			return next(c)
@@ -79,12 +80,6 @@ func (s *Server) formBodies(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// takesInput reports whether a request of the method has its query string
-// merged into its body: the methods whose body is the input.
-func takesInput(method string) bool {
-	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
 }
 
 // readBody reads the whole request body (the body limit applies).

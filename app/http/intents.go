@@ -117,11 +117,6 @@ func (s *Server) retryIntent(c echo.Context) error {
 	return s.renderIntent(c, in)
 }
 
-// discardIntentRequest is the body of POST /api/intents/{id}/discard.
-type discardIntentRequest struct {
-	Reason string `json:"reason"`
-}
-
 // discardIntent is POST /api/intents/{id}/discard {"reason":"…"}: a failed
 // or abandoned intent settled for good, with its intent.discarded audit
 // event and the reason (422 on reason unless it is 1 to 500 characters of
@@ -130,7 +125,9 @@ type discardIntentRequest struct {
 // Any other state is 409 intent_not_discardable. The reason
 // goes to the audit trail only, never to a log line.
 func (s *Server) discardIntent(c echo.Context) error {
-	var req discardIntentRequest
+	var req struct {
+		Reason string `json:"reason"`
+	}
 	if err := bindJSON(c, &req); err != nil {
 		return err
 	}
