@@ -87,8 +87,7 @@ func (s *Server) authenticate(c echo.Context, joined auth.Joined) (auth.Principa
 	if len(values) != 1 {
 		return auth.Principal{}, errUnauthenticated
 	}
-	h := values[0]
-	scheme, raw, ok := strings.Cut(h, " ")
+	scheme, raw, ok := strings.Cut(values[0], " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(raw) == "" {
 		return auth.Principal{}, errUnauthenticated
 	}

@@ -217,9 +217,6 @@ var errKeyUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "key
 // requests it refused since it was last told.
 const keyWarningEvery = time.Minute
 
-// keyWarningMessage is the line keyWarning logs.
-const keyWarningMessage = "data sealed under a key this replica does not hold: check APP_KEY and APP_PREVIOUS_KEYS on every replica"
-
 // keyWarning logs the cause of 503 key_unavailable once per keyWarningEvery.
 // The zero value is ready to use.
 type keyWarning struct {
@@ -243,7 +240,8 @@ func (w *keyWarning) note(log *slog.Logger, now time.Time, c echo.Context) {
 	if !due {
 		return
 	}
-	log.Error(keyWarningMessage, "request_id", RequestID(c), "route", c.Path(), "refused", refused)
+	log.Error("data sealed under a key this replica does not hold: check APP_KEY and APP_PREVIOUS_KEYS on every replica",
+		"request_id", RequestID(c), "route", c.Path(), "refused", refused)
 }
 
 // echoAnswers are the router's and Echo's own errors (404, 405, 413, …) in

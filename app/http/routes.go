@@ -170,7 +170,7 @@ func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
 			return routeNotFound(c)
 		}
 		if allow := h.Get(echo.HeaderAllow); allow != "" && errors.Is(err, echo.ErrMethodNotAllowed) {
-			allow = laravelAllow(allow)
+			allow = strings.Join(laravelMethods(allow), ", ")
 			h.Set(echo.HeaderAllow, allow)
 			// AbstractRouteCollection::requestMethodNotAllowed's message,
 			// which Laravel shows in production too (an HttpException's).
@@ -213,9 +213,6 @@ func pathMatches(pattern, path string) bool {
 	}
 	return len(ps) == len(xs)
 }
-
-// laravelAllow is allow (Echo's Allow) in the form of Laravel's 405.
-func laravelAllow(allow string) string { return strings.Join(laravelMethods(allow), ", ") }
 
 // laravelMethods are the methods of allow (Echo's Allow) as Laravel lists
 // a path's methods: in Router::$verbs order, HEAD wherever GET is, no
