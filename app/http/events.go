@@ -28,21 +28,26 @@ var eventsRules = []string{"after", "type", "per_page"}
 const errAfterInvalid = "The selected after is invalid."
 
 // eventsPage is a read of the feed: the events as their bodies are stored
-// (the bytes a webhook sends), then where to resume. links.next is null
-// when this page is the end of the feed for now; meta says whether more
-// events follow now, and the after to send next: the page's last event, or
-// the after asked with when the page is empty (null when that was none:
-// the feed has nothing yet).
+// (the bytes a webhook sends), then where to resume.
 type eventsPage struct {
 	Data  []json.RawMessage `json:"data"`
-	Links struct {
-		Next *string `json:"next"`
-	} `json:"links"`
-	Meta struct {
-		PerPage   int     `json:"per_page"`
-		HasMore   bool    `json:"has_more"`
-		NextAfter *string `json:"next_after"`
-	} `json:"meta"`
+	Links eventsLinks       `json:"links"`
+	Meta  eventsMeta        `json:"meta"`
+}
+
+// eventsLinks is where the next page is: null when this one is the end of
+// the feed for now.
+type eventsLinks struct {
+	Next *string `json:"next"`
+}
+
+// eventsMeta says whether more events follow now, and the after to send
+// next: the page's last event, or the after asked with when the page is
+// empty (null when that was none: the feed has nothing yet).
+type eventsMeta struct {
+	PerPage   int     `json:"per_page"`
+	HasMore   bool    `json:"has_more"`
+	NextAfter *string `json:"next_after"`
 }
 
 // listEvents is GET /api/events?after=&type=&per_page=: the caller's
@@ -95,11 +100,10 @@ func (s *Server) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body := eventsPage{Data: page.Bodies}
+	body := eventsPage{Data: page.Bodies, Meta: eventsMeta{PerPage: perPage, HasMore: page.More}}
 	if body.Data == nil {
 		body.Data = []json.RawMessage{}
 	}
-	body.Meta.PerPage, body.Meta.HasMore = perPage, page.More
 	if n := len(page.Events); n > 0 {
 		body.Meta.NextAfter = &page.Events[n-1].ID
 	} else if after != "" {
