@@ -80,11 +80,7 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 		if pre := s.guard.Prefetch(op.Name, k); keyErr == nil && pre != nil { // a nil *Prefetch is not a nil auth.Joined
 			joined = pre
 		}
-		p, err := s.admit(c, need, joined)
-		if err != nil {
-			return err
-		}
-		release, err := s.holdWrite(c, p)
+		p, release, err := s.admit(c, need, joined)
 		if err != nil {
 			return err
 		}
