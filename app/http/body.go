@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -112,8 +111,9 @@ func readObject(c echo.Context) (map[string]json.RawMessage, error) {
 	return request.Object(b)
 }
 
-// bindJSON decodes a JSON object body into v. Unknown fields are ignored;
-// a value of the wrong type is a validation error on its field.
+// bindJSON decodes a JSON object body into v, a struct of string fields.
+// Unknown fields are ignored; a value of another type is a validation
+// error on its field.
 func bindJSON(c echo.Context, v any) error {
 	b, err := readJSON(c)
 	if err != nil {
@@ -130,23 +130,10 @@ func bindJSON(c echo.Context, v any) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
-		return &fault.Fields{Fields: map[string][]string{field: {fmt.Sprintf("The %s field must be %s.", field, jsonKind(typeErr.Type.Kind().String()))}}}
+		return &fault.Fields{Fields: map[string][]string{field: {"The " + field + " field must be a string."}}}
 	}
 	if err != nil {
 		return errMalformedJSON
 	}
 	return nil
-}
-
-// jsonKind is Laravel's wording for the type a field must have.
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "slice", "array", "struct", "map":
-		return "an array"
-	case "bool":
-		return "true or false"
-	}
-	return "a number"
 }

@@ -244,14 +244,12 @@ func (w *keyWarning) note(log *slog.Logger, now time.Time, c echo.Context) {
 		"request_id", RequestID(c), "route", c.Path(), "refused", refused)
 }
 
-// echoAnswers are the router's and Echo's own errors (404, 405, 413, …) in
+// echoAnswers are the router's and Echo's own errors that have a code of
+// licensor's; any other 4xx (404, 405, 400, …) is its reason phrase, in
 // Laravel's words, without Echo's internal text.
 var echoAnswers = map[int]*Error{
-	http.StatusNotFound:              errNotFound,
-	http.StatusMethodNotAllowed:      {Status: http.StatusMethodNotAllowed, Message: "Method Not Allowed."},
 	http.StatusRequestEntityTooLarge: errTooLarge,
 	http.StatusUnsupportedMediaType:  errNotJSON,
-	http.StatusBadRequest:            {Status: http.StatusBadRequest, Message: "Bad Request."},
 }
 
 // echoAnswer is he's answer; nil for a 5xx from Echo itself (logged as

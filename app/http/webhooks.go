@@ -46,12 +46,6 @@ func (s *Server) refuseEvent(c echo.Context, reason string, err *Error) error {
 	return err
 }
 
-// eventConflict answers an event id delivered before with another body.
-func eventConflict(id string) *Error {
-	return &Error{Status: http.StatusConflict, Code: "event_conflict",
-		Message: "The event " + id + " was received before with another body; an event id names one event."}
-}
-
 // vendorWebhook is POST /api/webhooks/vendor.
 func (s *Server) vendorWebhook(c echo.Context) error {
 	body, err := io.ReadAll(c.Request().Body)
@@ -80,7 +74,9 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 		return s.refuseEvent(c, "invalid_event_id", errEventID)
 	}
 	if errors.Is(err, idempotency.ErrKeyReused) {
-		return eventConflict(ev.ID)
+		// An event id delivered before with another body.
+		return &Error{Status: http.StatusConflict, Code: "event_conflict",
+			Message: "The event " + ev.ID + " was received before with another body; an event id names one event."}
 	}
 	if errors.Is(err, idempotency.ErrDiscarded) {
 		// An operator settled this event for good: received, never applied,
