@@ -25,22 +25,20 @@ var (
 	ErrNotJSON error = fault.New("unsupported_media_type", "the request body is not JSON")
 )
 
-// CheckJSON refuses a body whose Content-Type says it is not JSON; no
-// Content-Type at all is taken as JSON.
+// CheckJSON refuses a body whose Content-Type says it is not JSON:
+// application/json, or a structured syntax suffix of +json with a type
+// before it (application/merge-patch+json). No Content-Type at all is
+// taken as JSON.
 func CheckJSON(contentType string) error {
 	if contentType == "" {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil || mt != "application/json" && !hasJSONSuffix(mt) {
+	if err != nil || mt != "application/json" && (len(mt) <= 5 || !strings.HasSuffix(mt, "+json")) {
 		return ErrNotJSON
 	}
 	return nil
 }
-
-// hasJSONSuffix reports a structured syntax suffix of +json
-// (application/merge-patch+json), with a type before it.
-func hasJSONSuffix(mt string) bool { return len(mt) > 5 && strings.HasSuffix(mt, "+json") }
 
 // Object reads a body that must be one JSON object into its fields,
 // undecoded, so each field's type can be checked on its own.
