@@ -15,11 +15,8 @@ func TestMergeFieldsOrdersItemsByIndex(t *testing.T) {
 	}
 	domain := &fault.Fields{Fields: map[string][]string{"events": {"y"}, "url": {"The url field is required."}}}
 	err := MergeFields(types, domain, CreateEndpointRules)
-	var fe *fault.Fields
-	if e, ok := err.(*fault.Fields); ok {
-		fe = e
-	}
-	if fe == nil {
+	fe, ok := err.(*fault.Fields)
+	if !ok {
 		t.Fatalf("MergeFields = %v, want a *fault.Fields", err)
 	}
 	if want := []string{"url", "events", "description", "events.2", "events.10"}; !slices.Equal(fe.Order, want) {
