@@ -20,11 +20,6 @@ func actor(c echo.Context) audit.Actor {
 	return audit.ByToken(p.ConsumerID, p.TokenID, RequestID(c))
 }
 
-type tokenEventsPage struct {
-	Data []resource.TokenEvent `json:"data"`
-	Meta pageMeta              `json:"meta"`
-}
-
 // tokenEvents is GET /api/tokens/events?token=&page=&per_page=: the tokens'
 // audit trail (issued, revoked), newest first; of one token with token (an
 // unknown id lists nothing, and one no token can have is not looked up).
@@ -35,18 +30,15 @@ func (s *Server) tokenEvents(c echo.Context) error {
 	if len(fields) > 0 {
 		return &fault.Fields{Fields: fields, Order: []string{"per_page"}}
 	}
-	body := tokenEventsPage{Data: []resource.TokenEvent{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
 	token := c.QueryParam("token")
 	if token != "" && !request.IsID(token) {
-		return c.JSON(http.StatusOK, body)
+		return c.JSON(http.StatusOK, newOperatorPage([]resource.TokenEvent{}, page, perPage, 0))
 	}
 	events, total, err := s.auth.Events(c.Request().Context(), auth.TokenEventFilter{TokenID: token, Page: page, PerPage: perPage})
 	if err != nil {
 		return err
 	}
-	body.Meta.Total, body.Meta.LastPage = total, max(1, (total+int64(perPage)-1)/int64(perPage))
-	body.Data = resource.NewTokenEvents(events)
-	return c.JSON(http.StatusOK, body)
+	return c.JSON(http.StatusOK, newOperatorPage(resource.NewTokenEvents(events), page, perPage, total))
 }
 
 // intentEvents is GET /api/intents/{id}/events: the intent's audit trail
@@ -68,11 +60,9 @@ func (s *Server) intentEvents(c echo.Context) error {
 			ids = append(ids, *e.ActorConsumerID)
 		}
 	}
-	names := map[string]string{}
-	if len(ids) > 0 {
-		if names, err = s.auth.ConsumerNames(ctx, ids); err != nil {
-			return err
-		}
+	names, err := s.consumerNames(ctx, ids)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewIntentEvents(events, names[consumerID], names)})
 }

@@ -19,17 +19,13 @@ var (
 )
 
 // ability is Sanctum's `ability:` middleware: admit, then the route's
-// handler, a write holding one of its consumer's slots (holdWrite) while it
-// runs. Routes declare it in routes.go; a guarded operation's route admits
-// its requests itself (guarded).
+// handler, a write holding its consumer's slot while it runs. Routes
+// declare it in routes.go; a guarded operation's route admits its requests
+// itself (guarded).
 func (s *Server) ability(need string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, err := s.admit(c, need, nil)
-			if err != nil {
-				return err
-			}
-			release, err := s.holdWrite(c, p)
+			_, release, err := s.admit(c, need, nil)
 			if err != nil {
 				return err
 			}
@@ -44,26 +40,29 @@ func (s *Server) ability(need string) echo.MiddlewareFunc {
 // token carries need. The principal is kept as soon as the token is
 // verified, so that the access line of a request refused after
 // authentication (429, 403 missing_ability) names the token that asked too.
-// joined, when not nil, is read in the token row's statement. It returns
-// the principal it kept. Last, every parameter of the route's path must be
-// an id that can exist (pathIDs), as Laravel's route model binding runs
-// after the route's auth and throttle middleware.
-func (s *Server) admit(c echo.Context, need string, joined auth.TokenRowJoin) (auth.Principal, error) {
+// joined, when not nil, is read in the token row's statement. Then every
+// parameter of the route's path must be an id that can exist (pathIDs), as
+// Laravel's route model binding runs after the route's auth and throttle
+// middleware. Last, a write takes one of its consumer's slots (holdWrite).
+// It returns the principal it kept and the function that gives the slot
+// back.
+func (s *Server) admit(c echo.Context, need string, joined auth.TokenRowJoin) (auth.Principal, func(), error) {
 	p, err := s.authenticate(c, joined)
 	if err != nil {
-		return auth.Principal{}, err
+		return auth.Principal{}, nil, err
 	}
 	c.Set(ctxPrincipal, p)
 	if err := s.throttle(c, p); err != nil {
-		return auth.Principal{}, err
+		return auth.Principal{}, nil, err
 	}
 	if !p.Abilities.Can(need) {
-		return auth.Principal{}, errMissingAbility
+		return auth.Principal{}, nil, errMissingAbility
 	}
 	if err := pathIDs(c); err != nil {
-		return auth.Principal{}, err
+		return auth.Principal{}, nil, err
 	}
-	return p, nil
+	release, err := s.holdWrite(c, p)
+	return p, release, err
 }
 
 // pathIDs answers 404 for a route whose path parameters are not all ids
@@ -87,8 +86,7 @@ func (s *Server) authenticate(c echo.Context, joined auth.TokenRowJoin) (auth.Pr
 	if len(values) != 1 {
 		return auth.Principal{}, errUnauthenticated
 	}
-	h := values[0]
-	scheme, raw, ok := strings.Cut(h, " ")
+	scheme, raw, ok := strings.Cut(values[0], " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(raw) == "" {
 		return auth.Principal{}, errUnauthenticated
 	}

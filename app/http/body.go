@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -45,7 +44,8 @@ func (s *Server) formBodies(next echo.HandlerFunc) echo.HandlerFunc {
 		ct := req.Header.Get(echo.HeaderContentType)
 		hasBody := req.Body != nil && req.Body != http.NoBody
 		form := hasBody && request.IsForm(ct)
-		query := req.URL.RawQuery != "" && takesInput(req.Method)
+		// The methods whose body is the input take the query into it.
+		query := req.URL.RawQuery != "" && (req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch)
 		if !form && !query || c.Path() == webhookPath ||
 			(s.pages != nil && s.pages.Owns(req.URL.Path)) { // a page's form is a form
 			return next(c)
@@ -81,12 +81,6 @@ func (s *Server) formBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// takesInput reports whether a request of the method has its query string
-// merged into its body: the methods whose body is the input.
-func takesInput(method string) bool {
-	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
-}
-
 // readBody reads the whole request body (the body limit applies).
 func readBody(c echo.Context) ([]byte, error) {
 	b, err := io.ReadAll(c.Request().Body)
@@ -99,26 +93,32 @@ func readBody(c echo.Context) ([]byte, error) {
 	return b, nil
 }
 
-// bindJSON decodes a JSON object body into v. Unknown fields are ignored;
-// a value of the wrong type is a validation error on its field.
-func bindJSON(c echo.Context, v any) error {
-	if err := checkJSONType(c); err != nil {
-		return err
+// readJSON reads a body whose Content-Type says it is JSON, or says nothing.
+func readJSON(c echo.Context) ([]byte, error) {
+	if err := request.CheckJSON(c.Request().Header.Get(echo.HeaderContentType)); err != nil {
+		return nil, err
 	}
-	b, err := readBody(c)
+	return readBody(c)
+}
+
+// readObject reads a JSON object body (a form is one already: formBodies)
+// into its fields, undecoded (request.Object).
+func readObject(c echo.Context) (map[string]json.RawMessage, error) {
+	b, err := readJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	return request.Object(b)
+}
+
+// bindJSON decodes a JSON object body into v, a struct of string fields.
+// Unknown fields are ignored; a value of another type is a validation
+// error on its field.
+func bindJSON(c echo.Context, v any) error {
+	b, err := readJSON(c)
 	if err != nil {
 		return err
 	}
-	return decodeJSON(b, v)
-}
-
-// checkJSONType refuses a body whose Content-Type says it is not JSON.
-func checkJSONType(c echo.Context) error {
-	return request.CheckJSON(c.Request().Header.Get(echo.HeaderContentType))
-}
-
-// decodeJSON decodes a body already read, as bindJSON does.
-func decodeJSON(b []byte, v any) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
 		return errMalformedJSON
@@ -126,27 +126,14 @@ func decodeJSON(b []byte, v any) error {
 	if field := request.InvalidUTF8Field(b); field != "" { // refused, not read with the bad bytes replaced
 		return &fault.Fields{Fields: map[string][]string{field: {request.InvalidUTF8(field)}}}
 	}
-	err := json.Unmarshal(b, v)
+	err = json.Unmarshal(b, v)
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
-		return &fault.Fields{Fields: map[string][]string{field: {fmt.Sprintf("The %s field must be %s.", field, jsonKind(typeErr.Type.Kind().String()))}}}
+		return &fault.Fields{Fields: map[string][]string{field: {"The " + field + " field must be a string."}}}
 	}
 	if err != nil {
 		return errMalformedJSON
 	}
 	return nil
-}
-
-// jsonKind is Laravel's wording for the type a field must have.
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "slice", "array", "struct", "map":
-		return "an array"
-	case "bool":
-		return "true or false"
-	}
-	return "a number"
 }

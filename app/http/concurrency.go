@@ -18,10 +18,10 @@ var errConcurrencyLimited = &Error{Status: http.StatusTooManyRequests, Message: 
 // Stripe's concurrent requests limiter does, and returns the function that
 // gives it back when the request has ended. Every write counts while it is
 // in flight (any method but GET, HEAD and OPTIONS; a replay of a stored
-// answer too); reads take no slot. It runs after admit (authentication,
-// the rate limit, the ability) and before the handler or the guard, so a
-// refused write has read no body, reserved no idempotency record and
-// called no vendor.
+// answer too); reads take no slot. It is admit's last step (after
+// authentication, the rate limit, the ability) and comes before the
+// handler or the guard, so a refused write has read no body, reserved no
+// idempotency record and called no vendor.
 func (s *Server) holdWrite(c echo.Context, p auth.Principal) (release func(), err error) {
 	switch c.Request().Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:

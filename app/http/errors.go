@@ -24,18 +24,18 @@ import (
 	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// Error is an answer: everything an error's response needs. Handlers and
-// middleware return it; handleError answers any other error by its code
-// (the answers table) or its kind.
+// Error is an answer: everything an error's response needs, and its body
+// in Laravel's shape. Handlers and middleware return it; handleError
+// answers any other error by its code (the answers table) or its kind.
 type Error struct {
-	Status     int
-	Message    string
-	Code       string        // machine-readable case, when there is one
-	Fields     *fault.Fields // a 422's field errors, rendered as "errors" in their order
-	RetryAfter int           // seconds; a Retry-After header when > 0
+	Status     int            `json:"-"`
+	Message    string         `json:"message"`
+	Code       string         `json:"code,omitempty"`   // machine-readable case, when there is one
+	Errors     *orderedErrors `json:"errors,omitempty"` // a 422's field errors, in their order
+	RetryAfter int            `json:"-"`                // seconds; a Retry-After header when > 0
 	// Operation names the intent a 202 leaves pending; its Location header
 	// is where to ask about it.
-	Operation *pendingOperation
+	Operation *pendingOperation `json:"operation,omitempty"`
 }
 
 // pendingOperation is the intent a 202 operation_pending names.
@@ -46,14 +46,6 @@ type pendingOperation struct {
 }
 
 func (e *Error) Error() string { return e.Message }
-
-// errorBody is Laravel's error shape.
-type errorBody struct {
-	Message   string            `json:"message"`
-	Code      string            `json:"code,omitempty"`
-	Errors    *orderedErrors    `json:"errors,omitempty"`
-	Operation *pendingOperation `json:"operation,omitempty"`
-}
 
 // unavailableRetryAfter is the Retry-After, in seconds, of a 503 for a
 // database that is unavailable.
@@ -93,17 +85,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 		return
 	}
-	var errs *orderedErrors
-	if e.Fields != nil && len(e.Fields.Fields) > 0 {
-		errs = &orderedErrors{e.Fields}
-	}
-	var body any = errorBody{Message: e.Message, Code: e.Code, Operation: e.Operation, Errors: errs}
+	var body any = e
 	if e.Status >= 400 {
 		// The shape of an error depends on Accept (a 202 is no error: always Laravel's).
 		c.Response().Header().Add("Vary", "Accept")
 		if wantsProblem(c.Request().Header.Values(echo.HeaderAccept)) {
 			c.Response().Header().Set(echo.HeaderContentType, problemMediaType)
-			body = newProblem(e, errs)
+			body = newProblem(e)
 		}
 	}
 	var werr error
@@ -229,9 +217,6 @@ var errKeyUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "key
 // requests it refused since it was last told.
 const keyWarningEvery = time.Minute
 
-// keyWarningMessage is the line keyWarning logs.
-const keyWarningMessage = "data sealed under a key this replica does not hold: check APP_KEY and APP_PREVIOUS_KEYS on every replica"
-
 // keyWarning logs the cause of 503 key_unavailable once per keyWarningEvery.
 // The zero value is ready to use.
 type keyWarning struct {
@@ -255,17 +240,16 @@ func (w *keyWarning) note(log *slog.Logger, now time.Time, c echo.Context) {
 	if !due {
 		return
 	}
-	log.Error(keyWarningMessage, "request_id", RequestID(c), "route", c.Path(), "refused", refused)
+	log.Error("data sealed under a key this replica does not hold: check APP_KEY and APP_PREVIOUS_KEYS on every replica",
+		"request_id", RequestID(c), "route", c.Path(), "refused", refused)
 }
 
-// echoAnswers are the router's and Echo's own errors (404, 405, 413, …) in
+// echoAnswers are the router's and Echo's own errors that have a code of
+// licensor's; any other 4xx (404, 405, 400, …) is its reason phrase, in
 // Laravel's words, without Echo's internal text.
 var echoAnswers = map[int]*Error{
-	http.StatusNotFound:              errNotFound,
-	http.StatusMethodNotAllowed:      {Status: http.StatusMethodNotAllowed, Message: "Method Not Allowed."},
 	http.StatusRequestEntityTooLarge: errTooLarge,
 	http.StatusUnsupportedMediaType:  errNotJSON,
-	http.StatusBadRequest:            {Status: http.StatusBadRequest, Message: "Bad Request."},
 }
 
 // echoAnswer is he's answer; nil for a 5xx from Echo itself (logged as
@@ -395,7 +379,11 @@ func tooManyAttempts(retryAfter int) *Error {
 // validationError is Laravel's 422 of f: its first message, "(and N more
 // errors)", and every message under its field, in f's order.
 func validationError(f *fault.Fields) *Error {
-	return &Error{Status: http.StatusUnprocessableEntity, Message: f.Message(), Fields: f}
+	e := &Error{Status: http.StatusUnprocessableEntity, Message: f.Message()}
+	if len(f.Fields) > 0 {
+		e.Errors = &orderedErrors{f}
+	}
+	return e
 }
 
 // orderedErrors renders "errors" with its keys in rule order, which a Go

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -25,11 +26,6 @@ func (s *Server) showOperation(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewOperation(in)})
-}
-
-type intentsPage struct {
-	Data []resource.Intent `json:"data"`
-	Meta pageMeta          `json:"meta"`
 }
 
 // maxOlderThan is the longest older_than GET /api/intents takes: a year.
@@ -66,11 +62,10 @@ func (s *Server) listIntents(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	f := idempotency.IntentFilter{Status: status, Operation: operation, Before: before, Page: page, PerPage: perPage}
-	body := intentsPage{Data: []resource.Intent{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
 	if name := c.QueryParam("consumer"); name != "" {
 		consumer, err := s.auth.ConsumerNamed(ctx, name)
 		if errors.Is(err, auth.ErrConsumerNotFound) {
-			return c.JSON(http.StatusOK, body)
+			return c.JSON(http.StatusOK, newOperatorPage([]resource.Intent{}, page, perPage, 0))
 		}
 		if err != nil {
 			return err
@@ -81,24 +76,24 @@ func (s *Server) listIntents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.consumerNames(c, intents...)
-	if err != nil {
-		return err
-	}
-	body.Data = resource.NewIntents(intents, names)
-	body.Meta.Total, body.Meta.LastPage = total, max(1, (total+int64(perPage)-1)/int64(perPage))
-	return c.JSON(http.StatusOK, body)
-}
-
-func (s *Server) consumerNames(c echo.Context, intents ...idempotency.Intent) (map[string]string, error) {
 	ids := make([]string, 0, len(intents))
 	for _, in := range intents {
 		ids = append(ids, in.ConsumerID)
 	}
+	names, err := s.consumerNames(ctx, ids)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newOperatorPage(resource.NewIntents(intents, names), page, perPage, total))
+}
+
+// consumerNames is the names of the consumers of ids, by id: none asked
+// for, no query.
+func (s *Server) consumerNames(ctx context.Context, ids []string) (map[string]string, error) {
 	if len(ids) == 0 {
 		return map[string]string{}, nil
 	}
-	return s.auth.ConsumerNames(c.Request().Context(), ids)
+	return s.auth.ConsumerNames(ctx, ids)
 }
 
 // showIntent is GET /api/intents/{id}: any consumer's intent, for an operator.
@@ -122,11 +117,6 @@ func (s *Server) retryIntent(c echo.Context) error {
 	return s.renderIntent(c, in)
 }
 
-// discardIntentRequest is the body of POST /api/intents/{id}/discard.
-type discardIntentRequest struct {
-	Reason string `json:"reason"`
-}
-
 // discardIntent is POST /api/intents/{id}/discard {"reason":"…"}: a failed
 // or abandoned intent settled for good, with its intent.discarded audit
 // event and the reason (422 on reason unless it is 1 to 500 characters of
@@ -135,7 +125,9 @@ type discardIntentRequest struct {
 // Any other state is 409 intent_not_discardable. The reason
 // goes to the audit trail only, never to a log line.
 func (s *Server) discardIntent(c echo.Context) error {
-	var req discardIntentRequest
+	var req struct {
+		Reason string `json:"reason"`
+	}
 	if err := bindJSON(c, &req); err != nil {
 		return err
 	}
@@ -148,7 +140,7 @@ func (s *Server) discardIntent(c echo.Context) error {
 }
 
 func (s *Server) renderIntent(c echo.Context, in idempotency.Intent) error {
-	names, err := s.consumerNames(c, in)
+	names, err := s.consumerNames(c.Request().Context(), []string{in.ConsumerID})
 	if err != nil {
 		return err
 	}

@@ -12,14 +12,6 @@ import (
 	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// pageMeta is the meta of the operators' intents listing.
-type pageMeta struct {
-	CurrentPage int   `json:"current_page"`
-	PerPage     int   `json:"per_page"`
-	Total       int64 `json:"total"`
-	LastPage    int64 `json:"last_page"`
-}
-
 // defaultPerPage is the page size of GET /api/licenses without per_page.
 const defaultPerPage = 15
 

@@ -118,32 +118,22 @@ func (h *headWriter) send() {
 	h.w.WriteHeader(h.status)
 }
 
-// requestID keeps the caller's X-Request-Id when it is sane (1–128 visible
-// characters from a safe set) and makes a new one otherwise.
+// saneRequestID is an X-Request-Id kept as the caller sent it: 1–128
+// visible characters from a safe set.
+var saneRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// requestID keeps the caller's X-Request-Id when it is sane and makes a
+// new one otherwise.
 func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(headerRequestID)
-		if !saneRequestID(id) {
+		if !saneRequestID.MatchString(id) {
 			id = ulid.Make().String()
 		}
 		c.Set(ctxRequestID, id)
 		c.Response().Header().Set(headerRequestID, id)
 		return next(c)
 	}
-}
-
-func saneRequestID(id string) bool {
-	if len(id) == 0 || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			r == '-' || r == '_' || r == '.' || r == ':'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // defaultCacheControl is what Symfony's ResponseHeaderBag sends on a

@@ -13,7 +13,6 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/request"
-	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/internal/ptr"
 )
 
@@ -33,33 +32,14 @@ type paginatorLinks struct {
 
 // pageLink is one entry of LengthAwarePaginator::linkCollection() as
 // Laravel 12.23 and later render it: {"url","label","page","active"}, page
-// the number the link goes to (null for a Previous or Next that goes
-// nowhere). A "..." separator has no page key at all, as in Laravel.
+// the number the link goes to. Page is an int; a nil *int for a Previous
+// or Next that goes nowhere (page null); nil for a "..." separator, which
+// has no page key at all, as in Laravel.
 type pageLink struct {
-	URL    *string
-	Label  string
-	Page   *int
-	Active bool
-	sep    bool // the "..." separator: url null, no page
-}
-
-var _ json.Marshaler = pageLink{}
-
-// MarshalJSON writes the link's keys in Laravel's order.
-func (l pageLink) MarshalJSON() ([]byte, error) {
-	if l.sep {
-		return resource.Marshal(struct {
-			URL    *string `json:"url"`
-			Label  string  `json:"label"`
-			Active bool    `json:"active"`
-		}{nil, l.Label, false})
-	}
-	return resource.Marshal(struct {
-		URL    *string `json:"url"`
-		Label  string  `json:"label"`
-		Page   *int    `json:"page"`
-		Active bool    `json:"active"`
-	}{l.URL, l.Label, l.Page, l.Active})
+	URL    *string `json:"url"`
+	Label  string  `json:"label"`
+	Page   any     `json:"page,omitempty"`
+	Active bool    `json:"active"`
 }
 
 // lengthAwareMeta is the "meta" of a LengthAwarePaginator.
@@ -92,6 +72,27 @@ type cursorBody struct {
 	Data  any            `json:"data"`
 	Links paginatorLinks `json:"links"`
 	Meta  cursorMeta     `json:"meta"`
+}
+
+// operatorPage is a page of an operators' listing (the intents, the
+// tokens' audit trail): its items, and the page's numbers without links.
+type operatorPage[T any] struct {
+	Data []T `json:"data"`
+	Meta struct {
+		CurrentPage int   `json:"current_page"`
+		PerPage     int   `json:"per_page"`
+		Total       int64 `json:"total"`
+		LastPage    int64 `json:"last_page"`
+	} `json:"meta"`
+}
+
+// newOperatorPage is data as page number page of total items, perPage to
+// a page.
+func newOperatorPage[T any](data []T, page, perPage int, total int64) operatorPage[T] {
+	p := operatorPage[T]{Data: data}
+	p.Meta.CurrentPage, p.Meta.PerPage, p.Meta.Total = page, perPage, total
+	p.Meta.LastPage = max(1, (total+int64(perPage)-1)/int64(perPage))
+	return p
 }
 
 // pager builds the URLs of a listing: path is the absolute URL without its
@@ -131,10 +132,10 @@ func (p pager) lengthAware(data any, count int, page, perPage int, total int64) 
 	m.Links = append(m.Links, pageLink{URL: prev, Label: "&laquo; Previous", Page: prevPage})
 	for _, el := range urlWindow(page, lastPage, 3) {
 		if el == 0 {
-			m.Links = append(m.Links, pageLink{Label: "...", sep: true})
+			m.Links = append(m.Links, pageLink{Label: "..."})
 			continue
 		}
-		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Page: ptr.To(el), Active: el == page})
+		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Page: el, Active: el == page})
 	}
 	m.Links = append(m.Links, pageLink{URL: next, Label: "Next &raquo;", Page: nextPage})
 	return lengthAwareBody{Data: data, Links: paginatorLinks{First: p.pageURL(1), Last: p.pageURL(lastPage), Prev: prev, Next: next}, Meta: m}

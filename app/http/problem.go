@@ -27,9 +27,9 @@ type problem struct {
 	Errors *orderedErrors `json:"errors,omitempty"`
 }
 
-// newProblem is e as problem details; errs is its field errors, or nil.
-func newProblem(e *Error, errs *orderedErrors) problem {
-	return problem{Type: problemType(e.Code), Title: problemTitle(e.Status), Status: e.Status, Detail: e.Message, Code: e.Code, Errors: errs}
+// newProblem is e as problem details.
+func newProblem(e *Error) problem {
+	return problem{Type: problemType(e.Code), Title: problemTitle(e.Status), Status: e.Status, Detail: e.Message, Code: e.Code, Errors: e.Errors}
 }
 
 // problemType is the type URI of a code's problem: about:blank for none.

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 
@@ -51,7 +50,7 @@ func (s *Server) throttle(c echo.Context, p auth.Principal) error {
 	if res.Allowed {
 		return nil
 	}
-	retryAfter := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
+	retryAfter := retryAfterOr(res.RetryAfter, 1)
 	setExact(h, headerRateLimitReset, strconv.FormatInt(now.Unix()+int64(retryAfter), 10))
 	return tooManyAttempts(retryAfter)
 }

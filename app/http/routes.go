@@ -48,7 +48,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/api/webhook-endpoints/:id/deliveries", s.listWebhookDeliveries, s.ability(auth.WebhooksManage))
 	e.POST("/api/webhook-endpoints/:id/deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.WebhooksManage))
 	e.GET("/api/webhook-deliveries", s.listAllWebhookDeliveries, s.ability(auth.IntentsManage))
-	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryAnyWebhookDelivery, s.ability(auth.IntentsManage))
+	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryWebhookDelivery, s.ability(auth.IntentsManage))
 
 	// The vendor's webhooks: no token; the signature is the authentication,
 	// and each event id is applied once (its operation's Do).
@@ -80,11 +80,7 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 		if pre := s.guard.Prefetch(op.Name, k); keyErr == nil && pre != nil { // a nil *Prefetch is not a nil auth.TokenRowJoin
 			joined = pre
 		}
-		p, err := s.admit(c, need, joined)
-		if err != nil {
-			return err
-		}
-		release, err := s.holdWrite(c, p)
+		p, release, err := s.admit(c, need, joined)
 		if err != nil {
 			return err
 		}
@@ -170,7 +166,7 @@ func laravelRouter(next echo.HandlerFunc) echo.HandlerFunc {
 			return routeNotFound(c)
 		}
 		if allow := h.Get(echo.HeaderAllow); allow != "" && errors.Is(err, echo.ErrMethodNotAllowed) {
-			allow = laravelAllow(allow)
+			allow = strings.Join(laravelMethods(allow), ", ")
 			h.Set(echo.HeaderAllow, allow)
 			// AbstractRouteCollection::requestMethodNotAllowed's message,
 			// which Laravel shows in production too (an HttpException's).
@@ -213,9 +209,6 @@ func pathMatches(pattern, path string) bool {
 	}
 	return len(ps) == len(xs)
 }
-
-// laravelAllow is allow (Echo's Allow) in the form of Laravel's 405.
-func laravelAllow(allow string) string { return strings.Join(laravelMethods(allow), ", ") }
 
 // laravelMethods are the methods of allow (Echo's Allow) as Laravel lists
 // a path's methods: in Router::$verbs order, HEAD wherever GET is, no

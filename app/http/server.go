@@ -85,7 +85,7 @@ type Pages interface {
 	RenderError(c echo.Context, status int, message string) error
 }
 
-// Server holds the dependencies the handlers use.
+// Server holds the dependencies the handlers use: Deps' (see there).
 type Server struct {
 	ready    func(ctx context.Context) error
 	log      *slog.Logger
@@ -99,12 +99,11 @@ type Server struct {
 	now      func() time.Time
 	metrics  *metrics.Metrics
 	limiter  *ratelimit.Limiter
-	// inFlight bounds each consumer's writes in flight (nil: no bound).
 	inFlight *ratelimit.Concurrency
 	baseURL  string // APP_URL without a trailing slash
-	// webhookSecrets verify the vendor's webhooks (VENDOR_WEBHOOK_SECRET).
+	// webhookSecrets verify the vendor's webhooks.
 	webhookSecrets []string
-	pages          Pages // the operator console; nil: none
+	pages          Pages
 	// keyWarning tells, once a minute at most, why requests answer 503
 	// key_unavailable (see errors.go).
 	keyWarning keyWarning

@@ -19,25 +19,17 @@ import (
 // consumer's name and the lifetime's maximum (auth). The new token keeps
 // the caller's as its issuer, and the issue is in the audit trail.
 func (s *Server) issueToken(c echo.Context) error {
-	if err := checkJSONType(c); err != nil {
-		return err
-	}
-	b, err := readBody(c)
+	raw, err := readObject(c)
 	if err != nil {
 		return err
 	}
-	raw, err := request.Object(b)
-	if err != nil {
-		return err
-	}
-	req, verr := request.BindIssueToken(raw, auth.Known)
-	if err := auth.Grantable(principal(c).Abilities, req.Abilities); err != nil {
+	in, verr := request.BindIssueToken(raw)
+	if err := auth.Grantable(principal(c).Abilities, in.Abilities); err != nil {
 		return err
 	}
 	if verr != nil {
 		return verr
 	}
-	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name, TTL: req.TTL}
 	issued, err := s.auth.Issue(c.Request().Context(), actor(c), in)
 	if err != nil {
 		// auth's own checks (the consumer's name, the longest lifetime)

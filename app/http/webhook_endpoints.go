@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -44,18 +43,6 @@ func (s *Server) createWebhookEndpoint(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderLocation, resource.WebhookEndpointLocation(e.ID))
 	return c.JSON(http.StatusCreated, resource.Data{Data: resource.CreatedWebhookEndpoint{WebhookEndpoint: e.Resource(), Secret: secret}})
-}
-
-// readObject reads a JSON object body (a form is one already: formBodies).
-func readObject(c echo.Context) (map[string]json.RawMessage, error) {
-	if err := checkJSONType(c); err != nil {
-		return nil, err
-	}
-	b, err := readBody(c)
-	if err != nil {
-		return nil, err
-	}
-	return request.Object(b)
 }
 
 // listWebhookEndpoints is GET /api/webhook-endpoints: the caller's
@@ -162,28 +149,21 @@ func (s *Server) listWebhookDeliveries(c echo.Context) error {
 // retryWebhookDelivery is POST /api/webhook-endpoints/{id}/deliveries/
 // {delivery}/retry: the delivery due now, whatever its status, with a new
 // retry window; 202 with it, as the attempt is still to come. One a
-// worker is sending right now is 409 delivery_in_progress.
+// worker is sending right now is 409 delivery_in_progress. As POST
+// /api/webhook-deliveries/{delivery}/retry (no {id}) it sends any
+// consumer's delivery again, for an operator (intents:manage, as the list
+// of every consumer's deliveries). Either retry is in the audit trail as
+// the caller's token.
 func (s *Server) retryWebhookDelivery(c echo.Context) error {
-	v, err := s.webhooks.RetryDelivery(c.Request().Context(), actor(c), principal(c).ConsumerID, c.Param("id"), c.Param("delivery"))
+	consumer, endpoint, msg := principal(c).ConsumerID, c.Param("id"), "webhook delivery retried"
+	if endpoint == "" {
+		consumer, msg = "", "webhook delivery retried by an operator"
+	}
+	v, err := s.webhooks.RetryDelivery(c.Request().Context(), actor(c), consumer, endpoint, c.Param("delivery"))
 	if err != nil {
 		return err
 	}
-	s.log.Info("webhook delivery retried", "delivery", v.ID, "endpoint", v.EndpointID, "token_id", principal(c).TokenID, "request_id", RequestID(c))
-	return c.JSON(http.StatusAccepted, resource.Data{Data: resource.NewWebhookDelivery(v)})
-}
-
-// retryAnyWebhookDelivery is POST /api/webhook-deliveries/{delivery}/retry:
-// any consumer's delivery sent again, as retryWebhookDelivery sends a
-// consumer's own, for an operator (intents:manage, as the list of every
-// consumer's deliveries); the retry is in the audit trail as the operator's
-// token.
-func (s *Server) retryAnyWebhookDelivery(c echo.Context) error {
-	v, err := s.webhooks.RetryDelivery(c.Request().Context(), actor(c), "", "", c.Param("delivery"))
-	if err != nil {
-		return err
-	}
-	s.log.Info("webhook delivery retried by an operator", "delivery", v.ID, "endpoint", v.EndpointID, "token_id", principal(c).TokenID,
-		"request_id", RequestID(c))
+	s.log.Info(msg, "delivery", v.ID, "endpoint", v.EndpointID, "token_id", principal(c).TokenID, "request_id", RequestID(c))
 	return c.JSON(http.StatusAccepted, resource.Data{Data: resource.NewWebhookDelivery(v)})
 }
 
@@ -214,15 +194,11 @@ func (s *Server) listAllWebhookDeliveries(c echo.Context) error {
 	}
 	ids := make([]string, 0, len(page.Deliveries))
 	for _, d := range page.Deliveries {
-		if !slices.Contains(ids, d.ConsumerID) {
-			ids = append(ids, d.ConsumerID)
-		}
+		ids = append(ids, d.ConsumerID)
 	}
-	names := map[string]string{}
-	if len(ids) > 0 {
-		if names, err = s.auth.ConsumerNames(ctx, ids); err != nil {
-			return err
-		}
+	names, err := s.consumerNames(ctx, ids)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, p.lengthAware(resource.NewConsumerWebhookDeliveries(page.Deliveries, names), len(page.Deliveries), q.Page, q.PerPage, page.Total))
 }

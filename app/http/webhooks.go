@@ -46,20 +46,20 @@ func (s *Server) refuseEvent(c echo.Context, reason string, err *Error) error {
 	return err
 }
 
-// eventConflict answers an event id delivered before with another body.
-func eventConflict(id string) *Error {
-	return &Error{Status: http.StatusConflict, Code: "event_conflict",
-		Message: "The event " + id + " was received before with another body; an event id names one event."}
-}
-
 // vendorWebhook is POST /api/webhooks/vendor.
 func (s *Server) vendorWebhook(c echo.Context) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err // a body over the limit is errTooLarge
 	}
-	if err := verifySignature(c.Request().Header.Values(vendorproto.SignatureHeader), body, s.webhookSecrets, s.now()); err != nil {
-		return s.refuseEvent(c, err.Code, err)
+	// A signature as vendorproto.Verify checks it ("t=<unix>,v1=<hex>",
+	// several v1 during the vendor's secret rotation), t within
+	// webhookTolerance of now.
+	switch err := vendorproto.Verify(c.Request().Header.Values(vendorproto.SignatureHeader), body, s.webhookSecrets, s.now(), webhookTolerance); {
+	case errors.Is(err, vendorproto.ErrStale):
+		return s.refuseEvent(c, errStaleWebhook.Code, errStaleWebhook)
+	case err != nil: // vendorproto.ErrBadSignature
+		return s.refuseEvent(c, errBadSignature.Code, errBadSignature)
 	}
 	ev, err := operations.ParseVendorEvent(body)
 	if err != nil {
@@ -74,7 +74,9 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 		return s.refuseEvent(c, "invalid_event_id", errEventID)
 	}
 	if errors.Is(err, idempotency.ErrKeyReused) {
-		return eventConflict(ev.ID)
+		// An event id delivered before with another body.
+		return &Error{Status: http.StatusConflict, Code: "event_conflict",
+			Message: "The event " + ev.ID + " was received before with another body; an event id names one event."}
 	}
 	if errors.Is(err, idempotency.ErrDiscarded) {
 		// An operator settled this event for good: received, never applied,
@@ -88,18 +90,4 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 	s.log.Info("vendor webhook", "request_id", RequestID(c), "event_id", ev.ID, "type", ev.Type,
 		"site_id", ev.Site.ID, "replayed", replayed)
 	return c.JSONBlob(http.StatusOK, res.Body)
-}
-
-// verifySignature checks a Vendor-Signature header, "t=<unix>,v1=<hex>"
-// (several v1 during the vendor's secret rotation), as vendorproto.Verify
-// does, with t within webhookTolerance of now.
-func verifySignature(headers []string, body []byte, secrets []string, now time.Time) *Error {
-	switch err := vendorproto.Verify(headers, body, secrets, now, webhookTolerance); {
-	case err == nil:
-		return nil
-	case errors.Is(err, vendorproto.ErrStale):
-		return errStaleWebhook
-	default: // vendorproto.ErrBadSignature
-		return errBadSignature
-	}
 }

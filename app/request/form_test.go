@@ -59,9 +59,6 @@ func TestFormJSONMultipart(t *testing.T) {
 	if _, err := FormJSON("multipart/form-data; boundary=b", []byte(body[:60])); !errors.Is(err, ErrMalformedForm) {
 		t.Errorf("a cut body: err = %v, want ErrMalformedForm", err)
 	}
-	if !IsForm("Application/X-WWW-Form-Urlencoded") || !IsForm("multipart/form-data; boundary=b") || IsForm("application/json") || IsForm("") {
-		t.Error("IsForm misreads a Content-Type")
-	}
 }
 
 // A form of more than max_input_vars fields, or whose names nest more
@@ -103,6 +100,7 @@ func TestFormJSONBudget(t *testing.T) {
 func TestIsForm(t *testing.T) {
 	for ct, want := range map[string]bool{
 		"application/x-www-form-urlencoded":                true,
+		"Application/X-WWW-Form-Urlencoded":                true,
 		"Application/X-WWW-Form-Urlencoded; charset=UTF-8": true,
 		"multipart/form-data; boundary=xyz":                true,
 		" multipart/form-data ; boundary=xyz":              true,

@@ -34,21 +34,15 @@ func BindStoreLicense(contentType string, body []byte) (licenses.Input, []byte, 
 		return licenses.Input{}, nil, err
 	}
 	types := &fault.Fields{}
-	var req StoreLicense
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"name", &req.Name}, {"domain", &req.Domain}} {
-		if msg := String(raw, f.name, f.dst); msg != "" {
-			types.Add(f.name, msg)
-		}
-	}
-	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
+	var in licenses.Input
+	bindString(raw, types, "name", false, &in.Name)
+	bindString(raw, types, "domain", false, &in.Domain)
+	in, err = licenses.Validate(in)
 	if err == nil && len(types.Fields) == 0 {
 		intent, err := json.Marshal(StoreLicense{Name: in.Name, Domain: in.Domain})
 		return in, intent, err
 	}
-	return licenses.Input{}, nil, MergeFields(orNil(types), err, storeLicenseRules)
+	return licenses.Input{}, nil, MergeFields(types, err, storeLicenseRules)
 }
 
 // StoredStoreLicense reads back the intent BindStoreLicense made, as a

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"mime"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -24,22 +25,20 @@ var (
 	ErrNotJSON error = fault.New("unsupported_media_type", "the request body is not JSON")
 )
 
-// CheckJSON refuses a body whose Content-Type says it is not JSON; no
-// Content-Type at all is taken as JSON.
+// CheckJSON refuses a body whose Content-Type says it is not JSON:
+// application/json, or a structured syntax suffix of +json with a type
+// before it (application/merge-patch+json). No Content-Type at all is
+// taken as JSON.
 func CheckJSON(contentType string) error {
 	if contentType == "" {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil || mt != "application/json" && !hasJSONSuffix(mt) {
+	if err != nil || mt != "application/json" && (len(mt) <= 5 || !strings.HasSuffix(mt, "+json")) {
 		return ErrNotJSON
 	}
 	return nil
 }
-
-// hasJSONSuffix reports a structured syntax suffix of +json
-// (application/merge-patch+json), with a type before it.
-func hasJSONSuffix(mt string) bool { return len(mt) > 5 && strings.HasSuffix(mt, "+json") }
 
 // Object reads a body that must be one JSON object into its fields,
 // undecoded, so each field's type can be checked on its own.
@@ -53,25 +52,6 @@ func Object(b []byte) (map[string]json.RawMessage, error) {
 		return nil, ErrMalformedJSON
 	}
 	return raw, nil
-}
-
-// String reads the string field name of raw into dst: absent or null leaves
-// dst "" (the rules decide whether that is allowed); any other JSON type is
-// Laravel's "must be a string." message, returned ("" when none). A string
-// that is not valid UTF-8 is refused too, rather than read with its bad
-// bytes replaced (two different bodies would then be one intent).
-func String(raw map[string]json.RawMessage, name string, dst *string) string {
-	v, ok := raw[name]
-	if !ok || string(v) == "null" {
-		return ""
-	}
-	if v[0] != '"' || json.Unmarshal(v, dst) != nil {
-		return "The " + name + " field must be a string."
-	}
-	if !ValidText(v) {
-		return InvalidUTF8(name)
-	}
-	return ""
 }
 
 // ValidText reports whether the JSON text b holds only valid UTF-8: no bad
@@ -111,23 +91,11 @@ func ValidText(b []byte) bool {
 
 // hex4 reads the four hex digits at b[i:i+4].
 func hex4(b []byte, i int) (rune, bool) {
-	if i < 0 || i+4 > len(b) {
+	if i+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i:i+4]), 16, 16)
+	return rune(r), err == nil
 }
 
 // InvalidUTF8 is the message for a field whose string is not valid UTF-8.

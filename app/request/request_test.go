@@ -1,6 +1,11 @@
 package request
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/licensor-api/licensor/internal/fault"
+)
 
 // ValidText refuses what encoding/json would read as U+FFFD: a bad byte,
 // and an escaped lone surrogate; an escaped pair, an escaped U+FFFD and
@@ -29,15 +34,16 @@ func TestValidText(t *testing.T) {
 }
 
 // A field holding an escaped lone surrogate is refused as invalid UTF-8,
-// by String and by InvalidUTF8Field.
+// by bindString and by InvalidUTF8Field.
 func TestLoneSurrogateIsInvalidUTF8(t *testing.T) {
 	raw, err := Object([]byte(`{"name":"\ud800y","domain":"a.test"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var name string
-	if got := String(raw, "name", &name); got != InvalidUTF8("name") {
-		t.Errorf("String = %q, want the UTF-8 message", got)
+	var verr fault.Fields
+	if bindString(raw, &verr, "name", false, &name) || !slices.Equal(verr.Fields["name"], []string{InvalidUTF8("name")}) || name != "" {
+		t.Errorf("bindString = %v, %q; want the UTF-8 message", verr.Fields, name)
 	}
 	if got := InvalidUTF8Field([]byte(`{"consumer":"\udfff","name":"ok"}`)); got != "consumer" {
 		t.Errorf("InvalidUTF8Field = %q, want consumer", got)

@@ -8,17 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/internal/fault"
 )
-
-// IssueToken is a POST /api/tokens body after its rules: strings trimmed,
-// as Laravel's TrimStrings middleware leaves them.
-type IssueToken struct {
-	Consumer  string
-	Abilities []string // every string item, known or not (for the grant check)
-	Name      string
-	TTL       time.Duration // expires_in; 0: the default lifetime
-}
 
 // IssueTokenRules is the order of POST /api/tokens' rules, as its Laravel
 // FormRequest would declare them:
@@ -33,36 +25,19 @@ type IssueToken struct {
 // their errors come after the other fields' (RuleOrder).
 var IssueTokenRules = []string{"consumer", "abilities", "abilities.*", "name", "expires_in"}
 
-// FieldsError is a 422 of fields in rule order: a *fault.Fields. The name
-// stays while the operator console's tests (app/web) name it.
-type FieldsError = fault.Fields
-
 // BindIssueToken reads raw (the body's object) by IssueTokenRules, every
 // rule of every field, as Laravel's validator runs them: a required rule
 // that fails stops that field's other rules; a nullable field that is null
 // (or absent, or an empty string: ConvertEmptyStringsToNull) has no other
-// rule run. known is the abilities the in rule takes. The error is a
-// *fault.Fields; the input is returned with it, its Abilities read for the
-// grant check that comes before validation.
-func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken, error) {
-	var in IssueToken
+// rule run. The in rule takes auth.Known. Strings are trimmed, as
+// Laravel's TrimStrings middleware leaves them. The error is a
+// *fault.Fields; the input is returned with it, its Abilities (every
+// string item, known or not) read for the grant check that comes before
+// validation.
+func BindIssueToken(raw map[string]json.RawMessage) (auth.IssueInput, error) {
+	var in auth.IssueInput
 	verr := &fault.Fields{}
-	str := func(field string, required bool, dst *string) {
-		v, present := raw[field]
-		s, isString, ok := laravelString(v, present)
-		switch {
-		case !ok && required:
-			verr.Add(field, "The "+attribute(field)+" field is required.")
-		case !ok:
-		case !isString:
-			verr.Add(field, "The "+attribute(field)+" field must be a string.")
-		case !ValidText(v):
-			verr.Add(field, InvalidUTF8(attribute(field)))
-		default:
-			*dst = s
-		}
-	}
-	str("consumer", true, &in.Consumer)
+	bindString(raw, verr, "consumer", true, &in.Consumer)
 
 	abilities, present := raw["abilities"]
 	var items []json.RawMessage
@@ -87,18 +62,18 @@ func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken,
 			if isString {
 				in.Abilities = append(in.Abilities, s)
 			}
-			if !ok || !isString || !slices.Contains(known, s) {
+			if !ok || !isString || !slices.Contains(auth.Known, s) {
 				verr.Add(field, "The selected "+field+" is invalid.")
 			}
 		}
 	}
 
-	str("name", false, &in.Name)
+	bindString(raw, verr, "name", false, &in.Name)
 	if utf8.RuneCountInString(in.Name) > 255 {
 		verr.Add("name", "The name field must not be greater than 255 characters.")
 	}
 	var expiresIn string
-	str("expires_in", false, &expiresIn)
+	bindString(raw, verr, "expires_in", false, &expiresIn)
 	if expiresIn != "" {
 		if d, err := time.ParseDuration(expiresIn); err != nil || d <= 0 {
 			verr.Add("expires_in", "The expires in field must be a positive duration such as 720h.")
@@ -111,6 +86,31 @@ func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken,
 		return in, verr
 	}
 	return in, nil
+}
+
+// bindString reads the string field of raw into dst, as Laravel's
+// validator sees it after TrimStrings and ConvertEmptyStringsToNull:
+// absent, null or blank leaves dst "" (the required error when required);
+// another JSON type is the field's type error. A string that is not valid
+// UTF-8 is refused too, rather than read with its bad bytes replaced (two
+// different bodies would then be one intent). False on an error.
+func bindString(raw map[string]json.RawMessage, verr *fault.Fields, field string, required bool, dst *string) bool {
+	v, present := raw[field]
+	s, isString, ok := laravelString(v, present)
+	switch {
+	case !ok && required:
+		verr.Add(field, "The "+attribute(field)+" field is required.")
+	case !ok:
+		return true
+	case !isString:
+		verr.Add(field, "The "+attribute(field)+" field must be a string.")
+	case !ValidText(v):
+		verr.Add(field, InvalidUTF8(attribute(field)))
+	default:
+		*dst = s
+		return true
+	}
+	return false
 }
 
 // laravelString is a JSON value as Laravel's validator sees it after

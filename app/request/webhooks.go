@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -35,27 +36,27 @@ var PatchEndpointRules = []string{"url", "events", "events.*", "enabled"}
 // license event). The input holds every field of the right type; a field
 // of the wrong type is in the *fault.Fields (nil when none), and left empty
 // in the input, for app/webhooks to check the rest beside it.
-func BindCreateEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointInput, *fault.Fields) {
+func BindCreateEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointInput, error) {
 	var in webhooks.EndpointInput
 	verr := &fault.Fields{}
-	bindString(raw, verr, "url", &in.URL)
+	bindString(raw, verr, "url", false, &in.URL)
 	if v, present := raw["events"]; present {
 		in.Events = bindTypes(v, verr)
 	}
-	bindString(raw, verr, "description", &in.Description)
-	return in, orNil(verr)
+	bindString(raw, verr, "description", false, &in.Description)
+	return in, verr.Err()
 }
 
 // BindPatchEndpoint reads raw for a change to an endpoint, as
 // BindCreateEndpoint does: only the fields sent are in the patch. A url
 // or events sent as null (or "") is the empty value app/webhooks refuses
 // (the url is required, events must list one type).
-func BindPatchEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointPatch, *fault.Fields) {
+func BindPatchEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointPatch, error) {
 	var p webhooks.EndpointPatch
 	verr := &fault.Fields{}
 	if _, present := raw["url"]; present {
 		var url string
-		if bindString(raw, verr, "url", &url) {
+		if bindString(raw, verr, "url", false, &url) {
 			p.URL = &url
 		}
 	}
@@ -75,26 +76,7 @@ func BindPatchEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointPatch, 
 			verr.Add("enabled", "The enabled field must be true or false.")
 		}
 	}
-	return p, orNil(verr)
-}
-
-// bindString reads the string field into dst (trimmed; absent or null
-// leaves it ""), or adds its type error; false on an error.
-func bindString(raw map[string]json.RawMessage, verr *fault.Fields, field string, dst *string) bool {
-	v, present := raw[field]
-	s, isString, ok := laravelString(v, present)
-	switch {
-	case !ok:
-		return true
-	case !isString:
-		verr.Add(field, "The "+attribute(field)+" field must be a string.")
-	case !ValidText(v):
-		verr.Add(field, InvalidUTF8(attribute(field)))
-	default:
-		*dst = s
-		return true
-	}
-	return false
+	return p, verr.Err()
 }
 
 // bindTypes reads an events array: nil for null or "" (not given), its
@@ -144,38 +126,24 @@ func laravelBoolean(v json.RawMessage) (bool, bool) {
 	return false, false
 }
 
-// orNil is f, or nil when it holds no error.
-func orNil(f *fault.Fields) *fault.Fields {
-	if len(f.Fields) == 0 {
-		return nil
-	}
-	return f
-}
-
-// MergeFields is the one 422 of a body whose type errors (types, nil for
-// none) and whose domain checks (domain, a *fault.Fields or nil) each
+// MergeFields is the one 422 of a body whose type errors (types, a
+// *fault.Fields or nil) and whose domain checks (domain, the same) each
 // failed for some fields: a field's type error stands in for the domain's
 // message about it, which only saw it empty (an array's items that are no
 // strings are left out of what the domain checks: their errors go beside
-// its message on the rest). order is the rules' order, in which
-// RuleOrder puts the fields. Nil when neither
-// failed; domain as it is when it is no validation error.
-func MergeFields(types *fault.Fields, domain error, order []string) error {
-	out := &fault.Fields{Fields: map[string][]string{}}
-	if types != nil {
-		for f, msgs := range types.Fields {
-			out.Fields[f] = msgs
-		}
-	}
+// its message on the rest). order is the rules' order, in which RuleOrder
+// puts the fields. Nil when neither failed; domain as it is when it is no
+// validation error.
+func MergeFields(types, domain error, order []string) error {
 	var fe *fault.Fields
-	if errors.As(domain, &fe) {
-		for f, msgs := range fe.Fields {
-			if _, typed := out.Fields[f]; !typed {
-				out.Fields[f] = msgs
-			}
-		}
-	} else if domain != nil {
+	if domain != nil && !errors.As(domain, &fe) {
 		return domain
+	}
+	out := &fault.Fields{Fields: map[string][]string{}}
+	for _, err := range []error{domain, types} { // types last: its messages win
+		if errors.As(err, &fe) {
+			maps.Copy(out.Fields, fe.Fields)
+		}
 	}
 	if len(out.Fields) == 0 {
 		return nil

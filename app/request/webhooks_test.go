@@ -4,21 +4,20 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 func TestMergeFieldsOrdersItemsByIndex(t *testing.T) {
-	types := &FieldsError{}
+	types := &fault.Fields{}
 	for _, f := range []string{"description", "events.10", "events.2", "url"} {
 		types.Add(f, "x")
 	}
-	domain := &FieldsError{Fields: map[string][]string{"events": {"y"}, "url": {"The url field is required."}}}
+	domain := &fault.Fields{Fields: map[string][]string{"events": {"y"}, "url": {"The url field is required."}}}
 	err := MergeFields(types, domain, CreateEndpointRules)
-	var fe *FieldsError
-	if e, ok := err.(*FieldsError); ok {
-		fe = e
-	}
-	if fe == nil {
-		t.Fatalf("MergeFields = %v, want a *FieldsError", err)
+	fe, ok := err.(*fault.Fields)
+	if !ok {
+		t.Fatalf("MergeFields = %v, want a *fault.Fields", err)
 	}
 	if want := []string{"url", "events", "description", "events.2", "events.10"}; !slices.Equal(fe.Order, want) {
 		t.Errorf("order = %v, want %v", fe.Order, want)

@@ -28,8 +28,8 @@ func (cn *Console) issueToken(c visit) error {
 		return err
 	}
 	p := c.signed.principal
-	req, verr := request.BindIssueToken(raw, auth.Known)
-	form := cn.newIssueForm(p, req.Abilities)
+	in, verr := request.BindIssueToken(raw)
+	form := cn.newIssueForm(p, in.Abilities)
 	form.Consumer, form.Name, form.ExpiresIn = sent.Get("consumer"), sent.Get("name"), sent.Get("expires_in")
 	if !cn.forms.spend(c.FormValue("once")) {
 		form.Refused = "This form was sent already, and issued its token then: it is in the list below (its secret was " +
@@ -37,7 +37,7 @@ func (cn *Console) issueToken(c visit) error {
 		return cn.renderTokens(c, http.StatusConflict, "", form, nil, "")
 	}
 	var ng *auth.NotGrantableError
-	if err := auth.Grantable(p.Abilities, req.Abilities); errors.As(err, &ng) {
+	if err := auth.Grantable(p.Abilities, in.Abilities); errors.As(err, &ng) {
 		form.Refused = ng.Explain()
 		return cn.renderTokens(c, http.StatusForbidden, "", form, nil, "")
 	}
@@ -46,7 +46,6 @@ func (cn *Console) issueToken(c visit) error {
 		form.Errors = issueFieldErrors(fe)
 		return cn.renderTokens(c, http.StatusUnprocessableEntity, "", form, nil, "")
 	}
-	in := auth.IssueInput{Consumer: req.Consumer, Abilities: req.Abilities, Name: req.Name, TTL: req.TTL}
 	issued, err := cn.cfg.Auth.Issue(c.Request().Context(), c.actor(), in)
 	if errors.As(err, &fe) {
 		form.Errors = issueFieldErrors(fe)

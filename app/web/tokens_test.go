@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 func TestNewTokenRowState(t *testing.T) {
@@ -34,7 +34,7 @@ func TestNewTokenRowState(t *testing.T) {
 
 // An item's errors (abilities.N) go beside the abilities, in rule order.
 func TestIssueFieldErrorsGroupTheAbilities(t *testing.T) {
-	fe := &request.FieldsError{
+	fe := &fault.Fields{
 		Fields: map[string][]string{"abilities.1": {"second"}, "abilities.0": {"first"}, "consumer": {"c"}},
 		Order:  []string{"consumer", "abilities.0", "abilities.1"},
 	}
