@@ -55,7 +55,7 @@ func localLimit(perMinute int, share float64) int {
 // hit counts one request of consumer at now here, because the store
 // failed with cause, and returns its local window's count and start.
 func (f *fallback) hit(consumer string, now time.Time, cause error) (int64, time.Time) {
-	hits, start, _ := f.counter.hit(context.Background(), consumer, now, 0) // cannot fail
+	hits, start, _ := f.counter.hit(context.Background(), consumer, now, 1, 0) // cannot fail
 	f.counted()
 	f.mu.Lock()
 	if !f.on.Swap(true) {
