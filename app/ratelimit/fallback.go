@@ -41,15 +41,11 @@ type fallback struct {
 func newFallback(cfg Config) *fallback {
 	return &fallback{
 		counter: newMemoryCounter(),
-		limit:   localLimit(cfg.PerMinute, cfg.FallbackShare),
-		store:   cfg.Store, log: cfg.Log, counted: cfg.CountedLocally, degraded: cfg.Degraded,
+		// The share of the limit, rounded, and at least 1: a replica on its
+		// own never refuses every request.
+		limit: max(int(math.Round(float64(cfg.PerMinute)*cfg.FallbackShare)), 1),
+		store: cfg.Store, log: cfg.Log, counted: cfg.CountedLocally, degraded: cfg.Degraded,
 	}
-}
-
-// localLimit is share of perMinute, rounded, and at least 1: a replica on
-// its own never refuses every request.
-func localLimit(perMinute int, share float64) int {
-	return max(int(math.Round(float64(perMinute)*share)), 1)
 }
 
 // hit counts one request of consumer at now here, because the store

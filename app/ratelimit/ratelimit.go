@@ -181,24 +181,20 @@ func New(cfg Config) (*Limiter, error) {
 	case StoreMemory:
 		l.counter = newMemoryCounter()
 	case StoreDatabase:
-		s := newSQLCounter(cfg)
-		l.counter = s
-		if cfg.Batch > 1 {
-			l.counter = newBatchCounter(s, int64(cfg.Batch))
-		}
+		l.counter = newSQLCounter(cfg)
 	case StoreRedis:
 		r, err := newRedisCounter(cfg)
 		if err != nil {
 			return nil, err
 		}
 		l.counter, l.close = r, r.close
-		if cfg.Batch > 1 {
-			l.counter = newBatchCounter(r, int64(cfg.Batch))
-		}
 	default:
 		return nil, fmt.Errorf("ratelimit: unknown store %q", cfg.Store)
 	}
-	if cfg.Store != StoreMemory {
+	if cfg.Store != StoreMemory { // a shared store
+		if cfg.Batch > 1 {
+			l.counter = newBatchCounter(l.counter, int64(cfg.Batch))
+		}
 		l.local = newFallback(cfg)
 	}
 	return l, nil
