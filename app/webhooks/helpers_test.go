@@ -126,3 +126,19 @@ func (r *rig) dispatch() int {
 	}
 	return n
 }
+
+// must fails the test on err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// update changes the consumer's endpoint.
+func (r *rig) update(consumerID, id string, p EndpointPatch) {
+	r.t.Helper()
+	if _, err := r.hooks.UpdateEndpoint(context.Background(), consumerID, id, p); err != nil {
+		r.t.Fatal(err)
+	}
+}
