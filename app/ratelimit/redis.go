@@ -159,9 +159,7 @@ func LogRedisTo(log *slog.Logger) {
 }
 
 // redisLogger is go-redis's Logging on an slog.Logger.
-type redisLogger struct {
-	log *slog.Logger
-}
+type redisLogger struct{ log *slog.Logger }
 
 // Printf implements go-redis's internal.Logging.
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {

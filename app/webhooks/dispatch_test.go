@@ -26,9 +26,7 @@ func (r *rig) feed(consumerID string, per int, types ...string) []map[string]any
 		}
 		for _, b := range p.Bodies {
 			var m map[string]any
-			if err := json.Unmarshal(b, &m); err != nil {
-				r.t.Fatal(err)
-			}
+			must(r.t, json.Unmarshal(b, &m))
 			out = append(out, m)
 		}
 		if !p.More {

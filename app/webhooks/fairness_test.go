@@ -406,8 +406,6 @@ func (r *rig) deliverOnce() int {
 // inFlight counts the deliveries under a claim.
 func (r *rig) inFlight() int64 {
 	var n int64
-	if err := r.db.Gorm.Model(&Delivery{}).Where("claim IS NOT NULL").Count(&n).Error; err != nil {
-		r.t.Fatal(err)
-	}
+	must(r.t, r.db.Gorm.Model(&Delivery{}).Where("claim IS NOT NULL").Count(&n).Error)
 	return n
 }

@@ -62,9 +62,7 @@ func newRig(t testing.TB, db *testdb.DB, cfg Config) *rig {
 func (r *rig) consumer(id string) string {
 	r.t.Helper()
 	now := time.Now().UTC()
-	if err := r.db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, id, now, now).Error; err != nil {
-		r.t.Fatal(err)
-	}
+	must(r.t, r.db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, id, now, now).Error)
 	return id
 }
 
