@@ -6,13 +6,6 @@ import (
 	"time"
 )
 
-// reserver is a shared store that can count several requests in one round
-// trip: it adds n to consumer's count in its window at now and returns the
-// count after and the window's start.
-type reserver interface {
-	reserve(ctx context.Context, consumer string, now time.Time, n int64) (int64, time.Time, error)
-}
-
 // batchCounter takes a consumer's counts from a shared store n at a time
 // (Config.Batch): one round trip reserves the next n values of the
 // window's shared count for this process, and the requests that follow
@@ -23,7 +16,7 @@ type reserver interface {
 // may begin up to R·(n−1) requests early; and a response's
 // X-RateLimit-Remaining is this process's view of the shared count.
 type batchCounter struct {
-	store reserver
+	store counter // the shared store's
 	n     int64
 
 	mu     sync.Mutex
@@ -31,9 +24,9 @@ type batchCounter struct {
 }
 
 // lease is the values of a consumer's window (starting at start) this
-// process reserved: next to end, inclusive; none once the window is over. Its mutex is held across a reservation, so the
-// requests of one consumer that find it spent wait for one round trip
-// instead of each making its own.
+// process reserved: next to end, inclusive; none once the window is over.
+// Its mutex is held across a reservation, so the requests of one consumer
+// that find it spent wait for one round trip instead of each making its own.
 type lease struct {
 	mu    sync.Mutex
 	start time.Time
@@ -45,18 +38,17 @@ type lease struct {
 // leases of windows that are over are forgotten.
 const maxLeases = 10000
 
-func newBatchCounter(store reserver, n int64) *batchCounter {
+func newBatchCounter(store counter, n int64) *batchCounter {
 	return &batchCounter{store: store, n: n, leases: map[string]*lease{}}
 }
 
-var _ counter = (*batchCounter)(nil)
-
-func (b *batchCounter) hit(ctx context.Context, consumer string, now time.Time, _ int64) (int64, time.Time, error) {
+// hit takes one value of the lease: b counts one request at a time.
+func (b *batchCounter) hit(ctx context.Context, consumer string, now time.Time, _, _ int64) (int64, time.Time, error) {
 	l := b.lease(consumer, now)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.start.IsZero() || over(l.start, now) || l.next > l.end {
-		total, start, err := b.store.reserve(ctx, consumer, now, b.n)
+		total, start, err := b.store.hit(ctx, consumer, now, b.n, 0)
 		if err != nil {
 			return 0, time.Time{}, err
 		}

@@ -41,21 +41,17 @@ type fallback struct {
 func newFallback(cfg Config) *fallback {
 	return &fallback{
 		counter: newMemoryCounter(),
-		limit:   localLimit(cfg.PerMinute, cfg.FallbackShare),
-		store:   cfg.Store, log: cfg.Log, counted: cfg.CountedLocally, degraded: cfg.Degraded,
+		// The share of the limit, rounded, and at least 1: a replica on its
+		// own never refuses every request.
+		limit: max(int(math.Round(float64(cfg.PerMinute)*cfg.FallbackShare)), 1),
+		store: cfg.Store, log: cfg.Log, counted: cfg.CountedLocally, degraded: cfg.Degraded,
 	}
-}
-
-// localLimit is share of perMinute, rounded, and at least 1: a replica on
-// its own never refuses every request.
-func localLimit(perMinute int, share float64) int {
-	return max(int(math.Round(float64(perMinute)*share)), 1)
 }
 
 // hit counts one request of consumer at now here, because the store
 // failed with cause, and returns its local window's count and start.
 func (f *fallback) hit(consumer string, now time.Time, cause error) (int64, time.Time) {
-	hits, start, _ := f.counter.hit(context.Background(), consumer, now, 0) // cannot fail
+	hits, start, _ := f.counter.hit(context.Background(), consumer, now, 1, 0) // cannot fail
 	f.counted()
 	f.mu.Lock()
 	if !f.on.Swap(true) {

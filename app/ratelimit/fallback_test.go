@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,15 +153,15 @@ func TestRateLimitLocalCountsAreBounded(t *testing.T) {
 	for i := range 1000 {
 		take(t, l, consumerID(i), t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	if n := m.len(); n != 1000 {
+	if n := len(m.entries); n != 1000 {
 		t.Fatalf("entries = %d, want 1000", n)
 	}
 	take(t, l, consumerID(0), t0.Add(Window+time.Second))
-	if n := m.len(); n != 1 {
+	if n := len(m.entries); n != 1 {
 		t.Errorf("after a new window: entries = %d, want 1", n)
 	}
 	l.local.shared(t0.Add(3 * Window)) // consumer 0's window, from t0+61s, is over
-	if n := m.len(); n != 0 {
+	if n := len(m.entries); n != 0 {
 		t.Errorf("after the store answered in a later window: entries = %d, want 0", n)
 	}
 }
@@ -193,26 +192,10 @@ func TestRateLimitLocalCountUnderConcurrency(t *testing.T) {
 	cfg, w := watch(Config{PerMinute: 50, Store: StoreRedis, RedisURL: deadRedis(t)})
 	l := newLimiter(t, cfg)
 	const workers, each = 8, 25
-	var allowed atomic.Int64
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			<-start
-			for range each {
-				r, err := l.Take(context.Background(), consumerID(1), t0.Add(time.Second))
-				if err != nil || !r.Local {
-					t.Errorf("Take = %+v, %v; want counted locally", r, err)
-					return
-				}
-				if r.Allowed {
-					allowed.Add(1)
-				}
-			}
-		})
+	allowed, _, local := takeAcross(t, []*Limiter{l}, workers, each)
+	if local.Load() != workers*each {
+		t.Errorf("%d of %d counted locally, want every one", local.Load(), workers*each)
 	}
-	close(start)
-	wg.Wait()
 	if got := allowed.Load(); got != 50 {
 		t.Errorf("%d of %d allowed, want exactly 50", got, workers*each)
 	}

@@ -21,13 +21,11 @@ type memoryEntry struct {
 	hits  int64
 }
 
-var _ counter = (*memoryCounter)(nil)
-
 func newMemoryCounter() *memoryCounter {
 	return &memoryCounter{entries: map[string]memoryEntry{}}
 }
 
-func (m *memoryCounter) hit(_ context.Context, consumer string, now time.Time, _ int64) (int64, time.Time, error) {
+func (m *memoryCounter) hit(_ context.Context, consumer string, now time.Time, n, _ int64) (int64, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expireLocked(now)
@@ -35,7 +33,7 @@ func (m *memoryCounter) hit(_ context.Context, consumer string, now time.Time, _
 	if !ok || over(e.start, now) {
 		e = memoryEntry{start: windowStart(now)}
 	}
-	e.hits++
+	e.hits += n
 	m.entries[consumer] = e
 	return e.hits, e.start, nil
 }
@@ -59,11 +57,4 @@ func (m *memoryCounter) expireLocked(now time.Time) {
 			delete(m.entries, k)
 		}
 	}
-}
-
-// len is how many entries the counter holds.
-func (m *memoryCounter) len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.entries)
 }

@@ -66,9 +66,6 @@ type Config struct {
 	// Every other failure is counted in this process (FallbackShare). nil:
 	// none is unavailable.
 	Unavailable func(error) bool
-	// PruneBatch is how many rows of windows that are over one pass
-	// deletes; default 500.
-	PruneBatch int
 	// RedisURL is the Redis of StoreRedis (redis://host:port/db; see
 	// redis.ParseURL). The Limiter owns the client it opens: Close closes it.
 	RedisURL string
@@ -115,15 +112,15 @@ type Result struct {
 	Local bool
 }
 
-// counter counts one more request of consumer at now in its window (the
-// one under way, or one starting at now when the last has ended) and
-// returns the window's count, this request included, and its start. The
-// start may be the zero time when the request is within limit: nothing
-// reads it then. An error it returns is either errNotCounted wrapping the
-// cause (the request is counted in this process instead) or one the
-// request fails with.
+// counter counts n more requests of consumer at now in its window (the one
+// under way, or one starting at now when the last has ended) and returns
+// the window's count, these requests included, and its start. The start
+// may be the zero time while the count is at most dateAbove: nothing reads
+// it then. An error it returns is either errNotCounted wrapping the cause
+// (the request is counted in this process instead) or one the request
+// fails with.
 type counter interface {
-	hit(ctx context.Context, consumer string, now time.Time, limit int64) (hits int64, start time.Time, err error)
+	hit(ctx context.Context, consumer string, now time.Time, n, dateAbove int64) (hits int64, start time.Time, err error)
 }
 
 // over reports whether a window that started at start is over at now: a
@@ -155,9 +152,6 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Unavailable == nil {
 		cfg.Unavailable = func(error) bool { return false }
 	}
-	if cfg.PruneBatch <= 0 {
-		cfg.PruneBatch = 500
-	}
 	if cfg.RedisTimeout <= 0 {
 		cfg.RedisTimeout = DefaultRedisTimeout
 	}
@@ -187,24 +181,20 @@ func New(cfg Config) (*Limiter, error) {
 	case StoreMemory:
 		l.counter = newMemoryCounter()
 	case StoreDatabase:
-		s := newSQLCounter(cfg)
-		l.counter = s
-		if cfg.Batch > 1 {
-			l.counter = newBatchCounter(s, int64(cfg.Batch))
-		}
+		l.counter = newSQLCounter(cfg)
 	case StoreRedis:
 		r, err := newRedisCounter(cfg)
 		if err != nil {
 			return nil, err
 		}
 		l.counter, l.close = r, r.close
-		if cfg.Batch > 1 {
-			l.counter = newBatchCounter(r, int64(cfg.Batch))
-		}
 	default:
 		return nil, fmt.Errorf("ratelimit: unknown store %q", cfg.Store)
 	}
-	if cfg.Store != StoreMemory {
+	if cfg.Store != StoreMemory { // a shared store
+		if cfg.Batch > 1 {
+			l.counter = newBatchCounter(l.counter, int64(cfg.Batch))
+		}
 		l.local = newFallback(cfg)
 	}
 	return l, nil
@@ -226,7 +216,7 @@ func (l *Limiter) Take(ctx context.Context, consumerID string, now time.Time) (R
 		return Result{Allowed: true}, nil
 	}
 	limit, local := l.cfg.PerMinute, false
-	hits, start, err := l.counter.hit(ctx, consumerID, now, int64(limit))
+	hits, start, err := l.counter.hit(ctx, consumerID, now, 1, int64(limit))
 	switch {
 	case errors.Is(err, errNotCounted):
 		hits, start = l.local.hit(consumerID, now, err)

@@ -120,11 +120,11 @@ func TestRateLimitMemoryIsBounded(t *testing.T) {
 	for i := range 1000 {
 		take(t, l, consumerID(i), t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	if n := m.len(); n != 1000 {
+	if n := len(m.entries); n != 1000 {
 		t.Fatalf("entries = %d, want 1000", n)
 	}
 	take(t, l, consumerID(0), t0.Add(Window+time.Second))
-	if n := m.len(); n != 1 {
+	if n := len(m.entries); n != 1 {
 		t.Errorf("after a new window: entries = %d, want 1", n)
 	}
 	// A consumer's window that began in the last minute is kept, swept once
@@ -133,7 +133,7 @@ func TestRateLimitMemoryIsBounded(t *testing.T) {
 		t.Errorf("late request = %+v, want a count of its own", got)
 	}
 	take(t, l, consumerID(0), t0.Add(2*Window))
-	if n := m.len(); n != 1 {
+	if n := len(m.entries); n != 1 {
 		t.Errorf("after another window: entries = %d, want 1", n)
 	}
 }
@@ -180,7 +180,8 @@ func TestRateLimitConcurrentTakesCountEachOnce(t *testing.T) {
 // longer a window's, so a new window reuses it.)
 func TestRateLimitSharedPrunesPastWindows(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		l := newLimiter(t, Config{PerMinute: 10, Store: StoreDatabase, DB: db.Gorm, PruneBatch: 2})
+		l := newLimiter(t, Config{PerMinute: 10, Store: StoreDatabase, DB: db.Gorm})
+		l.counter.(*sqlCounter).pruneBatch = 2
 		for i := range 5 {
 			take(t, l, consumerID(i), t0) // five rows, windows from t0
 		}

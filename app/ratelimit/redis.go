@@ -63,8 +63,6 @@ type redisCounter struct {
 	password string // never in an error: see redactedError
 }
 
-var _ counter = (*redisCounter)(nil)
-
 func newRedisCounter(cfg Config) (*redisCounter, error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
@@ -97,16 +95,10 @@ func newRedisCounter(cfg Config) (*redisCounter, error) {
 	return &redisCounter{client: redis.NewClient(opts), timeout: timeout, prefix: cfg.KeyPrefix, password: opts.Password}, nil
 }
 
-func (r *redisCounter) hit(ctx context.Context, consumer string, now time.Time, _ int64) (int64, time.Time, error) {
-	return r.reserve(ctx, consumer, now, 1)
-}
-
-var _ reserver = (*redisCounter)(nil)
-
-// reserve adds n to the count of consumer's window at now and returns the
-// count after and the window's start: one request (hit), or a batch of
-// them (batchCounter).
-func (r *redisCounter) reserve(ctx context.Context, consumer string, now time.Time, by int64) (int64, time.Time, error) {
+// hit adds by to the count of consumer's window at now and returns the
+// count after and the window's start: one request, or a batch of them
+// (batchCounter).
+func (r *redisCounter) hit(ctx context.Context, consumer string, now time.Time, by, _ int64) (int64, time.Time, error) {
 	call, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	args := []any{windowStart(now).Unix(), by, int64(Window / time.Second), int64(keyTTL / time.Second)}
@@ -167,9 +159,7 @@ func LogRedisTo(log *slog.Logger) {
 }
 
 // redisLogger is go-redis's Logging on an slog.Logger.
-type redisLogger struct {
-	log *slog.Logger
-}
+type redisLogger struct{ log *slog.Logger }
 
 // Printf implements go-redis's internal.Logging.
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {

@@ -91,12 +91,8 @@ func deadRedis(t *testing.T) string {
 // reported for the metric, the outage is logged once a window with how many
 // were counted locally, and never with the password.
 func TestRateLimitRedisDownHoldsTheLimitLocally(t *testing.T) {
-	logs := &testkit.Buffer{}
-	var local atomic.Int64
-	var degraded []bool
-	l := newLimiter(t, Config{PerMinute: 5, Store: StoreRedis, RedisURL: deadRedis(t),
-		CountedLocally: func() { local.Add(1) }, Degraded: func(on bool) { degraded = append(degraded, on) },
-		Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	cfg, w := watch(Config{PerMinute: 5, Store: StoreRedis, RedisURL: deadRedis(t)})
+	l, logs := newLimiter(t, cfg), w.logs
 	now := t0.Add(5 * time.Second)
 	allowed := 0
 	for i := range 30 {
@@ -118,11 +114,11 @@ func TestRateLimitRedisDownHoldsTheLimitLocally(t *testing.T) {
 	if allowed != 5 {
 		t.Errorf("%d of 30 allowed with Redis down, want 5", allowed)
 	}
-	if n := local.Load(); n != 30 {
+	if n := w.local.Load(); n != 30 {
 		t.Errorf("CountedLocally called %d times, want 30", n)
 	}
-	if len(degraded) != 1 || !degraded[0] {
-		t.Errorf("Degraded calls %v, want [true]", degraded)
+	if len(w.degraded) != 1 || !w.degraded[0] {
+		t.Errorf("Degraded calls %v, want [true]", w.degraded)
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], DegradedMessage) || !strings.Contains(lines[0], `"counted_locally":1`) ||

@@ -23,9 +23,10 @@ import (
 // batch of them, and while a batch comes back full the next request
 // deletes another.
 type sqlCounter struct {
-	cfg    Config
-	stmts  windowStatements // nil: the database offers none
-	pruned atomic.Int64     // the clock minute (Unix seconds) up to which this process has pruned
+	cfg        Config
+	stmts      windowStatements // nil: the database offers none
+	pruned     atomic.Int64     // the clock minute (Unix seconds) up to which this process has pruned
+	pruneBatch int              // how many rows of windows that are over one prune deletes
 }
 
 // windowStatements are the rate_limits table's statements, which the
@@ -40,37 +41,16 @@ type windowStatements interface {
 	PruneRateWindows(ctx context.Context, db *gorm.DB, before time.Time, limit int) *gorm.DB
 }
 
-var (
-	_ counter  = (*sqlCounter)(nil)
-	_ reserver = (*sqlCounter)(nil)
-)
-
 func newSQLCounter(cfg Config) *sqlCounter {
 	stmts, _ := cfg.DB.Dialector.(windowStatements)
-	return &sqlCounter{cfg: cfg, stmts: stmts}
+	return &sqlCounter{cfg: cfg, stmts: stmts, pruneBatch: 500}
 }
 
 // errNoStatements is a database not opened by package database, which
 // offers no rate_limits statements.
 var errNoStatements = errors.New("ratelimit: the database offers no rate_limits statements")
 
-// hit counts the request in its row. The window's start is read only when
-// the request is refused (its Retry-After needs it).
-func (s *sqlCounter) hit(ctx context.Context, consumer string, now time.Time, limit int64) (int64, time.Time, error) {
-	return s.count(ctx, consumer, now, 1, limit)
-}
-
-// reserve adds n to consumer's count in its row and returns the count after
-// and the window's start.
-func (s *sqlCounter) reserve(ctx context.Context, consumer string, now time.Time, n int64) (int64, time.Time, error) {
-	return s.count(ctx, consumer, now, n, 0)
-}
-
-// count adds n to consumer's count, and dates the window when the count
-// passes dateAbove. A failure is the database's own error when the database
-// is unavailable in general (Config.Unavailable), which the request would
-// meet anyway, or when ctx has ended; any other is errNotCounted wrapping it.
-func (s *sqlCounter) count(ctx context.Context, consumer string, now time.Time, n, dateAbove int64) (int64, time.Time, error) {
+func (s *sqlCounter) hit(ctx context.Context, consumer string, now time.Time, n, dateAbove int64) (int64, time.Time, error) {
 	if s.stmts == nil {
 		return 0, time.Time{}, fmt.Errorf("%w: %w", errNotCounted, errNoStatements)
 	}
@@ -111,12 +91,12 @@ func (s *sqlCounter) prune(ctx context.Context, now time.Time) {
 	}
 	before := minute.Add(-2 * Window)
 	res := s.cfg.Retry(ctx, func() *gorm.DB {
-		return s.stmts.PruneRateWindows(ctx, s.cfg.DB, before, s.cfg.PruneBatch)
+		return s.stmts.PruneRateWindows(ctx, s.cfg.DB, before, s.pruneBatch)
 	})
 	switch {
 	case res.Error != nil:
 		s.cfg.Log.Warn("rate limit: delete the counters of past windows", "error", res.Error)
-	case res.RowsAffected >= int64(s.cfg.PruneBatch):
+	case res.RowsAffected >= int64(s.pruneBatch):
 		s.pruned.CompareAndSwap(at, last) // more are left: the next request deletes another batch
 	}
 }

@@ -136,7 +136,14 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 	now := s.now()
 	until := now.Add(s.lease())
 	var rows []Delivery
-	err := s.claimTransaction(ctx, func(tx *gorm.DB) error {
+	// On MySQL at READ COMMITTED, so that the in-flight count made after an
+	// endpoint is locked sees every claim committed before (at REPEATABLE
+	// READ it would see the snapshot of the transaction's first read).
+	var readCommitted []*sql.TxOptions
+	if s.db.Dialector.Name() == database.MySQL {
+		readCommitted = append(readCommitted, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		rows = nil
 		if err := parkDueOfDisabled(tx, now); err != nil {
 			return err
@@ -145,7 +152,11 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 		if err != nil || len(cands) == 0 {
 			return err
 		}
-		counts, err := inFlight(tx, endpointIDs(cands), now)
+		candIDs := make([]string, len(cands))
+		for i, c := range cands {
+			candIDs[i] = c.EndpointID
+		}
+		counts, err := inFlight(tx, candIDs, now)
 		if err != nil {
 			return err
 		}
@@ -183,7 +194,7 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 			return fmt.Errorf("record the endpoints claimed for: %w", err)
 		}
 		return tx.Where("claim = ?", id).Order("next_attempt_at, id").Find(&rows).Error
-	})
+	}, readCommitted...)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -200,19 +211,6 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 		return nil, err
 	}
 	return out, nil
-}
-
-// claimTransaction runs a claim in one transaction, again whole while it
-// loses a lock conflict; on MySQL at READ COMMITTED, so that the in-flight
-// count made after an endpoint is locked sees every claim committed before
-// (at REPEATABLE READ it would see the snapshot of the transaction's first
-// read).
-func (s *Service) claimTransaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	var readCommitted []*sql.TxOptions
-	if s.db.Dialector.Name() == database.MySQL {
-		readCommitted = append(readCommitted, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	}
-	return database.Transact(ctx, s.db, s.cfg.Retry, fn, readCommitted...)
 }
 
 // lockPicks locks the endpoints planned for, skipping those another claim
@@ -262,14 +260,6 @@ func sated(held map[string]int) []string {
 		}
 	}
 	return out
-}
-
-func endpointIDs(cands []candidate) []string {
-	ids := make([]string, len(cands))
-	for i, c := range cands {
-		ids[i] = c.EndpointID
-	}
-	return ids
 }
 
 // candidates are the enabled, unpaused endpoints with deliveries due and

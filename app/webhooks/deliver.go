@@ -95,15 +95,9 @@ func unparkPending(tx *gorm.DB, endpointID string, now time.Time) error {
 // withSubjects adds to each claimed delivery its endpoint and its event.
 func (s *Service) withSubjects(ctx context.Context, rows []Delivery, at time.Time) ([]claimed, error) {
 	db := s.read.WithContext(ctx) // committed by the claim: the read pool sees them
-	var endpointIDs []string
-	eventIDs := make([]uint64, 0, len(rows))
-	seen := map[string]bool{}
-	for _, d := range rows {
-		if !seen[d.EndpointID] {
-			seen[d.EndpointID] = true
-			endpointIDs = append(endpointIDs, d.EndpointID)
-		}
-		eventIDs = append(eventIDs, d.EventID)
+	endpointIDs, eventIDs := make([]string, len(rows)), make([]uint64, len(rows))
+	for i, d := range rows { // an id twice in an IN list reads its row once
+		endpointIDs[i], eventIDs[i] = d.EndpointID, d.EventID
 	}
 	var eps []Endpoint
 	if err := db.Where("id IN ?", padded(endpointIDs, claimBatch)).Find(&eps).Error; err != nil {
@@ -236,12 +230,17 @@ func (s *Service) failure(ctx context.Context, c claimed, err error) string {
 // deliveries of an endpoint that was down do not all come back at once),
 // at most maxBackoff.
 func (s *Service) backoff(attempts int) time.Duration {
+	d := s.doubled(attempts - 1)
+	return min(d+rand.N(d/4+1), maxBackoff)
+}
+
+// doubled is RetryBase doubled n times, or until it is maxBackoff or more.
+func (s *Service) doubled(n int) time.Duration {
 	d := s.cfg.RetryBase
-	for i := 1; i < attempts && d < maxBackoff; i++ {
+	for i := 0; i < n && d < maxBackoff; i++ {
 		d *= 2
 	}
-	d += rand.N(d/4 + 1)
-	return min(d, maxBackoff)
+	return d
 }
 
 // record settles one attempt in one transaction, a compare-and-set on the
@@ -361,7 +360,7 @@ func (s *Service) breaker(tx *gorm.DB, c claimed, r attemptResult, now time.Time
 	if n < breakerAfter {
 		return nil
 	}
-	until := now.Add(s.pauseFor(n))
+	until := now.Add(min(s.doubled(n-breakerAfter), maxBackoff))
 	err = tx.Model(&Endpoint{}).Where("id = ?", c.EndpointID).UpdateColumn("paused_until", until).Error
 	if err != nil {
 		return fmt.Errorf("pause the endpoint: %w", err)
@@ -369,17 +368,6 @@ func (s *Service) breaker(tx *gorm.DB, c claimed, r attemptResult, now time.Time
 	s.cfg.Log.Warn("webhook endpoint paused: its attempts keep timing out", "endpoint_id", c.EndpointID,
 		"consumer_id", c.ConsumerID, "timeouts_in_a_row", n, "paused_until", until)
 	return nil
-}
-
-// pauseFor is how long an endpoint with n timeouts in a row is paused:
-// RetryBase at breakerAfter, doubling with each one after, at most
-// maxBackoff.
-func (s *Service) pauseFor(n int) time.Duration {
-	d := s.cfg.RetryBase
-	for i := breakerAfter; i < n && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
 }
 
 // endpointFailed begins the endpoint's failing streak if it has none, and

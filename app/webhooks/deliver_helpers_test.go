@@ -141,9 +141,7 @@ func deliverWith(t testing.TB, s *Service) int {
 func (r *rig) deliveries(endpointID string) []Delivery {
 	r.t.Helper()
 	var out []Delivery
-	if err := r.db.Gorm.Where("endpoint_id = ?", endpointID).Order("event_id").Find(&out).Error; err != nil {
-		r.t.Fatal(err)
-	}
+	must(r.t, r.db.Gorm.Where("endpoint_id = ?", endpointID).Order("event_id").Find(&out).Error)
 	return out
 }
 
@@ -151,9 +149,7 @@ func (r *rig) deliveries(endpointID string) []Delivery {
 func (r *rig) attempts(deliveryID string) []Attempt {
 	r.t.Helper()
 	var out []Attempt
-	if err := r.db.Gorm.Where("delivery_id = ?", deliveryID).Order("id").Find(&out).Error; err != nil {
-		r.t.Fatal(err)
-	}
+	must(r.t, r.db.Gorm.Where("delivery_id = ?", deliveryID).Order("id").Find(&out).Error)
 	return out
 }
 

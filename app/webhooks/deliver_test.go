@@ -123,9 +123,7 @@ func TestReceiverDownForADayGetsEveryEventAfterwards(t *testing.T) {
 			r.license(c, fmt.Sprintf("s%d.test", i))
 		}
 		lic := r.license(c, "gone.test")
-		if err := r.revoke(c, lic.ID); err != nil {
-			t.Fatal(err)
-		}
+		must(t, r.revoke(c, lic.ID))
 		r.dispatch()
 		for step := time.Duration(0); step < 24*time.Hour; step += 10 * time.Minute {
 			r.deliver()
@@ -475,9 +473,7 @@ func TestCrashPointsCostAtMostOneDuplicate(t *testing.T) {
 		}
 
 		// The stalled worker wakes and records: its attempt only.
-		if err := r.hooks.record(ctx, held[0], res); err != nil {
-			t.Fatal(err)
-		}
+		must(t, r.hooks.record(ctx, held[0], res))
 		ds := r.deliveries(ep.ID)
 		if len(ds) != 2 || ds[1].Status != StatusDelivered || ds[1].Attempts != 1 || ds[1].Claim != nil {
 			t.Fatalf("deliveries %+v, want the second delivered by the claim's holder, 1 attempt counted", ds)
@@ -494,7 +490,6 @@ func TestCrashPointsCostAtMostOneDuplicate(t *testing.T) {
 // enabled again.
 func TestDisabledEndpointsDeliveriesWaitForIt(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		ctx := context.Background()
 		r := newRig(t, db, Config{})
 		onRC, offRC := newReceiver(t, nil), newReceiver(t, nil)
 		c := r.consumer("ca")
@@ -505,9 +500,7 @@ func TestDisabledEndpointsDeliveriesWaitForIt(t *testing.T) {
 		}
 		r.dispatch()
 		no, yes := false, true
-		if _, err := r.hooks.UpdateEndpoint(ctx, c, off.ID, EndpointPatch{Enabled: &no}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(c, off.ID, EndpointPatch{Enabled: &no})
 		for _, d := range r.deliveries(off.ID) {
 			if d.Status != StatusPending || d.NextAttemptAt != nil {
 				t.Fatalf("a disabled endpoint's delivery %+v, want pending and parked", d)
@@ -515,9 +508,7 @@ func TestDisabledEndpointsDeliveriesWaitForIt(t *testing.T) {
 		}
 		// One owed just as it was disabled: due, of a disabled endpoint.
 		late := r.deliveries(off.ID)[0]
-		if err := db.Gorm.Model(&Delivery{}).Where("id = ?", late.ID).Update("next_attempt_at", r.clock.Now()).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Delivery{}).Where("id = ?", late.ID).Update("next_attempt_at", r.clock.Now()).Error)
 		r.deliver()
 		if offRC.count() != 0 || len(onRC.delivered()) != claimBatch+3 {
 			t.Fatalf("disabled endpoint got %d, enabled one %d events; want 0 and %d", offRC.count(), len(onRC.delivered()), claimBatch+3)
@@ -526,9 +517,7 @@ func TestDisabledEndpointsDeliveriesWaitForIt(t *testing.T) {
 			t.Errorf("the late delivery %+v, want parked by the claim, never attempted", d)
 		}
 		r.clock.Advance(time.Hour)
-		if _, err := r.hooks.UpdateEndpoint(ctx, c, off.ID, EndpointPatch{Enabled: &yes}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(c, off.ID, EndpointPatch{Enabled: &yes})
 		for _, d := range r.deliveries(off.ID) {
 			if d.NextAttemptAt == nil || !d.WindowStart.Equal(r.clock.Now()) {
 				t.Fatalf("an enabled endpoint's delivery %+v, want due now with a new window", d)

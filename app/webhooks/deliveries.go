@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -60,16 +59,7 @@ func (s *Service) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage
 		q.PerPage = 15
 	}
 	db := s.read.WithContext(ctx)
-	sel := db.Model(&Delivery{})
-	if q.ConsumerID != "" {
-		sel = sel.Where("consumer_id = ?", q.ConsumerID)
-	}
-	if q.EndpointID != "" {
-		sel = sel.Where("endpoint_id = ?", q.EndpointID)
-	}
-	if q.Status != "" {
-		sel = sel.Where("status = ?", q.Status)
-	}
+	sel := where(db.Model(&Delivery{}), "consumer_id", q.ConsumerID, "endpoint_id", q.EndpointID, "status", q.Status)
 	if q.Failing {
 		sel = sel.Where("(status = ? OR (status = ? AND attempts > 0))", StatusFailed, StatusPending)
 	}
@@ -125,9 +115,9 @@ func (s *Service) views(db *gorm.DB, rows []Delivery) ([]DeliveryView, error) {
 	return out, nil
 }
 
-// GetDelivery returns one delivery (of the consumer's, and of the endpoint,
+// getDelivery returns one delivery (of the consumer's, and of the endpoint,
 // when they are given) with its attempts.
-func (s *Service) GetDelivery(ctx context.Context, consumerID, endpointID, id string) (DeliveryView, error) {
+func (s *Service) getDelivery(ctx context.Context, consumerID, endpointID, id string) (DeliveryView, error) {
 	db := s.read.WithContext(ctx)
 	d, err := s.delivery(db, consumerID, endpointID, id)
 	if err != nil {
@@ -141,22 +131,7 @@ func (s *Service) GetDelivery(ctx context.Context, consumerID, endpointID, id st
 }
 
 func (s *Service) delivery(db *gorm.DB, consumerID, endpointID, id string) (Delivery, error) {
-	q := db.Where("id = ?", id)
-	if consumerID != "" {
-		q = q.Where("consumer_id = ?", consumerID)
-	}
-	if endpointID != "" {
-		q = q.Where("endpoint_id = ?", endpointID)
-	}
-	var d Delivery
-	err := q.Take(&d).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Delivery{}, notFound("webhook delivery")
-	}
-	if err != nil {
-		return Delivery{}, fmt.Errorf("get webhook delivery: %w", err)
-	}
-	return d, nil
+	return take[Delivery](db, "webhook delivery", id, "consumer_id", consumerID, "endpoint_id", endpointID)
 }
 
 // ErrInFlight is a retry of a delivery a worker is sending now: its
@@ -212,7 +187,7 @@ func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID,
 	if err != nil {
 		return DeliveryView{}, err
 	}
-	return s.GetDelivery(ctx, consumerID, endpointID, id)
+	return s.getDelivery(ctx, consumerID, endpointID, id)
 }
 
 // consumerRetry lets a consumer's retry of a delivery to the endpoint

@@ -106,13 +106,9 @@ func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
 // owed is the deliveries the batch's events owe: one per event and enabled
 // endpoint of its consumer that takes its type.
 func (s *Service) owed(tx *gorm.DB, batch []events.Event) ([]Delivery, error) {
-	consumers := make([]string, 0, len(batch))
-	seen := map[string]bool{}
-	for _, e := range batch {
-		if !seen[e.ConsumerID] {
-			seen[e.ConsumerID] = true
-			consumers = append(consumers, e.ConsumerID)
-		}
+	consumers := make([]string, len(batch))
+	for i, e := range batch { // a consumer twice in the IN list reads its endpoints once
+		consumers[i] = e.ConsumerID
 	}
 	// A locking read on MySQL: an endpoint deleted or disabled by a
 	// transaction that committed after this one's snapshot is not owed

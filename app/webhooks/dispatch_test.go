@@ -26,9 +26,7 @@ func (r *rig) feed(consumerID string, per int, types ...string) []map[string]any
 		}
 		for _, b := range p.Bodies {
 			var m map[string]any
-			if err := json.Unmarshal(b, &m); err != nil {
-				r.t.Fatal(err)
-			}
+			must(r.t, json.Unmarshal(b, &m))
 			out = append(out, m)
 		}
 		if !p.More {
@@ -49,9 +47,7 @@ func TestDispatchFeedsAndOwes(t *testing.T) {
 		revokes := r.endpoint(a, "http://127.0.0.1:1/revokes", events.LicenseRevoked)
 		off := r.endpoint(a, "http://127.0.0.1:1/off")
 		disabled := false
-		if _, err := r.hooks.UpdateEndpoint(context.Background(), a, off.ID, EndpointPatch{Enabled: &disabled}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(a, off.ID, EndpointPatch{Enabled: &disabled})
 		other := r.endpoint(b, "http://127.0.0.1:1/b")
 
 		lic := r.license(a, "a.test")
@@ -59,9 +55,7 @@ func TestDispatchFeedsAndOwes(t *testing.T) {
 		if got := r.feed(a, 10); len(got) != 0 {
 			t.Fatalf("feed before dispatch = %v, want nothing", got)
 		}
-		if err := r.revoke(a, lic.ID); err != nil {
-			t.Fatal(err)
-		}
+		must(t, r.revoke(a, lic.ID))
 		if n := r.dispatch(); n != 3 {
 			t.Fatalf("dispatched %d, want 3", n)
 		}
@@ -86,9 +80,7 @@ func TestDispatchFeedsAndOwes(t *testing.T) {
 		}
 		owed := map[string]int{}
 		var rows []Delivery
-		if err := db.Gorm.Find(&rows).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Find(&rows).Error)
 		for _, d := range rows {
 			owed[d.EndpointID]++
 			if d.Status != StatusPending || d.NextAttemptAt == nil {
@@ -132,9 +124,7 @@ func TestConcurrentDispatchersNumberEachEventOnce(t *testing.T) {
 		wg.Wait()
 		r.dispatch()
 		var positions []uint64
-		if err := db.Gorm.Model(&events.Event{}).Order("position").Pluck("position", &positions).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&events.Event{}).Order("position").Pluck("position", &positions).Error)
 		if len(positions) != n {
 			t.Fatalf("%d events numbered, want %d", len(positions), n)
 		}
@@ -144,9 +134,7 @@ func TestConcurrentDispatchersNumberEachEventOnce(t *testing.T) {
 			}
 		}
 		var owed int64
-		if err := db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", ep.ID).Count(&owed).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", ep.ID).Count(&owed).Error)
 		if owed != n {
 			t.Errorf("%d deliveries, want %d", owed, n)
 		}

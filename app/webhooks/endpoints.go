@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,28 +99,25 @@ func checkDescription(verr *fault.Fields, raw string) string {
 // only when a field of the body has the wrong JSON type, so that its 422
 // names every failing field, the domain's beside the types'.
 func (s *Service) CheckEndpoint(ctx context.Context, in EndpointInput) error {
+	_, _, _, err := s.checkInput(ctx, in)
+	return err
+}
+
+// checkInput validates a new endpoint and returns its fields as they are
+// stored.
+func (s *Service) checkInput(ctx context.Context, in EndpointInput) (url string, types []string, desc string, err error) {
 	verr := &fault.Fields{}
-	s.checkURL(ctx, verr, in.URL)
-	checkTypes(verr, in.Events)
-	checkDescription(verr, in.Description)
-	return verr.Err()
+	url = s.checkURL(ctx, verr, in.URL)
+	types = checkTypes(verr, in.Events)
+	desc = checkDescription(verr, in.Description)
+	return url, types, desc, verr.Err()
 }
 
 // CheckPatch runs UpdateEndpoint's checks of p and stores nothing, as
 // CheckEndpoint does for a new endpoint.
 func (s *Service) CheckPatch(ctx context.Context, p EndpointPatch) error {
-	verr := &fault.Fields{}
-	if p.URL != nil {
-		s.checkURL(ctx, verr, *p.URL)
-	}
-	if p.Events != nil {
-		given := *p.Events
-		if given == nil {
-			given = []string{} // as UpdateEndpoint: a change names the types
-		}
-		checkTypes(verr, given)
-	}
-	return verr.Err()
+	_, err := s.patchSet(ctx, p)
+	return err
 }
 
 // newSecret is a signing secret: SecretPrefix and 32 random bytes in hex.
@@ -134,11 +130,8 @@ func newSecret() string {
 // CreateEndpoint registers an endpoint for the consumer and returns it with
 // its signing secret, which is shown this once: only its sealed form is kept.
 func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in EndpointInput) (Endpoint, string, error) {
-	verr := &fault.Fields{}
-	url := s.checkURL(ctx, verr, in.URL)
-	types := checkTypes(verr, in.Events)
-	desc := checkDescription(verr, in.Description)
-	if err := verr.Err(); err != nil {
+	url, types, desc, err := s.checkInput(ctx, in)
+	if err != nil {
 		return Endpoint{}, "", err
 	}
 	secret := newSecret()
@@ -178,12 +171,8 @@ func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in Endp
 // ListEndpoints returns the consumer's endpoints, oldest first; an empty
 // consumerID lists every consumer's (the operator's view).
 func (s *Service) ListEndpoints(ctx context.Context, consumerID string) ([]Endpoint, error) {
-	q := s.read.WithContext(ctx).Order("created_at, id")
-	if consumerID != "" {
-		q = q.Where("consumer_id = ?", consumerID)
-	}
 	var out []Endpoint
-	if err := q.Find(&out).Error; err != nil {
+	if err := where(s.read.WithContext(ctx).Order("created_at, id"), "consumer_id", consumerID).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list webhook endpoints: %w", err)
 	}
 	return out, nil
@@ -196,19 +185,7 @@ func (s *Service) GetEndpoint(ctx context.Context, consumerID, id string) (Endpo
 }
 
 func (s *Service) endpoint(db *gorm.DB, consumerID, id string) (Endpoint, error) {
-	q := db.Where("id = ?", id)
-	if consumerID != "" {
-		q = q.Where("consumer_id = ?", consumerID)
-	}
-	var e Endpoint
-	err := q.Take(&e).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Endpoint{}, notFound("webhook endpoint")
-	}
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("get webhook endpoint: %w", err)
-	}
-	return e, nil
+	return take[Endpoint](db, "webhook endpoint", id, "consumer_id", consumerID)
 }
 
 // UpdateEndpoint changes the consumer's endpoint. Disabling it takes its
@@ -218,35 +195,12 @@ func (s *Service) endpoint(db *gorm.DB, consumerID, id string) (Endpoint, error)
 // disabled one, also closes its circuit breaker (enabling one that is
 // enabled does not: a consumer cannot so cut a pause short).
 func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p EndpointPatch) (Endpoint, error) {
-	verr := &fault.Fields{}
-	set := map[string]any{}
-	if p.URL != nil {
-		set["url"] = s.checkURL(ctx, verr, *p.URL)
-		// Another receiver: the old one's timeouts say nothing of it.
-		set["consecutive_timeouts"], set["paused_until"] = 0, nil
-	}
-	if p.Events != nil {
-		given := *p.Events
-		if given == nil {
-			given = []string{} // a change names the types: none is refused, not "every one"
-		}
-		list, _ := json.Marshal(checkTypes(verr, given))
-		set["events"] = string(list)
-	}
-	if err := verr.Err(); err != nil {
+	set, err := s.patchSet(ctx, p)
+	if err != nil {
 		return Endpoint{}, err
 	}
-	if p.Enabled != nil {
-		set["enabled"] = *p.Enabled
-		if *p.Enabled {
-			set["disabled_at"], set["disabled_reason"], set["failing_since"] = nil, nil, nil
-			set["consecutive_timeouts"], set["paused_until"] = 0, nil
-		} else {
-			set["disabled_at"], set["disabled_reason"] = s.now(), "disabled by the consumer"
-		}
-	}
 	var out Endpoint
-	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
+	err = database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		e, err := s.endpoint(tx, consumerID, id)
 		if err != nil {
 			return err
@@ -280,6 +234,36 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 		return err
 	})
 	return out, err
+}
+
+// patchSet is the columns p changes, as UpdateEndpoint writes them before
+// it reads the endpoint, or p's *fault.Fields.
+func (s *Service) patchSet(ctx context.Context, p EndpointPatch) (map[string]any, error) {
+	verr := &fault.Fields{}
+	set := map[string]any{}
+	if p.URL != nil {
+		set["url"] = s.checkURL(ctx, verr, *p.URL)
+		// Another receiver: the old one's timeouts say nothing of it.
+		set["consecutive_timeouts"], set["paused_until"] = 0, nil
+	}
+	if p.Events != nil {
+		given := *p.Events
+		if given == nil {
+			given = []string{} // a change names the types: none is refused, not "every one"
+		}
+		list, _ := json.Marshal(checkTypes(verr, given))
+		set["events"] = string(list)
+	}
+	if p.Enabled != nil {
+		set["enabled"] = *p.Enabled
+		if *p.Enabled {
+			set["disabled_at"], set["disabled_reason"], set["failing_since"] = nil, nil, nil
+			set["consecutive_timeouts"], set["paused_until"] = 0, nil
+		} else {
+			set["disabled_at"], set["disabled_reason"] = s.now(), "disabled by the consumer"
+		}
+	}
+	return set, verr.Err()
 }
 
 // DeleteEndpoint deletes the consumer's endpoint, with its deliveries and

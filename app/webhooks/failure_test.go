@@ -71,15 +71,7 @@ func readRequest(c net.Conn) {
 // a port; the operator's log has the detail, never the URL's query.
 func TestAttemptErrorsAreClasses(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		refused := func() string {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			_ = ln.Close()
-			return addr
-		}()
+		refused := testkit.FreeAddr(t)
 		silent := rawListener(t, func(c net.Conn) { readRequest(c) }) // and nothing more, until the end
 		reset := rawListener(t, func(c net.Conn) {
 			readRequest(c)
@@ -135,9 +127,7 @@ func TestAttemptErrorsAreClasses(t *testing.T) {
 				gone = id
 			}
 		}
-		if err := db.Gorm.Exec("UPDATE webhook_endpoints SET secret = ? WHERE id = ?", "not sealed", gone).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Exec("UPDATE webhook_endpoints SET secret = ? WHERE id = ?", "not sealed", gone).Error)
 		r.license(c, "a.test")
 		r.dispatch()
 		if n := r.deliver(); n != len(want) {

@@ -193,9 +193,7 @@ func TestBusyEndpointsDoNotHideOthers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Model(&Endpoint{}).Where("id = ?", mine.ID).UpdateColumn("last_claimed_at", r.clock.Now()).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Endpoint{}).Where("id = ?", mine.ID).UpdateColumn("last_claimed_at", r.clock.Now()).Error)
 		held, err := r.hooks.claim(ctx, senders, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -210,7 +208,6 @@ func TestBusyEndpointsDoNotHideOthers(t *testing.T) {
 // an enabled one does not.
 func TestBreakerClosesOnANewURL(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		ctx := context.Background()
 		r := newRig(t, db, Config{})
 		c := r.consumer("ca")
 		ep := r.endpoint(c, "http://127.0.0.1:1/h")
@@ -223,25 +220,17 @@ func TestBreakerClosesOnANewURL(t *testing.T) {
 		}
 		on, off, url := true, false, "http://127.0.0.1:1/new"
 		pause()
-		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{Enabled: &on}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(c, ep.ID, EndpointPatch{Enabled: &on})
 		if got := r.reload(ep); got.PausedUntil == nil || got.ConsecutiveTimeouts != 5 {
 			t.Errorf("enabling an enabled endpoint closed its breaker (%d, %v)", got.ConsecutiveTimeouts, got.PausedUntil)
 		}
-		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{URL: &url}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(c, ep.ID, EndpointPatch{URL: &url})
 		if got := r.reload(ep); got.PausedUntil != nil || got.ConsecutiveTimeouts != 0 {
 			t.Errorf("a new url left the breaker at %d, %v; want it closed", got.ConsecutiveTimeouts, got.PausedUntil)
 		}
 		pause()
-		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{Enabled: &off}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.hooks.UpdateEndpoint(ctx, c, ep.ID, EndpointPatch{Enabled: &on}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(c, ep.ID, EndpointPatch{Enabled: &off})
+		r.update(c, ep.ID, EndpointPatch{Enabled: &on})
 		if got := r.reload(ep); got.PausedUntil != nil || got.ConsecutiveTimeouts != 0 {
 			t.Errorf("enabling a disabled endpoint left the breaker at %d, %v; want it closed", got.ConsecutiveTimeouts, got.PausedUntil)
 		}
@@ -350,9 +339,7 @@ func TestConsumerRetryOncePerMinuteAndNeverPastTheBreaker(t *testing.T) {
 
 		// Paused: the retry makes the delivery due, and it waits for the pause.
 		until := r.clock.Now().Add(time.Hour)
-		if err := db.Gorm.Model(&Endpoint{}).Where("id = ?", ep.ID).UpdateColumn("paused_until", until).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Endpoint{}).Where("id = ?", ep.ID).UpdateColumn("paused_until", until).Error)
 		r.clock.Advance(time.Minute)
 		if _, err := r.hooks.RetryDelivery(ctx, by, c, ep.ID, ds[0].ID); err != nil {
 			t.Fatal(err)
@@ -419,8 +406,6 @@ func (r *rig) deliverOnce() int {
 // inFlight counts the deliveries under a claim.
 func (r *rig) inFlight() int64 {
 	var n int64
-	if err := r.db.Gorm.Model(&Delivery{}).Where("claim IS NOT NULL").Count(&n).Error; err != nil {
-		r.t.Fatal(err)
-	}
+	must(r.t, r.db.Gorm.Model(&Delivery{}).Where("claim IS NOT NULL").Count(&n).Error)
 	return n
 }

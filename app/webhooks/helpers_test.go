@@ -62,9 +62,7 @@ func newRig(t testing.TB, db *testdb.DB, cfg Config) *rig {
 func (r *rig) consumer(id string) string {
 	r.t.Helper()
 	now := time.Now().UTC()
-	if err := r.db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, id, now, now).Error; err != nil {
-		r.t.Fatal(err)
-	}
+	must(r.t, r.db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, id, now, now).Error)
 	return id
 }
 
@@ -125,4 +123,20 @@ func (r *rig) dispatch() int {
 		r.t.Fatal(err)
 	}
 	return n
+}
+
+// must fails the test on err.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// update changes the consumer's endpoint.
+func (r *rig) update(consumerID, id string, p EndpointPatch) {
+	r.t.Helper()
+	if _, err := r.hooks.UpdateEndpoint(context.Background(), consumerID, id, p); err != nil {
+		r.t.Fatal(err)
+	}
 }

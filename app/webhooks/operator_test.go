@@ -33,10 +33,8 @@ func TestOperatorViewAcrossConsumers(t *testing.T) {
 		r.dispatch()
 		r.deliver()
 		// Their retry windows ended: the deliveries to the endpoints that never answer failed.
-		if err := db.Gorm.Model(&Delivery{}).Where("endpoint_id IN ?", []string{ea.ID, eg.ID}).
-			Updates(map[string]any{"status": StatusFailed, "next_attempt_at": nil}).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Delivery{}).Where("endpoint_id IN ?", []string{ea.ID, eg.ID}).
+			Updates(map[string]any{"status": StatusFailed, "next_attempt_at": nil}).Error)
 
 		eps, err := r.hooks.ListEndpoints(ctx, "")
 		if err != nil || len(eps) != 3 || eps[0].ID != ea.ID || eps[1].ID != eg.ID || eps[2].ID != eu.ID {

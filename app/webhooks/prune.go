@@ -51,49 +51,41 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 			}
 		}
 		last := young >= batch || len(rows) < batch
-		if len(ids) == 0 {
-			if last {
-				return total, nil
+		if len(ids) > 0 {
+			// An event still owed somewhere is kept whole, its deliveries
+			// with it, until that delivery is settled.
+			pending := s.db.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id AND status = ?", StatusPending)
+			err = s.db.WithContext(ctx).Model(&events.Event{}).Where("id IN ? AND NOT EXISTS (?)", padded(ids, batch), pending).
+				Pluck("id", &ids).Error
+			if err != nil {
+				return total, fmt.Errorf("list expired consumer events: %w", err)
 			}
-			continue
 		}
-		// An event still owed somewhere is kept whole, its deliveries
-		// with it, until that delivery is settled.
-		pending := s.db.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id AND status = ?", StatusPending)
-		err = s.db.WithContext(ctx).Model(&events.Event{}).Where("id IN ? AND NOT EXISTS (?)", padded(ids, batch), pending).
-			Pluck("id", &ids).Error
-		if err != nil {
-			return total, fmt.Errorf("list expired consumer events: %w", err)
-		}
-		if len(ids) == 0 {
-			if last {
-				return total, nil
+		if len(ids) > 0 {
+			ids = padded(ids, batch)
+			var n int64
+			err = database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
+				// A delivery retried meanwhile is pending again: it is kept, and
+				// so is its event.
+				settled := tx.Model(&Delivery{}).Select("id").Where("event_id IN ? AND status <> ?", ids, StatusPending)
+				if err := tx.Where("delivery_id IN (?)", settled).Delete(&Attempt{}).Error; err != nil {
+					return fmt.Errorf("delete expired webhook attempts: %w", err)
+				}
+				if err := tx.Where("event_id IN ? AND status <> ?", ids, StatusPending).Delete(&Delivery{}).Error; err != nil {
+					return fmt.Errorf("delete expired webhook deliveries: %w", err)
+				}
+				owed := tx.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id")
+				res := tx.Where("id IN ? AND NOT EXISTS (?)", ids, owed).Delete(&events.Event{})
+				if res.Error != nil {
+					return fmt.Errorf("delete expired consumer events: %w", res.Error)
+				}
+				n = res.RowsAffected
+				return nil
+			})
+			total += n
+			if err != nil {
+				return total, err
 			}
-			continue
-		}
-		ids = padded(ids, batch)
-		var n int64
-		err = database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
-			// A delivery retried meanwhile is pending again: it is kept, and
-			// so is its event.
-			settled := tx.Model(&Delivery{}).Select("id").Where("event_id IN ? AND status <> ?", ids, StatusPending)
-			if err := tx.Where("delivery_id IN (?)", settled).Delete(&Attempt{}).Error; err != nil {
-				return fmt.Errorf("delete expired webhook attempts: %w", err)
-			}
-			if err := tx.Where("event_id IN ? AND status <> ?", ids, StatusPending).Delete(&Delivery{}).Error; err != nil {
-				return fmt.Errorf("delete expired webhook deliveries: %w", err)
-			}
-			owed := tx.Model(&Delivery{}).Select("1").Where("webhook_deliveries.event_id = consumer_events.id")
-			res := tx.Where("id IN ? AND NOT EXISTS (?)", ids, owed).Delete(&events.Event{})
-			if res.Error != nil {
-				return fmt.Errorf("delete expired consumer events: %w", res.Error)
-			}
-			n = res.RowsAffected
-			return nil
-		})
-		total += n
-		if err != nil {
-			return total, err
 		}
 		if last {
 			return total, nil

@@ -35,9 +35,7 @@ func TestPruneDeletesExpiredSettledEvents(t *testing.T) {
 		r.license(c, "c.test") // recent
 		count := func(model any) int64 {
 			var n int64
-			if err := db.Gorm.Model(model).Count(&n).Error; err != nil {
-				t.Fatal(err)
-			}
+			must(t, db.Gorm.Model(model).Count(&n).Error)
 			return n
 		}
 		if e, d, at := count(&events.Event{}), count(&Delivery{}), count(&Attempt{}); e != 4 || d != 3 || at != 3 {
@@ -48,9 +46,7 @@ func TestPruneDeletesExpiredSettledEvents(t *testing.T) {
 			t.Fatalf("Prune = %d, %v; want 1 (the created event)", n, err)
 		}
 		var left []events.Event
-		if err := db.Gorm.Order("id").Find(&left).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Order("id").Find(&left).Error)
 		if len(left) != 3 || left[0].Type != events.LicenseRevoked || left[1].Position != nil {
 			t.Fatalf("left %+v, want the revoked (pending), the undispatched and the recent", left)
 		}
@@ -58,9 +54,7 @@ func TestPruneDeletesExpiredSettledEvents(t *testing.T) {
 			t.Errorf("after: %d deliveries, %d attempts; want the revoked event's 2 and 2", d, at)
 		}
 		// Settled at last (failed), the revoked event goes too, with both its deliveries.
-		if err := db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", revokes.ID).Updates(map[string]any{"status": StatusFailed, "next_attempt_at": nil}).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", revokes.ID).Updates(map[string]any{"status": StatusFailed, "next_attempt_at": nil}).Error)
 		if n, err := r.hooks.Prune(ctx, r.clock.Now().Add(-ttl), 1); err != nil || n != 1 {
 			t.Fatalf("Prune = %d, %v; want 1", n, err)
 		}
@@ -82,19 +76,15 @@ func TestPruneReadsPastAnEventDatedAhead(t *testing.T) {
 			ids = append(ids, r.license(c, d).ID)
 		}
 		r.dispatch()
-		if err := db.Gorm.Model(&events.Event{}).Where("subject_id = ?", ids[1]).
-			Update("created_at", r.clock.Now().AddDate(1, 0, 0)).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&events.Event{}).Where("subject_id = ?", ids[1]).
+			Update("created_at", r.clock.Now().AddDate(1, 0, 0)).Error)
 		r.clock.Advance(31 * 24 * time.Hour)
 		n, err := r.hooks.Prune(ctx, r.clock.Now().Add(-30*24*time.Hour), 2) // fewer than a batch of young events in a row are read past
 		if err != nil || n != 2 {
 			t.Fatalf("Prune = %d, %v; want the two expired events", n, err)
 		}
 		var left []events.Event
-		if err := db.Gorm.Find(&left).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Find(&left).Error)
 		if len(left) != 1 || left[0].SubjectID != ids[1] {
 			t.Errorf("left %+v, want the one dated ahead", left)
 		}

@@ -62,9 +62,7 @@ func TestEndpointDeletedMidDispatchIsOwedNothing(t *testing.T) {
 		return waiting > 0
 	}, "the delete neither returned nor waited")
 	releaseOnce()
-	if err := <-dispatched; err != nil {
-		t.Fatal(err)
-	}
+	must(t, <-dispatched)
 	if !deleteDone {
 		if err := <-deleted; err != nil {
 			t.Fatalf("delete: %v", err)
@@ -119,19 +117,13 @@ func TestParkedDeliveryKeepsNoDeadClaim(t *testing.T) {
 		r.license(a, "a.test")
 		r.dispatch()
 		lapsed := r.clock.Now().Add(-time.Second)
-		if err := db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", ep.ID).
-			Updates(map[string]any{"claim": "01DEADWORKER00000000000000", "next_attempt_at": lapsed}).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Model(&Delivery{}).Where("endpoint_id = ?", ep.ID).
+			Updates(map[string]any{"claim": "01DEADWORKER00000000000000", "next_attempt_at": lapsed}).Error)
 		off := false
-		if _, err := r.hooks.UpdateEndpoint(context.Background(), a, ep.ID, EndpointPatch{Enabled: &off}); err != nil {
-			t.Fatal(err)
-		}
+		r.update(a, ep.ID, EndpointPatch{Enabled: &off})
 		r.deliver() // finds it due, of a disabled endpoint: parks it
 		var d Delivery
-		if err := db.Gorm.Where("endpoint_id = ?", ep.ID).Take(&d).Error; err != nil {
-			t.Fatal(err)
-		}
+		must(t, db.Gorm.Where("endpoint_id = ?", ep.ID).Take(&d).Error)
 		if d.NextAttemptAt != nil || d.Claim != nil {
 			t.Fatalf("parked delivery: next attempt %v, claim %v; want neither", d.NextAttemptAt, d.Claim)
 		}

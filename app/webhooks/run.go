@@ -20,19 +20,10 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	if err != nil || len(batch) == 0 {
 		return 0, err
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, c := range batch {
-		wg.Go(func() {
-			if err := s.send(ctx, c); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	var wg sync.WaitGroup
+	errs := make([]error, len(batch)) // each sender's own
+	for i, c := range batch {
+		wg.Go(func() { errs[i] = s.send(ctx, c) })
 	}
 	wg.Wait()
 	return len(batch), errors.Join(errs...)

@@ -16,6 +16,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -240,11 +241,30 @@ func New(cfg Config) *Service {
 // now is the service's clock, in the precision the tables keep.
 func (s *Service) now() time.Time { return dbtime.Stamp(s.cfg.Now()) }
 
-// Errors of the endpoints and deliveries.
-var (
-	// ErrNotFound is an endpoint or a delivery the caller has none under.
-	ErrNotFound error = fault.New("webhook_not_found", "not found")
-)
+// ErrNotFound is an endpoint or a delivery the caller has none under.
+var ErrNotFound error = fault.New("webhook_not_found", "not found")
 
-// notFound wraps ErrNotFound with what was not found.
-func notFound(what string) error { return fmt.Errorf("%s %w", what, ErrNotFound) }
+// take reads the row of T with id, narrowed as where narrows; none is
+// ErrNotFound, naming what was not found.
+func take[T any](db *gorm.DB, what, id string, narrow ...string) (T, error) {
+	var row T
+	err := where(db.Where("id = ?", id), narrow...).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return row, fmt.Errorf("%s %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return row, fmt.Errorf("get %s: %w", what, err)
+	}
+	return row, nil
+}
+
+// where narrows q by each pair of a column and a value, but for the pairs
+// whose value is "" (all of them).
+func where(q *gorm.DB, pairs ...string) *gorm.DB {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			q = q.Where(pairs[i]+" = ?", pairs[i+1])
+		}
+	}
+	return q
+}
