@@ -32,22 +32,16 @@ type Config struct {
 	Key          []byte   // the 32 bytes APP_KEY decodes to; signs tokens, encrypts secrets at rest
 	KeySource    string   // where Key came from: "env", "file" or "ephemeral"
 	PreviousKeys [][]byte // APP_PREVIOUS_KEYS: older keys that still decrypt what they sealed
-	// URL is APP_URL, the base of the API's links; unset outside
-	// production, the URL of the address served (URLOf(Addr)).
-	URL string
-	// Issuer is the tokens' issuer, checked by every replica and command:
-	// APP_URL when set, else DefaultURL, one value whatever APP_ADDR each
-	// process has (a one-off `token issue`, replicas on other ports).
-	Issuer      string
-	Addr        string
-	MetricsAddr string // when set, /metrics is served there instead of on Addr (see MetricsOnAPI)
-	// PprofAddr, when set, serves Go's profiles (/debug/pprof/) there
-	// (PPROF_ADDR): a loopback or private address only, never the API's.
-	PprofAddr       string
+	URL          string   // APP_URL, the base of the API's links; unset outside production: URLOf(Addr)
+	// Issuer is the tokens' issuer: APP_URL, else DefaultURL, one value
+	// whatever APP_ADDR each process has (a one-off `token issue`).
+	Issuer          string
+	Addr            string
+	MetricsAddr     string // when set, /metrics is served there instead of on Addr (see MetricsOnAPI)
+	PprofAddr       string // when set, Go's profiles are served there: a loopback or private address only
 	MaxBody         int64
 	ShutdownTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration
+	ReadTimeout     time.Duration // reading a whole request, body included
 	// WriteTimeout bounds a request from its headers to the end of its
 	// response; 0 derives it from ReadTimeout and the idempotency lease, so
 	// that a create always has its full work budget.
@@ -55,70 +49,41 @@ type Config struct {
 	IdleTimeout  time.Duration // how long a kept-alive connection waits for its next request
 	StorageDir   string
 
-	DB DB
-
-	Vendor Vendor
-
+	DB          DB
+	Vendor      Vendor
 	Idempotency Idempotency
 	Reconcile   Reconcile
 	Webhooks    Webhooks
-	// EventsTTL is how long a consumer event is kept (EVENTS_TTL, 30 days):
-	// the feed reads back that far, and the pruner deletes older events.
-	EventsTTL  time.Duration
-	PruneEvery time.Duration
-	// DriftEvery is how often serve compares the vendor's sites with the
-	// licenses (DRIFT_INTERVAL, default 6h; "0" turns the check off).
-	DriftEvery time.Duration
-	// DriftMaxFix is the most licenses one `licensor drift --fix` revokes
-	// or re-keys (DRIFT_MAX_FIX, default 25); above it the fix applies
-	// nothing without --force. 0: every such fix needs --force.
-	DriftMaxFix int
-	TokenTTL    time.Duration
-	TokenMaxTTL time.Duration // the longest lifetime a token may be issued with; TokenTTL is at most this
-	// RateLimitPerMinute is how many requests each consumer may make per
-	// minute (RATE_LIMIT_PER_MINUTE); 0 turns rate limiting off.
-	RateLimitPerMinute int
-	// RateLimitStore is where the counts live (RATE_LIMIT_STORE): "memory"
-	// (this process), "database" (the rate_limits table, shared by the
-	// replicas on the database) or "redis" (REDIS_URL, shared by the
-	// replicas on it). Load defaults it (DefaultRateLimitStore): "redis"
-	// when REDIS_URL is set, else by DB_CONNECTION, "database" on MySQL and
-	// "memory" on SQLite; a hand-made Config that leaves it empty gets the
-	// same default from the bootstrap.
+	EventsTTL   time.Duration // how far back the events feed reads; older events are pruned
+	PruneEvery  time.Duration
+	DriftEvery  time.Duration // how often serve compares the vendor's sites with the licenses; 0: never
+	// DriftMaxFix is the most licenses one `drift --fix` revokes or re-keys;
+	// above it the fix applies nothing without --force.
+	DriftMaxFix        int
+	TokenTTL           time.Duration
+	TokenMaxTTL        time.Duration // the longest lifetime a token may be issued with; TokenTTL is at most this
+	RateLimitPerMinute int           // per consumer; 0 turns rate limiting off
+	// RateLimitStore is where the counts live: "memory" (this process),
+	// "database" or "redis" (shared by the replicas on it). Empty, as a
+	// hand-made Config may leave it: DefaultRateLimitStore.
 	RateLimitStore string
-	// RedisURL is REDIS_URL (redis://[[user]:password@]host[:port][/db],
-	// rediss:// for TLS, or unix://): the Redis RATE_LIMIT_STORE=redis
-	// counts in, and the store's default once set. Required for that
-	// store, unused by the others.
-	RedisURL string
-	// RateLimitBatch is how many requests of a consumer the database and
-	// Redis stores count in one round trip (RATE_LIMIT_BATCH, 1: each request its own,
-	// exact). More: fewer round trips, the limit still never exceeded, the
-	// 429s up to replicas·(batch−1) requests early.
+	RedisURL       string // redis://, rediss:// or unix://: the redis store's, unused by the others
+	// RateLimitBatch is how many requests of a consumer the shared stores
+	// count in one round trip (1: exact). More: fewer round trips, the limit
+	// never exceeded, the 429s up to replicas·(batch−1) requests early.
 	RateLimitBatch int
-	// RedisTimeout bounds one count in Redis (REDIS_TIMEOUT, 100ms): past
-	// it the request is counted by this replica alone.
-	RedisTimeout time.Duration
+	RedisTimeout   time.Duration // bounds one count in Redis; past it this replica counts alone
 	// RateLimitFallbackShare is the share of RateLimitPerMinute a replica
-	// allows a consumer while the database or Redis store cannot count
-	// (RATE_LIMIT_FALLBACK_SHARE, in (0, 1], 1): it then counts alone.
+	// allows a consumer, counting alone, while the shared store cannot count.
 	RateLimitFallbackShare float64
-	// ConsumerConcurrency is how many writes (POST, PATCH, DELETE) of one
-	// consumer a replica serves at once (CONSUMER_CONCURRENCY, default 20);
-	// the next is refused with 429 concurrency_limited. Each replica counts
-	// its own. 0 turns the limit off.
+	// ConsumerConcurrency is how many writes of one consumer a replica serves
+	// at once; the next is refused with 429 concurrency_limited. 0: off.
 	ConsumerConcurrency int
-	// Console is the operator console's (/console) settings.
-	Console Console
-	// CORSAllowedOrigins are the origins browsers may call api/* from
-	// (CORS_ALLOWED_ORIGINS, a comma list; default "*", any origin), as
-	// Laravel's config/cors.php allowed_origins.
-	CORSAllowedOrigins []string
+	Console             Console
+	CORSAllowedOrigins  []string // the origins browsers may call api/* from; "*": any
 	// TrustedProxies are the proxies whose X-Forwarded-For (or X-Real-IP)
-	// names a request's client (TRUSTED_PROXIES, a comma list of addresses
-	// and CIDR ranges; default none: the client is the connection's peer).
-	// The one rule for every request's client address: the access log's and
-	// the console's sign-in limit's.
+	// names a request's client; none: the connection's peer. The one rule
+	// for every client address: the access log's and the sign-in limit's.
 	TrustedProxies []netip.Prefix
 
 	LogLevel  string
@@ -136,9 +101,7 @@ type DB struct {
 	URL          string // a full DSN; overrides the fields above when set
 	MaxOpenConns int
 	MaxIdleConns int
-	// ReadConns is the size of SQLite's read-only pool (DB_READ_CONNS);
-	// 0: one per CPU, at least two. MySQL has one pool.
-	ReadConns int
+	ReadConns    int // SQLite's read-only pool; 0: one per CPU, at least two. MySQL has one pool
 	// QueryTimeout bounds every statement, so a frozen database fails a
 	// request fast (503) instead of hanging it. On SQLite it is also the
 	// busy timeout (at most 10 s): how long a write waits for the lock
@@ -155,12 +118,9 @@ type Vendor struct {
 	RetryAttempts int
 	RetryBase     time.Duration
 	RetryMaxWait  time.Duration
-	// AllowFake lets production run the in-memory fake driver
-	// (VENDOR_ALLOW_FAKE, for demos); production refuses it otherwise.
-	AllowFake bool
-	// WebhookSecrets verify the signatures of the vendor's webhooks
-	// (VENDOR_WEBHOOK_SECRET, comma-separated: the new secret and the old
-	// one during a rotation). None: every webhook is refused.
+	AllowFake     bool // lets production run the in-memory fake driver, for demos
+	// WebhookSecrets verify the vendor's webhooks: the new secret and the old
+	// one during a rotation. None: every webhook is refused.
 	WebhookSecrets []string
 }
 
@@ -174,35 +134,21 @@ type Idempotency struct {
 // Webhooks configures the delivery of consumer events to the consumers'
 // webhook endpoints.
 type Webhooks struct {
-	// Timeout bounds one delivery attempt, connection to answer
-	// (WEBHOOK_TIMEOUT, 10s): a 2xx within it is delivered.
-	Timeout time.Duration
-	// RetryBase is the first wait after a failed attempt (WEBHOOK_RETRY_BASE,
-	// 30s), doubling with each attempt, with jitter.
-	RetryBase time.Duration
-	// RetryFor is how long a delivery is retried before it is failed, and
-	// how long an endpoint may fail every delivery before it is disabled
-	// (WEBHOOK_RETRY_FOR, 72h).
+	Timeout   time.Duration // one attempt, connection to answer: a 2xx within it is delivered
+	RetryBase time.Duration // the first wait after a failed attempt, doubling, with jitter
+	// RetryFor is how long a delivery is retried before it is failed, and how
+	// long an endpoint may fail every delivery before it is disabled.
 	RetryFor time.Duration
-	// AllowPrivate lets endpoints resolve to loopback, private and
-	// link-local addresses (WEBHOOK_ALLOW_PRIVATE, false by default in every
-	// environment: a staging server is as reachable as a production one;
-	// local work and tests set it). Production refuses it: it names the
-	// private ranges it needs in PrivateAllowlist instead.
+	// AllowPrivate lets endpoints resolve to loopback, private and link-local
+	// addresses: off by default in every environment (a staging server is as
+	// reachable as a production one), refused in production.
 	AllowPrivate bool
 	// PrivateAllowlist are the private ranges endpoints may reach all the
-	// same (WEBHOOK_PRIVATE_ALLOWLIST, CIDR prefixes or bare addresses,
-	// comma-separated): an operator who must deliver into a network of its
-	// own names it here, and every other non-public address stays refused.
-	PrivateAllowlist []netip.Prefix
-	// RequireHTTPS refuses endpoint URLs that are not https: production.
-	RequireHTTPS bool
-	// PollInterval is how often each replica looks for events to dispatch
-	// and deliveries that are due (WEBHOOK_POLL_INTERVAL, 1s).
-	PollInterval time.Duration
-	// EndpointConcurrency is how many attempts may be in flight to one
-	// endpoint at once, across replicas (WEBHOOK_ENDPOINT_CONCURRENCY, 1).
-	EndpointConcurrency int
+	// same; every other non-public address stays refused.
+	PrivateAllowlist    []netip.Prefix
+	RequireHTTPS        bool          // refuses endpoint URLs that are not https: production
+	PollInterval        time.Duration // how often each replica looks for events and due deliveries
+	EndpointConcurrency int           // attempts in flight to one endpoint at once, across replicas
 }
 
 // Reconcile configures the loop that settles pending intents.
@@ -226,12 +172,9 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// Read reads the configuration and creates nothing. getenv answers for the
-// process environment; values missing there are taken from the .env file in
-// the working directory, if there is one. Errors name the variable at fault.
-// In local without APP_KEY, a key file that is not there yet leaves Key nil:
-// CreateKey makes it, once a command knows its database is there (a command
-// that only reads leaves no file behind).
+// Read reads the configuration, from getenv then .env, and creates nothing: in
+// local without APP_KEY, a key file that is not there yet leaves Key nil, for
+// CreateKey once a command knows its database is there.
 func Read(getenv func(string) string) (Config, error) {
 	get, err := WithDotenv(getenv)
 	if err != nil {
@@ -440,11 +383,9 @@ const (
 	RateLimitRedis    = "redis"
 )
 
-// DefaultRateLimitStore is RATE_LIMIT_STORE's default: Redis when a Redis
-// is configured (redisURL not empty; REDIS_URL serves nothing else), as a
-// Laravel deployment with CACHE_STORE=redis throttles in Redis; otherwise
-// by the database connection: the database on MySQL, which several
-// replicas share, memory on SQLite, which one process serves.
+// DefaultRateLimitStore is RATE_LIMIT_STORE's default: Redis when one is
+// configured (REDIS_URL serves nothing else); else the database on MySQL,
+// which several replicas share, memory on SQLite, which one process serves.
 func DefaultRateLimitStore(conn, redisURL string) string {
 	switch {
 	case redisURL != "":
@@ -455,9 +396,6 @@ func DefaultRateLimitStore(conn, redisURL string) string {
 	return RateLimitMemory
 }
 
-// rateLimitStore reads REDIS_URL, checked whenever it is set, and
-// RATE_LIMIT_STORE (default: DefaultRateLimitStore); the redis store
-// requires REDIS_URL.
 func (v *values) rateLimitStore(conn string) (store, redisURL string) {
 	redisURL = v.str("REDIS_URL", "")
 	store = v.oneOf("RATE_LIMIT_STORE", DefaultRateLimitStore(conn, redisURL), RateLimitMemory, RateLimitDatabase, RateLimitRedis)
@@ -491,7 +429,6 @@ func RedactRedisURL(s string) string {
 	return u.Redacted()
 }
 
-// redactDSN drops the password of a go-sql-driver DSN (user:pass@tcp(host)/db).
 func redactDSN(dsn string) string {
 	at := strings.LastIndex(dsn, "@")
 	if at < 0 {
@@ -506,15 +443,8 @@ func redactDSN(dsn string) string {
 
 // Console is the operator console's configuration.
 type Console struct {
-	// Disabled turns the console off (CONSOLE_ENABLED=false): the zero
-	// value serves it, as `serve` does by default.
-	Disabled bool
-	// SessionTTL bounds a console session (CONSOLE_SESSION_TTL, 8h); a
-	// session also ends when its token expires or is revoked.
-	SessionTTL time.Duration
-	// LoginsPerMinute is how many failed sign-ins a client address, and a
-	// token tried, may make a minute (CONSOLE_LOGINS_PER_MINUTE, 10).
-	LoginsPerMinute int
-	// SecureCookie marks the session cookie Secure: everywhere but local.
-	SecureCookie bool
+	Disabled        bool          // CONSOLE_ENABLED=false; the zero value serves it
+	SessionTTL      time.Duration // a session also ends when its token expires or is revoked
+	LoginsPerMinute int           // failed sign-ins a client address, and a token tried, may make
+	SecureCookie    bool          // everywhere but local
 }

@@ -56,7 +56,6 @@ func dotenvValue(raw string) (string, error) {
 	return strings.TrimSpace(raw), nil
 }
 
-// closingQuote finds the quote that ends raw's value (skipping \" in double quotes).
 func closingQuote(raw string, q byte) int {
 	for i := 1; i < len(raw); i++ {
 		if q == '"' && raw[i] == '\\' {
@@ -70,8 +69,6 @@ func closingQuote(raw string, q byte) int {
 	return -1
 }
 
-// validName reports whether s is a variable name: a letter or underscore,
-// then letters, digits and underscores.
 func validName(s string) bool {
 	for i, r := range s {
 		letter := r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z'
@@ -82,12 +79,9 @@ func validName(s string) bool {
 	return s != ""
 }
 
-// WithDotenv returns getenv backed by the .env file in the working
-// directory, as Read reads the server's configuration: a variable the
-// environment lacks (or has empty) is taken from .env. The command-line
-// client (`licensor licenses`) reads LICENSOR_URL and LICENSOR_TOKEN
-// through it. A missing .env is no error; one that cannot be read or
-// parsed is.
+// WithDotenv returns getenv backed by the working directory's .env: a variable
+// the environment lacks (or has empty) is taken from it. A missing .env is no
+// error; one that cannot be read or parsed is.
 func WithDotenv(getenv func(string) string) (func(string) string, error) {
 	dotenv := map[string]string{}
 	b, err := os.ReadFile(".env")

@@ -41,8 +41,7 @@ func (c *Config) loadKey(raw string) error {
 }
 
 // CreateKey makes the local key file (storage/app.key, mode 0600) when Read
-// found no key: in local without APP_KEY, on a machine where no command has
-// made one yet. Otherwise it does nothing.
+// found no key; otherwise it does nothing.
 func (c *Config) CreateKey() error {
 	if c.Key != nil || c.Env != EnvLocal {
 		return nil
@@ -50,8 +49,6 @@ func (c *Config) CreateKey() error {
 	return c.keyFrom(localKey(filepath.Join(c.StorageDir, keyFile)))
 }
 
-// keyFrom sets the key read from, or made in, the key file, naming
-// APP_STORAGE for a failure of the directory and APP_KEY for the rest.
 func (c *Config) keyFrom(key []byte, err error) error {
 	var se storageError
 	if errors.As(err, &se) {
@@ -152,9 +149,8 @@ func DecodeKey(s string) ([]byte, error) {
 	return key, nil
 }
 
-// keys parses a comma-separated list of keys in APP_KEY's form (empty
-// entries are skipped, as Laravel's APP_PREVIOUS_KEYS allows). An error
-// names the variable and the entry's position, never its value.
+// keys parses a comma list of keys in APP_KEY's form, skipping empty entries
+// as Laravel does. An error names the entry's position, never its value.
 func (v *values) keys(name string) [][]byte {
 	var keys [][]byte
 	for i, raw := range strings.Split(v.str(name, ""), ",") {

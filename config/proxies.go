@@ -5,14 +5,10 @@ import (
 	"strings"
 )
 
-// trustedProxies reads name (TRUSTED_PROXIES), Laravel's TrustProxies: a
-// comma list of the addresses (192.0.2.10, 2001:db8::1) and ranges
-// (10.0.0.0/8) of the proxies in front of licensor, whose X-Forwarded-For
-// and X-Real-IP name the client. Empty (the default): no proxy is believed,
-// and a request's client is its connection's peer. "*" (Laravel's trust
-// every proxy) is refused: it believes a header any client writes
-// whenever licensor is reached without the proxy; a deployment that means
-// it names 0.0.0.0/0,::/0.
+// trustedProxies reads Laravel's TrustProxies: addresses and ranges. "*"
+// (Laravel's trust every proxy) is refused: it believes a header any client
+// writes whenever licensor is reached without the proxy; a deployment that
+// means it names 0.0.0.0/0,::/0.
 func (v *values) trustedProxies(name string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range strings.Split(v.str(name, ""), ",") {

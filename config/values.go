@@ -103,7 +103,6 @@ func (v *values) duration(name, def string) time.Duration {
 	return d
 }
 
-// durationOrOff is a positive duration, or 0 when the variable is "0" (off).
 func (v *values) durationOrOff(name, def string) time.Duration {
 	if v.str(name, def) == "0" {
 		return 0
@@ -111,7 +110,6 @@ func (v *values) durationOrOff(name, def string) time.Duration {
 	return v.duration(name, def)
 }
 
-// optionalDuration is a positive duration, or 0 when the variable is unset.
 func (v *values) optionalDuration(name string) time.Duration {
 	if v.str(name, "") == "" {
 		return 0
@@ -129,7 +127,6 @@ func (v *values) intRange(name string, def, lo, hi int) int {
 	return n
 }
 
-// share is a fraction in (0, 1], such as 0.5 or 1.
 func (v *values) share(name string, def float64) float64 {
 	s := v.str(name, strconv.FormatFloat(def, 'g', -1, 64))
 	f, err := strconv.ParseFloat(s, 64)

@@ -22,16 +22,11 @@ import (
 
 // Config is what a Recorder needs.
 type Config struct {
-	// DB is where the counts are written.
-	DB *gorm.DB
-	// Read serves Series and Latest (SQLite's read-only pool); nil: DB.
-	Read *gorm.DB
-	// Now is the clock that decides a count's hour; nil: time.Now.
-	Now func() time.Time
-	// Interval is how often Run flushes; 0: 10s.
-	Interval time.Duration
-	// Log receives a failed flush's warning; nil: discarded.
-	Log *slog.Logger
+	DB       *gorm.DB         // where the counts are written
+	Read     *gorm.DB         // serves Series and Latest (SQLite's read-only pool); nil: DB
+	Now      func() time.Time // decides a count's hour; nil: time.Now
+	Interval time.Duration    // how often Run flushes; 0: DefaultInterval
+	Log      *slog.Logger     // a failed flush's warning; nil: discarded
 	// Retry runs a statement (or a flush's transaction, whole) again while
 	// it loses a lock conflict (database.RetryOnConflict); nil runs it once.
 	Retry func(ctx context.Context, stmt func() *gorm.DB) *gorm.DB
@@ -47,11 +42,9 @@ const DefaultInterval = 10 * time.Second
 // forty days of the known counters.
 const maxHeld = 4096
 
-// finalFlushTimeout bounds the flush Run makes as it stops.
 const finalFlushTimeout = 5 * time.Second
 
-// Recorder counts activity per hour in memory and writes it to the
-// activity_hours table. Its methods are safe for concurrent use.
+// Recorder counts activity per hour. Its methods are safe for concurrent use.
 type Recorder struct {
 	cfg Config
 	// slots holds the known counters of the hour being counted, one per
@@ -91,5 +84,4 @@ func New(cfg Config) *Recorder {
 // (Truncate counts from year 1, a whole number of hours before 1970).
 func hourOf(t time.Time) int64 { return t.Truncate(time.Hour).Unix() / 3600 }
 
-// hourStart is the start of the hour numbered h, in UTC.
 func hourStart(h int64) time.Time { return time.Unix(h*3600, 0).UTC() }

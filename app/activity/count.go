@@ -13,8 +13,6 @@ type slot struct {
 	_ [56]byte
 }
 
-// hourMetric is a count's key: the hour (hours since the Unix epoch) and
-// the metric.
 type hourMetric struct {
 	hour   int64
 	metric string
@@ -35,11 +33,8 @@ const (
 func pack(hour int64, count uint64) uint64  { return uint64(hour)<<countBits | count }
 func unpack(v uint64) (hour int64, n int64) { return int64(v >> countBits), int64(v & countMask) }
 
-// Add counts n more of metric in the current hour, in memory (Run writes
-// it). For the known metrics (Creates, Replays, Conflicts, Pending) it takes
-// no lock and allocates nothing; another metric is counted under a mutex. A
-// count of 0 or less, and a name that is not valid (see ErrInvalidMetric),
-// count nothing: counters only go up.
+// Add counts n more of metric in the current hour, in memory. A count of 0 or
+// less, and an invalid name (ErrInvalidMetric), count nothing: counters only go up.
 func (r *Recorder) Add(metric string, n int64) {
 	if n <= 0 {
 		return
@@ -57,10 +52,8 @@ func (r *Recorder) Add(metric string, n int64) {
 	r.mu.Unlock()
 }
 
-// ObserveIdempotency counts one guard decision (the Guard's Observe
-// signature): replayed in Replays, in_progress and mismatch in Conflicts,
-// pending in Pending, anything else in none. Every guarded operation counts
-// (the licenses routes and the vendor's webhooks alike).
+// ObserveIdempotency counts one guard decision of any guarded operation (the
+// Guard's Observe signature), mapped as the metrics' doc says.
 func (r *Recorder) ObserveIdempotency(_, outcome string) {
 	switch outcome {
 	case "replayed":
@@ -72,7 +65,6 @@ func (r *Recorder) ObserveIdempotency(_, outcome string) {
 	}
 }
 
-// add counts n of the known metric i in the hour the clock says now.
 func (r *Recorder) add(i int, n int64) {
 	h := hourOf(r.cfg.Now())
 	s := &r.slots[i].v

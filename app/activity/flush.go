@@ -12,7 +12,6 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// count is one row's worth of a flush: n to add to metric in hour.
 type count struct {
 	hourMetric
 	n int64
@@ -47,7 +46,6 @@ func (r *Recorder) take() []count {
 	return merged(out)
 }
 
-// merged sums the counts of each hour and metric, sorted by hour then metric.
 func merged(cs []count) []count {
 	slices.SortFunc(cs, func(a, b count) int {
 		if a.hour != b.hour {
@@ -77,7 +75,6 @@ func (r *Recorder) giveBack(cs []count) {
 	r.trim()
 }
 
-// lock takes flushing, or gives up when ctx ends first.
 func (r *Recorder) lock(ctx context.Context) error {
 	select {
 	case r.flushing <- struct{}{}:
@@ -89,11 +86,9 @@ func (r *Recorder) lock(ctx context.Context) error {
 
 func (r *Recorder) unlock() { <-r.flushing }
 
-// Flush writes the counts held in memory to the table, each added to its
-// hour's row, in one transaction. When it fails the counts stay in memory
-// for the next flush (within a bound: see maxHeld) and it returns the
-// error. A transaction whose commit was lost on the way back (the database
-// committed, the connection broke) is counted twice: chart data.
+// Flush adds the counts held in memory to their hours' rows, in one
+// transaction; when it fails they stay for the next flush (within maxHeld). A
+// commit lost on the way back is counted twice: chart data.
 func (r *Recorder) Flush(ctx context.Context) error {
 	if err := r.lock(ctx); err != nil {
 		return fmt.Errorf("activity: flush: %w", err)
@@ -173,8 +168,7 @@ func (r *Recorder) Set(ctx context.Context, metric string, n int64) error {
 	return nil
 }
 
-// Prune deletes the rows of the hours that started before before, and
-// returns how many it deleted.
+// Prune deletes the rows of the hours that started before before.
 func (r *Recorder) Prune(ctx context.Context, before time.Time) (int64, error) {
 	res := r.cfg.Retry(ctx, func() *gorm.DB {
 		return r.cfg.DB.WithContext(ctx).Exec("DELETE FROM activity_hours WHERE `hour` < ?", before.UTC())

@@ -5,9 +5,8 @@ import (
 	"slices"
 )
 
-// The metrics licensor counts. Which guard outcome (app/idempotency's
-// Outcome, what Guard's Observe is told) counts in which is
-// ObserveIdempotency's mapping:
+// The metrics licensor counts. A guard outcome (what Guard's Observe is told)
+// counts as ObserveIdempotency maps it:
 //
 //   - replayed → Replays: a stored answer sent again.
 //   - in_progress and mismatch → Conflicts: a 409 (the key's request still
@@ -18,28 +17,18 @@ import (
 //   - executed, taken_over, released, not_kept, superseded, discarded count
 //     in none.
 //
-// Creates are not counted from the guard: "executed" of licenses.store is
-// told for a create that answered 201, but also for a completion whose
-// settle then failed, and not for a create the reconciler finishes, nor a
-// keyless one that had no record to settle. They are counted where a
-// license is made: the licenses service's commit of a new license row
-// (licenses.Config.ObserveCreated), whatever asked for it — a keyed or
-// keyless request, the reconciler finishing a pending create, a command.
-// A retry answered 201 from the license its intent already made counts
-// nothing: no license was made.
+// Creates are not counted from the guard: "executed" is also told for a
+// completion whose settle then failed, and not for a create the reconciler
+// finishes, nor a keyless one. They are counted at the commit of a new license
+// row (licenses.Config.ObserveCreated), whatever asked for it; a retry
+// answered 201 from the license its intent already made counts nothing.
 const (
-	// Creates counts the licenses made: each commit of a new license row.
-	Creates = "licenses.created"
-	// Replays counts the requests answered with a stored answer.
-	Replays = "idempotency.replayed"
-	// Conflicts counts the requests refused because their key was in use
-	// (409) or reused for another request (422).
-	Conflicts = "idempotency.conflict"
-	// Pending counts the 202 answers: an intent whose outcome is unknown.
-	Pending = "idempotency.pending"
-	// DriftMismatches is a gauge: the mismatches the last drift check
-	// found (and left unfixed), written with Set; DriftKind names one
-	// kind's.
+	Creates   = "licenses.created"     // each commit of a new license row
+	Replays   = "idempotency.replayed" // requests answered with a stored answer
+	Conflicts = "idempotency.conflict" // 409 (key in use) and 422 (key reused)
+	Pending   = "idempotency.pending"  // 202s: intents whose outcome is unknown
+	// DriftMismatches is a gauge, written with Set: the mismatches the last
+	// drift check left unfixed; DriftKind names one kind's.
 	DriftMismatches = "drift.mismatches"
 )
 
@@ -59,7 +48,6 @@ const (
 	iPending
 )
 
-// slotOf is the index of a known metric in known, -1 for another.
 func slotOf(metric string) int { return slices.Index(known[:], metric) }
 
 // MaxMetricLen is the longest metric name the table holds.

@@ -15,7 +15,6 @@ type Point struct {
 // MaxSeriesHours bounds the hours Series answers.
 const MaxSeriesHours = 31 * 24
 
-// row is a row of activity_hours.
 type row struct {
 	Hour   time.Time
 	Metric string
@@ -63,7 +62,6 @@ func (r *Recorder) Series(ctx context.Context, metrics []string, hours int) (map
 	return out, nil
 }
 
-// peek returns the counts held in memory as rows, leaving them there.
 func (r *Recorder) peek() []row {
 	r.mu.Lock() // a slot moving on to the next hour moves its count under it
 	defer r.mu.Unlock()

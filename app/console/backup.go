@@ -11,9 +11,8 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// backup is `licensor backup FILE`: a consistent copy of the embedded SQLite
-// database, taken online while serve runs (database.BackupSQLite). A MySQL
-// database is refused with what to use instead.
+// backup is `licensor backup FILE`: a consistent copy of the SQLite database,
+// taken while serve runs. MySQL is refused with what to use instead.
 func backup(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	fs.Usage = func() {

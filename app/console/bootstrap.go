@@ -36,33 +36,18 @@ import (
 // Overrides replace the parts of the application a test must control. The
 // zero value is production.
 type Overrides struct {
-	// DB is an open, migrated database used instead of opening cfg.DB; the
-	// application does not close it.
-	DB *gorm.DB
-	// Read is the read pool beside DB (see database.OpenReader); nil: DB.
-	// The application does not close it.
-	Read *gorm.DB
-	// Vendor replaces the driver cfg.Vendor names.
-	Vendor licenses.Vendor
-	// VendorOptions are added to the configured driver's (a test's sleep).
-	VendorOptions []vendorclient.Option
-	// Now is the clock of every service (nil: time.Now).
-	Now func() time.Time
-	// Log replaces the logger built from cfg.LogLevel and cfg.LogFormat.
-	Log *slog.Logger
-	// Operations are guarded operations declared beside the application's
-	// own (a test's).
-	Operations []idempotency.AnyOperation
-	// Outbox replaces the consumer events' outbox the licenses service
-	// writes each change's event to (a benchmark's: what the event costs).
-	Outbox licenses.Outbox
+	DB            *gorm.DB                   // an open, migrated database instead of cfg.DB's; not closed by the application
+	Read          *gorm.DB                   // the read pool beside DB (nil: DB); not closed by the application
+	Vendor        licenses.Vendor            // replaces the driver cfg.Vendor names
+	VendorOptions []vendorclient.Option      // added to the configured driver's (a test's sleep)
+	Now           func() time.Time           // every service's clock (nil: time.Now)
+	Log           *slog.Logger               // replaces the one built from cfg
+	Operations    []idempotency.AnyOperation // declared beside the application's own (a test's)
+	Outbox        licenses.Outbox            // replaces the events' outbox (a benchmark's: what the event costs)
 }
 
-// Base is what every command that touches the database shares: the
-// configuration, the logger, the migrated database, the metrics, the
-// activity counters, the token service, the idempotency store and its
-// pruner. It builds no vendor driver and no HTTP server, so the token
-// commands work without either.
+// Base is what every command that touches the database shares. It builds no
+// vendor driver and no HTTP server, so the token commands work without either.
 type Base struct {
 	Config   config.Config
 	Log      *slog.Logger
@@ -168,7 +153,6 @@ func (b *Base) Close() error {
 	return errors.Join(err, b.closeDB())
 }
 
-// closeDB closes the pools the Base opened.
 func (b *Base) closeDB() error {
 	var err error
 	if b.ownsRead {
@@ -180,9 +164,8 @@ func (b *Base) closeDB() error {
 	return err
 }
 
-// App is the whole application: the Base, the vendor driver, the licenses
-// service, the guarded operations and the guard that runs them, and the
-// reconciler that serve runs in the background beside the Base's pruner.
+// App is the whole application: the Base, the vendor driver and the services
+// on it.
 type App struct {
 	*Base
 	Vendor     licenses.Vendor
@@ -190,11 +173,9 @@ type App struct {
 	Operations operations.Set
 	Guard      *idempotency.Guard
 	Reconciler *idempotency.Reconciler
-	// Limiter counts RATE_LIMIT_PER_MINUTE per consumer in
-	// RATE_LIMIT_STORE; Close closes its Redis client.
-	Limiter *ratelimit.Limiter
-	// Concurrency bounds each consumer's writes in flight in this process
-	// (CONSUMER_CONCURRENCY), shared by every server built on the App.
+	Limiter    *ratelimit.Limiter // per consumer, in RATE_LIMIT_STORE; Close closes its Redis client
+	// Concurrency bounds each consumer's writes in flight in this process,
+	// shared by every server built on the App.
 	Concurrency *ratelimit.Concurrency
 	// VendorKind is the vendor the database works with, once a command
 	// has bound it (bindVendor); zero for an App built by a test.
@@ -202,7 +183,7 @@ type App struct {
 	reconcilerCfg idempotency.ReconcilerConfig // what Reconciler was built from
 }
 
-// Close closes the rate limiter's store (the Redis client), then the Base.
+// Close closes the rate limiter's store, then the Base.
 func (a *App) Close() error {
 	var err error
 	if a.Limiter != nil {
@@ -211,9 +192,8 @@ func (a *App) Close() error {
 	return errors.Join(err, a.Base.Close())
 }
 
-// Bootstrap builds the application from the configuration: config →
-// database → services → reconciler and pruner. Server builds the HTTP API on
-// it. log is the logger cfg asked for (see NewLogger).
+// Bootstrap builds the application from the configuration; Server builds the
+// HTTP API on it. log is the logger cfg asked for (NewLogger).
 func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overrides) (*App, error) {
 	b, err := OpenBase(ctx, cfg, log, o)
 	if err != nil {
@@ -236,11 +216,9 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 	return a, nil
 }
 
-// newVendor builds the driver VENDOR_DRIVER names: "http" speaks to
-// VENDOR_URL; "fake" (the default) is the same driver on the vendor
-// simulator served in this process, so the demos' vendor speaks the
-// protocol as the real one does, but keeps its sites in memory. opts set
-// the driver's clock and hooks (vendorclient.NewHTTP).
+// newVendor builds the driver VENDOR_DRIVER names: "fake" (the default) is the
+// http driver on a simulator in this process, so the demos' vendor speaks the
+// real protocol, but keeps its sites in memory.
 func newVendor(cfg config.Vendor, log *slog.Logger, opts ...vendorclient.Option) (licenses.Vendor, error) {
 	switch cfg.Driver {
 	case "", "fake":
@@ -260,10 +238,8 @@ func newVendor(cfg config.Vendor, log *slog.Logger, opts ...vendorclient.Option)
 	return nil, fmt.Errorf("VENDOR_DRIVER %q is not fake or http", cfg.Driver)
 }
 
-// app builds the licenses service, the guarded operations (declared in
-// app/operations, plus a test's extra ones), the guard that runs them and
-// the reconciler that resumes them, all from the one list. An operation that
-// cannot be resumed stops the start here.
+// app builds the services on the vendor: the guard and the reconciler share one
+// list of operations, and one that cannot be resumed stops the start here.
 func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, outbox licenses.Outbox) (*App, error) {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
@@ -315,8 +291,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, out
 	return a, nil
 }
 
-// Server builds the HTTP API on the application's guard and operations:
-// the handler serve runs and the tests drive.
+// Server is the HTTP API: the handler serve runs and the tests drive.
 func (a *App) Server() *echo.Echo {
 	cfg := a.Config
 	return apphttp.NewServer(apphttp.Deps{
@@ -359,12 +334,8 @@ func (a *App) consolePages() apphttp.Pages {
 	})
 }
 
-// rateLimiter counts RATE_LIMIT_PER_MINUTE per consumer in RATE_LIMIT_STORE:
-// in this process (memory), in the database, shared by every replica on it
-// (database), or in Redis, shared by every replica on it (redis). A
-// configuration that names no store (one made by hand) gets config.Load's
-// default: Redis when it names one, else the database on MySQL and memory
-// on SQLite, which one process serves.
+// rateLimiter counts RATE_LIMIT_PER_MINUTE per consumer in RATE_LIMIT_STORE; a
+// hand-made configuration that names no store gets config.Load's default.
 func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 	cfg := b.Config
 	store := cfg.RateLimitStore
@@ -372,15 +343,14 @@ func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 		store = config.DefaultRateLimitStore(b.DB.Dialector.Name(), cfg.RedisURL)
 	}
 	l, err := ratelimit.New(ratelimit.Config{
-		PerMinute:   cfg.RateLimitPerMinute,
-		Store:       store, // config's names are ratelimit's
-		DB:          b.DB,
-		Retry:       database.RetryOnConflict,
-		Unavailable: database.IsUnreachable,
-		RedisURL:    cfg.RedisURL,
-		Batch:       cfg.RateLimitBatch,
-		// RedisTimeout: REDIS_TIMEOUT; zero (a hand-made Config) is the default.
-		RedisTimeout:   cfg.RedisTimeout,
+		PerMinute:      cfg.RateLimitPerMinute,
+		Store:          store, // config's names are ratelimit's
+		DB:             b.DB,
+		Retry:          database.RetryOnConflict,
+		Unavailable:    database.IsUnreachable,
+		RedisURL:       cfg.RedisURL,
+		Batch:          cfg.RateLimitBatch,
+		RedisTimeout:   cfg.RedisTimeout, // zero (a hand-made Config): the default
 		FallbackShare:  cfg.RateLimitFallbackShare,
 		CountedLocally: b.Metrics.ObserveRateLimitLocal,
 		Degraded:       b.Metrics.SetRateLimitDegraded,
@@ -392,7 +362,6 @@ func (b *Base) rateLimiter() (*ratelimit.Limiter, error) {
 	return l, nil
 }
 
-// intentStats reads the intent gauges from the store, at each scrape.
 func intentStats(store *idempotency.Store) metrics.IntentStats {
 	return func(ctx context.Context) (metrics.IntentCounts, error) {
 		var c metrics.IntentCounts
@@ -405,26 +374,21 @@ func intentStats(store *idempotency.Store) metrics.IntentStats {
 	}
 }
 
-// prunedEvents names the consumer events' prune (EVENTS_TTL) beside the
-// idempotency records'.
-const prunedEvents = "consumer events"
-
-// prunedActivity names the prune of the activity counters' hours older
-// than activityTTL.
-const prunedActivity = "activity hours"
+// The names of the prunes beside the idempotency records'.
+const (
+	prunedEvents   = "consumer events"
+	prunedActivity = "activity hours"
+)
 
 // activityTTL is how long the activity counters' hours are kept: the
 // console charts the last day; a week leaves room to look back.
 const activityTTL = 7 * 24 * time.Hour
 
-// observeIdempotency counts a guard decision in the metrics and in the
-// activity counters.
 func (b *Base) observeIdempotency(operation, outcome string) {
 	b.Metrics.ObserveIdempotency(operation, outcome)
 	b.Activity.ObserveIdempotency(operation, outcome)
 }
 
-// webhookStats reads the webhook gauges from the database, at each scrape.
 func webhookStats(hooks *webhooks.Service) metrics.WebhookStats {
 	return func(ctx context.Context) (metrics.WebhookCounts, error) {
 		var c metrics.WebhookCounts

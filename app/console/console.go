@@ -41,8 +41,6 @@ func usagef(format string, args ...any) error {
 	return usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// env is what every command gets: its arguments, the environment reader and
-// where to write.
 type env struct {
 	args   []string
 	getenv func(string) string
@@ -101,8 +99,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return usagef("unknown command %q", name)
 }
 
-// help prints the list of commands on stdout; `help <command>` is
-// `<command> --help`.
+// help lists the commands; `help <command>` is `<command> --help`.
 func help(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch {
 	case len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
@@ -126,8 +123,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\n`licensor <command> --help` prints a command's flags.")
 }
 
-// setUsage gives a command's --help the house style: the usage line (after
-// "licensor "), a one-line summary, then the flags if it has any.
+// setUsage gives a command's --help the house style: usage line, summary, flags.
 func setUsage(fs *flag.FlagSet, line, summary string) {
 	fs.Usage = func() {
 		w := fs.Output()
@@ -141,16 +137,13 @@ func setUsage(fs *flag.FlagSet, line, summary string) {
 	}
 }
 
-// subcommand is one line of a command's list of subcommands.
 type subcommand struct {
 	name, summary string
 	run           func(context.Context, env) error
 }
 
-// runSubcommand dispatches a command made of subcommands (token, licenses,
-// intents): with none named, or --help, it prints them in the house style
-// (the usage line, a one-line summary, the subcommands); an unknown one is a
-// usage error naming those it knows.
+// runSubcommand dispatches a command made of subcommands: with none named, or
+// --help, it lists them; an unknown one is a usage error naming those it knows.
 func runSubcommand(ctx context.Context, e env, group, summary string, subs []subcommand) error {
 	names := make([]string, len(subs))
 	for i, s := range subs {
@@ -176,8 +169,6 @@ func runSubcommand(ctx context.Context, e env, group, summary string, subs []sub
 	return usagef("%s: unknown subcommand %q (%s)", group, name, known)
 }
 
-// printSubcommands is the --help of a command made of subcommands, in the
-// house style: the usage line, a one-line summary, then the subcommands.
 func printSubcommands(w io.Writer, line, summary string, subs []subcommand) {
 	fmt.Fprintf(w, "usage: licensor %s\n\n%s\n\nsubcommands:\n", line, summary)
 	for _, s := range subs {
@@ -186,10 +177,9 @@ func printSubcommands(w io.Writer, line, summary string, subs []subcommand) {
 	fmt.Fprintf(w, "\n`licensor %s <subcommand> --help` prints a subcommand's flags.\n", strings.Fields(line)[0])
 }
 
-// parseFlags parses a command's flags. --help prints the command's usage on
-// stdout and is no error (exit 0). A bad flag prints the usage on stderr and
-// returns the flag package's complaint as a usage error, which main prints
-// once (the flag package's own copy of it is discarded).
+// parseFlags parses a command's flags: --help prints the usage on stdout (exit
+// 0); a bad flag prints it on stderr and returns the complaint as a usage
+// error, which main prints once (the flag package's own copy is discarded).
 func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(e.args)
@@ -206,10 +196,9 @@ func parseFlags(fs *flag.FlagSet, e env) (bool, error) {
 	return false, usagef("%s: %v", fs.Name(), err)
 }
 
-// loadConfig loads the configuration (creating nothing: see config.Read)
-// and the logger that goes with it, which the MySQL driver's and go-redis's
-// own lines go to as well (database.LogDriverTo, ratelimit.LogRedisTo), so
-// that with LOG_FORMAT=json every line on stderr is JSON.
+// loadConfig reads the configuration (creating nothing) and its logger, which
+// the MySQL driver's and go-redis's lines go to as well, so that with
+// LOG_FORMAT=json every line on stderr is JSON.
 func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	cfg, err := config.Read(e.getenv)
 	if err != nil {
@@ -221,9 +210,8 @@ func loadConfig(e env) (config.Config, *slog.Logger, error) {
 	return cfg, log, nil
 }
 
-// loadBase loads the configuration, then opens the Base (OpenBase): what a
-// command needs that touches the database but not the vendor. The database
-// must exist already (databaseExists).
+// loadBase opens the Base on a database that exists already: for a command
+// that touches the database but not the vendor.
 func loadBase(ctx context.Context, e env) (*Base, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
@@ -235,10 +223,8 @@ func loadBase(ctx context.Context, e env) (*Base, error) {
 	return OpenBase(ctx, cfg, log, Overrides{})
 }
 
-// loadApp loads the configuration, then builds the whole application
-// (Bootstrap) on a database that exists already (databaseExists: only serve
-// and migrate may create one), and binds its vendor driver to the database
-// (bindVendor; vendorChange is --vendor-change).
+// loadApp builds the application on a database that exists already (only
+// serve and migrate may create one) and binds its vendor driver (bindVendor).
 func loadApp(ctx context.Context, e env, vendorChange bool) (*App, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {

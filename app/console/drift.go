@@ -11,8 +11,6 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 )
 
-// drift is `licensor drift [--fix [--force]]`: one comparison of the
-// vendor's sites with the licenses.
 func drift(ctx context.Context, e env) error {
 	const summary = "Compare every site the vendor holds with the licenses: a license whose site is gone, " +
 		"whose status or key differs, whose site id now names another domain, and a vendor site no license holds. " +
@@ -45,7 +43,6 @@ func drift(ctx context.Context, e env) error {
 	return errors.Join(err, a.Close())
 }
 
-// runDriftCommand is drift's work on a built application.
 func runDriftCommand(ctx context.Context, a *App, stdout io.Writer, fix, force bool) error {
 	fake := a.Config.Vendor.Driver == "fake"
 	if fix && fake {
@@ -101,9 +98,8 @@ func outcome(m licenses.Mismatch, fix bool, err error) string {
 	return "would " + m.Action
 }
 
-// recordDrift writes the last drift check's mismatches (those it left
-// unfixed: all of them without --fix) to the activity counters' gauges, in
-// all and by kind. A failure is logged: the check's outcome stands.
+// recordDrift writes the mismatches the check left unfixed to the activity
+// gauges. A failure is logged: the check's outcome stands.
 func recordDrift(ctx context.Context, a *App, report licenses.DriftReport) {
 	byKind := make(map[string]int64, len(licenses.DriftKinds))
 	var total int64

@@ -13,11 +13,8 @@ import (
 	"github.com/licensor-api/licensor/config"
 )
 
-// healthcheck is `licensor healthcheck [URL]`: it GETs URL, by default
-// /readyz on APP_ADDR as seen from inside the process's own host or
-// container, and exits 0 on a 2xx answer and 1 on anything else (another
-// status, a refused connection, a timeout). It is the container image's
-// HEALTHCHECK: a distroless image has no shell and no curl.
+// healthcheck is the container image's HEALTHCHECK (a distroless image has no
+// shell and no curl): exit 0 when URL (default /readyz on APP_ADDR) answers 2xx.
 func healthcheck(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 4*time.Second, "give up after this long")

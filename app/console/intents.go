@@ -18,10 +18,8 @@ import (
 	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// intentsCmd is `licensor intents list|show|retry|discard|events|digest`:
-// the operator's view of the idempotency records. It never shows a raw
-// key, a token or a stored body: idempotency.Intent carries none of them.
-// A retry and a discard are in the audit trail with the actor console.
+// intentsCmd is the operator's view of the idempotency records. It never shows
+// a raw key, a token or a stored body: idempotency.Intent carries none of them.
 func intentsCmd(ctx context.Context, e env) error {
 	return runSubcommand(ctx, e, "intents", "The operator's view of intents (idempotency records) in the configured database.", []subcommand{
 		{"list", "list intents: --status, --consumer NAME, --older-than D, --page, --per-page, --json", intentsList},
@@ -33,7 +31,6 @@ func intentsCmd(ctx context.Context, e env) error {
 	})
 }
 
-// listOptions are the flags of `licensor intents list`.
 type listOptions struct {
 	status, consumer string
 	olderThan        time.Duration
@@ -41,8 +38,7 @@ type listOptions struct {
 	json             bool
 }
 
-// intentsList prints one page of intents, oldest first, as a table or as
-// a JSON array; the page line goes to stderr.
+// intentsList prints one page of intents, oldest first; the page line goes to stderr.
 func intentsList(ctx context.Context, e env) error {
 	o, ok, err := parseListOptions(e)
 	if !ok {
@@ -66,8 +62,6 @@ func intentsList(ctx context.Context, e env) error {
 	})
 }
 
-// parseListOptions parses and checks list's flags; ok is false when the
-// command should stop there (help printed, or err).
 func parseListOptions(e env) (listOptions, bool, error) {
 	var o listOptions
 	fs := flag.NewFlagSet("intents list", flag.ContinueOnError)
@@ -96,9 +90,8 @@ func parseListOptions(e env) (listOptions, bool, error) {
 	return o, true, nil
 }
 
-// findIntents lists the intents f selects, of the consumer named consumer
-// when it is not empty (an unknown name selects none), with their
-// consumers' names (consumer id → name).
+// findIntents lists the intents f selects, of the consumer named consumer when
+// it is not empty (an unknown name selects none), with their consumers' names.
 func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter, consumer string) ([]idempotency.Intent, map[string]string, int64, error) {
 	if consumer != "" {
 		id, found, err := consumerID(ctx, e, b, consumer)
@@ -130,7 +123,6 @@ func consumerID(ctx context.Context, e env, b *Base, name string) (id string, fo
 	return c.ID, err == nil, err
 }
 
-// intentsShow prints one intent, a field a line, or as a JSON object.
 func intentsShow(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of a field a line")
@@ -148,8 +140,7 @@ func intentsShow(ctx context.Context, e env) error {
 	})
 }
 
-// printIntent prints in as `intents show` does: a field a line, or as the
-// API's JSON object.
+// printIntent prints in a field a line, or as the API's JSON object.
 func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJSON bool) error {
 	names, err := consumerNames(ctx, b.Auth, in.ConsumerID)
 	if err != nil {
@@ -162,8 +153,6 @@ func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJ
 	return writeRecord(e.stdout, intentFields, v)
 }
 
-// intentsRetry puts a failed intent back to pending, its attempts reset,
-// for the reconciler's next pass.
 func intentsRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents retry", flag.ContinueOnError)
 	setUsage(fs, "intents retry ID", "Puts a failed intent back to pending, its attempts reset.")
@@ -185,11 +174,8 @@ func intentsRetry(ctx context.Context, e env) error {
 	})
 }
 
-// intentsDiscard settles a failed or abandoned intent for good, with the
-// operator's reason in the audit trail, and prints it as `intents show`
-// does. An intent in another status is refused as `intents retry` refuses
-// one that is not failed (exit 1); a missing or invalid --reason is a
-// usage error (exit 2).
+// intentsDiscard settles a failed or abandoned intent for good. Another status
+// is refused (exit 1); a missing or invalid --reason is a usage error (exit 2).
 func intentsDiscard(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents discard", flag.ContinueOnError)
 	reason := fs.String("reason", "", "why, for the audit trail (required; 1 to 500 characters); never shown to the consumer")
@@ -231,8 +217,6 @@ func intentsDiscard(ctx context.Context, e env) error {
 	}(a.Base), a.Close())
 }
 
-// intentsEvents prints an intent's audit trail, oldest first, as a table
-// or as the JSON array of the API's objects.
 func intentsEvents(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents events", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
@@ -260,9 +244,8 @@ func intentsEvents(ctx context.Context, e env) error {
 	})
 }
 
-// intentsDigest prints the key_digest logs and intents show for a raw
-// Idempotency-Key a consumer gives (an HMAC under APP_KEY, so it must run
-// with the server's APP_KEY), to find its request.
+// intentsDigest prints the key_digest of a raw Idempotency-Key: an HMAC under
+// APP_KEY, so it must run with the server's.
 func intentsDigest(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents digest", flag.ContinueOnError)
 	setUsage(fs, "intents digest KEY", "Prints the key_digest of an Idempotency-Key (or a license id, for its revoke), as logs and intents show it.")
@@ -284,8 +267,6 @@ func intentError(verb, id string, err error) error {
 	return err
 }
 
-// intentArg is what an intents subcommand's one argument is, as its usage
-// error says.
 const intentArg = "intent ID (see `licensor intents list`)"
 
 // intentID is idArg for the subcommands that take an intent's id.
@@ -293,8 +274,7 @@ func intentID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
 	return idArg(fs, e, name, intentArg, fmt.Errorf("%w (see `licensor intents list`)", idempotency.ErrIntentNotFound))
 }
 
-// withBase opens the Base (the migrated database, no vendor) and runs
-// fn with it.
+// withBase runs fn on an open Base, then closes it.
 func withBase(ctx context.Context, e env, fn func(*Base) error) error {
 	b, err := loadBase(ctx, e)
 	if err != nil {

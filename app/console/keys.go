@@ -81,9 +81,8 @@ func keysCmd(ctx context.Context, e env) error {
 	})
 }
 
-// keysFlags parses the flags of keys rotate or status (--batch, and
-// --json when asJSON is not nil); ok is false when the command should
-// stop there (help printed, or err).
+// keysFlags parses --batch, and --json when asJSON is not nil; ok is false
+// when the command should stop there (help printed, or err).
 func keysFlags(e env, name, usage, batchHelp string, asJSON *bool) (batch int, ok bool, err error) {
 	fs := flag.NewFlagSet("keys "+name, flag.ContinueOnError)
 	fs.IntVar(&batch, "batch", 500, batchHelp)
@@ -106,7 +105,6 @@ func keysFlags(e env, name, usage, batchHelp string, asJSON *bool) (batch int, o
 	return batch, true, nil
 }
 
-// keysRotate is `licensor keys rotate`.
 func keysRotate(ctx context.Context, e env) error {
 	batch, ok, err := keysFlags(e, "rotate", keysRotateUsage, "rows per transaction", nil)
 	if !ok {
@@ -132,7 +130,6 @@ func keysRotate(ctx context.Context, e env) error {
 	return errors.Join(errors.Join(errs...), b.Close())
 }
 
-// sealedColumn is a column whose values are encrypted at rest.
 type sealedColumn struct {
 	table, column string
 	text          bool // a TEXT column (written as a string), else a BLOB (bytes)
@@ -148,7 +145,6 @@ var sealedColumns = []sealedColumn{
 	{table: "webhook_endpoints", column: "secret", text: true},
 }
 
-// rotation is what rotating one column did.
 type rotation struct {
 	checked, resealed, current, raced int
 	unreadable                        []string // ids (not secret), the first maxUnreadable of them
@@ -157,7 +153,6 @@ type rotation struct {
 
 const maxUnreadable = 20
 
-// sealedRow is one row of a sealed column: its id, and the value as stored.
 type sealedRow struct {
 	ID     string
 	Stored []byte
@@ -209,7 +204,6 @@ func (col sealedColumn) rotate(ctx context.Context, db *gorm.DB, c *crypt.Cipher
 	}
 }
 
-// firstID is where the first batch of the column starts: before every id.
 func (col sealedColumn) firstID() any {
 	if col.intID {
 		return uint64(0)
@@ -217,8 +211,6 @@ func (col sealedColumn) firstID() any {
 	return ""
 }
 
-// readBatch reads up to batch rows of the column that hold a value, in id
-// order, from the first id after after.
 func (col sealedColumn) readBatch(db *gorm.DB, after any, batch int) ([]sealedRow, error) {
 	var rows []sealedRow
 	err := db.Table(col.table).Select("id", col.column+" AS stored").
@@ -230,7 +222,6 @@ func (col sealedColumn) readBatch(db *gorm.DB, after any, batch int) ([]sealedRo
 	return rows, nil
 }
 
-// nextID is where the batch after one whose last id was last starts.
 func (col sealedColumn) nextID(last string) (any, error) {
 	if !col.intID {
 		return last, nil
@@ -242,9 +233,8 @@ func (col sealedColumn) nextID(last string) (any, error) {
 	return id, nil
 }
 
-// reseal rewrites one row under the current key when it is not already.
-// An empty value holds nothing to seal, as the application writes it: it is
-// left as it is, and not counted.
+// reseal rewrites one row under the current key when it is not already. An
+// empty value holds nothing to seal: it is left as it is, and not counted.
 func (col sealedColumn) reseal(tx *gorm.DB, c *crypt.Cipher, row sealedRow, r *rotation) error {
 	if len(row.Stored) == 0 {
 		return nil

@@ -13,8 +13,6 @@ import (
 	"github.com/licensor-api/licensor/app/crypt"
 )
 
-// keysStatus is `licensor keys status`: what opens each sealed value, by
-// column, read in batches; nothing is written.
 func keysStatus(ctx context.Context, e env) error {
 	var asJSON bool
 	batch, ok, err := keysFlags(e, "status", keysStatusUsage, "rows per read", &asJSON)
@@ -45,14 +43,12 @@ type keyStatus struct {
 	PreviousInUse bool `json:"previous_in_use"`
 }
 
-// keyFingerprints are the configured keys' fingerprints (crypt's
-// Fingerprint: one-way, never the key).
+// keyFingerprints are one-way: never the key.
 type keyFingerprints struct {
 	Current  string   `json:"current"`  // APP_KEY's
 	Previous []string `json:"previous"` // APP_PREVIOUS_KEYS', in their order
 }
 
-// columnCount is one sealed column's values by what opens them.
 type columnCount struct {
 	Column     string `json:"column"`     // table.column
 	Current    int    `json:"current"`    // under APP_KEY
@@ -61,7 +57,6 @@ type columnCount struct {
 	Unreadable int    `json:"unreadable"` // under no configured key, or damaged
 }
 
-// sealedStatus counts every sealed column's values under c's keys.
 func sealedStatus(ctx context.Context, db *gorm.DB, c *crypt.Cipher, batch int) (keyStatus, error) {
 	st := keyStatus{Keys: keyFingerprints{Current: c.Fingerprint(0), Previous: []string{}}, Columns: []columnCount{}}
 	for i := 1; i <= c.PreviousKeys(); i++ {
@@ -80,8 +75,6 @@ func sealedStatus(ctx context.Context, db *gorm.DB, c *crypt.Cipher, batch int) 
 	return st, nil
 }
 
-// count reads the column batch by batch in id order and counts its values
-// by the key that opens them; it writes nothing.
 func (col sealedColumn) count(ctx context.Context, db *gorm.DB, c *crypt.Cipher, batch int) (columnCount, error) {
 	n := columnCount{Column: col.table + "." + col.column, Previous: make([]int, c.PreviousKeys())}
 	after := col.firstID()
@@ -102,8 +95,8 @@ func (col sealedColumn) count(ctx context.Context, db *gorm.DB, c *crypt.Cipher,
 	}
 }
 
-// add counts one stored value. An empty one (a revoke's request, whose
-// license id is its key) holds nothing to seal: it is not counted.
+// add counts one stored value. An empty one (a revoke's request) holds nothing
+// to seal: it is not counted.
 func (n *columnCount) add(c *crypt.Cipher, stored string) {
 	if stored == "" {
 		return
@@ -123,8 +116,6 @@ func (n *columnCount) add(c *crypt.Cipher, stored string) {
 	}
 }
 
-// write prints the status as a table, then what it means; the last line
-// says whether a previous key still seals values.
 func (st keyStatus) write(w io.Writer) error {
 	names := []string{"APP_KEY " + st.Keys.Current}
 	for i, fp := range st.Keys.Previous {
@@ -162,8 +153,7 @@ func (st keyStatus) write(w io.Writer) error {
 	return err
 }
 
-// previousVerdict is the last line of keys status: which previous keys
-// still seal values (by position and fingerprint), or that none does.
+// previousVerdict says which previous keys still seal values, or that none does.
 func previousVerdict(fingerprints []string, counts []int) string {
 	if len(fingerprints) == 0 {
 		return "previous keys in use: none configured (APP_PREVIOUS_KEYS is empty)"

@@ -12,7 +12,6 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// migrate applies, rolls back or lists the embedded migrations.
 func migrate(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	force := fs.Bool("force", false, "down: roll back a migration whose rollback drops a table or a column (take a backup first)")
@@ -104,8 +103,7 @@ func migrate(ctx context.Context, e env) error {
 	return nil
 }
 
-// statusOfNone is migrate status where no SQLite database is: every
-// migration unapplied, and how to create it.
+// statusOfNone is migrate status where no SQLite database is.
 func statusOfNone(e env, path string) error {
 	st, err := database.Migrations(database.SQLite)
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 )
 
-// prune is `licensor prune`: one pass deleting expired idempotency records,
-// expired consumer events and the activity counters' old hours.
 func prune(ctx context.Context, e env) error {
 	const summary = "Deletes idempotency records older than IDEMPOTENCY_TTL (pending intents are kept) and consumer events older than EVENTS_TTL (those still owed to an endpoint are kept), with their webhook deliveries, and the activity counters' hours older than 7 days."
 	if ok, err := noArgs(e, "prune", summary); !ok {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 )
 
-// reconcile is `licensor reconcile`: one pass over the due pending intents.
 func reconcile(ctx context.Context, e env) error {
 	const summary = "One pass over pending intents: each is settled through the vendor's sites for its domain."
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
@@ -27,14 +26,13 @@ func reconcile(ctx context.Context, e env) error {
 	return errors.Join(err, a.Close())
 }
 
-// noArgs parses the flags of a command that takes none but --help; ok is
-// false when the command should stop there (help printed, or err).
+// noArgs parses a command that takes nothing but --help; ok is false when the
+// command should stop there (help printed, or err).
 func noArgs(e env, name, summary string) (ok bool, err error) {
 	return flagsOnly(flag.NewFlagSet(name, flag.ContinueOnError), e, name, summary)
 }
 
-// flagsOnly parses fs's flags for a command that takes no argument; line is
-// its usage line (after "licensor "). ok is as noArgs'.
+// flagsOnly parses fs's flags for a command that takes no argument.
 func flagsOnly(fs *flag.FlagSet, e env, line, summary string) (ok bool, err error) {
 	setUsage(fs, line, summary)
 	if ok, err := parseFlags(fs, e); !ok {

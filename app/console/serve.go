@@ -20,11 +20,9 @@ import (
 	"github.com/licensor-api/licensor/config"
 )
 
-// serve runs the HTTP API until ctx is cancelled, then shuts down
-// gracefully; the background work (the reconciler, the pruner, the webhook
-// worker, the token-use writer, the activity counters' flush, the metrics
-// listener) stops with it and is waited for (a webhook attempt in flight
-// for at most WEBHOOK_TIMEOUT).
+// serve runs the HTTP API until ctx is cancelled, then shuts down gracefully;
+// the background work stops with it and is waited for (a webhook attempt in
+// flight for at most WEBHOOK_TIMEOUT).
 func serve(ctx context.Context, e env) error {
 	const summary = "Serves the API on APP_ADDR; every setting comes from the environment (see .env.example)."
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -96,10 +94,9 @@ func serve(ctx context.Context, e env) error {
 	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, log)
 }
 
-// serveApp is loadApp for serve: it takes APP_ADDR first, so that a busy
-// port fails at once without touching the database, then builds the
-// application, creating and migrating a SQLite database that is not there
-// yet (`go run .` on a fresh checkout), and binds the vendor driver.
+// serveApp is loadApp for serve: it takes APP_ADDR first, so that a busy port
+// fails without touching the database, and may create the SQLite database
+// (`go run .` on a fresh checkout).
 func serveApp(ctx context.Context, e env, vendorChange bool) (*App, net.Listener, error) {
 	cfg, log, err := loadConfig(e)
 	if err != nil {
@@ -127,9 +124,8 @@ func serveApp(ctx context.Context, e env, vendorChange bool) (*App, net.Listener
 // (docs/performance.md measures both); GOMEMLIMIT still bounds it.
 const serveGCPercent = 400
 
-// tuneGC sets serve's collector target: serveGCPercent, unless GOGC is set
-// (the runtime applied it at start, and it stands). It returns the GOGC in
-// force, as the start-up line shows it.
+// tuneGC sets serveGCPercent unless GOGC is set (the runtime applied it at
+// start, and it stands), and returns the GOGC in force.
 func tuneGC(getenv func(string) string) string {
 	if v := getenv("GOGC"); v != "" {
 		return v
@@ -156,8 +152,8 @@ func httpServer(cfg config.Config, h http.Handler) *http.Server {
 	}
 }
 
-// serveUntilDone serves until ctx ends, then stops accepting and lets the
-// requests in flight finish within grace (APP_SHUTDOWN_TIMEOUT for serve).
+// serveUntilDone serves until ctx ends, then lets the requests in flight finish
+// within grace.
 func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -179,17 +175,14 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, grac
 	return nil
 }
 
-// serveMetrics serves /metrics on its own address (METRICS_ADDR) until ctx ends.
 func serveMetrics(ctx context.Context, wg *sync.WaitGroup, addr string, m *metrics.Metrics, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	return serveAside(ctx, wg, "METRICS_ADDR", addr, "/metrics", mux, log)
 }
 
-// serveProfiles serves Go's profiles (net/http/pprof: /debug/pprof/…) on
-// their own address (PPROF_ADDR) until ctx ends: for an operator, or the
-// benchmark, to see where a running server spends its CPU. Never on the
-// API's address, never on a public one.
+// serveProfiles serves Go's profiles on PPROF_ADDR: never on the API's
+// address, never on a public one.
 func serveProfiles(ctx context.Context, wg *sync.WaitGroup, addr string, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -200,8 +193,7 @@ func serveProfiles(ctx context.Context, wg *sync.WaitGroup, addr string, log *sl
 	return serveAside(ctx, wg, "PPROF_ADDR", addr, "/debug/pprof/", mux, log)
 }
 
-// serveAside serves h on addr (the setting named variable) beside the API
-// until ctx ends.
+// serveAside serves h on addr (the setting named variable) until ctx ends.
 func serveAside(ctx context.Context, wg *sync.WaitGroup, variable, addr, path string, h http.Handler, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -224,11 +216,8 @@ func serveAside(ctx context.Context, wg *sync.WaitGroup, variable, addr, path st
 	return nil
 }
 
-// runDrift compares the vendor's sites with the licenses every interval
-// (the first time one interval after start), reports each mismatch at Warn
-// and counts them in licensor_drift_mismatches and in the activity
-// counters' drift gauges; `licensor drift --fix` applies the vendor's
-// state. It stops when ctx ends.
+// runDrift compares the vendor's sites with the licenses every interval (the
+// first one interval after start), and logs and counts each mismatch.
 func runDrift(ctx context.Context, a *App, lister licenses.SiteLister, every time.Duration, log *slog.Logger) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()

@@ -11,16 +11,13 @@ import (
 	"github.com/licensor-api/licensor/app/resource"
 )
 
-// column is one column of a table of resources (or one line of a record):
-// its header and its cell of a resource. Every text view of the command
-// line is a list of them over the API's resource, so that a new view is
-// its columns, and --json is the resource itself.
+// column is one column of a table of resources (or one line of a record). Every
+// text view is a list of them over the API's resource: --json is the resource.
 type column[T any] struct {
 	name string
 	cell func(T) string
 }
 
-// writeTable prints rows under the columns' headers, aligned.
 func writeTable[T any](w io.Writer, cols []column[T], rows []T) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	line := make([]string, len(cols))
@@ -37,7 +34,6 @@ func writeTable[T any](w io.Writer, cols []column[T], rows []T) error {
 	return tw.Flush()
 }
 
-// writeRecord prints v a field a line: each column's name, then its cell.
 func writeRecord[T any](w io.Writer, cols []column[T], v T) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range cols {
@@ -46,8 +42,6 @@ func writeRecord[T any](w io.Writer, cols []column[T], v T) error {
 	return tw.Flush()
 }
 
-// writeList prints rows as the JSON array of the API's objects, or as the
-// columns' table.
 func writeList[T any](w io.Writer, asJSON bool, cols []column[T], rows []T) error {
 	if asJSON {
 		return writeJSON(w, rows)
@@ -55,8 +49,7 @@ func writeList[T any](w io.Writer, asJSON bool, cols []column[T], rows []T) erro
 	return writeTable(w, cols, rows)
 }
 
-// writeJSON prints v as indented JSON, "&", "<" and ">" as they are, as
-// the API writes them.
+// writeJSON prints v indented, "&", "<" and ">" as they are, as the API does.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -64,11 +57,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// when is a resource's time (resource.FormatTime's) in RFC 3339 to the
-// second, UTC, for a table; "-" for none.
+// when is a resource's time to the second, for a table; "-" for none.
 func when(t any) string { return orDash(resource.FormatTime(t, time.RFC3339)) }
 
-// orNone is *s, "-" when it is nil or empty.
 func orNone(s *string) string {
 	if s == nil {
 		return "-"
@@ -76,7 +67,6 @@ func orNone(s *string) string {
 	return orDash(*s)
 }
 
-// orDash is s, "-" when it is empty.
 func orDash(s string) string {
 	if s == "" {
 		return "-"

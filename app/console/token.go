@@ -18,8 +18,6 @@ import (
 	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// tokenCmd is `licensor token issue|list|revoke|events`. What it issues and
-// revokes is in the audit trail with the actor console.
 func tokenCmd(ctx context.Context, e env) error {
 	return runSubcommand(ctx, e, "token", "Issues, lists or revokes API tokens, and lists their audit trail, in the configured database (no server needed).", []subcommand{
 		{"issue", "issue a token to a consumer (created if new); prints the token alone on stdout", tokenIssue},
@@ -72,12 +70,9 @@ func tokenIssue(ctx context.Context, e env) error {
 	})
 }
 
-// issueFlags names the flag each of Issue's input fields comes from.
 var issueFlags = map[string]string{"consumer": "--consumer", "abilities": "--abilities", "name": "--name", "expires_in": "--ttl"}
 
-// issueUsageError turns Issue's refusal of the input (a --ttl above
-// TOKEN_MAX_TTL, a consumer name with control characters or differing from
-// an existing one only in case, …) into a usage error naming the flags.
+// issueUsageError turns Issue's refusal of the input into a usage error naming the flags.
 func issueUsageError(ve *fault.Fields) error {
 	fields := slices.Sorted(maps.Keys(ve.Fields))
 	msgs := make([]string, 0, len(fields))
@@ -129,9 +124,6 @@ func tokenRevoke(ctx context.Context, e env) error {
 	})
 }
 
-// tokenEvents prints one page of the tokens' audit trail, newest first, as
-// a table or as the JSON array of the API's objects; the page line goes to
-// stderr.
 func tokenEvents(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("token events", flag.ContinueOnError)
 	token := fs.String("token", "", "only this token's events, by id")
@@ -188,7 +180,6 @@ var tokenColumns = []column[resource.Token]{
 	{"REVOKED", func(t resource.Token) string { return when(t.RevokedAt) }},
 }
 
-// tokenEventColumns are the table of `token events`.
 var tokenEventColumns = []column[resource.TokenEvent]{
 	{"ID", func(v resource.TokenEvent) string { return strconv.FormatUint(v.ID, 10) }},
 	{"EVENT", func(v resource.TokenEvent) string { return v.Event }},

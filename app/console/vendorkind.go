@@ -9,14 +9,11 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// vendorChangeUsage is the --vendor-change flag's line in serve's,
-// reconcile's and drift's --help.
 const vendorChangeUsage = "record this process's VENDOR_DRIVER as the database's vendor, replacing the one recorded " +
 	"(moving a database to another vendor for good); without it another driver is refused"
 
-// bindVendor records the application's vendor driver as the database's the
-// first time, and refuses another one afterwards unless change says the
-// operator moves the database to it (database.BindVendor). Once the
+// bindVendor records the vendor driver as the database's the first time, and
+// refuses another one afterwards unless change (database.BindVendor). Once the
 // database moved from the http driver to the fake, the fake's reconciler
 // leaves alone the intents made before: the fake cannot know their outcome.
 func (a *App) bindVendor(ctx context.Context, change bool) error {

@@ -14,9 +14,8 @@ import (
 	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
-// vendorSim serves the vendor protocol from memory (or a --state file),
-// with faults on demand, until ctx is done: what the http driver and the
-// idempotency layer are tried against by hand and in chaos runs.
+// vendorSim serves the vendor protocol from memory, with faults on demand:
+// what the http driver and the idempotency layer are tried against.
 func vendorSim(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("vendor-sim", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address")
@@ -93,7 +92,6 @@ func webhookURL(raw string) string {
 	return u.Redacted()
 }
 
-// flagSet reports whether the command line set the flag.
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })

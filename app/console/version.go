@@ -10,21 +10,16 @@ import (
 // -buildvcs=false (or outside a checkout) has no commit, for instance.
 const unknown = "unknown"
 
-// buildVersion is what the binary knows of its own build, from
-// runtime/debug.ReadBuildInfo: `licensor version` prints it and the vendor
-// driver sends Version in its User-Agent.
+// buildVersion is what the binary knows of its own build.
 type buildVersion struct {
 	// Version is the main module's version: a tag or a pseudo-version when
 	// the go command stamped one, "devel" for a plain build of a checkout
 	// (Go's "(devel)", without the parentheses a User-Agent may not hold),
 	// or "unknown".
-	Version string
-	// Commit is the VCS revision, or "unknown".
-	Commit string
-	// Modified: the checkout had uncommitted changes (vcs.modified=true).
-	Modified bool
-	// Go is the toolchain that built the binary, or "unknown".
-	Go string
+	Version  string
+	Commit   string // the VCS revision, or "unknown"
+	Modified bool   // the checkout had uncommitted changes
+	Go       string // the toolchain that built the binary, or "unknown"
 }
 
 // stampedVersion and stampedCommit are set at link time by a build that has
@@ -40,14 +35,11 @@ var (
 	stampedCommit  string
 )
 
-// readBuildVersion reads the running binary's build information, with what
-// the link stamped (stampedVersion, stampedCommit) in place of it.
+// readBuildVersion is the running binary's build, with what the link stamped.
 func readBuildVersion() buildVersion {
 	return buildVersionOf(debug.ReadBuildInfo()).stamped(stampedVersion, stampedCommit)
 }
 
-// stamped replaces the version and the commit with those given at link
-// time; an empty one keeps what the build information says.
 func (v buildVersion) stamped(version, commit string) buildVersion {
 	if version != "" {
 		v.Version = version
@@ -58,8 +50,6 @@ func (v buildVersion) stamped(version, commit string) buildVersion {
 	return v
 }
 
-// buildVersionOf is readBuildVersion on given build information; ok false
-// (none embedded) gives "unknown" everywhere.
 func buildVersionOf(bi *debug.BuildInfo, ok bool) buildVersion {
 	v := buildVersion{Version: unknown, Commit: unknown, Go: unknown}
 	if !ok || bi == nil {
@@ -123,7 +113,6 @@ func (v buildVersion) String() string {
 	return fmt.Sprintf("version  %s\ncommit   %s\ngo       %s\n", v.Version, commit, v.Go)
 }
 
-// versionCmd is `licensor version` (and `licensor --version`).
 func versionCmd(_ context.Context, e env) error {
 	const summary = "Prints licensor's version, the commit it was built from (\"modified\" when the checkout had changes) and the Go that built it."
 	if ok, err := noArgs(e, "version", summary); !ok {

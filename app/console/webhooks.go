@@ -15,10 +15,8 @@ import (
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
-// webhooksCmd is `licensor webhooks list|deliveries|retry`: the operator's
-// view of the consumers' webhook endpoints and what was sent to them. It
-// never shows an endpoint's secret or an event's body. A retry is in the
-// audit trail with the actor console.
+// webhooksCmd is the operator's view of the consumers' webhook endpoints and
+// what was sent to them: never an endpoint's secret or an event's body.
 func webhooksCmd(ctx context.Context, e env) error {
 	return runSubcommand(ctx, e, "webhooks", "The operator's view of the consumers' webhook endpoints and their deliveries.", []subcommand{
 		{"list", "list the webhook endpoints, oldest first: --consumer NAME, --json", webhooksList},
@@ -27,8 +25,6 @@ func webhooksCmd(ctx context.Context, e env) error {
 	})
 }
 
-// webhooksList prints the endpoints (of one consumer, by name), as a table
-// or a JSON array.
 func webhooksList(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks list", flag.ContinueOnError)
 	consumer := fs.String("consumer", "", "only this consumer's endpoints, by name")
@@ -81,8 +77,6 @@ var endpointColumns = []column[resource.ConsumerWebhookEndpoint]{
 	{"REASON", func(v resource.ConsumerWebhookEndpoint) string { return quoted(v.DisabledReason) }},
 }
 
-// webhooksDeliveries prints an endpoint's deliveries, newest first, as a
-// table (the last attempt of each) or a JSON array (every attempt).
 func webhooksDeliveries(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks deliveries", flag.ContinueOnError)
 	status := fs.String("status", "", "only deliveries in this status: "+strings.Join(webhooks.Statuses, ", "))
@@ -140,8 +134,6 @@ var deliveryColumns = []column[resource.WebhookDelivery]{
 	{"CREATED", func(d resource.WebhookDelivery) string { return when(d.CreatedAt) }},
 }
 
-// webhooksRetry makes a delivery due now, with a new retry window, and
-// records it in the audit trail.
 func webhooksRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks retry", flag.ContinueOnError)
 	setUsage(fs, "webhooks retry DELIVERY_ID",
@@ -172,9 +164,8 @@ func webhookError(verb, id, find string, err error) error {
 	return err
 }
 
-// oneArg parses a subcommand that takes one argument (what: an id, or a
-// key) and flags, on either side of it; ok is false when the command should
-// stop there.
+// oneArg parses a subcommand's one argument (what) and flags on either side of
+// it; ok is false when the command should stop there.
 func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	var args []string
 	for {

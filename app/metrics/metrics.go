@@ -18,29 +18,23 @@ import (
 )
 
 // Metrics are the Prometheus families licensor exposes at /metrics. Every
-// family exists from start-up, its known label values at 0. The other
-// packages report through the Observe methods, which main hands them as
-// plain functions, so none of them imports Prometheus.
+// family exists from start-up, its known label values at 0.
 type Metrics struct {
-	reg            *prometheus.Registry
-	httpRequests   *prometheus.CounterVec
-	httpDuration   *prometheus.HistogramVec
-	idempotency    *prometheus.CounterVec
-	vendorRequests *prometheus.CounterVec
-	vendorRetries  prometheus.Counter
-	reconcile      *prometheus.CounterVec
-	pruned         prometheus.Counter
-	drift          *prometheus.GaugeVec
-	siteMismatches *prometheus.CounterVec
-	webhooks       *prometheus.CounterVec
-	webhookStats   *webhookGauges
-	rateLocal      prometheus.Counter
-	rateDegraded   prometheus.Gauge
-	// concurrencyLimited counts the writes refused with 429
-	// concurrency_limited (CONSUMER_CONCURRENCY).
-	concurrencyLimited prometheus.Counter
-	// vendorEventsRefused counts the vendor's webhooks refused before
-	// anything was recorded, by reason.
+	reg                 *prometheus.Registry
+	httpRequests        *prometheus.CounterVec
+	httpDuration        *prometheus.HistogramVec
+	idempotency         *prometheus.CounterVec
+	vendorRequests      *prometheus.CounterVec
+	vendorRetries       prometheus.Counter
+	reconcile           *prometheus.CounterVec
+	pruned              prometheus.Counter
+	drift               *prometheus.GaugeVec
+	siteMismatches      *prometheus.CounterVec
+	webhooks            *prometheus.CounterVec
+	webhookStats        *webhookGauges
+	rateLocal           prometheus.Counter
+	rateDegraded        prometheus.Gauge
+	concurrencyLimited  prometheus.Counter
 	vendorEventsRefused *prometheus.CounterVec
 }
 
@@ -56,7 +50,6 @@ var (
 	mismatchSources     = []string{"webhook", "drift"}                                                            // licenses.MismatchWebhook, MismatchDrift
 	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204", "rotate": "200"}
 	webhookOutcomes     = []string{"delivered", "retried", "failed"} // webhooks.Outcomes
-	// vendorEventRefusals are the reasons a vendor webhook is refused.
 	vendorEventRefusals = []string{"invalid_signature", "signature_expired", "malformed_json", "future_event", "invalid_event_id"}
 )
 
@@ -71,9 +64,8 @@ type IntentCounts struct {
 // every replica reports what the database holds, not what it has seen.
 type IntentStats func(ctx context.Context) (IntentCounts, error)
 
-// New registers every family. operations are the guarded operations
-// (e.g. "licenses.store"; more can be declared later with
-// DeclareOperations); intents is read at each scrape (nil: none).
+// New registers every family. operations are the guarded operations (more
+// can be declared with DeclareOperations); intents is read at each scrape.
 func New(operations []string, intents IntentStats) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := promFactory{m.reg}
@@ -119,9 +111,8 @@ func New(operations []string, intents IntentStats) *Metrics {
 	return m
 }
 
-// DeclareOperations initialises the idempotency counters of operations
-// (the application's list of guarded operations) to 0 for every outcome, so
-// that each is exposed from start-up.
+// DeclareOperations exposes the idempotency counters of operations from
+// start-up, at 0 for every outcome.
 func (m *Metrics) DeclareOperations(operations []string) {
 	for _, op := range operations {
 		for _, o := range idempotencyOutcomes {
@@ -130,9 +121,7 @@ func (m *Metrics) DeclareOperations(operations []string) {
 	}
 }
 
-// intentGauges are the gauges read from the database at each scrape, with
-// one read for all of them. A failing read reports zeros rather than
-// breaking the scrape.
+// intentGauges are read from the database at each scrape, one read for all.
 type intentGauges struct {
 	read IntentStats
 }
@@ -184,15 +173,12 @@ type WebhookCounts struct {
 	Disabled      int64     // endpoints disabled (after failing for WEBHOOK_RETRY_FOR, or by their consumer)
 }
 
-// WebhookStats reads the webhook counts, at each scrape.
+// WebhookStats reads the webhook counts at each scrape.
 type WebhookStats func(ctx context.Context) (WebhookCounts, error)
 
-// ReadWebhooks sets where the webhook gauges are read from at each scrape
-// (until it is called they report zeros).
+// ReadWebhooks sets where the webhook gauges are read from (until then: zeros).
 func (m *Metrics) ReadWebhooks(read WebhookStats) { m.webhookStats.read.Store(&read) }
 
-// webhookGauges are the webhook gauges, read from the database at each
-// scrape as the intent gauges are; a failing read reports zeros.
 type webhookGauges struct {
 	read atomic.Pointer[WebhookStats]
 }
@@ -230,13 +216,9 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveHTTP counts a finished request and its latency. route is the
-// matched route's template, never the raw path, so ids do not explode the
-// label space; "" (no route matched) is counted as "unmatched".
-//
-// Every label is bounded by construction, whatever a client sends: a method
-// outside the standard set is counted as "OTHER", and the route is a
-// template or "unmatched".
+// ObserveHTTP counts a finished request and its latency. Every label is
+// bounded whatever a client sends: route is the matched route's template, never
+// the raw path ("" is "unmatched"), and a non-standard method is "OTHER".
 func (m *Metrics) ObserveHTTP(route, method string, status int, elapsed time.Duration) {
 	if route == "" {
 		route = "unmatched"
@@ -277,20 +259,16 @@ func (m *Metrics) ObserveVendorEventRefused(reason string) {
 	m.vendorEventsRefused.WithLabelValues(reason).Inc()
 }
 
-// ObserveSiteMismatch counts one vendor site matched by id and not by
-// domain, by source ("webhook" or "drift").
+// ObserveSiteMismatch counts one vendor site matched by id and not by domain.
 func (m *Metrics) ObserveSiteMismatch(source string) { m.siteMismatches.WithLabelValues(source).Inc() }
 
-// ObserveWebhook counts one settled webhook delivery attempt by outcome
-// ("delivered", "retried", "failed").
+// ObserveWebhook counts one settled webhook delivery attempt by outcome.
 func (m *Metrics) ObserveWebhook(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
 
-// ObserveRateLimitLocal counts a request this replica counted alone because
-// the rate limit's store could not count it.
+// ObserveRateLimitLocal counts a request the rate limit's store could not count.
 func (m *Metrics) ObserveRateLimitLocal() { m.rateLocal.Inc() }
 
-// SetRateLimitDegraded says whether this replica counts the rate limit
-// alone (its store does not count) or in the store again.
+// SetRateLimitDegraded says whether this replica counts the rate limit alone.
 func (m *Metrics) SetRateLimitDegraded(on bool) {
 	if on {
 		m.rateDegraded.Set(1)
@@ -299,8 +277,7 @@ func (m *Metrics) SetRateLimitDegraded(on bool) {
 	}
 }
 
-// ObserveConcurrencyLimited counts a write refused because its consumer
-// already had CONSUMER_CONCURRENCY writes in flight on this replica.
+// ObserveConcurrencyLimited counts a write refused with 429 concurrency_limited.
 func (m *Metrics) ObserveConcurrencyLimited() { m.concurrencyLimited.Inc() }
 
 // ObservePruned counts deleted expired records.

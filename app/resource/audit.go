@@ -27,10 +27,8 @@ func NewTokenEvent(e audit.Event, consumer, actorConsumer string) TokenEvent {
 	}
 }
 
-// IntentEvent is an event of an intent's audit trail (GET
-// /api/intents/{id}/events): the shape of a TokenEvent, about an intent,
-// with the reason the operator gave (a discard's), or what came of a
-// reconciler's attempt (idempotency.Attempt's Reason); null otherwise.
+// IntentEvent is an event of an intent's audit trail: a TokenEvent's shape,
+// with the reason an operator gave (a discard's) or a reconciler's attempt's.
 type IntentEvent struct {
 	ID            uint64  `json:"id"`
 	Event         string  `json:"event"`     // audit.IntentAttempted, audit.IntentRetried or audit.IntentDiscarded
@@ -44,9 +42,8 @@ type IntentEvent struct {
 	CreatedAt     string  `json:"created_at"`
 }
 
-// NewIntentEvents is each of events, of an intent whose consumer is named
-// consumer, the acting tokens' consumers named by consumerNames (consumer
-// id → name), in order; never nil, so that none is an empty JSON array.
+// NewIntentEvents presents events of an intent whose consumer is named
+// consumer, the acting tokens' consumers named by consumerNames (id → name).
 func NewIntentEvents(events []audit.Event, consumer string, consumerNames map[string]string) []IntentEvent {
 	return list(events, func(e audit.Event) IntentEvent {
 		actorConsumer := ""

@@ -77,9 +77,7 @@ func NewIntent(in idempotency.Intent, consumerName string) Intent {
 	return v
 }
 
-// NewIntents is the operator's view of each of intents, in order, their
-// consumers named by consumerNames (consumer id → name); never nil, so that
-// none is an empty JSON array.
+// NewIntents is the operator's view of intents, consumerNames id → name.
 func NewIntents(intents []idempotency.Intent, consumerNames map[string]string) []Intent {
 	return list(intents, func(in idempotency.Intent) Intent { return NewIntent(in, consumerNames[in.ConsumerID]) })
 }

@@ -16,7 +16,7 @@ type License = events.License
 // NewLicense presents l.
 func NewLicense(l licenses.License) License { return l.Resource() }
 
-// NewLicenses presents ls, in their order.
+// NewLicenses presents ls.
 func NewLicenses(ls []licenses.License) []License { return list(ls, NewLicense) }
 
 // Data wraps a resource the way Laravel's API resources do: {"data": …}.

@@ -3,7 +3,8 @@
 // app/http answers with them and app/console prints them for --json, so an
 // operator's script reads the same object from either. It knows no echo,
 // GORM, database or configuration: only the types it presents, and the
-// standard library.
+// standard library. A list (New…s) keeps its order and is never nil, so that
+// none is an empty JSON array.
 package resource
 
 import (
@@ -61,8 +62,6 @@ func FormatTime(t any, layout string) string {
 	return at.UTC().Format(layout)
 }
 
-// list presents each of xs, in order; never nil, so that none is an empty
-// JSON array.
 func list[T, R any](xs []T, present func(T) R) []R {
 	out := make([]R, 0, len(xs))
 	for _, x := range xs {

@@ -26,11 +26,10 @@ func NewToken(t auth.Token) Token {
 	}
 }
 
-// NewTokens presents toks, in their order; never nil, so that none is an
-// empty JSON array.
+// NewTokens presents toks.
 func NewTokens(toks []auth.Token) []Token { return list(toks, NewToken) }
 
-// NewTokenEvents presents events, in their order; never nil.
+// NewTokenEvents presents events.
 func NewTokenEvents(events []auth.TokenEvent) []TokenEvent {
 	return list(events, func(e auth.TokenEvent) TokenEvent { return NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer) })
 }

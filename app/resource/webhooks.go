@@ -7,8 +7,7 @@ import "github.com/licensor-api/licensor/app/webhooks"
 // carries it too).
 type WebhookEndpoint = webhooks.EndpointResource
 
-// NewWebhookEndpoints presents es, in their order; never nil, so that none
-// is an empty JSON array.
+// NewWebhookEndpoints presents es.
 func NewWebhookEndpoints(es []webhooks.Endpoint) []WebhookEndpoint {
 	return list(es, webhooks.Endpoint.Resource)
 }
@@ -23,8 +22,7 @@ type ConsumerWebhookEndpoint struct {
 	FailingSince *string `json:"failing_since"`
 }
 
-// NewConsumerWebhookEndpoints presents es for an operator, their consumers
-// named by consumerNames (consumer id → name); never nil.
+// NewConsumerWebhookEndpoints presents es for an operator, consumerNames id → name.
 func NewConsumerWebhookEndpoints(es []webhooks.Endpoint, consumerNames map[string]string) []ConsumerWebhookEndpoint {
 	return list(es, func(e webhooks.Endpoint) ConsumerWebhookEndpoint {
 		v := ConsumerWebhookEndpoint{WebhookEndpoint: e.Resource(), ConsumerID: e.ConsumerID, FailingSince: TimeOrNil(e.FailingSince)}
@@ -42,8 +40,7 @@ type CreatedWebhookEndpoint struct {
 	Secret string `json:"secret"`
 }
 
-// WebhookEndpointLocation is the path of an endpoint, as a 201's Location
-// header.
+// WebhookEndpointLocation is an endpoint's path, as a 201's Location header.
 func WebhookEndpointLocation(id string) string { return "/api/webhook-endpoints/" + id }
 
 // WebhookAttempt is one attempt at a delivery. A nil pointer is JSON null:
@@ -92,7 +89,7 @@ func NewWebhookDelivery(v webhooks.DeliveryView) WebhookDelivery {
 	}
 }
 
-// NewWebhookDeliveries presents vs, in their order; never nil.
+// NewWebhookDeliveries presents vs.
 func NewWebhookDeliveries(vs []webhooks.DeliveryView) []WebhookDelivery {
 	return list(vs, NewWebhookDelivery)
 }
@@ -105,8 +102,7 @@ type ConsumerWebhookDelivery struct {
 	WebhookDelivery
 }
 
-// NewConsumerWebhookDeliveries presents vs for an operator, their
-// consumers named by consumerNames (consumer id → name); never nil.
+// NewConsumerWebhookDeliveries presents vs for an operator, consumerNames id → name.
 func NewConsumerWebhookDeliveries(vs []webhooks.DeliveryView, consumerNames map[string]string) []ConsumerWebhookDelivery {
 	return list(vs, func(v webhooks.DeliveryView) ConsumerWebhookDelivery {
 		return ConsumerWebhookDelivery{Consumer: consumerNames[v.ConsumerID], ConsumerID: v.ConsumerID, WebhookDelivery: NewWebhookDelivery(v)}
