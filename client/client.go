@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Defaults of a Client. The wait before retry n (n ≥ 1) is drawn from
@@ -49,8 +51,8 @@ func New(baseURL, token string, opts ...Option) *Client {
 		maxAttempts: DefaultMaxAttempts,
 		baseDelay:   DefaultBaseDelay,
 		maxDelay:    DefaultMaxDelay,
-		sleep:       sleep,
-		jitter:      jitter,
+		sleep:       wait.Sleep,
+		jitter:      wait.Jitter,
 		now:         time.Now,
 	}
 	for _, o := range opts {

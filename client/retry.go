@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -238,24 +237,4 @@ func parseRetryAfter(v string, now time.Time) (wait time.Duration, given bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-// sleep waits d, or less when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// jitter returns a uniformly random duration in [0, d].
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d + 1)
 }

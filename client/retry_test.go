@@ -88,19 +88,6 @@ func TestBackoffDoublesAndIsCapped(t *testing.T) {
 	}
 }
 
-func TestDefaultJitterBounded(t *testing.T) {
-	for _, d := range []time.Duration{0, 1, time.Millisecond, DefaultMaxDelay} {
-		for range 1000 {
-			if got := jitter(d); got < 0 || got > d {
-				t.Fatalf("jitter(%v) = %v, want within [0, %v]", d, got, d)
-			}
-		}
-	}
-	if got := jitter(-time.Second); got != 0 {
-		t.Errorf("jitter(-1s) = %v, want 0", got)
-	}
-}
-
 // TestRetryAfterHonoured: a Retry-After longer than the backoff is the
 // wait; a shorter one leaves the backoff.
 func TestRetryAfterHonoured(t *testing.T) {
@@ -237,16 +224,5 @@ func assertGaveUp(t *testing.T, err error, why error) {
 	}
 	if !errors.Is(err, why) {
 		t.Errorf("err = %v, want it to wrap %v", err, why)
-	}
-}
-
-func TestSleepStopsWithContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("sleep on an ended context = %v, want context.Canceled at once", err)
-	}
-	if err := sleep(context.Background(), 0); err != nil {
-		t.Errorf("sleep(0) = %v, want nil", err)
 	}
 }

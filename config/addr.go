@@ -27,17 +27,11 @@ func URLOf(addr string) string {
 // Other variables are not validated here; only a .env that cannot be read
 // is an error.
 func ListenAddr(getenv func(string) string) (string, error) {
-	dotenv, err := readDotenv(".env")
+	get, err := WithDotenv(getenv)
 	if err != nil {
 		return "", err
 	}
-	v := &values{get: func(name string) string {
-		if s := getenv(name); s != "" {
-			return s
-		}
-		return dotenv[name]
-	}}
-	return v.load().Addr, nil
+	return (&values{get: get}).load().Addr, nil
 }
 
 // MetricsOnAPI reports whether /metrics is served on the API's address

@@ -233,16 +233,11 @@ func Load(getenv func(string) string) (Config, error) {
 // CreateKey makes it, once a command knows its database is there (a command
 // that only reads leaves no file behind).
 func Read(getenv func(string) string) (Config, error) {
-	dotenv, err := readDotenv(".env")
+	get, err := WithDotenv(getenv)
 	if err != nil {
 		return Config{}, err
 	}
-	v := &values{get: func(name string) string {
-		if s := getenv(name); s != "" {
-			return s
-		}
-		return dotenv[name]
-	}}
+	v := &values{get: get}
 	c := v.load()
 	c.PreviousKeys = v.keys("APP_PREVIOUS_KEYS")
 	if c.Env == EnvProduction && v.str("APP_KEY", "") == "" {
@@ -303,7 +298,11 @@ func (v *values) load() Config {
 		c.CORSAllowedOrigins = []string{"*"}
 	}
 	c.TrustedProxies = v.trustedProxies("TRUSTED_PROXIES")
-	c.LogFormat = v.oneOf("LOG_FORMAT", defaultLogFormat(c.Env), "text", "json")
+	logFormat := "json"
+	if c.Env == EnvLocal {
+		logFormat = "text"
+	}
+	c.LogFormat = v.oneOf("LOG_FORMAT", logFormat, "text", "json")
 	c.DB = v.db(c.StorageDir)
 	c.RateLimitStore, c.RedisURL = v.rateLimitStore(c.DB.Connection)
 	c.RateLimitBatch = v.intRange("RATE_LIMIT_BATCH", 1, 1, 1000)
@@ -469,13 +468,6 @@ func (v *values) rateLimitStore(conn string) (store, redisURL string) {
 		v.fail("REDIS_URL", "is required by RATE_LIMIT_STORE=redis, e.g. redis://127.0.0.1:6379/0")
 	}
 	return store, redisURL
-}
-
-func defaultLogFormat(env string) string {
-	if env == EnvLocal {
-		return "text"
-	}
-	return "json"
 }
 
 // Redacted describes the database for a log line, without the password.

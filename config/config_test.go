@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,40 @@ import (
 
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
+}
+
+// testKey is an APP_KEY Load accepts.
+const testKey = "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// A configuration Load refuses names every variable at fault, all at once.
+func TestRefusalsNameTheVariables(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		env   map[string]string
+		names []string
+	}{
+		{map[string]string{"APP_ENV": "staging", "APP_MAX_BODY": "lots", "IDEMPOTENCY_TTL": "-1h", "VENDOR_RETRY_ATTEMPTS": "many",
+			"DB_CONNECTION": "postgres", "IDEMPOTENCY_REQUIRED": "maybe"},
+			[]string{"APP_ENV", "APP_MAX_BODY", "IDEMPOTENCY_TTL", "VENDOR_RETRY_ATTEMPTS", "DB_CONNECTION", "IDEMPOTENCY_REQUIRED"}},
+		{map[string]string{"VENDOR_DRIVER": "http", "VENDOR_URL": "ftp://x"}, []string{"VENDOR_URL", "VENDOR_TOKEN"}},
+		{map[string]string{"APP_KEY": "secret"}, []string{"APP_KEY"}},
+		{map[string]string{"APP_KEY": "base64:c2hvcnQ="}, []string{"APP_KEY"}},
+		{map[string]string{"APP_KEY": "base64:!!!"}, []string{"APP_KEY"}},
+		{prodEnv(map[string]string{"APP_URL": ""}), []string{"APP_URL"}},
+		{prodEnv(map[string]string{"APP_URL": "", "APP_KEY": ""}), []string{"APP_URL", "APP_KEY"}},
+		{prodEnv(map[string]string{"VENDOR_ALLOW_FAKE": "maybe"}), []string{"VENDOR_ALLOW_FAKE"}},
+		{prodEnv(map[string]string{"WEBHOOK_ALLOW_PRIVATE": "true"}), []string{"WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_PRIVATE_ALLOWLIST"}},
+		{map[string]string{"RATE_LIMIT_STORE": "redis"}, []string{"REDIS_URL", "RATE_LIMIT_STORE=redis"}},
+		{map[string]string{"RATE_LIMIT_STORE": "cache"}, []string{"RATE_LIMIT_STORE"}},
+		{map[string]string{"CONSOLE_LOGINS_PER_MINUTE": "0"}, []string{"CONSOLE_LOGINS_PER_MINUTE"}},
+	} {
+		_, err := Load(envOf(tc.env))
+		for _, name := range tc.names {
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%v: err = %v, want %s named", tc.env, err, name)
+			}
+		}
+	}
 }
 
 func TestLoadDefaults(t *testing.T) {
@@ -45,34 +81,6 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
-func TestLoadNamesEveryBadVariable(t *testing.T) {
-	t.Chdir(t.TempDir())
-	_, err := Load(envOf(map[string]string{
-		"APP_ENV":               "staging",
-		"APP_MAX_BODY":          "lots",
-		"IDEMPOTENCY_TTL":       "-1h",
-		"VENDOR_RETRY_ATTEMPTS": "many",
-		"DB_CONNECTION":         "postgres",
-		"IDEMPOTENCY_REQUIRED":  "maybe",
-	}))
-	if err == nil {
-		t.Fatal("Load succeeded, want an error")
-	}
-	for _, name := range []string{"APP_ENV", "APP_MAX_BODY", "IDEMPOTENCY_TTL", "VENDOR_RETRY_ATTEMPTS", "DB_CONNECTION", "IDEMPOTENCY_REQUIRED"} {
-		if !strings.Contains(err.Error(), name) {
-			t.Errorf("error does not name %s: %v", name, err)
-		}
-	}
-}
-
-func TestHTTPVendorNeedsURLAndToken(t *testing.T) {
-	t.Chdir(t.TempDir())
-	_, err := Load(envOf(map[string]string{"VENDOR_DRIVER": "http", "VENDOR_URL": "ftp://x"}))
-	if err == nil || !strings.Contains(err.Error(), "VENDOR_URL") || !strings.Contains(err.Error(), "VENDOR_TOKEN") {
-		t.Fatalf("err = %v, want VENDOR_URL and VENDOR_TOKEN named", err)
-	}
-}
-
 func TestProductionRefusesToStartWithoutKey(t *testing.T) {
 	t.Chdir(t.TempDir())
 	_, err := Load(envOf(map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true"}))
@@ -91,45 +99,24 @@ func TestProductionRefusesFakeVendor(t *testing.T) {
 		t.Errorf(".env.example lacks VENDOR_ALLOW_FAKE=false (%v)", err)
 	}
 	t.Chdir(t.TempDir())
-	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "APP_URL": "https://licensor.test"}
-	with := func(extra ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range prod {
-			m[k] = v
-		}
-		for i := 0; i < len(extra); i += 2 {
-			m[extra[i]] = extra[i+1]
-		}
-		return m
-	}
-	for _, vars := range []map[string]string{with(), with("VENDOR_DRIVER", "fake"), with("VENDOR_ALLOW_FAKE", "false")} {
+	for _, vars := range []map[string]string{prodEnv(map[string]string{"VENDOR_ALLOW_FAKE": ""}),
+		prodEnv(map[string]string{"VENDOR_ALLOW_FAKE": "", "VENDOR_DRIVER": "fake"}), prodEnv(map[string]string{"VENDOR_ALLOW_FAKE": "false"})} {
 		_, err := Load(envOf(vars))
 		if err == nil || !strings.Contains(err.Error(), "VENDOR_DRIVER") || !strings.Contains(err.Error(), "VENDOR_ALLOW_FAKE") {
 			t.Errorf("%v: err = %v, want VENDOR_DRIVER and VENDOR_ALLOW_FAKE named", vars, err)
 		}
 	}
-	c, err := Load(envOf(with("VENDOR_ALLOW_FAKE", "true")))
+	c, err := Load(envOf(prodEnv(nil)))
 	if err != nil || c.Vendor.Driver != "fake" || !c.Vendor.AllowFake {
 		t.Errorf("VENDOR_ALLOW_FAKE=true: driver %q, allow %v, err %v; want the fake allowed", c.Vendor.Driver, c.Vendor.AllowFake, err)
 	}
-	if _, err := Load(envOf(with("VENDOR_DRIVER", "http", "VENDOR_URL", "https://vendor.test", "VENDOR_TOKEN", "t"))); err != nil {
+	httpVendor := prodEnv(map[string]string{"VENDOR_ALLOW_FAKE": "", "VENDOR_DRIVER": "http", "VENDOR_URL": "https://vendor.test", "VENDOR_TOKEN": "t"})
+	if _, err := Load(envOf(httpVendor)); err != nil {
 		t.Errorf("production with the http driver: %v", err)
 	}
-	if _, err := Load(envOf(with("VENDOR_ALLOW_FAKE", "maybe"))); err == nil || !strings.Contains(err.Error(), "VENDOR_ALLOW_FAKE") {
-		t.Errorf("VENDOR_ALLOW_FAKE=maybe: err = %v, want it named", err)
-	}
 	for _, env := range []string{"local", "testing"} {
-		if c, err := Load(envOf(map[string]string{"APP_ENV": env, "APP_KEY": prod["APP_KEY"]})); err != nil || c.Vendor.AllowFake {
+		if c, err := Load(envOf(map[string]string{"APP_ENV": env, "APP_KEY": testKey})); err != nil || c.Vendor.AllowFake {
 			t.Errorf("APP_ENV=%s with the fake: allow %v, err %v; want it accepted, VENDOR_ALLOW_FAKE false by default", env, c.Vendor.AllowFake, err)
-		}
-	}
-}
-
-func TestBadKeyIsRefused(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, key := range []string{"secret", "base64:c2hvcnQ=", "base64:!!!"} {
-		if _, err := Load(envOf(map[string]string{"APP_KEY": key})); err == nil || !strings.Contains(err.Error(), "APP_KEY") {
-			t.Errorf("APP_KEY=%q: err = %v, want APP_KEY named", key, err)
 		}
 	}
 }
@@ -282,52 +269,17 @@ func TestDotenvWithByteOrderMark(t *testing.T) {
 
 // DRIFT_INTERVAL: 6h by default, "0" turns the check off, anything else
 // must be a positive duration; VENDOR_WEBHOOK_SECRET takes a list.
-func TestDriftIntervalAndWebhookSecrets(t *testing.T) {
+// VENDOR_WEBHOOK_SECRET is a comma list: none by default, entries trimmed
+// and empty ones skipped.
+func TestVendorWebhookSecrets(t *testing.T) {
 	t.Chdir(t.TempDir())
 	c, err := Load(envOf(nil))
-	if err != nil || c.DriftEvery != 6*time.Hour || len(c.Vendor.WebhookSecrets) != 0 {
-		t.Fatalf("defaults: drift %v, secrets %v, %v", c.DriftEvery, c.Vendor.WebhookSecrets, err)
+	if err != nil || len(c.Vendor.WebhookSecrets) != 0 {
+		t.Fatalf("default: secrets %v, %v", c.Vendor.WebhookSecrets, err)
 	}
-	c, err = Load(envOf(map[string]string{"DRIFT_INTERVAL": "0", "VENDOR_WEBHOOK_SECRET": " new , old ,"}))
-	if err != nil || c.DriftEvery != 0 || len(c.Vendor.WebhookSecrets) != 2 || c.Vendor.WebhookSecrets[0] != "new" || c.Vendor.WebhookSecrets[1] != "old" {
-		t.Fatalf("DRIFT_INTERVAL=0: drift %v, secrets %q, %v", c.DriftEvery, c.Vendor.WebhookSecrets, err)
-	}
-	if _, err := Load(envOf(map[string]string{"DRIFT_INTERVAL": "-1h"})); err == nil || !strings.Contains(err.Error(), "DRIFT_INTERVAL") {
-		t.Errorf("DRIFT_INTERVAL=-1h: %v, want an error naming it", err)
-	}
-}
-
-// DRIFT_MAX_FIX: 25 by default; 0 (every destructive fix needs --force) or
-// more; anything else is refused, naming it.
-func TestDriftMaxFix(t *testing.T) {
-	t.Chdir(t.TempDir())
-	if c, err := Load(envOf(nil)); err != nil || c.DriftMaxFix != 25 {
-		t.Fatalf("default: %d, %v; want 25", c.DriftMaxFix, err)
-	}
-	for v, want := range map[string]int{"0": 0, "3": 3} {
-		if c, err := Load(envOf(map[string]string{"DRIFT_MAX_FIX": v})); err != nil || c.DriftMaxFix != want {
-			t.Errorf("DRIFT_MAX_FIX=%s: %d, %v", v, c.DriftMaxFix, err)
-		}
-	}
-	for _, v := range []string{"-1", "ten"} {
-		if _, err := Load(envOf(map[string]string{"DRIFT_MAX_FIX": v})); err == nil || !strings.Contains(err.Error(), "DRIFT_MAX_FIX") {
-			t.Errorf("DRIFT_MAX_FIX=%s: %v, want an error naming it", v, err)
-		}
-	}
-}
-
-// DB_READ_CONNS sizes SQLite's read pool: 0 (one per CPU) unless set.
-func TestReadConns(t *testing.T) {
-	t.Chdir(t.TempDir())
-	c, err := Load(envOf(nil))
-	if err != nil || c.DB.ReadConns != 0 {
-		t.Fatalf("default: %d, %v", c.DB.ReadConns, err)
-	}
-	if c, err = Load(envOf(map[string]string{"DB_READ_CONNS": "4"})); err != nil || c.DB.ReadConns != 4 {
-		t.Fatalf("DB_READ_CONNS=4: %d, %v", c.DB.ReadConns, err)
-	}
-	if _, err := Load(envOf(map[string]string{"DB_READ_CONNS": "-1"})); err == nil || !strings.Contains(err.Error(), "DB_READ_CONNS") {
-		t.Errorf("DB_READ_CONNS=-1: %v, want an error naming it", err)
+	c, err = Load(envOf(map[string]string{"VENDOR_WEBHOOK_SECRET": " new , old ,"}))
+	if err != nil || !slices.Equal(c.Vendor.WebhookSecrets, []string{"new", "old"}) {
+		t.Fatalf("secrets %q, %v", c.Vendor.WebhookSecrets, err)
 	}
 }
 
@@ -337,8 +289,7 @@ func TestReadConns(t *testing.T) {
 func TestProductionRefusesAShortWebhookSecret(t *testing.T) {
 	t.Chdir(t.TempDir())
 	long := strings.Repeat("s", 32)
-	prod := map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true", "APP_URL": "https://licensor.test",
-		"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	prod := prodEnv(nil)
 	for name, secrets := range map[string]string{"short": "whsec_short", "one of two short": long + ",whsec_short"} {
 		prod["VENDOR_WEBHOOK_SECRET"] = secrets
 		_, err := Load(envOf(prod))
@@ -367,7 +318,8 @@ func TestURLOf(t *testing.T) {
 	}
 }
 
-// APP_URL is required in production, and named with APP_KEY at once.
+// APP_URL is the links' base and the tokens' issuer (production requires
+// it: TestRefusalsNameTheVariables).
 func TestAppURLRequiredInProduction(t *testing.T) {
 	t.Chdir(t.TempDir())
 	// Outside production the links follow the address served, and the
@@ -380,14 +332,6 @@ func TestAppURLRequiredInProduction(t *testing.T) {
 	}
 	if c, err := Load(envOf(map[string]string{"APP_ADDR": ":9000", "APP_URL": "https://api.test"})); err != nil || c.URL != "https://api.test" || c.Issuer != "https://api.test" {
 		t.Errorf("APP_URL set: URL %q, issuer %q, %v; want it as given for both", c.URL, c.Issuer, err)
-	}
-	prod := map[string]string{"APP_ENV": "production", "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "VENDOR_ALLOW_FAKE": "true"}
-	if _, err := Load(envOf(prod)); err == nil || !strings.Contains(err.Error(), "APP_URL") {
-		t.Errorf("production without APP_URL: err = %v, want APP_URL required", err)
-	}
-	_, err := Load(envOf(map[string]string{"APP_ENV": "production", "VENDOR_ALLOW_FAKE": "true"}))
-	if err == nil || !strings.Contains(err.Error(), "APP_URL") || !strings.Contains(err.Error(), "APP_KEY") {
-		t.Errorf("production without APP_URL and APP_KEY: err = %v, want both named at once", err)
 	}
 }
 
@@ -407,30 +351,62 @@ func TestConsoleSettings(t *testing.T) {
 	if want := (Console{Disabled: true, SessionTTL: 30 * time.Minute, LoginsPerMinute: 3, SecureCookie: true}); c.Console != want {
 		t.Errorf("set: %+v, want %+v", c.Console, want)
 	}
-	if _, err := Load(envOf(map[string]string{"CONSOLE_LOGINS_PER_MINUTE": "0"})); err == nil || !strings.Contains(err.Error(), "CONSOLE_LOGINS_PER_MINUTE") {
-		t.Errorf("CONSOLE_LOGINS_PER_MINUTE=0: %v, want refused", err)
-	}
 }
 
-func TestRateLimitBatch(t *testing.T) {
+// Each of these settings takes its default when unset (""), and the values
+// given (spaces trimmed), and a bad value stops the start naming the
+// variable.
+func TestSettings(t *testing.T) {
 	t.Chdir(t.TempDir())
-	if c, err := Load(envOf(nil)); err != nil || c.RateLimitBatch != 1 {
-		t.Errorf("default: %d, %v; want 1 (each request counted on its own)", c.RateLimitBatch, err)
-	}
-	if c, err := Load(envOf(map[string]string{"RATE_LIMIT_BATCH": "16"})); err != nil || c.RateLimitBatch != 16 {
-		t.Errorf("RATE_LIMIT_BATCH=16: %d, %v", c.RateLimitBatch, err)
-	}
-	if _, err := Load(envOf(map[string]string{"RATE_LIMIT_BATCH": "0"})); err == nil || !strings.Contains(err.Error(), "RATE_LIMIT_BATCH") {
-		t.Errorf("RATE_LIMIT_BATCH=0: %v, want refused", err)
-	}
-}
-
-func TestRedisTimeout(t *testing.T) {
-	t.Chdir(t.TempDir())
-	if c, err := Load(envOf(nil)); err != nil || c.RedisTimeout != 100*time.Millisecond {
-		t.Errorf("default: %v, %v; want 100ms", c.RedisTimeout, err)
-	}
-	if c, err := Load(envOf(map[string]string{"REDIS_TIMEOUT": "2s"})); err != nil || c.RedisTimeout != 2*time.Second {
-		t.Errorf("REDIS_TIMEOUT=2s: %v, %v", c.RedisTimeout, err)
+	for _, s := range []struct {
+		name string
+		get  func(Config) any
+		good map[string]any
+		bad  []string
+	}{
+		// 20 by default; 0 turns it off.
+		{"CONSUMER_CONCURRENCY", func(c Config) any { return c.ConsumerConcurrency },
+			map[string]any{"": 20, "0": 0, "1": 1, " 50 ": 50}, []string{"-1", "many", "2.5", "2000000"}},
+		{"RATE_LIMIT_PER_MINUTE", func(c Config) any { return c.RateLimitPerMinute },
+			map[string]any{"": 600, "0": 0, "5": 5, " 1200 ": 1200}, []string{"-1", "lots", "1.5", "2000000000"}},
+		// A fraction in (0, 1], 1 by default.
+		{"RATE_LIMIT_FALLBACK_SHARE", func(c Config) any { return c.RateLimitFallbackShare },
+			map[string]any{"": 1.0, "1": 1.0, "0.5": 0.5, " 0.25 ": 0.25, "1e-1": 0.1}, []string{"0", "-0.5", "1.5", "half", "50%", "NaN", "Inf"}},
+		// 1 by default: each request counted on its own.
+		{"RATE_LIMIT_BATCH", func(c Config) any { return c.RateLimitBatch }, map[string]any{"": 1, "16": 16}, []string{"0"}},
+		{"REDIS_TIMEOUT", func(c Config) any { return c.RedisTimeout },
+			map[string]any{"": 100 * time.Millisecond, "2s": 2 * time.Second}, nil},
+		// 25 by default; 0: every destructive fix needs --force.
+		{"DRIFT_MAX_FIX", func(c Config) any { return c.DriftMaxFix }, map[string]any{"": 25, "0": 0, "3": 3}, []string{"-1", "ten"}},
+		// 6h by default; "0" turns the check off.
+		{"DRIFT_INTERVAL", func(c Config) any { return c.DriftEvery },
+			map[string]any{"": 6 * time.Hour, "0": time.Duration(0)}, []string{"-1h"}},
+		// SQLite's read pool: 0 (one per CPU) unless set.
+		{"DB_READ_CONNS", func(c Config) any { return c.DB.ReadConns }, map[string]any{"": 0, "4": 4}, []string{"-1"}},
+		// A comma list, as Laravel's env('CORS_ALLOWED_ORIGINS') split into
+		// config/cors.php allowed_origins; empty is "*", any origin. A
+		// trailing slash is dropped: an Origin never has one.
+		{"CORS_ALLOWED_ORIGINS", func(c Config) any { return c.CORSAllowedOrigins }, map[string]any{"": []string{"*"}, " ": []string{"*"},
+			"*": []string{"*"}, "https://app.example": []string{"https://app.example"},
+			" https://a.example/ , https://*.b.example,,": []string{"https://a.example", "https://*.b.example"}}, nil},
+		// A comma list of addresses and CIDR ranges, as Laravel's
+		// TrustProxies; empty trusts no proxy, and "*" is refused.
+		{"TRUSTED_PROXIES", func(c Config) any { return c.TrustedProxies }, map[string]any{"": "[]", "10.0.0.5": "[10.0.0.5/32]",
+			" 10.0.0.0/8 , 2001:db8::1":                        "[10.0.0.0/8 2001:db8::1/128]",
+			"::ffff:10.0.0.5,10.1.2.3/16,::ffff:192.0.2.0/120": "[10.0.0.5/32 10.1.0.0/16 192.0.2.0/24]"},
+			[]string{"*", "10.0.0.5,*", "proxy.internal", "10.0.0.0/33", "10.0.0.5:80"}},
+	} {
+		for env, want := range s.good {
+			c, err := Load(envOf(map[string]string{s.name: env}))
+			if got := s.get(c); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s=%q: %v, %v; want %v", s.name, env, got, err, want)
+			}
+		}
+		for _, env := range s.bad {
+			_, err := Load(envOf(map[string]string{s.name: env}))
+			if err == nil || !strings.Contains(err.Error(), s.name) {
+				t.Errorf("%s=%q: err = %v, want one naming the variable", s.name, env, err)
+			}
+		}
 	}
 }

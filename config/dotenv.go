@@ -8,21 +8,10 @@ import (
 	"strings"
 )
 
-// readDotenv reads a .env file the way Laravel's dotenv does for the cases
-// that matter: KEY=VALUE lines, an optional "export ", comments, blank
-// lines, and values in single quotes (taken literally) or double quotes
-// (with \n, \" and \\ escapes). A missing file is no error.
-func readDotenv(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config: reading %s: %w", path, err)
-	}
-	return parseDotenv(b, path)
-}
-
+// parseDotenv reads a .env file's bytes the way Laravel's dotenv does for
+// the cases that matter: KEY=VALUE lines, an optional "export ", comments,
+// blank lines, and values in single quotes (taken literally) or double
+// quotes (with \n, \" and \\ escapes).
 func parseDotenv(b []byte, path string) (map[string]string, error) {
 	out := map[string]string{}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte-order mark, as some editors save
@@ -94,14 +83,21 @@ func validName(s string) bool {
 }
 
 // WithDotenv returns getenv backed by the .env file in the working
-// directory, as Load reads the server's configuration: a variable the
+// directory, as Read reads the server's configuration: a variable the
 // environment lacks (or has empty) is taken from .env. The command-line
 // client (`licensor licenses`) reads LICENSOR_URL and LICENSOR_TOKEN
-// through it. A .env that cannot be read or parsed is an error.
+// through it. A missing .env is no error; one that cannot be read or
+// parsed is.
 func WithDotenv(getenv func(string) string) (func(string) string, error) {
-	dotenv, err := readDotenv(".env")
-	if err != nil {
-		return nil, err
+	dotenv := map[string]string{}
+	b, err := os.ReadFile(".env")
+	switch {
+	case err == nil:
+		if dotenv, err = parseDotenv(b, ".env"); err != nil {
+			return nil, err
+		}
+	case !os.IsNotExist(err):
+		return nil, fmt.Errorf("config: reading .env: %w", err)
 	}
 	return func(name string) string {
 		if s := getenv(name); s != "" {

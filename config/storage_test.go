@@ -14,13 +14,12 @@ func TestBadStorageNamesAppStorage(t *testing.T) {
 	if err := os.WriteFile("afile", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	key := "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
 	}{
 		{"a file", map[string]string{"APP_STORAGE": "afile"}},
-		{"a file, APP_KEY set", map[string]string{"APP_STORAGE": "afile", "APP_KEY": key}},
+		{"a file, APP_KEY set", map[string]string{"APP_STORAGE": "afile", "APP_KEY": testKey}},
 		{"under a file", map[string]string{"APP_STORAGE": filepath.Join("afile", "storage")}},
 	} {
 		_, err := Load(envOf(tc.env))

@@ -2,12 +2,15 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // MySQL error numbers of a lost lock conflict.
@@ -41,7 +44,7 @@ func IsConflict(err error) bool {
 func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
 	res := stmt()
 	for i := 1; i <= conflictRetries && IsConflict(res.Error); i++ {
-		if !pause(ctx, jittered(i, time.Millisecond)) {
+		if wait.Sleep(ctx, jittered(i, time.Millisecond)) != nil {
 			return res
 		}
 		res = stmt()
@@ -49,24 +52,21 @@ func RetryOnConflict(ctx context.Context, stmt func() *gorm.DB) *gorm.DB {
 	return res
 }
 
+// Transact runs fn in one transaction on db, and runs it again, whole, while
+// it loses a lock conflict (a deadlock rolled all of it back), through retry:
+// RetryOnConflict, or a service's own (one that runs it once, where nothing
+// was configured). fn must be safe to run again: it writes what it was
+// given, nothing it read before. opts, if any, begin the transaction (an
+// isolation level of the caller's).
+func Transact(ctx context.Context, db *gorm.DB, retry func(context.Context, func() *gorm.DB) *gorm.DB, fn func(tx *gorm.DB) error,
+	opts ...*sql.TxOptions) error {
+	return retry(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: db.WithContext(ctx).Transaction(fn, opts...)}
+	}).Error
+}
+
 // jittered is the pause before retry number attempt: attempt units, times a
 // random factor from 1 to 4.
 func jittered(attempt int, unit time.Duration) time.Duration {
 	return time.Duration(attempt) * unit * time.Duration(1+rand.IntN(4))
-}
-
-// pause waits for d, or less when ctx ends first. It reports whether the
-// whole pause passed (false: ctx is done).
-func pause(ctx context.Context, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

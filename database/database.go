@@ -21,6 +21,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // Dialects licensor runs on.
@@ -63,7 +65,7 @@ func openRetrying(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, 
 		if err == nil || cfg.Connection != SQLite || !isSQLiteBusy(err) || time.Now().After(deadline) {
 			return db, err
 		}
-		if !pause(ctx, min(jittered(attempt, 5*time.Millisecond), 100*time.Millisecond)) {
+		if wait.Sleep(ctx, min(jittered(attempt, 5*time.Millisecond), 100*time.Millisecond)) != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +79,7 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 	}
 	db, err := gorm.Open(classifying{Dialector: dialector, rate: &rateQuery{}}, &gorm.Config{
 		Logger:                 logger.Discard, // SQL never reaches the logs
-		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		NowFunc:                dbtime.Now,
 		SkipDefaultTransaction: true, // every write here is one statement or an explicit transaction
 		// Unique violations become gorm.ErrDuplicatedKey on both dialects, and
 		// "not now" errors an *UnavailableError (see classifying).
@@ -163,8 +165,8 @@ func Close(db *gorm.DB) error {
 // isSQLiteBusy reports SQLITE_BUSY (or one of its extended codes) from the
 // SQLite driver.
 func isSQLiteBusy(err error) bool {
-	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
+	code, ok := sqliteCode(err)
+	return ok && code == sqliteBusy
 }
 
 const sqliteBusy = 5 // SQLITE_BUSY

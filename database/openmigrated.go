@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // OpenMigrated opens the database for a process that serves from it (serve,
@@ -67,7 +68,7 @@ func migrateSQLite(ctx context.Context, m *Migrator) (int, error) {
 		if m.CheckCurrent(ctx) == nil {
 			return applied, nil // another process finished the job
 		}
-		if attempt < sqliteMigrateAttempts && !pause(ctx, time.Duration(attempt)*100*time.Millisecond) {
+		if attempt < sqliteMigrateAttempts && wait.Sleep(ctx, time.Duration(attempt)*100*time.Millisecond) != nil {
 			return applied, ctx.Err()
 		}
 	}

@@ -3,6 +3,7 @@ package database
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // readinessProbe is the row ProbeWrite writes and deletes again.
@@ -46,24 +49,12 @@ const (
 	CheckDatabase = "database"
 )
 
-// NotReadyError is a readiness check that failed; Check names it
-// (CheckDisk, CheckDatabase).
-type NotReadyError struct {
-	Check string
-	Err   error
-}
-
-// NotReadyError implements the readiness interface of app/http.
-var _ interface{ ReadinessCheck() string } = (*NotReadyError)(nil)
-
-func (e *NotReadyError) Error() string { return e.Check + " not ready: " + e.Err.Error() }
-
-// Unwrap exposes the check's error.
-func (e *NotReadyError) Unwrap() error { return e.Err }
-
-// ReadinessCheck names the failing check for the HTTP layer, which knows no
-// database package.
-func (e *NotReadyError) ReadinessCheck() string { return e.Check }
+// The failures of the readiness checks: each one's code is its check's
+// name, which app/http, knowing no database package, tells by fault.Code.
+var (
+	ErrDiskNotReady     error = fault.New(CheckDisk, "disk not ready")
+	ErrDatabaseNotReady error = fault.New(CheckDatabase, "database not ready")
+)
 
 // diskProbeSize is how much the disk check writes: one SQLite page, the
 // least a write that grows the database or its log needs.
@@ -102,20 +93,20 @@ func NewReadiness(db *gorm.DB, now func() time.Time) *Readiness {
 	return &Readiness{db: db, now: now}
 }
 
-// Check runs the checks in order and returns the first failure, as a
-// *NotReadyError naming it.
+// Check runs the checks in order and returns the first failure, wrapping
+// its check's error (ErrDiskNotReady, ErrDatabaseNotReady).
 func (r *Readiness) Check(ctx context.Context) error {
 	if r.db.Dialector.Name() == SQLite {
 		// A directory not known yet (the database does not even answer
 		// PRAGMA database_list) is left to the row, which fails too.
 		if dir, err := r.sqliteDir(ctx); err == nil && dir != "" {
 			if err := probeDisk(dir); err != nil {
-				return &NotReadyError{Check: CheckDisk, Err: err}
+				return fmt.Errorf("%w: %w", ErrDiskNotReady, err)
 			}
 		}
 	}
 	if err := ProbeWrite(ctx, r.db, r.now()); err != nil {
-		return &NotReadyError{Check: CheckDatabase, Err: err}
+		return fmt.Errorf("%w: %w", ErrDatabaseNotReady, err)
 	}
 	return nil
 }

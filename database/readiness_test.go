@@ -66,15 +66,13 @@ func TestReadinessNamesTheFailingCheck(t *testing.T) {
 			t.Fatalf("the probe row should still be written to the open files: %v", err)
 		}
 		err = r.Check(context.Background())
-		var nr *database.NotReadyError
-		if !errors.As(err, &nr) || nr.Check != database.CheckDisk {
-			t.Errorf("Check with the database's directory gone = %v, want a NotReadyError of check %q", err, database.CheckDisk)
+		if !errors.Is(err, database.ErrDiskNotReady) {
+			t.Errorf("Check with the database's directory gone = %v, want ErrDiskNotReady", err)
 		}
 	})
 	empty := testdb.Empty(t, database.SQLite)
 	err := database.NewReadiness(empty.Gorm, nil).Check(context.Background())
-	var nr *database.NotReadyError
-	if !errors.As(err, &nr) || nr.Check != database.CheckDatabase {
-		t.Errorf("Check without readiness_probes = %v, want a NotReadyError of check %q", err, database.CheckDatabase)
+	if !errors.Is(err, database.ErrDatabaseNotReady) {
+		t.Errorf("Check without readiness_probes = %v, want ErrDatabaseNotReady", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // UnavailableError is a database error that means "not now": the database
@@ -21,16 +23,19 @@ type UnavailableError struct {
 	Err error
 }
 
-// UnavailableError implements the unavailable interfaces of app/http and
-// app/idempotency.
+// ErrUnavailable is what every *UnavailableError unwraps to first: its
+// code, which app/http, knowing no database package, answers 503.
+var ErrUnavailable error = fault.New("database_unavailable", "database unavailable")
+
+// UnavailableError implements app/idempotency's unavailable interface.
 var _ interface{ Unavailable() bool } = (*UnavailableError)(nil)
 
 func (e *UnavailableError) Error() string { return "database unavailable: " + e.Err.Error() }
 
-// Unwrap exposes the driver's error.
-func (e *UnavailableError) Unwrap() error { return e.Err }
+// Unwrap is ErrUnavailable, then the driver's error.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
 
-// Unavailable tells the HTTP layer, which knows no database package, that
+// Unavailable tells app/idempotency, which knows no database package, that
 // the error is "retry later".
 func (e *UnavailableError) Unavailable() bool { return true }
 
@@ -68,6 +73,16 @@ var sqliteUnavailable = map[int]bool{
 	14: true, // SQLITE_CANTOPEN
 }
 
+// sqliteCode is the primary result code of the SQLite driver's error in
+// err's chain (the low byte of its extended code); ok false for none.
+func sqliteCode(err error) (code int, ok bool) {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		return coded.Code() & 0xff, true
+	}
+	return 0, false
+}
+
 // IsUnavailable reports whether err means the database is unavailable for
 // now (see UnavailableError), as opposed to a bug or a refused statement.
 // IsUnreachable is the part of it that concerns the whole database, not
@@ -79,7 +94,6 @@ func IsUnavailable(err error) bool {
 	var u *UnavailableError
 	var me *mysqldriver.MySQLError
 	var ne net.Error
-	var coded interface{ Code() int }
 	switch {
 	case errors.As(err, &u):
 		return true
@@ -90,8 +104,9 @@ func IsUnavailable(err error) bool {
 		return mysqlUnavailable[me.Number] || isGaleraNotReady(me)
 	case errors.As(err, &ne):
 		return true
-	case errors.As(err, &coded):
-		return sqliteUnavailable[coded.Code()&0xff]
+	}
+	if code, ok := sqliteCode(err); ok {
+		return sqliteUnavailable[code]
 	}
 	// database/sql's own "closed" error is not exported.
 	return strings.Contains(err.Error(), "sql: database is closed")

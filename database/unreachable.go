@@ -38,9 +38,8 @@ func IsUnreachable(err error) bool {
 	if errors.As(err, &me) {
 		return !mysqlReachable[me.Number]
 	}
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		return !sqliteReachable[coded.Code()&0xff]
+	if code, ok := sqliteCode(err); ok {
+		return !sqliteReachable[code]
 	}
 	return true
 }

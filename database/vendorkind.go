@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // Vendor drivers a database can be bound to (VENDOR_DRIVER).
@@ -56,7 +58,7 @@ func (vendorKindRow) TableName() string { return "vendor_kind" }
 // moved: it is recorded, and Moved is true for the one process whose update
 // recorded it, so the move is logged once.
 func BindVendor(ctx context.Context, db *gorm.DB, want VendorKind, change bool, now time.Time) (VendorBinding, error) {
-	now = now.UTC().Truncate(time.Microsecond)
+	now = dbtime.Stamp(now)
 	for attempt := 0; ; attempt++ {
 		var row vendorKindRow
 		err := db.WithContext(ctx).Where("id = 1").Take(&row).Error

@@ -29,6 +29,11 @@ var allowed = map[string][]string{
 	"client":          {module + "/internal/hmacsig"},
 }
 
+// helpers are the small packages of one job each that every package may
+// import (the client too): their rules below keep them to the standard
+// library.
+var helpers = []string{module + "/internal/dbtime", module + "/internal/fault", module + "/internal/ptr", module + "/internal/timefmt", module + "/internal/wait"}
+
 // sqlDrivers are the SQL drivers: only package database may import them.
 var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite", "github.com/libtnb/sqlite",
 	"github.com/go-sql-driver/mysql", "gorm.io/driver/", "github.com/ncruces/go-sqlite3"}
@@ -37,24 +42,32 @@ var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-
 var rules = []rule{
 	{"app/licenses", []string{"github.com/labstack/echo", module + "/config", module + "/app/vendorclient", module + "/app/vendorproto", module + "/app/vendorsim",
 		module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
-	{"app/idempotency", []string{module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
+	// The idempotency layer is generic and takes requests as plain values: no
+	// web framework, no domain.
+	{"app/idempotency", []string{"github.com/labstack/echo", module + "/app/licenses", module + "/app/http", module + "/app/auth", module + "/app/vendorclient", module + "/config", module + "/app/console"}},
 	{"app/auth", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/licenses", module + "/config", module + "/app/console"}},
 	{"app/vendorclient", []string{"github.com/labstack/echo", "gorm.io", module + "/app/http", module + "/app/idempotency", module + "/app/auth", module + "/app/console"}},
 	// app/http speaks no SQL: no GORM, no database package, no driver.
 	{"app/http", []string{module + "/app/console", module + "/app/vendorclient", module + "/config", module + "/database", "gorm.io"}},
 	// The API's JSON representations, shared by app/http and app/console: the types they present, nothing else.
-	{"app/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/auth", module + "/app/vendorclient",
+	{"app/resource", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/vendorclient",
 		module + "/app/metrics", module + "/app/ratelimit", module + "/app/crypt", module + "/config", module + "/database", module + "/client"}},
 	{"app/vendorsim", []string{"third-party", module + "/app/vendorclient", module + "/app/licenses", module + "/app/idempotency", module + "/app/http",
 		module + "/app/auth", module + "/app/console", module + "/config", module + "/database"}}, // a vendor of its own: vendorproto and stdlib; "third-party" covers gorm and echo
 	// The vendor's protocol: stdlib, and internal/hmacsig (allowed), the signature scheme it shares with licensor's webhooks.
 	{"app/vendorproto", []string{"third-party", module + "/"}},
 	{"internal/hmacsig", []string{"third-party", module + "/"}},
-	// The guarded operations: declared on the domain, bound through request,
-	// rendered through resource; they know no server and no wiring (GORM only
-	// as the transaction their completion joins).
+	{"internal/dbtime", []string{"third-party", module + "/"}},
+	{"internal/ptr", []string{"third-party", module + "/"}},
+	{"internal/timefmt", []string{"third-party", module + "/"}},
+	{"internal/wait", []string{"third-party", module + "/"}},
+	// The application's error: every package may import it, so it imports nothing.
+	{"internal/fault", []string{"third-party", module + "/"}},
+	// The guarded operations: declared on the domain, rendered through
+	// resource; they know no server, no web framework and no wiring (GORM
+	// only as the transaction of their last phase).
 	// No import runs back up: app/http serves the operations, never the reverse.
-	{"app/operations", []string{module + "/app/http", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
+	{"app/operations", []string{"github.com/labstack/echo", module + "/app/http", module + "/app/console", module + "/app/vendorclient", module + "/app/vendorsim",
 		module + "/config", module + "/database"}},
 	// Request bodies read and validated: no echo, no SQL.
 	{"app/request", []string{"third-party", module + "/app/http", module + "/app/console", module + "/app/idempotency", module + "/database", module + "/config"}},
@@ -80,7 +93,7 @@ var rules = []rule{
 	{"app/ratelimit", []string{"github.com/labstack/echo", module + "/"}},
 	{"config", []string{"third-party", module + "/"}},
 	{"app/crypt", []string{"third-party", module + "/"}},
-	// Consumers import the client: stdlib, and internal/hmacsig (allowed), which verifies licensor's webhooks.
+	// Consumers import the client: stdlib, internal/hmacsig (allowed), which verifies licensor's webhooks, and the helpers.
 	{"client", []string{"third-party", module + "/"}},
 	{"database", []string{module + "/app/"}},
 	{"", []string{"third-party", module + "/app/auth", module + "/app/http", module + "/app/idempotency", module + "/app/licenses",
@@ -171,7 +184,7 @@ func TestImportRules(t *testing.T) {
 			continue
 		}
 		for _, imp := range pkgImports {
-			if slices.Contains(allowed[r.pkg], imp) {
+			if slices.Contains(allowed[r.pkg], imp) || slices.Contains(helpers, imp) {
 				continue
 			}
 			for _, f := range r.forbidden {

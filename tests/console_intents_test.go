@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -181,7 +182,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 		}
 		events := a.intentAudit(id)
 		if len(events) != 1 || events[0].Event != audit.IntentRetried || events[0].Actor != audit.ActorToken ||
-			deref(events[0].ActorTokenID) != ops.ID || deref(events[0].ActorConsumerID) != ops.ConsumerID || deref(events[0].RequestID) != "req-console-retry" {
+			ptr.Deref(events[0].ActorTokenID) != ops.ID || ptr.Deref(events[0].ActorConsumerID) != ops.ConsumerID || ptr.Deref(events[0].RequestID) != "req-console-retry" {
 			t.Fatalf("audit trail = %+v, want intent.retried by the session's token in req-console-retry", events)
 		}
 		b.wantPage(b.get("/console/intents/"+id+"?done=retried"), http.StatusOK,
@@ -195,7 +196,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 			t.Fatalf("reconcile after the retry: %q, want completed", got)
 		}
 		rec := a.intentRecord(id)
-		lic := deref(rec.ResourceID)
+		lic := ptr.Deref(rec.ResourceID)
 		p = b.get("/console/intents/" + id)
 		b.wantPage(p, http.StatusOK, `<span class="status status-completed">completed</span>`, "answered 201",
 			"<strong>Attempt 1</strong> <span class=\"status status-completed\">completed</span>", "completed: the effect was found or made",
@@ -236,8 +237,8 @@ func TestConsoleDiscardsAFailedIntentWithAReason(t *testing.T) {
 			t.Errorf("after the discard: %s", rec.Status)
 		}
 		events := a.intentAudit(id)
-		if len(events) != 1 || events[0].Event != audit.IntentDiscarded || deref(events[0].Reason) != "the customer cancelled" ||
-			deref(events[0].ActorTokenID) != ops.ID || deref(events[0].RequestID) != "req-console-discard" {
+		if len(events) != 1 || events[0].Event != audit.IntentDiscarded || ptr.Deref(events[0].Reason) != "the customer cancelled" ||
+			ptr.Deref(events[0].ActorTokenID) != ops.ID || ptr.Deref(events[0].RequestID) != "req-console-discard" {
 			t.Fatalf("audit trail = %+v, want intent.discarded by the session's token, with its reason", events)
 		}
 		if strings.Contains(a.logs.String(), "customer cancelled") {
@@ -284,13 +285,6 @@ func TestConsoleIntentsAskIntentsManage(t *testing.T) {
 			t.Errorf("signed out: %d to %q", p.status, p.header.Get("Location"))
 		}
 	})
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // A failed revoke's page offers retry, not discard (it is retried, never

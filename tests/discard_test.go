@@ -20,6 +20,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -404,7 +405,7 @@ func TestDiscardedVendorEventIsReceivedNotApplied(t *testing.T) {
 		now := time.Now()
 		body := vendorEventBody("evt_discarded", "site.suspended", now.Add(-time.Minute), lic["vendor_site_id"].(string), "")
 		op := a.app.Operations.VendorEvent.Name
-		stamp := now.UTC().Truncate(time.Microsecond)
+		stamp := dbtime.Stamp(now)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: op, Key: "evt_discarded",
 			RequestHash: idempotency.Fingerprint("DO", op, idempotency.Canonical([]byte(body))),
 			Status:      idempotency.StatusFailed, Attempts: 11, CreatedAt: stamp, UpdatedAt: stamp, ExpiresAt: stamp.Add(time.Hour)}

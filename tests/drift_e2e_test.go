@@ -21,15 +21,14 @@ func TestDriftCaughtByServeAndFixedByTheCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	sim := startFaultSim(t)
-	env := faultEnv(t, testdb.New(t, database.SQLite), sim.url(), "DRIFT_INTERVAL=100ms")
-	token := issueToken(t, env)
+	r := newFaultRig(t, testdb.New(t, database.SQLite), nil, "DRIFT_INTERVAL=100ms")
+	sim, env, token := r.sim, r.env, r.token
 	urls, _ := startServes(t, env, 1)
 	created := createLicense(t, urls[0], token)
 	if code, _, body := send(urls[0]+"/api/licenses", http.MethodPost, token, "", `{"name":"Kept","domain":"kept.test"}`); code != http.StatusCreated {
 		t.Fatalf("create kept.test = %d %s", code, body)
 	}
-	sim.changeSite(created.Site, "delete")
+	sim.changeSite(created.VendorSiteID, "delete")
 
 	const want = `licensor_drift_mismatches{kind="site_gone"} 1`
 	testkit.Eventually(t, 15*time.Second, func() bool {

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -111,12 +110,6 @@ func waitFor(t *testing.T, url, token string, want int) {
 	pollFor(t, contractClient, url, token, want)
 }
 
-// waitForVendor polls a vendor simulator url until it answers 200.
-func waitForVendor(t *testing.T, url, token string) {
-	t.Helper()
-	pollFor(t, http.DefaultClient, url, token, http.StatusOK)
-}
-
 func pollFor(t *testing.T, client *http.Client, url, token string, want int) {
 	t.Helper()
 	answers := func() bool {
@@ -166,26 +159,13 @@ func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		sim, api := testkit.FreeAddr(t), testkit.FreeAddr(t)
-		env := []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-			"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-			"APP_ADDR=" + api, "APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
-			"VENDOR_DRIVER=http", "VENDOR_URL=http://" + sim, "VENDOR_TOKEN=sim-token", "VENDOR_TIMEOUT=2s",
-			"RECONCILE_INTERVAL=1h", // only the reconcile command settles it here
-		}
-		if db.Dialect == database.MySQL {
-			env = append(env, "DB_CONNECTION=mysql", "DB_URL="+db.Config.URL)
-		} else {
-			env = append(env, "DB_DATABASE="+db.Config.Database)
-		}
-		start(t, env, "vendor-sim", "--addr", sim, "--token", "sim-token", "--drop-creates", "1", "--drop-mode", "close")
-		waitForVendor(t, "http://"+sim+"/sites?domain=x.test", "sim-token")
-		token := strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
-		serve := start(t, env, "serve")
-		waitFor(t, "http://"+api+"/healthz", "", http.StatusOK)
+		r := newFaultRig(t, db, []string{"--drop-creates", "1", "--drop-mode", "close"},
+			"VENDOR_TIMEOUT=2s", "RECONCILE_INTERVAL=1h") // only the reconcile command settles it here
+		env, token := r.env, r.token
+		urls, serves := startServes(t, env, 1)
+		serve := serves[0]
 
-		url := "http://" + api + "/api/licenses"
+		url := urls[0] + "/api/licenses"
 		for range 2 {
 			if code, _, body := send(url, http.MethodPost, token, "order-e2e", acmeBody); code != http.StatusAccepted {
 				t.Fatalf("POST = %d %s, want 202 operation_pending", code, body)
@@ -199,12 +179,11 @@ func TestEndToEndLostAnswerIsReconciled(t *testing.T) {
 		if code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(body, `"domain":"acme.test"`) {
 			t.Fatalf("retry = %d replayed=%q %s, want the stored 201", code, h.Get("Idempotent-Replayed"), body)
 		}
-		_, _, sites := sendVendor("http://"+sim+"/sites?domain=acme.test", http.MethodGet, "sim-token")
-		if n := strings.Count(sites, `"license_key"`); n != 1 {
-			t.Errorf("the vendor holds %d sites for the domain: %s", n, sites)
+		if sites := r.sim.sites("acme.test"); len(sites) != 1 {
+			t.Errorf("the vendor holds %d sites for the domain: %v", len(sites), sites)
 		}
 		if strings.Contains(serve.output.String(), token) || strings.Contains(serve.output.String(), "order-e2e") ||
-			strings.Contains(serve.output.String(), "sim-token") {
+			strings.Contains(serve.output.String(), faultSimToken) {
 			t.Error("serve logged a token or a raw idempotency key")
 		}
 	})

@@ -1,12 +1,10 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +28,7 @@ func TestOneConsumersTarpitDelaysNoOtherConsumersWebhooks(t *testing.T) {
 	}
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		tarpit := newTarpit(t)
-		good := newArrivals(t)
+		good := newHookReceiver(t)
 		env := fairnessEnv(t, db)
 		urls, _ := startServes(t, env, 1)
 		base := urls[0]
@@ -41,7 +39,7 @@ func TestOneConsumersTarpitDelaysNoOtherConsumersWebhooks(t *testing.T) {
 		for i := range 16 {
 			mustSend(t, base+"/api/webhook-endpoints", hostile, fmt.Sprintf(`{"url":"%s/h%d"}`, tarpit, i), http.StatusCreated)
 		}
-		mustSend(t, base+"/api/webhook-endpoints", victim, fmt.Sprintf(`{"url":"%s/hooks"}`, good.url()), http.StatusCreated)
+		mustSend(t, base+"/api/webhook-endpoints", victim, fmt.Sprintf(`{"url":"%s/hooks"}`, good.srv.URL), http.StatusCreated)
 		for i := range 50 {
 			mustSend(t, base+"/api/licenses", hostile, fmt.Sprintf(`{"name":"H","domain":"hostile-%d.test"}`, i), http.StatusCreated)
 		}
@@ -142,52 +140,4 @@ func (tp *tarpit) connections() int {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	return len(tp.conns)
-}
-
-// arrivals is a webhook receiver that answers 200 at once and notes when
-// each license's license.created arrived, by its domain.
-type arrivals struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	at  map[string]time.Time
-}
-
-func newArrivals(t *testing.T) *arrivals {
-	t.Helper()
-	a := &arrivals{at: map[string]time.Time{}}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		var ev struct {
-			Type string
-			Data struct{ License struct{ Domain string } }
-		}
-		body, _ := io.ReadAll(r.Body)
-		if json.Unmarshal(body, &ev) == nil && ev.Type == "license.created" {
-			a.mu.Lock()
-			if _, ok := a.at[ev.Data.License.Domain]; !ok {
-				a.at[ev.Data.License.Domain] = now
-			}
-			a.mu.Unlock()
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(a.srv.Close)
-	return a
-}
-
-func (a *arrivals) url() string { return a.srv.URL }
-
-// await is when domain's license.created arrived, waiting for it until
-// within has passed.
-func (a *arrivals) await(t *testing.T, domain string, within time.Duration) time.Time {
-	t.Helper()
-	var at time.Time
-	testkit.Eventually(t, within, func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		var ok bool
-		at, ok = a.at[domain]
-		return ok
-	}, "the webhook of %s never arrived", domain)
-	return at
 }

@@ -52,12 +52,10 @@ func TestFaultVendorChaos(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	for _, dialect := range []string{database.SQLite, database.MySQL} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			faultChaos(t, dialect)
-		})
-	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		t.Parallel()
+		faultChaos(t, db)
+	})
 }
 
 // total is the sum of counts.
@@ -77,15 +75,13 @@ type chaosOutcome struct {
 	err          string
 }
 
-func faultChaos(t *testing.T, dialect string) {
-	db := testdb.New(t, dialect)
-	sim := startFaultSim(t, chaosFaults...)
-	env := faultEnv(t, db, sim.url(),
+func faultChaos(t *testing.T, db *testdb.DB) {
+	r := newFaultRig(t, db, chaosFaults,
 		"VENDOR_TIMEOUT=1s", "VENDOR_RETRY_BASE=50ms", "VENDOR_RETRY_MAX_WAIT=1s",
 		"IDEMPOTENCY_LOCK_TIMEOUT=5s", "RECONCILE_INTERVAL=500ms", "RECONCILE_SETTLE=2s")
-	token := issueToken(t, env)
+	sim, env, token := r.sim, r.env, r.token
 	replicas := 1
-	if dialect == database.MySQL {
+	if db.Dialect == database.MySQL {
 		replicas = 2
 	}
 	urls, _ := startServes(t, env, replicas)
@@ -175,7 +171,7 @@ func faultChaos(t *testing.T, dialect string) {
 					o := chaosOutcome{kind: "keyless", domain: domain}
 					switch code {
 					case http.StatusCreated, http.StatusOK:
-						o.licenseID = decodeKillLicense(body).ID
+						o.licenseID = decodeLicense(body).ID
 					case http.StatusAccepted, http.StatusServiceUnavailable:
 						o.err = fmt.Sprintf("%d %s", code, body)
 					default:
@@ -226,7 +222,7 @@ func faultChaos(t *testing.T, dialect string) {
 	// Every intent is settled: completed, or superseded by a later create of
 	// the same domain (never executed after it; its key, retried, runs for
 	// real and answers the license held).
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] == 0 || c[idempotency.StatusCompleted]+c[idempotency.StatusSuperseded] != total(c) {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] == 0 || c[idempotency.StatusCompleted]+c[idempotency.StatusSuperseded] != total(c) {
 		t.Errorf("intents by status %v, want every one completed or superseded", c)
 	}
 	if out := runCmd(t, env, "reconcile"); out != "0 pending intent(s) worked\n" {

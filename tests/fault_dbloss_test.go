@@ -51,11 +51,10 @@ func TestFaultDatabaseLoss(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
 	p, viaProxy := proxiedMySQL(t, db, 500*time.Millisecond)
-	sim := startFaultSim(t, "--latency", "100ms") // some creates are at the vendor when the cut comes
-	env := faultEnv(t, &testdb.DB{Dialect: database.MySQL, Config: viaProxy}, sim.url(),
-		"DB_QUERY_TIMEOUT=500ms", "IDEMPOTENCY_LOCK_TIMEOUT=2s", "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=500ms")
-	token := issueToken(t, env)
-	urls, _ := startServes(t, env, 1)
+	r := newFaultRig(t, db, []string{"--latency", "100ms"}, // some creates are at the vendor when the cut comes
+		"DB_URL="+viaProxy.URL, "DB_QUERY_TIMEOUT=500ms", "IDEMPOTENCY_LOCK_TIMEOUT=2s", "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=500ms")
+	sim, token := r.sim, r.token
+	urls, _ := startServes(t, r.env, 1)
 	api := urls[0]
 
 	var (
@@ -204,7 +203,7 @@ func TestFaultDatabaseLoss(t *testing.T) {
 		t.Errorf("the vendor committed %d creates and %d deletes and holds %d sites, want %d, 0 and %d",
 			st.CreatesCommitted, st.DeletesCommitted, st.Sites, len(domains), len(domains))
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] != len(domains) || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] != len(domains) || len(c) != 1 {
 		t.Errorf("intents by status %v, want %d completed and nothing else", c, len(domains))
 	}
 }

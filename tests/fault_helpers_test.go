@@ -22,14 +22,14 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// faultSimToken is the bearer token of the fault suite's simulators: the
-// kill rig's, so that its helpers (vendorSites) read them too.
-const faultSimToken = killSimToken
+// faultSimToken is the bearer token of the fault suite's simulators.
+const faultSimToken = "fault-sim-token"
 
 // faultEnv is the environment of the licensor processes of one fault test:
 // the database, the http vendor driver pointed at vendorURL, rate limits
@@ -41,7 +41,7 @@ func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []
 	t.Helper()
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"APP_ENV=testing", "APP_KEY=" + config.EncodeKey(testKey),
 		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
 		"VENDOR_DRIVER=http", "VENDOR_URL=" + vendorURL, "VENDOR_TOKEN=" + faultSimToken, "VENDOR_TIMEOUT=5s",
 		"RATE_LIMIT_PER_MINUTE=0", "CONSUMER_CONCURRENCY=0",
@@ -52,6 +52,31 @@ func faultEnv(t *testing.T, db *testdb.DB, vendorURL string, extra ...string) []
 		env = append(env, "DB_CONNECTION=sqlite", "DB_DATABASE="+db.Config.Database)
 	}
 	return append(env, extra...)
+}
+
+// faultRig is the preamble every process test of the fault suite shares:
+// its database, a vendor-sim read and steered through /_sim/ (which counts
+// its calls), the environment of the licensor processes on both, and a
+// token of the consumer acme that reads and writes licenses.
+type faultRig struct {
+	t     *testing.T
+	db    *testdb.DB
+	sim   *faultSim
+	env   []string
+	token string
+}
+
+// newFaultRig starts vendor-sim with simArgs, builds the environment on db
+// and the simulator (faultEnv, env winning over its defaults), migrates the
+// database as a deployment does (nothing to do on one testdb.New migrated)
+// and issues the token. The test starts its own serves (startServes).
+func newFaultRig(t *testing.T, db *testdb.DB, simArgs []string, env ...string) *faultRig {
+	t.Helper()
+	r := &faultRig{t: t, db: db, sim: startFaultSim(t, simArgs...)}
+	r.env = faultEnv(t, db, r.sim.url(), env...)
+	runCmd(t, r.env, "migrate")
+	r.token = issueToken(t, r.env)
+	return r
 }
 
 // faultSim is a vendor-sim process, read and steered through /_sim/.
@@ -159,12 +184,19 @@ func (s *faultSim) changeSite(id, action string) {
 	}
 }
 
+// simSite is a site as the simulator lists it.
+type simSite struct {
+	ID         string `json:"id"`
+	Domain     string `json:"domain"`
+	LicenseKey string `json:"license_key"`
+}
+
 // sites asks the simulator for the domain's sites.
-func (s *faultSim) sites(domain string) []killSite {
+func (s *faultSim) sites(domain string) []simSite {
 	s.t.Helper()
 	code, _, body := sendVendor(s.url()+"/sites?domain="+url.QueryEscape(domain), http.MethodGet, faultSimToken)
 	var list struct {
-		Data []killSite `json:"data"`
+		Data []simSite `json:"data"`
 	}
 	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
 		s.t.Fatalf("vendor list = %d %s: %v", code, body, err)
@@ -196,14 +228,15 @@ func issueToken(t *testing.T, env []string) string {
 	return strings.TrimSpace(runCmd(t, env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
 }
 
-// intentCounts counts the idempotency records by status.
-func intentCounts(t *testing.T, db *testdb.DB) map[string]int {
+// statusCounts counts the rows of table (the idempotency records, the
+// webhook deliveries) by status.
+func statusCounts(t *testing.T, db *testdb.DB, table string) map[string]int {
 	t.Helper()
 	var rows []struct {
 		Status string
 		N      int
 	}
-	if err := db.Gorm.Model(&idempotency.Record{}).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+	if err := db.Gorm.Table(table).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
@@ -216,7 +249,7 @@ func intentCounts(t *testing.T, db *testdb.DB) map[string]int {
 // unsettled is how many intents are pending, processing or failed.
 func unsettled(t *testing.T, db *testdb.DB) int {
 	t.Helper()
-	c := intentCounts(t, db)
+	c := statusCounts(t, db, keysTable)
 	return c[idempotency.StatusPending] + c[idempotency.StatusProcessing] + c[idempotency.StatusFailed]
 }
 
@@ -306,4 +339,23 @@ func (tap *vendorTap) await(t *testing.T, want string, within time.Duration) {
 // licenseBody is the create body of a domain.
 func licenseBody(domain string) string {
 	return fmt.Sprintf(`{"name":"Fault %s","domain":"%s"}`, domain, domain)
+}
+
+// apiLicense is what the API shows of a license.
+type apiLicense struct {
+	ID           string `json:"id"`
+	Domain       string `json:"domain"`
+	LicenseKey   string `json:"license_key"`
+	Status       string `json:"status"`
+	VendorSiteID string `json:"vendor_site_id"`
+}
+
+// decodeLicense reads a {"data": license} body; the zero value when it
+// is not one.
+func decodeLicense(body string) apiLicense {
+	var b struct {
+		Data apiLicense `json:"data"`
+	}
+	_ = json.Unmarshal([]byte(body), &b)
+	return b.Data
 }

@@ -2,15 +2,14 @@ package tests
 
 import (
 	"net/http"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -44,14 +43,12 @@ func TestFaultKillBeforeVendorCommit(t *testing.T) {
 	for _, dialect := range []string{database.SQLite, database.MySQL} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			t.Run("client retry", func(t *testing.T) {
-				t.Parallel()
-				faultKillBeforeCommit(t, dialect, true)
-			})
-			t.Run("no retry", func(t *testing.T) {
-				t.Parallel()
-				faultKillBeforeCommit(t, dialect, false)
-			})
+			for name, retry := range map[string]bool{"client retry": true, "no retry": false} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					faultKillBeforeCommit(t, dialect, retry)
+				})
+			}
 		})
 	}
 }
@@ -59,41 +56,18 @@ func TestFaultKillBeforeVendorCommit(t *testing.T) {
 func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 	const domain, key = "kill-before.test", "order-kill-before"
 	body := licenseBody(domain)
-	db := testdb.New(t, dialect)
-	sim := startFaultSim(t)
-	tap := newVendorTap(t, sim)
-	env := faultEnv(t, db, tap.srv.URL,
-		"IDEMPOTENCY_LOCK_TIMEOUT="+killLease.String(), "RECONCILE_SETTLE=1s",
-		"RECONCILE_INTERVAL=1h") // only the reconcile command (or a retry) settles here
-	r := &killRig{t: t, db: db, env: env, sim: sim.addr, vendor: sim.proc}
-	r.token = issueToken(t, env)
+	r := &killRig{faultRig: newFaultRig(t, testdb.New(t, dialect), nil, killEnv...)}
+	sim, tap := r.sim, newVendorTap(t, r.sim)
+	r.env = append(r.env, "VENDOR_URL="+tap.srv.URL)
 	r.restartServe()
 	var survivor string // on MariaDB, a second replica the client's retry goes to
 	if dialect == database.MySQL {
-		urls, _ := startServes(t, env, 1)
+		urls, _ := startServes(t, r.env, 1)
 		survivor = urls[0]
 	}
 
 	sim.setFaults(`{"latency":"` + faultKillLatency.String() + `"}`)
-	answered := make(chan int, 1)
-	go func() {
-		code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, key, body)
-		answered <- code
-	}()
-	tap.await(t, "POST /sites", 10*time.Second)
-	if err := r.serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill serve: %v", err)
-	}
-	r.killedAt = time.Now()
-	_ = r.serve.cmd.Wait() // killed: its error says so
-	select {
-	case code := <-answered:
-		if code != 0 {
-			t.Fatalf("serve answered %d before it died", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client still waits for the killed serve")
-	}
+	r.killMidCall(http.MethodPost, "/api/licenses", key, body, func() { tap.await(t, "POST /sites", 10*time.Second) })
 	// The create the dead serve sent was given up in the latency: nothing
 	// was committed.
 	testkit.Eventually(t, 10*time.Second, func() bool {
@@ -124,26 +98,17 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 	if st.CreatesCommitted != 1 || st.DuplicatesRefused != 0 {
 		t.Errorf("the vendor committed %d creates, refused %d duplicates; want 1 and 0", st.CreatesCommitted, st.DuplicatesRefused)
 	}
-	sites := r.vendorSites(domain)
-	if len(sites) != 1 {
-		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
-	}
-	lics := r.licenseRows(domain)
-	if len(lics) != 1 || lics[0].Status != licenses.StatusActive || lics[0].VendorSiteID != sites[0].ID {
-		t.Fatalf("licenses for the domain %+v, want one active on site %s", lics, sites[0].ID)
-	}
+	lic, _ := r.wantOneLicenseOnItsSite(domain)
 	done := r.wantAllSettled(rec.ID, http.StatusCreated)
-	if done.ResourceID == nil || *done.ResourceID != lics[0].ID {
-		t.Errorf("the completed record names license %s, want %s", killDeref(done.ResourceID), lics[0].ID)
+	if ptr.Deref(done.ResourceID) != lic.ID {
+		t.Errorf("the completed record names license %q, want %s", ptr.Deref(done.ResourceID), lic.ID)
 	}
 	wantEvent := licenses.EventCreated + " by a request"
 	if !retry {
 		wantEvent = licenses.EventReconciled + " by " + licenses.ActorReconciler
 	}
-	if got := r.events(lics[0].ID); !slices.Equal(got, []string{wantEvent}) {
-		t.Errorf("license events = %v, want [%s]", got, wantEvent)
-	}
-	if c := intentCounts(t, db); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
+	r.wantEvents(lic.ID, wantEvent)
+	if c := statusCounts(t, r.db, keysTable); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
 		t.Errorf("intents by status %v, want none processing or pending", c)
 	}
 }

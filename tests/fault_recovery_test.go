@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
 )
 
 // The zombie sequence from outside, on real processes and both databases:
@@ -24,27 +25,15 @@ func TestFaultZombieSequence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts licensor processes")
 	}
-	for _, dialect := range []string{database.SQLite, database.MySQL} { // MySQL skips without TEST_MYSQL_DSN
-		t.Run(dialect, func(t *testing.T) {
-			r := newKillRig(t, dialect, "--drop-creates", "1", "--drop-mode", "5xx-after-commit")
-			api, body := "http://"+r.api, licenseBody("zombie.test")
-			if code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body); code != http.StatusAccepted {
-				t.Fatalf("first create = %d %s, want 202 (the vendor committed, then answered 500)", code, got)
-			}
-			code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body)
-			if code != http.StatusCreated {
-				t.Fatalf("second create = %d %s, want 201 adopting the site", code, got)
-			}
-			id := decodeKillLicense(got).ID
-			if code, _, got := send(api+"/api/licenses/"+id, http.MethodDelete, r.token, "", ""); code != http.StatusNoContent {
-				t.Fatalf("revoke = %d %s", code, got)
-			}
-			if out := runCmd(t, append(slices.Clone(r.env), "RECONCILE_SETTLE=1ms"), "reconcile"); out != "0 pending intent(s) worked\n" {
-				t.Errorf("reconcile printed %q, want nothing to do", out)
-			}
-			wantZombieFree(t, r, "zombie.test")
-		})
-	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newKillRig(t, db, "--drop-creates", "1", "--drop-mode", "5xx-after-commit")
+		api, body := "http://"+r.api, licenseBody("zombie.test")
+		if code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body); code != http.StatusAccepted {
+			t.Fatalf("first create = %d %s, want 202 (the vendor committed, then answered 500)", code, got)
+		}
+		r.adoptThenRevoke(api, body)
+		r.wantZombieFree("zombie.test")
+	})
 }
 
 // A keyless create cut off by a SIGTERM with a short grace (its vendor
@@ -56,63 +45,66 @@ func TestFaultKeylessCutBySIGTERMThenRevoked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts licensor processes")
 	}
-	for _, dialect := range []string{database.SQLite, database.MySQL} { // MySQL skips without TEST_MYSQL_DSN
-		t.Run(dialect, func(t *testing.T) {
-			r := newKillRig(t, dialect, "--drop-creates", "1")
-			r.env = append(r.env, "APP_SHUTDOWN_TIMEOUT=1s")
-			_ = r.serve.cmd.Process.Signal(syscall.SIGTERM)
-			_ = r.serve.cmd.Wait()
-			r.restartServe()
-			body := licenseBody("cut.test")
-			answered := make(chan int, 1)
-			go func() {
-				code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", body)
-				answered <- code
-			}()
-			r.waitOutput(r.vendor, `fault="created, answer dropped: hang"`)
-			if err := r.serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			_ = r.serve.cmd.Wait()
-			if code := <-answered; code == http.StatusCreated || code == http.StatusOK {
-				t.Fatalf("the cut create was answered %d", code)
-			}
-			var dead []idempotency.Record
-			r.db.Gorm.Where("operation = ?", "licenses.store").Find(&dead)
-			if len(dead) != 1 || dead[0].Status != idempotency.StatusProcessing {
-				t.Fatalf("records after the SIGTERM: %+v, want the cut intent processing", dead)
-			}
-			r.restartServe()
-			api := "http://" + r.api
-			code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body)
-			if code != http.StatusCreated {
-				t.Fatalf("the retry = %d %s, want 201 adopting the site", code, got)
-			}
-			id := decodeKillLicense(got).ID
-			if code, _, got := send(api+"/api/licenses/"+id, http.MethodDelete, r.token, "", ""); code != http.StatusNoContent {
-				t.Fatalf("revoke = %d %s", code, got)
-			}
-			var after idempotency.Record
-			r.db.Gorm.Where("id = ?", dead[0].ID).Take(&after)
-			if after.Status != idempotency.StatusSuperseded {
-				t.Errorf("the cut intent is %s after the revoke, want superseded", after.Status)
-			}
-			if out := runCmd(t, append(slices.Clone(r.env), "RECONCILE_SETTLE=1ms"), "reconcile"); out != "0 pending intent(s) worked\n" {
-				t.Errorf("reconcile printed %q, want nothing to do", out)
-			}
-			wantZombieFree(t, r, "cut.test")
-		})
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newKillRig(t, db, "--drop-creates", "1")
+		r.restartWith("APP_SHUTDOWN_TIMEOUT=1s")
+		body := licenseBody("cut.test")
+		answered := make(chan int, 1)
+		go func() {
+			code, _, _ := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", body)
+			answered <- code
+		}()
+		r.waitOutput(r.sim.proc, `fault="created, answer dropped: hang"`)
+		if err := r.serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		_ = r.serve.cmd.Wait()
+		if code := <-answered; code == http.StatusCreated || code == http.StatusOK {
+			t.Fatalf("the cut create was answered %d", code)
+		}
+		var dead []idempotency.Record
+		r.db.Gorm.Where("operation = ?", "licenses.store").Find(&dead)
+		if len(dead) != 1 || dead[0].Status != idempotency.StatusProcessing {
+			t.Fatalf("records after the SIGTERM: %+v, want the cut intent processing", dead)
+		}
+		r.restartServe()
+		r.adoptThenRevoke("http://"+r.api, body)
+		var after idempotency.Record
+		r.db.Gorm.Where("id = ?", dead[0].ID).Take(&after)
+		if after.Status != idempotency.StatusSuperseded {
+			t.Errorf("the cut intent is %s after the revoke, want superseded", after.Status)
+		}
+		r.wantZombieFree("cut.test")
+	})
+}
+
+// adoptThenRevoke creates the license of body again through the serve at
+// api, which adopts the site the vendor committed (201), and revokes it.
+func (r *killRig) adoptThenRevoke(api, body string) {
+	r.t.Helper()
+	code, _, got := send(api+"/api/licenses", http.MethodPost, r.token, "", body)
+	if code != http.StatusCreated {
+		r.t.Fatalf("the create again = %d %s, want 201 adopting the site", code, got)
+	}
+	id := decodeLicense(got).ID
+	if code, _, got := send(api+"/api/licenses/"+id, http.MethodDelete, r.token, "", ""); code != http.StatusNoContent {
+		r.t.Fatalf("revoke = %d %s", code, got)
 	}
 }
 
-// wantZombieFree fails unless the vendor created one site for domain, none
-// is left, and the domain's one license is revoked.
-func wantZombieFree(t *testing.T, r *killRig, domain string) {
+// wantZombieFree fails unless a one-shot `licensor reconcile` with no
+// settle time to wait finds nothing to do, the vendor created one site for
+// domain, none is left, and the domain's one license is revoked.
+func (r *killRig) wantZombieFree(domain string) {
+	t := r.t
 	t.Helper()
+	if out := runCmd(t, append(slices.Clone(r.env), "RECONCILE_SETTLE=1ms"), "reconcile"); out != "0 pending intent(s) worked\n" {
+		t.Errorf("reconcile printed %q, want nothing to do", out)
+	}
 	if n := r.simCalls(http.MethodPost, "/sites"); n != 1 {
 		t.Errorf("the vendor was asked to create %d sites, want 1", n)
 	}
-	if sites := r.vendorSites(domain); len(sites) != 0 {
+	if sites := r.sim.sites(domain); len(sites) != 0 {
 		t.Errorf("the vendor holds %v after the revoke, want no site", sites)
 	}
 	if lics := r.licenseRows(domain); len(lics) != 1 || lics[0].Status != licenses.StatusRevoked {
@@ -130,14 +122,11 @@ func TestFaultReservationCommitsAfterItsDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts licensor processes")
 	}
-	r := newKillRig(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
+	r := newKillRig(t, testdb.New(t, database.MySQL)) // skipped without TEST_MYSQL_DSN (failed under CI=true)
 	if err := r.db.Gorm.Exec("CREATE TRIGGER test_stalled_reservation AFTER INSERT ON idempotency_keys FOR EACH ROW DO SLEEP(3)").Error; err != nil {
 		t.Fatal(err)
 	}
-	r.env = append(r.env, "DB_QUERY_TIMEOUT=1s")
-	_ = r.serve.cmd.Process.Signal(syscall.SIGTERM)
-	_ = r.serve.cmd.Wait()
-	r.restartServe()
+	r.restartWith("DB_QUERY_TIMEOUT=1s")
 	code, _, body := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", licenseBody("stalled.test"))
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("the stalled create = %d %s, want 503: nothing was done", code, body)

@@ -42,12 +42,10 @@ func TestFaultReplicaStorm(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	db := testdb.Empty(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
-	sim := startFaultSim(t, "--latency", "150ms")
-	env := faultEnv(t, db, sim.url(), "IDEMPOTENCY_LOCK_TIMEOUT=30s", "RECONCILE_INTERVAL=1h")
-	runCmd(t, env, "migrate")
-	token := issueToken(t, env)
-	replicas, _ := startServes(t, env, stormReplicas)
+	db := testdb.Empty(t, database.MySQL)                                                                            // skipped without TEST_MYSQL_DSN (failed under CI=true)
+	r := newFaultRig(t, db, []string{"--latency", "150ms"}, "IDEMPOTENCY_LOCK_TIMEOUT=30s", "RECONCILE_INTERVAL=1h") // migrates the empty database
+	sim, token := r.sim, r.token
+	replicas, _ := startServes(t, r.env, stormReplicas)
 
 	var (
 		wg      sync.WaitGroup
@@ -111,7 +109,7 @@ func TestFaultReplicaStorm(t *testing.T) {
 	if rows != stormKeys {
 		t.Errorf("%d license rows, want %d", rows, stormKeys)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] != stormKeys || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] != stormKeys || len(c) != 1 {
 		t.Errorf("intents by status %v, want %d completed and nothing else", c, stormKeys)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -28,21 +27,18 @@ func TestFaultRestartSettlesPendingIntent(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	t.Parallel()
-	for _, dialect := range []string{database.SQLite, database.MySQL} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			faultRestart(t, dialect)
-		})
-	}
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		t.Parallel()
+		faultRestart(t, db)
+	})
 }
 
-func faultRestart(t *testing.T, dialect string) {
+func faultRestart(t *testing.T, db *testdb.DB) {
 	const domain, key = "restart.test", "order-restart"
 	body := licenseBody(domain)
-	db := testdb.New(t, dialect)
-	sim := startFaultSim(t, "--drop-creates", "1", "--drop-mode", "close")
-	env := faultEnv(t, db, sim.url(), "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h") // the first serve's reconciler stays idle
-	token := issueToken(t, env)
+	r := newFaultRig(t, db, []string{"--drop-creates", "1", "--drop-mode", "close"},
+		"RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h") // the first serve's reconciler stays idle
+	sim, env, token := r.sim, r.env, r.token
 	urls, procs := startServes(t, env, 1)
 
 	code, h, got := send(urls[0]+"/api/licenses", http.MethodPost, token, key, body)
@@ -57,7 +53,7 @@ func faultRestart(t *testing.T, dialect string) {
 	if code != http.StatusAccepted || pending.Code != "operation_pending" || op == "" || h.Get("Location") != "/api/operations/"+op {
 		t.Fatalf("POST = %d Location %q %s, want 202 operation_pending", code, h.Get("Location"), got)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusPending] != 1 || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusPending] != 1 || len(c) != 1 {
 		t.Fatalf("intents by status %v, want the one pending", c)
 	}
 
@@ -68,7 +64,7 @@ func faultRestart(t *testing.T, dialect string) {
 	if err := serve.cmd.Wait(); err != nil {
 		t.Fatalf("serve did not exit 0 on SIGTERM: %v", err)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusPending] != 1 || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusPending] != 1 || len(c) != 1 {
 		t.Fatalf("intents by status after the stop %v, want the one still pending", c)
 	}
 
@@ -102,20 +98,16 @@ func faultRestart(t *testing.T, dialect string) {
 		t.Errorf("the vendor committed %d creates, holds %d sites, dropped %v; want 1, 1 and the one answer dropped",
 			st.CreatesCommitted, st.Sites, st.Calls["POST /sites"])
 	}
-	wantOneLicensePerSite(t, db, sim, []string{domain})
-	lic := licensesByDomain(t, db)[domain][0]
+	lic, _ := r.wantOneLicenseOnItsSite(domain)
 	if want := "/api/licenses/" + lic.ID; shown.Data.Result.Location != want {
 		t.Errorf("the operation names %s, want %s", shown.Data.Result.Location, want)
 	}
-	r := &killRig{t: t, db: db}
-	if got := r.events(lic.ID); !slices.Equal(got, []string{licenses.EventReconciled + " by " + licenses.ActorReconciler}) {
-		t.Errorf("license events = %v, want one reconciled by the reconciler", got)
-	}
+	r.wantEvents(lic.ID, licenses.EventReconciled+" by "+licenses.ActorReconciler)
 	code, h, got = send(api+"/api/licenses", http.MethodPost, token, key, body)
 	if code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || !strings.Contains(got, `"id":"`+lic.ID+`"`) {
 		t.Errorf("the client's retry = %d replayed=%q %s, want the reconciled 201", code, h.Get("Idempotent-Replayed"), got)
 	}
-	if c := intentCounts(t, db); c[idempotency.StatusCompleted] != 1 || len(c) != 1 {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] != 1 || len(c) != 1 {
 		t.Errorf("intents by status %v, want the one completed", c)
 	}
 }

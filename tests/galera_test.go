@@ -2,10 +2,9 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
+	"github.com/licensor-api/licensor/tests/testdb"
 )
 
 // The storm: galeraRequests concurrent creates over galeraKeys idempotency
@@ -28,7 +28,6 @@ const (
 	galeraNodes    = 3
 	galeraKeys     = 40
 	galeraRequests = 200
-	galeraSimToken = "galera-sim-token"
 	galeraLatency  = 150 * time.Millisecond
 )
 
@@ -57,30 +56,19 @@ func TestGaleraReplicaStorm(t *testing.T) {
 	cluster := newGaleraCluster(t, galeraNodes)
 	clusterUp := time.Since(began)
 
-	sim := testkit.FreeAddr(t)
-	base := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"APP_URL=http://licensor.galera.test", "LOG_FORMAT=json",
-		"VENDOR_DRIVER=http", "VENDOR_URL=http://" + sim, "VENDOR_TOKEN=" + galeraSimToken, "VENDOR_TIMEOUT=10s",
-		"RATE_LIMIT_PER_MINUTE=0", "CONSUMER_CONCURRENCY=0", // the storm's requests leave together, 200 of one consumer
-		"DB_CONNECTION=mysql",
-	}
+	// The storm's requests leave together, 200 of one consumer: the rig
+	// has the rate limits off. It migrates through node 1.
+	r := newFaultRig(t, &testdb.DB{Dialect: database.MySQL, Config: config.DB{URL: cluster.nodes[0].dsn()}},
+		[]string{"--latency", galeraLatency.String()}, "APP_URL=http://licensor.galera.test", "VENDOR_TIMEOUT=10s")
+	sim, token := r.sim, r.token
 	envFor := func(dsn string, extra ...string) []string {
-		env := append(append([]string{}, base...), "DB_URL="+dsn, "APP_STORAGE="+t.TempDir())
-		return append(env, extra...)
+		return append(append(slices.Clone(r.env), "DB_URL="+dsn, "APP_STORAGE="+t.TempDir()), extra...)
 	}
 	envOn := func(n *galeraNode, extra ...string) []string { return envFor(n.dsn(), extra...) }
-	runCmd(t, envOn(cluster.nodes[0]), "migrate")
 	// Galera applies the migration on the other nodes a moment after node
 	// 1 committed it: no replica starts on a node it has not reached.
 	cluster.waitMigrated(galeraDatabase)
 	galeraSchemaFits(t, cluster.nodes[len(cluster.nodes)-1])
-	token := strings.TrimSpace(runCmd(t, envOn(cluster.nodes[0]), "token", "issue", "--consumer", "acme",
-		"--abilities", "licenses:read,licenses:write"))
-
-	vendor := start(t, base, "vendor-sim", "--addr", sim, "--token", galeraSimToken, "--latency", galeraLatency.String())
-	waitForVendor(t, "http://"+sim+"/sites?domain=x.test", galeraSimToken)
 
 	// One replica per node, each pointed at its own node.
 	apis := make([]string, galeraNodes)
@@ -94,7 +82,7 @@ func TestGaleraReplicaStorm(t *testing.T) {
 	}
 	// Each key reserved on two or three nodes at once: one create, one 201.
 	t.Run("storm", func(t *testing.T) {
-		galeraStormChecks(t, cluster, apis, serves, vendor, token, sim)
+		galeraStormChecks(t, cluster, apis, serves, token, sim)
 	})
 	// A replica started on a node the newest migration has not reached
 	// yet waits for it instead of refusing the schema.
@@ -115,7 +103,7 @@ func TestGaleraReplicaStorm(t *testing.T) {
 
 // galeraStormChecks sends the storm and checks its outcome: every answer,
 // the vendor, the rows on every node and the replicas' logs.
-func galeraStormChecks(t *testing.T, cluster *galeraCluster, apis []string, serves []*process, vendor *process, token, sim string) {
+func galeraStormChecks(t *testing.T, cluster *galeraCluster, apis []string, serves []*process, token string, sim *faultSim) {
 	before := cluster.conflictCounters(t)
 
 	stormBegan := time.Now()
@@ -158,7 +146,7 @@ func galeraStormChecks(t *testing.T, cluster *galeraCluster, apis []string, serv
 		if executed > 1 {
 			t.Errorf("%s: %d answers were not replays: the key was executed more than once", key, executed)
 		}
-		lic := decodeKillLicense(got[0].body)
+		lic := decodeLicense(got[0].body)
 		if lic.Domain != domain || lic.ID == "" || lic.VendorSiteID == "" {
 			t.Errorf("%s: answered %s, want the license of %s", key, got[0].body, domain)
 			continue
@@ -170,10 +158,13 @@ func galeraStormChecks(t *testing.T, cluster *galeraCluster, apis []string, serv
 	}
 
 	// The vendor made exactly one site per key.
-	creates, sites := galeraVendorCreates(t, sim, vendor)
-	if creates != galeraKeys || sites != galeraKeys {
-		t.Errorf("the vendor committed %d creates and holds %d sites, want %d of each", creates, sites, galeraKeys)
+	st := sim.stats()
+	creates, sites := st.CreatesCommitted, st.Sites
+	if creates != galeraKeys || sites != galeraKeys || st.DuplicatesRefused != 0 {
+		t.Errorf("the vendor committed %d creates, refused %d duplicates (a key executed twice) and holds %d sites, want %d, 0 and %d",
+			creates, st.DuplicatesRefused, sites, galeraKeys, galeraKeys)
 	}
+	t.Logf("vendor stats: %+v", st)
 
 	// Every node holds the same 40 licenses and 40 completed records, read
 	// causally (wsrep_sync_wait) so that a lagging applier cannot hide a row.
@@ -237,7 +228,7 @@ func galeraLogLines(out string, levels ...string) []string {
 // error 1047, "WSREP has not yet prepared node for application use"). Its
 // replica must answer "not now" (503 with Retry-After, /readyz not ready),
 // never 500, and create nothing at the vendor.
-func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim string) {
+func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token string, sim *faultSim) {
 	t.Helper()
 	last := len(c.nodes) - 1
 	n := c.nodes[last]
@@ -255,7 +246,7 @@ func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim st
 	}
 	t.Logf("%s isolated: cluster_status=%s ready=%s", n.name, st["wsrep_cluster_status"], st["wsrep_ready"])
 	api := "http://" + apis[last]
-	_, before := galeraStats(t, sim)
+	before := sim.stats().CreatesCommitted
 	for _, r := range []struct{ method, path, key, body string }{
 		{http.MethodPost, "/api/licenses", "galera-isolated", `{"name":"Isolated","domain":"isolated.test"}`},
 		{http.MethodPost, "/api/licenses", "", `{"name":"Isolated","domain":"isolated2.test"}`},
@@ -268,7 +259,7 @@ func galeraIsolated(t *testing.T, c *galeraCluster, apis []string, token, sim st
 			t.Errorf("%s %s on the replica of the isolated node = %d %s, want 503 with Retry-After", r.method, r.path, code, body)
 		}
 	}
-	if _, after := galeraStats(t, sim); after != before {
+	if after := sim.stats().CreatesCommitted; after != before {
 		t.Errorf("the vendor committed %d creates for the isolated replica", after-before)
 	}
 	// The other nodes go on as a primary component of two, and so do their
@@ -487,20 +478,6 @@ func galeraCounter(st map[string]string, name string) int {
 	return n
 }
 
-// galeraStats is the simulator's sites and creates committed.
-func galeraStats(t *testing.T, sim string) (sites, creates int) {
-	t.Helper()
-	code, _, body := sendVendor("http://"+sim+"/_sim/stats", http.MethodGet, galeraSimToken)
-	var st struct {
-		CreatesCommitted int `json:"creates_committed"`
-		Sites            int `json:"sites"`
-	}
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
-		return -1, -1
-	}
-	return st.Sites, st.CreatesCommitted
-}
-
 // galeraSchemaFits checks, on a node other than the one migrated, that the
 // migration replicated and that every table suits Galera: InnoDB (the only
 // engine it replicates) with a primary key (without one, a row change
@@ -632,39 +609,6 @@ func galeraRetryAfter(h http.Header) (time.Duration, bool) {
 	return min(max(time.Duration(s)*time.Second, 50*time.Millisecond), 5*time.Second), true
 }
 
-// galeraVendorCreates is what the simulator committed: creates and sites
-// from GET /_sim/stats, or, on a simulator without it, the sites of each
-// key's domain and the creates it logged.
-func galeraVendorCreates(t *testing.T, sim string, vendor *process) (creates, sites int) {
-	t.Helper()
-	code, _, body := sendVendor("http://"+sim+"/_sim/stats", http.MethodGet, galeraSimToken)
-	if code == http.StatusOK {
-		var st struct {
-			CreatesCommitted  int                       `json:"creates_committed"`
-			DuplicatesRefused int                       `json:"duplicates_refused"`
-			Sites             int                       `json:"sites"`
-			Calls             map[string]map[string]int `json:"calls"`
-		}
-		if err := json.Unmarshal([]byte(body), &st); err != nil {
-			t.Fatalf("GET /_sim/stats: %v: %s", err, body)
-		}
-		if st.DuplicatesRefused != 0 {
-			t.Errorf("the vendor refused %d creates of a domain it already held: a key was executed twice", st.DuplicatesRefused)
-		}
-		t.Logf("vendor stats: %s", body)
-		return st.CreatesCommitted, st.Sites
-	}
-	for k := range galeraKeys {
-		_, domain := galeraKey(k)
-		code, _, list := sendVendor("http://"+sim+"/sites?domain="+domain, http.MethodGet, galeraSimToken)
-		if code != http.StatusOK {
-			t.Fatalf("vendor list = %d %s", code, list)
-		}
-		sites += strings.Count(list, `"license_key"`)
-	}
-	return strings.Count(vendor.output.String(), "method=POST path=/sites status=201"), sites
-}
-
 // galeraRows reads the node's licenses (count per domain) and a summary of
 // its licenses.store records, waiting for the node to have applied every
 // write the cluster committed before the read (wsrep_sync_wait=1).
@@ -728,8 +672,7 @@ func (c *galeraCluster) conflictCounters(t *testing.T) [][2]int {
 		if err != nil {
 			t.Fatalf("%s: SHOW STATUS: %v", n.name, err)
 		}
-		out[i][0], _ = strconv.Atoi(st["wsrep_local_cert_failures"])
-		out[i][1], _ = strconv.Atoi(st["wsrep_local_bf_aborts"])
+		out[i] = [2]int{galeraCounter(st, "wsrep_local_cert_failures"), galeraCounter(st, "wsrep_local_bf_aborts")}
 	}
 	return out
 }

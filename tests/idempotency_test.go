@@ -15,6 +15,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -482,7 +483,7 @@ func (a *app) plantRecord(consumer, key, body, status string, leaseFromNow time.
 	a.t.Helper()
 	var consumerID string
 	a.db.Gorm.Raw("SELECT id FROM consumers WHERE name = ?", consumer).Scan(&consumerID)
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	lease := now.Add(leaseFromNow)
 	rec := idempotency.Record{
 		ConsumerID: consumerID, Operation: "licenses.store", Key: key,

@@ -17,6 +17,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -83,7 +84,7 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 		license := a.create(globex, "done.test") // keyless: the server's key
 		a.do(http.MethodDelete, "/api/licenses/"+license, "", globex...).wantStatus(http.StatusNoContent)
 		a.plantRecord("acme", "cli-key-3103", acmeBody, idempotency.StatusProcessing, time.Minute)
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		orphan := idempotency.Record{ConsumerID: "01JGONE0CONSVMER0000000000", Operation: "licenses.store", Key: "cli-key-3104",
 			RequestHash: "h", Status: idempotency.StatusFailed, Attempts: 3, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := db.Gorm.Create(&orphan).Error; err != nil {

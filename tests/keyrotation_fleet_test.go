@@ -51,7 +51,7 @@ func TestKeyRotationFleetUnderLoad(t *testing.T) {
 	}
 	f := newFleet(t)
 	oldKey, newKey := config.EncodeKey(testKey), config.EncodeKey(otherKey)
-	tokenOld := issueToken(t, f.env(oldKey))
+	tokenOld := f.token
 	f.start(f.env(oldKey))
 	// An endpoint whose signing secret is sealed under the old key, for
 	// keys rotate to re-seal with the rest.
@@ -134,7 +134,7 @@ func TestKeyRotationOutOfOrderAnswers503(t *testing.T) {
 	}
 	f := newFleet(t)
 	oldKey, newKey := config.EncodeKey(testKey), config.EncodeKey(otherKey)
-	token := issueToken(t, f.env(oldKey))
+	token := f.token
 	f.start(f.env(oldKey))
 	switched, old := f.replicas[0], f.replicas[1]
 	f.restart(switched, f.env(newKey, oldKey))
@@ -195,6 +195,7 @@ func TestKeyRotationOutOfOrderAnswers503(t *testing.T) {
 type fleet struct {
 	t        *testing.T
 	base     []string // the environment without APP_KEY and APP_PREVIOUS_KEYS
+	token    string   // acme's, issued under the old key (testKey)
 	replicas []*fleetReplica
 	procs    []*process // every serve started, for their logs
 }
@@ -211,16 +212,14 @@ type fleetReplica struct {
 }
 
 // newFleet makes the database (MariaDB when TEST_MYSQL_DSN is set, else a
-// SQLite file) and a vendor simulator; no replica runs yet.
+// SQLite file), a vendor simulator and a token; no replica runs yet.
 func newFleet(t *testing.T) *fleet {
 	dialect := database.SQLite
 	if os.Getenv("TEST_MYSQL_DSN") != "" {
 		dialect = database.MySQL
 	}
-	db := testdb.New(t, dialect)
-	sim := startFaultSim(t)
-	base := faultEnv(t, db, sim.url(), "RECONCILE_INTERVAL=1h", "APP_SHUTDOWN_TIMEOUT=10s", "WEBHOOK_ALLOW_PRIVATE=true")
-	return &fleet{t: t, base: base, replicas: []*fleetReplica{{name: "replica 1"}, {name: "replica 2"}}}
+	r := newFaultRig(t, testdb.New(t, dialect), nil, "RECONCILE_INTERVAL=1h", "APP_SHUTDOWN_TIMEOUT=10s", "WEBHOOK_ALLOW_PRIVATE=true")
+	return &fleet{t: t, base: r.env, token: r.token, replicas: []*fleetReplica{{name: "replica 1"}, {name: "replica 2"}}}
 }
 
 // env is the fleet's environment under APP_KEY key and APP_PREVIOUS_KEYS

@@ -1,9 +1,7 @@
 package tests
 
 import (
-	"encoding/json"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -23,8 +22,6 @@ import (
 // reconciler takes the dead owner's record over one more lease after its
 // lease ends, about 4 s after the reservation.
 const killLease = 2 * time.Second
-
-const killSimToken = "kill-sim-token"
 
 // TestKillMidVendorWriteIsReconciled runs real processes: `serve` is killed
 // with SIGKILL while a vendor write it sent is committed at the vendor and its
@@ -39,18 +36,16 @@ func TestKillMidVendorWriteIsReconciled(t *testing.T) {
 	}
 	for _, dialect := range []string{database.SQLite, database.MySQL} {
 		t.Run(dialect, func(t *testing.T) {
-			t.Run("keyed create", func(t *testing.T) {
-				t.Parallel()
-				killCreate(t, dialect, "order-kill-1")
-			})
-			t.Run("keyless create", func(t *testing.T) {
-				t.Parallel()
-				killCreate(t, dialect, "")
-			})
-			t.Run("revoke", func(t *testing.T) {
-				t.Parallel()
-				killRevoke(t, dialect)
-			})
+			for name, kill := range map[string]func(t *testing.T){
+				"keyed create":   func(t *testing.T) { killCreate(t, dialect, "order-kill-1") },
+				"keyless create": func(t *testing.T) { killCreate(t, dialect, "") },
+				"revoke":         func(t *testing.T) { killRevoke(t, dialect) },
+			} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					kill(t)
+				})
+			}
 		})
 	}
 }
@@ -59,11 +54,11 @@ func TestKillMidVendorWriteIsReconciled(t *testing.T) {
 // empty), reconciles, and checks that exactly one site and one active
 // license exist for the domain, the one pointing at the other.
 func killCreate(t *testing.T, dialect, key string) {
-	r := newKillRig(t, dialect, "--drop-creates", "1")
+	r := newKillRig(t, testdb.New(t, dialect), "--drop-creates", "1")
 	const domain = "kill.test"
 	body := `{"name":"Kill","domain":"` + domain + `"}`
 
-	r.killMidCall(http.MethodPost, "/api/licenses", key, body, "created")
+	r.killMidCall(http.MethodPost, "/api/licenses", key, body, r.committedAndHeld("created"))
 	rec := r.deadOwnersRecord("licenses.store")
 	if key != "" && rec.Key != key {
 		t.Errorf("the record is keyed %q, want the client's key", rec.Key)
@@ -71,93 +66,61 @@ func killCreate(t *testing.T, dialect, key string) {
 	if key == "" && !strings.HasPrefix(rec.Key, "auto:") {
 		t.Errorf("the keyless create is on the record as %q, want auto:<request id>", rec.Key)
 	}
-	if n := len(r.vendorSites(domain)); n != 1 {
+	if n := len(r.sim.sites(domain)); n != 1 {
 		t.Fatalf("the vendor holds %d sites for the domain after the kill, want the 1 committed", n)
 	}
 
 	r.reconcileUntilSettled(rec, "licenses.store")
 
-	sites := r.vendorSites(domain)
-	if len(sites) != 1 {
-		t.Fatalf("the vendor holds %d sites for the domain, want 1: %v", len(sites), sites)
-	}
 	if n := r.simCalls("POST", "/sites"); n != 1 {
 		t.Errorf("the vendor got %d creates, want the 1 that serve sent: the reconciler adopts, it does not create again", n)
 	}
-	lics := r.licenseRows(domain)
-	if len(lics) != 1 {
-		t.Fatalf("%d license rows for the domain, want 1: %+v", len(lics), lics)
+	lic, site := r.wantOneLicenseOnItsSite(domain)
+	if lic.ActiveDomain == nil || *lic.ActiveDomain != domain {
+		t.Errorf("license active_domain %v; want %s", lic.ActiveDomain, domain)
 	}
-	lic := lics[0]
-	if lic.Status != licenses.StatusActive || lic.ActiveDomain == nil || *lic.ActiveDomain != domain {
-		t.Errorf("license status %q, active_domain %v; want active on %s", lic.Status, lic.ActiveDomain, domain)
-	}
-	if lic.VendorSiteID != sites[0].ID {
-		t.Errorf("the license points at site %s, the vendor holds %s", lic.VendorSiteID, sites[0].ID)
-	}
-	if got := r.events(lic.ID); !slices.Equal(got, []string{licenses.EventReconciled + " by " + licenses.ActorReconciler}) {
-		t.Errorf("license events = %v, want one reconciled by the reconciler", got)
-	}
+	r.wantEvents(lic.ID, licenses.EventReconciled+" by "+licenses.ActorReconciler)
 	done := r.wantAllSettled(rec.ID, http.StatusCreated)
-	if done.ResourceID == nil || *done.ResourceID != lic.ID || done.ExternalRef == nil || *done.ExternalRef != sites[0].ID {
-		t.Errorf("the completed record names license %v and vendor ref %v, want %s and %s",
-			killDeref(done.ResourceID), killDeref(done.ExternalRef), lic.ID, sites[0].ID)
+	if ptr.Deref(done.ResourceID) != lic.ID || ptr.Deref(done.ExternalRef) != site.ID {
+		t.Errorf("the completed record names license %q and vendor ref %q, want %s and %s",
+			ptr.Deref(done.ResourceID), ptr.Deref(done.ExternalRef), lic.ID, site.ID)
 	}
 
 	// A serve started after the crash shows the license as the vendor holds
 	// it (the key compared through the API: it may be encrypted at rest),
 	// and replays the reconciled 201 to the client's retry.
 	r.restartServe()
-	want := killLicense{ID: lic.ID, Domain: domain, LicenseKey: sites[0].LicenseKey, Status: licenses.StatusActive, VendorSiteID: sites[0].ID}
+	want := apiLicense{ID: lic.ID, Domain: domain, LicenseKey: site.LicenseKey, Status: licenses.StatusActive, VendorSiteID: site.ID}
 	code, _, got := send("http://"+r.api+"/api/licenses/"+lic.ID, http.MethodGet, r.token, "", "")
-	if shown := decodeKillLicense(got); code != http.StatusOK || shown != want {
+	if shown := decodeLicense(got); code != http.StatusOK || shown != want {
 		t.Errorf("GET the license = %d %+v, want %+v", code, shown, want)
 	}
 	if key != "" {
 		code, h, got := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, key, body)
-		if shown := decodeKillLicense(got); code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || shown != want {
+		if shown := decodeLicense(got); code != http.StatusCreated || h.Get("Idempotent-Replayed") != "true" || shown != want {
 			t.Errorf("retry after the crash = %d replayed=%q %+v, want the reconciled 201 %+v", code, h.Get("Idempotent-Replayed"), shown, want)
 		}
 	}
-}
-
-// killLicense is what the API shows of a license.
-type killLicense struct {
-	ID           string `json:"id"`
-	Domain       string `json:"domain"`
-	LicenseKey   string `json:"license_key"`
-	Status       string `json:"status"`
-	VendorSiteID string `json:"vendor_site_id"`
-}
-
-// decodeKillLicense reads a {"data": license} body; the zero value when it
-// is not one.
-func decodeKillLicense(body string) killLicense {
-	var b struct {
-		Data killLicense `json:"data"`
-	}
-	_ = json.Unmarshal([]byte(body), &b)
-	return b.Data
 }
 
 // killRevoke creates a license normally, then kills serve mid-DELETE
 // /sites/{id} of its revoke, reconciles, and checks that the site is gone
 // and the license revoked.
 func killRevoke(t *testing.T, dialect string) {
-	r := newKillRig(t, dialect, "--drop-deletes", "1")
+	r := newKillRig(t, testdb.New(t, dialect), "--drop-deletes", "1")
 	const domain = "revoke-kill.test"
 
 	code, _, body := send("http://"+r.api+"/api/licenses", http.MethodPost, r.token, "", `{"name":"Revoke","domain":"`+domain+`"}`)
 	if code != http.StatusCreated {
 		t.Fatalf("create = %d %s, want 201", code, body)
 	}
-	created := decodeKillLicense(body)
+	created := decodeLicense(body)
 	if created.ID == "" || created.VendorSiteID == "" {
 		t.Fatalf("create answered %s", body)
 	}
 	id := created.ID
 
-	r.killMidCall(http.MethodDelete, "/api/licenses/"+id, "", "", "deleted")
+	r.killMidCall(http.MethodDelete, "/api/licenses/"+id, "", "", r.committedAndHeld("deleted"))
 	rec := r.deadOwnersRecord("licenses.destroy")
 	if rec.Key != id {
 		t.Errorf("the revoke is on the record keyed %q, want the license id %s", rec.Key, id)
@@ -165,13 +128,13 @@ func killRevoke(t *testing.T, dialect string) {
 	if lics := r.licenseRows(domain); len(lics) != 1 || lics[0].Status != licenses.StatusRevoking {
 		t.Fatalf("after the kill the licenses for the domain are %+v, want one revoking", lics)
 	}
-	if n := len(r.vendorSites(domain)); n != 0 {
+	if n := len(r.sim.sites(domain)); n != 0 {
 		t.Fatalf("the vendor holds %d sites for the domain after the kill, want the delete committed", n)
 	}
 
 	r.reconcileUntilSettled(rec, "licenses.destroy")
 
-	if sites := r.vendorSites(domain); len(sites) != 0 {
+	if sites := r.sim.sites(domain); len(sites) != 0 {
 		t.Errorf("the vendor holds %d sites for the domain, want none: %v", len(sites), sites)
 	}
 	if n := r.simCallsReach("DELETE", "/sites/"+created.VendorSiteID, 2); n != 2 {
@@ -185,50 +148,30 @@ func killRevoke(t *testing.T, dialect string) {
 		t.Errorf("license %s: status %q, active_domain %v, revoked_at %v; want %s revoked, its domain freed",
 			l.ID, l.Status, l.ActiveDomain, l.RevokedAt, id)
 	}
-	if got := r.events(id); !slices.Equal(got, []string{licenses.EventCreated + " by a request", licenses.EventRevoked + " by " + licenses.ActorReconciler}) {
-		t.Errorf("license events = %v, want created by a request, then revoked by the reconciler", got)
-	}
+	r.wantEvents(id, licenses.EventCreated+" by a request", licenses.EventRevoked+" by "+licenses.ActorReconciler)
 	r.wantAllSettled(rec.ID, http.StatusNoContent)
 }
 
-// killRig is one test's database, vendor-sim and serve, as real processes
-// sharing one environment.
+// killRig is a fault rig with a serve the test kills, started again on a
+// fresh address by restartServe.
 type killRig struct {
-	t      *testing.T
-	db     *testdb.DB
-	env    []string
-	sim    string // the simulator's address
-	vendor *process
-	api    string
-	serve  *process
-	token  string
+	*faultRig
+	api   string
+	serve *process
 
 	killedAt time.Time // when serve got its SIGKILL
 }
 
-// newKillRig starts vendor-sim (--drop-mode hang and simArgs) and serve on a
-// fresh database of the dialect, and issues a token.
-func newKillRig(t *testing.T, dialect string, simArgs ...string) *killRig {
+// killEnv is the kill rig's environment: the leases of killLease, and only
+// the reconcile command (or a client's retry) settles an intent.
+var killEnv = []string{"IDEMPOTENCY_LOCK_TIMEOUT=" + killLease.String(), "RECONCILE_SETTLE=1s", "RECONCILE_INTERVAL=1h"}
+
+// newKillRig starts vendor-sim (--drop-mode hang and simArgs) and serve on
+// db, and issues a token.
+func newKillRig(t *testing.T, db *testdb.DB, simArgs ...string) *killRig {
 	t.Helper()
-	r := &killRig{t: t, db: testdb.New(t, dialect), sim: testkit.FreeAddr(t)}
-	r.env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json",
-		"VENDOR_DRIVER=http", "VENDOR_URL=http://" + r.sim, "VENDOR_TOKEN=" + killSimToken, "VENDOR_TIMEOUT=10s",
-		"IDEMPOTENCY_LOCK_TIMEOUT=" + killLease.String(),
-		"RECONCILE_SETTLE=1s",
-		"RECONCILE_INTERVAL=1h", // only the reconcile command settles here
-	}
-	if r.db.Dialect == database.MySQL {
-		r.env = append(r.env, "DB_CONNECTION=mysql", "DB_URL="+r.db.Config.URL)
-	} else {
-		r.env = append(r.env, "DB_CONNECTION=sqlite", "DB_DATABASE="+r.db.Config.Database)
-	}
-	args := append([]string{"vendor-sim", "--addr", r.sim, "--token", killSimToken, "--drop-mode", "hang"}, simArgs...)
-	r.vendor = start(t, r.env, args...)
-	waitForVendor(t, "http://"+r.sim+"/sites?domain=x.test", killSimToken)
-	r.token = strings.TrimSpace(runCmd(t, r.env, "token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:write"))
+	r := &killRig{faultRig: newFaultRig(t, db, append([]string{"--drop-mode", "hang"}, simArgs...),
+		append([]string{"VENDOR_TIMEOUT=10s"}, killEnv...)...)}
 	r.restartServe()
 	return r
 }
@@ -241,17 +184,27 @@ func (r *killRig) restartServe() {
 	waitFor(r.t, "http://"+r.api+"/healthz", "", http.StatusOK)
 }
 
-// killMidCall sends the request to serve and, once the simulator says it
-// committed the write (done: "created", "deleted") and holds its answer,
-// kills serve with SIGKILL. The client must get no answer at all.
-func (r *killRig) killMidCall(method, path, key, body, done string) {
+// restartWith stops serve gracefully (SIGTERM) and starts another with env
+// added to the rig's environment.
+func (r *killRig) restartWith(env ...string) {
+	r.t.Helper()
+	r.env = append(r.env, env...)
+	_ = r.serve.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.serve.cmd.Wait()
+	r.restartServe()
+}
+
+// killMidCall sends the request to serve and, once held returns (the
+// vendor holds the call), kills serve with SIGKILL. The client must get no
+// answer at all.
+func (r *killRig) killMidCall(method, path, key, body string, held func()) {
 	r.t.Helper()
 	answered := make(chan int, 1)
 	go func() {
 		code, _, _ := send("http://"+r.api+path, method, r.token, key, body)
 		answered <- code
 	}()
-	r.waitOutput(r.vendor, `fault="`+done+`, answer dropped: hang"`)
+	held()
 	if err := r.serve.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		r.t.Fatalf("kill serve: %v", err)
 	}
@@ -265,6 +218,12 @@ func (r *killRig) killMidCall(method, path, key, body, done string) {
 	case <-time.After(10 * time.Second):
 		r.t.Fatal("the client still waits for the killed serve")
 	}
+}
+
+// committedAndHeld waits until the simulator says it committed the write
+// (done: "created", "deleted") and holds its answer.
+func (r *killRig) committedAndHeld(done string) func() {
+	return func() { r.waitOutput(r.sim.proc, `fault="`+done+`, answer dropped: hang"`) }
 }
 
 // waitOutput polls a process's output until it holds want.
@@ -321,29 +280,9 @@ func (r *killRig) reconcileUntilSettled(rec idempotency.Record, operation string
 	}
 }
 
-// killSite is a site as the simulator lists it.
-type killSite struct {
-	ID         string `json:"id"`
-	Domain     string `json:"domain"`
-	LicenseKey string `json:"license_key"`
-}
-
-// vendorSites asks the simulator for the domain's sites.
-func (r *killRig) vendorSites(domain string) []killSite {
-	r.t.Helper()
-	code, _, body := sendVendor("http://"+r.sim+"/sites?domain="+domain, http.MethodGet, killSimToken)
-	var list struct {
-		Data []killSite `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
-		r.t.Fatalf("vendor list = %d %s: %v", code, body, err)
-	}
-	return list.Data
-}
-
 // simCalls counts the requests the simulator logged for method and path.
 func (r *killRig) simCalls(method, path string) int {
-	return strings.Count(r.vendor.output.String(), "method="+method+" path="+path+" ")
+	return strings.Count(r.sim.proc.output.String(), "method="+method+" path="+path+" ")
 }
 
 // simCallsReach is simCalls once it reaches want, or when a deadline
@@ -352,20 +291,12 @@ func (r *killRig) simCalls(method, path string) int {
 // copied), so a count read as soon as the caller settled may miss the last
 // call.
 func (r *killRig) simCallsReach(method, path string, want int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		n := r.simCalls(method, path)
-		if n >= want || time.Now().After(deadline) {
-			return n
-		}
-		<-tick.C
-	}
+	testkit.Poll(5*time.Second, func() bool { return r.simCalls(method, path) >= want })
+	return r.simCalls(method, path)
 }
 
 // licenseRows are the license rows of the domain, whatever their status.
-func (r *killRig) licenseRows(domain string) []licenses.License {
+func (r *faultRig) licenseRows(domain string) []licenses.License {
 	r.t.Helper()
 	var lics []licenses.License
 	if err := r.db.Gorm.Where("domain = ?", domain).Order("created_at").Find(&lics).Error; err != nil {
@@ -374,9 +305,9 @@ func (r *killRig) licenseRows(domain string) []licenses.License {
 	return lics
 }
 
-// events are the license's audit trail, oldest first, as "event by actor"
-// (a request's id shown as "a request").
-func (r *killRig) events(licenseID string) []string {
+// wantEvents fails unless the license's audit trail, oldest first, is want,
+// each "event by actor" (a request's id shown as "a request").
+func (r *faultRig) wantEvents(licenseID string, want ...string) {
 	r.t.Helper()
 	var evs []licenses.Event
 	if err := r.db.Gorm.Where("license_id = ?", licenseID).Order("id").Find(&evs).Error; err != nil {
@@ -390,13 +321,28 @@ func (r *killRig) events(licenseID string) []string {
 		}
 		out = append(out, e.Event+" by "+actor)
 	}
-	return out
+	if !slices.Equal(out, want) {
+		r.t.Errorf("license events = %v, want %v", out, want)
+	}
+}
+
+// wantOneLicenseOnItsSite stops the test unless the vendor holds one site
+// for domain and the domain's one license row is active on it
+// (wantOneLicensePerSite); it returns both.
+func (r *faultRig) wantOneLicenseOnItsSite(domain string) (licenses.License, simSite) {
+	r.t.Helper()
+	wantOneLicensePerSite(r.t, r.db, r.sim, []string{domain})
+	lics, sites := r.licenseRows(domain), r.sim.sites(domain)
+	if len(lics) != 1 || len(sites) != 1 {
+		r.t.FailNow()
+	}
+	return lics[0], sites[0]
 }
 
 // wantAllSettled fails unless every record is completed (none processing,
 // pending or failed) and the record id answered status; it returns that
 // record.
-func (r *killRig) wantAllSettled(id uint64, status int) idempotency.Record {
+func (r *faultRig) wantAllSettled(id uint64, status int) idempotency.Record {
 	r.t.Helper()
 	var recs []idempotency.Record
 	if err := r.db.Gorm.Order("id").Find(&recs).Error; err != nil {
@@ -418,11 +364,4 @@ func (r *killRig) wantAllSettled(id uint64, status int) idempotency.Record {
 		r.t.Errorf("record %d stores status %v, want %d", id, settled.ResponseStatus, status)
 	}
 	return settled
-}
-
-func killDeref(s *string) string {
-	if s == nil {
-		return "<nil>"
-	}
-	return *s
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,12 +73,7 @@ func TestServeLogsOnlyJSONWhenMySQLConnectionsDie(t *testing.T) {
 	db := testdb.New(t, database.MySQL) // skipped without TEST_MYSQL_DSN (failed under CI=true)
 	dsn, user := mysqlUserOf(t, db)
 	addr := testkit.FreeAddr(t)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"APP_ENV=testing", "APP_KEY=base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"APP_STORAGE=" + t.TempDir(), "LOG_FORMAT=json", "RATE_LIMIT_PER_MINUTE=0",
-		"DB_CONNECTION=mysql", "DB_URL=" + dsn, "APP_ADDR=" + addr,
-	}
+	env := faultEnv(t, db, "", "VENDOR_DRIVER=fake", "DB_URL="+dsn, "APP_ADDR="+addr) // as user, whose connections the test kills
 	token := issueToken(t, env)
 	serve := start(t, env, "serve")
 	api := "http://" + addr

@@ -5,10 +5,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -229,7 +229,7 @@ func TestMixedScriptConsumerMadeBeforeKeepsWorking(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		const old = "\u0430cme" // Cyrillic а, Latin cme
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		if err := a.db.Gorm.Create(&auth.Consumer{ID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", Name: old, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/console"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -22,12 +23,12 @@ func TestAnOperationWithoutResumeStopsTheStart(t *testing.T) {
 	cfg := testConfig(v.srv.URL)
 	noResume := idempotency.Operation[struct{}]{
 		Name: "jobs.sync",
-		Run: func(context.Context, idempotency.Call, struct{}) (idempotency.Response, idempotency.Outcome, error) {
-			return idempotency.Response{Status: http.StatusOK}, idempotency.Outcome{}, nil
+		Run: func(context.Context, *idempotency.Execution, struct{}) (idempotency.Response, error) {
+			return idempotency.Response{Status: http.StatusOK}, nil
 		},
 	}
 	a, err := console.Bootstrap(context.Background(), cfg, console.NewLogger(cfg, &testkit.Buffer{}),
-		console.Overrides{DB: db.Gorm, Read: db.Read, Operations: []idempotency.Declared{noResume}})
+		console.Overrides{DB: db.Gorm, Read: db.Read, Operations: []idempotency.AnyOperation{noResume}})
 	if err == nil {
 		a.Close()
 		t.Fatal("the application started with an operation it cannot resume")
@@ -62,7 +63,7 @@ func TestAbandonedVendorEventIsResumed(t *testing.T) {
 		acme := a.consumer("acme")
 		lic := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).licenseData()
 		body := vendorEventBody("evt_dead", "site.suspended", time.Now().Add(-time.Minute), lic["vendor_site_id"].(string), "")
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		lease := now.Add(-2 * time.Minute)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: "webhooks.vendor", Key: "evt_dead",
 			RequestHash: idempotency.Fingerprint("DO", "webhooks.vendor", idempotency.Canonical([]byte(body))),

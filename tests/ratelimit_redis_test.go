@@ -49,12 +49,7 @@ func TestRateLimitRedisSharedByReplicas(t *testing.T) {
 		one := newApp(t, db, redisLimited(4, redisURL), withClock(clk))
 		two := newApp(t, db, redisLimited(4, redisURL), withClock(clk))
 		acme := one.consumer("acme")
-		one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 3)
-		two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 2)
-		one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 1)
-		two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 0)
-		one.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(4, 60, clk.Now())
-		two.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(4, 60, clk.Now())
+		wantSharedCount(clk, acme, 4, one, two)
 		two.do(http.MethodGet, "/api/licenses", "", two.consumer("globex")...).wantStatus(http.StatusOK).wantRateHeaders(4, 3)
 		clk.Advance(time.Minute)
 		one.do(http.MethodGet, "/api/licenses", "", acme...).wantStatus(http.StatusOK).wantRateHeaders(4, 3)
@@ -77,10 +72,7 @@ func TestRateLimitDefaultsToTheRedisNamed(t *testing.T) {
 	clk := windowClock(0)
 	one := newApp(t, db, redisOnly, withClock(clk))
 	two := newApp(t, db, redisOnly, withClock(clk))
-	acme := one.consumer("acme")
-	one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 1)
-	two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(2, 0)
-	one.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(2, 60, clk.Now())
+	wantSharedCount(clk, one.consumer("acme"), 2, one, two)
 }
 
 // limitedBurst sends n GET /api/licenses of consumer to a, a second apart

@@ -185,20 +185,27 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 		one := newApp(t, db, rateLimited(4), withClock(clk))
 		two := newApp(t, db, rateLimited(4), withClock(clk))
 		acme := one.consumer("acme")
-		one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 3)
 		if db.Dialect != "mysql" {
+			one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 3)
 			two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 3)
 			one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 2)
 			return
 		}
-		two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 2)
-		one.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 1)
-		two.do(http.MethodGet, "/api/licenses", "", acme...).wantRateHeaders(4, 0)
-		one.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(4, 60, clk.Now())
-		two.do(http.MethodGet, "/api/licenses", "", acme...).wantLimited(4, 60, clk.Now())
+		wantSharedCount(clk, acme, 4, one, two)
 		globex := two.consumer("globex")
 		one.do(http.MethodGet, "/api/licenses", "", globex...).wantStatus(http.StatusOK).wantRateHeaders(4, 3)
 	})
+}
+
+// wantSharedCount sends consumer's requests to the replicas in turn: they
+// count the limit down between them, and then each refuses the next.
+func wantSharedCount(clk *testkit.Clock, consumer []string, limit int, replicas ...*app) {
+	for i := range limit {
+		replicas[i%len(replicas)].do(http.MethodGet, "/api/licenses", "", consumer...).wantRateHeaders(limit, limit-1-i)
+	}
+	for _, r := range replicas {
+		r.do(http.MethodGet, "/api/licenses", "", consumer...).wantLimited(limit, 60, clk.Now())
+	}
 }
 
 // When the database store's write fails and the database still serves the

@@ -13,6 +13,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -22,7 +23,7 @@ const settle = time.Minute
 // reconciler is the reconciler serve runs, as the bootstrap built it.
 func (a *app) reconciler() *idempotency.Reconciler { return a.app.Reconciler }
 
-func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Settled {
+func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Reconciled {
 	a.t.Helper()
 	s, err := r.RunOnce(context.Background())
 	if err != nil {
@@ -31,7 +32,7 @@ func (a *app) reconcileOnce(r *idempotency.Reconciler) []idempotency.Settled {
 	return s
 }
 
-func results(s []idempotency.Settled) string {
+func results(s []idempotency.Reconciled) string {
 	var out []string
 	for _, x := range s {
 		out = append(out, x.Result)
@@ -222,7 +223,7 @@ func TestPruneExpiredRecordsInBatches(t *testing.T) {
 		ctx := context.Background()
 		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
-		now := clk.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Stamp(clk.Now())
 		mk := func(key, status string, expires time.Time) idempotency.Record {
 			return idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h",
 				Status: status, CreatedAt: now, UpdatedAt: now, ExpiresAt: expires}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -304,7 +305,7 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 	hold, entered := make(chan struct{}), make(chan struct{})
 	a.vendor.script("GET", reply{hold: hold, entered: entered}) // the reconciler's look, answered normally once released
 	var wg sync.WaitGroup
-	var got []idempotency.Settled
+	var got []idempotency.Reconciled
 	wg.Go(func() { got, _ = a.reconciler().RunOnce(context.Background()) })
 	<-entered
 	id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"].(string)
@@ -324,7 +325,7 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
 	a.t.Helper()
 	read := a.record(key)
-	now := clk.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(clk.Now())
 	lease := now.Add(time.Minute)
 	body, err := a.app.Cipher.Decrypt(string(read.RequestBody)) // the retry brings its request in the clear
 	if err != nil {

@@ -79,6 +79,35 @@ func TestTokenIssuerIsStoredAndShown(t *testing.T) {
 	})
 }
 
+// `licensor token list --json` prints, for every token, the very object
+// GET /api/tokens answers (nulls and times included): one issued by a
+// token, one at the command line, one used, one revoked.
+func TestTokenListCLIJSONIsTheAPIs(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		admin := bearer(a.issued("root", auth.All).Secret)
+		id := a.do(http.MethodPost, "/api/tokens", issueBody(t, "acme", auth.LicensesRead), admin...).wantStatus(http.StatusCreated).json()["data"].(map[string]any)["id"].(string)
+		a.do(http.MethodDelete, "/api/tokens/"+a.issued("gone", auth.LicensesRead).ID, "", admin...).wantStatus(http.StatusNoContent)
+		if err := a.auth.Flush(context.Background()); err != nil { // root's use: written now, and not again within the minute
+			t.Fatal(err)
+		}
+		api := a.do(http.MethodGet, "/api/tokens", "", admin...).wantStatus(http.StatusOK).json()["data"].([]any)
+		var cli []map[string]any
+		if out := a.runCLI("token", "list", "--json"); json.Unmarshal(out, &cli) != nil {
+			t.Fatalf("token list --json is not a JSON array of objects:\n%s", out)
+		}
+		if len(api) != 3 || len(cli) != len(api) {
+			t.Fatalf("the API lists %d tokens, the CLI %d; want 3 each", len(api), len(cli))
+		}
+		for i, v := range api {
+			sameObject(t, fmt.Sprintf("token %d", i), v.(map[string]any), cli[i])
+		}
+		if a.listedToken(admin, id)["issued_by"] == nil {
+			t.Error("the token issued by a token names no issuer")
+		}
+	})
+}
+
 // An admin lists who issued and revoked which token, newest first, paged:
 // the actor is the token that asked (with its consumer and the request
 // id), a revoke of a token revoked already is no second event, and the

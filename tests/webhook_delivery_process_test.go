@@ -5,13 +5,12 @@ package tests
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -28,29 +27,38 @@ import (
 // a lapsed lease (2·WEBHOOK_TIMEOUT + 5s) and a retry come within seconds.
 var hookEnv = []string{"WEBHOOK_TIMEOUT=2s", "WEBHOOK_RETRY_BASE=200ms", "WEBHOOK_POLL_INTERVAL=50ms", "WEBHOOK_ALLOW_PRIVATE=true"}
 
-// hookReceiver is a consumer's endpoint for the process tests: it counts
-// each event's requests and 2xx answers; hold, when set, is called before
-// the n-th request is answered (from 0) and may keep it.
+// hookReceiver is a consumer's endpoint for the process tests: it notes
+// each request (when it came, its event) and whether it was answered 2xx;
+// hold, when set, is called before the n-th request is answered (from 0)
+// and may keep it.
 type hookReceiver struct {
-	srv       *httptest.Server
-	mu        sync.Mutex
-	requests  map[string]int
-	delivered map[string]int
-	n         int
-	hold      func(n int, r *http.Request)
+	srv  *httptest.Server
+	mu   sync.Mutex
+	got  []hookRequest
+	hold func(n int, r *http.Request)
+}
+
+// hookRequest is one request a hookReceiver got.
+type hookRequest struct {
+	at                time.Time
+	id, event, domain string // the event's id and type, and its license's domain
+	delivered         bool   // answered 2xx
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	t.Helper()
-	h := &hookReceiver{requests: map[string]int{}, delivered: map[string]int{}}
+	h := &hookReceiver{}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
 		body, _ := io.ReadAll(r.Body)
-		var e struct{ ID string }
+		var e struct {
+			ID, Type string
+			Data     struct{ License struct{ Domain string } }
+		}
 		_ = json.Unmarshal(body, &e)
 		h.mu.Lock()
-		n, hold := h.n, h.hold
-		h.n++
-		h.requests[e.ID]++
+		n, hold := len(h.got), h.hold
+		h.got = append(h.got, hookRequest{at: now, id: e.ID, event: e.Type, domain: e.Data.License.Domain})
 		h.mu.Unlock()
 		if hold != nil {
 			hold(n, r)
@@ -60,25 +68,42 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		}
 		w.WriteHeader(http.StatusNoContent)
 		h.mu.Lock()
-		h.delivered[e.ID]++
+		h.got[n].delivered = true
 		h.mu.Unlock()
 	}))
 	t.Cleanup(h.srv.Close)
 	return h
 }
 
-// counts are copies of the requests and deliveries per event id.
+// counts are the requests and deliveries per event id.
 func (h *hookReceiver) counts() (requests, delivered map[string]int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	requests, delivered = map[string]int{}, map[string]int{}
-	for k, v := range h.requests {
-		requests[k] = v
-	}
-	for k, v := range h.delivered {
-		delivered[k] = v
+	for _, r := range h.got {
+		requests[r.id]++
+		if r.delivered {
+			delivered[r.id]++
+		}
 	}
 	return requests, delivered
+}
+
+// await is when the first license.created of domain arrived, waiting for
+// it until within has passed.
+func (h *hookReceiver) await(t *testing.T, domain string, within time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	testkit.Eventually(t, within, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		i := slices.IndexFunc(h.got, func(r hookRequest) bool { return r.event == "license.created" && r.domain == domain })
+		if i >= 0 {
+			at = h.got[i].at
+		}
+		return i >= 0
+	}, "the webhook of %s never arrived", domain)
+	return at
 }
 
 // hookEndpoint registers an endpoint of the consumer acme (whose token
@@ -87,11 +112,7 @@ func (h *hookReceiver) counts() (requests, delivered map[string]int) {
 // licenses.
 func hookEndpoint(t *testing.T, db *testdb.DB, url string) webhooks.Endpoint {
 	t.Helper()
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(faultAppKey, "base64:"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cipher, err := crypt.New(key)
+	cipher, err := crypt.New(testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,26 +127,6 @@ func hookEndpoint(t *testing.T, db *testdb.DB, url string) webhooks.Endpoint {
 		t.Fatal(err)
 	}
 	return ep
-}
-
-// faultAppKey is faultEnv's APP_KEY.
-const faultAppKey = "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-
-// deliveryStatuses counts the deliveries by status.
-func deliveryStatuses(t *testing.T, db *testdb.DB) map[string]int {
-	t.Helper()
-	var rows []struct {
-		Status string
-		N      int
-	}
-	if err := db.Gorm.Raw("SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status").Scan(&rows).Error; err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for _, r := range rows {
-		out[r.Status] = r.N
-	}
-	return out
 }
 
 // eventIDs are the public ids of every consumer event.
@@ -149,9 +150,8 @@ func TestWebhookDeliveryKillMidDelivery(t *testing.T) {
 	}
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		sim := startFaultSim(t)
-		env := faultEnv(t, db, sim.url(), hookEnv...)
-		token := issueToken(t, env)
+		r := newFaultRig(t, db, nil, hookEnv...)
+		env, token := r.env, r.token
 		rc := newHookReceiver(t)
 		arrived, release := make(chan struct{}), make(chan struct{})
 		rc.hold = func(n int, r *http.Request) {
@@ -179,11 +179,11 @@ func TestWebhookDeliveryKillMidDelivery(t *testing.T) {
 		}
 		_ = procs[0].cmd.Wait()
 		killedAt := time.Now()
-		if st := deliveryStatuses(t, db); st[webhooks.StatusPending] != 1 {
+		if st := statusCounts(t, db, "webhook_deliveries"); st[webhooks.StatusPending] != 1 {
 			t.Fatalf("deliveries after the kill %v, want the one pending (claimed)", st)
 		}
 		startServes(t, env, 1)
-		testkit.Eventually(t, 30*time.Second, func() bool { return deliveryStatuses(t, db)[webhooks.StatusDelivered] == 1 },
+		testkit.Eventually(t, 30*time.Second, func() bool { return statusCounts(t, db, "webhook_deliveries")[webhooks.StatusDelivered] == 1 },
 			"the delivery delivered after the restart")
 		if waited := time.Since(killedAt); waited < 5*time.Second {
 			t.Errorf("delivered %v after the kill: before the claim's lease (9s) lapsed?", waited)
@@ -210,9 +210,8 @@ func TestWebhookDeliveryReplicas(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		const replicas, perReplica = 2, 40
-		sim := startFaultSim(t)
-		env := faultEnv(t, db, sim.url(), hookEnv...)
-		token := issueToken(t, env)
+		r := newFaultRig(t, db, nil, hookEnv...)
+		env, token := r.env, r.token
 		rc := newHookReceiver(t)
 		hookEndpoint(t, db, rc.srv.URL+"/hooks")
 		urls, _ := startServes(t, env, replicas)
@@ -229,7 +228,7 @@ func TestWebhookDeliveryReplicas(t *testing.T) {
 		}
 		wg.Wait()
 		want := replicas * perReplica
-		testkit.Eventually(t, 60*time.Second, func() bool { return deliveryStatuses(t, db)[webhooks.StatusDelivered] == want },
+		testkit.Eventually(t, 60*time.Second, func() bool { return statusCounts(t, db, "webhook_deliveries")[webhooks.StatusDelivered] == want },
 			"%d deliveries delivered", want)
 		ids := eventIDs(t, db)
 		requests, delivered := rc.counts()

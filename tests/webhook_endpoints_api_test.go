@@ -12,7 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/webhooks"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
@@ -281,7 +281,7 @@ func TestWebhookDeliveriesAndRetry(t *testing.T) {
 		a.create(acme, "one.test")
 		a.create(acme, "two.test")
 		a.dispatch()
-		events := a.feed(acme, "").events(t)
+		feed := a.feed(acme, "").events(t)
 
 		page := a.deliveries(acme, id, "")
 		data := page["data"].([]any)
@@ -289,7 +289,7 @@ func TestWebhookDeliveriesAndRetry(t *testing.T) {
 			t.Fatalf("deliveries = %v, want 2", page)
 		}
 		newest := data[0].(map[string]any)
-		if newest["event_id"] != events[1].ID || newest["event_type"] != "license.created" || newest["status"] != "pending" ||
+		if newest["event_id"] != feed[1].ID || newest["event_type"] != "license.created" || newest["status"] != "pending" ||
 			newest["endpoint_id"] != id || newest["attempt_count"] != 0.0 || fmt.Sprint(newest["attempts"]) != "[]" || newest["delivered_at"] != nil {
 			t.Errorf("the newest delivery = %v, want the second event's, pending, no attempt", newest)
 		}
@@ -316,8 +316,8 @@ func TestWebhookDeliveriesAndRetry(t *testing.T) {
 		}
 		clk.Advance(time.Hour)
 		r := a.do(http.MethodPost, "/api/webhook-endpoints/"+id+"/deliveries/"+did+"/retry", "", acme...).wantStatus(http.StatusAccepted).licenseData()
-		if r["status"] != "pending" || r["next_attempt_at"] != resource.Time(clk.Now()) || r["id"] != did {
-			t.Errorf("retried = %v, want pending and due at %s", r, resource.Time(clk.Now()))
+		if r["status"] != "pending" || r["next_attempt_at"] != events.Time(clk.Now()) || r["id"] != did {
+			t.Errorf("retried = %v, want pending and due at %s", r, events.Time(clk.Now()))
 		}
 		var retried []audit.Event
 		if err := a.db.Gorm.Where("event = ? AND subject_id = ?", audit.WebhookDeliveryRetried, did).Find(&retried).Error; err != nil {

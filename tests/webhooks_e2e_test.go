@@ -22,10 +22,10 @@ func TestWebhookFromTheSimulator(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		const secret = "whsec_e2e"
 		api := testkit.FreeAddr(t)
-		sim := startFaultSim(t, "--webhook-url", "http://"+api+"/api/webhooks/vendor", "--webhook-secret", secret, "--webhook-dup-rate", "1")
-		env := faultEnv(t, db, sim.url(), "VENDOR_WEBHOOK_SECRET="+secret, "APP_ADDR="+api)
-		token := issueToken(t, env)
-		start(t, env, "serve")
+		r := newFaultRig(t, db, []string{"--webhook-url", "http://" + api + "/api/webhooks/vendor", "--webhook-secret", secret, "--webhook-dup-rate", "1"},
+			"VENDOR_WEBHOOK_SECRET="+secret, "APP_ADDR="+api)
+		sim, token := r.sim, r.token
+		start(t, r.env, "serve")
 		waitFor(t, "http://"+api+"/healthz", "", http.StatusOK)
 
 		created := createLicense(t, "http://"+api, token)
@@ -38,11 +38,11 @@ func TestWebhookFromTheSimulator(t *testing.T) {
 			_ = json.Unmarshal([]byte(got), &l)
 			return l.Data
 		}
-		sim.changeSite(created.Site, "suspend")
+		sim.changeSite(created.VendorSiteID, "suspend")
 		testkit.Eventually(t, 15*time.Second, func() bool { return shown()["status"] == "suspended" }, "the license suspended")
-		sim.changeSite(created.Site, "rotate")
+		sim.changeSite(created.VendorSiteID, "rotate")
 		testkit.Eventually(t, 15*time.Second, func() bool { return shown()["license_key"] != created.LicenseKey }, "the license re-keyed")
-		sim.changeSite(created.Site, "delete")
+		sim.changeSite(created.VendorSiteID, "delete")
 		testkit.Eventually(t, 15*time.Second, func() bool { return shown()["status"] == "revoked" }, "the license revoked")
 
 		_, _, events := send(license+"/events", http.MethodGet, token, "", "")
@@ -54,22 +54,13 @@ func TestWebhookFromTheSimulator(t *testing.T) {
 	})
 }
 
-// createdLicense is what the process tests need of a create's answer.
-type createdLicense struct {
-	ID         string `json:"id"`
-	Site       string `json:"vendor_site_id"`
-	LicenseKey string `json:"license_key"`
-}
-
 // createLicense creates acme.test's license through the API at base.
-func createLicense(t *testing.T, base, token string) createdLicense {
+func createLicense(t *testing.T, base, token string) apiLicense {
 	t.Helper()
 	code, _, body := send(base+"/api/licenses", http.MethodPost, token, "", acmeBody)
-	var created struct {
-		Data createdLicense `json:"data"`
-	}
-	if code != http.StatusCreated || json.Unmarshal([]byte(body), &created) != nil || created.Data.Site == "" {
+	created := decodeLicense(body)
+	if code != http.StatusCreated || created.VendorSiteID == "" {
 		t.Fatalf("create = %d %s", code, body)
 	}
-	return created.Data
+	return created
 }

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // Events of the trail.
@@ -121,8 +124,8 @@ func Record(tx *gorm.DB, by Actor, change Change, at time.Time) error {
 		return err
 	}
 	e := Event{Event: change.Event, SubjectType: change.SubjectType, SubjectID: change.SubjectID, Actor: by.Kind,
-		ActorConsumerID: orNil(by.ConsumerID), ActorTokenID: orNil(by.TokenID), RequestID: orNil(by.RequestID),
-		Reason: orNil(change.Reason), CreatedAt: at.UTC().Truncate(time.Microsecond)}
+		ActorConsumerID: ptr.OrNil(by.ConsumerID), ActorTokenID: ptr.OrNil(by.TokenID), RequestID: ptr.OrNil(by.RequestID),
+		Reason: ptr.OrNil(change.Reason), CreatedAt: dbtime.Stamp(at)}
 	if err := tx.Create(&e).Error; err != nil {
 		return fmt.Errorf("record audit event %s: %w", change.Event, err)
 	}
@@ -167,11 +170,4 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Event, int64, error) {
 		total = int64(len(events))
 	}
 	return events, total, nil
-}
-
-func orNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -79,7 +80,7 @@ func TestRecordAndList(t *testing.T) {
 			t.Fatalf("List oldest first = %+v (%d), %v", all, total, err)
 		}
 		if e := all[0]; e.Actor != ActorConsole || e.ActorTokenID != nil || e.ActorConsumerID != nil || e.RequestID != nil || e.Reason != nil ||
-			!e.CreatedAt.Equal(at.Truncate(time.Microsecond)) {
+			!e.CreatedAt.Equal(dbtime.Stamp(at)) {
 			t.Errorf("the console's event = %+v", e)
 		}
 		if e := all[1]; e.Actor != ActorToken || *e.ActorTokenID != "t1" || *e.ActorConsumerID != "c1" || *e.RequestID != "r1" {

@@ -4,22 +4,16 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // MaxReason is the longest reason a change may be given, in characters.
 const MaxReason = 500
 
-// ValidationError says what is wrong with a reason, as the field reason.
-type ValidationError struct {
-	Fields map[string][]string
-}
-
-func (e *ValidationError) Error() string {
-	return "invalid input: " + strings.Join(e.Fields["reason"], " ")
-}
-
-// FieldErrors returns the errors per field (app/http's validation answer).
-func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
+// ValidationError says what is wrong with a reason, as the field reason: a
+// *fault.Fields. The name stays while app/console and app/web name it.
+type ValidationError = fault.Fields
 
 // Reason returns the reason a change is given, trimmed: required, valid
 // UTF-8, 1 to MaxReason characters. Anything else is a *ValidationError on

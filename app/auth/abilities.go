@@ -1,9 +1,10 @@
 package auth
 
 import (
-	"errors"
 	"slices"
 	"strings"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // The abilities a token can carry.
@@ -54,9 +55,9 @@ func (a Abilities) CanGrant(ability string) bool {
 	return false
 }
 
-// ErrNotGrantable is what Grantable's *NotGrantableError matches with
-// errors.Is.
-var ErrNotGrantable = errors.New("ability not grantable")
+// ErrNotGrantable is what Grantable's *NotGrantableError unwraps to: its
+// code, ability_not_grantable.
+var ErrNotGrantable error = fault.New("ability_not_grantable", "ability not grantable")
 
 // NotGrantableError names the abilities a granter asked for and may not
 // grant; or, when Revoke is set, those a token to be revoked holds and the
@@ -70,8 +71,8 @@ func (e *NotGrantableError) Error() string {
 	return "ability not grantable: " + strings.Join(e.Abilities, ", ")
 }
 
-// Is makes errors.Is(err, ErrNotGrantable) hold.
-func (e *NotGrantableError) Is(target error) bool { return target == ErrNotGrantable }
+// Unwrap is ErrNotGrantable.
+func (e *NotGrantableError) Unwrap() error { return ErrNotGrantable }
 
 // Explain is the refusal in the words the API's 403 ability_not_grantable
 // and the console's issue form both say: what was refused, and what may

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -69,7 +70,7 @@ func TestIssuesAndRevokesAreAudited(t *testing.T) {
 				t.Errorf("event %d = %+v, want %+v", i, got, w)
 			}
 		}
-		if e := events[0]; deref(e.ActorTokenID) != ops.ID || deref(e.RequestID) != "req-1" || !e.CreatedAt.Equal(clk.Now()) {
+		if e := events[0]; ptr.Deref(e.ActorTokenID) != ops.ID || ptr.Deref(e.RequestID) != "req-1" || !e.CreatedAt.Equal(clk.Now()) {
 			t.Errorf("the revoke = %+v, want by %s in req-1 at %s", e.Event, ops.ID, clk.Now())
 		}
 		if one, total, err := s.Events(ctx, TokenEventFilter{TokenID: ops.ID, PerPage: 1}); err != nil || total != 1 || len(one) != 1 {
@@ -123,11 +124,4 @@ func TestTokenAuditFailures(t *testing.T) {
 			t.Errorf("Events = %+v, %v; want ops' issue alone", events, err)
 		}
 	})
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

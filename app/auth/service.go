@@ -15,6 +15,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // Service issues, verifies, lists and revokes tokens. Verify records each
@@ -141,7 +142,7 @@ func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Iss
 	if err != nil {
 		return Issued{}, err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(s.now())
 	tok := Token{
 		ID:         ulid.Make().String(),
 		ConsumerID: consumer.ID,
@@ -157,7 +158,7 @@ func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Iss
 	if err != nil {
 		return Issued{}, err
 	}
-	err = s.transact(ctx, func(tx *gorm.DB) error {
+	err = database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
 		if err := tx.Omit("Consumer").Create(&tok).Error; err != nil {
 			return fmt.Errorf("store token: %w", err)
 		}
@@ -179,42 +180,34 @@ func issuer(by audit.Actor) *string {
 	return &id
 }
 
-// transact runs fn in one transaction, run again when it loses a lock
-// conflict (MySQL), so that a change and its audit event commit together.
-func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return database.RetryOnConflict(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn)}
-	}).Error
-}
-
 func (s *Service) validate(in IssueInput) (IssueInput, error) {
 	var v ValidationError
 	in.Consumer = NormalizeConsumerName(in.Consumer)
 	if msg := consumerNameProblem(in.Consumer); msg != "" {
-		v.add("consumer", msg)
+		v.Add("consumer", msg)
 	}
 	if len(in.Abilities) == 0 {
-		v.add("abilities", "The abilities field is required.")
+		v.Add("abilities", "The abilities field is required.")
 	}
 	for _, a := range in.Abilities {
 		if !IsKnown(a) {
-			v.add("abilities", fmt.Sprintf("The ability %q is not one of: %s.", a, strings.Join(Known, ", ")))
+			v.Add("abilities", fmt.Sprintf("The ability %q is not one of: %s.", a, strings.Join(Known, ", ")))
 		}
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" {
 		in.Name = "token"
 	} else if utf8.RuneCountInString(in.Name) > 255 {
-		v.add("name", "The name field must not be greater than 255 characters.")
+		v.Add("name", "The name field must not be greater than 255 characters.")
 	}
 	if in.TTL == 0 {
 		in.TTL = s.defaultTTL
 	} else if in.TTL < 0 {
-		v.add("expires_in", "The expires in field must be a positive duration.")
+		v.Add("expires_in", "The expires in field must be a positive duration.")
 	} else if in.TTL > s.maxTTL {
-		v.add("expires_in", fmt.Sprintf("The expires in field must not be greater than %s (the longest lifetime a token may have).", formatDuration(s.maxTTL)))
+		v.Add("expires_in", fmt.Sprintf("The expires in field must not be greater than %s (the longest lifetime a token may have).", formatDuration(s.maxTTL)))
 	}
-	return in, v.orNil()
+	return in, v.Err()
 }
 
 // consumer returns the consumer of that name (compared byte for byte: the
@@ -235,7 +228,7 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if msg := mixedScriptsProblem(name); msg != "" {
 		var v ValidationError
-		v.add("consumer", msg)
+		v.Add("consumer", msg)
 		return Consumer{}, &v
 	}
 	twin, err := s.caseTwin(ctx, name)
@@ -244,10 +237,10 @@ func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	}
 	if twin != "" {
 		var v ValidationError
-		v.add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
+		v.Add("consumer", fmt.Sprintf("A consumer named %q already exists; consumer names must not differ only in case. Use %q, or another name.", twin, twin))
 		return Consumer{}, &v
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(s.now())
 	c = Consumer{ID: ulid.Make().String(), Name: name, CreatedAt: now, UpdatedAt: now}
 	err = db.Create(&c).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -351,7 +344,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 	if err := by.Check(); err != nil {
 		return err
 	}
-	return s.transact(ctx, func(tx *gorm.DB) error {
+	return database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
 		var tok Token
 		if err := tx.Where("id = ?", id).Take(&tok).Error; errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrTokenNotFound
@@ -361,7 +354,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 		if err := mayRevoke(tx, by, tok); err != nil {
 			return err
 		}
-		now := s.now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Stamp(s.now())
 		res := tx.Model(&Token{}).Where("id = ? AND revoked_at IS NULL", id).
 			Updates(map[string]any{"revoked_at": now, "updated_at": now})
 		if res.Error != nil {

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // ConsoleSession is a row of console_sessions: a session an operator opened
@@ -32,9 +33,9 @@ func (ConsoleSession) TableName() string { return "console_sessions" }
 // returns its id. The sessions that have ended are deleted with it: sign-ins
 // are few, and this keeps the table to the sessions that may still be used.
 func (s *Service) OpenSession(ctx context.Context, p Principal, expires time.Time) (string, error) {
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Stamp(s.now())
 	row := ConsoleSession{ID: ulid.Make().String(), TokenID: p.TokenID, ConsumerID: p.ConsumerID,
-		ExpiresAt: expires.UTC().Truncate(time.Microsecond), CreatedAt: now}
+		ExpiresAt: dbtime.Stamp(expires), CreatedAt: now}
 	err := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return s.db.WithContext(ctx).Create(&row)
 	}).Error

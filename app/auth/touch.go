@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // touchEvery is how often, at most, a token's last_used_at is written.
@@ -174,7 +175,7 @@ func (s *Service) flush(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		at := it.at.UTC().Truncate(time.Microsecond)
+		at := dbtime.Stamp(it.at)
 		// Replicas write the same row at times: on MySQL (and Galera) one of
 		// two such writes can be a deadlock, retried like every other write.
 		err := database.RetryOnConflict(ctx, func() *gorm.DB {

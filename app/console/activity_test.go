@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/activity"
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
 // activityApp is the application as Bootstrap builds it, on the test's
-// database, clock and fake vendor.
-func activityApp(t *testing.T, db *testdb.DB, clk *testkit.Clock, vendor licenses.Vendor) *App {
+// database and clock, and the fake vendor.
+func activityApp(t *testing.T, db *testdb.DB, clk *testkit.Clock) *App {
 	t.Helper()
 	t.Chdir(t.TempDir())
 	cfg, err := config.Load(getenvOf(map[string]string{"APP_ENV": "testing"}))
@@ -25,7 +25,7 @@ func activityApp(t *testing.T, db *testdb.DB, clk *testkit.Clock, vendor license
 		t.Fatal(err)
 	}
 	a, err := Bootstrap(context.Background(), cfg, NewLogger(cfg, &bytes.Buffer{}),
-		Overrides{DB: db.Gorm, Read: db.Read, Now: clk.Now, Vendor: vendor})
+		Overrides{DB: db.Gorm, Read: db.Read, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestBasePrunesAndFlushesActivity(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 12, 8, 10, 30, 0, 0, time.UTC)
 		clk := testkit.NewClock(now.Add(-activityTTL - time.Hour)) // a row 7 days and an hour old
-		a := activityApp(t, db, clk, vendorclient.NewFake())
+		a := activityApp(t, db, clk)
 		if err := a.Activity.Set(ctx, activity.DriftMismatches, 3); err != nil {
 			t.Fatal(err)
 		}
@@ -56,9 +56,7 @@ func TestBasePrunesAndFlushesActivity(t *testing.T) {
 		if err != nil || others[prunedActivity] != 1 {
 			t.Fatalf("prune = %v, %v; want the one activity hour older than 7 days", others, err)
 		}
-		if _, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "A", Domain: "a.test"}, licenses.Steps{}); err != nil {
-			t.Fatal(err)
-		}
+		createLicense(t, a, "a.test")
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -85,23 +83,17 @@ func TestDriftLoopRecordsTheMismatches(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
 		clk := testkit.NewClock(time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC))
-		fake := vendorclient.NewFake()
-		a := activityApp(t, db, clk, fake)
+		a := activityApp(t, db, clk)
 		t.Cleanup(func() { _ = a.Close() })
-		gone, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "A", Domain: "gone.test"}, licenses.Steps{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := a.Licenses.Create(ctx, "c1", licenses.Input{Name: "B", Domain: "kept.test"}, licenses.Steps{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.DeleteSite(ctx, gone.VendorSiteID); err != nil {
+		gone := createLicense(t, a, "gone.test")
+		createLicense(t, a, "kept.test")
+		if err := a.Vendor.DeleteSite(ctx, gone.VendorSiteID); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(time.Second) // a check compares the licenses made before it began
 		loopCtx, stop := context.WithCancel(ctx)
 		var loop sync.WaitGroup
-		loop.Go(func() { runDrift(loopCtx, a, fake, time.Millisecond, a.Log) })
+		loop.Go(func() { runDrift(loopCtx, a, a.Vendor.(licenses.SiteLister), time.Millisecond, a.Log) })
 		defer func() { stop(); loop.Wait() }()
 		latest := func(metric string) int64 {
 			v, _, ok, err := a.Activity.Latest(ctx, metric)
@@ -128,4 +120,20 @@ func TestDriftLoopRecordsTheMismatches(t *testing.T) {
 			t.Errorf("the drift loop recorded %v, want %v", got, want)
 		}
 	})
+}
+
+// createLicense licenses the domain to consumer c1 through the guarded
+// create, as a request does.
+func createLicense(t *testing.T, a *App, domain string) licenses.License {
+	t.Helper()
+	ctx := context.Background()
+	in := licenses.Input{Name: "Shop", Domain: domain}
+	if _, _, err := a.Operations.StoreLicense.Do(ctx, a.Guard, idempotency.Caller{ConsumerID: "c1"}, "create-"+domain, in, []byte(domain)); err != nil {
+		t.Fatal(err)
+	}
+	lic, err := a.Licenses.Held(ctx, "c1", domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lic
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
 	"github.com/licensor-api/licensor/app/web"
 	"github.com/licensor-api/licensor/app/webhooks"
 	"github.com/licensor-api/licensor/config"
@@ -51,7 +52,7 @@ type Overrides struct {
 	Log *slog.Logger
 	// Operations are guarded operations declared beside the application's
 	// own (a test's).
-	Operations []idempotency.Declared
+	Operations []idempotency.AnyOperation
 	// Outbox replaces the consumer events' outbox the licenses service
 	// writes each change's event to (a benchmark's: what the event costs).
 	Outbox licenses.Outbox
@@ -226,7 +227,7 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 			vendorclient.WithObserver(b.Metrics.ObserveVendor, b.Metrics.ObserveVendorRetry),
 			vendorclient.WithUserAgent(readBuildVersion().UserAgent()), // what `licensor version` prints
 		}, o.VendorOptions...)
-		if vendor, err = vendorclient.New(cfg.Vendor, b.Log, opts...); err != nil {
+		if vendor, err = newVendor(cfg.Vendor, b.Log, opts...); err != nil {
 			return nil, errors.Join(err, b.Close())
 		}
 	}
@@ -237,11 +238,35 @@ func Bootstrap(ctx context.Context, cfg config.Config, log *slog.Logger, o Overr
 	return a, nil
 }
 
+// newVendor builds the driver VENDOR_DRIVER names: "http" speaks to
+// VENDOR_URL; "fake" (the default) is the same driver on the vendor
+// simulator served in this process, so the demos' vendor speaks the
+// protocol as the real one does, but keeps its sites in memory. opts set
+// the driver's clock and hooks (vendorclient.NewHTTP).
+func newVendor(cfg config.Vendor, log *slog.Logger, opts ...vendorclient.Option) (licenses.Vendor, error) {
+	switch cfg.Driver {
+	case "", "fake":
+		log.Warn("vendor driver is the in-memory fake: sites vanish with the process; for demos only, set VENDOR_DRIVER=http for real use")
+		sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return vendorclient.NewInProcess(sim, cfg, log, opts...), nil
+	case "http":
+		d, err := vendorclient.NewHTTP(cfg, log, opts...)
+		if err != nil {
+			return nil, err // not a nil *HTTPDriver inside a non-nil interface
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("VENDOR_DRIVER %q is not fake or http", cfg.Driver)
+}
+
 // app builds the licenses service, the guarded operations (declared in
 // app/operations, plus a test's extra ones), the guard that runs them and
 // the reconciler that resumes them, all from the one list. An operation that
 // cannot be resumed stops the start here.
-func (b *Base) app(vendor licenses.Vendor, extra []idempotency.Declared, outbox licenses.Outbox) (*App, error) {
+func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, outbox licenses.Outbox) (*App, error) {
 	cfg := b.Config
 	a := &App{Base: b, Vendor: vendor}
 	if outbox == nil {

@@ -68,7 +68,7 @@ func commands() []command {
 		{"webhooks", "list webhook endpoints, an endpoint's deliveries, or retry a delivery", webhooksCmd},
 		{"keys", "rotate: re-encrypt secrets at rest under the current APP_KEY; status: count them by key", keysCmd},
 		{"vendor-sim", "serve a simulated license vendor with fault knobs", vendorSim},
-		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", licensesCmd},
+		{"licenses", "create or list licenses through a running API (LICENSOR_URL, LICENSOR_TOKEN)", func(ctx context.Context, e env) error { return licensesCmd(ctx, e) }},
 		{"backup", "a consistent copy of the SQLite database while serve runs (MySQL: mysqldump)", backup},
 		{"healthcheck", "exit 0 when /readyz (or a URL) answers 2xx: the container's health check", healthcheck},
 		{"version", "print the version, the commit and the Go version of this build", versionCmd},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,27 +21,52 @@ func getenvOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func TestUsageErrors(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}} {
-		var stderr bytes.Buffer
-		err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &stderr)
-		var u usageError
-		if !errors.As(err, &u) {
-			t.Errorf("run(%q) = %v, want a usage error (exit 2)", args, err)
-		}
+// testKey is the APP_KEY of the commands the tests run on a test database.
+const testKey = "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// dbEnv is vars, with the variables that point a command at db added.
+func dbEnv(db *testdb.DB, vars map[string]string) func(string) string {
+	if db.Dialect == database.MySQL {
+		vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
+	} else {
+		vars["DB_DATABASE"] = db.Config.Database
 	}
+	return getenvOf(vars)
 }
 
-func TestHelpListsCommands(t *testing.T) {
-	var stdout bytes.Buffer
-	if err := Run(context.Background(), []string{"help"}, getenvOf(nil), &stdout, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"serve", "migrate"} {
-		if !strings.Contains(stdout.String(), name) {
-			t.Errorf("help does not list %s:\n%s", name, stdout.String())
+// A mistake in the command line exits 2, before anything is opened.
+func TestUsageErrors(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"frobnicate"}, {"serve", "--bogus"}, {"migrate", "sideways"}, {"migrate", "up", "extra"}, {"version", "extra"},
+		{"help", "frob"}, {"help", "token", "issue"}, {"help", "--bogus"},
+		{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"},
+		{"token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:wirte"},
+		{"intents"}, {"intents", "frob"}, {"intents", "list", "--status", "done"}, {"intents", "list", "--older-than", "-5m"},
+		{"intents", "list", "--older-than", "soon"}, {"intents", "list", "--page", "0"}, {"intents", "list", "--per-page", "0"},
+		{"intents", "list", "--per-page", "101"}, {"intents", "list", "extra"}, {"intents", "list", "--bogus"},
+		{"intents", "show"}, {"intents", "show", "a", "b"}, {"intents", "retry"}, {"intents", "retry", "a", "b"}, {"intents", "retry", "--json", "a"},
+		{"keys"}, {"keys", "spin"}, {"keys", "rotate", "extra"}, {"keys", "rotate", "--batch", "0"},
+		{"keys", "status", "extra"}, {"keys", "status", "--batch", "0"}, {"keys", "status", "--jsn"},
+		{"vendor-sim", "--bogus"}, {"vendor-sim", "extra"}, {"vendor-sim", "--drop-mode", "sideways"}, {"vendor-sim", "--5xx-rate", "2"},
+		{"vendor-sim", "--429-burst", "-1"}, {"vendor-sim", "--429-rate", "1.1"}, {"vendor-sim", "--drop-rate", "-0.5"},
+		{"vendor-sim", "--drop-mode", "5xx"}, {"vendor-sim", "--fault-phase", "during"}, {"vendor-sim", "--jitter", "-1s"},
+		{"vendor-sim", "--seed", "soon"},
+		{"vendor-sim", "--webhook-url", "http://127.0.0.1:1/hook"}, // no secret to sign with
+		{"vendor-sim", "--webhook-url", "ftp://127.0.0.1/hook", "--webhook-secret", "s"},
+		{"vendor-sim", "--webhook-url", "http://127.0.0.1:1/hook", "--webhook-secret", "s", "--webhook-dup-rate", "2"},
+		{"vendor-sim", "--webhook-shuffle=maybe"},
+	} {
+		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); ExitCode(err) != 2 {
+			t.Errorf("%q = %v, want a usage error (exit 2)", args, err)
 		}
+	}
+	err := Run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `"licenses:wirte"`) {
+		t.Errorf("err = %v, want the unknown ability named", err)
+	}
+	if _, err := os.Stat("storage"); !os.IsNotExist(err) {
+		t.Error("a usage error opened the database first")
 	}
 }
 
@@ -58,7 +84,7 @@ func TestBadConfigStopsStartWithVariableNamed(t *testing.T) {
 func TestProductionRefusesFakeVendor(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
-	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_URL": "http://" + addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	vars := map[string]string{"APP_ENV": "production", "APP_ADDR": addr, "APP_URL": "http://" + addr, "APP_KEY": testKey}
 	// Cancelled: were the refusal missing, serve would stop at once instead
 	// of holding the test up.
 	stopped, stop := context.WithCancel(context.Background())
@@ -75,12 +101,7 @@ func TestProductionRefusesFakeVendor(t *testing.T) {
 
 	vars["VENDOR_ALLOW_FAKE"] = "true"
 	stderr := &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, getenvOf(vars), &bytes.Buffer{}, stderr) }()
-	waitHealthy(t, "http://"+addr, done)
-	cancel()
-	if err := <-done; err != nil {
+	if err := startServe(t, addr, getenvOf(vars), stderr)(); err != nil {
 		t.Fatalf("serve with VENDOR_ALLOW_FAKE=true: %v", err)
 	}
 	if log := stderr.String(); !strings.Contains(log, "in-memory fake") || !strings.Contains(log, `"vendor_driver":"fake"`) {
@@ -94,19 +115,8 @@ func TestServeWithNoConfiguration(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
 	stderr := &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, getenvOf(map[string]string{"APP_ADDR": addr}), &bytes.Buffer{}, stderr) }()
-
-	waitHealthy(t, "http://"+addr, done)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after its context was cancelled")
+	if err := startServe(t, addr, getenvOf(map[string]string{"APP_ADDR": addr}), stderr)(); err != nil {
+		t.Fatalf("serve returned %v", err)
 	}
 	log := stderr.String()
 	for _, want := range []string{"addr=http://" + addr, "database=\"sqlite storage/database.sqlite\"", "vendor_driver=fake", "stopped"} {
@@ -140,6 +150,29 @@ func TestServeRefusesMySQLSchemaBehind(t *testing.T) {
 	}
 }
 
+// startServe runs serve (Run without arguments) on env, its log going to
+// stderr, and waits until /healthz on addr answers 200. stop cancels
+// serve's context and returns what serve returned; a serve that does not
+// stop within 10 seconds fails the test.
+func startServe(t *testing.T, addr string, env func(string) string, stderr io.Writer) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, stderr) }()
+	waitHealthy(t, "http://"+addr, done)
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop after its context was cancelled")
+			return nil
+		}
+	}
+}
+
 // waitHealthy polls /healthz until it answers 200, the server fails, or a
 // deadline passes.
 func waitHealthy(t *testing.T, base string, done <-chan error) {
@@ -168,13 +201,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		t.Chdir(t.TempDir())
 		addr := testkit.FreeAddr(t)
-		vars := map[string]string{"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-		if db.Dialect == database.MySQL {
-			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-		} else {
-			vars["DB_DATABASE"] = db.Config.Database
-		}
-		env := getenvOf(vars)
+		env := dbEnv(db, map[string]string{"APP_ADDR": addr, "APP_KEY": testKey})
 		ctx := context.Background()
 
 		var stdout, stderr bytes.Buffer
@@ -186,11 +213,7 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 			t.Fatalf("stdout is not the token alone: %q", stdout.String())
 		}
 
-		serveCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- Run(serveCtx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()
-		defer func() { cancel(); <-done }()
-		waitHealthy(t, "http://"+addr, done)
+		defer startServe(t, addr, env, &testkit.Buffer{})()
 
 		if got := getStatus(t, "http://"+addr+"/api/tokens", token); got != http.StatusOK {
 			t.Fatalf("CLI token against serve: status %d, want 200", got)
@@ -215,24 +238,6 @@ func TestTokenCommandsAgainstServe(t *testing.T) {
 			t.Error("revoking an unknown token succeeded")
 		}
 	})
-}
-
-func TestTokenIssueUsage(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{"token"}, {"token", "mint"}, {"token", "issue", "--consumer", "acme"}, {"token", "revoke"},
-		{"token", "issue", "--consumer", "acme", "--abilities", "licenses:read,licenses:wirte"}} {
-		var u usageError
-		if err := Run(context.Background(), args, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); !errors.As(err, &u) {
-			t.Errorf("run(%q) = %v, want a usage error", args, err)
-		}
-	}
-	err := Run(context.Background(), []string{"token", "issue", "--consumer", "a", "--abilities", "licenses:wirte"}, getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), `"licenses:wirte"`) {
-		t.Errorf("err = %v, want the unknown ability named", err)
-	}
-	if _, statErr := os.Stat("storage"); !os.IsNotExist(statErr) {
-		t.Error("a usage error created storage/ first")
-	}
 }
 
 func getStatus(t *testing.T, url, token string) int {
@@ -262,7 +267,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 		"keys rotate", "keys status", "licenses create", "licenses list"} {
 		cases = append(cases, append(strings.Fields(sub), "--help"))
 	}
-	cases = append(cases, []string{"help", "token"}, []string{"--help"})
+	cases = append(cases, []string{"help", "token"}, []string{"--help"}, []string{"intents", "retry", "-h"})
 	for _, args := range cases {
 		var stdout, stderr bytes.Buffer
 		err := Run(context.Background(), args, getenvOf(nil), &stdout, &stderr)
@@ -295,22 +300,6 @@ func TestFlagErrorPrintedOnce(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), "usage: licensor") || stdout.Len() > 0 {
 			t.Errorf("%q: want the usage on stderr and nothing on stdout; stdout %q, stderr %q", args, stdout.String(), stderr.String())
-		}
-	}
-}
-
-// `licensor -v` and `licensor --version` print the version, as
-// `licensor version` does.
-func TestVersionFlags(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, flagName := range []string{"-v", "--version", "-version"} {
-		var stdout, stderr bytes.Buffer
-		if err := Run(context.Background(), []string{flagName}, getenvOf(nil), &stdout, &stderr); err != nil {
-			t.Errorf("licensor %s = %v, want the version", flagName, err)
-			continue
-		}
-		if !strings.HasPrefix(stdout.String(), "version  ") || !strings.Contains(stdout.String(), "\ngo       ") {
-			t.Errorf("licensor %s printed %q, want the version block", flagName, stdout.String())
 		}
 	}
 }

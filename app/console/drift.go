@@ -69,7 +69,7 @@ func runDriftCommand(ctx context.Context, a *App, stdout io.Writer, fix, force b
 		err = fmt.Errorf("%w (VENDOR_DRIVER=fake: the fake vendor's sites live in the process that created them)", err)
 	}
 	for _, m := range report.Mismatches {
-		fmt.Fprintf(stdout, "%s\tlicense %s\tsite %s\t%s\t%s\n", m.Kind, dash(m.LicenseID), m.SiteID, m.Domain, outcome(m, fix, err))
+		fmt.Fprintf(stdout, "%s\tlicense %s\tsite %s\t%s\t%s\n", m.Kind, orDash(m.LicenseID), m.SiteID, m.Domain, outcome(m, fix, err))
 	}
 	fmt.Fprintf(stdout, "%d site(s), %d license(s) compared, %d mismatch(es)", report.Sites, report.Licenses, len(report.Mismatches))
 	if fix && err == nil {
@@ -120,11 +120,4 @@ func recordDrift(ctx context.Context, a *App, report licenses.DriftReport) {
 	if err != nil {
 		a.Log.Warn("drift: record the mismatches for the console", "error", err)
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -2,22 +2,18 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
-	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
 
@@ -51,7 +47,7 @@ func intentsList(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		f := idempotency.IntentFilter{Status: o.status, Page: o.page, PerPage: o.perPage}
 		if o.olderThan > 0 {
 			f.Before = b.now().UTC().Add(-o.olderThan)
@@ -60,7 +56,7 @@ func intentsList(ctx context.Context, e env) error {
 		if err != nil {
 			return err
 		}
-		if err := writeIntents(e.stdout, intents, names, o.json); err != nil {
+		if err := writeList(e.stdout, o.json, intentColumns, resource.NewIntents(intents, names)); err != nil {
 			return err
 		}
 		lastPage := max(1, (total+int64(o.perPage)-1)/int64(o.perPage))
@@ -104,22 +100,33 @@ func parseListOptions(e env) (listOptions, bool, error) {
 // consumers' names (consumer id → name).
 func findIntents(ctx context.Context, e env, b *Base, f idempotency.IntentFilter, consumer string) ([]idempotency.Intent, map[string]string, int64, error) {
 	if consumer != "" {
-		c, err := b.Auth.ConsumerNamed(ctx, consumer)
-		if errors.Is(err, auth.ErrConsumerNotFound) {
-			fmt.Fprintf(e.stderr, "no consumer is named %q\n", consumer)
-			return nil, map[string]string{}, 0, nil
+		id, found, err := consumerID(ctx, e, b, consumer)
+		if !found {
+			return nil, map[string]string{}, 0, err
 		}
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		f.ConsumerID = c.ID
+		f.ConsumerID = id
 	}
 	intents, total, err := b.Store.Intents(ctx, f)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	names, err := consumerNames(ctx, b.Auth, intents)
+	ids := make([]string, len(intents))
+	for i, in := range intents {
+		ids[i] = in.ConsumerID
+	}
+	names, err := consumerNames(ctx, b.Auth, ids...)
 	return intents, names, total, err
+}
+
+// consumerID is the id of the consumer named name; found is false when
+// there is none (said on stderr: the list is empty) or on err.
+func consumerID(ctx context.Context, e env, b *Base, name string) (id string, found bool, err error) {
+	c, err := b.Auth.ConsumerNamed(ctx, name)
+	if errors.Is(err, auth.ErrConsumerNotFound) {
+		fmt.Fprintf(e.stderr, "no consumer is named %q\n", name)
+		return "", false, nil
+	}
+	return c.ID, err == nil, err
 }
 
 // intentsShow prints one intent, a field a line, or as a JSON object.
@@ -131,7 +138,7 @@ func intentsShow(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		in, err := b.Store.Intent(ctx, "", id)
 		if err != nil {
 			return intentError("show", id, err)
@@ -143,14 +150,15 @@ func intentsShow(ctx context.Context, e env) error {
 // printIntent prints in as `intents show` does: a field a line, or as the
 // API's JSON object.
 func printIntent(ctx context.Context, e env, b *Base, in idempotency.Intent, asJSON bool) error {
-	names, err := consumerNames(ctx, b.Auth, []idempotency.Intent{in})
+	names, err := consumerNames(ctx, b.Auth, in.ConsumerID)
 	if err != nil {
 		return err
 	}
+	v := resource.NewIntent(in, names[in.ConsumerID])
 	if asJSON {
-		return writeJSON(e.stdout, resource.NewIntent(in, names[in.ConsumerID]))
+		return writeJSON(e.stdout, v)
 	}
-	return writeFields(e.stdout, in, names[in.ConsumerID])
+	return writeRecord(e.stdout, intentFields, v)
 }
 
 // intentsRetry puts a failed intent back to pending, its attempts reset,
@@ -162,7 +170,7 @@ func intentsRetry(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		in, err := b.Store.RetryFailed(ctx, audit.Console(), id, b.now().UTC())
 		if errors.Is(err, idempotency.ErrNotFailed) {
 			return fmt.Errorf("retry %s: the intent is %s, not failed: %w", id, in.Status, err)
@@ -232,7 +240,7 @@ func intentsEvents(ctx context.Context, e env) error {
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		events, consumerID, err := b.Store.IntentEvents(ctx, id)
 		if err != nil {
 			return intentError("events of", id, err)
@@ -247,21 +255,7 @@ func intentsEvents(ctx context.Context, e env) error {
 		if err != nil {
 			return err
 		}
-		views := resource.NewIntentEvents(events, names[consumerID], names)
-		if *asJSON {
-			return writeJSON(e.stdout, views)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tEVENT\tACTOR\tACTOR TOKEN\tACTOR CONSUMER\tREQUEST\tCREATED\tREASON")
-		for i, v := range views {
-			reason := "-"
-			if v.Reason != nil {
-				reason = strconv.Quote(*v.Reason) // quoted: a reason is anyone's text, never raw to a terminal
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Event, v.Actor, orNone(v.ActorTokenID),
-				orNone(v.ActorConsumer), orNone(v.RequestID), humanTime(&events[i].CreatedAt), reason)
-		}
-		return tw.Flush()
+		return writeList(e.stdout, *asJSON, intentEventColumns, resource.NewIntentEvents(events, names[consumerID], names))
 	})
 }
 
@@ -271,11 +265,11 @@ func intentsEvents(ctx context.Context, e env) error {
 func intentsDigest(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("intents digest", flag.ContinueOnError)
 	setUsage(fs, "intents digest KEY", "Prints the key_digest of an Idempotency-Key (or a license id, for its revoke), as logs and intents show it.")
-	key, ok, err := oneID(fs, e, "intents digest")
+	key, ok, err := oneArg(fs, e, "intents digest", intentArg)
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		fmt.Fprintln(e.stdout, b.Store.KeyDigest(key))
 		return nil
 	})
@@ -289,41 +283,18 @@ func intentError(verb, id string, err error) error {
 	return err
 }
 
-// oneID parses a subcommand that takes one argument (an intent's id, or a
-// key) and flags, on either side of it; ok is false when the command should
-// stop there.
-func oneID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
-	var ids []string
-	for {
-		if ok, err := parseFlags(fs, e); !ok {
-			return "", false, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		ids = append(ids, fs.Arg(0))
-		e.args = fs.Args()[1:]
-	}
-	if len(ids) != 1 {
-		return "", false, usagef("%s: give exactly one intent ID (see `licensor intents list`)", name)
-	}
-	return ids[0], true, nil
-}
+// intentArg is what an intents subcommand's one argument is, as its usage
+// error says.
+const intentArg = "intent ID (see `licensor intents list`)"
 
-// intentID is oneID for the subcommands that take an intent's id: one that
-// cannot exist is not found, without asking the database (on MariaDB such
-// text compared with the id's ASCII column is an error, not a miss).
+// intentID is idArg for the subcommands that take an intent's id.
 func intentID(fs *flag.FlagSet, e env, name string) (string, bool, error) {
-	id, ok, err := oneID(fs, e, name)
-	if ok && !request.IsID(id) {
-		return "", false, fmt.Errorf("%s %q: %w (see `licensor intents list`)", name, id, idempotency.ErrIntentNotFound)
-	}
-	return id, ok, err
+	return idArg(fs, e, name, intentArg, fmt.Errorf("%w (see `licensor intents list`)", idempotency.ErrIntentNotFound))
 }
 
-// withIntents opens the Base (the migrated database, no vendor) and runs
+// withBase opens the Base (the migrated database, no vendor) and runs
 // fn with it.
-func withIntents(ctx context.Context, e env, fn func(*Base) error) error {
+func withBase(ctx context.Context, e env, fn func(*Base) error) error {
 	b, err := loadBase(ctx, e)
 	if err != nil {
 		return err
@@ -331,97 +302,71 @@ func withIntents(ctx context.Context, e env, fn func(*Base) error) error {
 	return errors.Join(fn(b), b.Close())
 }
 
-// consumerNames are the names of the consumers of intents, by id.
-func consumerNames(ctx context.Context, svc *auth.Service, intents []idempotency.Intent) (map[string]string, error) {
-	if len(intents) == 0 {
+// consumerNames are the names of the consumers ids name, by id.
+func consumerNames(ctx context.Context, svc *auth.Service, ids ...string) (map[string]string, error) {
+	if len(ids) == 0 {
 		return map[string]string{}, nil
-	}
-	ids := make([]string, 0, len(intents))
-	for _, in := range intents {
-		ids = append(ids, in.ConsumerID)
 	}
 	return svc.ConsumerNames(ctx, ids)
 }
 
-// keyColumn is the KEY column: the digest, marked when the server made the key.
-func keyColumn(v resource.Intent) string {
-	if v.KeySource == resource.KeySourceServer {
-		return v.KeyDigest + " (server)"
-	}
-	return v.KeyDigest
-}
-
-// fields are the fields of in, of the consumer named consumer, in order,
-// named and valued as in its JSON (resource.Intent) but for the times,
-// which are RFC 3339 to the second; "-" for an empty one.
-func fields(in idempotency.Intent, consumer string) [][2]string {
-	v := resource.NewIntent(in, consumer)
-	result := "-"
-	if v.Result != nil {
-		result = strconv.Itoa(v.Result.Status)
-		if v.Result.Location != "" {
-			result += " " + v.Result.Location
+// intentColumns are the table of `intents list`: the resource's fields, the
+// times in RFC 3339 to the second, "-" for an empty one; KEY is the digest,
+// marked when the server made the key.
+var intentColumns = []column[resource.Intent]{
+	{"ID", func(v resource.Intent) string { return v.ID }},
+	{"CONSUMER", func(v resource.Intent) string { return orNone(v.Consumer) }},
+	{"OPERATION", func(v resource.Intent) string { return v.Operation.Operation }},
+	{"STATUS", func(v resource.Intent) string { return v.Status }},
+	{"ATTEMPTS", func(v resource.Intent) string { return strconv.Itoa(v.Attempts) }},
+	{"KEY", func(v resource.Intent) string {
+		if v.KeySource == resource.KeySourceServer {
+			return v.KeyDigest + " (server)"
 		}
-	}
-	return [][2]string{
-		{"id", v.ID}, {"consumer", orNone(v.Consumer)}, {"consumer_id", orNone(v.ConsumerID)},
-		{"operation", v.Operation.Operation}, {"status", v.Status}, {"attempts", strconv.Itoa(v.Attempts)},
-		{"key_digest", v.KeyDigest}, {"key_source", v.KeySource}, {"external_ref", orNone(v.ExternalRef)},
-		{"resource_type", orNone(v.ResourceType)}, {"resource_id", orNone(v.ResourceID)},
-		{"request_id", orNone(v.RequestID)}, {"token_id", orNone(v.TokenID)},
-		{"next_attempt_at", humanTime(in.NextAttemptAt)}, {"created_at", humanTime(&in.CreatedAt)},
-		{"updated_at", humanTime(&in.UpdatedAt)}, {"result", result},
-	}
+		return v.KeyDigest
+	}},
+	{"REF", func(v resource.Intent) string { return orNone(v.ExternalRef) }},
+	{"NEXT ATTEMPT", func(v resource.Intent) string { return when(v.NextAttemptAt) }},
+	{"CREATED", func(v resource.Intent) string { return when(v.CreatedAt) }},
+	{"UPDATED", func(v resource.Intent) string { return when(v.UpdatedAt) }},
 }
 
-// writeFields prints in, of the consumer named consumer, a field a line.
-func writeFields(w io.Writer, in idempotency.Intent, consumer string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, f := range fields(in, consumer) {
-		fmt.Fprintf(tw, "%s\t%s\n", f[0], f[1])
-	}
-	return tw.Flush()
+// intentFields are `intents show`'s lines: every field of the resource, in
+// order, named as in its JSON, the times as in the table.
+var intentFields = []column[resource.Intent]{
+	{"id", func(v resource.Intent) string { return v.ID }},
+	{"consumer", func(v resource.Intent) string { return orNone(v.Consumer) }},
+	{"consumer_id", func(v resource.Intent) string { return orNone(v.ConsumerID) }},
+	{"operation", func(v resource.Intent) string { return v.Operation.Operation }},
+	{"status", func(v resource.Intent) string { return v.Status }},
+	{"attempts", func(v resource.Intent) string { return strconv.Itoa(v.Attempts) }},
+	{"key_digest", func(v resource.Intent) string { return v.KeyDigest }},
+	{"key_source", func(v resource.Intent) string { return v.KeySource }},
+	{"external_ref", func(v resource.Intent) string { return orNone(v.ExternalRef) }},
+	{"resource_type", func(v resource.Intent) string { return orNone(v.ResourceType) }},
+	{"resource_id", func(v resource.Intent) string { return orNone(v.ResourceID) }},
+	{"request_id", func(v resource.Intent) string { return orNone(v.RequestID) }},
+	{"token_id", func(v resource.Intent) string { return orNone(v.TokenID) }},
+	{"next_attempt_at", func(v resource.Intent) string { return when(v.NextAttemptAt) }},
+	{"created_at", func(v resource.Intent) string { return when(v.CreatedAt) }},
+	{"updated_at", func(v resource.Intent) string { return when(v.UpdatedAt) }},
+	{"result", func(v resource.Intent) string {
+		if v.Result == nil {
+			return "-"
+		}
+		return strings.TrimSpace(strconv.Itoa(v.Result.Status) + " " + v.Result.Location)
+	}},
 }
 
-// writeIntents prints intents, their consumers named by names, as the
-// JSON array of the API's objects or as a table.
-func writeIntents(w io.Writer, intents []idempotency.Intent, names map[string]string, asJSON bool) error {
-	views := resource.NewIntents(intents, names)
-	if asJSON {
-		return writeJSON(w, views)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCONSUMER\tOPERATION\tSTATUS\tATTEMPTS\tKEY\tREF\tNEXT ATTEMPT\tCREATED\tUPDATED")
-	for i, v := range views {
-		in := intents[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, orNone(v.Consumer), v.Operation.Operation,
-			v.Status, v.Attempts, keyColumn(v), orNone(v.ExternalRef), humanTime(in.NextAttemptAt),
-			humanTime(&in.CreatedAt), humanTime(&in.UpdatedAt))
-	}
-	return tw.Flush()
-}
-
-// writeJSON prints v as indented JSON, "&", "<" and ">" as they are, as
-// the API writes them.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// humanTime is t in RFC 3339 to the second, UTC, for a table; "-" for none.
-func humanTime(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// orNone is *s, "-" when it is nil or empty.
-func orNone(s *string) string {
-	if s == nil || *s == "" {
-		return "-"
-	}
-	return *s
+// intentEventColumns are the table of `intents events`; a reason is quoted,
+// as anyone's text.
+var intentEventColumns = []column[resource.IntentEvent]{
+	{"ID", func(v resource.IntentEvent) string { return strconv.FormatUint(v.ID, 10) }},
+	{"EVENT", func(v resource.IntentEvent) string { return v.Event }},
+	{"ACTOR", func(v resource.IntentEvent) string { return v.Actor }},
+	{"ACTOR TOKEN", func(v resource.IntentEvent) string { return orNone(v.ActorTokenID) }},
+	{"ACTOR CONSUMER", func(v resource.IntentEvent) string { return orNone(v.ActorConsumer) }},
+	{"REQUEST", func(v resource.IntentEvent) string { return orNone(v.RequestID) }},
+	{"CREATED", func(v resource.IntentEvent) string { return when(v.CreatedAt) }},
+	{"REASON", func(v resource.IntentEvent) string { return quoted(v.Reason) }},
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -43,13 +42,8 @@ type intentsFixture struct {
 // one (5m old).
 func newIntentsFixture(t *testing.T, db *testdb.DB) *intentsFixture {
 	t.Chdir(t.TempDir())
-	vars := map[string]string{"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-	if db.Dialect == database.MySQL {
-		vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-	} else {
-		vars["DB_DATABASE"] = db.Config.Database
-	}
-	f := &intentsFixture{t: t, db: db, env: getenvOf(vars)}
+	env := dbEnv(db, map[string]string{"APP_KEY": testKey})
+	f := &intentsFixture{t: t, db: db, env: env}
 	svc := auth.New(auth.Config{DB: db.Gorm, Key: []byte("0123456789abcdef0123456789abcdef"), Issuer: "http://localhost", DefaultTTL: time.Hour})
 	acme := f.issue(svc, "acme")
 	f.secret, f.token = acme.Secret, acme.ID
@@ -317,32 +311,6 @@ func TestReconciledLogsErrorOnlyWhenThereIsOne(t *testing.T) {
 			t.Errorf("a failed attempt's reconciled line lacks its error:\n%s", stderr.String())
 		}
 	})
-}
-
-// TestIntentsUsage: bad command lines exit 2 before anything is opened.
-func TestIntentsUsage(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, args := range [][]string{{}, {"frob"}, {"list", "--status", "done"}, {"list", "--older-than", "-5m"},
-		{"list", "--older-than", "soon"}, {"list", "--page", "0"}, {"list", "--per-page", "0"},
-		{"list", "--per-page", "101"}, {"list", "extra"}, {"list", "--bogus"}, {"show"}, {"show", "a", "b"},
-		{"retry"}, {"retry", "a", "b"}, {"retry", "--json", "a"}} {
-		err := Run(context.Background(), append([]string{"intents"}, args...), getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
-		if ExitCode(err) != 2 {
-			t.Errorf("intents %q = %v, want a usage error (exit 2)", args, err)
-		}
-	}
-	for _, args := range [][]string{{"--help"}, {"list", "--help"}, {"show", "--help"}, {"retry", "-h"}} {
-		if err := Run(context.Background(), append([]string{"intents"}, args...), getenvOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
-			t.Errorf("intents %q = %v, want help and no error", args, err)
-		}
-	}
-	if _, err := os.Stat("storage"); !os.IsNotExist(err) {
-		t.Error("a usage error opened the database first")
-	}
-	var help bytes.Buffer
-	if err := Run(context.Background(), []string{"help"}, getenvOf(nil), &help, &bytes.Buffer{}); err != nil || !strings.Contains(help.String(), "intents") {
-		t.Errorf("help does not list intents: %v\n%s", err, help.String())
-	}
 }
 
 // lineWith is the first line of s that contains sub.

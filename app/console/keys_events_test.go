@@ -9,7 +9,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/config"
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -37,14 +36,9 @@ func TestKeysRotateEventsAndEndpointSecrets(t *testing.T) {
 		exec(`INSERT INTO webhook_endpoints (id, consumer_id, url, events, secret, enabled, created_at, updated_at)
 			VALUES ('E1', 'c1', 'https://shop.example/hooks', '["license.*"]', ?, 1, ?, ?)`, seal("whsec_1"), now, now)
 
-		vars := map[string]string{"APP_ENV": "testing", "APP_KEY": config.EncodeKey(keyB), "APP_PREVIOUS_KEYS": config.EncodeKey(keyA)}
-		if db.Dialect == database.MySQL {
-			vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-		} else {
-			vars["DB_DATABASE"] = db.Config.Database
-		}
+		env := dbEnv(db, map[string]string{"APP_ENV": "testing", "APP_KEY": config.EncodeKey(keyB), "APP_PREVIOUS_KEYS": config.EncodeKey(keyA)})
 		var out bytes.Buffer
-		if err := Run(context.Background(), []string{"keys", "rotate"}, getenvOf(vars), &out, &out); err != nil {
+		if err := Run(context.Background(), []string{"keys", "rotate"}, env, &out, &out); err != nil {
 			t.Fatalf("keys rotate: %v\n%s", err, out.String())
 		}
 		for _, want := range []string{

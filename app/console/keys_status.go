@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"gorm.io/gorm"
 
@@ -132,27 +131,26 @@ func (st keyStatus) write(w io.Writer) error {
 		names = append(names, fmt.Sprintf("previous key %d %s", i+1, fp))
 	}
 	fmt.Fprintf(w, "keys (fingerprints): %s\n", strings.Join(names, ", "))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := []string{"COLUMN", "APP_KEY"}
-	for i := range st.Keys.Previous {
-		header = append(header, "PREVIOUS "+strconv.Itoa(i+1))
+	cols := []column[columnCount]{
+		{"COLUMN", func(n columnCount) string { return n.Column }},
+		{"APP_KEY", func(n columnCount) string { return strconv.Itoa(n.Current) }},
 	}
-	fmt.Fprintln(tw, strings.Join(append(header, "PLAINTEXT", "UNREADABLE"), "\t"))
+	for i := range st.Keys.Previous {
+		cols = append(cols, column[columnCount]{"PREVIOUS " + strconv.Itoa(i+1), func(n columnCount) string { return strconv.Itoa(n.Previous[i]) }})
+	}
+	cols = append(cols, column[columnCount]{"PLAINTEXT", func(n columnCount) string { return strconv.Itoa(n.Plaintext) }},
+		column[columnCount]{"UNREADABLE", func(n columnCount) string { return strconv.Itoa(n.Unreadable) }})
+	if err := writeTable(w, cols, st.Columns); err != nil {
+		return err
+	}
 	var plaintext, unreadable int
 	previous := make([]int, len(st.Keys.Previous))
 	for _, n := range st.Columns {
-		cells := []string{n.Column, strconv.Itoa(n.Current)}
 		for i, p := range n.Previous {
-			cells = append(cells, strconv.Itoa(p))
 			previous[i] += p
 		}
-		cells = append(cells, strconv.Itoa(n.Plaintext), strconv.Itoa(n.Unreadable))
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		plaintext += n.Plaintext
 		unreadable += n.Unreadable
-	}
-	if err := tw.Flush(); err != nil {
-		return err
 	}
 	if unreadable > 0 {
 		fmt.Fprintf(w, "%d value(s) open under no configured key: sealed under a key missing from APP_KEY and APP_PREVIOUS_KEYS here, or damaged; keys rotate cannot re-seal them\n", unreadable)

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/licensor-api/licensor/client"
@@ -27,23 +26,18 @@ const defaultLicensorURL = "http://127.0.0.1:8080"
 // summary with: where the command finds the API.
 const licensesSummary = "A client of a running API at LICENSOR_URL (default " + defaultLicensorURL + "), with the token in LICENSOR_TOKEN."
 
-// licensesCmd is `licensor licenses create|list`: a client of a running
-// API, built on package client and its retry policy. It reads LICENSOR_URL
-// and LICENSOR_TOKEN (and, for the default URL, APP_URL and APP_ADDR) from
-// the environment or the working directory's .env, as the server reads its
-// own; config.Load is the server's.
-func licensesCmd(ctx context.Context, e env) error {
-	return licensesWith(ctx, e)
-}
-
 // networkRetryWindow is how long `licensor licenses` goes on retrying
 // network errors (a refused connection while licensor restarts) before it
 // says what it knows: that nothing was sent, or that the outcome is unknown.
 const networkRetryWindow = 10 * time.Second
 
-// licensesWith is licensesCmd with extra client options: its tests pass a
-// sleep that records the backoff instead of waiting it out, and a clock.
-func licensesWith(ctx context.Context, e env, opts ...client.Option) error {
+// licensesCmd is `licensor licenses create|list`: a client of a running
+// API, built on package client and its retry policy. It reads LICENSOR_URL
+// and LICENSOR_TOKEN (and, for the default URL, APP_URL and APP_ADDR) from
+// the environment or the working directory's .env, as the server reads its
+// own. opts are added to the client's: the tests pass a sleep that records
+// the backoff instead of waiting it out, and a clock.
+func licensesCmd(ctx context.Context, e env, opts ...client.Option) error {
 	opts = append([]client.Option{client.WithNetworkRetryWindow(networkRetryWindow)}, opts...)
 	return runSubcommand(ctx, e, "licenses", licensesSummary, []subcommand{
 		{"create", "create a license for a domain; prints it as JSON on stdout",
@@ -178,12 +172,16 @@ func writeLicenses(w io.Writer, p client.Page, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tDOMAIN\tNAME\tSTATUS\tCREATED")
-	for _, l := range p.Licenses {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Domain, l.Name, l.Status, l.CreatedAt.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
+	return writeTable(w, licenseColumns, p.Licenses)
+}
+
+// licenseColumns are the table of `licenses list`: never the key.
+var licenseColumns = []column[client.License]{
+	{"ID", func(l client.License) string { return l.ID }},
+	{"DOMAIN", func(l client.License) string { return l.Domain }},
+	{"NAME", func(l client.License) string { return l.Name }},
+	{"STATUS", func(l client.License) string { return l.Status }},
+	{"CREATED", func(l client.License) string { return when(l.CreatedAt) }},
 }
 
 // licensorClient builds the API client from LICENSOR_URL and LICENSOR_TOKEN

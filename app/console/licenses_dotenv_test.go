@@ -33,13 +33,15 @@ func TestLicensesReadsDotenv(t *testing.T) {
 }
 
 // Without LICENSOR_URL the client calls the server the directory
-// configures: APP_URL, or the URL of APP_ADDR, from the environment or .env.
+// configures: APP_URL, or the URL of APP_ADDR, from the environment or .env;
+// without those either, where `go run .` serves.
 func TestLicensesDefaultURLFollowsServerConfig(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, tc := range []struct {
 		vars map[string]string
 		want string
 	}{
+		{map[string]string{}, defaultLicensorURL},
 		{map[string]string{"APP_ADDR": "127.0.0.1:9123"}, "http://127.0.0.1:9123"},
 		{map[string]string{"APP_ADDR": ":9124", "APP_URL": "https://api.test"}, "https://api.test"},
 		{map[string]string{"APP_ADDR": ":9124", "APP_URL": "https://api.test", "LICENSOR_URL": "http://other.test"}, "http://other.test"},

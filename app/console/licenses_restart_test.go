@@ -49,7 +49,7 @@ func TestLicensesNothingListensRetriesTenSeconds(t *testing.T) {
 		ft := &fakeTime{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 		e := licensesEnv(args, "http://"+addr, &bytes.Buffer{}, &bytes.Buffer{})
 		start := time.Now()
-		err := licensesWith(context.Background(), e, client.WithSleep(ft.sleep), client.WithClock(ft.clock),
+		err := licensesCmd(context.Background(), e, client.WithSleep(ft.sleep), client.WithClock(ft.clock),
 			client.WithMaxAttempts(1000), client.WithJitter(func(d time.Duration) time.Duration { return d }))
 		assertLicensesFailure(t, err, "nothing was sent", "nothing happened, since no request reached licensor", "connection refused", "http://"+addr)
 		if strings.Contains(err.Error(), "may have") {
@@ -71,7 +71,7 @@ func TestLicensesNetworkRetriesBoundedByTenSeconds(t *testing.T) {
 	for range 20 {
 		ft := &fakeTime{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 		e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, "http://"+addr, &bytes.Buffer{}, &bytes.Buffer{})
-		err := licensesWith(context.Background(), e, client.WithSleep(ft.sleep), client.WithClock(ft.clock), client.WithMaxAttempts(1000))
+		err := licensesCmd(context.Background(), e, client.WithSleep(ft.sleep), client.WithClock(ft.clock), client.WithMaxAttempts(1000))
 		if err == nil || ft.total() > networkRetryWindow || len(ft.waits) < 4 {
 			t.Fatalf("err %v after waits %v (%v): want a failure after at least 4 retries within %v", err, ft.waits, ft.total(), networkRetryWindow)
 		}
@@ -101,7 +101,7 @@ func TestLicensesLostAnswerOutcomeUnknown(t *testing.T) {
 
 	ft := &fakeTime{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, "http://"+ln.Addr().String(), &bytes.Buffer{}, &bytes.Buffer{})
-	err = licensesWith(context.Background(), e, client.WithSleep(ft.sleep), client.WithClock(ft.clock), client.WithMaxAttempts(1000))
+	err = licensesCmd(context.Background(), e, client.WithSleep(ft.sleep), client.WithClock(ft.clock), client.WithMaxAttempts(1000))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(keys) < 2 {
@@ -150,7 +150,7 @@ func TestLicensesCreateRidesOutRestart(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test", "--key", "restart-key-1"}, "http://"+addr, &stdout, &stderr)
-	if err := licensesWith(context.Background(), e, client.WithSleep(up), client.WithClock(ft.clock)); err != nil {
+	if err := licensesCmd(context.Background(), e, client.WithSleep(up), client.WithClock(ft.clock)); err != nil {
 		t.Fatalf("create through a restart: %v", err)
 	}
 	if len(keys) != 1 || keys[0] != "restart-key-1" || len(ft.waits) != 2 {

@@ -87,7 +87,7 @@ func TestLicensesCreateRetriesWithOneKey(t *testing.T) {
 	recordWait := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	var stdout, stderr bytes.Buffer
 	e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, api.URL, &stdout, &stderr)
-	if err := licensesWith(context.Background(), e, client.WithSleep(recordWait)); err != nil {
+	if err := licensesCmd(context.Background(), e, client.WithSleep(recordWait)); err != nil {
 		t.Fatalf("licenses create: %v\n%s", err, stderr.String())
 	}
 	lines, keys, auths := api.requests()
@@ -134,7 +134,7 @@ func TestLicensesCreateFailureSaysWhatToDo(t *testing.T) {
 		api := newLicensesAPI(t, licensesReply{202, `{"message":"The license is being created.","code":"operation_pending"}`})
 		noWait := func(context.Context, time.Duration) error { return nil }
 		e := licensesEnv([]string{"create", "--name", "Acme", "--domain", "acme.test"}, api.URL, &bytes.Buffer{}, &bytes.Buffer{})
-		err := licensesWith(context.Background(), e, client.WithSleep(noWait), client.WithMaxAttempts(3))
+		err := licensesCmd(context.Background(), e, client.WithSleep(noWait), client.WithMaxAttempts(3))
 		_, keys, _ := api.requests()
 		assertLicensesFailure(t, err, "202 operation_pending", "gave up after 3 attempts", "--key "+keys[0])
 		if len(keys) != 3 || keys[2] != keys[0] {
@@ -272,13 +272,5 @@ func TestLicensesUsageErrors(t *testing.T) {
 	}
 	if err := licensesCmd(context.Background(), env{args: []string{"--help"}, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}); err != nil {
 		t.Errorf("licenses --help = %v, want nil", err)
-	}
-}
-
-func TestLicensesDefaultURL(t *testing.T) {
-	e := env{getenv: getenvOf(map[string]string{"LICENSOR_TOKEN": licensesTestToken})}
-	_, base, err := licensorClient(e, nil)
-	if err != nil || base != defaultLicensorURL {
-		t.Errorf("licensorClient without LICENSOR_URL = %q, %v; want %q", base, err, defaultLicensorURL)
 	}
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,58 +52,34 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 	if out, err := run("up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
-	out, err := run("down") // 19: the rate limit's windows from the first hit
-	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 19") ||
-		!strings.Contains(err.Error(), "DROP TABLE rate_limits") {
-		t.Fatalf("migrate down of 19 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
+	for _, m := range []struct {
+		version int
+		drops   string // what its rollback says it drops; "" when nothing
+	}{
+		{19, "DROP TABLE rate_limits"},      // the rate limit's windows from the first hit
+		{18, "DROP TABLE vendor_kind"},      // the vendor kind
+		{17, "DROP TABLE console_sessions"}, // the console's sessions
+		{16, "DROP COLUMN last_claimed_at"}, // the webhook endpoints' fairness columns
+		{15, "DROP TABLE activity_hours"},   // the activity counters
+		{14, "DROP TABLE consumer_events"},  // the events and webhook tables
+		{13, ""},                            // a repair, nothing to drop
+	} {
+		out, err := run("down")
+		if m.drops == "" {
+			if err != nil {
+				t.Fatalf("migrate down of %d, a rollback that drops nothing: %v\n%s", m.version, err, out)
+			}
+			continue
+		}
+		if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), fmt.Sprintf("migration %d", m.version)) ||
+			!strings.Contains(err.Error(), m.drops) {
+			t.Fatalf("migrate down of %d without --force = %v (exit %d)\n%s; want it refused, naming what it drops", m.version, err, ExitCode(err), out)
+		}
+		if out, err := run("down", "--force"); err != nil {
+			t.Fatalf("migrate down --force of %d: %v\n%s", m.version, err, out)
+		}
 	}
-	if out, err := run("down", "--force"); err != nil {
-		t.Fatalf("migrate down --force of 19: %v\n%s", err, out)
-	}
-	out, err = run("down") // 18: the vendor kind
-	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 18") ||
-		!strings.Contains(err.Error(), "DROP TABLE vendor_kind") {
-		t.Fatalf("migrate down of 18 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
-	}
-	if out, err := run("down", "--force"); err != nil {
-		t.Fatalf("migrate down --force of 18: %v\n%s", err, out)
-	}
-	out, err = run("down") // 17: the console's sessions
-	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 17") ||
-		!strings.Contains(err.Error(), "DROP TABLE console_sessions") {
-		t.Fatalf("migrate down of 17 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
-	}
-	if out, err := run("down", "--force"); err != nil {
-		t.Fatalf("migrate down --force of 17: %v\n%s", err, out)
-	}
-	out, err = run("down") // 16: the webhook endpoints' fairness columns
-	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 16") ||
-		!strings.Contains(err.Error(), "DROP COLUMN last_claimed_at") {
-		t.Fatalf("migrate down of 16 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
-	}
-	if out, err := run("down", "--force"); err != nil {
-		t.Fatalf("migrate down --force of 16: %v\n%s", err, out)
-	}
-	out, err = run("down") // 15: the activity counters
-	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 15") ||
-		!strings.Contains(err.Error(), "DROP TABLE activity_hours") {
-		t.Fatalf("migrate down of 15 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
-	}
-	if out, err := run("down", "--force"); err != nil {
-		t.Fatalf("migrate down --force of 15: %v\n%s", err, out)
-	}
-	out, err = run("down") // 14: the events and webhook tables
-	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 14") ||
-		!strings.Contains(err.Error(), "DROP TABLE consumer_events") {
-		t.Fatalf("migrate down of 14 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)
-	}
-	if out, err := run("down", "--force"); err != nil {
-		t.Fatalf("migrate down --force of 14: %v\n%s", err, out)
-	}
-	if out, err := run("down"); err != nil { // 13: a repair, nothing to drop
-		t.Fatalf("migrate down of a rollback that drops nothing: %v\n%s", err, out)
-	}
-	out, err = run("down")
+	out, err := run("down")
 	if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), "migration 12") ||
 		!strings.Contains(err.Error(), "DROP TABLE audit_events") || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("migrate down of 12 without --force = %v (exit %d)\n%s; want it refused, naming what it drops", err, ExitCode(err), out)

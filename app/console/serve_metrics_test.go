@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -41,23 +40,19 @@ func TestProductionServesMetricsOnlyOnMetricsAddr(t *testing.T) {
 			t.Chdir(t.TempDir())
 			addr := testkit.FreeAddr(t)
 			vars := map[string]string{"APP_ENV": tc.env, "APP_ADDR": addr, "APP_URL": "http://" + addr, "VENDOR_ALLOW_FAKE": "true",
-				"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+				"APP_KEY": testKey}
 			metricsAddr := ""
 			if tc.metricsAddr {
 				metricsAddr = testkit.FreeAddr(t)
 				vars["METRICS_ADDR"] = metricsAddr
 			}
 			stderr := &testkit.Buffer{}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- Run(ctx, nil, getenvOf(vars), io.Discard, stderr) }()
+			stop := startServe(t, addr, getenvOf(vars), stderr)
 			defer func() {
-				cancel()
-				if err := <-done; err != nil {
+				if err := stop(); err != nil {
 					t.Errorf("serve: %v", err)
 				}
 			}()
-			waitHealthy(t, "http://"+addr, done)
 
 			status, body := get(t, "http://"+addr+"/metrics")
 			if status != tc.onAPI || (status == http.StatusOK) != strings.Contains(body, family) {

@@ -33,7 +33,7 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 
 	addr := testkit.FreeAddr(t)
 	env := getenvOf(map[string]string{
-		"APP_ADDR": addr, "APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"APP_ADDR": addr, "APP_KEY": testKey,
 		"VENDOR_DRIVER": "http", "VENDOR_URL": vendor.URL, "VENDOR_TOKEN": "t",
 	})
 	migrateHere(t, env)

@@ -2,8 +2,6 @@ package console
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -19,12 +17,8 @@ import (
 func TestSlowBodyIsCutOffWhileOthersAreServed(t *testing.T) {
 	t.Chdir(t.TempDir())
 	addr := testkit.FreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	env := getenvOf(map[string]string{"APP_ADDR": addr, "APP_READ_TIMEOUT": "1s"})
-	go func() { done <- Run(ctx, nil, env, &bytes.Buffer{}, &testkit.Buffer{}) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitHealthy(t, "http://"+addr, done)
+	stop := startServe(t, addr, getenvOf(map[string]string{"APP_ADDR": addr, "APP_READ_TIMEOUT": "1s"}), &testkit.Buffer{})
+	t.Cleanup(func() { stop() })
 
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
@@ -51,10 +51,10 @@ func tokenIssue(ctx context.Context, e env) error {
 			return usagef("token issue: unknown ability %q (known: %s)", a, strings.Join(auth.Known, ", "))
 		}
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
+	return withBase(ctx, e, func(b *Base) error {
 		// The operator holds no token: any known ability may be granted here,
 		// and the token names no issuer.
-		issued, err := svc.Issue(ctx, audit.Console(), auth.IssueInput{
+		issued, err := b.Auth.Issue(ctx, audit.Console(), auth.IssueInput{
 			Consumer: *consumer, Abilities: splitList(*abilities), Name: *name, TTL: *ttl,
 		})
 		var ve *auth.ValidationError
@@ -93,22 +93,17 @@ func issueUsageError(ve *auth.ValidationError) error {
 func tokenList(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("token list", flag.ContinueOnError)
 	consumer := fs.String("consumer", "", "only this consumer's tokens")
-	setUsage(fs, "token list [flags]", "Lists the tokens, newest first, as a table; secrets are stored nowhere and never shown. ISSUED BY is the token that issued it, - for the command line.")
+	asJSON := fs.Bool("json", false, "print a JSON array (GET /api/tokens' objects) instead of a table")
+	setUsage(fs, "token list [flags]", "Lists the tokens, newest first, as a table or a JSON array; secrets are stored nowhere and never shown. ISSUED BY is the token that issued it, - for the command line.")
 	if ok, err := parseFlags(fs, e); !ok {
 		return err
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
-		toks, err := svc.List(ctx, *consumer)
+	return withBase(ctx, e, func(b *Base) error {
+		toks, err := b.Auth.List(ctx, *consumer)
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tCONSUMER\tNAME\tABILITIES\tISSUED BY\tEXPIRES\tLAST USED\tREVOKED")
-		for _, t := range toks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Consumer.Name, t.Name,
-				strings.Join(t.Abilities, ","), orNone(t.IssuedBy), t.ExpiresAt.Format(time.RFC3339), orDash(t.LastUsedAt), orDash(t.RevokedAt))
-		}
-		return tw.Flush()
+		return writeList(e.stdout, *asJSON, tokenColumns, resource.NewTokens(toks))
 	})
 }
 
@@ -124,8 +119,8 @@ func tokenRevoke(ctx context.Context, e env) error {
 	if !request.IsID(fs.Arg(0)) { // cannot exist: not found, without asking the database
 		return fmt.Errorf("revoke %q: %w (see `licensor token list`)", fs.Arg(0), auth.ErrTokenNotFound)
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
-		if err := svc.Revoke(ctx, audit.Console(), fs.Arg(0)); err != nil {
+	return withBase(ctx, e, func(b *Base) error {
+		if err := b.Auth.Revoke(ctx, audit.Console(), fs.Arg(0)); err != nil {
 			return fmt.Errorf("revoke %s: %w (see `licensor token list`)", fs.Arg(0), err)
 		}
 		fmt.Fprintf(e.stderr, "revoked token %s\n", fs.Arg(0))
@@ -156,43 +151,18 @@ func tokenEvents(ctx context.Context, e env) error {
 	case *token != "" && !request.IsID(*token):
 		*token = impossibleID // no token has it: the trail is empty, as the API answers, without a comparison the database refuses
 	}
-	return withAuth(ctx, e, func(svc *auth.Service) error {
-		events, total, err := svc.Events(ctx, auth.TokenEventFilter{TokenID: *token, Page: *page, PerPage: *perPage})
+	return withBase(ctx, e, func(b *Base) error {
+		events, total, err := b.Auth.Events(ctx, auth.TokenEventFilter{TokenID: *token, Page: *page, PerPage: *perPage})
 		if err != nil {
 			return err
 		}
-		views := make([]resource.TokenEvent, 0, len(events))
-		for _, ev := range events {
-			views = append(views, resource.NewTokenEvent(ev.Event, ev.Consumer, ev.ActorConsumer))
-		}
-		if *asJSON {
-			err = writeJSON(e.stdout, views)
-		} else {
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tEVENT\tTOKEN\tCONSUMER\tACTOR\tACTOR TOKEN\tACTOR CONSUMER\tREQUEST\tCREATED")
-			for i, v := range views {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Event, v.TokenID, orNone(v.Consumer), v.Actor,
-					orNone(v.ActorTokenID), orNone(v.ActorConsumer), orNone(v.RequestID), humanTime(&events[i].CreatedAt))
-			}
-			err = tw.Flush()
-		}
-		if err != nil {
+		if err := writeList(e.stdout, *asJSON, tokenEventColumns, resource.NewTokenEvents(events)); err != nil {
 			return err
 		}
 		lastPage := max(1, (total+int64(*perPage)-1)/int64(*perPage))
 		fmt.Fprintf(e.stderr, "page %d of %d (%d in all)\n", *page, lastPage, total)
 		return nil
 	})
-}
-
-// withAuth opens the Base (the migrated database, no vendor) and runs fn
-// with its token service.
-func withAuth(ctx context.Context, e env, fn func(*auth.Service) error) error {
-	b, err := loadBase(ctx, e)
-	if err != nil {
-		return err
-	}
-	return errors.Join(fn(b.Auth), b.Close())
 }
 
 func splitList(s string) []string {
@@ -205,11 +175,29 @@ func splitList(s string) []string {
 	return out
 }
 
-func orDash(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
+// tokenColumns are the table of `token list`: never a secret.
+var tokenColumns = []column[resource.Token]{
+	{"ID", func(t resource.Token) string { return t.ID }},
+	{"CONSUMER", func(t resource.Token) string { return t.Consumer }},
+	{"NAME", func(t resource.Token) string { return t.Name }},
+	{"ABILITIES", func(t resource.Token) string { return strings.Join(t.Abilities, ",") }},
+	{"ISSUED BY", func(t resource.Token) string { return orNone(t.IssuedBy) }},
+	{"EXPIRES", func(t resource.Token) string { return when(t.ExpiresAt) }},
+	{"LAST USED", func(t resource.Token) string { return when(t.LastUsedAt) }},
+	{"REVOKED", func(t resource.Token) string { return when(t.RevokedAt) }},
+}
+
+// tokenEventColumns are the table of `token events`.
+var tokenEventColumns = []column[resource.TokenEvent]{
+	{"ID", func(v resource.TokenEvent) string { return strconv.FormatUint(v.ID, 10) }},
+	{"EVENT", func(v resource.TokenEvent) string { return v.Event }},
+	{"TOKEN", func(v resource.TokenEvent) string { return v.TokenID }},
+	{"CONSUMER", func(v resource.TokenEvent) string { return orNone(v.Consumer) }},
+	{"ACTOR", func(v resource.TokenEvent) string { return v.Actor }},
+	{"ACTOR TOKEN", func(v resource.TokenEvent) string { return orNone(v.ActorTokenID) }},
+	{"ACTOR CONSUMER", func(v resource.TokenEvent) string { return orNone(v.ActorConsumer) }},
+	{"REQUEST", func(v resource.TokenEvent) string { return orNone(v.RequestID) }},
+	{"CREATED", func(v resource.TokenEvent) string { return when(v.CreatedAt) }},
 }
 
 // impossibleID is a well-formed id that no token has (ids are ULIDs made

@@ -40,7 +40,7 @@ func vendorSim(ctx context.Context, e env) error {
 	fs.Float64Var(&opts.Webhook.DupRate, "webhook-dup-rate", 0, "probability `P`, 0..1, that a webhook is delivered twice")
 	fs.BoolVar(&opts.Webhook.Shuffle, "webhook-shuffle", false, "deliver the webhooks queued together in a random order, seeded by --seed")
 	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol with faults: JSON with a Bearer token, GET /sites?domain=D, POST /sites {name,domain} "+
-		"(201; 422 when the domain has a site), DELETE /sites/{id} (204, 404 when gone), 429 with Retry-After. "+
+		"(201; 422 when the domain has a site), DELETE /sites/{id} (204, 404 when gone), POST /sites/{id}/rotate-key (200, a new license_key and a webhook; 404 when gone), 429 with Retry-After. "+
 		"GET /_sim/stats counts calls by route and status; POST /_sim/faults sets the knobs it is given, the others kept (JSON, the flags' names with _); DELETE /_sim/faults clears every fault; "+
 		"POST /_sim/reset forgets the sites and zeroes the stats. GET /sites?page=N&per_page=M lists every site a page at a time. "+
 		"POST /_sim/sites/{id}/suspend|reactivate|delete|rotate changes a site and sends a signed webhook to --webhook-url, retried with backoff. "+

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -29,16 +28,8 @@ import (
 // --retry-after 1` and drives it with the http driver: one create succeeds on
 // the third vendor call, after two waits of the second asked.
 func TestVendorSimRidesOutA429Burst(t *testing.T) {
-	addr := testkit.FreeAddr(t)
-	stderr := &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	args := []string{"--addr", addr, "--token", "sim-token", "--429-burst", "2", "--retry-after", "1"}
-	go func() {
-		done <- vendorSim(ctx, env{args: args, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: stderr})
-	}()
-	waitListening(t, addr, done)
+	addr, stderr, stop := runVendorSim(t, "--token", "sim-token", "--429-burst", "2", "--retry-after", "1")
+	defer stop()
 
 	var mu sync.Mutex
 	var waits []time.Duration
@@ -61,7 +52,7 @@ func TestVendorSimRidesOutA429Burst(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := d.CreateSite(ctx, "Acme", "acme.test"); err != nil {
+	if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
 		t.Fatalf("CreateSite through the burst: %v", err)
 	}
 	mu.Lock()
@@ -73,45 +64,9 @@ func TestVendorSimRidesOutA429Burst(t *testing.T) {
 	}
 	mu.Unlock()
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("vendor-sim returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("vendor-sim did not stop after its context was cancelled")
-	}
+	stop()
 	if !strings.Contains(stderr.String(), "addr=http://"+addr) {
 		t.Errorf("vendor-sim did not log its address:\n%s", stderr)
-	}
-}
-
-func TestVendorSimUsageErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"--bogus"},
-		{"extra"},
-		{"--drop-mode", "sideways"},
-		{"--5xx-rate", "2"},
-		{"--429-burst", "-1"},
-		{"--429-rate", "1.1"},
-		{"--drop-rate", "-0.5"},
-		{"--drop-mode", "5xx"},
-		{"--fault-phase", "during"},
-		{"--jitter", "-1s"},
-		{"--seed", "soon"},
-		{"--webhook-url", "http://127.0.0.1:1/hook"}, // no secret to sign with
-		{"--webhook-url", "ftp://127.0.0.1/hook", "--webhook-secret", "s"},
-		{"--webhook-url", "http://127.0.0.1:1/hook", "--webhook-secret", "s", "--webhook-dup-rate", "2"},
-		{"--webhook-shuffle=maybe"},
-	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			err := vendorSim(context.Background(), env{args: args, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
-			var u usageError
-			if !errors.As(err, &u) {
-				t.Errorf("vendorSim(%q) = %v, want a usage error (exit 2)", args, err)
-			}
-		})
 	}
 }
 

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/licensor-api/licensor/app/audit"
-	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -31,15 +27,6 @@ func webhooksCmd(ctx context.Context, e env) error {
 	})
 }
 
-// endpointView is an endpoint as `webhooks list --json` prints it: the
-// API's object, with its consumer and its failing streak.
-type endpointView struct {
-	webhooks.EndpointResource
-	ConsumerID   string  `json:"consumer_id"`
-	Consumer     *string `json:"consumer"`
-	FailingSince *string `json:"failing_since"`
-}
-
 // webhooksList prints the endpoints (of one consumer, by name), as a table
 // or a JSON array.
 func webhooksList(ctx context.Context, e env) error {
@@ -53,20 +40,19 @@ func webhooksList(ctx context.Context, e env) error {
 	if fs.NArg() > 0 {
 		return usagef("webhooks list: unexpected argument %q (flags only)", fs.Arg(0))
 	}
-	return withIntents(ctx, e, func(b *Base) error {
-		consumerID := ""
+	return withBase(ctx, e, func(b *Base) error {
+		id := ""
 		if *consumer != "" {
-			c, err := b.Auth.ConsumerNamed(ctx, *consumer)
-			if errors.Is(err, auth.ErrConsumerNotFound) {
-				fmt.Fprintf(e.stderr, "no consumer is named %q\n", *consumer)
-				return writeEndpoints(e.stdout, nil, nil, *asJSON)
+			cid, found, err := consumerID(ctx, e, b, *consumer)
+			if !found {
+				if err != nil {
+					return err
+				}
+				return writeList(e.stdout, *asJSON, endpointColumns, resource.NewConsumerWebhookEndpoints(nil, nil))
 			}
-			if err != nil {
-				return err
-			}
-			consumerID = c.ID
+			id = cid
 		}
-		eps, err := b.Webhooks.ListEndpoints(ctx, consumerID)
+		eps, err := b.Webhooks.ListEndpoints(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -74,42 +60,25 @@ func webhooksList(ctx context.Context, e env) error {
 		for i, ep := range eps {
 			ids[i] = ep.ConsumerID
 		}
-		names := map[string]string{}
-		if len(ids) > 0 {
-			if names, err = b.Auth.ConsumerNames(ctx, ids); err != nil {
-				return err
-			}
+		names, err := consumerNames(ctx, b.Auth, ids...)
+		if err != nil {
+			return err
 		}
-		return writeEndpoints(e.stdout, eps, names, *asJSON)
+		return writeList(e.stdout, *asJSON, endpointColumns, resource.NewConsumerWebhookEndpoints(eps, names))
 	})
 }
 
-func writeEndpoints(w io.Writer, eps []webhooks.Endpoint, names map[string]string, asJSON bool) error {
-	views := make([]endpointView, len(eps))
-	for i, ep := range eps {
-		views[i] = endpointView{EndpointResource: ep.Resource(), ConsumerID: ep.ConsumerID}
-		if n, ok := names[ep.ConsumerID]; ok {
-			views[i].Consumer = &n
-		}
-		if ep.FailingSince != nil {
-			s := events.Time(*ep.FailingSince)
-			views[i].FailingSince = &s
-		}
-	}
-	if asJSON {
-		return writeJSON(w, views)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCONSUMER\tURL\tEVENTS\tENABLED\tFAILING SINCE\tDISABLED\tREASON")
-	for i, v := range views {
-		reason := "-"
-		if v.DisabledReason != nil {
-			reason = strconv.Quote(*v.DisabledReason)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", v.ID, orNone(v.Consumer), strconv.Quote(v.URL), strings.Join(v.Events, ","),
-			v.Enabled, humanTime(eps[i].FailingSince), humanTime(eps[i].DisabledAt), reason)
-	}
-	return tw.Flush()
+// endpointColumns are the table of `webhooks list`: never a secret; the
+// URL and the reason are quoted, as anyone's text.
+var endpointColumns = []column[resource.ConsumerWebhookEndpoint]{
+	{"ID", func(v resource.ConsumerWebhookEndpoint) string { return v.ID }},
+	{"CONSUMER", func(v resource.ConsumerWebhookEndpoint) string { return orNone(v.Consumer) }},
+	{"URL", func(v resource.ConsumerWebhookEndpoint) string { return strconv.Quote(v.URL) }},
+	{"EVENTS", func(v resource.ConsumerWebhookEndpoint) string { return strings.Join(v.Events, ",") }},
+	{"ENABLED", func(v resource.ConsumerWebhookEndpoint) string { return strconv.FormatBool(v.Enabled) }},
+	{"FAILING SINCE", func(v resource.ConsumerWebhookEndpoint) string { return when(v.FailingSince) }},
+	{"DISABLED", func(v resource.ConsumerWebhookEndpoint) string { return when(v.DisabledAt) }},
+	{"REASON", func(v resource.ConsumerWebhookEndpoint) string { return quoted(v.DisabledReason) }},
 }
 
 // webhooksDeliveries prints an endpoint's deliveries, newest first, as a
@@ -121,7 +90,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	setUsage(fs, "webhooks deliveries ENDPOINT_ID [--status pending|delivered|failed] [--limit N] [--json]",
 		"Lists an endpoint's deliveries, newest first, with their attempts (answer status, duration, why it failed); never a body.")
-	id, ok, err := oneArg(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)")
+	id, ok, err := idArg(fs, e, "webhooks deliveries", "endpoint ID (see `licensor webhooks list`)", webhooks.ErrNotFound)
 	if !ok {
 		return err
 	}
@@ -131,7 +100,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	case *perPage < 1 || *perPage > 1000:
 		return usagef("webhooks deliveries: --limit must be between 1 and 1000")
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		if _, err := b.Webhooks.GetEndpoint(ctx, "", id); err != nil {
 			return webhookError("deliveries of", id, "licensor webhooks list", err)
 		}
@@ -139,7 +108,7 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 		if err != nil {
 			return err
 		}
-		if err := writeDeliveries(e.stdout, p.Deliveries, *asJSON); err != nil {
+		if err := writeList(e.stdout, *asJSON, deliveryColumns, resource.NewWebhookDeliveries(p.Deliveries)); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "%d of %d shown\n", len(p.Deliveries), p.Total)
@@ -147,28 +116,28 @@ func webhooksDeliveries(ctx context.Context, e env) error {
 	})
 }
 
-// writeDeliveries prints the deliveries: --json as the API shows them
-// (resource.WebhookDelivery), else a table.
-func writeDeliveries(w io.Writer, ds []webhooks.DeliveryView, asJSON bool) error {
-	if asJSON {
-		return writeJSON(w, resource.NewWebhookDeliveries(ds))
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tEVENT\tTYPE\tSTATUS\tATTEMPTS\tLAST ANSWER\tLAST ERROR\tNEXT ATTEMPT\tCREATED")
-	for _, d := range ds {
-		last, lastErr := "-", "-"
-		if n := len(d.Attempts); n > 0 {
-			if s := d.Attempts[n-1].ResponseStatus; s != nil {
-				last = strconv.Itoa(*s)
-			}
-			if msg := d.Attempts[n-1].Error; msg != nil {
-				lastErr = strconv.Quote(*msg)
-			}
+// deliveryColumns are the table of `webhooks deliveries`: the last attempt
+// of each (--json has them all); never a body.
+var deliveryColumns = []column[resource.WebhookDelivery]{
+	{"ID", func(d resource.WebhookDelivery) string { return d.ID }},
+	{"EVENT", func(d resource.WebhookDelivery) string { return d.EventID }},
+	{"TYPE", func(d resource.WebhookDelivery) string { return d.EventType }},
+	{"STATUS", func(d resource.WebhookDelivery) string { return d.Status }},
+	{"ATTEMPTS", func(d resource.WebhookDelivery) string { return strconv.Itoa(len(d.Attempts)) }},
+	{"LAST ANSWER", func(d resource.WebhookDelivery) string {
+		if a := d.LastAttempt(); a != nil && a.ResponseStatus != nil {
+			return strconv.Itoa(*a.ResponseStatus)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ID, d.EventPublicID, d.EventType, d.Status, len(d.Attempts),
-			last, lastErr, humanTime(d.NextAttemptAt), humanTime(&d.CreatedAt))
-	}
-	return tw.Flush()
+		return "-"
+	}},
+	{"LAST ERROR", func(d resource.WebhookDelivery) string {
+		if a := d.LastAttempt(); a != nil {
+			return quoted(a.Error)
+		}
+		return "-"
+	}},
+	{"NEXT ATTEMPT", func(d resource.WebhookDelivery) string { return when(d.NextAttemptAt) }},
+	{"CREATED", func(d resource.WebhookDelivery) string { return when(d.CreatedAt) }},
 }
 
 // webhooksRetry makes a delivery due now, with a new retry window, and
@@ -177,11 +146,11 @@ func webhooksRetry(ctx context.Context, e env) error {
 	fs := flag.NewFlagSet("webhooks retry", flag.ContinueOnError)
 	setUsage(fs, "webhooks retry DELIVERY_ID",
 		"Makes a delivery due now with a new WEBHOOK_RETRY_FOR window: a failed one is retried, a delivered one sent again (the receiver drops a duplicate by the event's id). Recorded in the audit trail.")
-	id, ok, err := oneArg(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)")
+	id, ok, err := idArg(fs, e, "webhooks retry", "delivery ID (see `licensor webhooks deliveries ENDPOINT_ID`)", webhooks.ErrNotFound)
 	if !ok {
 		return err
 	}
-	return withIntents(ctx, e, func(b *Base) error {
+	return withBase(ctx, e, func(b *Base) error {
 		d, err := b.Webhooks.RetryDelivery(ctx, audit.Console(), "", "", id)
 		if errors.Is(err, webhooks.ErrInFlight) {
 			return fmt.Errorf("retry %s: a worker is sending it now; its attempt decides: %w", id, err)
@@ -203,8 +172,9 @@ func webhookError(verb, id, find string, err error) error {
 	return err
 }
 
-// oneArg parses a subcommand that takes one argument (what) and flags, on
-// either side of it; ok is false when the command should stop there.
+// oneArg parses a subcommand that takes one argument (what: an id, or a
+// key) and flags, on either side of it; ok is false when the command should
+// stop there.
 func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	var args []string
 	for {
@@ -220,8 +190,16 @@ func oneArg(fs *flag.FlagSet, e env, name, what string) (string, bool, error) {
 	if len(args) != 1 {
 		return "", false, usagef("%s: give exactly one %s", name, what)
 	}
-	if !request.IsID(args[0]) { // cannot exist: not found, without asking the database
-		return "", false, fmt.Errorf("%s %q: %w", name, args[0], webhooks.ErrNotFound)
-	}
 	return args[0], true, nil
+}
+
+// idArg is oneArg for a subcommand that takes an id: one that cannot exist
+// is notFound, without asking the database (on MariaDB such text compared
+// with an id's ASCII column is an error, not a miss).
+func idArg(fs *flag.FlagSet, e env, name, what string, notFound error) (string, bool, error) {
+	id, ok, err := oneArg(fs, e, name, what)
+	if ok && !request.IsID(id) {
+		return "", false, fmt.Errorf("%s %q: %w", name, id, notFound)
+	}
+	return id, ok, err
 }

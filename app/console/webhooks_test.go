@@ -16,7 +16,6 @@ import (
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/webhooks"
-	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -33,13 +32,8 @@ type webhooksFixture struct {
 
 func newWebhooksFixture(t *testing.T, db *testdb.DB) *webhooksFixture {
 	t.Chdir(t.TempDir())
-	vars := map[string]string{"APP_KEY": "base64:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-	if db.Dialect == database.MySQL {
-		vars["DB_CONNECTION"], vars["DB_URL"] = "mysql", db.Config.URL
-	} else {
-		vars["DB_DATABASE"] = db.Config.Database
-	}
-	f := &webhooksFixture{t: t, db: db, env: getenvOf(vars)}
+	env := dbEnv(db, map[string]string{"APP_KEY": testKey})
+	f := &webhooksFixture{t: t, db: db, env: env}
 	ctx := context.Background()
 	svc := auth.New(auth.Config{DB: db.Gorm, Key: []byte("0123456789abcdef0123456789abcdef"), Issuer: "http://localhost", DefaultTTL: time.Hour})
 	var consumers []string

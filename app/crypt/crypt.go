@@ -30,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // KeySize is the size of APP_KEY and of every previous key.
@@ -54,8 +56,9 @@ var (
 	// ErrInvalid means the value is not a well-formed envelope.
 	ErrInvalid = errors.New("crypt: the payload is invalid")
 	// ErrDecrypt means no configured key opens the envelope: it was sealed
-	// under another key, or it was tampered with.
-	ErrDecrypt = errors.New("crypt: could not decrypt the data with any configured key")
+	// under another key, or it was tampered with. Its code, key_unavailable,
+	// is the class an intent's attempt history records.
+	ErrDecrypt error = fault.New("key_unavailable", "crypt: could not decrypt the data with any configured key")
 )
 
 // Cipher encrypts and decrypts values at rest, and digests values for logs.

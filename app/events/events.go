@@ -24,6 +24,9 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // The types of consumer events.
@@ -148,7 +151,7 @@ func (l *Log) Seal(d Draft) (Event, error) {
 		return Event{}, fmt.Errorf("encrypt event data: %w", err)
 	}
 	return Event{ID: IDPrefix + ulid.Make().String(), ConsumerID: d.ConsumerID, Type: d.Type, SubjectID: d.SubjectID,
-		Sequence: d.Sequence, Data: sealed, CreatedAt: d.At.UTC().Truncate(time.Microsecond)}, nil
+		Sequence: d.Sequence, Data: sealed, CreatedAt: dbtime.Stamp(d.At)}, nil
 }
 
 // Insert writes a sealed event within tx: one plain INSERT, on every
@@ -199,7 +202,7 @@ func body(e Event, data []byte) (json.RawMessage, error) {
 }
 
 // ErrNotFound is an event id the consumer has no event under.
-var ErrNotFound = errors.New("event not found")
+var ErrNotFound error = fault.New("event_not_found", "event not found")
 
 // Query is one read of a consumer's feed.
 type Query struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // actor is who a request acts as in the audit trail: its authenticated
@@ -32,7 +33,7 @@ func (s *Server) tokenEvents(c echo.Context) error {
 	page := queryPage(c)
 	perPage := queryPerPage(c, 50, fields)
 	if len(fields) > 0 {
-		return validationError(fields, "per_page")
+		return &fault.Fields{Fields: fields, Order: []string{"per_page"}}
 	}
 	body := tokenEventsPage{Data: []resource.TokenEvent{}, Meta: pageMeta{CurrentPage: page, PerPage: perPage, LastPage: 1}}
 	token := c.QueryParam("token")
@@ -44,9 +45,7 @@ func (s *Server) tokenEvents(c echo.Context) error {
 		return err
 	}
 	body.Meta.Total, body.Meta.LastPage = total, max(1, (total+int64(perPage)-1)/int64(perPage))
-	for _, e := range events {
-		body.Data = append(body.Data, resource.NewTokenEvent(e.Event, e.Consumer, e.ActorConsumer))
-	}
+	body.Data = resource.NewTokenEvents(events)
 	return c.JSON(http.StatusOK, body)
 }
 

@@ -11,23 +11,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 var (
 	errMalformedJSON = &Error{Status: http.StatusBadRequest, Message: "The request body is not valid JSON.", Code: "malformed_json"}
 	errNotJSON       = &Error{Status: http.StatusUnsupportedMediaType, Message: "The request body must be JSON or a form (Content-Type: application/json, application/x-www-form-urlencoded or multipart/form-data).", Code: "unsupported_media_type"}
 )
-
-// fromRequestError maps package request's refusals of a body.
-func fromRequestError(err error) *Error {
-	switch {
-	case errors.Is(err, request.ErrMalformedJSON):
-		return errMalformedJSON
-	case errors.Is(err, request.ErrNotJSON):
-		return errNotJSON
-	}
-	return nil
-}
 
 // webhookPath is the route whose body is verified as sent (its signature
 // covers the bytes): formBodies leaves it alone.
@@ -134,13 +124,13 @@ func decodeJSON(b []byte, v any) error {
 		return errMalformedJSON
 	}
 	if field := request.InvalidUTF8Field(b); field != "" { // refused, not read with the bad bytes replaced
-		return validationError(map[string][]string{field: {request.InvalidUTF8(field)}})
+		return &fault.Fields{Fields: map[string][]string{field: {request.InvalidUTF8(field)}}}
 	}
 	err := json.Unmarshal(b, v)
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
-		return validationError(map[string][]string{field: {fmt.Sprintf("The %s field must be %s.", field, jsonKind(typeErr.Type.Kind().String()))}})
+		return &fault.Fields{Fields: map[string][]string{field: {fmt.Sprintf("The %s field must be %s.", field, jsonKind(typeErr.Type.Kind().String()))}}}
 	}
 	if err != nil {
 		return errMalformedJSON

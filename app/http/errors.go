@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,22 +17,22 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/crypt"
-	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// Error is an error with everything its response needs. Handlers and
-// middleware return it (or a domain error that handleError maps to one).
+// Error is an answer: everything an error's response needs. Handlers and
+// middleware return it; handleError answers any other error by its code
+// (the answers table) or its kind.
 type Error struct {
 	Status     int
 	Message    string
-	Code       string              // machine-readable case, when there is one
-	Fields     map[string][]string // validation errors, rendered as "errors"
-	Order      []string            // the fields of Fields in the order they are rendered (rule order)
-	RetryAfter int                 // seconds; a Retry-After header when > 0
+	Code       string        // machine-readable case, when there is one
+	Fields     *fault.Fields // a 422's field errors, rendered as "errors" in their order
+	RetryAfter int           // seconds; a Retry-After header when > 0
 	// Operation names the intent a 202 leaves pending; its Location header
 	// is where to ask about it.
 	Operation *pendingOperation
@@ -57,12 +55,6 @@ type errorBody struct {
 	Operation *pendingOperation `json:"operation,omitempty"`
 }
 
-// unavailable is how an error says "the database cannot serve now; retry
-// later": the database package's errors implement it.
-type unavailable interface {
-	Unavailable() bool
-}
-
 // unavailableRetryAfter is the Retry-After, in seconds, of a 503 for a
 // database that is unavailable.
 const unavailableRetryAfter = 5
@@ -75,6 +67,7 @@ var (
 	// the answer; counted as such, never as a 5xx.
 	errClientClosed = &Error{Status: 499, Message: "Client Closed Request."}
 	errTooLarge     = &Error{Status: http.StatusRequestEntityTooLarge, Message: "The request body is too large.", Code: "payload_too_large"}
+	errNotFound     = &Error{Status: http.StatusNotFound, Message: "Not Found."}
 )
 
 // handleError is the one error boundary: it turns any error into a JSON body
@@ -101,8 +94,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	var errs *orderedErrors
-	if len(e.Fields) > 0 {
-		errs = &orderedErrors{fields: e.Fields, order: fieldOrder(e.Fields, e.Order)}
+	if e.Fields != nil && len(e.Fields.Fields) > 0 {
+		errs = &orderedErrors{e.Fields}
 	}
 	var body any = errorBody{Message: e.Message, Code: e.Code, Operation: e.Operation, Errors: errs}
 	if e.Status >= 400 {
@@ -124,40 +117,98 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 }
 
+// toError is err's answer: an answer as it is; a page's refusal, Echo's
+// own error, field errors by their kind; app/idempotency's refusals; an
+// application error by its code (answers); and the failures that are no
+// one's answer (a key this replica lacks, a client gone, a database down)
+// by what they say, logged. Anything else is a 500, logged.
 func (s *Server) toError(err error, c echo.Context) *Error {
 	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
 	var pe publicError
-	if errors.As(err, &pe) {
-		return &Error{Status: pe.StatusCode(), Message: pe.PublicMessage()}
-	}
 	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		if e := fromEchoError(he); e != nil {
-			return e
-		}
+	var fields *fault.Fields
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &pe):
+		return &Error{Status: pe.StatusCode(), Message: pe.PublicMessage()}
+	case errors.As(err, &he) && echoAnswer(he) != nil:
+		return echoAnswer(he)
+	case errors.As(err, &fields):
+		return validationError(fields)
 	}
-	if e := fromDomainError(err); e != nil {
+	if e := idempotencyAnswer(err); e != nil {
 		return e
 	}
-	if errors.Is(err, crypt.ErrDecrypt) {
+	code := fault.Code(err)
+	if answer, ok := answers[code]; ok {
+		return answer(err)
+	}
+	switch {
+	case errors.Is(err, crypt.ErrDecrypt):
 		s.keyWarning.note(s.log, s.now(), c)
 		return errKeyUnavailable
-	}
-	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+	case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
 		// The client hung up during a read: nothing to answer, no bug to page for.
 		s.log.Info("client went away", "request_id", RequestID(c), "route", c.Path())
 		return errClientClosed
-	}
-	var u unavailable
-	if errors.As(err, &u) && u.Unavailable() {
+	case code == "database_unavailable":
 		s.log.Warn("database unavailable", "request_id", RequestID(c), "route", c.Path(), "error", err)
 		return errUnavailable
 	}
 	s.log.Error("internal error", "request_id", RequestID(c), "route", c.Path(), "error", err)
 	return errInternal
+}
+
+// answers is the application errors' answers, by code (fault.Code: the
+// code of the first *fault.Error in an error's chain).
+var answers = map[string]func(error) *Error{
+	"unauthenticated":         always(errUnauthenticated),
+	"token_not_found":         always(errNotFound),
+	"license_not_found":       always(errNotFound),
+	"webhook_not_found":       always(errNotFound),
+	"event_not_found":         always(errNotFound),
+	"ability_not_grantable":   notGrantable,
+	"domain_taken":            always(coded(http.StatusConflict, "domain_taken", "The domain is already licensed.")),
+	"malformed_json":          always(errMalformedJSON),
+	"unsupported_media_type":  always(errNotJSON),
+	webhooks.CodeRetryTooSoon: retryLimited,
+	"unknown_delivery_status": always(validationError(&fault.Fields{Fields: map[string][]string{"status": {"The selected status is invalid."}}})),
+	"too_many_endpoints": always(coded(http.StatusConflict, "too_many_endpoints", fmt.Sprintf(
+		"You have %d webhook endpoints, the most a consumer may have. Delete one (or change one's url or events) instead.", webhooks.MaxEndpoints))),
+	"delivery_in_progress": always(coded(http.StatusConflict, "delivery_in_progress",
+		"The delivery is being sent right now; its attempt decides. Retry it once that attempt is recorded.")),
+	"vendor_unavailable": vendorUnavailable,
+	"vendor_rejected":    always(coded(http.StatusUnprocessableEntity, "vendor_rejected", "The license vendor rejected the request.")),
+	// The vendor's outcome is unknown: kept pending, nothing of its answer shown.
+	"vendor_uncertain": func(error) *Error { return pending("") },
+}
+
+// coded is the answer of that status, code and message.
+func coded(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
+}
+
+// always is the answer that does not depend on the error.
+func always(e *Error) func(error) *Error { return func(error) *Error { return e } }
+
+// retryLimited is the 429 of a consumer's retry of a delivery within
+// webhooks.ConsumerRetryEvery of the last, after its RetryAfter.
+func retryLimited(err error) *Error {
+	var soon *fault.Error
+	errors.As(err, &soon)
+	return &Error{Status: http.StatusTooManyRequests, Code: "retry_limited", RetryAfter: retryAfterOr(soon.RetryAfter, 1),
+		Message: fmt.Sprintf("A delivery of this endpoint was retried less than %s ago. Retry after Retry-After seconds; "+
+			"every pending delivery is retried on its own schedule meanwhile.", webhooks.ConsumerRetryEvery)}
+}
+
+// notGrantable is the 403 for a token asking to grant more than it may, or
+// to revoke a token holding more than it may grant: it names the abilities
+// refused (auth's words: NotGrantableError.Explain).
+func notGrantable(err error) *Error {
+	ng := &auth.NotGrantableError{}
+	errors.As(err, &ng)
+	return &Error{Status: http.StatusForbidden, Code: "ability_not_grantable", Message: ng.Explain()}
 }
 
 // keyUnavailableRetryAfter is the Retry-After, in seconds, of a 503
@@ -207,25 +258,26 @@ func (w *keyWarning) note(log *slog.Logger, now time.Time, c echo.Context) {
 	log.Error(keyWarningMessage, "request_id", RequestID(c), "route", c.Path(), "refused", refused)
 }
 
-// fromEchoError maps the router's and Echo's own errors (404, 405, 413, …)
-// onto Laravel's messages, without leaking Echo's internal text.
-func fromEchoError(he *echo.HTTPError) *Error {
-	switch he.Code {
-	case http.StatusNotFound:
-		return errNotFound
-	case http.StatusMethodNotAllowed:
-		return &Error{Status: http.StatusMethodNotAllowed, Message: "Method Not Allowed."}
-	case http.StatusRequestEntityTooLarge:
-		return errTooLarge
-	case http.StatusUnsupportedMediaType:
-		return errNotJSON
-	case http.StatusBadRequest:
-		return &Error{Status: he.Code, Message: "Bad Request."}
+// echoAnswers are the router's and Echo's own errors (404, 405, 413, …) in
+// Laravel's words, without Echo's internal text.
+var echoAnswers = map[int]*Error{
+	http.StatusNotFound:              errNotFound,
+	http.StatusMethodNotAllowed:      {Status: http.StatusMethodNotAllowed, Message: "Method Not Allowed."},
+	http.StatusRequestEntityTooLarge: errTooLarge,
+	http.StatusUnsupportedMediaType:  errNotJSON,
+	http.StatusBadRequest:            {Status: http.StatusBadRequest, Message: "Bad Request."},
+}
+
+// echoAnswer is he's answer; nil for a 5xx from Echo itself (logged as
+// internal by toError).
+func echoAnswer(he *echo.HTTPError) *Error {
+	if e, ok := echoAnswers[he.Code]; ok {
+		return e
 	}
 	if he.Code >= 400 && he.Code < 500 {
 		return &Error{Status: he.Code, Message: http.StatusText(he.Code) + "."}
 	}
-	return nil // a 5xx from Echo itself: logged as internal by toError
+	return nil
 }
 
 // publicError is an error that carries its status and a message written to
@@ -234,69 +286,6 @@ func fromEchoError(he *echo.HTTPError) *Error {
 type publicError interface {
 	StatusCode() int
 	PublicMessage() string
-}
-
-// fieldErrors is what every domain's validation error offers.
-type fieldErrors interface {
-	FieldErrors() map[string][]string
-}
-
-// fieldOrderer is a validation error that knows its fields' rule order.
-type fieldOrderer interface {
-	FieldOrder() []string
-}
-
-// fromDomainError maps the domain packages' errors; nil when err is none of them.
-func fromDomainError(err error) *Error {
-	var fe fieldErrors
-	switch {
-	case errors.As(err, &fe):
-		var order []string
-		if o, ok := fe.(fieldOrderer); ok {
-			order = o.FieldOrder()
-		}
-		return validationError(fe.FieldErrors(), order...)
-	case errors.Is(err, auth.ErrUnauthenticated):
-		return errUnauthenticated
-	case errors.Is(err, auth.ErrTokenNotFound), errors.Is(err, licenses.ErrNotFound), errors.Is(err, idempotency.ErrIntentNotFound),
-		errors.Is(err, webhooks.ErrNotFound), errors.Is(err, events.ErrNotFound):
-		return errNotFound
-	case errors.Is(err, auth.ErrNotGrantable):
-		return notGrantable(err)
-	case errors.Is(err, licenses.ErrDomainTaken):
-		return &Error{Status: http.StatusConflict, Message: "The domain is already licensed.", Code: "domain_taken"}
-	}
-	if e := fromIdempotencyError(err); e != nil {
-		return e
-	}
-	if e := fromWebhooksError(err); e != nil {
-		return e
-	}
-	if e := fromRequestError(err); e != nil {
-		return e
-	}
-	return fromVendorError(err)
-}
-
-// fromWebhooksError maps the webhook endpoints' and deliveries' refusals
-// (their validation errors are fieldErrors, mapped above).
-func fromWebhooksError(err error) *Error {
-	var soon *webhooks.RetryTooSoonError
-	switch {
-	case errors.As(err, &soon):
-		return &Error{Status: http.StatusTooManyRequests, Code: "retry_limited", RetryAfter: int(math.Ceil(soon.RetryAfter.Seconds())),
-			Message: fmt.Sprintf("A delivery of this endpoint was retried less than %s ago. Retry after Retry-After seconds; "+
-				"every pending delivery is retried on its own schedule meanwhile.", webhooks.ConsumerRetryEvery)}
-	case errors.Is(err, webhooks.ErrUnknownStatus):
-		return validationError(map[string][]string{"status": {"The selected status is invalid."}})
-	case errors.Is(err, webhooks.ErrTooManyEndpoints):
-		return &Error{Status: http.StatusConflict, Code: "too_many_endpoints", Message: fmt.Sprintf(
-			"You have %d webhook endpoints, the most a consumer may have. Delete one (or change one's url or events) instead.", webhooks.MaxEndpoints)}
-	case errors.Is(err, webhooks.ErrInFlight):
-		return &Error{Status: http.StatusConflict, Code: "delivery_in_progress",
-			Message: "The delivery is being sent right now; its attempt decides. Retry it once that attempt is recorded."}
-	}
-	return nil
 }
 
 // pendingRetryAfter is the Retry-After, in seconds, of a 202 operation_pending.
@@ -318,59 +307,50 @@ func pending(id string) *Error {
 	return e
 }
 
-// fromIdempotencyError maps the idempotency layer's answers.
-func fromIdempotencyError(err error) *Error {
-	switch {
-	case errors.Is(err, idempotency.ErrKeyInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "idempotency_key_invalid",
-			Message: "The Idempotency-Key header must be given once, as 1 to 255 visible ASCII characters."}
-	case errors.Is(err, idempotency.ErrKeyMissing):
-		return &Error{Status: http.StatusBadRequest, Code: "idempotency_key_missing",
-			Message: "This request needs an Idempotency-Key header."}
-	case errors.Is(err, idempotency.ErrKeyReused):
-		return &Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-			Message: "This Idempotency-Key was used with another request. Use a new key for a new request."}
-	case errors.Is(err, idempotency.ErrInProgress):
-		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
-			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
-	case errors.Is(err, idempotency.ErrSuperseded):
-		return &Error{Status: http.StatusConflict, Code: "intent_superseded",
-			Message: "This request was superseded: its domain's license was revoked while it was open, so it will not be executed. List your licenses for the current state."}
-	case errors.Is(err, idempotency.ErrLeaseLost):
-		return &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
-			Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
-	case errors.Is(err, idempotency.ErrPending):
-		var p *idempotency.PendingError
-		errors.As(err, &p)
-		id := ""
-		if p != nil {
-			id = p.ID
+// errRequestInProgress answers a key whose request is still being processed.
+var errRequestInProgress = &Error{Status: http.StatusConflict, Code: "request_in_progress", RetryAfter: 1,
+	Message: "A request with this Idempotency-Key is still being processed. Retry shortly."}
+
+// idempotencyAnswers are the idempotency layer's answers, the first whose
+// error errors.Is matches.
+var idempotencyAnswers = []struct {
+	err    error
+	answer *Error
+}{
+	{idempotency.ErrIntentNotFound, errNotFound},
+	{idempotency.ErrKeyInvalid, coded(http.StatusBadRequest, "idempotency_key_invalid", "The Idempotency-Key header must be given once, as 1 to 255 visible ASCII characters.")},
+	{idempotency.ErrKeyMissing, coded(http.StatusBadRequest, "idempotency_key_missing", "This request needs an Idempotency-Key header.")},
+	{idempotency.ErrKeyReused, coded(http.StatusUnprocessableEntity, "idempotency_key_reused", "This Idempotency-Key was used with another request. Use a new key for a new request.")},
+	{idempotency.ErrInProgress, errRequestInProgress},
+	{idempotency.ErrSuperseded, coded(http.StatusConflict, "intent_superseded", "This request was superseded: its domain's license was revoked while it was open, so it will not be executed. List your licenses for the current state.")},
+	{idempotency.ErrLeaseLost, errRequestInProgress},
+	{idempotency.ErrNotFailed, coded(http.StatusConflict, "intent_not_failed", "Only a failed intent can be retried; this one is not failed.")},
+	{idempotency.ErrRetryOnly, coded(http.StatusConflict, "intent_not_discardable", "A revoke is retried, never discarded: repeating it is safe and its license waits on it. Retry it instead.")},
+	{idempotency.ErrSubjectBusy, coded(http.StatusConflict, "intent_not_discardable", "Another intent for the same domain is still open: the vendor's site may be its own. Discard this one once that one is settled.")},
+	{idempotency.ErrNotDiscardable, coded(http.StatusConflict, "intent_not_discardable", "Only a failed or abandoned intent can be discarded; this one is neither.")},
+	// The operator's reason is for the audit trail, never for the consumer.
+	{idempotency.ErrDiscarded, coded(http.StatusConflict, "intent_discarded", "An operator discarded this request; send a new Idempotency-Key to try again.")},
+	{idempotency.ErrNotKept, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
+		Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}},
+	{idempotency.ErrNotRecorded, &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
+		Message: "The request could not be recorded, so nothing was done. Retry it."}},
+	{idempotency.ErrBodyUnreadable, errMalformedJSON},
+}
+
+// idempotencyAnswer is the idempotency layer's answer to err; nil when err
+// is none of its errors. A pending outcome names its intent.
+func idempotencyAnswer(err error) *Error {
+	var p *idempotency.PendingError
+	if errors.As(err, &p) {
+		return pending(p.ID)
+	}
+	if errors.Is(err, idempotency.ErrPending) {
+		return pending("")
+	}
+	for _, a := range idempotencyAnswers {
+		if errors.Is(err, a.err) {
+			return a.answer
 		}
-		return pending(id)
-	case errors.Is(err, idempotency.ErrNotFailed):
-		return &Error{Status: http.StatusConflict, Code: "intent_not_failed",
-			Message: "Only a failed intent can be retried; this one is not failed."}
-	case errors.Is(err, idempotency.ErrRetryOnly):
-		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
-			Message: "A revoke is retried, never discarded: repeating it is safe and its license waits on it. Retry it instead."}
-	case errors.Is(err, idempotency.ErrSubjectBusy):
-		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
-			Message: "Another intent for the same domain is still open: the vendor's site may be its own. Discard this one once that one is settled."}
-	case errors.Is(err, idempotency.ErrNotDiscardable):
-		return &Error{Status: http.StatusConflict, Code: "intent_not_discardable",
-			Message: "Only a failed or abandoned intent can be discarded; this one is neither."}
-	case errors.Is(err, idempotency.ErrDiscarded):
-		// The operator's reason is for the audit trail, never for the consumer.
-		return &Error{Status: http.StatusConflict, Code: "intent_discarded",
-			Message: "An operator discarded this request; send a new Idempotency-Key to try again."}
-	case errors.Is(err, idempotency.ErrNotKept):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
-			Message: "The outcome of this request could not be recorded. Retry it: it will not create a second license."}
-	case errors.Is(err, idempotency.ErrNotRecorded):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", RetryAfter: pendingRetryAfter,
-			Message: "The request could not be recorded, so nothing was done. Retry it."}
-	case errors.Is(err, idempotency.ErrBodyUnreadable):
-		return errMalformedJSON
 	}
 	return nil
 }
@@ -394,24 +374,16 @@ func retryAfterOr(d time.Duration, def int) int {
 	return def
 }
 
-// fromVendorError maps the vendor's three failure classes. Nothing of the
-// vendor's own answer reaches the client.
-func fromVendorError(err error) *Error {
-	var unavailable *licenses.UnavailableError
-	switch {
-	case errors.As(err, &unavailable):
-		return &Error{
-			Status:     http.StatusServiceUnavailable,
-			Message:    "The license vendor is unavailable. Try again later.",
-			Code:       "vendor_unavailable",
-			RetryAfter: min(retryAfterOr(unavailable.RetryAfter, vendorRetryAfter), vendorRetryAfterMax),
-		}
-	case errors.Is(err, licenses.ErrVendorRejected):
-		return &Error{Status: http.StatusUnprocessableEntity, Message: "The license vendor rejected the request.", Code: "vendor_rejected"}
-	case errors.Is(err, licenses.ErrVendorUncertain):
-		return pending("")
+// vendorUnavailable is the 503 of a vendor that did nothing, with its own
+// Retry-After when it gave one. Nothing of its answer reaches the client.
+func vendorUnavailable(err error) *Error {
+	var u *licenses.UnavailableError
+	var after time.Duration
+	if errors.As(err, &u) {
+		after = u.RetryAfter
 	}
-	return nil
+	return &Error{Status: http.StatusServiceUnavailable, Message: "The license vendor is unavailable. Try again later.",
+		Code: "vendor_unavailable", RetryAfter: min(retryAfterOr(after, vendorRetryAfter), vendorRetryAfterMax)}
 }
 
 // tooManyAttempts is Laravel's throttle answer: the consumer is over its
@@ -420,54 +392,15 @@ func tooManyAttempts(retryAfter int) *Error {
 	return &Error{Status: http.StatusTooManyRequests, Message: "Too Many Attempts.", Code: "rate_limited", RetryAfter: retryAfter}
 }
 
-var errNotFound = &Error{Status: http.StatusNotFound, Message: "Not Found."}
-
-// validationError is Laravel's 422: the first message, "(and N more
-// errors)", and every message under its field. order is the rule order of
-// the fields; fields it does not name follow in alphabetical order.
-func validationError(fields map[string][]string, order ...string) *Error {
-	keys := fieldOrder(fields, order)
-	msg, more := "The given data was invalid.", -1
-	for _, k := range keys {
-		for _, m := range fields[k] {
-			if more < 0 {
-				msg = m
-			}
-			more++
-		}
-	}
-	switch {
-	case more == 1:
-		msg += " (and 1 more error)"
-	case more > 1:
-		msg += fmt.Sprintf(" (and %d more errors)", more)
-	}
-	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Fields: fields, Order: keys}
-}
-
-// fieldOrder is the fields with errors: those order names first, in its
-// order, then the rest alphabetically.
-func fieldOrder(fields map[string][]string, order []string) []string {
-	keys := make([]string, 0, len(fields))
-	for _, k := range order {
-		if _, ok := fields[k]; ok && !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
+// validationError is Laravel's 422 of f: its first message, "(and N more
+// errors)", and every message under its field, in f's order.
+func validationError(f *fault.Fields) *Error {
+	return &Error{Status: http.StatusUnprocessableEntity, Message: f.Message(), Fields: f}
 }
 
 // orderedErrors renders "errors" with its keys in rule order, which a Go
 // map cannot keep.
-type orderedErrors struct {
-	fields map[string][]string
-	order  []string
-}
+type orderedErrors struct{ *fault.Fields }
 
 var _ json.Marshaler = (*orderedErrors)(nil)
 
@@ -475,7 +408,7 @@ var _ json.Marshaler = (*orderedErrors)(nil)
 func (o *orderedErrors) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, k := range o.order {
+	for i, k := range o.Keys() {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -483,7 +416,7 @@ func (o *orderedErrors) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		msgs, err := resource.Marshal(o.fields[k])
+		msgs, err := resource.Marshal(o.Fields.Fields[k])
 		if err != nil {
 			return nil, err
 		}

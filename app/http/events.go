@@ -14,6 +14,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // defaultEventsPerPage is the page size of GET /api/events without per_page.
@@ -90,11 +91,11 @@ func (s *Server) listEvents(c echo.Context) error {
 				fields["after"] = []string{errAfterInvalid}
 			}
 		}
-		return validationError(fields, eventsRules...)
+		return &fault.Fields{Fields: fields, Order: eventsRules}
 	}
 	page, err := s.events.List(ctx, events.Query{ConsumerID: consumer, After: after, Types: types, Limit: perPage})
 	if errors.Is(err, events.ErrNotFound) {
-		return validationError(map[string][]string{"after": {errAfterInvalid}})
+		return &fault.Fields{Fields: map[string][]string{"after": {errAfterInvalid}}}
 	}
 	if err != nil {
 		return err

@@ -2,12 +2,13 @@ package http
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 type statusBody struct {
@@ -22,13 +23,8 @@ type notReadyBody struct {
 	Check   string `json:"check"`
 }
 
-// readinessCheck is how a readiness error names the check that failed
-// ("disk", "database"): the database package's errors implement it.
-type readinessCheck interface {
-	ReadinessCheck() string
-}
-
-// notReadyMessages are the messages of the checks /readyz names.
+// notReadyMessages are the messages of the checks /readyz names: a
+// readiness error's code is its check (database.CheckDisk, CheckDatabase).
 var notReadyMessages = map[string]string{
 	"database": "The database is unavailable.",
 	"disk":     "The database's disk takes no write.",
@@ -50,10 +46,9 @@ func (s *Server) readyz(c echo.Context) error {
 	if err == nil {
 		return c.JSON(http.StatusOK, statusBody{Status: "ok"})
 	}
-	check := "database"
-	var named readinessCheck
-	if errors.As(err, &named) && notReadyMessages[named.ReadinessCheck()] != "" {
-		check = named.ReadinessCheck()
+	check := fault.Code(err)
+	if notReadyMessages[check] == "" {
+		check = "database"
 	}
 	s.log.Warn("readiness: the database does not take writes", "request_id", RequestID(c), "check", check, "error", err)
 	c.Response().Header().Set("Retry-After", strconv.Itoa(unavailableRetryAfter))

@@ -11,6 +11,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // operationLocation is where a consumer asks about an intent.
@@ -61,7 +62,7 @@ func (s *Server) listIntents(c echo.Context) error {
 		}
 	}
 	if len(fields) > 0 {
-		return validationError(fields)
+		return &fault.Fields{Fields: fields}
 	}
 	ctx := c.Request().Context()
 	f := idempotency.IntentFilter{Status: status, Operation: operation, Before: before, Page: page, PerPage: perPage}

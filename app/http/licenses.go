@@ -6,8 +6,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // pageMeta is the meta of the operators' intents listing.
@@ -39,7 +41,7 @@ func (s *Server) listLicenses(c echo.Context) error {
 		}
 	}
 	if len(fields) > 0 {
-		return validationError(fields, "per_page", "cursor")
+		return &fault.Fields{Fields: fields, Order: []string{"per_page", "cursor"}}
 	}
 	p := pager{path: s.baseURL + "/api/licenses"}
 	if perPage != defaultPerPage {
@@ -83,13 +85,13 @@ type eventResource struct {
 // licenseEvents is GET /api/licenses/{id}/events: the caller's own
 // license's audit trail, oldest first.
 func (s *Server) licenseEvents(c echo.Context) error {
-	events, err := s.licenses.Events(c.Request().Context(), principal(c).ConsumerID, c.Param("id"))
+	trail, err := s.licenses.Events(c.Request().Context(), principal(c).ConsumerID, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	out := make([]eventResource, 0, len(events))
-	for _, e := range events {
-		r := eventResource{Event: e.Event, Actor: e.Actor, RequestID: e.RequestID, TokenID: e.TokenID, CreatedAt: resource.Time(e.CreatedAt)}
+	out := make([]eventResource, 0, len(trail))
+	for _, e := range trail {
+		r := eventResource{Event: e.Event, Actor: e.Actor, RequestID: e.RequestID, TokenID: e.TokenID, CreatedAt: events.Time(e.CreatedAt)}
 		if e.Actor != licenses.ActorRequest {
 			r.RequestID = nil // the reconciler's and the vendor's: no request of the consumer's
 		}

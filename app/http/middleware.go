@@ -15,8 +15,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
-
-	"github.com/licensor-api/licensor/app/idempotency"
 )
 
 const (
@@ -172,13 +170,13 @@ func RequestID(c echo.Context) string {
 // carried as a value, not under a string key.
 type loggedContext struct {
 	echo.Context
-	idempotency idempotency.Note
+	idempotency []slog.Attr
 }
 
 var _ echo.Context = (*loggedContext)(nil)
 
 // noteIdempotency keeps the guard's decision for the request's log line.
-func noteIdempotency(c echo.Context, n idempotency.Note) {
+func noteIdempotency(c echo.Context, n []slog.Attr) {
 	if lc, ok := c.(*loggedContext); ok {
 		lc.idempotency = n
 	}
@@ -215,7 +213,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if p := principal(c); p.TokenID != "" { // who asked, for every authenticated request (never the token itself)
 			attrs = append(attrs, slog.String("consumer_id", p.ConsumerID), slog.String("token_id", p.TokenID))
 		}
-		if a := c.idempotency.LogAttrs(); a != nil {
+		if a := c.idempotency; a != nil {
 			attrs = append(attrs, slog.Attr{Key: "idempotency", Value: slog.GroupValue(a...)})
 		}
 		s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)

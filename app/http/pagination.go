@@ -10,9 +10,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // The bodies below are Laravel's: a resource collection of a
@@ -121,10 +123,10 @@ func (p pager) lengthAware(data any, count int, page, perPage int, total int64) 
 	var prev, next *string
 	var prevPage, nextPage *int
 	if page > 1 {
-		prev, prevPage = p.pageURL(page-1), ptr(page-1)
+		prev, prevPage = p.pageURL(page-1), ptr.To(page-1)
 	}
 	if page < lastPage {
-		next, nextPage = p.pageURL(page+1), ptr(page+1)
+		next, nextPage = p.pageURL(page+1), ptr.To(page+1)
 	}
 	m.Links = append(m.Links, pageLink{URL: prev, Label: "&laquo; Previous", Page: prevPage})
 	for _, el := range urlWindow(page, lastPage, 3) {
@@ -132,13 +134,11 @@ func (p pager) lengthAware(data any, count int, page, perPage int, total int64) 
 			m.Links = append(m.Links, pageLink{Label: "...", sep: true})
 			continue
 		}
-		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Page: ptr(el), Active: el == page})
+		m.Links = append(m.Links, pageLink{URL: p.pageURL(el), Label: strconv.Itoa(el), Page: ptr.To(el), Active: el == page})
 	}
 	m.Links = append(m.Links, pageLink{URL: next, Label: "Next &raquo;", Page: nextPage})
 	return lengthAwareBody{Data: data, Links: paginatorLinks{First: p.pageURL(1), Last: p.pageURL(lastPage), Prev: prev, Next: next}, Meta: m}
 }
-
-func ptr(n int) *int { return &n }
 
 // urlWindow is Illuminate\Pagination\UrlWindow: the page numbers the links
 // show, 0 standing for a "..." separator.
@@ -194,7 +194,7 @@ type cursorJSON struct {
 
 // encodeCursor is base64url (no padding) of the cursor's JSON.
 func encodeCursor(c licenses.Cursor) string {
-	b, _ := json.Marshal(cursorJSON{CreatedAt: resource.Time(c.CreatedAt), ID: c.ID, PointsToNext: c.Next})
+	b, _ := json.Marshal(cursorJSON{CreatedAt: events.Time(c.CreatedAt), ID: c.ID, PointsToNext: c.Next})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 

@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/request"
 )
 
 // routes declares every route in one place, each with the ability it needs,
@@ -18,11 +21,15 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 
-	e.POST("/api/licenses", guarded(s, s.ops.StoreLicense, auth.LicensesWrite))
+	e.POST("/api/licenses", guarded(s, s.ops.StoreLicense, auth.LicensesWrite, headerKey, func(c echo.Context, body []byte) (licenses.Input, []byte, error) {
+		return request.BindStoreLicense(c.Request().Header.Get(echo.HeaderContentType), body)
+	}))
 	e.GET("/api/licenses", s.listLicenses, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id", s.showLicense, s.ability(auth.LicensesRead))
 	e.GET("/api/licenses/:id/events", s.licenseEvents, s.ability(auth.LicensesRead))
-	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite))
+	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite, // the license's id is the key
+		func(c echo.Context, _ *idempotency.Guard) (string, error) { return c.Param("id"), nil },
+		func(c echo.Context, _ []byte) (string, []byte, error) { return c.Param("id"), nil, nil }))
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
@@ -44,7 +51,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/api/webhook-deliveries/:delivery/retry", s.retryAnyWebhookDelivery, s.ability(auth.IntentsManage))
 
 	// The vendor's webhooks: no token; the signature is the authentication,
-	// and each event id is applied once (idempotency.Do).
+	// and each event id is applied once (its operation's Do).
 	e.POST("/api/webhooks/vendor", s.vendorWebhook)
 
 	e.POST("/api/tokens", s.issueToken, s.ability(auth.TokensManage))
@@ -56,19 +63,21 @@ func (s *Server) routes(e *echo.Echo) {
 }
 
 // guarded is the handler of a guarded operation's route: ability's checks
-// (admit, the path's ids among them) for need, then one of
-// the consumer's write slots (holdWrite, before any record is reserved),
-// then the guard, with the principal as the operation's Call; what the guard decided
-// goes to the request's log line. A keyed request's record is read in its
-// token row's statement (op.Prefetch), one round trip for a retry's two
-// reads. The guard must list op (it panics here otherwise, as routes are
-// built).
-func guarded[In any](s *Server, op idempotency.Operation[In], need string) echo.HandlerFunc {
+// (admit, the path's ids among them) for need, then one of the consumer's
+// write slots (holdWrite, before any record is reserved), then the guard,
+// with the principal as the operation's caller; what the guard decided goes
+// to the request's log line. key reads the intent's key from the request
+// (its error is answered after the token's), bind its input and the
+// fields that fingerprint it. A keyed request's record is read in its token
+// row's statement (Prefetch), one round trip for a retry's two reads. The
+// guard must list op (it panics here otherwise, as routes are built).
+func guarded[In any](s *Server, op idempotency.Operation[In], need string,
+	key func(c echo.Context, g *idempotency.Guard) (string, error), bind func(c echo.Context, body []byte) (In, []byte, error)) echo.HandlerFunc {
 	s.guard.MustServe(op)
 	return func(c echo.Context) error {
-		pre := op.Prefetch(s.guard, c)
+		k, keyErr := key(c, s.guard)
 		var joined auth.Joined
-		if pre != nil { // a nil *Prefetch is not a nil auth.Joined
+		if pre := s.guard.Prefetch(op.Name, k); keyErr == nil && pre != nil { // a nil *Prefetch is not a nil auth.Joined
 			joined = pre
 		}
 		p, err := s.admit(c, need, joined)
@@ -80,10 +89,49 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string) echo.
 			return err
 		}
 		defer release()
-		note, err := op.Serve(s.guard, c, idempotency.Call{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)}, pre)
-		noteIdempotency(c, note)
-		return err
+		if keyErr != nil {
+			return keyErr
+		}
+		var body []byte // none: the empty intent
+		if c.Request().Body != nil {
+			if body, err = io.ReadAll(c.Request().Body); err != nil {
+				return fmt.Errorf("%w: %w", idempotency.ErrBodyUnreadable, err)
+			}
+		}
+		pre, _ := joined.(*idempotency.Prefetch)
+		resp, decided, err := op.Serve(c.Request().Context(), s.guard, idempotency.Request{
+			Caller: idempotency.Caller{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)},
+			Method: c.Request().Method, Route: c.Path(), Key: k, Body: body, Prefetch: pre,
+		}, func(body []byte) (In, []byte, error) { return bind(c, body) })
+		noteIdempotency(c, decided)
+		if err != nil {
+			return err
+		}
+		return writeResponse(c, resp)
 	}
+}
+
+// headerKey is the Idempotency-Key header's key.
+func headerKey(c echo.Context, g *idempotency.Guard) (string, error) {
+	return g.HeaderKey(c.Request().Header.Values(idempotency.HeaderKey))
+}
+
+// writeResponse writes a guarded operation's answer.
+func writeResponse(c echo.Context, r idempotency.Response) error {
+	h := c.Response().Header()
+	for name, v := range r.Headers {
+		h.Set(name, v)
+	}
+	status := r.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	c.Response().WriteHeader(status)
+	if len(r.Body) == 0 {
+		return nil
+	}
+	_, err := c.Response().Write(r.Body)
+	return err
 }
 
 // laravelVerbs is Laravel's Router::$verbs order, the order a 405's Allow

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -10,35 +9,6 @@ import (
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
-
-// tokenResource is a token as the API shows it: never its secret, except
-// once, in the response that issues it.
-type tokenResource struct {
-	ID         string         `json:"id"`
-	Token      string         `json:"token,omitempty"`
-	Consumer   string         `json:"consumer"`
-	Name       string         `json:"name"`
-	Abilities  auth.Abilities `json:"abilities"`
-	IssuedBy   *string        `json:"issued_by"` // the token that issued it; null for the command line
-	LastUsedAt *string        `json:"last_used_at"`
-	ExpiresAt  string         `json:"expires_at"`
-	RevokedAt  *string        `json:"revoked_at"`
-	CreatedAt  string         `json:"created_at"`
-}
-
-func newTokenResource(t auth.Token) tokenResource {
-	return tokenResource{
-		ID:         t.ID,
-		Consumer:   t.Consumer.Name,
-		Name:       t.Name,
-		Abilities:  t.Abilities,
-		IssuedBy:   t.IssuedBy,
-		LastUsedAt: resource.TimeOrNil(t.LastUsedAt),
-		ExpiresAt:  resource.Time(t.ExpiresAt),
-		RevokedAt:  resource.TimeOrNil(t.RevokedAt),
-		CreatedAt:  resource.Time(t.CreatedAt),
-	}
-}
 
 // issueToken is POST /api/tokens. The caller's token must be allowed to
 // grant every ability asked for (auth.Grantable: a tokens:manage token grants
@@ -74,7 +44,7 @@ func (s *Server) issueToken(c echo.Context) error {
 		// report their fields in the rules' order too.
 		return request.MergeFields(nil, err, request.IssueTokenRules)
 	}
-	res := newTokenResource(issued.Token)
+	res := resource.NewToken(issued.Token)
 	res.Token = issued.Secret
 	return c.JSON(http.StatusCreated, resource.Data{Data: res})
 }
@@ -85,11 +55,7 @@ func (s *Server) listTokens(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]tokenResource, 0, len(toks))
-	for _, t := range toks {
-		out = append(out, newTokenResource(t))
-	}
-	return c.JSON(http.StatusOK, resource.Data{Data: out})
+	return c.JSON(http.StatusOK, resource.Data{Data: resource.NewTokens(toks)})
 }
 
 // revokeToken is DELETE /api/tokens/{id}: 204, also for a token revoked
@@ -101,13 +67,4 @@ func (s *Server) revokeToken(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// notGrantable is the 403 for a token asking to grant more than it may, or
-// to revoke a token holding more than it may grant: it names the abilities
-// refused (auth's words: NotGrantableError.Explain).
-func notGrantable(err error) *Error {
-	ng := &auth.NotGrantableError{}
-	errors.As(err, &ng)
-	return &Error{Status: http.StatusForbidden, Code: "ability_not_grantable", Message: ng.Explain()}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // defaultDeliveriesPerPage is the page size of the deliveries' listings
@@ -124,7 +125,7 @@ func deliveriesQuery(c echo.Context, path string) (webhooks.DeliveryQuery, pager
 		fields["status"] = []string{"The selected status is invalid."}
 	}
 	if len(fields) > 0 {
-		return q, pager{}, validationError(fields, "status", "per_page")
+		return q, pager{}, &fault.Fields{Fields: fields, Order: []string{"status", "per_page"}}
 	}
 	p := pager{path: path}
 	if q.Status != "" {

@@ -68,8 +68,8 @@ func (s *Server) vendorWebhook(c echo.Context) error {
 	if ev.At.After(s.now().Add(webhookTolerance)) {
 		return s.refuseEvent(c, "future_event", errFutureEvent)
 	}
-	call := idempotency.Call{ConsumerID: operations.VendorConsumer, RequestID: RequestID(c)}
-	res, replayed, err := s.ops.VendorEvent.Do(c.Request().Context(), s.guard, call, ev.ID, ev, body)
+	caller := idempotency.Caller{ConsumerID: operations.VendorConsumer, RequestID: RequestID(c)}
+	res, replayed, err := s.ops.VendorEvent.Do(c.Request().Context(), s.guard, caller, ev.ID, ev, body)
 	if errors.Is(err, idempotency.ErrKeyInvalid) { // refused before anything is recorded
 		return s.refuseEvent(c, "invalid_event_id", errEventID)
 	}

@@ -32,7 +32,7 @@ type Attempt struct {
 	// ResultRetry, ResultFailed or ResultSuperseded.
 	Result string
 	// Class says why a retry or a failure did not finish: a snake_case
-	// class such as vendor_unavailable (see ErrorClass), never an error's
+	// class such as vendor_unavailable (see errorClass), never an error's
 	// text, which may carry a vendor's body, a license key or a token.
 	// Empty for the other results.
 	Class string
@@ -68,24 +68,24 @@ func (a Attempt) Reason() string {
 // attemptReason is the grammar of Reason: number, result, class, next.
 var attemptReason = regexp.MustCompile(`^attempt ([1-9][0-9]{0,8}): ([a-z]+)(?: \(([a-z][a-z0-9_]*)\))?(?:, next at (\S+))?$`)
 
-// ErrNotAnAttempt is ParseAttempt's answer to a reason Attempt.Reason did
+// errNotAnAttempt is ParseAttempt's answer to a reason Attempt.Reason did
 // not write (the reason of another event).
-var ErrNotAnAttempt = errors.New("not the reason of an intent.attempted event")
+var errNotAnAttempt = errors.New("not the reason of an intent.attempted event")
 
 // ParseAttempt reads an intent.attempted event's reason back into the
 // Attempt it records (for an operator's page, which shows its fields
-// apart); ErrNotAnAttempt for any other text.
+// apart); errNotAnAttempt for any other text.
 func ParseAttempt(reason string) (Attempt, error) {
 	m := attemptReason.FindStringSubmatch(reason)
 	if m == nil {
-		return Attempt{}, ErrNotAnAttempt
+		return Attempt{}, errNotAnAttempt
 	}
 	n, _ := strconv.Atoi(m[1]) // nine digits at most: it fits
 	a := Attempt{Number: n, Result: m[2], Class: m[3]}
 	if m[4] != "" {
 		next, err := time.Parse(attemptTimeLayout, m[4])
 		if err != nil {
-			return Attempt{}, ErrNotAnAttempt
+			return Attempt{}, errNotAnAttempt
 		}
 		a.Next = &next
 	}
@@ -100,24 +100,24 @@ func recordAttempt(tx *gorm.DB, r *Record, a *Attempt, now time.Time) error {
 }
 
 // Classes of a failed attempt that this package tells by itself, when the
-// error names none of its own (ErrorClass).
+// error names none of its own (errorClass).
 const (
-	ClassDatabaseUnavailable = "database_unavailable" // the database could not serve (database.UnavailableError)
-	ClassTimeout             = "timeout"              // the attempt's work budget ran out
-	ClassCanceled            = "canceled"             // the attempt was stopped (the process is stopping)
-	ClassCannotFinish        = "cannot_finish"        // ErrAbandon, with no class of its cause's
-	ClassPanic               = "panic"                // the Resume panicked
-	ClassError               = "error"                // anything else
+	classDatabaseUnavailable = "database_unavailable" // the database could not serve (database.UnavailableError)
+	classTimeout             = "timeout"              // the attempt's work budget ran out
+	classCanceled            = "canceled"             // the attempt was stopped (the process is stopping)
+	classCannotFinish        = "cannot_finish"        // ErrAbandon, with no class of its cause's
+	classPanic               = "panic"                // the Resume panicked
+	classError               = "error"                // anything else
 )
 
-// ErrorClass says what class of failure err is, for an intent's attempt
+// errorClass says what class of failure err is, for an intent's attempt
 // history: the class the first error of its chain that has a method
 // ErrorClass() string names (a vendor's unavailability, a refusal, an
 // invalid stored request: the domain's errors name theirs), else one this
 // package tells (the Class constants). A class is a snake_case word of at
-// most 40 characters: one that is not is ClassError, so no text an error
+// most 40 characters: one that is not is classError, so no text an error
 // carries (a vendor's body, a key, a token) ever reaches the trail.
-func ErrorClass(err error) string {
+func errorClass(err error) string {
 	var c interface{ ErrorClass() string }
 	if errors.As(err, &c) {
 		if class := c.ErrorClass(); className.MatchString(class) {
@@ -127,15 +127,15 @@ func ErrorClass(err error) string {
 	var u interface{ Unavailable() bool }
 	switch {
 	case errors.As(err, &u) && u.Unavailable():
-		return ClassDatabaseUnavailable
+		return classDatabaseUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
-		return ClassTimeout
+		return classTimeout
 	case errors.Is(err, context.Canceled):
-		return ClassCanceled
+		return classCanceled
 	case errors.Is(err, ErrAbandon):
-		return ClassCannotFinish
+		return classCannotFinish
 	}
-	return ClassError
+	return classError
 }
 
 // className is what a class may be.
@@ -152,5 +152,5 @@ func (e *classedError) Error() string { return e.err.Error() }
 // Unwrap exposes the cause.
 func (e *classedError) Unwrap() error { return e.err }
 
-// ErrorClass names the class (see ErrorClass).
+// ErrorClass names the class (see errorClass).
 func (e *classedError) ErrorClass() string { return e.class }

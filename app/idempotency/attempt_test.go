@@ -57,7 +57,7 @@ func attempts(t *testing.T, s *Store, id string) []Attempt {
 }
 
 // Reason writes an attempt in one line that ParseAttempt reads back whole;
-// any other text is ErrNotAnAttempt.
+// any other text is errNotAnAttempt.
 func TestAttemptReasonRoundTrips(t *testing.T) {
 	next := time.Date(2026, 12, 1, 10, 0, 30, 123456000, time.UTC)
 	for want, a := range map[string]Attempt{
@@ -67,7 +67,7 @@ func TestAttemptReasonRoundTrips(t *testing.T) {
 		"attempt 4: retry (vendor_unavailable), next at 2026-12-01T10:00:30.123456Z":           {Number: 4, Result: ResultRetry, Class: "vendor_unavailable", Next: &next},
 		"attempt 11: failed (vendor_uncertain), next at 2026-12-01T10:00:30.123456Z":           {Number: 11, Result: ResultFailed, Class: "vendor_uncertain", Next: &next},
 		"attempt 2: failed (domain_taken)":                                                     {Number: 2, Result: ResultFailed, Class: "domain_taken"},
-		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: ClassDatabaseUnavailable, Next: &next},
+		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: classDatabaseUnavailable, Next: &next},
 	} {
 		if got := a.Reason(); got != want {
 			t.Errorf("Reason = %q, want %q", got, want)
@@ -81,8 +81,8 @@ func TestAttemptReasonRoundTrips(t *testing.T) {
 	for _, junk := range []string{"", "no longer wanted", "attempt 0: completed", "attempt 1: Completed", "attempt x: retry",
 		"attempt 1: retry (Vendor Body)", "attempt 1: retry, next at yesterday", "attempt 1: retry, next at 2026-13-01T10:00:30.123456Z",
 		"attempt 1: completed ", " attempt 1: completed", "attempt 1234567890: completed"} {
-		if a, err := ParseAttempt(junk); !errors.Is(err, ErrNotAnAttempt) {
-			t.Errorf("ParseAttempt(%q) = %+v, %v; want ErrNotAnAttempt", junk, a, err)
+		if a, err := ParseAttempt(junk); !errors.Is(err, errNotAnAttempt) {
+			t.Errorf("ParseAttempt(%q) = %+v, %v; want errNotAnAttempt", junk, a, err)
 		}
 	}
 }
@@ -98,22 +98,22 @@ func TestErrorClass(t *testing.T) {
 	}{
 		{fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret}), "vendor_unavailable"},
 		{fmt.Errorf("%w: stored request: %w", ErrAbandon, classed{"invalid_input", secret}), "invalid_input"},
-		{classed{secret, secret}, ClassError},
-		{fmt.Errorf("store license: %w", unavailable), ClassDatabaseUnavailable},
-		{fmt.Errorf("find vendor site: %w", context.DeadlineExceeded), ClassTimeout},
-		{context.Canceled, ClassCanceled},
-		{fmt.Errorf("%w: %w", ErrAbandon, errors.New(secret)), ClassCannotFinish},
-		{&classedError{class: ClassPanic, err: errors.New("resumer panicked: " + secret)}, ClassPanic},
-		{errors.New(secret), ClassError},
+		{classed{secret, secret}, classError},
+		{fmt.Errorf("store license: %w", unavailable), classDatabaseUnavailable},
+		{fmt.Errorf("find vendor site: %w", context.DeadlineExceeded), classTimeout},
+		{context.Canceled, classCanceled},
+		{fmt.Errorf("%w: %w", ErrAbandon, errors.New(secret)), classCannotFinish},
+		{&classedError{class: classPanic, err: errors.New("resumer panicked: " + secret)}, classPanic},
+		{errors.New(secret), classError},
 	} {
-		if got := ErrorClass(tt.err); got != tt.want {
+		if got := errorClass(tt.err); got != tt.want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
-	if got := ErrorClass(classed{strings.Repeat("a", 41), ""}); got != ClassError {
-		t.Errorf("a 41-letter class = %q, want %q", got, ClassError)
+	if got := errorClass(classed{strings.Repeat("a", 41), ""}); got != classError {
+		t.Errorf("a 41-letter class = %q, want %q", got, classError)
 	}
-	if e := (&classedError{class: ClassPanic, err: context.Canceled}); !errors.Is(e, context.Canceled) || e.Error() != context.Canceled.Error() {
+	if e := (&classedError{class: classPanic, err: context.Canceled}); !errors.Is(e, context.Canceled) || e.Error() != context.Canceled.Error() {
 		t.Errorf("classedError hides its cause: %v", e)
 	}
 }
@@ -126,22 +126,24 @@ func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
 		r := newRig(t, db)
 		rec := seed(t, r.store, "k", nil)
 		clock := testkit.NewClock(rec.CreatedAt)
-		script := []func(ctx context.Context, call Call) (Resumption, error){
-			func(context.Context, Call) (Resumption, error) { return Resumption{}, nil }, // too young: waiting
-			func(context.Context, Call) (Resumption, error) {
-				return Resumption{}, fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret})
+		script := []func(ctx context.Context, x *Execution) (Response, bool, error){
+			func(context.Context, *Execution) (Response, bool, error) { return Response{}, false, nil }, // too young: waiting
+			func(context.Context, *Execution) (Response, bool, error) {
+				return Response{}, false, fmt.Errorf("find vendor site: %w", classed{"vendor_unavailable", secret})
 			},
-			func(context.Context, Call) (Resumption, error) { panic(secret) },
-			func(context.Context, Call) (Resumption, error) { return Resumption{}, errors.New(secret) }, // the last: failed
-			func(ctx context.Context, call Call) (Resumption, error) { // the slow retry finds it, kept with the domain's writes
-				err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return call.Complete(tx, done.Response, Outcome{}) })
-				return Resumption{Done: true, Outcome: Outcome{Kept: true}}, err
+			func(context.Context, *Execution) (Response, bool, error) { panic(secret) },
+			func(context.Context, *Execution) (Response, bool, error) {
+				return Response{}, false, errors.New(secret)
+			}, // the last: failed
+			func(ctx context.Context, x *Execution) (Response, bool, error) { // the slow retry finds it, kept with the domain's writes
+				resp, err := x.Finish(ctx, func(*gorm.DB) (Response, error) { return done.resp, nil })
+				return resp, err == nil, err
 			},
 		}
 		pass := 0
-		rc := reconcilerFor(r, clock.Now, func(ctx context.Context, call Call, _ *Record) (Resumption, error) {
+		rc := reconcilerFor(r, clock.Now, func(ctx context.Context, x *Execution, _ *Record) (Response, bool, error) {
 			pass++
-			return script[pass-1](ctx, call)
+			return script[pass-1](ctx, x)
 		})
 		rc.cfg.Settle, rc.cfg.MaxAttempts, rc.cfg.Backoff, rc.cfg.FailedInterval = time.Minute, 3, 10*time.Second, time.Hour
 		var wantNext []time.Time
@@ -160,8 +162,8 @@ func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
 		want := []Attempt{
 			{Number: 2, Result: ResultWaiting},
 			{Number: 2, Result: ResultRetry, Class: "vendor_unavailable"},
-			{Number: 3, Result: ResultRetry, Class: ClassPanic},
-			{Number: 4, Result: ResultFailed, Class: ClassError},
+			{Number: 3, Result: ResultRetry, Class: classPanic},
+			{Number: 4, Result: ResultFailed, Class: classError},
 			{Number: 5, Result: ResultCompleted},
 		}
 		if len(got) != len(want) {
@@ -198,35 +200,33 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 	type outcome struct {
 		name     string
 		attempts int // the seeded record's
-		resume   func(db *testdb.DB) func(ctx context.Context, call Call, _ *Record) (Resumption, error)
+		resume   func(db *testdb.DB) func(ctx context.Context, x *Execution, _ *Record) (Response, bool, error)
 		status   string // the record after a pass with no fault
 		result   string
 		class    string
 	}
-	returns := func(res Resumption, err error) func(*testdb.DB) func(context.Context, Call, *Record) (Resumption, error) {
-		return func(*testdb.DB) func(context.Context, Call, *Record) (Resumption, error) {
-			return func(context.Context, Call, *Record) (Resumption, error) { return res, err }
+	returns := func(res resumed, err error) func(*testdb.DB) func(context.Context, *Execution, *Record) (Response, bool, error) {
+		return func(*testdb.DB) func(context.Context, *Execution, *Record) (Response, bool, error) {
+			return func(context.Context, *Execution, *Record) (Response, bool, error) { return res.resp, res.done, err }
 		}
 	}
 	vendorDown := classed{"vendor_unavailable", secret}
 	outcomes := []outcome{
 		{"completed", 1, returns(done, nil), StatusCompleted, ResultCompleted, ""},
-		{"completed with the domain's writes", 1, func(db *testdb.DB) func(context.Context, Call, *Record) (Resumption, error) {
-			return func(ctx context.Context, call Call, _ *Record) (Resumption, error) {
-				err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-					if err := tx.Exec("UPDATE idempotency_keys SET subject = subject WHERE 1 = 0").Error; err != nil { // the domain's own write
-						return err
-					}
-					return call.Complete(tx, done.Response, Outcome{})
+		{"completed with the domain's writes", 1, func(db *testdb.DB) func(context.Context, *Execution, *Record) (Response, bool, error) {
+			return func(ctx context.Context, x *Execution, _ *Record) (Response, bool, error) {
+				resp, err := x.Finish(ctx, func(tx *gorm.DB) (Response, error) {
+					// the domain's own write
+					return done.resp, tx.Exec("UPDATE idempotency_keys SET subject = subject WHERE 1 = 0").Error
 				})
-				return Resumption{Done: true, Outcome: Outcome{Kept: err == nil}}, err
+				return resp, err == nil, err
 			}
 		}, StatusCompleted, ResultCompleted, ""},
-		{"waiting", 1, returns(Resumption{}, nil), StatusPending, ResultWaiting, ""},
-		{"retry", 1, returns(Resumption{}, vendorDown), StatusPending, ResultRetry, "vendor_unavailable"},
-		{"failed, retried slowly", 5, returns(Resumption{}, vendorDown), StatusFailed, ResultFailed, "vendor_unavailable"},
-		{"failed for good", 1, returns(Resumption{}, fmt.Errorf("%w: %w", ErrAbandon, classed{"domain_taken", secret})), StatusFailed, ResultFailed, "domain_taken"},
-		{"superseded", 1, returns(Resumption{}, fmt.Errorf("made by another: %w", ErrSuperseded)), StatusSuperseded, ResultSuperseded, ""},
+		{"waiting", 1, returns(resumed{}, nil), StatusPending, ResultWaiting, ""},
+		{"retry", 1, returns(resumed{}, vendorDown), StatusPending, ResultRetry, "vendor_unavailable"},
+		{"failed, retried slowly", 5, returns(resumed{}, vendorDown), StatusFailed, ResultFailed, "vendor_unavailable"},
+		{"failed for good", 1, returns(resumed{}, fmt.Errorf("%w: %w", ErrAbandon, classed{"domain_taken", secret})), StatusFailed, ResultFailed, "domain_taken"},
+		{"superseded", 1, returns(resumed{}, fmt.Errorf("made by another: %w", ErrSuperseded)), StatusSuperseded, ResultSuperseded, ""},
 	}
 	notTheClaim := func(tx *gorm.DB) bool {
 		set, ok := tx.Statement.Dest.(map[string]any)
@@ -263,7 +263,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 							t.Fatalf("no fault: record %s, attempts %+v; want %s with one %s (%s)", after.Status, got, o.status, o.result, o.class)
 						}
 					case kept: // the domain's transaction rolled back whole; the retry that followed is on record
-						if after.Status != StatusPending || len(got) != 1 || got[0].Result != ResultRetry || got[0].Class != ClassError ||
+						if after.Status != StatusPending || len(got) != 1 || got[0].Result != ResultRetry || got[0].Class != classError ||
 							!got[0].Next.Equal(*after.LockedUntil) {
 							t.Fatalf("fault %d: record %s until %v, attempts %+v; want pending, one retry due then", i, after.Status, after.LockedUntil, got)
 						}
@@ -303,13 +303,13 @@ func TestAttemptThatLostItsClaimIsNotRecorded(t *testing.T) {
 		rec := seed(t, r.store, "k", nil)
 		stolen := utcNow().Add(3 * time.Hour)
 		for _, res := range []struct {
-			res Resumption
+			res resumed
 			err error
-		}{{done, nil}, {Resumption{}, classed{"vendor_unavailable", secret}}, {Resumption{}, ErrSuperseded}} {
+		}{{done, nil}, {resumed{}, classed{"vendor_unavailable", secret}}, {resumed{}, ErrSuperseded}} {
 			r.tamper("k", map[string]any{"locked_until": nil})
-			rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+			rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 				r.tamper("k", map[string]any{"locked_until": stolen})
-				return res.res, res.err
+				return res.res.resp, res.res.done, res.err
 			})
 			if _, err := rc.RunOnce(context.Background()); err != nil {
 				t.Fatal(err)
@@ -330,7 +330,7 @@ func TestPassThatTriesNothingIsNoAttempt(t *testing.T) {
 		sealed := seed(t, holder.store, "sealed", func(r *Record) { r.RequestBody = []byte(`{"event":"sealed"}`) })
 		orphan := seed(t, holder.store, "orphan", func(r *Record) { r.Operation = "gone.op" })
 		stranger := newRigWith(t, db, cipherOf(t, 9))
-		rc := reconcilerFor(stranger, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
+		rc := reconcilerFor(stranger, nil, func(context.Context, *Execution, *Record) (Response, bool, error) { return done.resp, done.done, nil })
 		if _, err := rc.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -58,10 +58,10 @@ func BenchmarkGuard(b *testing.B) {
 		h := newHarness(b, testdb.New(b, "sqlite"))
 		release := make(chan struct{})
 		entered := make(chan struct{})
-		h.run = func(context.Context) (Response, Outcome, error) {
+		h.run = func(context.Context) (Response, error) {
 			close(entered)
 			<-release
-			return Response{Status: http.StatusCreated}, Outcome{}, nil
+			return Response{Status: http.StatusCreated}, nil
 		}
 		go h.post("k", body) // holds the lease for the whole benchmark
 		<-entered

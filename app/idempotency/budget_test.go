@@ -30,11 +30,11 @@ func TestOwnedWorkIsDetachedWithinTheBudget(t *testing.T) {
 	var deadline time.Time
 	var cancelled error
 	var hangUp context.CancelFunc
-	op := testOperation("op", func(ctx context.Context) (Response, Outcome, error) {
+	op := testOperation("op", func(ctx context.Context) (Response, error) {
 		hangUp() // the client goes away mid-request
 		deadline, _ = ctx.Deadline()
 		cancelled = ctx.Err()
-		return Response{Status: http.StatusNoContent}, Outcome{}, nil
+		return Response{Status: http.StatusNoContent}, nil
 	})
 	g := newTestGuard(t, Config{Store: NewStore(testdb.New(t, "sqlite").Gorm, testCipher(t)), LockTimeout: lease}, op)
 	for name, key := range map[string]string{"keyed": "k-1", "keyless": ""} {

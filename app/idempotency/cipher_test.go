@@ -82,21 +82,21 @@ func TestCompleteClaimedEncrypts(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, ok, err := s.Reserve(ctx, r); !ok || err != nil {
+	if _, ok, err := s.reserve(ctx, r); !ok || err != nil {
 		t.Fatalf("Reserve = %v, %v", ok, err)
 	}
 	lease := now.Add(time.Minute)
-	if won, err := s.Claim(ctx, r, lease, now); !won || err != nil {
+	if won, err := s.claim(ctx, r, lease, now); !won || err != nil {
 		t.Fatalf("Claim = %v, %v", won, err)
 	}
 	r.Status, r.LockedUntil = StatusPending, &lease
-	if err := s.CompleteClaimed(ctx, r, lease, Response{Status: 201, Body: []byte("LK-reconciled")}, Outcome{}, now, now.Add(time.Hour), nil); err != nil {
+	if err := s.completeClaimed(ctx, r, lease, Response{Status: 201, Body: []byte("LK-reconciled")}, now, now.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if raw := storedBody(t, db, "k"); bytes.Contains(raw, []byte("LK-reconciled")) {
 		t.Errorf("stored body = %q, want it sealed", raw)
 	}
-	if got, err := s.Find(ctx, r.scope()); err != nil || string(got.ResponseBody) != "LK-reconciled" {
+	if got, err := s.find(ctx, r.scope()); err != nil || string(got.ResponseBody) != "LK-reconciled" {
 		t.Errorf("Find = %v, %v", got, err)
 	}
 }
@@ -108,7 +108,7 @@ func TestUndecryptableBodyIsAnError(t *testing.T) {
 	h := newHarness(t, db)
 	h.run = text(http.StatusCreated, "LK-secret")
 	h.post("k", `{"a":1}`)
-	_, err := NewStore(db.Gorm, cipherOf(t, 9)).Find(context.Background(), Scope{ConsumerID: "c1", Operation: "things.store", Key: "k"})
+	_, err := NewStore(db.Gorm, cipherOf(t, 9)).find(context.Background(), scope{ConsumerID: "c1", Operation: "things.store", Key: "k"})
 	if !errors.Is(err, crypt.ErrDecrypt) {
 		t.Fatalf("Find under another key = %v, want ErrDecrypt", err)
 	}
@@ -135,7 +135,7 @@ func TestKeyDigestIsKeyed(t *testing.T) {
 		t.Error("KeyDigest is the same under another APP_KEY")
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	if _, ok, err := s.Reserve(context.Background(), &Record{ConsumerID: "c1", Operation: "op", Key: key, RequestHash: "h",
+	if _, ok, err := s.reserve(context.Background(), &Record{ConsumerID: "c1", Operation: "op", Key: key, RequestHash: "h",
 		Status: StatusPending, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}); !ok {
 		t.Fatalf("Reserve: %v", err)
 	}

@@ -44,25 +44,25 @@ func TestStoreRetriesALostLockConflict(t *testing.T) {
 		r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 			LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 
-		existing, ok, err := s.Reserve(ctx, r)
+		existing, ok, err := s.reserve(ctx, r)
 		if !ok || err != nil || existing != nil {
 			t.Fatalf("Reserve after a deadlock = %v, %v, %v; want it reserved", existing, ok, err)
 		}
 		if n := creates.Load(); n != 2 {
 			t.Errorf("the INSERT ran %d times, want 2 (the deadlock, then the retry)", n)
 		}
-		found, err := s.Find(ctx, r.scope())
+		found, err := s.find(ctx, r.scope())
 		if err != nil || found == nil || found.ID != r.ID || found.Status != StatusProcessing {
 			t.Fatalf("Find after Reserve = %+v, %v; want the reserved record", found, err)
 		}
 
-		if err := s.Complete(ctx, r, Response{Status: http.StatusCreated, Body: []byte("made")}, Outcome{}, now); err != nil {
+		if err := s.complete(ctx, r, Response{Status: http.StatusCreated, Body: []byte("made")}, now); err != nil {
 			t.Fatalf("Complete after a lock wait timeout: %v", err)
 		}
 		if n := updates.Load(); n != 2 {
 			t.Errorf("the UPDATE ran %d times, want 2 (the timeout, then the retry)", n)
 		}
-		done, err := s.Find(ctx, r.scope())
+		done, err := s.find(ctx, r.scope())
 		if err != nil || done == nil || done.Status != StatusCompleted || string(done.ResponseBody) != "made" {
 			t.Fatalf("Find after Complete = %+v, %v; want the completed record", done, err)
 		}

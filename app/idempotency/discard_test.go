@@ -28,11 +28,11 @@ func TestDiscard(t *testing.T) {
 		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, nullable(PhaseReserved) })
 		by := audit.ByToken("ops-consumer", "ops-token", "req-1")
 
-		in, err := s.Discard(ctx, by, failed.Ref(), "  no longer wanted ", now)
+		in, err := s.discard(ctx, by, failed.Ref(), "  no longer wanted ", now, Discardable, nil)
 		if err != nil || in.Status != StatusDiscarded || in.NextAttemptAt != nil {
 			t.Fatalf("Discard(failed) = %+v, %v; want discarded, no next attempt", in, err)
 		}
-		rec, _ := s.Find(ctx, failed.scope())
+		rec, _ := s.find(ctx, failed.scope())
 		if rec.Status != StatusDiscarded || rec.LockedUntil != nil {
 			t.Errorf("record = %s, lease %v; want discarded with no lease", rec.Status, rec.LockedUntil)
 		}
@@ -46,13 +46,13 @@ func TestDiscard(t *testing.T) {
 			deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
 			t.Errorf("event = %+v", e)
 		}
-		if in, err := s.Discard(ctx, audit.Console(), abandoned.Ref(), "stale", now); err != nil || in.Status != StatusDiscarded {
+		if in, err := s.discard(ctx, audit.Console(), abandoned.Ref(), "stale", now, Discardable, nil); err != nil || in.Status != StatusDiscarded {
 			t.Errorf("Discard(abandoned) = %+v, %v", in, err)
 		}
 
 		for _, status := range []string{StatusPending, StatusProcessing, StatusCompleted, StatusSuperseded, StatusDiscarded} {
 			r := seed(t, s, "in-"+status, func(r *Record) { r.Status = status })
-			in, err := s.Discard(ctx, by, r.Ref(), "why", now)
+			in, err := s.discard(ctx, by, r.Ref(), "why", now, Discardable, nil)
 			if !errors.Is(err, ErrNotDiscardable) || in.Status != status {
 				t.Errorf("Discard(%s) = %s, %v; want ErrNotDiscardable and the intent as it is", status, in.Status, err)
 			}
@@ -60,24 +60,24 @@ func TestDiscard(t *testing.T) {
 				t.Errorf("a refused discard of a %s intent left %+v", status, events)
 			}
 		}
-		if _, err := s.Discard(ctx, by, "01NOSUCHINTENT", "why", now); !errors.Is(err, ErrIntentNotFound) {
+		if _, err := s.discard(ctx, by, "01NOSUCHINTENT", "why", now, Discardable, nil); !errors.Is(err, ErrIntentNotFound) {
 			t.Errorf("Discard(unknown) = %v, want ErrIntentNotFound", err)
 		}
 
 		other := seed(t, s, "other", func(r *Record) { r.Status = StatusFailed })
 		var invalid *audit.ValidationError
-		if _, err := s.Discard(ctx, by, other.Ref(), " ", now); !errors.As(err, &invalid) {
+		if _, err := s.discard(ctx, by, other.Ref(), " ", now, Discardable, nil); !errors.As(err, &invalid) {
 			t.Errorf("Discard without a reason = %v, want a validation error", err)
 		}
 		for _, nobody := range []audit.Actor{{}, {Kind: audit.ActorToken}, {Kind: audit.ActorConsole, TokenID: "t"}, {Kind: "request", TokenID: "t"}} {
-			if _, err := s.Discard(ctx, nobody, other.Ref(), "why", now); !errors.Is(err, audit.ErrNoActor) {
+			if _, err := s.discard(ctx, nobody, other.Ref(), "why", now, Discardable, nil); !errors.Is(err, audit.ErrNoActor) {
 				t.Errorf("Discard by %+v = %v, want ErrNoActor", nobody, err)
 			}
 			if _, err := s.RetryFailed(ctx, nobody, other.Ref(), now); !errors.Is(err, audit.ErrNoActor) {
 				t.Errorf("RetryFailed by %+v = %v, want ErrNoActor", nobody, err)
 			}
 		}
-		if rec, _ := s.Find(ctx, other.scope()); rec.Status != StatusFailed {
+		if rec, _ := s.find(ctx, other.scope()); rec.Status != StatusFailed {
 			t.Errorf("refused changes left the intent %s", rec.Status)
 		}
 	})
@@ -101,11 +101,17 @@ func TestOperatorChangeFailures(t *testing.T) {
 			call func() error
 		}{
 			{"record audit event intent.discarded", func() { insert.Arm(1) },
-				func() error { _, err := s.Discard(ctx, audit.Console(), failed.Ref(), "why", utcNow()); return err }},
+				func() error {
+					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", utcNow(), Discardable, nil)
+					return err
+				}},
 			{"record audit event intent.retried", func() { insert.Arm(1) },
 				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), utcNow()); return err }},
 			{"discard intent", func() { update.Arm(1) },
-				func() error { _, err := s.Discard(ctx, audit.Console(), failed.Ref(), "why", utcNow()); return err }},
+				func() error {
+					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", utcNow(), Discardable, nil)
+					return err
+				}},
 			{"find intent", func() { query.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
 			{"list audit events", func() { events.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
 		} {
@@ -116,7 +122,7 @@ func TestOperatorChangeFailures(t *testing.T) {
 			for _, f := range []*testdb.Fault{insert, update, query, events} {
 				f.Disarm()
 			}
-			if rec, _ := s.Find(ctx, failed.scope()); rec.Status != StatusFailed {
+			if rec, _ := s.find(ctx, failed.scope()); rec.Status != StatusFailed {
 				t.Fatalf("%s: the intent is %s, want failed still", tt.says, rec.Status)
 			}
 		}
@@ -135,10 +141,10 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 		ctx := context.Background()
 		past := utcNow().Add(-2 * time.Hour)
 		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
-		if _, err := s.Discard(ctx, audit.Console(), r.Ref(), "why", utcNow()); err != nil {
+		if _, err := s.discard(ctx, audit.Console(), r.Ref(), "why", utcNow(), Discardable, nil); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
 			t.Fatalf("Prune = %d, %v; want the expired discarded intent", n, err)
 		}
 		events, consumer, err := s.IntentEvents(ctx, r.Ref())
@@ -169,7 +175,7 @@ func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
 			t.Fatalf("RetryOnly = %q, want things.destroy", got)
 		}
 		r := seed(t, s, "revoke", func(r *Record) { r.Operation, r.Status = "things.destroy", StatusFailed })
-		in, err := s.Discard(ctx, audit.Console(), r.Ref(), "stuck", now, ops.RetryOnly()...)
+		in, err := s.discard(ctx, audit.Console(), r.Ref(), "stuck", now, Discardable, nil, ops.RetryOnly()...)
 		if !errors.Is(err, ErrRetryOnly) || in.Status != StatusFailed {
 			t.Errorf("Discard(a failed revoke) = %s, %v; want ErrRetryOnly and failed", in.Status, err)
 		}
@@ -177,7 +183,7 @@ func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
 			t.Errorf("a refused discard left %+v", events)
 		}
 		create := seed(t, s, "create", func(r *Record) { r.Status = StatusFailed })
-		if in, err := s.Discard(ctx, audit.Console(), create.Ref(), "gone", now, ops.RetryOnly()...); err != nil || in.Status != StatusDiscarded {
+		if in, err := s.discard(ctx, audit.Console(), create.Ref(), "gone", now, Discardable, nil, ops.RetryOnly()...); err != nil || in.Status != StatusDiscarded {
 			t.Errorf("Discard(a failed create) = %s, %v; want discarded", in.Status, err)
 		}
 	})

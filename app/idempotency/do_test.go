@@ -99,10 +99,10 @@ var fronts = []front{
 					a.err = fmt.Errorf("panic: %v", r)
 				}
 			}()
-			res, replayed, err := g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: "things.sync", Key: key}, []byte(body),
-				func(ctx context.Context) (DoResult, error) {
+			res, replayed, err := g.Do(context.Background(), scope{ConsumerID: "c1", Operation: "things.sync", Key: key}, []byte(body),
+				func(ctx context.Context) (Response, error) {
 					status, body, err := w(ctx)
-					return DoResult{Status: status, Body: []byte(body)}, err
+					return Response{Status: status, Body: []byte(body)}, err
 				})
 			return answer{status: res.Status, body: string(res.Body), replayed: replayed, err: err}
 		}
@@ -113,12 +113,12 @@ type workKey struct{}
 
 // scenarioOperation runs, as its work, the scenario's work that the
 // request's context carries (a detached context keeps its values).
-var scenarioOperation = testOperation("things.store", func(ctx context.Context) (Response, Outcome, error) {
+var scenarioOperation = testOperation("things.store", func(ctx context.Context) (Response, error) {
 	status, body, err := ctx.Value(workKey{}).(work)(ctx)
 	if err != nil {
-		return Response{}, Outcome{}, err
+		return Response{}, err
 	}
-	return Response{Status: status, Headers: map[string]string{echo.HeaderContentType: echo.MIMETextPlainCharsetUTF8}, Body: []byte(body)}, Outcome{}, nil
+	return Response{Status: status, Headers: map[string]string{echo.HeaderContentType: echo.MIMETextPlainCharsetUTF8}, Body: []byte(body)}, nil
 })
 
 func newGuard(t testing.TB, db *testdb.DB) (*Guard, *Store) {
@@ -131,7 +131,7 @@ type stage struct {
 	t     *testing.T
 	db    *testdb.DB
 	store *Store
-	scope Scope
+	scope scope
 	call  func(body string, w work) answer
 	runs  atomic.Int32
 }
@@ -146,7 +146,7 @@ func (s *stage) made(context.Context) (int, string, error) {
 
 func (s *stage) record() *Record {
 	s.t.Helper()
-	r, err := s.store.Find(context.Background(), s.scope)
+	r, err := s.store.find(context.Background(), s.scope)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestDuplicateScenarios(t *testing.T) {
 			for i, sc := range scenarios {
 				t.Run(fr.name+"/"+sc.name, func(t *testing.T) {
 					key := fmt.Sprintf("%s-%d", fr.name, i)
-					s := &stage{t: t, db: db, store: store, scope: Scope{ConsumerID: "c1", Operation: fr.op, Key: key}}
+					s := &stage{t: t, db: db, store: store, scope: scope{ConsumerID: "c1", Operation: fr.op, Key: key}}
 					s.call = func(body string, w work) answer { return call(key, body, w) }
 					sc.play(s)
 				})
@@ -388,11 +388,11 @@ func TestDoRunsOnceUnderFiftyConcurrentCalls(t *testing.T) {
 		for range 50 {
 			wg.Go(func() {
 				<-start
-				res, replayed, err := g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: "jobs.run", Key: "job-1"}, nil,
-					func(context.Context) (DoResult, error) {
+				res, replayed, err := g.Do(context.Background(), scope{ConsumerID: "c1", Operation: "jobs.run", Key: "job-1"}, nil,
+					func(context.Context) (Response, error) {
 						runs.Add(1)
 						time.Sleep(5 * time.Millisecond)
-						return DoResult{Status: http.StatusOK, Body: []byte("done")}, nil
+						return Response{Status: http.StatusOK, Body: []byte("done")}, nil
 					})
 				switch {
 				case errors.Is(err, ErrInProgress):
@@ -424,28 +424,28 @@ func TestDoContract(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	g, store := newGuard(t, db)
 	ctx := context.Background()
-	never := func(context.Context) (DoResult, error) { t.Error("fn ran"); return DoResult{}, nil }
+	never := func(context.Context) (Response, error) { t.Error("fn ran"); return Response{}, nil }
 	for _, tt := range []struct {
 		key  string
 		want error
 	}{{"", ErrKeyMissing}, {"has space", ErrKeyInvalid}, {strings.Repeat("k", 256), ErrKeyInvalid}} {
-		if _, _, err := g.Do(ctx, Scope{ConsumerID: "c1", Operation: "op", Key: tt.key}, nil, never); !errors.Is(err, tt.want) {
+		if _, _, err := g.Do(ctx, scope{ConsumerID: "c1", Operation: "op", Key: tt.key}, nil, never); !errors.Is(err, tt.want) {
 			t.Errorf("key %q: err = %v, want %v", tt.key, err, tt.want)
 		}
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := g.Do(done, Scope{ConsumerID: "c1", Operation: "op", Key: "k0"}, nil, never); !errors.Is(err, context.Canceled) {
+	if _, _, err := g.Do(done, scope{ConsumerID: "c1", Operation: "op", Key: "k0"}, nil, never); !errors.Is(err, context.Canceled) {
 		t.Errorf("a done context: err = %v", err)
 	}
-	if r, _ := store.Find(ctx, Scope{ConsumerID: "c1", Operation: "op", Key: "k0"}); r != nil {
+	if r, _ := store.find(ctx, scope{ConsumerID: "c1", Operation: "op", Key: "k0"}); r != nil {
 		t.Errorf("a done context left a record: %+v", r)
 	}
 
 	// A zero result with no error had its effect (200); the outcome replays.
-	sc := Scope{ConsumerID: "c1", Operation: "op", Key: "k1"}
+	sc := scope{ConsumerID: "c1", Operation: "op", Key: "k1"}
 	caller, hangUp := context.WithCancel(ctx)
-	res, replayed, err := g.Do(caller, sc, []byte(`{"b":1,"a":2}`), func(ctx context.Context) (DoResult, error) {
+	res, replayed, err := g.Do(caller, sc, []byte(`{"b":1,"a":2}`), func(ctx context.Context) (Response, error) {
 		hangUp() // the caller goes away mid-work: the work goes on
 		if ctx.Err() != nil {
 			t.Errorf("fn's context ended with its caller's: %v", ctx.Err())
@@ -453,20 +453,20 @@ func TestDoContract(t *testing.T) {
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > WorkBudget(time.Minute) {
 			t.Errorf("fn's deadline = %v, %v; want within the work budget", d, ok)
 		}
-		return DoResult{Outcome: Outcome{ResourceType: "thing", ResourceID: "7"}}, nil
+		return Response{ResourceType: "thing", ResourceID: "7"}, nil
 	})
 	if err != nil || replayed || res.Status != http.StatusOK {
 		t.Fatalf("Do = %+v, %v, %v", res, replayed, err)
 	}
 	res, replayed, err = g.Do(ctx, sc, []byte(`{"a":2,"b":1}`), never)
-	if err != nil || !replayed || res.Status != http.StatusOK || res.Outcome.ResourceID != "7" || res.Outcome.ResourceType != "thing" {
+	if err != nil || !replayed || res.Status != http.StatusOK || res.ResourceID != "7" || res.ResourceType != "thing" {
 		t.Errorf("replay = %+v, %v, %v", res, replayed, err)
 	}
 
 	// A pending intent keeps its canonical intent, for the Resumer.
 	sc.Key = "k2"
-	if _, _, err := g.Do(ctx, sc, []byte(`{"b":1, "a":2}`), func(context.Context) (DoResult, error) {
-		return DoResult{}, unknownOutcome{}
+	if _, _, err := g.Do(ctx, sc, []byte(`{"b":1, "a":2}`), func(context.Context) (Response, error) {
+		return Response{}, unknownOutcome{}
 	}); !errors.Is(err, ErrPending) {
 		t.Fatalf("err = %v, want ErrPending", err)
 	}

@@ -46,12 +46,12 @@ type rig struct {
 	outcomes []string
 }
 
-func newRig(t *testing.T, db *testdb.DB, ops ...Declared) *rig {
+func newRig(t *testing.T, db *testdb.DB, ops ...AnyOperation) *rig {
 	t.Helper()
 	return newRigWith(t, db, testCipher(t), ops...)
 }
 
-func newRigWith(t *testing.T, db *testdb.DB, c Cipher, ops ...Declared) *rig {
+func newRigWith(t *testing.T, db *testdb.DB, c Cipher, ops ...AnyOperation) *rig {
 	t.Helper()
 	r := &rig{t: t, db: db, store: NewStore(db.Gorm, c), log: &testkit.Buffer{}}
 	r.g = newTestGuard(t, Config{Store: r.store, TTL: time.Hour, LockTimeout: time.Minute, Log: r.logger(),
@@ -88,7 +88,7 @@ func (r *rig) wantLogged(parts ...string) {
 // find is the record of consumer c1's key for operation op, nil for none.
 func (r *rig) find(op, key string) *Record {
 	r.t.Helper()
-	rec, err := r.store.Find(context.Background(), Scope{ConsumerID: "c1", Operation: op, Key: key})
+	rec, err := r.store.find(context.Background(), scope{ConsumerID: "c1", Operation: op, Key: key})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -107,13 +107,13 @@ func (r *rig) tamper(key string, set map[string]any) {
 const doOp = "things.do"
 
 // do runs fn through Guard.Do for key, with the intent {"n":1}.
-func (r *rig) do(key string, fn func(ctx context.Context) (DoResult, error)) (DoResult, bool, error) {
-	return r.g.Do(context.Background(), Scope{ConsumerID: "c1", Operation: doOp, Key: key}, []byte(theIntent), fn)
+func (r *rig) do(key string, fn func(ctx context.Context) (Response, error)) (Response, bool, error) {
+	return r.g.Do(context.Background(), scope{ConsumerID: "c1", Operation: doOp, Key: key}, []byte(theIntent), fn)
 }
 
 // made is Do work that had its effect.
-func made(context.Context) (DoResult, error) {
-	return DoResult{Status: http.StatusCreated, Body: []byte("made")}, nil
+func made(context.Context) (Response, error) {
+	return Response{Status: http.StatusCreated, Body: []byte("made")}, nil
 }
 
 // seed inserts a record of consumer c1 for key, changed by mut first.
@@ -125,7 +125,7 @@ func seed(t *testing.T, s *Store, key string, mut func(*Record)) *Record {
 	if mut != nil {
 		mut(rec)
 	}
-	if _, ok, err := s.Reserve(context.Background(), rec); !ok {
+	if _, ok, err := s.reserve(context.Background(), rec); !ok {
 		t.Fatalf("seed %s: %v", key, err)
 	}
 	return rec
@@ -158,7 +158,7 @@ func TestReserveRetriesADuplicateWhoseRecordVanished(t *testing.T) {
 		dup := testdb.Inject(t, db.Gorm, "create", keysTable, nil, gorm.ErrDuplicatedKey)
 		dup.Arm(1)
 		var runs atomic.Int32
-		res, replayed, err := r.do("k", func(ctx context.Context) (DoResult, error) { runs.Add(1); return made(ctx) })
+		res, replayed, err := r.do("k", func(ctx context.Context) (Response, error) { runs.Add(1); return made(ctx) })
 		if err != nil || replayed || res.Status != http.StatusCreated || string(res.Body) != "made" {
 			t.Fatalf("Do = %+v, %v, %v; want the work run", res, replayed, err)
 		}
@@ -188,9 +188,9 @@ func TestThreeLostReservationRacesAreInProgress(t *testing.T) {
 				r := newRig(t, db)
 				lost := testdb.Inject(t, db.Gorm, "create", keysTable, nil, tt.err)
 				lost.Arm(testdb.Always)
-				_, _, err := r.do("k", func(context.Context) (DoResult, error) {
+				_, _, err := r.do("k", func(context.Context) (Response, error) {
 					t.Error("the work ran without a reservation")
-					return DoResult{}, nil
+					return Response{}, nil
 				})
 				if !errors.Is(err, ErrInProgress) {
 					t.Fatalf("Do = %v, want ErrInProgress", err)
@@ -230,9 +230,9 @@ func TestFailedTakeOverIsNotRecorded(t *testing.T) {
 				r.tamper("k", map[string]any{"status": StatusFailed, "locked_until": nil})
 				takeOver := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusProcessing), tt.err)
 				takeOver.Arm(1)
-				_, _, err := r.do("k", func(context.Context) (DoResult, error) {
+				_, _, err := r.do("k", func(context.Context) (Response, error) {
 					t.Error("the work ran though the take-over failed")
-					return DoResult{}, nil
+					return Response{}, nil
 				})
 				if errors.Is(err, ErrNotRecorded) != tt.notRecorded || !errors.Is(err, tt.err) {
 					t.Fatalf("Do = %v; want ErrNotRecorded %v, wrapping %v", err, tt.notRecorded, tt.err)
@@ -261,7 +261,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 		name    string
 		cipher  func(t *testing.T) Cipher
 		arm     func(db *testdb.DB, t *testing.T)
-		work    func(r *rig) func(context.Context) (DoResult, error)
+		work    func(r *rig) func(context.Context) (Response, error)
 		wantErr error
 		logged  string
 		lease   *time.Time // the record's lease after the settle; nil: the owner's own
@@ -270,23 +270,23 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 			arm: func(db *testdb.DB, t *testing.T) {
 				testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusCompleted), errInjected).Arm(1)
 			},
-			work: func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "settle idempotency record: injected failure"},
+			work: func(*rig) func(context.Context) (Response, error) { return made }, logged: "settle idempotency record: injected failure"},
 		{name: "the completion cannot be sealed",
 			cipher: func(t *testing.T) Cipher { return newSealFails(t) },
-			work:   func(*rig) func(context.Context) (DoResult, error) { return made }, logged: "encrypt the response body"},
+			work:   func(*rig) func(context.Context) (Response, error) { return made }, logged: "encrypt the response body"},
 		{name: "the release's write fails",
 			arm: func(db *testdb.DB, t *testing.T) {
 				testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
 			},
-			work: func(*rig) func(context.Context) (DoResult, error) {
-				return func(context.Context) (DoResult, error) { return DoResult{}, errBoom }
+			work: func(*rig) func(context.Context) (Response, error) {
+				return func(context.Context) (Response, error) { return Response{}, errBoom }
 			},
 			wantErr: errBoom, logged: "settle idempotency record: injected failure"},
 		{name: "the release finds its lease lost",
-			work: func(r *rig) func(context.Context) (DoResult, error) {
-				return func(context.Context) (DoResult, error) {
+			work: func(r *rig) func(context.Context) (Response, error) {
+				return func(context.Context) (Response, error) {
 					r.tamper("k", map[string]any{"locked_until": stolen}) // taken over meanwhile
-					return DoResult{Status: http.StatusConflict}, nil
+					return Response{Status: http.StatusConflict}, nil
 				}
 			},
 			logged: "idempotency lease lost", lease: &stolen},
@@ -333,7 +333,7 @@ func TestReleaseAfterAPanicFailingIsLogged(t *testing.T) {
 					t.Errorf("recover() = %v, want the work's panic", p)
 				}
 			}()
-			_, _, _ = r.do("k", func(context.Context) (DoResult, error) { panic("boom") })
+			_, _, _ = r.do("k", func(context.Context) (Response, error) { panic("boom") })
 		}()
 		r.wantLogged("idempotency release failed", "injected failure")
 		if r.outcome() != "released" {
@@ -347,15 +347,15 @@ func TestReleaseAfterAPanicFailingIsLogged(t *testing.T) {
 
 // stepsOp is an operation whose Run the test sets, run through its Do.
 type stepsOp struct {
-	run func(ctx context.Context, call Call) (Response, Outcome, error)
+	run func(ctx context.Context, x *Execution) (Response, error)
 }
 
 func (s *stepsOp) op() Operation[struct{}] {
 	return Operation[struct{}]{
 		Name: "things.steps",
-		Run:  func(ctx context.Context, call Call, _ struct{}) (Response, Outcome, error) { return s.run(ctx, call) },
-		Resume: func(context.Context, Call, *Record, bool) (Resumption, error) {
-			return Resumption{}, nil
+		Run:  func(ctx context.Context, x *Execution, _ struct{}) (Response, error) { return s.run(ctx, x) },
+		Resume: func(context.Context, *Execution, *Record, bool) (Response, bool, error) {
+			return Response{}, false, nil
 		},
 	}
 }
@@ -398,15 +398,15 @@ func TestStartedFailures(t *testing.T) {
 				s := &stepsOp{}
 				op := s.op()
 				r := newRig(t, db, op)
-				s.run = func(ctx context.Context, call Call) (Response, Outcome, error) {
+				s.run = func(ctx context.Context, x *Execution) (Response, error) {
 					tt.before(r, t)
-					if err := call.Started(ctx); err != nil {
-						return Response{}, Outcome{}, err
+					if err := x.Start(ctx); err != nil {
+						return Response{}, err
 					}
 					t.Error("the work went on past a failed Started")
-					return Response{Status: http.StatusCreated}, Outcome{}, nil
+					return Response{Status: http.StatusCreated}, nil
 				}
-				_, _, err := op.Do(context.Background(), r.g, Call{ConsumerID: "c1"}, "k", struct{}{}, nil)
+				_, _, err := op.Do(context.Background(), r.g, Caller{ConsumerID: "c1"}, "k", struct{}{}, nil)
 				if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.says) {
 					t.Fatalf("Do = %v, want %v saying %q", err, tt.want, tt.says)
 				}
@@ -434,24 +434,18 @@ func TestStartedFailures(t *testing.T) {
 func subjectOp(db *testdb.DB, before func(ctx context.Context)) Operation[string] {
 	return Operation[string]{
 		Name:    "things.create",
-		Bind:    func(_ echo.Context, body []byte) (string, []byte, error) { return string(body), nil, nil },
 		Subject: func(in string) string { return in },
-		Run: func(ctx context.Context, call Call, in string) (Response, Outcome, error) {
+		Run: func(ctx context.Context, x *Execution, in string) (Response, error) {
 			before(ctx)
-			resp := Response{Status: http.StatusCreated, Body: []byte("made " + in)}
 			now := utcNow()
-			err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-				if err := tx.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", in, in, now, now).Error; err != nil {
-					return err
-				}
-				return call.Complete(tx, resp, Outcome{})
+			return x.Finish(ctx, func(tx *gorm.DB) (Response, error) {
+				err := tx.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", in, in, now, now).Error
+				return Response{Status: http.StatusCreated, Body: []byte("made " + in)}, err
 			})
-			if err != nil {
-				return Response{}, Outcome{}, err
-			}
-			return resp, Outcome{Kept: true}, nil
 		},
-		Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil },
+		Resume: func(context.Context, *Execution, *Record, bool) (Response, bool, error) {
+			return Response{}, false, nil
+		},
 	}
 }
 
@@ -461,7 +455,7 @@ func serve(g *Guard, op Operation[string], key, body string) (*httptest.Response
 	e := echo.New()
 	var got error
 	e.HTTPErrorHandler = func(err error, c echo.Context) { got = err; _ = c.NoContent(http.StatusInternalServerError) }
-	e.POST("/things", op.Handler(g, headerCall))
+	e.POST("/things", op.Handler(g, headerCall, func(body []byte) (string, []byte, error) { return string(body), nil, nil }))
 	req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
 	if key != "" {
 		req.Header.Set(HeaderKey, key)
@@ -552,39 +546,17 @@ func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
 	}
 }
 
-// Outside the guard (a Call made by hand) the steps do nothing and need no
-// transaction: a domain's work runs the same with or without the layer.
-func TestStepsOutsideTheGuardDoNothing(t *testing.T) {
-	var c Call
-	if got := c.Intent(); got != "" {
-		t.Errorf("Intent() = %q, want none", got)
-	}
-	if err := c.Started(context.Background()); err != nil {
-		t.Errorf("Started = %v", err)
-	}
-	if err := c.Complete(nil, Response{Status: http.StatusCreated}, Outcome{}); err != nil {
-		t.Errorf("Complete = %v", err)
-	}
-	if err := c.Supersede(nil, "op", "subject"); err != nil {
-		t.Errorf("Supersede = %v", err)
-	}
-}
-
-// The owner's refusals say so to the domain (CallerRefusal), wrapped or not,
-// so that it rolls its writes back and answers them rather than taking them
-// for an unknown outcome; the store's other failures do not.
-func TestOwnerRefusalsAreCallerRefusals(t *testing.T) {
-	refusal := func(err error) bool {
-		var r interface{ CallerRefusal() bool }
-		return errors.As(err, &r) && r.CallerRefusal()
-	}
+// The owner's refusals are told apart, wrapped or not, so that the
+// operation rolls its writes back and answers them rather than taking them
+// for an unknown outcome; the store's other failures are not refusals.
+func TestOwnerRefusalsAreRefusals(t *testing.T) {
 	for _, err := range []error{ErrSuperseded, ErrLeaseLost, fmt.Errorf("complete: %w", ErrLeaseLost)} {
-		if !refusal(err) || !isRefusal(err) {
+		if !isRefusal(err) {
 			t.Errorf("%v is not a caller's refusal", err)
 		}
 	}
 	for _, err := range []error{ErrNotRecorded, ErrInProgress, errInjected} {
-		if refusal(err) || isRefusal(err) {
+		if isRefusal(err) {
 			t.Errorf("%v is taken for a caller's refusal", err)
 		}
 	}
@@ -615,7 +587,7 @@ func TestUnreadableStoredHeaders(t *testing.T) {
 		if err := db.Gorm.Model(&Record{}).Where("idempotency_key = ?", "k").Update("response_headers", nil).Error; err != nil {
 			t.Fatal(err)
 		}
-		rec, _ := h.store.Find(context.Background(), Scope{"c1", "things.store", "k"})
+		rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"})
 		in, err := h.store.Intent(context.Background(), "c1", rec.Ref())
 		if err != nil || in.Result == nil || in.Result.Status != http.StatusCreated || in.Result.Location != "" {
 			t.Errorf("Intent = %+v, %v; want the 201 with no Location", in, err)
@@ -629,11 +601,13 @@ func TestKeylessReservationRacedTwiceIsNotRun(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		var runs atomic.Int32
 		op := Operation[string]{Name: "things.create",
-			Run: func(context.Context, Call, string) (Response, Outcome, error) {
+			Run: func(context.Context, *Execution, string) (Response, error) {
 				runs.Add(1)
-				return Response{Status: http.StatusCreated}, Outcome{}, nil
+				return Response{Status: http.StatusCreated}, nil
 			},
-			Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil }}
+			Resume: func(context.Context, *Execution, *Record, bool) (Response, bool, error) {
+				return Response{}, false, nil
+			}}
 		r := newRig(t, db, op)
 		dup := testdb.Inject(t, db.Gorm, "create", keysTable, nil, gorm.ErrDuplicatedKey)
 		dup.Arm(testdb.Always)
@@ -706,10 +680,10 @@ func TestClosedGroupCommitRefusesTheWrite(t *testing.T) {
 	lease := now.Add(time.Minute)
 	rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 		LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, ok, err := s.Reserve(context.Background(), rec); ok || !errors.Is(err, database.ErrGroupClosed) {
+	if _, ok, err := s.reserve(context.Background(), rec); ok || !errors.Is(err, database.ErrGroupClosed) {
 		t.Errorf("Reserve = %v, %v; want ErrGroupClosed", ok, err)
 	}
-	if found, err := s.Find(context.Background(), rec.scope()); found != nil || err != nil {
+	if found, err := s.find(context.Background(), rec.scope()); found != nil || err != nil {
 		t.Errorf("Find = %+v, %v; want no record", found, err)
 	}
 }

@@ -24,19 +24,20 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 		store := NewStore(db.Gorm, testCipher(t))
 		op := Operation[struct{}]{
 			Name: "things.store",
-			Bind: func(_ echo.Context, body []byte) (struct{}, []byte, error) {
-				binds.Add(1)
-				return struct{}{}, Canonical(body), nil
-			},
-			Run: func(context.Context, Call, struct{}) (Response, Outcome, error) {
+			Run: func(context.Context, *Execution, struct{}) (Response, error) {
 				return Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`),
-					Headers: map[string]string{echo.HeaderLocation: "/things/1", echo.HeaderContentType: echo.MIMEApplicationJSON}}, Outcome{}, nil
+					Headers: map[string]string{echo.HeaderLocation: "/things/1", echo.HeaderContentType: echo.MIMEApplicationJSON}}, nil
 			},
-			Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil },
+			Resume: func(context.Context, *Execution, *Record, bool) (Response, bool, error) {
+				return Response{}, false, nil
+			},
 		}
 		g := newTestGuard(t, Config{Store: store, TTL: time.Hour, LockTimeout: time.Minute}, op)
 		e := echo.New()
-		e.POST("/things", op.Handler(g, headerCall))
+		e.POST("/things", op.Handler(g, headerCall, func(body []byte) (struct{}, []byte, error) {
+			binds.Add(1)
+			return struct{}{}, Canonical(body), nil
+		}))
 		post := func(body string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
 			req.Header.Set(HeaderKey, "k1")
@@ -72,7 +73,7 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 		if old.Code != http.StatusCreated || old.Header().Get(echo.HeaderLocation) != "/things/1" || binds.Load() != before+1 {
 			t.Errorf("old record: %d Location %q, %d binds; want a parsed replay with its headers", old.Code, old.Header().Get(echo.HeaderLocation), binds.Load()-before)
 		}
-		rec, err := store.Find(context.Background(), Scope{"c1", "things.store", "k1"})
+		rec, err := store.find(context.Background(), scope{"c1", "things.store", "k1"})
 		if err != nil || rec == nil {
 			t.Fatal(rec, err)
 		}
@@ -103,7 +104,7 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		ctx := context.Background()
 		store := NewStore(db.Gorm, testCipher(t))
-		sc := Scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
+		sc := scope{ConsumerID: "c1", Operation: "things.store", Key: "k1"}
 		prefetch := func(store *Store) lookup {
 			t.Helper()
 			p := &Prefetch{store: store, operation: sc.Operation, key: sc.Key}
@@ -121,14 +122,14 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		hash, ref, lease := "h1", "site_1", now.Add(time.Minute)
 		rec := &Record{ConsumerID: sc.ConsumerID, Operation: sc.Operation, Key: sc.Key, RequestHash: "r", BodyHash: &hash,
 			Status: StatusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if _, ok, err := store.Reserve(ctx, rec); err != nil || !ok {
+		if _, ok, err := store.reserve(ctx, rec); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		resp := Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`), Headers: map[string]string{echo.HeaderLocation: "/things/1"}}
-		if err := store.Complete(ctx, rec, resp, Outcome{ExternalRef: ref}, now); err != nil {
+		resp := Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`), Headers: map[string]string{echo.HeaderLocation: "/things/1"}, ExternalRef: ref}
+		if err := store.complete(ctx, rec, resp, now); err != nil {
 			t.Fatal(err)
 		}
-		full, err := store.Find(ctx, sc)
+		full, err := store.find(ctx, sc)
 		if err != nil || full == nil {
 			t.Fatal(full, err)
 		}

@@ -1,16 +1,13 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -21,7 +18,7 @@ const (
 	HeaderReplayed = "Idempotent-Replayed"
 )
 
-// Errors the middleware answers with; app/http maps each to its status and code.
+// Errors the guard answers with; app/http maps each to its status and code.
 var (
 	ErrKeyInvalid = errors.New("idempotency key invalid")   // 400 idempotency_key_invalid
 	ErrKeyMissing = errors.New("idempotency key missing")   // 400 idempotency_key_missing
@@ -36,7 +33,8 @@ var (
 	// its work began (the database failed), so nothing was done: the client
 	// retries. 503.
 	ErrNotRecorded = errors.New("intent could not be recorded; nothing was done")
-	// ErrBodyUnreadable wraps a failure to read the request body. 400.
+	// ErrBodyUnreadable wraps a failure to read the request body (the
+	// route reads it for Serve). 400.
 	ErrBodyUnreadable = errors.New("request body unreadable")
 	// ErrDiscarded answers a retry of an intent an operator discarded:
 	// nothing is executed until its key expires. 409.
@@ -89,33 +87,25 @@ func New(cfg Config) (*Guard, error) {
 	return &Guard{cfg: cfg}, nil
 }
 
-// key returns the request's Idempotency-Key: 1–255 visible ASCII characters,
-// given once, or what keyFrom takes from the request when the operation's
-// intent is named by its URL, by the same rule: the column is ASCII, and
-// MySQL compares it with anything else by raising an error. "" means none
-// was given (and none is required).
-func (g *Guard) key(c echo.Context, keyFrom func(echo.Context) string) (string, error) {
-	if keyFrom != nil {
-		if key := keyFrom(c); validKey(key) {
-			return key, nil
-		}
-		return "", ErrKeyInvalid
-	}
-	vals := c.Request().Header.Values(HeaderKey)
-	if len(vals) == 0 {
+// HeaderKey is the key an Idempotency-Key header's values give: the one
+// value, 1–255 visible ASCII characters (the column is ASCII, and MySQL
+// compares it with anything else by raising an error), not one the server
+// would make; "" when none was given and none is required.
+func (g *Guard) HeaderKey(values []string) (string, error) {
+	if len(values) == 0 {
 		if g.cfg.Required {
 			return "", ErrKeyMissing
 		}
 		return "", nil
 	}
-	if len(vals) > 1 || !validKey(vals[0]) || strings.HasPrefix(vals[0], autoPrefix) {
+	if len(values) > 1 || !validKey(values[0]) || strings.HasPrefix(values[0], autoPrefix) {
 		return "", ErrKeyInvalid
 	}
-	return vals[0], nil
+	return values[0], nil
 }
 
 // validKey reports whether key is a key the layer accepts: 1–255 visible
-// ASCII characters (the column is ASCII). The one rule for the header and Do.
+// ASCII characters (the column is ASCII). The one rule for every key.
 func validKey(key string) bool {
 	if len(key) == 0 || len(key) > 255 {
 		return false
@@ -128,23 +118,9 @@ func validKey(key string) bool {
 	return true
 }
 
-// readBody reads the body for the fingerprint and puts it back for the handler.
-func readBody(c echo.Context) ([]byte, error) {
-	req := c.Request()
-	if req.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(req.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
-	}
-	req.Body = io.NopCloser(bytes.NewReader(b))
-	return b, nil
-}
-
 // makeRecord is the record a new execution of an intent reserves: processing,
 // under a lease that starts now.
-func (g *Guard) makeRecord(sc Scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
+func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
 	now := g.now()
 	lease := now.Add(g.cfg.LockTimeout)
 	id := ulid.Make().String()
@@ -190,8 +166,8 @@ type lookup struct {
 }
 
 // lookup reads the record of a scope, once, before the body is parsed.
-func (g *Guard) lookup(ctx context.Context, sc Scope) lookup {
-	rec, err := g.cfg.Store.Find(ctx, sc)
+func (g *Guard) lookup(ctx context.Context, sc scope) lookup {
+	rec, err := g.cfg.Store.find(ctx, sc)
 	return lookup{done: true, rec: rec, err: err}
 }
 
@@ -204,38 +180,21 @@ func (l lookup) replayable(hash string, now func() time.Time) bool {
 		r.BodyHash != nil && *r.BodyHash == hash && !r.expired(now())
 }
 
-// Note is what the guard decided for one request, for the request's one
-// log line: a digest of the key, never the key itself.
-type Note struct {
-	ConsumerID string
-	Operation  string
-	Outcome    string // executed, replayed, in_progress, mismatch, pending, released, taken_over, not_kept, superseded, discarded
-	VendorRef  string // the reference the vendor knows the intent by, when one is known
-	keyDigest  keyDigest
-}
-
-// note counts a decision on r and returns it as the request's Note.
-func (g *Guard) note(r *Record, outcome string) Note {
+// note counts a decision on r and returns it as the request's log
+// attributes (consumer_id, operation, key_digest, outcome, vendor_ref): a
+// digest of the key, never the key itself. The outcome is one of executed,
+// replayed, in_progress, mismatch, pending, released, taken_over, not_kept,
+// superseded, discarded.
+func (g *Guard) note(r *Record, outcome string) []slog.Attr {
 	g.cfg.Observe(r.Operation, outcome)
-	return Note{ConsumerID: r.ConsumerID, Operation: r.Operation, Outcome: outcome,
-		VendorRef: deref(r.ExternalRef), keyDigest: keyDigest{store: g.cfg.Store, key: r.Key}}
-}
-
-// LogAttrs are the Note as log attributes (consumer_id, operation,
-// key_digest, outcome, vendor_ref); nil for a request the guard did not
-// decide (refused before its key was read).
-func (n Note) LogAttrs() []slog.Attr {
-	if n.Outcome == "" {
-		return nil
-	}
 	attrs := []slog.Attr{
-		slog.String("consumer_id", n.ConsumerID),
-		slog.String("operation", n.Operation),
-		slog.Any("key_digest", n.keyDigest),
-		slog.String("outcome", n.Outcome),
+		slog.String("consumer_id", r.ConsumerID),
+		slog.String("operation", r.Operation),
+		slog.Any("key_digest", keyDigest{store: g.cfg.Store, key: r.Key}),
+		slog.String("outcome", outcome),
 	}
-	if n.VendorRef != "" {
-		attrs = append(attrs, slog.String("vendor_ref", n.VendorRef))
+	if ref := deref(r.ExternalRef); ref != "" {
+		attrs = append(attrs, slog.String("vendor_ref", ref))
 	}
 	return attrs
 }

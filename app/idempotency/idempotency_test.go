@@ -34,7 +34,7 @@ func newHarness(t testing.TB, db *testdb.DB) *harness {
 func newHarnessWith(t testing.TB, db *testdb.DB, c Cipher) *harness {
 	t.Helper()
 	h := &harness{t: t, e: echo.New(), store: NewStore(db.Gorm, c)}
-	op := testOperation("things.store", func(ctx context.Context) (Response, Outcome, error) {
+	op := testOperation("things.store", func(ctx context.Context) (Response, error) {
 		h.runs.Add(1)
 		return h.run(ctx)
 	})
@@ -65,11 +65,11 @@ func (h *harness) post(key, body string) *httptest.ResponseRecorder {
 func TestPanicReleasesTheKey(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		h := newHarness(t, db)
-		h.run = func(context.Context) (Response, Outcome, error) { panic("boom") }
+		h.run = func(context.Context) (Response, error) { panic("boom") }
 		if got := h.post("k", `{}`).Code; got != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", got)
 		}
-		if rec, _ := h.store.Find(context.Background(), Scope{"c1", "things.store", "k"}); rec == nil || rec.Status != StatusAbandoned {
+		if rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"}); rec == nil || rec.Status != StatusAbandoned {
 			t.Fatalf("after a panic the record is %+v, want it kept abandoned (its fingerprint alone)", rec)
 		}
 		h.run = text(http.StatusCreated, "made")
@@ -128,10 +128,10 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 		past := now.Add(-time.Second)
 		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 			LockedUntil: &past, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if _, ok, err := s.Reserve(ctx, rec); !ok || err != nil {
+		if _, ok, err := s.reserve(ctx, rec); !ok || err != nil {
 			t.Fatalf("Reserve = %v, %v", ok, err)
 		}
-		read, _ := s.Find(ctx, rec.scope())
+		read, _ := s.find(ctx, rec.scope())
 		var wins atomic.Int32
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -154,7 +154,7 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 		if wins.Load() != 1 {
 			t.Fatalf("%d contenders won the take-over, want exactly 1", wins.Load())
 		}
-		after, _ := s.Find(ctx, rec.scope())
+		after, _ := s.find(ctx, rec.scope())
 		if after.Attempts != 2 || !after.LockedUntil.After(now) {
 			t.Errorf("after take-over: attempts %d lease %v", after.Attempts, after.LockedUntil)
 		}

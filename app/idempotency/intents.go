@@ -176,21 +176,16 @@ var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
 // an operator; an abandoned one for a client's retry that may never come).
 var Discardable = []string{StatusFailed, StatusAbandoned}
 
-// Discard settles a failed or abandoned intent for good, on behalf of by,
-// for reason (trimmed; required, 1 to audit.MaxReason characters of valid
-// UTF-8, else an *audit.ValidationError): it becomes discarded, and its
-// intent.discarded audit event, with the reason, commits with the change.
-// The update is conditional on the status, so a reconciler or a retry that
-// took the intent over first wins, and the discard is ErrNotDiscardable, as
-// it is for an intent in any other status (nothing changes). An intent of
-// one of the operations retryOnly names (Operations.RetryOnly) is never
-// discarded: ErrRetryOnly, and nothing changes.
-func (s *Store) Discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time, retryOnly ...string) (Intent, error) {
-	return s.discard(ctx, by, id, reason, now, Discardable, nil, retryOnly...)
-}
-
-// discard is Discard from the statuses from, and only while the intent's
-// lease is lease when it is not nil (a discard that claimed it first).
+// discard settles an intent in one of the statuses from (Discardable, or
+// processing under lease when lease is not nil: a discard that claimed it
+// first) for good, on behalf of by, for reason (trimmed; required, 1 to
+// audit.MaxReason characters of valid UTF-8, else an *audit.ValidationError):
+// it becomes discarded, and its intent.discarded audit event, with the
+// reason, commits with the change. The update is conditional on the status,
+// so a reconciler or a retry that took the intent over first wins, and the
+// discard is ErrNotDiscardable, as it is for an intent in any other status
+// (nothing changes). An intent of one of the operations retryOnly names is
+// never discarded: ErrRetryOnly, and nothing changes.
 func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time, from []string, lease *time.Time, retryOnly ...string) (Intent, error) {
 	reason, err := audit.Reason(reason)
 	if err != nil {
@@ -279,4 +274,164 @@ func (s *Store) FailedCount(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count failed intents: %w", err)
 	}
 	return n, nil
+}
+
+// StatusCounts returns how many intents are in each status, every status
+// of Statuses present (zero included): the operator console's dashboard.
+// It is one GROUP BY over the status column, which the intents' status
+// index serves.
+func (s *Store) StatusCounts(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	err := s.db.WithContext(ctx).Model(&Record{}).Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count intents by status: %w", err)
+	}
+	counts := make(map[string]int64, len(Statuses))
+	for _, st := range Statuses {
+		counts[st] = 0
+	}
+	for _, r := range rows {
+		counts[r.Status] = r.N
+	}
+	return counts, nil
+}
+
+// Discard settles a failed or abandoned intent for good, on behalf of by,
+// for reason (see discard for its errors), after its operation's
+// BeforeDiscard has made sure the vendor keeps nothing for it that nobody
+// holds, when its work may have reached the vendor. For that while the
+// intent is claimed (processing, under a lease), so that neither a client's
+// retry (409 request_in_progress) nor the reconciler can run it between
+// the vendor's check and the discard. When BeforeDiscard fails the intent
+// is put back as it was and its error returned (the vendor could not be
+// asked: nothing changed). The claim marks the intent as never started
+// (phase reserved; put back as it was): a crash while it is claimed leaves
+// it processing, and the reconciler then abandons it once its lease ends,
+// as it does any intent the vendor never heard of, rather than resume the
+// create the discard was meant to end (its site, if the crash came before
+// the delete, is one no license holds: drift reports it). A client's retry
+// with its key and body may take it over then, as any abandoned intent.
+func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) (Intent, error) {
+	s, retryOnly := g.cfg.Store, g.cfg.Operations.RetryOnly()
+	if _, err := audit.Reason(reason); err != nil {
+		return Intent{}, err
+	}
+	rec, err := s.discardable(ctx, id)
+	if err != nil {
+		return Intent{}, err
+	}
+	op, _ := g.cfg.Operations.lookup(rec.Operation)
+	check := op.beforeDiscard
+	if check == nil || !rec.mayHaveStarted() || !slices.Contains(Discardable, rec.Status) || slices.Contains(retryOnly, rec.Operation) {
+		return s.discard(ctx, by, id, reason, g.now(), Discardable, nil, retryOnly...)
+	}
+	if err := by.Check(); err != nil {
+		return Intent{}, err
+	}
+	busy, err := s.subjectBusy(ctx, rec)
+	if err != nil {
+		return Intent{}, err
+	}
+	if busy {
+		return Intent{}, ErrSubjectBusy
+	}
+	now := g.now()
+	lease := now.Add(g.cfg.LockTimeout)
+	won, err := s.claimForDiscard(ctx, rec, lease, now)
+	if err != nil {
+		return Intent{}, err
+	}
+	if !won { // taken over, or changed, since it was read
+		in, err := s.Intent(ctx, "", id)
+		if err != nil {
+			return Intent{}, err
+		}
+		return in, ErrNotDiscardable
+	}
+	work, cancel := detach(ctx, workDeadline(lease, now, g.cfg.LockTimeout))
+	defer cancel()
+	if err := check(work, rec); err != nil {
+		g.putBack(ctx, rec, lease)
+		return Intent{}, err
+	}
+	in, err := s.discard(ctx, by, id, reason, g.now(), []string{StatusProcessing}, &lease, retryOnly...)
+	if err != nil { // the discard and its event did not commit: the intent is as it was
+		g.putBack(ctx, rec, lease)
+	}
+	return in, err
+}
+
+// putBack gives back an intent Discard claimed and did not discard, as it
+// was; one whose claim was lost meanwhile is its new owner's.
+func (g *Guard) putBack(ctx context.Context, rec *Record, lease time.Time) {
+	put, cancel := settleContext(ctx)
+	defer cancel()
+	if err := g.cfg.Store.unclaim(put, rec, lease); err != nil && !errors.Is(err, ErrLeaseLost) {
+		g.cfg.Log.Error("put back an intent whose discard failed", "intent", rec.Ref(), "error", err)
+	}
+}
+
+// subjectBusy reports whether another intent of read's operation for the
+// same subject, of any consumer, is open (pending or processing): the
+// vendor's site for that subject may be its own.
+func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
+	if read.Subject == nil {
+		return false, nil
+	}
+	var n int64
+	err := s.db.WithContext(ctx).Model(&Record{}).Where("operation = ? AND subject = ? AND id <> ? AND status IN ?",
+		read.Operation, *read.Subject, read.ID, []string{StatusPending, StatusProcessing}).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("find the open intents of the subject: %w", err)
+	}
+	return n > 0, nil
+}
+
+// discardable reads the intent id with everything its operation's
+// BeforeDiscard may need (its subject, phase and stored request).
+func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
+	var r Record
+	err := s.db.WithContext(ctx).Where("public_id = ?", id).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrIntentNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find intent: %w", err)
+	}
+	if err := s.openRequest(&r); err != nil {
+		r.RequestBody, r.sealedErr = nil, err
+	}
+	return &r, nil
+}
+
+// claimForDiscard makes read processing under lease, as it was read: false
+// when it changed meanwhile.
+func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
+	res := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
+			Updates(map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
+	})
+	if res.Error != nil {
+		return false, fmt.Errorf("claim intent for discard: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// unclaim puts back what claimForDiscard changed on read, while the claim
+// under lease is still held.
+func (s *Store) unclaim(ctx context.Context, read *Record, lease time.Time) error {
+	res := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, StatusProcessing, &lease).
+			Updates(map[string]any{"status": read.Status, "phase": read.Phase, "locked_until": read.LockedUntil, "updated_at": read.UpdatedAt})
+	})
+	if res.Error != nil {
+		return fmt.Errorf("put back intent: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
 }

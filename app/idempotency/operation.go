@@ -4,63 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
-
-	"github.com/labstack/echo/v4"
 )
 
-// Call is who asks for an operation's work: what the work knows of its
-// request beyond the input. The HTTP layer makes it from the principal; a
-// Do caller (a webhook, a job) makes its own.
-type Call struct {
-	ConsumerID string // scopes the key
-	TokenID    string // the token that asked, "" for none
-	RequestID  string // the request's id, kept as the record's correlation id
-	owner      *owner // the record the work executes under (Started, Complete); nil outside the guard
-}
-
-// Operation is a guarded write, declared once where its domain lives: its
-// name, how it binds its input, how it runs, and how a pending one is
-// resumed. The same value mounts its route (Serve), runs a call that is not
-// a request (Do), and is what the reconciler resumes by its name.
+// Operation is a guarded write, declared once: its name, how it runs as
+// atomic phases (Execution), and how a pending intent of it is resumed.
+// The same value serves its route (Serve), runs a call that is not a
+// request (Do), and is what the reconciler resumes by its name.
 type Operation[In any] struct {
 	// Name names the operation in records, logs and metrics
 	// ("licenses.store"). Unique among the application's operations.
 	Name string
-	// Key, when set, takes the intent's key from the request itself, for an
-	// operation whose intent the URL names (a revoke: the license's id); the
-	// Idempotency-Key header is then not read.
-	Key func(c echo.Context) string
-	// Bind parses and validates the request body, once: the input Run is
-	// handed, and the canonical form of just the fields that make the intent
-	// (its fingerprint), so that volatile metadata a client adds does not
-	// turn a retry into a conflict. A nil intent is the whole canonical body.
-	// An error is the answer as it is, given before any record is made. Nil
-	// Bind: the zero input, and the whole canonical body as the intent.
-	Bind func(c echo.Context, body []byte) (in In, intent []byte, err error)
 	// Subject, when set, names what an intent is about within its consumer
-	// (a create: its domain). Once an intent completes (Call.Complete), the
-	// consumer's older open intents of the operation about the same subject
-	// are superseded: settled, never executed.
+	// (a create: its domain). Once an intent finishes, the consumer's older
+	// open intents of the operation about the same subject are superseded:
+	// settled, never executed.
 	Subject func(in In) string
 	// Run does the work as the intent's owner, detached from the client and
-	// within the work budget of the lease. Before it may reach the vendor it
-	// calls call.Started (the recovery point); it completes the record in the
-	// transaction of its local writes (call.Complete) and says so with
-	// Outcome.Kept, or leaves a 2xx Response to be stored after it. An
-	// Outcome with NoEffect is answered, not stored; an error that says the
-	// outcome is unknown (OutcomeUnknown) keeps the intent pending; any other
-	// error or status had no effect and stores nothing (the key keeps its
-	// fingerprint: the same request runs again for real). The Outcome is kept
-	// with the record, even beside an error (a pending intent is known by it).
-	Run func(ctx context.Context, call Call, in In) (Response, Outcome, error)
+	// within the work budget of the lease, through x's phases: x.Start
+	// before it may reach the vendor, x.Finish to commit its local writes
+	// with its answer. A 2xx answer it did not Finish is stored after it,
+	// unless it says NoEffect (answered, not stored); an error that says the
+	// outcome is unknown (OutcomeUnknown) keeps the intent pending; any
+	// other error or status had no effect and stores nothing (the key keeps
+	// its fingerprint: the same request runs again for real). What the
+	// answer names (ResourceType, ResourceID, ExternalRef) is kept with the
+	// record even beside an error: a pending intent is known by it.
+	Run func(ctx context.Context, x *Execution, in In) (Response, error)
 	// Resume finishes, for the reconciler, an intent of this operation whose
 	// work may have reached the vendor (pending, or its owner died after
-	// Started), from its record; call completes it as Run's does. Required:
-	// an intent that can be pending must be finishable. An error wrapping
-	// ErrSuperseded settles it as superseded.
-	Resume func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
+	// Start), from its record, through x's phases as Run does; done false:
+	// nothing found yet, and mayCreate was false. Required: an intent that
+	// can be pending must be finishable. An error wrapping ErrSuperseded
+	// settles it as superseded, one wrapping ErrAbandon fails it for good.
+	Resume func(ctx context.Context, x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error)
 	// RetryOnly says an operator may retry a failed intent of it but never
 	// discard it: repeating it is always safe, and its resource waits on it
 	// (a revoke's license stays revoking until the revoke ends).
@@ -73,82 +52,63 @@ type Operation[In any] struct {
 	BeforeDiscard func(ctx context.Context, rec *Record) error
 }
 
-// Declared is an Operation of any input type, as the guard, the reconciler
-// and the metrics see it. Only Operation implements it.
-type Declared interface {
+// AnyOperation is an Operation of any input type, as the guard, the
+// reconciler and the metrics list them. Only Operation implements it.
+type AnyOperation interface {
 	// OperationName is the operation's Name.
 	OperationName() string
-	check() error
-	resumer() Resumer
-	retryOnly() bool
-	beforeDiscard() func(ctx context.Context, rec *Record) error
+	declared() declared
 }
 
-// OperationName implements Declared.
+// OperationName implements AnyOperation.
 func (op Operation[In]) OperationName() string { return op.Name }
 
-func (op Operation[In]) check() error {
+// declared is what the guard and the reconciler keep of an operation.
+type declared struct {
+	name          string
+	ok            error // nil: the declaration can be served
+	resume        func(ctx context.Context, x *Execution, rec *Record, mayCreate bool) (Response, bool, error)
+	retryOnly     bool
+	beforeDiscard func(ctx context.Context, rec *Record) error
+}
+
+func (op Operation[In]) declared() declared {
+	d := declared{name: op.Name, resume: op.Resume, retryOnly: op.RetryOnly, beforeDiscard: op.BeforeDiscard}
 	switch {
 	case op.Name == "":
-		return errors.New("an operation has no name")
+		d.ok = errors.New("an operation has no name")
 	case op.Run == nil:
-		return fmt.Errorf("operation %q has no Run", op.Name)
+		d.ok = fmt.Errorf("operation %q has no Run", op.Name)
 	case op.Resume == nil:
-		return fmt.Errorf("operation %q has no Resume: a pending intent of it could never be finished", op.Name)
+		d.ok = fmt.Errorf("operation %q has no Resume: a pending intent of it could never be finished", op.Name)
 	}
-	return nil
-}
-
-func (op Operation[In]) resumer() Resumer { return resumeFunc(op.Resume) }
-
-func (op Operation[In]) retryOnly() bool { return op.RetryOnly }
-
-func (op Operation[In]) beforeDiscard() func(ctx context.Context, rec *Record) error {
-	return op.BeforeDiscard
-}
-
-// resumeFunc adapts an Operation's Resume to the Resumer interface.
-type resumeFunc func(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
-
-// Resume implements Resumer.
-func (f resumeFunc) Resume(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error) {
-	return f(ctx, call, rec, mayCreate)
+	return d
 }
 
 // Operations is the application's one list of guarded operations: the
 // guard serves only these, the reconciler resumes them by name, and the
 // metrics label by their names.
 type Operations struct {
-	names     []string
-	resumers  map[string]Resumer
-	retryOnly []string
-	// beforeDiscard are the operations' BeforeDiscard, by name, for those
-	// that have one.
-	beforeDiscard map[string]func(ctx context.Context, rec *Record) error
+	names  []string
+	byName map[string]declared
 }
 
 // NewOperations checks and lists the application's operations. Every one
 // needs a name no other has, a Run and a Resume; an error names the first
 // that has not, so that a wiring mistake stops the process at start-up, not
 // an intent an hour later.
-func NewOperations(ops ...Declared) (*Operations, error) {
-	o := &Operations{resumers: make(map[string]Resumer, len(ops)), beforeDiscard: map[string]func(context.Context, *Record) error{}}
+func NewOperations(ops ...AnyOperation) (*Operations, error) {
+	o := &Operations{byName: make(map[string]declared, len(ops))}
 	for _, op := range ops {
-		if err := op.check(); err != nil {
-			return nil, err
+		d := op.declared()
+		if d.ok != nil {
+			return nil, d.ok
 		}
-		name := op.OperationName()
-		if _, dup := o.resumers[name]; dup {
-			return nil, fmt.Errorf("operation %q is declared twice", name)
+		if _, dup := o.byName[d.name]; dup {
+			return nil, fmt.Errorf("operation %q is declared twice", d.name)
 		}
-		o.names = append(o.names, name)
-		o.resumers[name] = op.resumer()
-		if op.retryOnly() {
-			o.retryOnly = append(o.retryOnly, name)
-		}
-		if f := op.beforeDiscard(); f != nil {
-			o.beforeDiscard[name] = f
-		}
+		o.names = append(o.names, d.name)
+		o.byName[d.name] = d
 	}
 	return o, nil
 }
@@ -158,15 +118,23 @@ func (o *Operations) Names() []string { return slices.Clone(o.names) }
 
 // RetryOnly are the names of the operations whose intents an operator may
 // retry but never discard (Operation.RetryOnly), as Store.Discard takes them.
-func (o *Operations) RetryOnly() []string { return slices.Clone(o.retryOnly) }
-
-// resumer is the Resumer of the operation named name.
-func (o *Operations) resumer(name string) (Resumer, bool) {
-	if o == nil {
-		return nil, false
+func (o *Operations) RetryOnly() []string {
+	var out []string
+	for _, name := range o.names {
+		if o.byName[name].retryOnly {
+			out = append(out, name)
+		}
 	}
-	r, ok := o.resumers[name]
-	return r, ok
+	return out
+}
+
+// lookup is the declaration of the operation named name.
+func (o *Operations) lookup(name string) (declared, bool) {
+	if o == nil {
+		return declared{}, false
+	}
+	d, ok := o.byName[name]
+	return d, ok
 }
 
 // Operations are the operations g serves.
@@ -175,141 +143,126 @@ func (g *Guard) Operations() *Operations { return g.cfg.Operations }
 // MustServe panics unless op is one of g's operations: a route mounted for
 // an operation the application did not declare is a wiring mistake, found
 // when the routes are built, not when an intent of it waits for a resumer.
-func (g *Guard) MustServe(op Declared) {
-	if _, ok := g.cfg.Operations.resumer(op.OperationName()); !ok {
+func (g *Guard) MustServe(op AnyOperation) {
+	if _, ok := g.cfg.Operations.lookup(op.OperationName()); !ok {
 		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", op.OperationName()))
 	}
 }
 
-// Handler is op's route handler on g, for a caller that has its Call and
-// nothing to note (tests, small servers); app/http uses Serve.
-func (op Operation[In]) Handler(g *Guard, call func(echo.Context) Call) echo.HandlerFunc {
-	g.MustServe(op)
-	return func(c echo.Context) error {
-		_, err := op.Serve(g, c, call(c), nil)
-		return err
-	}
+// Request is one HTTP request for an operation, in plain values: who asks,
+// the route it came by (its method and pattern, which the fingerprint
+// takes), its key ("" for none; see Guard.HeaderKey) and its body.
+// Prefetch, when not nil, is its record as its token row's statement read
+// it; Serve uses it in place of its own first read when it was read for
+// this request's scope.
+type Request struct {
+	Caller
+	Method   string
+	Route    string
+	Key      string
+	Body     []byte
+	Prefetch *Prefetch
 }
 
-// Serve runs one request for op through the guard: the key and the body
-// are read, a retry with the same bytes is replayed at once, the body is
-// bound once, the intent is reserved (or the existing record answered), Run
-// runs as its owner and its response is written and settled. It returns
-// what the guard decided, for the request's log line, and the error the
-// error boundary answers with (nil: a response was written). pre, when not
-// nil, is the request's record as its token row's statement read it
-// (Prefetch); Serve uses it in place of its own first read when it was read
-// for this request's scope.
-func (op Operation[In]) Serve(g *Guard, c echo.Context, call Call, pre *Prefetch) (Note, error) {
-	key, err := g.key(c, op.Key)
-	if err != nil {
-		return Note{}, err
+// Serve runs one request for op through the guard: a retry with the same
+// bytes is replayed at once, the body is bound once (bind: the input, and
+// the canonical form of just the fields that make the intent, its
+// fingerprint; a nil intent is the whole canonical body; an error is the
+// answer as it is, given before any record is made), the intent is
+// reserved (or the existing record answered), Run runs as its owner and
+// the record is settled. It returns the answer to write (a replay's carries
+// Idempotent-Replayed), what the guard decided as log attributes for the
+// request's line (nil when it decided nothing), and the error the error
+// boundary answers with instead.
+func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind func(body []byte) (In, []byte, error)) (Response, []slog.Attr, error) {
+	if r.Key != "" && !validKey(r.Key) {
+		return Response{}, nil, ErrKeyInvalid
 	}
-	body, err := readBody(c)
-	if err != nil {
-		return Note{}, err
-	}
-	req := c.Request()
-	hash := bodyHash(req.Method, c.Path(), body)
-	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
+	hash := bodyHash(r.Method, r.Route, r.Body)
+	sc := scope{ConsumerID: r.ConsumerID, Operation: op.Name, Key: r.Key}
 	var prior lookup
-	if key != "" {
-		fast, prefetched := pre.lookup(sc)
+	if r.Key != "" {
+		fast, prefetched := r.Prefetch.lookup(sc)
 		if !prefetched {
-			fast = g.lookup(req.Context(), sc) // the whole record
+			fast = g.lookup(ctx, sc) // the whole record
 		}
 		if fast.replayable(hash, g.now) {
 			// The fast path of a retry: the same bytes as the first
 			// execution, so the same intent; nothing to parse.
-			return g.note(fast.rec, "replayed"), replay(c, fast.rec)
+			resp, err := stored(fast.rec)
+			return resp, g.note(fast.rec, "replayed"), err
 		}
 		prior = fast
 		if prefetched && fast.rec != nil { // a replay's columns of a record this request does not replay: the whole of it decides
-			prior = g.lookup(req.Context(), sc)
+			prior = g.lookup(ctx, sc)
 		}
 	}
-	in, intent, err := op.bind(c, body)
+	in, intent, err := bind(r.Body)
 	if err != nil {
-		return Note{}, err
+		return Response{}, nil, err
 	}
-	canonical := Canonical(body)
+	canonical := Canonical(r.Body)
 	if intent == nil {
 		intent = canonical
 	}
-	rec := g.makeRecord(sc, Fingerprint(req.Method, c.Path(), intent), canonical, call.TokenID, call.RequestID)
+	rec := g.makeRecord(sc, Fingerprint(r.Method, r.Route, intent), canonical, r.TokenID, r.RequestID)
 	rec.BodyHash = &hash
 	if op.Subject != nil {
 		rec.Subject = nullable(op.Subject(in))
 	}
+	a := &attempt{rec: rec, prior: prior, parent: ctx, caller: r.Caller,
+		work: func(ctx context.Context, x *Execution) (Response, error) { return op.Run(ctx, x, in) }}
 	var resp Response
-	a := &attempt{rec: rec, prior: prior, parent: req.Context(), requestID: call.RequestID,
-		work: func(ctx context.Context) (r Response, o Outcome, err error) {
-			r, o, err = op.Run(ctx, g.owned(call, rec), in)
-			resp = r // what is written when the work succeeds
-			return r, o, err
-		}}
-	var stored *Record
-	if key == "" { // the server makes the key: the intent is on the record all the same
-		err = g.unkeyed(a)
+	if r.Key == "" { // the server makes the key: the intent is on the record all the same
+		resp, err = g.unkeyed(a)
 	} else {
-		stored, err = g.run(a)
+		resp, _, err = g.run(a)
 	}
-	switch {
-	case stored != nil:
-		return a.noted, replay(c, stored)
-	case err != nil:
-		return a.noted, err
-	}
-	return a.noted, write(c, resp)
+	return resp, a.noted, err
 }
 
-// owned is call as the owner of rec executes it: its steps write to rec,
-// under the lease the reservation (or take-over) set.
-func (g *Guard) owned(call Call, rec *Record) Call {
-	call.owner = &owner{store: g.cfg.Store, rec: rec, status: StatusProcessing, lease: *rec.LockedUntil, now: g.now}
-	return call
-}
+// doMethod stands in a Do call's fingerprint where a request has its
+// method, so that a Do intent never matches a request's under one scope.
+const doMethod = "DO"
 
-// bind is op.Bind, or the zero input when the operation has none.
-func (op Operation[In]) bind(c echo.Context, body []byte) (In, []byte, error) {
-	if op.Bind == nil {
-		var zero In
-		return zero, nil, nil
-	}
-	return op.Bind(c, body)
-}
-
-// Do runs op once for the intent its key names, for work that is not an
-// HTTP request (a webhook, a queue job), through Guard.Do: in is Run's
-// input and intent what fingerprints it and is stored for Resume. It
-// returns the response Run gave, or the stored one with replayed true.
-func (op Operation[In]) Do(ctx context.Context, g *Guard, call Call, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
+// Do runs op once for the intent key names, for work that is not an HTTP
+// request (a webhook, a queue job), with Serve's guarantee and its state
+// machine: the first call reserves the key and runs op.Run; a call while
+// another runs gets ErrInProgress; a later one gets the stored answer with
+// replayed true, and Run does not run; an error, or an answer that is not a
+// 2xx, stores nothing (the key keeps its fingerprint); an unknown outcome
+// keeps the intent pending (*PendingError); a record whose owner's lease ran
+// out is taken over, and an expired one is a new intent. intent is what the
+// work is about (the webhook's payload; nil for none), stored for Resume
+// and compared in canonical form: another intent under the key is
+// ErrKeyReused. key must be 1–255 visible ASCII characters (ErrKeyMissing,
+// ErrKeyInvalid). When ctx is done before the call begins, nothing is done
+// and ctx's error is returned.
+func (op Operation[In]) Do(ctx context.Context, g *Guard, caller Caller, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
 	g.MustServe(op)
-	sc := Scope{ConsumerID: call.ConsumerID, Operation: op.Name, Key: key}
-	res, replayed, err := g.do(ctx, sc, intent, func(ctx context.Context, rec *Record) (DoResult, error) {
-		r, o, err := op.Run(ctx, g.owned(call, rec), in)
-		if err != nil {
-			return DoResult{Outcome: o}, err
-		}
-		return DoResult{Status: r.Status, Body: r.Body, Outcome: o}, nil
-	})
-	return Response{Status: res.Status, Body: res.Body}, replayed, err
+	return g.do(ctx, caller, scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent,
+		func(ctx context.Context, x *Execution) (Response, error) { return op.Run(ctx, x, in) })
 }
 
-// write answers with the response Run gave.
-func write(c echo.Context, r Response) error {
-	h := c.Response().Header()
-	for name, v := range r.Headers {
-		h.Set(name, v)
+// do is Do for any work.
+func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, work func(ctx context.Context, x *Execution) (Response, error)) (Response, bool, error) {
+	switch {
+	case sc.Key == "":
+		return Response{}, false, ErrKeyMissing
+	case !validKey(sc.Key):
+		return Response{}, false, ErrKeyInvalid
 	}
-	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
+	if err := ctx.Err(); err != nil {
+		return Response{}, false, err
 	}
-	c.Response().WriteHeader(status)
-	if len(r.Body) == 0 {
-		return nil
-	}
-	_, err := c.Response().Write(r.Body)
-	return err
+	canonical := Canonical(intent)
+	rec := g.makeRecord(sc, Fingerprint(doMethod, sc.Operation, canonical), canonical, "", "") // no request to correlate
+	return g.run(&attempt{rec: rec, parent: ctx, caller: caller,
+		work: func(ctx context.Context, x *Execution) (Response, error) {
+			resp, err := work(ctx, x)
+			if resp.Status == 0 && err == nil {
+				resp.Status = http.StatusOK
+			}
+			return resp, err
+		}})
 }

@@ -18,13 +18,13 @@ func TestNewOperationsRefusesWhatCannotBeServed(t *testing.T) {
 	noName := ok
 	noName.Name = ""
 	for name, tt := range map[string]struct {
-		ops  []Declared
+		ops  []AnyOperation
 		want string
 	}{
-		"no resume": {[]Declared{ok, noResume}, `operation "things.nores" has no Resume`},
-		"no run":    {[]Declared{noRun}, `operation "things.norun" has no Run`},
-		"no name":   {[]Declared{noName}, "has no name"},
-		"twice":     {[]Declared{ok, ok}, `operation "things.store" is declared twice`},
+		"no resume": {[]AnyOperation{ok, noResume}, `operation "things.nores" has no Resume`},
+		"no run":    {[]AnyOperation{noRun}, `operation "things.norun" has no Run`},
+		"no name":   {[]AnyOperation{noName}, "has no name"},
+		"twice":     {[]AnyOperation{ok, ok}, `operation "things.store" is declared twice`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := NewOperations(tt.ops...); err == nil || !strings.Contains(err.Error(), tt.want) {

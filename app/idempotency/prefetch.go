@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/licensor-api/licensor/database"
 )
 
@@ -30,15 +28,14 @@ type Prefetch struct {
 	rec      Record
 }
 
-// Prefetch returns the read of the request's record to make with its token
-// row, or nil when the request has no valid key (Serve then answers for the
-// key, as it would without a Prefetch).
-func (op Operation[In]) Prefetch(g *Guard, c echo.Context) *Prefetch {
-	key, err := g.key(c, op.Key)
-	if err != nil || key == "" {
+// Prefetch returns the read of the record of operation under key to make
+// with the request's token row, or nil when there is no valid key (Serve
+// then answers for the key, as it would without a Prefetch).
+func (g *Guard) Prefetch(operation, key string) *Prefetch {
+	if !validKey(key) {
 		return nil
 	}
-	return &Prefetch{store: g.cfg.Store, operation: op.Name, key: key}
+	return &Prefetch{store: g.cfg.Store, operation: operation, key: key}
 }
 
 // prefetchColumns and prefetchJoin are the Prefetch's part of the token
@@ -69,7 +66,7 @@ func (p *Prefetch) Dest() []any {
 // enough to replay it and to decide nothing else. False when it was not
 // read for sc (not read at all, or for another scope), and the guard reads
 // the record itself.
-func (p *Prefetch) lookup(sc Scope) (lookup, bool) {
+func (p *Prefetch) lookup(sc scope) (lookup, bool) {
 	if p == nil || !p.consumer.Valid || p.consumer.String != sc.ConsumerID || p.operation != sc.Operation || p.key != sc.Key {
 		return lookup{}, false
 	}

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +21,13 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		op := Operation[struct{}]{
 			Name: "things.store",
-			Run: func(context.Context, Call, struct{}) (Response, Outcome, error) {
+			Run: func(context.Context, *Execution, struct{}) (Response, error) {
 				return Response{Status: http.StatusCreated, Body: []byte(`{"made":true}`),
-					Headers: map[string]string{echo.HeaderContentType: echo.MIMEApplicationJSON}}, Outcome{ExternalRef: "site_1"}, nil
+					Headers: map[string]string{echo.HeaderContentType: echo.MIMEApplicationJSON}, ExternalRef: "site_1"}, nil
 			},
-			Resume: func(context.Context, Call, *Record, bool) (Resumption, error) { return Resumption{}, nil },
+			Resume: func(context.Context, *Execution, *Record, bool) (Response, bool, error) {
+				return Response{}, false, nil
+			},
 		}
 		live := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour}, op)
 		gone := testdb.New(t, db.Dialect)
@@ -35,32 +36,38 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 		// The guard under test writes to the database and reads through a pool that is gone.
 		blind := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t), WithReadPool(gone.Gorm)), TTL: time.Hour}, op)
 
-		serve := func(g *Guard, consumer string, pre func(c echo.Context) *Prefetch) (*httptest.ResponseRecorder, Note, error) {
-			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(`{"a":1}`))
-			req.Header.Set(HeaderKey, "k1")
-			rec := httptest.NewRecorder()
-			c := echo.New().NewContext(req, rec)
-			c.SetPath("/things")
-			note, err := op.Serve(g, c, Call{ConsumerID: consumer}, pre(c))
-			return rec, note, err
+		type answer struct {
+			Code   int
+			header map[string]string
+			Body   string
 		}
-		read := func(consumer string) func(c echo.Context) *Prefetch {
-			return func(c echo.Context) *Prefetch {
-				p := op.Prefetch(blind, c)
+		serve := func(g *Guard, consumer string, pre func() *Prefetch) (answer, map[string]string, error) {
+			resp, attrs, err := op.Serve(context.Background(), g, Request{Caller: Caller{ConsumerID: consumer}, Method: http.MethodPost,
+				Route: "/things", Key: "k1", Body: []byte(`{"a":1}`), Prefetch: pre()},
+				func([]byte) (struct{}, []byte, error) { return struct{}{}, nil, nil })
+			note := map[string]string{}
+			for _, a := range attrs {
+				note[a.Key] = a.Value.String()
+			}
+			return answer{resp.Status, resp.Headers, string(resp.Body)}, note, err
+		}
+		read := func(consumer string) func() *Prefetch {
+			return func() *Prefetch {
+				p := blind.Prefetch(op.Name, "k1")
 				readPrefetch(t, db, p, consumer)
 				return p
 			}
 		}
-		none := func(echo.Context) *Prefetch { return nil }
+		none := func() *Prefetch { return nil }
 
 		// No record yet: the Prefetch says so, and the first execution runs without a read of its own.
-		if rec, note, err := serve(blind, "c1", read("c1")); err != nil || rec.Code != http.StatusCreated || note.Outcome != "executed" {
+		if rec, note, err := serve(blind, "c1", read("c1")); err != nil || rec.Code != http.StatusCreated || note["outcome"] != "executed" {
 			t.Fatalf("first: %d %+v %v", rec.Code, note, err)
 		}
 		rec, note, err := serve(blind, "c1", read("c1"))
-		if err != nil || rec.Code != http.StatusCreated || rec.Header().Get(HeaderReplayed) != "true" || rec.Body.String() != `{"made":true}` ||
-			note.Outcome != "replayed" || note.VendorRef != "site_1" {
-			t.Fatalf("replay from the Prefetch: %d %v %q %+v %v", rec.Code, rec.Header(), rec.Body, note, err)
+		if err != nil || rec.Code != http.StatusCreated || rec.header[HeaderReplayed] != "true" || rec.Body != `{"made":true}` ||
+			note["outcome"] != "replayed" || note["vendor_ref"] != "site_1" {
+			t.Fatalf("replay from the Prefetch: %d %v %q %+v %v", rec.Code, rec.header, rec.Body, note, err)
 		}
 		// Without one, or with one read for another consumer, or never read, the guard reads: here it cannot.
 		if _, _, err := serve(blind, "c1", none); err == nil {
@@ -69,14 +76,14 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 		if _, _, err := serve(blind, "c1", read("c2")); err == nil {
 			t.Error("a Prefetch read for another consumer was used")
 		}
-		if _, _, err := serve(blind, "c1", func(c echo.Context) *Prefetch { return op.Prefetch(blind, c) }); err == nil {
+		if _, _, err := serve(blind, "c1", func() *Prefetch { return blind.Prefetch(op.Name, "k1") }); err == nil {
 			t.Error("a Prefetch never read was used")
 		}
 		// The live guard agrees: c1's record replays, and c2 has none of its own.
-		if rec, _, err := serve(live, "c1", none); err != nil || rec.Header().Get(HeaderReplayed) != "true" {
+		if rec, _, err := serve(live, "c1", none); err != nil || rec.header[HeaderReplayed] != "true" {
 			t.Errorf("live replay: %d %v", rec.Code, err)
 		}
-		if rec, note, err := serve(live, "c2", read("c2")); err != nil || rec.Header().Get(HeaderReplayed) == "true" || note.Outcome != "executed" {
+		if rec, note, err := serve(live, "c2", read("c2")); err != nil || rec.header[HeaderReplayed] == "true" || note["outcome"] != "executed" {
 			t.Errorf("c2 under c1's key: %d %+v %v", rec.Code, note, err)
 		}
 	})
@@ -84,21 +91,14 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 
 // A request without a valid key has no Prefetch: Serve answers for its key.
 func TestNoPrefetchWithoutAValidKey(t *testing.T) {
-	op := Operation[struct{}]{Name: "things.store"}
 	g := &Guard{cfg: Config{Store: &Store{}}}
 	for _, key := range []string{"", "with space", strings.Repeat("k", 256)} {
-		req := httptest.NewRequest(http.MethodPost, "/things", nil)
-		if key != "" {
-			req.Header.Set(HeaderKey, key)
-		}
-		if p := op.Prefetch(g, echo.New().NewContext(req, httptest.NewRecorder())); p != nil {
+		if p := g.Prefetch("things.store", key); p != nil {
 			t.Errorf("key %q: a Prefetch", key)
 		}
 	}
-	req := httptest.NewRequest(http.MethodPost, "/things", nil)
-	req.Header.Set(HeaderKey, "k1")
-	if p := op.Prefetch(g, echo.New().NewContext(req, httptest.NewRecorder())); p == nil || p.key != "k1" || p.operation != "things.store" {
-		t.Errorf("key k1: %+v", p)
+	if p := g.Prefetch("things.store", "k1"); p == nil || p.key != "k1" || p.operation != "things.store" {
+		t.Errorf("Prefetch = %+v", p)
 	}
 }
 

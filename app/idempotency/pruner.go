@@ -68,7 +68,7 @@ func (p *Pruner) RunOnce(ctx context.Context) (int64, error) {
 // deleted, by name. An error of one does not stop the others.
 func (p *Pruner) RunOnceAll(ctx context.Context) (int64, map[string]int64, error) {
 	now := p.cfg.Now().UTC()
-	n, err := p.cfg.Store.Prune(ctx, now, p.cfg.Batch)
+	n, err := p.cfg.Store.prune(ctx, now, p.cfg.Batch)
 	if n > 0 {
 		p.cfg.Observe(n)
 	}

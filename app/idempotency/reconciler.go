@@ -8,29 +8,13 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/database"
 )
 
-// Resumer finishes pending intents of one operation: an Operation's Resume,
-// found by the operation's name, so this package never learns what the
-// operation does.
-type Resumer interface {
-	// Resume looks for the effect of rec's request (through the operation's
-	// natural key) and records it, completing the record through call in
-	// the same transaction when it can (Outcome.Kept). When none is found it
-	// creates it only if mayCreate, and otherwise reports Done=false. An
-	// error means the outcome is still unknown and the record stays pending;
-	// one wrapping ErrSuperseded settles it as superseded.
-	Resume(ctx context.Context, call Call, rec *Record, mayCreate bool) (Resumption, error)
-}
-
-// Resumption is what a Resumer found.
-type Resumption struct {
-	Done     bool     // the intent is finished: store Response
-	Response Response // what a normal success would have answered
-	Outcome  Outcome
-}
-
-// ErrAbandon is returned (wrapped) by a Resumer when the intent can never be
+// ErrAbandon is returned (wrapped) by a Resume when the intent can never be
 // finished (its input is no longer acceptable); the record becomes failed.
 var ErrAbandon = errors.New("intent cannot be finished")
 
@@ -117,8 +101,8 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 	return &Reconciler{cfg: cfg}
 }
 
-// Settled is one record a pass worked on.
-type Settled struct {
+// Reconciled is one intent a pass of the reconciler worked on, and what came of it.
+type Reconciled struct {
 	Intent    string // the intent's public id
 	Operation string
 	KeyDigest string
@@ -127,17 +111,17 @@ type Settled struct {
 }
 
 // RunOnce claims every due pending record and tries to settle it.
-func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
+func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 	now := r.now()
 	// A processing record is abandoned once its lease has been over for a
 	// whole lease more: the retry that takes it over normally comes first.
 	// Records before LeaveBefore are left out by the query itself, so that
 	// however many there are they never fill a pass.
-	recs, err := r.cfg.Store.DuePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
+	recs, err := r.cfg.Store.duePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
 	if err != nil {
 		return nil, err
 	}
-	var out []Settled
+	var out []Reconciled
 	for i := range recs {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
@@ -152,25 +136,25 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Settled, error) {
 
 // reconcile claims one record and works it; ok=false when another
 // reconciler claimed it first or the database failed.
-func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool) {
+func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bool) {
 	now := r.now()
 	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
 		return r.abandon(ctx, rec, now)
 	}
 	lease := now.Add(r.cfg.Lease)
-	if won, err := r.cfg.Store.Claim(ctx, rec, lease, now); err != nil || !won {
+	if won, err := r.cfg.Store.claim(ctx, rec, lease, now); err != nil || !won {
 		if err != nil {
 			r.cfg.Log.Error("claim pending record", "error", err)
 		}
-		return Settled{}, false
+		return Reconciled{}, false
 	}
-	resumer, found := r.cfg.Operations.resumer(rec.Operation)
+	op, found := r.cfg.Operations.lookup(rec.Operation)
 	if !found {
 		r.cfg.Log.Error("no resumer for a pending operation", "operation", rec.Operation, "key_digest", r.cfg.Store.KeyDigest(rec.Key))
-		if err := r.cfg.Store.Postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
+		if err := r.cfg.Store.postpone(ctx, rec, lease, now.Add(time.Hour), false, now, nil); err != nil { // nothing tried: no attempt
 			r.cfg.Log.Error("postpone pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	// The work ends within the budget of the lease the claim took, counted
 	// from the lease's start, as an owner's does.
@@ -180,26 +164,27 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	if expires.Before(rec.ExpiresAt) {
 		expires = rec.ExpiresAt
 	}
-	call := Call{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID),
-		owner: &owner{store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
-			completes: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}}
-	var res Resumption
+	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: deref(rec.RequestedBy), RequestID: deref(rec.CorrelationID)},
+		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
+		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
+	var resp Response
+	var done bool
 	var err error
 	if rec.sealedErr != nil { // its request cannot be read under the keys held: tried again later
 		err = rec.sealedErr
 	} else {
-		res, err = resume(wctx, resumer, call, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
+		resp, done, err = resume(wctx, op.resume, x, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	}
 	// What the attempt learnt is written even when the loop is stopping.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
-	result, settleErr := r.settle(sctx, rec, lease, res, err)
+	result, settleErr := r.settle(sctx, x, resp, done, err)
 	if settleErr != nil {
 		r.cfg.Log.Error("settle pending record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", settleErr)
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: res.Outcome.ExternalRef}
+	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
 	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", deref(rec.CorrelationID)}
 	if err != nil { // no error=<nil> on a success
@@ -209,29 +194,30 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Settled, bool)
 	return s, true
 }
 
-// resume calls the Resumer; a panic in it is a failed attempt, not the end
-// of the process (which would claim the same record again after a restart).
-func resume(ctx context.Context, res Resumer, call Call, rec *Record, mayCreate bool) (out Resumption, err error) {
+// resume calls the operation's Resume; a panic in it is a failed attempt,
+// not the end of the process (which would claim the same record again after
+// a restart).
+func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, bool) (Response, bool, error), x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &classedError{class: ClassPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
+			err = &classedError{class: classPanic, err: fmt.Errorf("resumer panicked: %v\n%s", p, debug.Stack())}
 		}
 	}()
-	return res.Resume(ctx, call, rec, mayCreate)
+	return fn(ctx, x, rec, mayCreate)
 }
 
 // abandon settles a processing record whose owner went before its work
 // could have reached the vendor: it is never executed here.
-func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Settled, bool) {
-	won, err := r.cfg.Store.Abandon(ctx, rec, now)
+func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Reconciled, bool) {
+	won, err := r.cfg.Store.abandon(ctx, rec, now)
 	if err != nil || !won {
 		if err != nil {
 			r.cfg.Log.Error("abandon record", "key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
 		}
-		return Settled{}, false
+		return Reconciled{}, false
 	}
 	r.cfg.Observe(ResultAbandoned)
-	s := Settled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
+	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
 		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", deref(rec.CorrelationID))
 	return s, true
@@ -239,14 +225,14 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (S
 
 // settle writes what the attempt learnt, and the attempt itself (its
 // intent.attempted audit event, in the same transaction as the record's
-// change). A completion the Resume kept wrote its attempt with it
-// (Call.Complete).
-func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, res Resumption, err error) (string, error) {
-	now := r.now()
+// change). A Resume that finished (Execution.Finish) wrote its attempt
+// with it.
+func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, done bool, err error) (string, error) {
+	rec, lease, now := x.rec, x.lease, r.now()
 	attempt := func(result string, err error, next *time.Time) *Attempt {
 		a := &Attempt{Number: rec.Attempts + 1, Result: result, Next: next}
 		if err != nil {
-			a.Class = ErrorClass(err)
+			a.Class = errorClass(err)
 		}
 		return a
 	}
@@ -257,33 +243,33 @@ func (r *Reconciler) settle(ctx context.Context, rec *Record, lease time.Time, r
 		// tried, so no attempt is counted or recorded and it never fails of
 		// it; it is due again after the first backoff, for this replica once
 		// it holds the key or for one that does.
-		return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
-	case err == nil && res.Done && res.Outcome.Kept: // completed with its local writes, and its attempt
+		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
+	case err == nil && done && x.finished: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
-	case err == nil && res.Done:
-		return ResultCompleted, r.cfg.Store.CompleteClaimed(ctx, rec, lease, res.Response, res.Outcome, now, now.Add(r.cfg.TTL),
+	case err == nil && done:
+		return ResultCompleted, r.cfg.Store.completeClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
 			attempt(ResultCompleted, nil, nil))
 	case errors.Is(err, ErrSuperseded):
-		if serr := r.cfg.Store.SupersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
+		if serr := r.cfg.Store.supersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
 			return ResultSuperseded, serr
 		}
 		return ResultSuperseded, nil // superseded now, or by the change that made it moot
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		next := rec.CreatedAt.Add(r.cfg.Settle)
-		return ResultWaiting, r.cfg.Store.Postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
+		return ResultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
 	case errors.Is(err, ErrAbandon):
 		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
 			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
+		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
 	case rec.Attempts >= r.cfg.MaxAttempts:
 		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
 			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
 			"next_attempt", next, "error", err)
-		return ResultFailed, r.cfg.Store.Fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
+		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
 	}
 	next := now.Add(r.backoff(rec.Attempts))
-	return ResultRetry, r.cfg.Store.Postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
+	return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
 }
 
 // backoff doubles from Backoff with each attempt, capped at an hour, with up
@@ -315,9 +301,183 @@ func (r *Reconciler) Run(ctx context.Context) {
 
 func (r *Reconciler) now() time.Time { return r.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// duePending lists the records a reconciler should work, oldest first:
+// pending records whose next attempt is due, processing records whose
+// owner's lease ran out before abandonedBefore (the process died and no
+// retry came to take them over), and failed records due for their slow
+// retry (a failed record with no next attempt waits for an operator), of
+// those created since since (zero: all). It is a background scan across
+// consumers; claiming one is a separate compare-and-set.
+func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
+	var recs []Record
+	err := s.db.WithContext(ctx).
+		Where("((status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)) "+
+			"AND created_at >= ?", StatusPending, now, StatusProcessing, abandonedBefore, StatusFailed, now, since).
+		Order("id").Limit(limit).Find(&recs).Error
+	if err != nil {
+		return nil, fmt.Errorf("list due pending records: %w", err)
 	}
-	return *s
+	for i := range recs { // a record the current keys cannot open is the reconciler's to report, not the pass's end
+		if err := s.openRequest(&recs[i]); err != nil {
+			recs[i].RequestBody, recs[i].sealedErr = nil, err
+		}
+	}
+	return recs, nil
 }
+
+// claim leases a record DuePending listed to the caller until lease, as a
+// pending record: of several reconcilers (replicas) reading the same record,
+// exactly one wins.
+func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
+	res := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).
+			Updates(map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
+	})
+	if res.Error != nil {
+		return false, fmt.Errorf("claim pending record: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// updateClaimed updates a pending record the caller holds with lease. When
+// a is not nil, the update and a's intent.attempted audit event are one
+// transaction, the event written only when the update changed the record:
+// an attempt is in the trail if and only if what it did to the record
+// committed (a lost lease writes neither). A crash before the UPDATE,
+// between it and the INSERT, or before the COMMIT leaves both undone: the
+// record is still claimed, due again once the lease ends, and the attempt
+// is not on record (the next one is).
+func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
+	if a == nil {
+		return checkOne(database.RetryOnConflict(ctx, func() *gorm.DB {
+			return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), r, StatusPending, &lease).Updates(set)
+		}))
+	}
+	var res *gorm.DB
+	err := database.RetryOnConflict(ctx, func() *gorm.DB {
+		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res = leaseHeld(tx.Model(&Record{}), r, StatusPending, &lease).Updates(set)
+			if res.Error != nil || res.RowsAffected != 1 {
+				return res.Error // nothing changed: no attempt to record
+			}
+			return recordAttempt(tx, r, a, now)
+		})}
+	}).Error
+	if err != nil {
+		return fmt.Errorf("settle pending record: %w", err)
+	}
+	return checkOne(res)
+}
+
+// completeClaimed stores the response that finishes a claimed pending record,
+// to be replayed until expires (never earlier than the record's own expiry),
+// and records a (nil: nothing) in the same transaction.
+func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, now, expires time.Time, a *Attempt) error {
+	if expires.Before(r.ExpiresAt) {
+		expires = r.ExpiresAt
+	}
+	set, err := s.completed(resp, now)
+	if err != nil {
+		return err
+	}
+	set["attempts"], set["expires_at"] = gorm.Expr("attempts + 1"), expires
+	return s.updateClaimed(ctx, r, lease, set, a, now)
+}
+
+// supersedeClaimed settles a claimed record as superseded: its effect was
+// made by a later intent, or the consumer revoked it. It records a (nil:
+// nothing) in the same transaction.
+func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
+	return s.updateClaimed(ctx, r, lease, map[string]any{
+		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+	}, a, now)
+}
+
+// postpone leaves a claimed record pending until next; failed says whether
+// the attempt counts (a vendor error) or not (too young to act on). It
+// records a in the same transaction; a nil a is no attempt (nothing was
+// tried) and records nothing.
+func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time, a *Attempt) error {
+	set := map[string]any{"locked_until": next, "updated_at": now}
+	if failed {
+		set["attempts"] = gorm.Expr("attempts + 1")
+	}
+	return s.updateClaimed(ctx, r, lease, set, a, now)
+}
+
+// fail gives up on a claimed record for now: a retry with its key executes
+// again, an operator may put it back (RetryFailed), and when next is not nil
+// the reconciler tries it again then, on its slow schedule. It records a
+// (nil: nothing) in the same transaction.
+func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
+	return s.updateClaimed(ctx, r, lease, map[string]any{
+		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+	}, a, now)
+}
+
+func checkOne(res *gorm.DB) error {
+	if res.Error != nil {
+		return fmt.Errorf("settle pending record: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// PendingStats returns how many records are pending and when the oldest was
+// created (zero when none).
+func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
+	q := func() *gorm.DB { return s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending) }
+	if err := q().Count(&count).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("count pending records: %w", err)
+	}
+	// The oldest row's own column, not MIN(): SQLite returns an aggregate
+	// of a DATETIME column as text.
+	var created []time.Time
+	if err := q().Order("created_at").Limit(1).Pluck("created_at", &created).Error; err != nil {
+		return 0, time.Time{}, fmt.Errorf("oldest pending record: %w", err)
+	}
+	if len(created) > 0 {
+		oldest = created[0]
+	}
+	return count, oldest, nil
+}
+
+// prune deletes expired settled records (prunable) in batches of batch
+// ids, each batch its own short statement, so no delete holds locks for
+// long. Pending, processing and failed records are never pruned: an intent
+// the server accepted is settled (by the reconciler, or an operator's
+// discard), not dropped.
+func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		var ids []uint64
+		err := s.db.WithContext(ctx).Model(&Record{}).
+			Where("expires_at <= ? AND status IN ?", now, prunable).
+			Order("id").Limit(batch).Pluck("id", &ids).Error
+		if err != nil {
+			return total, fmt.Errorf("list expired records: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		res := database.RetryOnConflict(ctx, func() *gorm.DB {
+			return s.db.WithContext(ctx).Where("id IN ? AND expires_at <= ? AND status IN ?", ids, now, prunable).Delete(&Record{})
+		})
+		if res.Error != nil {
+			return total, fmt.Errorf("delete expired records: %w", res.Error)
+		}
+		total += res.RowsAffected
+		if len(ids) < batch {
+			return total, nil
+		}
+	}
+}
+
+// prunable are the statuses the pruner deletes once expired: settled ones
+// (abandoned, superseded and discarded intents were never executed after
+// they settled). A failed intent is kept, visible and retried on the slow
+// schedule, until it completes or an operator discards it. The audit
+// events of a pruned intent are kept.
+var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded, StatusDiscarded}

@@ -22,11 +22,11 @@ import (
 
 // reconcilerFor is a Reconciler on r's store resuming the operation "op"
 // with resume, on clock.
-func reconcilerFor(r *rig, clock func() time.Time, resume func(ctx context.Context, call Call, rec *Record) (Resumption, error)) *Reconciler {
+func reconcilerFor(r *rig, clock func() time.Time, resume func(ctx context.Context, x *Execution, rec *Record) (Response, bool, error)) *Reconciler {
 	r.t.Helper()
 	op := testOperation("op", text(http.StatusCreated, "made"))
-	op.Resume = func(ctx context.Context, call Call, rec *Record, _ bool) (Resumption, error) {
-		return resume(ctx, call, rec)
+	op.Resume = func(ctx context.Context, x *Execution, rec *Record, _ bool) (Response, bool, error) {
+		return resume(ctx, x, rec)
 	}
 	ops, err := NewOperations(op)
 	if err != nil {
@@ -36,8 +36,14 @@ func reconcilerFor(r *rig, clock func() time.Time, resume func(ctx context.Conte
 		Backoff: time.Second, TTL: time.Hour, Log: r.logger(), Now: clock})
 }
 
-// done is a Resumption that found the effect, its answer to be stored.
-var done = Resumption{Done: true, Response: Response{Status: http.StatusCreated, Body: []byte("made")}}
+// done is a resumption that found the effect, its answer to be stored.
+// resumed is what a Resume returns.
+type resumed struct {
+	resp Response
+	done bool
+}
+
+var done = resumed{resp: Response{Status: http.StatusCreated, Body: []byte("made")}, done: true}
 
 // A reconciler whose lease is lost while it works (another claimed the
 // record after it ran out) writes nothing over the new owner's: storing the
@@ -48,7 +54,7 @@ func TestReconcilerLosingItsLease(t *testing.T) {
 	stolen := utcNow().Add(3 * time.Hour)
 	for _, tt := range []struct {
 		name   string
-		res    Resumption
+		res    resumed
 		err    error
 		fail   bool   // the settle's write fails (the lease is kept)
 		result string // "" for not settled
@@ -72,13 +78,13 @@ func TestReconcilerLosingItsLease(t *testing.T) {
 				if tt.fail {
 					settleFault = testdb.Inject(t, db.Gorm, "update", keysTable, nil, errInjected) // armed once claimed
 				}
-				rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+				rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 					if tt.fail {
 						settleFault.Arm(1)
 					} else {
 						r.tamper("k", map[string]any{"locked_until": stolen})
 					}
-					return tt.res, tt.err
+					return tt.res.resp, tt.res.done, tt.err
 				})
 				settled, err := rc.RunOnce(context.Background())
 				if err != nil {
@@ -110,7 +116,7 @@ func TestReconcilerCannotSealTheAnswer(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRigWith(t, db, sealFails{testCipher(t), 0, new(atomic.Int32)}) // the seeded record has no request to seal
 		seed(t, r.store, "k", nil)
-		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
+		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) { return done.resp, done.done, nil })
 		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
 			t.Fatalf("RunOnce = %+v, %v; want nothing settled", settled, err)
 		}
@@ -129,13 +135,16 @@ func TestReconcilerLosesTheClaim(t *testing.T) {
 		r := newRig(t, db)
 		seed(t, r.store, "k", nil)
 		now := utcNow()
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
+		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v", due, err)
 		}
 		stale := due[0]
 		var resumed atomic.Int32
-		resume := func(context.Context, Call, *Record) (Resumption, error) { resumed.Add(1); return done, nil }
+		resume := func(context.Context, *Execution, *Record) (Response, bool, error) {
+			resumed.Add(1)
+			return done.resp, done.done, nil
+		}
 
 		claim := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusPending), errInjected)
 		claim.Arm(1)
@@ -173,9 +182,9 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		seed(t, r.store, "k", func(rec *Record) {
 			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, nullable(PhaseReserved), &long
 		})
-		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			t.Error("a record that never started was resumed")
-			return Resumption{}, nil
+			return Response{}, false, nil
 		})
 
 		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
@@ -185,7 +194,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		r.wantLogged("abandon record", "abandon idempotency record: injected failure")
 
 		now := utcNow()
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
+		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), time.Time{}, 10)
 		if err != nil || len(due) != 1 {
 			t.Fatalf("DuePending = %+v, %v; want the record still due", due, err)
 		}
@@ -261,9 +270,9 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 		seed(t, r.store, "k", nil)
 		clock := testkit.NewClock(utcNow())
 		var resumed atomic.Int32
-		rc := reconcilerFor(r, clock.Now, func(context.Context, Call, *Record) (Resumption, error) {
+		rc := reconcilerFor(r, clock.Now, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			resumed.Add(1)
-			return Resumption{}, errors.New("vendor unavailable")
+			return Response{}, false, errors.New("vendor unavailable")
 		})
 		rc.cfg.MaxAttempts, rc.cfg.Backoff, rc.cfg.FailedInterval = 3, 10*time.Second, 2*time.Hour
 		pass := func(want string) *Record {
@@ -310,12 +319,12 @@ func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
 		stranger := newRigWith(t, db, cipherOf(t, 9))
 		clock := testkit.NewClock(utcNow())
 		var resumed atomic.Int32
-		resume := func(_ context.Context, _ Call, rec *Record) (Resumption, error) {
+		resume := func(_ context.Context, _ *Execution, rec *Record) (Response, bool, error) {
 			resumed.Add(1)
 			if string(rec.RequestBody) != `{"event":"sealed"}` {
-				return Resumption{}, fmt.Errorf("resumed with request %q", rec.RequestBody)
+				return Response{}, false, fmt.Errorf("resumed with request %q", rec.RequestBody)
 			}
-			return done, nil
+			return done.resp, done.done, nil
 		}
 		rc := reconcilerFor(stranger, clock.Now, resume)
 		for pass := range rc.cfg.MaxAttempts + 2 {
@@ -350,10 +359,10 @@ func TestReconcilerPassStopsWhenItsContextEnds(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var resumed atomic.Int32
-		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) {
+		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			resumed.Add(1)
 			cancel() // the process is stopping
-			return done, nil
+			return done.resp, done.done, nil
 		})
 		settled, err := rc.RunOnce(ctx)
 		if !errors.Is(err, context.Canceled) || len(settled) != 1 || settled[0].Result != ResultCompleted {
@@ -373,7 +382,7 @@ func TestReconcilerPassFailsWhenItCannotList(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected).Arm(1)
-		rc := reconcilerFor(r, nil, func(context.Context, Call, *Record) (Resumption, error) { return done, nil })
+		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) { return done.resp, done.done, nil })
 		if settled, err := rc.RunOnce(context.Background()); !errors.Is(err, errInjected) ||
 			!strings.Contains(err.Error(), "list due pending records") || settled != nil {
 			t.Errorf("RunOnce = %+v, %v; want the listing's error", settled, err)
@@ -390,12 +399,12 @@ func TestClaimedCompletionKeepsTheRecordsOwnExpiry(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 				r := newRig(t, db)
 				own := seed(t, r.store, "k", func(rec *Record) { rec.ExpiresAt = rec.CreatedAt.Add(48 * time.Hour) }).ExpiresAt
-				rc := reconcilerFor(r, nil, func(ctx context.Context, call Call, _ *Record) (Resumption, error) {
+				rc := reconcilerFor(r, nil, func(ctx context.Context, x *Execution, _ *Record) (Response, bool, error) {
 					if !kept {
-						return done, nil
+						return done.resp, done.done, nil
 					}
-					err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return call.Complete(tx, done.Response, Outcome{}) })
-					return Resumption{Done: true, Outcome: Outcome{Kept: true}}, err
+					resp, err := x.Finish(ctx, func(*gorm.DB) (Response, error) { return done.resp, nil })
+					return resp, err == nil, err
 				})
 				rc.cfg.TTL = time.Minute
 				if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
@@ -469,8 +478,8 @@ func TestStoreStatementFailures(t *testing.T) {
 		}{
 			{"count pending records", func() { query.Arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
 			{"oldest pending record", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
-			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.Prune(ctx, utcNow(), 10); return err }},
+			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.prune(ctx, utcNow(), 10); return err }},
+			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, utcNow(), 10); return err }},
 			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
@@ -485,16 +494,16 @@ func TestStoreStatementFailures(t *testing.T) {
 			update.Disarm()
 			del.Disarm()
 		}
-		if rec, _ := s.Find(ctx, Scope{"c1", "op", "expired"}); rec == nil {
+		if rec, _ := s.find(ctx, scope{"c1", "op", "expired"}); rec == nil {
 			t.Error("a failed prune deleted the expired record")
 		}
-		if rec, _ := s.Find(ctx, Scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
+		if rec, _ := s.find(ctx, scope{"c1", "op", "failed"}); rec == nil || rec.Status != StatusFailed {
 			t.Errorf("a failed retry changed the record: %+v", rec)
 		}
 		if _, err := s.RetryFailed(ctx, audit.Console(), "01NOSUCHINTENT", utcNow()); !errors.Is(err, ErrIntentNotFound) {
 			t.Errorf("RetryFailed of an unknown intent = %v, want ErrIntentNotFound", err)
 		}
-		if n, err := s.Prune(ctx, utcNow(), 10); n != 1 || err != nil {
+		if n, err := s.prune(ctx, utcNow(), 10); n != 1 || err != nil {
 			t.Errorf("Prune once the database answers = %d, %v; want the expired record", n, err)
 		}
 	})
@@ -558,7 +567,7 @@ func TestDuePendingLeavesOutWhatCameBefore(t *testing.T) {
 			seed(t, r.store, fmt.Sprintf("old-%d", i), func(rec *Record) { rec.CreatedAt = now.Add(-time.Hour) })
 		}
 		seed(t, r.store, "new", nil)
-		due, err := r.store.DuePending(context.Background(), now, now.Add(-time.Minute), now.Add(-time.Minute), 2)
+		due, err := r.store.duePending(context.Background(), now, now.Add(-time.Minute), now.Add(-time.Minute), 2)
 		if err != nil || len(due) != 1 || due[0].Key != "new" {
 			t.Fatalf("DuePending since a minute ago, 2 at most = %+v, %v; want the new record alone", due, err)
 		}

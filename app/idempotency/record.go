@@ -38,7 +38,7 @@ const (
 // written with the local writes that belong to it.
 const (
 	PhaseReserved = "reserved" // on the record; the vendor has not heard of it
-	PhaseStarted  = "started"  // the work may have reached the vendor (Call.Started)
+	PhaseStarted  = "started"  // the work may have reached the vendor (Execution.Start)
 	PhaseFinished = "finished" // settled, with the local writes of its effect
 )
 
@@ -103,27 +103,34 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 // Ref is the record's public id, "" for none.
 func (r *Record) Ref() string { return deref(r.PublicID) }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // SystemConsumer is the consumer id an intent that belongs to no consumer
 // is recorded under (the vendor's events): beside the consumers' intents,
 // never among them, as no consumer's id is it (theirs are ULIDs). Such an
 // intent shows no consumer (Intent.ConsumerID is "").
 const SystemConsumer = "vendor"
 
-// Scope identifies a record: unique on (consumer, operation, key).
-type Scope struct {
+// scope identifies a record: unique on (consumer, operation, key).
+type scope struct {
 	ConsumerID string
 	Operation  string
 	Key        string
 }
 
-func (r *Record) scope() Scope {
-	return Scope{ConsumerID: r.ConsumerID, Operation: r.Operation, Key: r.Key}
+func (r *Record) scope() scope {
+	return scope{ConsumerID: r.ConsumerID, Operation: r.Operation, Key: r.Key}
 }
 
 func (r *Record) expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
 
 // mayHaveStarted reports whether the work may have reached the vendor: it
-// passed Call.Started, or the record is older than phases.
+// passed Execution.Start, or the record is older than phases.
 func (r *Record) mayHaveStarted() bool { return r.Phase == nil || *r.Phase != PhaseReserved }
 
 func (r *Record) leaseAlive(now time.Time) bool {

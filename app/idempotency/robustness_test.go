@@ -32,9 +32,9 @@ func TestReserveAndReleaseUnderContention(t *testing.T) {
 					lease := now.Add(time.Minute + time.Duration(g*1000+i)*time.Microsecond)
 					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
 						LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-					_, ok, err := s.Reserve(context.Background(), r)
+					_, ok, err := s.reserve(context.Background(), r)
 					if ok {
-						err = s.Release(context.Background(), r)
+						err = s.release(context.Background(), r)
 					}
 					if err != nil && !errors.Is(err, errRaced) {
 						mu.Lock()
@@ -61,14 +61,14 @@ func TestPendingRecordIsNeverTakenOver(t *testing.T) {
 		r := &Record{ConsumerID: "c1", Operation: "things.store", Key: "k", RequestHash: "the-accepted-intent",
 			RequestBody: []byte(`{"domain":"a.test"}`), Status: StatusPending, Attempts: 1,
 			CreatedAt: old, UpdatedAt: old, ExpiresAt: old.Add(24 * time.Hour)}
-		if _, ok, err := h.store.Reserve(context.Background(), r); !ok {
+		if _, ok, err := h.store.reserve(context.Background(), r); !ok {
 			t.Fatal(err)
 		}
 		h.post("k", `{"domain":"b.test"}`)
 		if h.runs.Load() != 0 {
 			t.Fatal("another request replaced an expired pending intent")
 		}
-		after, _ := h.store.Find(context.Background(), r.scope())
+		after, _ := h.store.find(context.Background(), r.scope())
 		if after.Status != StatusPending || after.RequestHash != "the-accepted-intent" {
 			t.Errorf("record = %s %s, want the pending intent untouched", after.Status, after.RequestHash)
 		}
@@ -77,7 +77,7 @@ func TestPendingRecordIsNeverTakenOver(t *testing.T) {
 
 type panickingResumer struct{}
 
-func (panickingResumer) Resume(context.Context, Call, *Record, bool) (Resumption, error) {
+func (panickingResumer) Resume(context.Context, *Execution, *Record, bool) (Response, bool, error) {
 	panic("a bug in a resumer")
 }
 
@@ -89,7 +89,7 @@ func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, ok, err := s.Reserve(context.Background(), r); !ok {
+	if _, ok, err := s.reserve(context.Background(), r); !ok {
 		t.Fatal(err)
 	}
 	op := testOperation("op", respond(http.StatusCreated, "", ""))
@@ -104,7 +104,7 @@ func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
 		t.Fatalf("RunOnce = %+v, %v; want one retry", settled, err)
 	}
-	after, _ := s.Find(context.Background(), r.scope())
+	after, _ := s.find(context.Background(), r.scope())
 	if after.Attempts != 2 || after.Status != StatusPending {
 		t.Errorf("after the panic: %s, attempts %d", after.Status, after.Attempts)
 	}
@@ -117,9 +117,9 @@ func TestHandlerDeadlineEndsBeforeTheLease(t *testing.T) {
 	const skew = 50 * time.Second // as if reserving had taken that long
 	first := true
 	var deadline time.Time
-	op := testOperation("op", func(ctx context.Context) (Response, Outcome, error) {
+	op := testOperation("op", func(ctx context.Context) (Response, error) {
 		deadline, _ = ctx.Deadline()
-		return Response{Status: http.StatusCreated, Body: []byte("ok")}, Outcome{}, nil
+		return Response{Status: http.StatusCreated, Body: []byte("ok")}, nil
 	})
 	g := newTestGuard(t, Config{Store: NewStore(db.Gorm, testCipher(t)), TTL: time.Hour, LockTimeout: time.Minute,
 		Now: func() time.Time {

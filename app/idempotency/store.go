@@ -2,8 +2,14 @@ package idempotency
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,11 +21,11 @@ import (
 // short statement: no transaction or row lock outlives a call, and every
 // lookup carries consumer_id, the natural shard key.
 type Store struct {
-	db     *gorm.DB
-	read   *gorm.DB // the read pool (SQLite's read-only one; on MySQL db)
-	cipher Cipher
-	find   *database.Query       // Find's read, on the read pool
-	group  *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
+	db      *gorm.DB
+	read    *gorm.DB // the read pool (SQLite's read-only one; on MySQL db)
+	cipher  Cipher
+	byScope *database.Query       // Find's read, on the read pool
+	group   *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
 }
 
 // Cipher keeps stored response bodies encrypted at rest, and digests keys
@@ -45,7 +51,7 @@ func NewStore(db *gorm.DB, c Cipher, opts ...StoreOption) *Store {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{db: db, read: o.read, cipher: c, find: database.NewQuery(o.read, findQuery), group: o.group}
+	return &Store{db: db, read: o.read, cipher: c, byScope: database.NewQuery(o.read, findQuery), group: o.group}
 }
 
 // StoreOption adjusts a Store.
@@ -104,14 +110,14 @@ FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_ke
 // keyed by APP_KEY, so a guessable key cannot be found from its digest.
 func (s *Store) KeyDigest(key string) string { return s.cipher.Digest(key) }
 
-// Find returns the record of the scope, or nil when there is none; its
+// find returns the record of the scope, or nil when there is none; its
 // RequestBody is not read.
 //
 // It is the read every keyed request makes, a prepared statement scanned by
 // hand (no GORM), on the read pool.
-func (s *Store) Find(ctx context.Context, sc Scope) (*Record, error) {
+func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	var r Record
-	err := s.find.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
+	err := s.byScope.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
 		&r.Status, &r.ResponseStatus, &r.ResponseHeaders, &r.ResponseBody, &r.ResourceType,
 		&r.ResourceID, &r.ExternalRef, &r.CorrelationID, &r.RequestedBy, database.Time(&r.LockedUntil), &r.Attempts,
 		database.NotNullTime(&r.CreatedAt), database.NotNullTime(&r.UpdatedAt), database.NotNullTime(&r.ExpiresAt)},
@@ -168,10 +174,10 @@ func (s *Store) openBody(r *Record) error {
 	return nil
 }
 
-// Reserve inserts r. The unique index on (consumer_id, operation, key) decides
+// reserve inserts r. The unique index on (consumer_id, operation, key) decides
 // who owns the intent: when another record holds the scope, Reserve returns
 // that record and ok=false.
-func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
+func (s *Store) reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
 	row := *r // the row holds the request sealed; r keeps it open
 	if row.RequestBody, err = s.sealRequest(r.RequestBody); err != nil {
 		return nil, false, err
@@ -187,7 +193,7 @@ func (s *Store) Reserve(ctx context.Context, r *Record) (existing *Record, ok bo
 	if !errors.Is(err, gorm.ErrDuplicatedKey) {
 		return nil, false, fmt.Errorf("reserve idempotency key: %w", err)
 	}
-	existing, err = s.Find(ctx, r.scope())
+	existing, err = s.find(ctx, r.scope())
 	if err == nil && existing == nil {
 		// Deleted between our INSERT and our read (released or pruned): the
 		// caller may simply try again.
@@ -261,31 +267,31 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	return true, nil
 }
 
-// Response is what a completed record replays.
+// Response is an operation's answer: what the caller is answered, and
+// what a completed intent stores and replays (its status, its headers:
+// Content-Type, Location; its body), with what it made, kept with the
+// record for the intents API.
 type Response struct {
 	Status  int
-	Headers map[string]string // Content-Type, Location
+	Headers map[string]string
 	Body    []byte
-}
-
-// Outcome describes what an execution produced.
-type Outcome struct {
+	// ResourceType and ResourceID name what the intent made or changed; a
+	// Run returns them beside an error too, where a pending intent is known
+	// by them.
 	ResourceType string
 	ResourceID   string
-	ExternalRef  string
-	// Kept says the work completed the record itself, in the transaction of
-	// its local writes (Call.Complete): there is nothing left to store.
-	Kept bool
-	// NoEffect says the work changed nothing (a create for a domain the
+	// ExternalRef is what the vendor knows the intent by (a site's id).
+	ExternalRef string
+	// NoEffect says the operation changed nothing (a create for a domain the
 	// consumer already held): its answer is given but not stored, and the
 	// key is released, so that a retry tells the truth of its own time.
 	NoEffect bool
 }
 
-// Complete stores the response of an execution that had an effect, provided
+// complete stores the response of an execution that had an effect, provided
 // the caller still owns the record (its lease is the one it set).
-func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcome, now time.Time) error {
-	set, err := s.completed(resp, o, now)
+func (s *Store) complete(ctx context.Context, r *Record, resp Response, now time.Time) error {
+	set, err := s.completed(resp, now)
 	if err != nil {
 		return err
 	}
@@ -294,7 +300,7 @@ func (s *Store) Complete(ctx context.Context, r *Record, resp Response, o Outcom
 }
 
 // completed is the update that makes a record replay resp, its body sealed.
-func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]any, error) {
+func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) {
 	body, err := s.cipher.Encrypt(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt the response body: %w", err)
@@ -304,22 +310,22 @@ func (s *Store) completed(resp Response, o Outcome, now time.Time) (map[string]a
 		"response_status":  resp.Status,
 		"response_headers": encodeHeaders(resp.Headers),
 		"response_body":    []byte(body), // bytes: the column is a BLOB
-		"resource_type":    nullable(o.ResourceType),
-		"resource_id":      nullable(o.ResourceID),
-		"external_ref":     nullable(o.ExternalRef),
+		"resource_type":    nullable(resp.ResourceType),
+		"resource_id":      nullable(resp.ResourceID),
+		"external_ref":     nullable(resp.ExternalRef),
 		"locked_until":     nil,
 		"updated_at":       now,
 	}, nil
 }
 
-// MarkPending keeps an intent whose outcome is unknown, due for
+// markPending keeps an intent whose outcome is unknown, due for
 // reconciliation at once.
-func (s *Store) MarkPending(ctx context.Context, r *Record, o Outcome, now time.Time) error {
+func (s *Store) markPending(ctx context.Context, r *Record, about Response, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
 		"status":        StatusPending,
-		"resource_type": nullable(o.ResourceType),
-		"resource_id":   nullable(o.ResourceID),
-		"external_ref":  nullable(o.ExternalRef),
+		"resource_type": nullable(about.ResourceType),
+		"resource_id":   nullable(about.ResourceID),
+		"external_ref":  nullable(about.ExternalRef),
 		"locked_until":  nil,
 		"updated_at":    now,
 	})
@@ -339,9 +345,9 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 	return nil
 }
 
-// Release deletes the record of an execution that had no effect, so that a
+// release deletes the record of an execution that had no effect, so that a
 // retry runs for real.
-func (s *Store) Release(ctx context.Context, r *Record) error {
+func (s *Store) release(ctx context.Context, r *Record) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return leaseHeld(db, r, StatusProcessing, r.LockedUntil).Delete(&Record{})
 	})
@@ -354,13 +360,161 @@ func (s *Store) Release(ctx context.Context, r *Record) error {
 	return nil
 }
 
-// ErrLeaseLost means the caller no longer owns the record: its lease ran out
-// and another owner took it over (409 request_in_progress to a request).
-var ErrLeaseLost error = &ownerRefusal{"idempotency lease lost"}
-
 func nullable(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
+}
+
+// openStatuses are the statuses of an intent not settled for good.
+var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, StatusAbandoned}
+
+// supersede marks the consumer's open intents of operation about subject
+// superseded: when beforeID is not 0, only those inserted before that
+// record, and not one whose owner is at work on it right now (processing,
+// its lease alive), which finishes on its own and answers what it finds.
+// The ones to settle are read first (a plain read, no range lock), then
+// updated by id, still open: a change that finds none writes nothing.
+func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, beforeID uint64, now time.Time) error {
+	q := tx.Model(&Record{}).Where("consumer_id = ? AND subject = ? AND operation = ? AND status IN ?", consumerID, subject, operation, openStatuses)
+	if beforeID > 0 {
+		q = q.Where("id < ?", beforeID).Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+	}
+	var ids []uint64
+	if err := q.Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("find older intents: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	u := tx.Model(&Record{}).Where("id IN ? AND status IN ?", ids, openStatuses)
+	if beforeID > 0 { // the exclusion again: one may have been taken over since it was read
+		u = u.Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+	}
+	err := u.Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("supersede older intents: %w", err)
+	}
+	return nil
+}
+
+// whyNotOwned tells why an owner's write matched no row: the intent was
+// superseded, or the lease was lost.
+func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
+	var status string
+	if err := db.Model(&Record{}).Where("id = ?", r.ID).Select("status").Scan(&status).Error; err != nil {
+		return fmt.Errorf("read idempotency record: %w", err)
+	}
+	if status == StatusSuperseded {
+		return ErrSuperseded
+	}
+	return ErrLeaseLost
+}
+
+// abandon settles a processing record whose owner went before its work
+// could have reached the vendor (phase reserved): nobody was promised
+// anything, so it is never executed by the reconciler, and a retry with its
+// key runs it for real. False when the record changed meanwhile.
+func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
+	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
+		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", StatusProcessing, PhaseReserved).
+			Updates(map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
+	})
+	if res.Error != nil {
+		return false, fmt.Errorf("abandon idempotency record: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// giveBack ends an execution that had no effect on r, which it owns, so
+// that a retry with the same request runs for real. A fresh intent under a
+// client's key is kept abandoned until it expires, for its fingerprint
+// alone: the key stays bound to its request (another request with it is
+// ErrKeyReused), nothing of the failure is stored or replayed, and the
+// reconciler never executes it. One under a key the server made is
+// released (deleted): no client can send its key again. An intent it took
+// over keeps what it was owed: a superseded one is superseded again; one
+// that may have reached the vendor before (it had started, or failed after
+// a 202) goes back to pending, due now, so that the reconciler finishes it:
+// a retry's definite failure says nothing of the first execution's effect.
+func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
+	p := r.prior
+	switch {
+	case p == nil && strings.HasPrefix(r.Key, autoPrefix):
+		return s.release(ctx, r)
+	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
+	case p.Status == StatusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now})
+	}
+	return s.settle(ctx, r, map[string]any{"status": StatusPending, "locked_until": nil, "updated_at": now})
+}
+
+// encodeHeaders writes the headers a replay repeats as "Name: value" lines,
+// sorted, which a replay sets without a JSON decode.
+func encodeHeaders(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		b.WriteString(name)
+		b.WriteString(": ")
+		b.WriteString(h[name])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// eachHeader calls fn for each header stored by encodeHeaders, or in the JSON
+// object older records hold.
+func eachHeader(stored string, fn func(name, value string)) error {
+	if strings.HasPrefix(stored, "{") {
+		var h map[string]string
+		if err := json.Unmarshal([]byte(stored), &h); err != nil {
+			return err
+		}
+		for name, value := range h {
+			fn(name, value)
+		}
+		return nil
+	}
+	for line := range strings.SplitSeq(stored, "\n") {
+		if name, value, ok := strings.Cut(line, ": "); ok {
+			fn(name, value)
+		}
+	}
+	return nil
+}
+
+// storedHeader returns one stored header's value, "" when absent.
+func storedHeader(stored *string, name string) string {
+	if stored == nil {
+		return ""
+	}
+	var found string
+	_ = eachHeader(*stored, func(n, v string) {
+		if http.CanonicalHeaderKey(n) == http.CanonicalHeaderKey(name) {
+			found = v
+		}
+	})
+	return found
+}
+
+// bodyHash is the hex SHA-256 of a request's method, route and body bytes,
+// each length-prefixed so that no two requests share an encoding.
+func bodyHash(method, route string, body []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(method), []byte(route), body} {
+		var n [8]byte
+		for i, l := 0, len(part); i < 8; i++ {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

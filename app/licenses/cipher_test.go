@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -46,7 +47,7 @@ func TestLicenseKeyEncryptedAtRest(t *testing.T) {
 		c := testCipher(t, 1)
 		s := New(Config{DB: db.Gorm, Vendor: &deadlineVendor{}, Cipher: c})
 		ctx := context.Background()
-		lic, created, err := s.Create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, Steps{})
+		lic, created, err := s.create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, "", nil)
 		if err != nil || !created || lic.LicenseKey != "LK" {
 			t.Fatalf("Create = %+v, %v, %v", lic, created, err)
 		}
@@ -64,13 +65,13 @@ func TestLicenseKeyEncryptedAtRest(t *testing.T) {
 		if p, err := s.List(ctx, "c1", 1, 10); err != nil || len(p.Licenses) != 1 || p.Licenses[0].LicenseKey != "LK" {
 			t.Errorf("List = %+v, %v", p, err)
 		}
-		again, created, err := s.Create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, Steps{}) // activeFor
+		again, created, err := s.create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, "", nil) // activeFor
 		if err != nil || created || again.LicenseKey != "LK" {
 			t.Errorf("second Create = %q, %v, %v", again.LicenseKey, created, err)
 		}
-		resumed, _, found, err := s.Resume(ctx, "c1", Input{Name: "A", Domain: "a.test"}, false, Steps{}) // record loses to the row: activeFor
-		if err != nil || !found || resumed.LicenseKey != "LK" {
-			t.Errorf("Resume = %q, %v, %v", resumed.LicenseKey, found, err)
+		held, err := s.Held(ctx, "c1", "a.test") // what a create that loses the domain's race answers
+		if err != nil || held.LicenseKey != "LK" {
+			t.Errorf("Held = %q, %v", held.LicenseKey, err)
 		}
 	})
 }
@@ -79,7 +80,7 @@ func TestLicenseKeyEncryptedAtRest(t *testing.T) {
 func TestLegacyPlaintextKeyReads(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		seedConsumer(t, db, "c1")
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		domain := "old.test"
 		legacy := License{ID: "01LEGACY", ConsumerID: "c1", Name: "Old", Domain: domain, ActiveDomain: &domain,
 			LicenseKey: "LK-plain", Status: StatusActive, VendorSiteID: "s0", CreatedAt: now, UpdatedAt: now}
@@ -99,7 +100,7 @@ func TestUndecryptableKeyFailsQuietly(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	seedConsumer(t, db, "c1")
 	ctx := context.Background()
-	lic, _, err := New(Config{DB: db.Gorm, Vendor: &deadlineVendor{}, Cipher: testCipher(t, 1)}).Create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, Steps{})
+	lic, _, err := New(Config{DB: db.Gorm, Vendor: &deadlineVendor{}, Cipher: testCipher(t, 1)}).create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestUndecryptableKeyFailsQuietly(t *testing.T) {
 	if _, err := other.List(ctx, "c1", 1, 10); !errors.Is(err, crypt.ErrDecrypt) {
 		t.Errorf("List under another key = %v, want ErrDecrypt", err)
 	}
-	if err := other.Revoke(ctx, "c1", lic.ID, Steps{}); err != nil {
+	if err := other.revoke(ctx, "c1", lic.ID, nil); err != nil {
 		t.Errorf("Revoke under another key = %v", err)
 	}
 }

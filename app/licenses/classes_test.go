@@ -31,7 +31,6 @@ func TestErrorsNameTheirClass(t *testing.T) {
 		"invalid_input":      fmt.Errorf("stored request: %w", &ValidationError{Fields: map[string][]string{"domain": {"x"}}}),
 		"domain_taken":       fmt.Errorf("x: %w", ErrDomainTaken),
 		"license_not_found":  ErrNotFound,
-		"made_by_another":    ErrMadeByAnother,
 	} {
 		if got := classOf(err); got != want {
 			t.Errorf("class of %v = %q, want %q", err, got, want)
@@ -52,7 +51,7 @@ func TestUndecryptableKeyIsKeyUnavailable(t *testing.T) {
 	db := testdb.New(t, "sqlite")
 	seedConsumer(t, db, "c1")
 	ctx := context.Background()
-	lic, _, err := New(Config{DB: db.Gorm, Vendor: &deadlineVendor{}, Cipher: testCipher(t, 1)}).Create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, Steps{})
+	lic, _, err := New(Config{DB: db.Gorm, Vendor: &deadlineVendor{}, Cipher: testCipher(t, 1)}).create(ctx, "c1", Input{Name: "A", Domain: "a.test"}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

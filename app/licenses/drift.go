@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // SiteLister pages through every site the vendor holds, in a stable order
@@ -151,7 +153,7 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 // ErrVendorListsNothing, with or without Fix and Force: the licenses are
 // not reported as deleted, and nothing is applied.
 func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOptions) (DriftReport, error) {
-	start := s.now().UTC().Truncate(time.Microsecond)
+	start := dbtime.Stamp(s.now())
 	sites := map[string]Site{}
 	for page := 1; ; page++ {
 		batch, total, err := lister.ListSites(ctx, page, driftSitesPerReq)
@@ -172,7 +174,7 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 	// In batches: a large account's licenses (and their decrypted keys) are
 	// never all in memory at once.
 	var batch []License
-	err := s.read.WithContext(ctx).Where("status <> ?", StatusRevoked).Order("id").
+	err := s.cfg.Read.WithContext(ctx).Where("status <> ?", StatusRevoked).Order("id").
 		FindInBatches(&batch, driftLicensesPerBatch, func(*gorm.DB, int) error {
 			for _, lic := range batch {
 				held[lic.VendorSiteID] = true
@@ -223,7 +225,11 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 			continue
 		}
 		m := &report.Mismatches[i]
-		changed, err := s.ApplyVendorEvent(ctx, ev)
+		var changed bool
+		err := s.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) (err error) {
+			changed, err = s.ApplyVendorEvent(ctx, tx, ev)
+			return err
+		})
 		if err != nil {
 			report.Mismatches = append(report.Mismatches, orphans...)
 			return report, fmt.Errorf("fix license %s: %w", m.LicenseID, err)

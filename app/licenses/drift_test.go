@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -48,7 +49,7 @@ func (m *mismatchBench) count(source string) int {
 func TestDriftRefusesAVendorListingNothing(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		for _, id := range []string{"a", "b", "c"} {
 			seedLicense(t, db, id, StatusActive, "s-"+id, "K", past)
 		}
@@ -80,7 +81,7 @@ func TestDriftRefusesAVendorListingNothing(t *testing.T) {
 func TestDriftFixIsBounded(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		seedLicense(t, db, "gone1", StatusActive, "s1", "K", past)
 		seedLicense(t, db, "gone2", StatusActive, "s2", "K", past)
 		seedLicense(t, db, "rekeyed", StatusActive, "s3", "K", past)
@@ -119,7 +120,7 @@ func TestDriftFixIsBounded(t *testing.T) {
 func TestDriftFixForced(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		seedLicense(t, db, "gone", StatusActive, "s1", "K", past)
 		seedLicense(t, db, "kept", StatusActive, "s2", "K", past)
 		b.v.extra = []Site{{ID: "s2", Domain: "kept.test", LicenseKey: "K", Status: StatusActive}}
@@ -139,7 +140,7 @@ func TestDriftFixForced(t *testing.T) {
 func TestDriftMatchesASiteByIdAndDomain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newMismatchBench(t, db)
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		seedLicense(t, db, "old", StatusActive, "site_1", "K-old", past)
 		b.v.extra = []Site{{ID: "site_1", Domain: "someone-else.test", LicenseKey: "K-else", Status: StatusSuspended}}
 		report, err := b.s.DriftWith(context.Background(), b.v, DriftOptions{Fix: true, Force: true})
@@ -172,12 +173,12 @@ func TestVendorEventMatchesBySiteIdAndDomain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newMismatchBench(t, db)
 		ctx := context.Background()
-		past := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+		past := dbtime.Now().Add(-time.Hour)
 		seedLicense(t, db, "l1", StatusActive, "site_1", "K1", past)
 		at := time.Now().UTC()
 		for i, domain := range []string{"other.test", "", "  "} {
 			ev := VendorEvent{ID: "evt_" + string(rune('a'+i)), Type: SiteDeleted, At: at, Site: Site{ID: "site_1", Domain: domain}}
-			if changed, err := b.s.ApplyVendorEvent(ctx, ev); changed || err != nil {
+			if changed, err := b.s.apply(ctx, ev); changed || err != nil {
 				t.Errorf("domain %q: %v, %v; want nothing changed", domain, changed, err)
 			}
 		}
@@ -193,7 +194,7 @@ func TestVendorEventMatchesBySiteIdAndDomain(t *testing.T) {
 				t.Errorf("logs lack %s: %s", want, logs)
 			}
 		}
-		if changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "evt_z", Type: SiteSuspended, At: at, Site: Site{ID: "site_1", Domain: "L1.Test"}}); !changed || err != nil {
+		if changed, err := b.s.apply(ctx, VendorEvent{ID: "evt_z", Type: SiteSuspended, At: at, Site: Site{ID: "site_1", Domain: "L1.Test"}}); !changed || err != nil {
 			t.Errorf("the license's own domain (another case) = %v, %v; want applied", changed, err)
 		}
 		if n := b.count(MismatchWebhook); n != 3 {

@@ -96,7 +96,7 @@ func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, even
 	if err != nil {
 		return err
 	}
-	return s.logSealed(ctx, tx, after, event, at, ce)
+	return s.logSealed(actorFrom(ctx), tx, after, event, at, ce)
 }
 
 // sealEvent is the consumer event of the change, rendered and sealed; nil
@@ -106,7 +106,7 @@ func (s *Service) sealEvent(after License, event string, at time.Time) (*events.
 	if !ok {
 		return nil, nil
 	}
-	e, err := s.events.Seal(events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
+	e, err := s.cfg.Events.Seal(events.Draft{ConsumerID: after.ConsumerID, Type: typ, SubjectID: after.ID,
 		Sequence: after.EventSequence, Data: events.LicenseData{License: after.Resource()}, At: at})
 	if err != nil {
 		return nil, err
@@ -114,14 +114,14 @@ func (s *Service) sealEvent(after License, event string, at time.Time) (*events.
 	return &e, nil
 }
 
-// logSealed is logEvent with the consumer event already sealed (nil: none).
-func (s *Service) logSealed(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time, ce *events.Event) error {
+// logSealed is logEvent, by a, with the consumer event already sealed
+// (nil: none).
+func (s *Service) logSealed(a Actor, tx *gorm.DB, after License, event string, at time.Time, ce *events.Event) error {
 	if ce != nil {
-		if err := s.events.Insert(tx, ce); err != nil {
+		if err := s.cfg.Events.Insert(tx, ce); err != nil {
 			return err
 		}
 	}
-	a := actorFrom(ctx)
 	e := Event{LicenseID: after.ID, ConsumerID: after.ConsumerID, Event: event, Actor: a.Name,
 		RequestID: nonEmpty(a.RequestID), TokenID: nonEmpty(a.TokenID), CreatedAt: at}
 	if err := tx.Create(&e).Error; err != nil {
@@ -137,7 +137,7 @@ func (s *Service) logSealed(ctx context.Context, tx *gorm.DB, after License, eve
 // APP_KEY and APP_PREVIOUS_KEYS, which `licensor keys status` counts).
 func (s *Service) openForEvent(ctx context.Context, lic *License) {
 	if err := s.open(lic); err != nil {
-		s.log.WarnContext(ctx, "license event without its key: no configured key opens it", "license_id", lic.ID)
+		s.cfg.Log.WarnContext(ctx, "license event without its key: no configured key opens it", "license_id", lic.ID)
 		lic.LicenseKey = ""
 	}
 }
@@ -149,7 +149,7 @@ func (s *Service) Events(ctx context.Context, consumerID, id string) ([]Event, e
 		return nil, err
 	}
 	var events []Event
-	if err := s.read.WithContext(ctx).Where("license_id = ?", id).Order("id").Find(&events).Error; err != nil {
+	if err := s.cfg.Read.WithContext(ctx).Where("license_id = ?", id).Order("id").Find(&events).Error; err != nil {
 		return nil, fmt.Errorf("list license events: %w", err)
 	}
 	return events, nil

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Statuses of a license.
@@ -59,14 +60,14 @@ func (l License) Resource() events.License {
 	}
 }
 
-// Errors of the licenses domain; each names its class for an intent's
-// attempt history (domain_taken, license_not_found).
+// Errors of the licenses domain; each code is also the class an intent's
+// attempt history records.
 var (
 	// ErrDomainTaken means another consumer holds an active license for the
 	// domain. It says nothing about who.
-	ErrDomainTaken error = &classedError{"the domain is licensed to another consumer", "domain_taken"}
+	ErrDomainTaken error = fault.New("domain_taken", "the domain is licensed to another consumer")
 	// ErrNotFound means no license of the caller's has that id.
-	ErrNotFound error = &classedError{"license not found", "license_not_found"}
+	ErrNotFound error = fault.New("license_not_found", "license not found")
 )
 
 // Input is what a consumer asks for.

@@ -75,15 +75,13 @@ func isASCII(s string) bool {
 // any other.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
-		verr := &ValidationError{}
-		verr.add("status", "The selected status is invalid.")
-		return Page{}, verr
+		return Page{}, &ValidationError{Fields: map[string][]string{"status": {"The selected status is invalid."}}}
 	}
 	page, perPage := max(q.Page, 1), q.PerPage
 	if perPage <= 0 {
 		perPage = DefaultPerPage
 	}
-	sel := s.read.WithContext(ctx).Model(&License{})
+	sel := s.cfg.Read.WithContext(ctx).Model(&License{})
 	if q.ConsumerID != "" {
 		sel = sel.Where("consumer_id = ?", q.ConsumerID)
 	}
@@ -113,7 +111,7 @@ func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 // trail is Events(ctx, lic.ConsumerID, lic.ID).
 func (s *Service) Find(ctx context.Context, id string) (License, error) {
 	var lic License
-	err := s.read.WithContext(ctx).Where("id = ?", id).Take(&lic).Error
+	err := s.cfg.Read.WithContext(ctx).Where("id = ?", id).Take(&lic).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return License{}, ErrNotFound
 	}
@@ -129,7 +127,7 @@ func (s *Service) Find(ctx context.Context, id string) (License, error) {
 // the license's id is logged at Warn.
 func (s *Service) openForOperator(ctx context.Context, lic *License) {
 	if err := s.open(lic); err != nil {
-		s.log.WarnContext(ctx, "license shown without its key: no configured key opens it", "license_id", lic.ID)
+		s.cfg.Log.WarnContext(ctx, "license shown without its key: no configured key opens it", "license_id", lic.ID)
 		lic.LicenseKey, lic.KeyUnavailable = "", true
 	}
 }

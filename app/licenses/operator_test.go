@@ -24,24 +24,24 @@ func newOperatorBench(t *testing.T, db *testdb.DB) *operatorBench {
 	t.Helper()
 	b := &operatorBench{bench: newBench(t, db), ids: map[string]string{}}
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-	b.s.now = clock.Now
+	b.s.cfg.Now = clock.Now
 	ctx := context.Background()
 	for _, l := range []struct{ consumer, domain string }{
 		{"c1", "acme.test"}, {"c1", "beta.example"}, {"c2", "acme-two.test"}, {"c2", "xn--mller-kva.test"}, {"c2", "zeta.test"},
 	} {
 		clock.Advance(time.Second)
-		lic, _, err := b.s.Create(ctx, l.consumer, Input{Name: "Shop", Domain: l.domain}, Steps{})
+		lic, _, err := b.s.create(ctx, l.consumer, Input{Name: "Shop", Domain: l.domain}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.ids[l.domain] = lic.ID
 	}
 	clock.Advance(time.Second)
-	if err := b.s.Revoke(ctx, "c1", b.ids["beta.example"], Steps{}); err != nil {
+	if err := b.s.revoke(ctx, "c1", b.ids["beta.example"], nil); err != nil {
 		t.Fatal(err)
 	}
 	ev := VendorEvent{ID: "evt_1", Type: SiteSuspended, At: clock.Now(), Site: Site{ID: b.v.sites["acme-two.test"].ID, Domain: "acme-two.test"}}
-	if _, err := b.s.ApplyVendorEvent(ctx, ev); err != nil {
+	if _, err := b.s.apply(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
 	return b

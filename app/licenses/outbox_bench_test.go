@@ -56,7 +56,7 @@ func BenchmarkCreateOutbox(b *testing.B) {
 						start := time.Now()
 						for range perRound {
 							n++
-							if _, _, err := services[name].Create(ctx, "c1", Input{Name: "Shop", Domain: fmt.Sprintf("d%d.test", n)}, Steps{}); err != nil {
+							if _, _, err := services[name].create(ctx, "c1", Input{Name: "Shop", Domain: fmt.Sprintf("d%d.test", n)}, "", nil); err != nil {
 								b.Fatal(err)
 							}
 						}

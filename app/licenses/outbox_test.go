@@ -92,7 +92,7 @@ func outboxHolds(t *testing.T, db *testdb.DB, log *events.Log) {
 	for _, e := range evs {
 		bySubject[e.SubjectID] = append(bySubject[e.SubjectID], e)
 	}
-	svc := &Service{cipher: testCipher(t, 1)}
+	svc := &Service{cfg: Config{Cipher: testCipher(t, 1)}}
 	for _, lic := range lics {
 		got := bySubject[lic.ID]
 		delete(bySubject, lic.ID)
@@ -153,11 +153,11 @@ func TestEveryChangeCommitsWithItsEvent(t *testing.T) {
 	}
 	// recorded is the caller's recovery point, written in the change's
 	// transaction after the change's own writes, as the idempotency layer's is.
-	recorded := Steps{Commit: func(tx *gorm.DB, _ License, _ bool) error {
+	recorded := func(tx *gorm.DB) error {
 		return tx.Exec("UPDATE consumers SET updated_at = updated_at WHERE id = ?", "c1").Error
-	}}
+	}
 	create := func(b *bench, domain string) License {
-		lic, _, err := b.s.Create(ctx, "c1", Input{Name: "Shop", Domain: domain}, Steps{})
+		lic, _, err := b.s.create(ctx, "c1", Input{Name: "Shop", Domain: domain}, "", nil)
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -167,15 +167,13 @@ func TestEveryChangeCommitsWithItsEvent(t *testing.T) {
 		return func(b *bench, domain string, lic License) error {
 			site := Site{ID: lic.VendorSiteID, Domain: domain, LicenseKey: key}
 			at = at.Add(time.Second)
-			_, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "evt_" + domain, Type: typ, At: at, Site: site})
+			_, err := b.s.apply(ctx, VendorEvent{ID: "evt_" + domain, Type: typ, At: at, Site: site})
 			return err
 		}
 	}
 	changes := []change{
 		{"created by a request", nil, func(b *bench, domain string, _ License) error {
-			steps := recorded
-			steps.IntentID = "in-" + domain
-			_, _, err := b.s.Create(WithActor(ctx, Actor{Name: ActorRequest}), "c1", Input{Name: "Shop", Domain: domain}, steps)
+			_, _, err := b.s.create(WithActor(ctx, Actor{Name: ActorRequest}), "c1", Input{Name: "Shop", Domain: domain}, "in-"+domain, recorded)
 			return err
 		}},
 		{"adopted", func(b *bench, domain string) License {
@@ -184,7 +182,7 @@ func TestEveryChangeCommitsWithItsEvent(t *testing.T) {
 			b.v.mu.Unlock()
 			return License{}
 		}, func(b *bench, domain string, _ License) error {
-			_, _, err := b.s.Create(ctx, "c1", Input{Name: "Shop", Domain: domain}, recorded)
+			_, _, err := b.s.create(ctx, "c1", Input{Name: "Shop", Domain: domain}, "", recorded)
 			return err
 		}},
 		{"reconciled", func(b *bench, domain string) License {
@@ -193,11 +191,16 @@ func TestEveryChangeCommitsWithItsEvent(t *testing.T) {
 			b.v.mu.Unlock()
 			return License{}
 		}, func(b *bench, domain string, _ License) error {
-			_, _, _, err := b.s.Resume(WithActor(ctx, Actor{Name: ActorReconciler}), "c1", Input{Name: "Shop", Domain: domain}, false, recorded)
+			ctx := WithActor(ctx, Actor{Name: ActorReconciler})
+			site, err := b.s.FindSite(ctx, domain)
+			if err != nil {
+				return err
+			}
+			_, _, err = b.s.record(ctx, "c1", Input{Name: "Shop", Domain: domain}, *site, EventReconciled, "", recorded)
 			return err
 		}},
 		{"revoked by the consumer", create, func(b *bench, _ string, lic License) error {
-			return b.s.Revoke(ctx, "c1", lic.ID, recorded)
+			return b.s.revoke(ctx, "c1", lic.ID, recorded)
 		}},
 		{"revoked by the reconciler", func(b *bench, domain string) License {
 			lic := create(b, domain)
@@ -206,7 +209,7 @@ func TestEveryChangeCommitsWithItsEvent(t *testing.T) {
 			}
 			return lic
 		}, func(b *bench, _ string, lic License) error {
-			return b.s.ResumeRevoke(WithActor(ctx, Actor{Name: ActorReconciler}), "c1", lic.ID, recorded)
+			return b.s.finishRevoke(WithActor(ctx, Actor{Name: ActorReconciler}), lic, recorded)
 		}},
 		{"suspended by the vendor", create, vendorEvent(SiteSuspended, "")},
 		{"reactivated by the vendor", func(b *bench, domain string) License {
@@ -275,17 +278,17 @@ func TestRevokedEventCarriesTheLicenseAsItWasLeft(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		ctx := context.Background()
-		lic, _, err := b.s.Create(ctx, "c1", Input{Name: "Shop", Domain: "a.test"}, Steps{})
+		lic, _, err := b.s.create(ctx, "c1", Input{Name: "Shop", Domain: "a.test"}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.v.beforeDelete = func(id string) {
 			ev := VendorEvent{ID: "evt_rotated", Type: SiteKeyRotated, At: time.Now(), Site: Site{ID: id, Domain: "a.test", LicenseKey: "LK-rotated"}}
-			if changed, err := b.s.ApplyVendorEvent(ctx, ev); err != nil || !changed {
+			if changed, err := b.s.apply(ctx, ev); err != nil || !changed {
 				t.Errorf("rotate the key mid-revoke: %v, %v", changed, err)
 			}
 		}
-		if err := b.s.Revoke(ctx, "c1", lic.ID, Steps{}); err != nil {
+		if err := b.s.revoke(ctx, "c1", lic.ID, nil); err != nil {
 			t.Fatal(err)
 		}
 		log := events.New(db.Gorm, db.Read, testCipher(t, 1))
@@ -322,7 +325,7 @@ func TestVendorEventWithNothingToApplyChangesNothingSeen(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		ctx := context.Background()
-		lic, _, err := b.s.Create(ctx, "c1", Input{Name: "Shop", Domain: "a.test"}, Steps{})
+		lic, _, err := b.s.create(ctx, "c1", Input{Name: "Shop", Domain: "a.test"}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +333,7 @@ func TestVendorEventWithNothingToApplyChangesNothingSeen(t *testing.T) {
 		apply := func(typ, key string) bool {
 			t.Helper()
 			at = at.Add(time.Second)
-			changed, err := b.s.ApplyVendorEvent(ctx, VendorEvent{ID: "evt_" + typ, Type: typ, At: at, Site: Site{ID: lic.VendorSiteID, Domain: "a.test", LicenseKey: key}})
+			changed, err := b.s.apply(ctx, VendorEvent{ID: "evt_" + typ, Type: typ, At: at, Site: Site{ID: lic.VendorSiteID, Domain: "a.test", LicenseKey: key}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,7 +346,7 @@ func TestVendorEventWithNothingToApplyChangesNothingSeen(t *testing.T) {
 		if err := db.Gorm.Where("id = ?", lic.ID).Take(&before).Error; err != nil {
 			t.Fatal(err)
 		}
-		b.s.now = func() time.Time { return time.Now().Add(time.Hour) } // a later update would show
+		b.s.cfg.Now = func() time.Time { return time.Now().Add(time.Hour) } // a later update would show
 		if apply(SiteSuspended, "") || apply(SiteKeyRotated, "") {
 			t.Error("an event with nothing to apply reported a change")
 		}

@@ -1,55 +1,19 @@
 package licenses
 
 import (
-	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
-// ValidationError lists what is wrong with the input, field by field.
-// Order names the fields of Fields in rule order (name, then domain), which
-// a map cannot keep: the API reports them in that order.
-type ValidationError struct {
-	Fields map[string][]string
-	Order  []string
-}
-
-func (e *ValidationError) Error() string {
-	return fmt.Sprintf("invalid input: %v", slices.Sorted(maps.Keys(e.Fields)))
-}
-
-// FieldErrors returns the errors per field.
-func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
-
-// FieldOrder returns the fields with errors, in rule order.
-func (e *ValidationError) FieldOrder() []string { return e.Order }
-
-// ErrorClass is invalid_input (an intent's attempt history).
-func (e *ValidationError) ErrorClass() string { return "invalid_input" }
-
-// app/http's error boundary declares these: a validation error answers 422
-// with its fields, in rule order.
-var (
-	_ interface{ FieldErrors() map[string][]string } = (*ValidationError)(nil)
-	_ interface{ FieldOrder() []string }             = (*ValidationError)(nil)
-)
-
-// add notes msg on field, keeping the order fields first failed in.
-func (e *ValidationError) add(field, msg string) {
-	if e.Fields == nil {
-		e.Fields = map[string][]string{}
-	}
-	if _, ok := e.Fields[field]; !ok {
-		e.Order = append(e.Order, field)
-	}
-	e.Fields[field] = append(e.Fields[field], msg)
-}
+// ValidationError is the input's field errors, in rule order (name, then
+// domain): a *fault.Fields. The name stays while app/operations names it.
+type ValidationError = fault.Fields
 
 // Validate trims and checks the input, returning it with the domain in its
 // normal form: what Create expects. A request is validated once, at the
@@ -58,17 +22,14 @@ func Validate(in Input) (Input, error) {
 	verr := &ValidationError{}
 	in.Name = strings.TrimSpace(in.Name)
 	if msg := nameProblem(in.Name); msg != "" {
-		verr.add("name", msg)
+		verr.Add("name", msg)
 	}
 	domain, msg := NormalizeDomain(in.Domain)
 	if msg != "" {
-		verr.add("domain", msg)
+		verr.Add("domain", msg)
 	}
 	in.Domain = domain
-	if len(verr.Fields) > 0 {
-		return in, verr
-	}
-	return in, nil
+	return in, verr.Err()
 }
 
 // nameProblem says what is wrong with a trimmed license name, "" when

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Site is the vendor's record for one domain, carrying its license key.
@@ -27,7 +29,17 @@ type Vendor interface {
 	CreateSite(ctx context.Context, name, domain string) (Site, error)
 	// DeleteSite deletes a site; a site already gone counts as deleted.
 	DeleteSite(ctx context.Context, id string) error
+	// RotateKey asks the vendor for a new license key for the site, and
+	// returns the site with it. Like a create, it is a write without an
+	// idempotency key: a failure after sending is uncertain (the key may have
+	// changed). A site the vendor does not hold is ErrVendorSiteNotFound.
+	RotateKey(ctx context.Context, siteID string) (Site, error)
 }
+
+// ErrVendorSiteNotFound is the vendor's word that it holds no site with the
+// id asked (its 404). The error a driver returns for it is a *RejectedError
+// too, definite and without effect: errors.Is matches either.
+var ErrVendorSiteNotFound = errors.New("the vendor has no such site")
 
 // EnsureSite converges on the natural key: it lists the vendor's sites for
 // the domain and adopts the one it finds, creating a site only when there is
@@ -82,12 +94,13 @@ func refusedForDomain(err error) bool {
 	return errors.As(err, &r) && len(r.Fields["domain"]) > 0 && len(r.Fields) == 1
 }
 
-// Sentinels for the three classes of vendor failure; errors.Is matches each
-// against its typed error.
+// Sentinels for the three classes of vendor failure, each its code; every
+// typed error unwraps to its own first, then to its cause, so errors.Is
+// matches it and its code is the answer's.
 var (
-	ErrVendorUnavailable = errors.New("vendor unavailable")
-	ErrVendorRejected    = errors.New("vendor rejected the request")
-	ErrVendorUncertain   = errors.New("vendor outcome unknown")
+	ErrVendorUnavailable error = fault.New("vendor_unavailable", "vendor unavailable")
+	ErrVendorRejected    error = fault.New("vendor_rejected", "vendor rejected the request")
+	ErrVendorUncertain   error = fault.New("vendor_uncertain", "vendor outcome unknown")
 )
 
 // UnavailableError means the vendor did nothing: it could not be reached,
@@ -99,14 +112,8 @@ type UnavailableError struct {
 
 func (e *UnavailableError) Error() string { return "vendor unavailable: " + errText(e.Err) }
 
-// Unwrap exposes the cause.
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// Is matches ErrVendorUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == ErrVendorUnavailable }
-
-// ErrorClass is vendor_unavailable (an intent's attempt history).
-func (e *UnavailableError) ErrorClass() string { return "vendor_unavailable" }
+// Unwrap is ErrVendorUnavailable, then the cause.
+func (e *UnavailableError) Unwrap() []error { return classAndCause(ErrVendorUnavailable, e.Err) }
 
 // RejectedError means the vendor refused the input (a 4xx other than 429):
 // definite, no effect, and the same request will be refused again.
@@ -120,12 +127,8 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("vendor rejected the request (%d): %s", e.Status, e.Message)
 }
 
-// Is matches ErrVendorRejected.
-func (e *RejectedError) Is(target error) bool { return target == ErrVendorRejected }
-
-// ErrorClass is vendor_rejected (an intent's attempt history): never the
-// vendor's message.
-func (e *RejectedError) ErrorClass() string { return "vendor_rejected" }
+// Unwrap is ErrVendorRejected: the class, never the vendor's message.
+func (e *RejectedError) Unwrap() error { return ErrVendorRejected }
 
 // UncertainError means a write was sent and its outcome is unknown (a timeout
 // after sending, a reset, a 5xx, an unreadable answer). The write may have
@@ -139,11 +142,8 @@ type UncertainError struct {
 
 func (e *UncertainError) Error() string { return "vendor outcome unknown: " + errText(e.Err) }
 
-// Unwrap exposes the cause.
-func (e *UncertainError) Unwrap() error { return e.Err }
-
-// Is matches ErrVendorUncertain.
-func (e *UncertainError) Is(target error) bool { return target == ErrVendorUncertain }
+// Unwrap is ErrVendorUncertain, then the cause.
+func (e *UncertainError) Unwrap() []error { return classAndCause(ErrVendorUncertain, e.Err) }
 
 // OutcomeUnknown tells the idempotency layer to keep the intent pending.
 func (e *UncertainError) OutcomeUnknown() bool { return true }
@@ -152,31 +152,21 @@ func (e *UncertainError) OutcomeUnknown() bool { return true }
 // domain (the natural key), since no site id is known yet.
 func (e *UncertainError) ExternalRef() string { return e.Domain }
 
-// ErrorClass is vendor_uncertain (an intent's attempt history).
-func (e *UncertainError) ErrorClass() string { return "vendor_uncertain" }
-
 // An uncertain error tells the idempotency layer, which declares these
-// interfaces, that the outcome is unknown and what the intent is known by;
-// every error of the domain names its class for an intent's attempt history
-// (idempotency.ErrorClass).
+// interfaces, that the outcome is unknown and what the intent is known by.
 var (
 	_ interface{ OutcomeUnknown() bool } = (*UncertainError)(nil)
 	_ interface{ ExternalRef() string }  = (*UncertainError)(nil)
-	_ interface{ ErrorClass() string }   = (*UncertainError)(nil)
-	_ interface{ ErrorClass() string }   = (*UnavailableError)(nil)
-	_ interface{ ErrorClass() string }   = (*RejectedError)(nil)
-	_ interface{ ErrorClass() string }   = (*ValidationError)(nil)
-	_ interface{ ErrorClass() string }   = (*classedError)(nil)
-	_ interface{ ErrorClass() string }   = (*keyError)(nil)
 )
 
-// classedError is a sentinel of the domain that names its class.
-type classedError struct{ msg, class string }
-
-func (e *classedError) Error() string { return e.msg }
-
-// ErrorClass names the class (an intent's attempt history).
-func (e *classedError) ErrorClass() string { return e.class }
+// classAndCause is what a typed vendor error unwraps to: its class's
+// sentinel, then its cause when it has one.
+func classAndCause(class, cause error) []error {
+	if cause == nil {
+		return []error{class}
+	}
+	return []error{class, cause}
+}
 
 func errText(err error) string {
 	if err == nil {
@@ -193,7 +183,7 @@ func errText(err error) string {
 // *UnavailableError and nothing was changed here (a site a failed delete
 // may have removed was nobody's). deleted says whether a site was deleted.
 func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, err error) {
-	site, err := s.vendor.FindSite(ctx, domain)
+	site, err := s.cfg.Vendor.FindSite(ctx, domain)
 	if err != nil {
 		return false, asUnavailable(fmt.Errorf("find vendor site: %w", err))
 	}
@@ -201,7 +191,7 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 		return false, nil
 	}
 	var held int64
-	err = s.db.WithContext(ctx).Model(&License{}).
+	err = s.cfg.DB.WithContext(ctx).Model(&License{}).
 		Where("(vendor_site_id = ? AND status <> ?) OR active_domain = ?", site.ID, StatusRevoked, domain).Count(&held).Error
 	if err != nil {
 		return false, fmt.Errorf("find the license of a vendor site: %w", err)
@@ -209,7 +199,7 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	if held > 0 {
 		return false, nil
 	}
-	if err := s.vendor.DeleteSite(ctx, site.ID); err != nil {
+	if err := s.cfg.Vendor.DeleteSite(ctx, site.ID); err != nil {
 		return false, asUnavailable(fmt.Errorf("delete vendor site: %w", err))
 	}
 	return true, nil

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
 // What the vendor does to a site on its own side, as its webhooks name it.
@@ -56,95 +58,29 @@ var ErrUnknownEventType = errors.New("unknown vendor event type")
 // seen a later (or the same) vendor event — so events delivered out of order
 // never move a license back — or when the change is already in place.
 //
-// Call it once per event id (the webhook does, through idempotency.Do):
-// an event of the same second as the last one applied is applied again.
-func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed bool, err error) {
+// It runs in tx, the transaction its caller commits (the webhook's with
+// the event's record). Call it once per event id (the webhook does, through
+// its guarded operation): an event of the same second as the last one
+// applied is applied again.
+func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEvent) (changed bool, err error) {
 	switch ev.Type {
 	case SiteSuspended, SiteReactivated, SiteDeleted, SiteKeyRotated:
 	default:
 		return false, fmt.Errorf("%w: %q", ErrUnknownEventType, ev.Type)
 	}
-	at := ev.At.UTC().Truncate(time.Microsecond)
+	at := dbtime.Stamp(ev.At)
 	ctx = WithActor(ctx, Actor{Name: ActorVendor})
-	var other *License // the license of the site's id, for another domain
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var lic License
-		// The site's license still in force; a site id is the vendor's and
-		// never given twice, so there is at most one.
-		err := tx.Where("vendor_site_id = ? AND status <> ?", ev.Site.ID, StatusRevoked).Take(&lic).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("find the license of site %s: %w", ev.Site.ID, err)
-		}
-		if !sameDomain(ev.Site.Domain, lic.Domain) {
-			other = &lic
-			return nil
-		}
-		if lic.VendorEventAt != nil && at.Before(*lic.VendorEventAt) {
-			// A later change of the vendor's is already applied. (Events of
-			// one second cannot be ordered — created is in seconds — and are
-			// applied in the order they arrive; a duplicate never reaches
-			// here twice, the webhook applies each event id once.)
-			return nil
-		}
-		now := s.now().UTC().Truncate(time.Microsecond)
-		set := map[string]any{"vendor_event_at": at}
-		after := lic
-		after.UpdatedAt, after.VendorEventAt = now, &at
-		event := ""
-		switch {
-		case ev.Type == SiteDeleted:
-			set["status"], set["active_domain"], set["revoked_at"] = StatusRevoked, nil, now
-			after.Status, after.ActiveDomain, after.RevokedAt = StatusRevoked, nil, &now
-			event = EventRevoked
-		case ev.Type == SiteSuspended && lic.Status == StatusActive:
-			set["status"], event = StatusSuspended, EventSuspended
-			after.Status = StatusSuspended
-		case ev.Type == SiteReactivated && lic.Status == StatusSuspended:
-			set["status"], event = StatusActive, EventReactivated
-			after.Status = StatusActive
-		case ev.Type == SiteKeyRotated && ev.Site.LicenseKey != "":
-			sealed, err := s.sealed(License{LicenseKey: ev.Site.LicenseKey})
-			if err != nil {
-				return err
-			}
-			set["license_key"], event = sealed.LicenseKey, EventKeyRotated
-			after.LicenseKey = ev.Site.LicenseKey
-		}
-		if event != "" {
-			// Every change here is one the consumer hears of: its event
-			// carries the license as the API shows it, with the next
-			// sequence (the compare-and-set below holds the one read). An
-			// event that changes nothing the consumer sees (a suspension of
-			// a suspended license) moves only the vendor's mark, not
-			// updated_at: no change without its event.
-			set["updated_at"] = now
-			set["event_sequence"] = lic.EventSequence + 1
-			after.EventSequence = lic.EventSequence + 1
-			s.openForEvent(ctx, &after)
-		}
-		// Compare-and-set on what was read: a concurrent change to the same
-		// license (another event, a revoke) makes this one a no-op rather
-		// than overwrite it.
-		q := tx.Model(&License{}).Where("id = ? AND status = ? AND event_sequence = ?", lic.ID, lic.Status, lic.EventSequence)
-		if lic.VendorEventAt == nil {
-			q = q.Where("vendor_event_at IS NULL")
-		} else {
-			q = q.Where("vendor_event_at = ?", *lic.VendorEventAt)
-		}
-		res := q.UpdateColumns(set) // no automatic updated_at: set above when the change is one the consumer sees
-		if res.Error != nil {
-			return fmt.Errorf("apply %s to license %s: %w", ev.Type, lic.ID, res.Error)
-		}
-		if res.RowsAffected != 1 || event == "" {
-			return nil
-		}
-		changed = true
-		return s.logEvent(ctx, tx, after, event, now)
-	})
-	if err == nil && other != nil {
+	var lic License
+	// The site's license still in force; a site id is the vendor's and
+	// never given twice, so there is at most one.
+	err = tx.Where("vendor_site_id = ? AND status <> ?", ev.Site.ID, StatusRevoked).Take(&lic).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find the license of site %s: %w", ev.Site.ID, err)
+	}
+	if !sameDomain(ev.Site.Domain, lic.Domain) {
 		source, reason := MismatchWebhook, "the event's site is for another domain"
 		if ev.ID == driftEventID {
 			source = MismatchDrift
@@ -152,9 +88,69 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, ev VendorEvent) (changed
 		if strings.TrimSpace(ev.Site.Domain) == "" {
 			reason = "the event's site has no domain"
 		}
-		s.siteMismatch(ctx, source, ev.ID, *other, ev.Site, reason)
+		s.siteMismatch(ctx, source, ev.ID, lic, ev.Site, reason)
+		return false, nil
 	}
-	return changed, err
+	if lic.VendorEventAt != nil && at.Before(*lic.VendorEventAt) {
+		// A later change of the vendor's is already applied. (Events of
+		// one second cannot be ordered — created is in seconds — and are
+		// applied in the order they arrive; a duplicate never reaches
+		// here twice, the webhook applies each event id once.)
+		return false, nil
+	}
+	now := s.now()
+	set := map[string]any{"vendor_event_at": at}
+	after := lic
+	after.UpdatedAt, after.VendorEventAt = now, &at
+	event := ""
+	switch {
+	case ev.Type == SiteDeleted:
+		set["status"], set["active_domain"], set["revoked_at"] = StatusRevoked, nil, now
+		after.Status, after.ActiveDomain, after.RevokedAt = StatusRevoked, nil, &now
+		event = EventRevoked
+	case ev.Type == SiteSuspended && lic.Status == StatusActive:
+		set["status"], event = StatusSuspended, EventSuspended
+		after.Status = StatusSuspended
+	case ev.Type == SiteReactivated && lic.Status == StatusSuspended:
+		set["status"], event = StatusActive, EventReactivated
+		after.Status = StatusActive
+	case ev.Type == SiteKeyRotated && ev.Site.LicenseKey != "":
+		sealed, err := s.sealed(License{LicenseKey: ev.Site.LicenseKey})
+		if err != nil {
+			return false, err
+		}
+		set["license_key"], event = sealed.LicenseKey, EventKeyRotated
+		after.LicenseKey = ev.Site.LicenseKey
+	}
+	if event != "" {
+		// Every change here is one the consumer hears of: its event
+		// carries the license as the API shows it, with the next
+		// sequence (the compare-and-set below holds the one read). An
+		// event that changes nothing the consumer sees (a suspension of
+		// a suspended license) moves only the vendor's mark, not
+		// updated_at: no change without its event.
+		set["updated_at"] = now
+		set["event_sequence"] = lic.EventSequence + 1
+		after.EventSequence = lic.EventSequence + 1
+		s.openForEvent(ctx, &after)
+	}
+	// Compare-and-set on what was read: a concurrent change to the same
+	// license (another event, a revoke) makes this one a no-op rather
+	// than overwrite it.
+	q := tx.Model(&License{}).Where("id = ? AND status = ? AND event_sequence = ?", lic.ID, lic.Status, lic.EventSequence)
+	if lic.VendorEventAt == nil {
+		q = q.Where("vendor_event_at IS NULL")
+	} else {
+		q = q.Where("vendor_event_at = ?", *lic.VendorEventAt)
+	}
+	res := q.UpdateColumns(set) // no automatic updated_at: set above when the change is one the consumer sees
+	if res.Error != nil {
+		return false, fmt.Errorf("apply %s to license %s: %w", ev.Type, lic.ID, res.Error)
+	}
+	if res.RowsAffected != 1 || event == "" {
+		return false, nil
+	}
+	return true, s.logEvent(ctx, tx, after, event, now)
 }
 
 // sameDomain reports whether a vendor site's domain is the license's: DNS
@@ -169,7 +165,7 @@ func sameDomain(site, license string) bool {
 // logs ids only: no key, and neither domain (the license's is the
 // consumer's to show).
 func (s *Service) siteMismatch(ctx context.Context, source, eventID string, lic License, site Site, reason string) {
-	s.observeMismatch(source)
-	s.log.WarnContext(ctx, "vendor site matches a license by id but not by domain: not applied",
+	s.cfg.ObserveSiteMismatch(source)
+	s.cfg.Log.WarnContext(ctx, "vendor site matches a license by id but not by domain: not applied",
 		"source", source, "event_id", eventID, "site_id", site.ID, "license_id", lic.ID, "reason", reason)
 }

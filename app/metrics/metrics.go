@@ -54,7 +54,7 @@ var (
 	reconcileResults    = []string{"completed", "waiting", "retry", "failed", "abandoned", "superseded"}
 	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site", "domain_differs"} // licenses.DriftKinds
 	mismatchSources     = []string{"webhook", "drift"}                                                            // licenses.MismatchWebhook, MismatchDrift
-	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204"}
+	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204", "rotate": "200"}
 	webhookOutcomes     = []string{"delivered", "retried", "failed"} // webhooks.Outcomes
 	// vendorEventRefusals are the reasons a vendor webhook is refused.
 	vendorEventRefusals = []string{"invalid_signature", "signature_expired", "malformed_json", "future_event", "invalid_event_id"}

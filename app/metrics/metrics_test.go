@@ -44,6 +44,7 @@ func TestFamiliesExistFromStartUp(t *testing.T) {
 		`licensor_vendor_requests_total{call="list",status="200"}`,
 		`licensor_vendor_requests_total{call="create",status="201"}`,
 		`licensor_vendor_requests_total{call="delete",status="204"}`,
+		`licensor_vendor_requests_total{call="rotate",status="200"}`,
 		`licensor_vendor_retries_total`,
 		`licensor_reconcile_total{result="completed"}`,
 		`licensor_reconcile_total{result="failed"}`,

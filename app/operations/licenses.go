@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/idempotency"
@@ -17,52 +16,87 @@ import (
 
 // storeLicense creates a license: 201 for a new one, 200 for a domain the
 // consumer already held (answered, not stored: a retry tells the truth of
-// its own time). The body is bound and validated once, before the key is
-// reserved. The intent is on the record as started before the vendor hears
-// of it, and the license row commits with the record's completion and the
-// supersession of the consumer's older open intents for the domain. A
-// pending create is finished by finding the vendor's site for the domain.
+// its own time). Its phases:
+//
+//	reserved   the consumer's license for the domain, if any, is the answer
+//	started    from here the vendor may hear of it
+//	vendor     the domain's site, found or made (no transaction open)
+//	finished   the license row, its events and the 201, one transaction
+//
+// A pending create is resumed by finding the vendor's site for the domain.
 func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 	return idempotency.Operation[licenses.Input]{
-		Name: "licenses.store",
-		Bind: func(c echo.Context, body []byte) (licenses.Input, []byte, error) {
-			return request.BindStoreLicense(c.Request().Header.Get(echo.HeaderContentType), body)
-		},
+		Name:    "licenses.store",
 		Subject: func(in licenses.Input) string { return in.Domain },
-		Run: func(ctx context.Context, call idempotency.Call, in licenses.Input) (idempotency.Response, idempotency.Outcome, error) {
-			steps, kept := licenseSteps(call, call.Started)
-			lic, created, err := svc.Create(requestActor(ctx, call), call.ConsumerID, in, steps)
-			if err != nil {
-				return idempotency.Response{}, idempotency.Outcome{}, err
+		Run: func(ctx context.Context, x *idempotency.Execution, in licenses.Input) (idempotency.Response, error) {
+			ctx = requestActor(ctx, x.Caller)
+			if lic, err := svc.Held(ctx, x.ConsumerID, in.Domain); !errors.Is(err, licenses.ErrNotFound) {
+				if err != nil {
+					return idempotency.Response{}, err
+				}
+				created := madeBy(lic, x) // a retry after a crash: answered as it first was
+				resp, err := licenseAnswer(lic, created)
+				resp.NoEffect = !created
+				return resp, err
 			}
-			resp, err := resource.LicenseCreated(lic, created)
-			o := licenseOutcome(lic)
-			o.Kept, o.NoEffect = *kept, !created
-			return resp, o, err
-		},
-		Resume: func(ctx context.Context, call idempotency.Call, rec *idempotency.Record, mayCreate bool) (idempotency.Resumption, error) {
-			in, err := request.StoredStoreLicense(rec.RequestBody)
-			if err != nil {
-				return idempotency.Resumption{}, fmt.Errorf("%w: stored request: %w", idempotency.ErrAbandon, err)
+			if err := x.Start(ctx); err != nil {
+				return idempotency.Response{}, err
 			}
-			steps, kept := licenseSteps(call, call.Started) // checked again before a create: the claim may have been superseded
-			lic, created, found, err := svc.Resume(reconcilerActor(ctx, rec), rec.ConsumerID, in, mayCreate, steps)
-			var invalid *licenses.ValidationError
+			site, made, err := svc.EnsureSite(ctx, in)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			event := licenses.EventAdopted
+			if made {
+				event = licenses.EventCreated
+			}
+			resp, lic, err := recordLicense(ctx, svc, x, in, site, event, made)
 			switch {
-			case errors.Is(err, licenses.ErrMadeByAnother):
-				return idempotency.Resumption{}, fmt.Errorf("%w: %w", idempotency.ErrSuperseded, err)
-			case errors.As(err, &invalid) || errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, licenses.ErrVendorRejected):
-				return idempotency.Resumption{}, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
-			case err != nil || !found:
-				return idempotency.Resumption{}, err
+			case errors.Is(err, gorm.ErrDuplicatedKey): // another create won the domain: answered as if second
+				resp, err = licenseAnswer(lic, false)
+				resp.NoEffect = true
+			case err != nil && !errors.Is(err, licenses.ErrDomainTaken) && !refused(err):
+				// The vendor holds the site but it is not recorded here: the outcome
+				// is as unknown as a lost answer, and is reconciled the same way.
+				err = &licenses.UncertainError{Err: err, Domain: in.Domain}
 			}
-			resp, err := resource.LicenseCreated(lic, created)
+			return resp, err
+		},
+		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, mayCreate bool) (idempotency.Response, bool, error) {
+			ctx = reconcilerActor(ctx, x.Caller)
+			in, err := storedInput(rec)
 			if err != nil {
-				return idempotency.Resumption{}, err
+				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
 			}
-			o := licenseOutcome(lic)
-			o.Kept = *kept
-			return idempotency.Resumption{Done: true, Response: resp, Outcome: o}, nil
+			site, err := svc.FindSite(ctx, in.Domain)
+			made := false
+			if err == nil && site == nil {
+				if !mayCreate {
+					return idempotency.Response{}, false, nil
+				}
+				if err := x.Start(ctx); err != nil { // still the intent's owner, just before the vendor hears of it
+					return idempotency.Response{}, false, err
+				}
+				var found licenses.Site
+				found, made, err = svc.EnsureSite(ctx, in)
+				site = &found
+			}
+			var resp idempotency.Response
+			var lic licenses.License
+			if err == nil {
+				resp, lic, err = recordLicense(ctx, svc, x, in, *site, licenses.EventReconciled, made)
+			}
+			switch {
+			case errors.Is(err, gorm.ErrDuplicatedKey) && lic.IntentID != nil && !madeBy(lic, x): // moot
+				return idempotency.Response{}, false, fmt.Errorf("%w: the license was made by another intent", idempotency.ErrSuperseded)
+			case errors.Is(err, gorm.ErrDuplicatedKey):
+				resp, err = licenseAnswer(lic, madeBy(lic, x))
+			}
+			var invalid *licenses.ValidationError
+			if errors.As(err, &invalid) || errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, licenses.ErrVendorRejected) {
+				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
+			}
+			return resp, err == nil, err
 		},
 		// A create that may have reached the vendor may have left a site
 		// there: before its intent is discarded, a site for its domain that
@@ -72,91 +106,155 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 				_, err := svc.ClearSite(ctx, *rec.Subject)
 				return err
 			}
-			in, err := request.StoredStoreLicense(rec.RequestBody)
-			if err != nil {
-				return fmt.Errorf("stored request: %w", err)
+			in, err := storedInput(rec)
+			if err == nil {
+				_, err = svc.ClearSite(ctx, in.Domain)
 			}
-			if in, err = licenses.Validate(in); err != nil {
-				return fmt.Errorf("stored request: %w", err)
-			}
-			_, err = svc.ClearSite(ctx, in.Domain)
 			return err
 		},
 	}
 }
 
-// licenseSteps are a create's recovery points on call: started, and the
-// license row committing with the record's completion — the very response
-// the create answers. *kept tells, once the create returned, whether the
-// completion was committed with it.
-func licenseSteps(call idempotency.Call, started func(context.Context) error) (licenses.Steps, *bool) {
-	kept := new(bool)
-	return licenses.Steps{
-		IntentID: call.Intent(),
-		Started:  started,
-		Commit: func(tx *gorm.DB, lic licenses.License, created bool) error {
-			resp, err := resource.LicenseCreated(lic, created)
-			if err != nil {
-				return err
-			}
-			return call.Complete(tx, resp, licenseOutcome(lic))
-		},
-		Committed: func() { *kept = call.Intent() != "" },
-	}, kept
+// recordLicense is a create's last phase: the license of site, its events
+// and its answer (201) commit with the record's completion. When the
+// domain's license is already the consumer's (a race's winner) the error is
+// gorm.ErrDuplicatedKey and lic is that license; a site made for a change
+// then refused (the intent was superseded meanwhile) is deleted.
+func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made bool) (idempotency.Response, licenses.License, error) {
+	draft, err := svc.Draft(ctx, x.ConsumerID, in, site, event, x.IntentID())
+	if err != nil {
+		return idempotency.Response{}, licenses.License{}, fmt.Errorf("store license: %w", err)
+	}
+	resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+		if err := svc.Insert(tx, draft); err != nil {
+			return idempotency.Response{}, err
+		}
+		return licenseAnswer(draft.License, true)
+	})
+	switch {
+	case err == nil:
+		svc.LicenseMade()
+		return resp, draft.License, nil
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		lic, herr := svc.Held(ctx, x.ConsumerID, in.Domain)
+		if herr != nil {
+			return idempotency.Response{}, lic, herr
+		}
+		return idempotency.Response{}, lic, err
+	case refused(err) && made:
+		svc.UndoSite(ctx, site)
+	}
+	return idempotency.Response{}, licenses.License{}, err
 }
 
-func licenseOutcome(lic licenses.License) idempotency.Outcome {
-	return idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID, ExternalRef: lic.VendorSiteID}
+// licenseAnswer is a create's answer, rendered once: 201 for a license made
+// now (or by this intent before), 200 for one the consumer held.
+func licenseAnswer(lic licenses.License, created bool) (idempotency.Response, error) {
+	resp, err := resource.LicenseCreated(lic, created)
+	resp.ResourceType, resp.ResourceID, resp.ExternalRef = "license", lic.ID, lic.VendorSiteID
+	return resp, err
+}
+
+// madeBy reports whether lic was created by x's intent.
+func madeBy(lic licenses.License, x *idempotency.Execution) bool {
+	return lic.IntentID != nil && *lic.IntentID == x.IntentID()
+}
+
+// storedInput is a create's request as its record keeps it, validated.
+func storedInput(rec *idempotency.Record) (licenses.Input, error) {
+	in, err := request.StoredStoreLicense(rec.RequestBody)
+	if err != nil {
+		return in, fmt.Errorf("stored request: %w", err)
+	}
+	return licenses.Validate(in)
+}
+
+// refused reports whether err is the idempotency layer refusing a phase:
+// the intent was superseded, or its lease lost.
+func refused(err error) bool {
+	return errors.Is(err, idempotency.ErrSuperseded) || errors.Is(err, idempotency.ErrLeaseLost)
 }
 
 // revokeLicense revokes a license: 204, and 204 again. The license's id is
-// the key, so the revoke is on the record (started) before the vendor hears
-// of it; the revocation commits with the record's completion and the
-// supersession of the consumer's open creates for the domain, which can
-// then never bring the license back. A delete is safe to repeat, so a
-// pending one is resumed at once.
+// the key. Its phases:
+//
+//	reserved   the consumer's license (a revoked one is done)
+//	started    from here the vendor may hear of it; the license is revoking
+//	vendor     the site deleted (no transaction open)
+//	finished   the license revoked, its events, the supersession of the
+//	           consumer's open creates for its domain (which can then never
+//	           bring it back) and the 204, one transaction
+//
+// A delete is safe to repeat, so a pending revoke is resumed at once, and
+// a failed one is retried, never discarded: its license waits on it.
 func revokeLicense(svc *licenses.Service, creates string) idempotency.Operation[string] {
-	noContent := idempotency.Response{Status: http.StatusNoContent, Headers: map[string]string{}}
-	steps := func(call idempotency.Call, started func(context.Context) error, kept *bool) licenses.Steps {
-		return licenses.Steps{
-			IntentID: call.Intent(),
-			Started:  started,
-			Commit: func(tx *gorm.DB, lic licenses.License, _ bool) error {
-				if err := call.Complete(tx, noContent, idempotency.Outcome{ResourceType: "license", ResourceID: lic.ID}); err != nil {
-					return err
-				}
-				return call.Supersede(tx, creates, lic.Domain)
-			},
-			Committed: func() { *kept = call.Intent() != "" },
+	finish := func(ctx context.Context, x *idempotency.Execution, lic licenses.License) (idempotency.Response, error) {
+		if err := svc.DeleteSite(ctx, lic); err != nil {
+			return revoked(lic.ID), err
 		}
+		_, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+			moved, err := svc.Revoked(ctx, tx, lic)
+			if err == nil && moved {
+				err = x.Supersede(tx, creates, lic.Domain)
+			}
+			return revoked(lic.ID), err
+		})
+		if err != nil && !refused(err) {
+			// The vendor deleted the site and we could not record it: as unknown
+			// as a lost answer, and finished the same way (a 404 counts as done).
+			err = &licenses.UncertainError{Err: err}
+		}
+		return revoked(lic.ID), err
 	}
 	return idempotency.Operation[string]{
-		Name: "licenses.destroy",
-		// Deleting a site is safe to repeat, and the license stays revoking
-		// until the revoke ends: a failed revoke is retried, never discarded.
+		Name:      "licenses.destroy",
 		RetryOnly: true,
-		Key:       func(c echo.Context) string { return c.Param("id") },
-		Bind:      func(c echo.Context, _ []byte) (string, []byte, error) { return c.Param("id"), nil, nil },
-		Run: func(ctx context.Context, call idempotency.Call, id string) (idempotency.Response, idempotency.Outcome, error) {
-			var kept bool
-			o := idempotency.Outcome{ResourceType: "license", ResourceID: id}
-			if err := svc.Revoke(requestActor(ctx, call), call.ConsumerID, id, steps(call, call.Started, &kept)); err != nil {
-				return idempotency.Response{}, o, err
+		Run: func(ctx context.Context, x *idempotency.Execution, id string) (idempotency.Response, error) {
+			ctx = requestActor(ctx, x.Caller)
+			lic, err := svc.Revocable(ctx, x.ConsumerID, id)
+			if err != nil || lic.Status == licenses.StatusRevoked {
+				return revoked(id), err
 			}
-			o.Kept = kept
-			return noContent, o, nil
-		},
-		Resume: func(ctx context.Context, call idempotency.Call, rec *idempotency.Record, _ bool) (idempotency.Resumption, error) {
-			var kept bool
-			err := svc.ResumeRevoke(reconcilerActor(ctx, rec), rec.ConsumerID, rec.Key, steps(call, nil, &kept))
-			if errors.Is(err, licenses.ErrNotFound) {
-				return idempotency.Resumption{}, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
+			if err := x.Start(ctx); err != nil {
+				return revoked(id), err
 			}
+			marked, err := svc.MarkRevoking(ctx, lic)
 			if err != nil {
-				return idempotency.Resumption{}, err
+				return revoked(id), err
 			}
-			return idempotency.Resumption{Done: true, Response: noContent,
-				Outcome: idempotency.Outcome{ResourceType: "license", ResourceID: rec.Key, Kept: kept}}, nil
+			resp, err := finish(ctx, x, lic)
+			var uncertain *licenses.UncertainError
+			switch {
+			case err == nil || errors.As(err, &uncertain) || refused(err):
+			case !marked:
+				// An earlier attempt marked it revoking and may have reached the
+				// vendor: keep the intent for the reconciler rather than reopen it.
+				err = &licenses.UncertainError{Err: err}
+			default: // nothing happened at the vendor: the license is as it was
+				if rerr := svc.Reopen(ctx, lic); rerr != nil {
+					err = &licenses.UncertainError{Err: errors.Join(err, rerr)}
+				}
+			}
+			return resp, err
+		},
+		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, _ bool) (idempotency.Response, bool, error) {
+			ctx = reconcilerActor(ctx, x.Caller)
+			lic, err := svc.Revocable(ctx, rec.ConsumerID, rec.Key)
+			switch {
+			case errors.Is(err, licenses.ErrNotFound):
+				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
+			case err != nil:
+				return idempotency.Response{}, false, err
+			case lic.Status == licenses.StatusRevoked:
+				return revoked(lic.ID), true, nil
+			}
+			resp, err := finish(ctx, x, lic)
+			return resp, err == nil, err
 		},
 	}
+}
+
+// revoked is a revoke's answer: 204, about the license.
+func revoked(id string) idempotency.Response {
+	return idempotency.Response{Status: http.StatusNoContent, Headers: map[string]string{}, ResourceType: "license", ResourceID: id}
 }

@@ -1,9 +1,10 @@
 // Package operations declares licensor's guarded writes, each once: its
-// name, how it binds its input, how it runs, and how a pending one is
-// resumed. The bootstrap hands the one list (Set.List) to the guard, the
-// reconciler and the metrics, and the Set to app/http, whose routes serve its
-// typed values. Adding a guarded operation is one declaration here and its
-// route.
+// name, its phases (what runs before the vendor may hear of it, the vendor
+// call, and the last transaction that commits the effect with its answer),
+// and how a pending one is resumed. The bootstrap hands the one list
+// (Set.List) to the guard, the reconciler and the metrics, and the Set to
+// app/http, whose routes bind their input and serve them. Adding a guarded
+// operation is one declaration here and its route.
 package operations
 
 import (
@@ -37,29 +38,19 @@ func New(svc *licenses.Service) Set {
 
 // List is every operation of the set, as the guard, the reconciler and the
 // metrics take them.
-func (s Set) List() []idempotency.Declared {
-	return []idempotency.Declared{s.StoreLicense, s.RevokeLicense, s.VendorEvent}
+func (s Set) List() []idempotency.AnyOperation {
+	return []idempotency.AnyOperation{s.StoreLicense, s.RevokeLicense, s.VendorEvent}
 }
 
 // requestActor names the request and its token as the actor of what the
-// licenses service records for call.
-func requestActor(ctx context.Context, call idempotency.Call) context.Context {
-	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorRequest, RequestID: call.RequestID, TokenID: call.TokenID})
+// licenses service records for c.
+func requestActor(ctx context.Context, c idempotency.Caller) context.Context {
+	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorRequest, RequestID: c.RequestID, TokenID: c.TokenID})
 }
 
-// reconcilerActor names the reconciler, on behalf of the token that asked,
-// in the audit trail of what it does for rec.
-func reconcilerActor(ctx context.Context, rec *idempotency.Record) context.Context {
-	a := licenses.Actor{Name: licenses.ActorReconciler, RequestID: deref(rec.CorrelationID)}
-	if rec.RequestedBy != nil {
-		a.TokenID = *rec.RequestedBy
-	}
-	return licenses.WithActor(ctx, a)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+// reconcilerActor names the reconciler, on behalf of the token that asked
+// and with its request's id (the record's, as the reconciler's caller
+// carries them), in the audit trail of what it does.
+func reconcilerActor(ctx context.Context, c idempotency.Caller) context.Context {
+	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorReconciler, RequestID: c.RequestID, TokenID: c.TokenID})
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorproto"
@@ -26,43 +28,52 @@ var Received = idempotency.Response{Status: http.StatusOK,
 // vendor event.
 var ErrNotAnEvent = errors.New("the body is not a vendor event")
 
-// vendorEvent applies one of the vendor's events to the license of its site.
-// Its intent is the event's body, so a pending one (whose owner died) is
-// finished from the record alone.
+// vendorEvent applies one of the vendor's events to the license of its
+// site. Its intent is the event's body, so a pending one (whose owner died)
+// is finished from the record alone. Its phases:
+//
+//	started    at once: an owner that dies mid-apply leaves an event the
+//	           reconciler applies from the record, not one it abandons
+//	finished   the license changed, its events and the answer, one
+//	           transaction
 func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEvent] {
-	apply := func(ctx context.Context, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
-		o := idempotency.Outcome{ResourceType: "site", ExternalRef: ev.Site.ID}
-		_, err := svc.ApplyVendorEvent(ctx, ev)
-		if errors.Is(err, licenses.ErrUnknownEventType) {
-			err = nil // taken, not acted on: the vendor may add types
-		}
+	apply := func(ctx context.Context, x *idempotency.Execution, ev licenses.VendorEvent) (idempotency.Response, error) {
+		resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+			_, err := svc.ApplyVendorEvent(ctx, tx, ev)
+			if errors.Is(err, licenses.ErrUnknownEventType) {
+				err = nil // taken, not acted on: the vendor may add types
+			}
+			return received(ev), err
+		})
 		if err != nil {
-			return idempotency.Response{}, o, err
+			return received(ev), err
 		}
-		return Received, o, nil
+		return resp, nil
 	}
 	return idempotency.Operation[licenses.VendorEvent]{
 		Name: "webhooks.vendor",
-		Run: func(ctx context.Context, call idempotency.Call, ev licenses.VendorEvent) (idempotency.Response, idempotency.Outcome, error) {
-			// Started first: an owner that dies mid-apply leaves an event the
-			// reconciler applies from the record, not one it abandons.
-			if err := call.Started(ctx); err != nil {
-				return idempotency.Response{}, idempotency.Outcome{ResourceType: "site", ExternalRef: ev.Site.ID}, err
+		Run: func(ctx context.Context, x *idempotency.Execution, ev licenses.VendorEvent) (idempotency.Response, error) {
+			if err := x.Start(ctx); err != nil {
+				return received(ev), err
 			}
-			return apply(ctx, ev)
+			return apply(ctx, x, ev)
 		},
-		Resume: func(ctx context.Context, _ idempotency.Call, rec *idempotency.Record, _ bool) (idempotency.Resumption, error) {
+		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, _ bool) (idempotency.Response, bool, error) {
 			ev, err := ParseVendorEvent(rec.RequestBody)
 			if err != nil {
-				return idempotency.Resumption{}, fmt.Errorf("%w: stored event: %w", idempotency.ErrAbandon, err)
+				return idempotency.Response{}, false, fmt.Errorf("%w: stored event: %w", idempotency.ErrAbandon, err)
 			}
-			resp, o, err := apply(ctx, ev)
-			if err != nil {
-				return idempotency.Resumption{}, err
-			}
-			return idempotency.Resumption{Done: true, Response: resp, Outcome: o}, nil
+			resp, err := apply(ctx, x, ev)
+			return resp, err == nil, err
 		},
 	}
+}
+
+// received is the answer to an event taken, about its site.
+func received(ev licenses.VendorEvent) idempotency.Response {
+	resp := Received
+	resp.ResourceType, resp.ExternalRef = "site", ev.Site.ID
+	return resp
 }
 
 // ParseVendorEvent reads a vendor webhook's body: an event with an id, a

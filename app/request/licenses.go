@@ -2,9 +2,9 @@ package request
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // StoreLicense is the body of POST /api/licenses.
@@ -24,7 +24,7 @@ var storeLicenseRules = []string{"name", "domain"}
 // Every field is checked, in rule order (name, then domain), and every
 // failing field is reported, as Laravel's validator does: a value of the
 // wrong JSON type is "The name field must be a string." and does not hide
-// the other fields' errors. The error is a *licenses.ValidationError.
+// the other fields' errors. The error is a *fault.Fields (MergeFields).
 func BindStoreLicense(contentType string, body []byte) (licenses.Input, []byte, error) {
 	if err := CheckJSON(contentType); err != nil {
 		return licenses.Input{}, nil, err
@@ -33,38 +33,22 @@ func BindStoreLicense(contentType string, body []byte) (licenses.Input, []byte, 
 	if err != nil {
 		return licenses.Input{}, nil, err
 	}
-	typeErrs := map[string]string{}
+	types := &fault.Fields{}
 	var req StoreLicense
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{{"name", &req.Name}, {"domain", &req.Domain}} {
 		if msg := String(raw, f.name, f.dst); msg != "" {
-			typeErrs[f.name] = msg
+			types.Add(f.name, msg)
 		}
 	}
 	in, err := licenses.Validate(licenses.Input{Name: req.Name, Domain: req.Domain})
-	if err == nil && len(typeErrs) == 0 {
+	if err == nil && len(types.Fields) == 0 {
 		intent, err := json.Marshal(StoreLicense{Name: in.Name, Domain: in.Domain})
 		return in, intent, err
 	}
-	var verr *licenses.ValidationError
-	if err != nil && !errors.As(err, &verr) {
-		return licenses.Input{}, nil, err
-	}
-	out := &licenses.ValidationError{Fields: map[string][]string{}}
-	for _, name := range storeLicenseRules {
-		switch {
-		case typeErrs[name] != "":
-			out.Fields[name] = []string{typeErrs[name]}
-		case verr != nil && len(verr.Fields[name]) > 0:
-			out.Fields[name] = verr.Fields[name]
-		default:
-			continue
-		}
-		out.Order = append(out.Order, name)
-	}
-	return licenses.Input{}, nil, out
+	return licenses.Input{}, nil, MergeFields(orNil(types), err, storeLicenseRules)
 }
 
 // StoredStoreLicense reads back the intent BindStoreLicense made, as a

@@ -8,19 +8,20 @@ package request
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"mime"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // Errors a body is refused with before any rule is checked.
 var (
 	// ErrMalformedJSON: the body is not one JSON object (400 malformed_json).
-	ErrMalformedJSON = errors.New("the request body is not valid JSON")
+	ErrMalformedJSON error = fault.New("malformed_json", "the request body is not valid JSON")
 	// ErrNotJSON: the Content-Type says the body is not JSON (415).
-	ErrNotJSON = errors.New("the request body is not JSON")
+	ErrNotJSON error = fault.New("unsupported_media_type", "the request body is not JSON")
 )
 
 // CheckJSON refuses a body whose Content-Type says it is not JSON; no

@@ -3,11 +3,12 @@ package request
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // IssueToken is a POST /api/tokens body after its rules: strings trimmed,
@@ -32,54 +33,31 @@ type IssueToken struct {
 // their errors come after the other fields' (RuleOrder).
 var IssueTokenRules = []string{"consumer", "abilities", "abilities.*", "name", "expires_in"}
 
-// FieldsError is a 422 of fields in rule order (app/http's error boundary
-// answers it as Laravel's ValidationException).
-type FieldsError struct {
-	Fields map[string][]string
-	Order  []string
-}
-
-func (e *FieldsError) Error() string {
-	return fmt.Sprintf("invalid input: %v", slices.Sorted(maps.Keys(e.Fields)))
-}
-
-// FieldErrors returns the errors per field.
-func (e *FieldsError) FieldErrors() map[string][]string { return e.Fields }
-
-// FieldOrder returns the fields with errors, in rule order.
-func (e *FieldsError) FieldOrder() []string { return e.Order }
-
-func (e *FieldsError) add(field, msg string) {
-	if e.Fields == nil {
-		e.Fields = map[string][]string{}
-	}
-	if _, ok := e.Fields[field]; !ok {
-		e.Order = append(e.Order, field)
-	}
-	e.Fields[field] = append(e.Fields[field], msg)
-}
+// FieldsError is a 422 of fields in rule order: a *fault.Fields. The name
+// stays while the operator console's tests (app/web) name it.
+type FieldsError = fault.Fields
 
 // BindIssueToken reads raw (the body's object) by IssueTokenRules, every
 // rule of every field, as Laravel's validator runs them: a required rule
 // that fails stops that field's other rules; a nullable field that is null
 // (or absent, or an empty string: ConvertEmptyStringsToNull) has no other
 // rule run. known is the abilities the in rule takes. The error is a
-// *FieldsError; the input is returned with it, its Abilities read for the
+// *fault.Fields; the input is returned with it, its Abilities read for the
 // grant check that comes before validation.
 func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken, error) {
 	var in IssueToken
-	verr := &FieldsError{}
+	verr := &fault.Fields{}
 	str := func(field string, required bool, dst *string) {
 		v, present := raw[field]
 		s, isString, ok := laravelString(v, present)
 		switch {
 		case !ok && required:
-			verr.add(field, "The "+attribute(field)+" field is required.")
+			verr.Add(field, "The "+attribute(field)+" field is required.")
 		case !ok:
 		case !isString:
-			verr.add(field, "The "+attribute(field)+" field must be a string.")
+			verr.Add(field, "The "+attribute(field)+" field must be a string.")
 		case !ValidText(v):
-			verr.add(field, InvalidUTF8(attribute(field)))
+			verr.Add(field, InvalidUTF8(attribute(field)))
 		default:
 			*dst = s
 		}
@@ -90,40 +68,40 @@ func BindIssueToken(raw map[string]json.RawMessage, known []string) (IssueToken,
 	var items []json.RawMessage
 	switch {
 	case !present || string(abilities) == "null":
-		verr.add("abilities", "The abilities field is required.")
+		verr.Add("abilities", "The abilities field is required.")
 	case abilities[0] != '[' || json.Unmarshal(abilities, &items) != nil:
 		if string(abilities) == `""` {
-			verr.add("abilities", "The abilities field is required.")
+			verr.Add("abilities", "The abilities field is required.")
 		} else {
-			verr.add("abilities", "The abilities field must be an array.")
+			verr.Add("abilities", "The abilities field must be an array.")
 		}
 	case len(items) == 0:
-		verr.add("abilities", "The abilities field is required.")
+		verr.Add("abilities", "The abilities field is required.")
 	default:
 		for i, item := range items {
 			field := fmt.Sprintf("abilities.%d", i)
 			s, isString, ok := laravelString(item, true)
 			if !ok || !isString {
-				verr.add(field, "The "+field+" field must be a string.")
+				verr.Add(field, "The "+field+" field must be a string.")
 			}
 			if isString {
 				in.Abilities = append(in.Abilities, s)
 			}
 			if !ok || !isString || !slices.Contains(known, s) {
-				verr.add(field, "The selected "+field+" is invalid.")
+				verr.Add(field, "The selected "+field+" is invalid.")
 			}
 		}
 	}
 
 	str("name", false, &in.Name)
 	if utf8.RuneCountInString(in.Name) > 255 {
-		verr.add("name", "The name field must not be greater than 255 characters.")
+		verr.Add("name", "The name field must not be greater than 255 characters.")
 	}
 	var expiresIn string
 	str("expires_in", false, &expiresIn)
 	if expiresIn != "" {
 		if d, err := time.ParseDuration(expiresIn); err != nil || d <= 0 {
-			verr.add("expires_in", "The expires in field must be a positive duration such as 720h.")
+			verr.Add("expires_in", "The expires in field must be a positive duration such as 720h.")
 		} else {
 			in.TTL = d
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/licensor-api/licensor/app/webhooks"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // CreateEndpointRules is the order of POST /api/webhook-endpoints' rules,
@@ -32,26 +33,26 @@ var PatchEndpointRules = []string{"url", "events", "events.*", "enabled"}
 // each field's JSON type, as Laravel's validator sees it after TrimStrings
 // and ConvertEmptyStringsToNull (events absent, null or "" is every
 // license event). The input holds every field of the right type; a field
-// of the wrong type is in the *FieldsError (nil when none), and left empty
+// of the wrong type is in the *fault.Fields (nil when none), and left empty
 // in the input, for app/webhooks to check the rest beside it.
-func BindCreateEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointInput, *FieldsError) {
+func BindCreateEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointInput, *fault.Fields) {
 	var in webhooks.EndpointInput
-	verr := &FieldsError{}
+	verr := &fault.Fields{}
 	bindString(raw, verr, "url", &in.URL)
 	if v, present := raw["events"]; present {
 		in.Events = bindTypes(v, verr)
 	}
 	bindString(raw, verr, "description", &in.Description)
-	return in, verr.orNil()
+	return in, orNil(verr)
 }
 
 // BindPatchEndpoint reads raw for a change to an endpoint, as
 // BindCreateEndpoint does: only the fields sent are in the patch. A url
 // or events sent as null (or "") is the empty value app/webhooks refuses
 // (the url is required, events must list one type).
-func BindPatchEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointPatch, *FieldsError) {
+func BindPatchEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointPatch, *fault.Fields) {
 	var p webhooks.EndpointPatch
-	verr := &FieldsError{}
+	verr := &fault.Fields{}
 	if _, present := raw["url"]; present {
 		var url string
 		if bindString(raw, verr, "url", &url) {
@@ -71,24 +72,24 @@ func BindPatchEndpoint(raw map[string]json.RawMessage) (webhooks.EndpointPatch, 
 		if b, ok := laravelBoolean(v); ok {
 			p.Enabled = &b
 		} else {
-			verr.add("enabled", "The enabled field must be true or false.")
+			verr.Add("enabled", "The enabled field must be true or false.")
 		}
 	}
-	return p, verr.orNil()
+	return p, orNil(verr)
 }
 
 // bindString reads the string field into dst (trimmed; absent or null
 // leaves it ""), or adds its type error; false on an error.
-func bindString(raw map[string]json.RawMessage, verr *FieldsError, field string, dst *string) bool {
+func bindString(raw map[string]json.RawMessage, verr *fault.Fields, field string, dst *string) bool {
 	v, present := raw[field]
 	s, isString, ok := laravelString(v, present)
 	switch {
 	case !ok:
 		return true
 	case !isString:
-		verr.add(field, "The "+attribute(field)+" field must be a string.")
+		verr.Add(field, "The "+attribute(field)+" field must be a string.")
 	case !ValidText(v):
-		verr.add(field, InvalidUTF8(attribute(field)))
+		verr.Add(field, InvalidUTF8(attribute(field)))
 	default:
 		*dst = s
 		return true
@@ -100,20 +101,20 @@ func bindString(raw map[string]json.RawMessage, verr *FieldsError, field string,
 // string items trimmed otherwise. A value that is no array is an error on
 // events; an item that is no string one on its index (events.0), and it is
 // left out of what is returned.
-func bindTypes(v json.RawMessage, verr *FieldsError) []string {
+func bindTypes(v json.RawMessage, verr *fault.Fields) []string {
 	if string(v) == "null" || string(v) == `""` {
 		return nil
 	}
 	var items []json.RawMessage
 	if v[0] != '[' || json.Unmarshal(v, &items) != nil {
-		verr.add("events", "The events field must be an array.")
+		verr.Add("events", "The events field must be an array.")
 		return nil
 	}
 	types := make([]string, 0, len(items))
 	for i, item := range items {
 		s, isString, ok := laravelString(item, true)
 		if !ok || !isString || !ValidText(item) {
-			verr.add(fmt.Sprintf("events.%d", i), fmt.Sprintf("The events.%d field must be a string.", i))
+			verr.Add(fmt.Sprintf("events.%d", i), fmt.Sprintf("The events.%d field must be a string.", i))
 			continue
 		}
 		types = append(types, s)
@@ -143,31 +144,32 @@ func laravelBoolean(v json.RawMessage) (bool, bool) {
 	return false, false
 }
 
-func (e *FieldsError) orNil() *FieldsError {
-	if len(e.Fields) == 0 {
+// orNil is f, or nil when it holds no error.
+func orNil(f *fault.Fields) *fault.Fields {
+	if len(f.Fields) == 0 {
 		return nil
 	}
-	return e
+	return f
 }
 
 // MergeFields is the one 422 of a body whose type errors (types, nil for
-// none) and whose domain checks (domain, a fieldErrors error or nil) each
+// none) and whose domain checks (domain, a *fault.Fields or nil) each
 // failed for some fields: a field's type error stands in for the domain's
 // message about it, which only saw it empty (an array's items that are no
 // strings are left out of what the domain checks: their errors go beside
 // its message on the rest). order is the rules' order, in which
 // RuleOrder puts the fields. Nil when neither
 // failed; domain as it is when it is no validation error.
-func MergeFields(types *FieldsError, domain error, order []string) error {
-	out := &FieldsError{Fields: map[string][]string{}}
+func MergeFields(types *fault.Fields, domain error, order []string) error {
+	out := &fault.Fields{Fields: map[string][]string{}}
 	if types != nil {
 		for f, msgs := range types.Fields {
 			out.Fields[f] = msgs
 		}
 	}
-	var fe interface{ FieldErrors() map[string][]string }
+	var fe *fault.Fields
 	if errors.As(domain, &fe) {
-		for f, msgs := range fe.FieldErrors() {
+		for f, msgs := range fe.Fields {
 			if _, typed := out.Fields[f]; !typed {
 				out.Fields[f] = msgs
 			}

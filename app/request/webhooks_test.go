@@ -4,16 +4,14 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
-
-	"github.com/licensor-api/licensor/app/webhooks"
 )
 
 func TestMergeFieldsOrdersItemsByIndex(t *testing.T) {
 	types := &FieldsError{}
 	for _, f := range []string{"description", "events.10", "events.2", "url"} {
-		types.add(f, "x")
+		types.Add(f, "x")
 	}
-	domain := &webhooks.ValidationError{Fields: map[string][]string{"events": {"y"}, "url": {"The url field is required."}}}
+	domain := &FieldsError{Fields: map[string][]string{"events": {"y"}, "url": {"The url field is required."}}}
 	err := MergeFields(types, domain, CreateEndpointRules)
 	var fe *FieldsError
 	if e, ok := err.(*FieldsError); ok {

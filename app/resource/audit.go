@@ -48,17 +48,15 @@ type IntentEvent struct {
 // consumer, the acting tokens' consumers named by consumerNames (consumer
 // id → name), in order; never nil, so that none is an empty JSON array.
 func NewIntentEvents(events []audit.Event, consumer string, consumerNames map[string]string) []IntentEvent {
-	out := make([]IntentEvent, 0, len(events))
-	for _, e := range events {
+	return list(events, func(e audit.Event) IntentEvent {
 		actorConsumer := ""
 		if e.ActorConsumerID != nil {
 			actorConsumer = consumerNames[*e.ActorConsumerID]
 		}
-		out = append(out, IntentEvent{
+		return IntentEvent{
 			ID: e.ID, Event: e.Event, IntentID: e.SubjectID, Consumer: StringOrNil(consumer),
 			Actor: e.Actor, ActorTokenID: e.ActorTokenID, ActorConsumer: StringOrNil(actorConsumer),
 			RequestID: e.RequestID, Reason: e.Reason, CreatedAt: Time(e.CreatedAt),
-		})
-	}
-	return out
+		}
+	})
 }

@@ -81,9 +81,5 @@ func NewIntent(in idempotency.Intent, consumerName string) Intent {
 // consumers named by consumerNames (consumer id → name); never nil, so that
 // none is an empty JSON array.
 func NewIntents(intents []idempotency.Intent, consumerNames map[string]string) []Intent {
-	out := make([]Intent, 0, len(intents))
-	for _, in := range intents {
-		out = append(out, NewIntent(in, consumerNames[in.ConsumerID]))
-	}
-	return out
+	return list(intents, func(in idempotency.Intent) Intent { return NewIntent(in, consumerNames[in.ConsumerID]) })
 }

@@ -17,13 +17,7 @@ type License = events.License
 func NewLicense(l licenses.License) License { return l.Resource() }
 
 // NewLicenses presents ls, in their order.
-func NewLicenses(ls []licenses.License) []License {
-	out := make([]License, 0, len(ls))
-	for _, l := range ls {
-		out = append(out, NewLicense(l))
-	}
-	return out
-}
+func NewLicenses(ls []licenses.License) []License { return list(ls, NewLicense) }
 
 // Data wraps a resource the way Laravel's API resources do: {"data": …}.
 type Data struct {

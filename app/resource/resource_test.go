@@ -26,6 +26,23 @@ func TestTime(t *testing.T) {
 	}
 }
 
+// FormatTime reads a body's time, a pointer to one or a time.Time, in UTC;
+// none (null, "", the zero time) and text that is no time are "".
+func TestFormatTime(t *testing.T) {
+	at := time.Date(2026, 11, 30, 11, 0, 5, 123456789, time.FixedZone("CET", 3600))
+	s, bad := Time(at), "2026-11-30"
+	for _, v := range []any{s, &s, at, &at} {
+		if got := FormatTime(v, time.RFC3339); got != "2026-11-30T10:00:05Z" {
+			t.Errorf("FormatTime(%T) = %q", v, got)
+		}
+	}
+	for _, v := range []any{"", (*string)(nil), &bad, time.Time{}, (*time.Time)(nil), nil} {
+		if got := FormatTime(v, time.RFC3339); got != "" {
+			t.Errorf("FormatTime(%#v) = %q, want none", v, got)
+		}
+	}
+}
+
 // The objects' JSON, byte for byte, as the API has always answered it
 // (docs/openapi.yaml's Operation and Intent): every Intent field present,
 // an empty one null, except consumer (a string, "" for a consumer with no

@@ -10,11 +10,29 @@ type WebhookEndpoint = webhooks.EndpointResource
 // NewWebhookEndpoints presents es, in their order; never nil, so that none
 // is an empty JSON array.
 func NewWebhookEndpoints(es []webhooks.Endpoint) []WebhookEndpoint {
-	out := make([]WebhookEndpoint, 0, len(es))
-	for _, e := range es {
-		out = append(out, e.Resource())
-	}
-	return out
+	return list(es, webhooks.Endpoint.Resource)
+}
+
+// ConsumerWebhookEndpoint is an endpoint as an operator sees it (`licensor
+// webhooks list --json`, the console's webhooks pages): the API's object,
+// whose it is, and since when its deliveries fail (null: they do not).
+type ConsumerWebhookEndpoint struct {
+	WebhookEndpoint
+	ConsumerID   string  `json:"consumer_id"`
+	Consumer     *string `json:"consumer"` // the consumer's name; null when not on record
+	FailingSince *string `json:"failing_since"`
+}
+
+// NewConsumerWebhookEndpoints presents es for an operator, their consumers
+// named by consumerNames (consumer id → name); never nil.
+func NewConsumerWebhookEndpoints(es []webhooks.Endpoint, consumerNames map[string]string) []ConsumerWebhookEndpoint {
+	return list(es, func(e webhooks.Endpoint) ConsumerWebhookEndpoint {
+		v := ConsumerWebhookEndpoint{WebhookEndpoint: e.Resource(), ConsumerID: e.ConsumerID, FailingSince: TimeOrNil(e.FailingSince)}
+		if n, ok := consumerNames[e.ConsumerID]; ok {
+			v.Consumer = &n
+		}
+		return v
+	})
 }
 
 // CreatedWebhookEndpoint is the answer to a new endpoint: the endpoint and
@@ -53,27 +71,30 @@ type WebhookDelivery struct {
 	Attempts      []WebhookAttempt `json:"attempts"`
 }
 
+// LastAttempt is the delivery's latest attempt, nil before the first: its
+// answer and its error are what a list of deliveries shows.
+func (d WebhookDelivery) LastAttempt() *WebhookAttempt {
+	if len(d.Attempts) == 0 {
+		return nil
+	}
+	return &d.Attempts[len(d.Attempts)-1]
+}
+
 // NewWebhookDelivery presents v.
 func NewWebhookDelivery(v webhooks.DeliveryView) WebhookDelivery {
-	d := WebhookDelivery{
+	return WebhookDelivery{
 		ID: v.ID, EndpointID: v.EndpointID, EventID: v.EventPublicID, EventType: v.EventType, Status: v.Status,
 		AttemptCount: v.Delivery.Attempts, NextAttemptAt: TimeOrNil(v.NextAttemptAt), DeliveredAt: TimeOrNil(v.DeliveredAt),
-		CreatedAt: Time(v.CreatedAt), UpdatedAt: Time(v.UpdatedAt), Attempts: make([]WebhookAttempt, 0, len(v.Attempts)),
+		CreatedAt: Time(v.CreatedAt), UpdatedAt: Time(v.UpdatedAt),
+		Attempts: list(v.Attempts, func(a webhooks.Attempt) WebhookAttempt {
+			return WebhookAttempt{AttemptedAt: Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus, DurationMS: a.DurationMS, Error: a.Error}
+		}),
 	}
-	for _, a := range v.Attempts {
-		d.Attempts = append(d.Attempts, WebhookAttempt{AttemptedAt: Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus,
-			DurationMS: a.DurationMS, Error: a.Error})
-	}
-	return d
 }
 
 // NewWebhookDeliveries presents vs, in their order; never nil.
 func NewWebhookDeliveries(vs []webhooks.DeliveryView) []WebhookDelivery {
-	out := make([]WebhookDelivery, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, NewWebhookDelivery(v))
-	}
-	return out
+	return list(vs, NewWebhookDelivery)
 }
 
 // ConsumerWebhookDelivery is a delivery as an operator sees it
@@ -87,9 +108,7 @@ type ConsumerWebhookDelivery struct {
 // NewConsumerWebhookDeliveries presents vs for an operator, their
 // consumers named by consumerNames (consumer id → name); never nil.
 func NewConsumerWebhookDeliveries(vs []webhooks.DeliveryView, consumerNames map[string]string) []ConsumerWebhookDelivery {
-	out := make([]ConsumerWebhookDelivery, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, ConsumerWebhookDelivery{Consumer: consumerNames[v.ConsumerID], ConsumerID: v.ConsumerID, WebhookDelivery: NewWebhookDelivery(v)})
-	}
-	return out
+	return list(vs, func(v webhooks.DeliveryView) ConsumerWebhookDelivery {
+		return ConsumerWebhookDelivery{Consumer: consumerNames[v.ConsumerID], ConsumerID: v.ConsumerID, WebhookDelivery: NewWebhookDelivery(v)}
+	})
 }

@@ -3,20 +3,21 @@ package vendorclient_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
 	"github.com/licensor-api/licensor/app/vendorsim"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 )
 
-// testVendorBehaviour is what every licenses.Vendor must do. It runs against
-// the Fake and against the HTTPDriver talking to the simulator, so the fake
-// the demos use and the protocol the vendor speaks cannot drift apart.
+// testVendorBehaviour is what every licenses.Vendor must do.
 func testVendorBehaviour(t *testing.T, newVendor func(t *testing.T) licenses.Vendor) {
 	ctx := context.Background()
 	t.Run("EnsureSite creates once, then adopts", func(t *testing.T) {
@@ -66,6 +67,22 @@ func testVendorBehaviour(t *testing.T, newVendor func(t *testing.T) licenses.Ven
 			}
 		}
 	})
+	t.Run("RotateKey gives the site a new key; an unknown site is not found", func(t *testing.T) {
+		v := newVendor(t)
+		site := mustCreate(t, v, "acme.test")
+		rotated, err := v.RotateKey(ctx, site.ID)
+		if err != nil || rotated.ID != site.ID || rotated.LicenseKey == "" || rotated.LicenseKey == site.LicenseKey {
+			t.Errorf("RotateKey = %+v, %v; want %s with a key other than %s", rotated, err, site.ID, site.LicenseKey)
+		}
+		if found, err := v.FindSite(ctx, "acme.test"); err != nil || found == nil || *found != rotated {
+			t.Errorf("FindSite after RotateKey = %v, %v; want %+v", found, err, rotated)
+		}
+		_, err = v.RotateKey(ctx, "site_unknown")
+		wantClass(t, err, licenses.ErrVendorRejected)
+		if !errors.Is(err, licenses.ErrVendorSiteNotFound) {
+			t.Errorf("RotateKey of an unknown site = %v, want not found", err)
+		}
+	})
 	t.Run("CreateSite refuses a domain that has a site", func(t *testing.T) {
 		v := newVendor(t)
 		mustCreate(t, v, "acme.test")
@@ -100,19 +117,37 @@ func wantRejected(t *testing.T, err error, want licenses.RejectedError) {
 	}
 }
 
-func TestFakeBehaviour(t *testing.T) {
-	testVendorBehaviour(t, func(*testing.T) licenses.Vendor { return vendorclient.NewFake() })
-}
-
-func TestHTTPDriverAgainstSimulatorBehaviour(t *testing.T) {
-	testVendorBehaviour(t, func(t *testing.T) licenses.Vendor {
-		d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken})
-		return d
+// TestBehaviour: the driver is a vendor, on the simulator over a socket and
+// served in process (the fake).
+func TestBehaviour(t *testing.T) {
+	t.Run("over a socket", func(t *testing.T) {
+		testVendorBehaviour(t, func(t *testing.T) licenses.Vendor {
+			d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken}, 0)
+			return d
+		})
+	})
+	t.Run("in process", func(t *testing.T) {
+		testVendorBehaviour(t, func(t *testing.T) licenses.Vendor {
+			d, _ := inProcess(t)
+			return d
+		})
 	})
 }
 
-// simulated starts a simulator with opts and returns an HTTPDriver for it.
-func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *testkit.Clock) {
+// inProcess is the fake as VENDOR_DRIVER=fake builds it: the http driver on
+// a simulator served in this process.
+func inProcess(t *testing.T) (*vendorclient.HTTPDriver, *vendorsim.Simulator) {
+	t.Helper()
+	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vendorclient.NewInProcess(sim, config.Vendor{}, nil), sim
+}
+
+// simulated starts a simulator with opts and returns an HTTPDriver for it,
+// whose VENDOR_TIMEOUT is timeout (0: testConfig's).
+func simulated(t *testing.T, opts vendorsim.SimOptions, timeout time.Duration) (*vendorclient.HTTPDriver, *vendorsim.Simulator, *testkit.Clock) {
 	t.Helper()
 	sim, err := vendorsim.NewSimulator(opts)
 	if err != nil {
@@ -120,19 +155,24 @@ func simulated(t *testing.T, opts vendorsim.SimOptions) (*vendorclient.HTTPDrive
 	}
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	d, clock, _ := newDriver(t, testConfig(srv.URL))
+	cfg := testConfig(srv.URL)
+	if timeout > 0 {
+		cfg.Timeout = timeout
+	}
+	d, clock, _ := newDriver(t, cfg)
 	return d, sim, clock
 }
 
-// TestFakeKeepsOneSitePerDomainUnderConcurrency: of many creates racing for
-// one domain, exactly one wins; the others are refused as the vendor would.
-func TestFakeKeepsOneSitePerDomainUnderConcurrency(t *testing.T) {
-	f := vendorclient.NewFake()
+// TestInProcessKeepsOneSitePerDomainUnderConcurrency: of many creates
+// racing for one domain, exactly one wins; the others are refused as the
+// vendor would.
+func TestInProcessKeepsOneSitePerDomainUnderConcurrency(t *testing.T) {
+	d, sim := inProcess(t)
 	const racers = 16
 	errs := make([]error, racers)
 	var wg sync.WaitGroup
 	for i := range racers {
-		wg.Go(func() { _, errs[i] = f.CreateSite(context.Background(), "Acme", "acme.test") })
+		wg.Go(func() { _, errs[i] = d.CreateSite(context.Background(), "Acme", "acme.test") })
 	}
 	wg.Wait()
 	won := 0
@@ -144,20 +184,25 @@ func TestFakeKeepsOneSitePerDomainUnderConcurrency(t *testing.T) {
 			t.Errorf("err = %v, want nil or rejected", err)
 		}
 	}
-	if won != 1 || len(f.Sites()) != 1 {
-		t.Errorf("%d creates won and the fake holds %d sites; want 1 and 1", won, len(f.Sites()))
+	if won != 1 || len(sim.Sites()) != 1 {
+		t.Errorf("%d creates won and the simulator holds %d sites; want 1 and 1", won, len(sim.Sites()))
 	}
 }
 
-// TestFakeHonoursACancelledContext: a caller that already gave up gets
-// unavailable, and nothing is created.
-func TestFakeHonoursACancelledContext(t *testing.T) {
-	f := vendorclient.NewFake()
+// TestInProcessGivesNoAnswerToACallerThatGaveUp: a caller that already gave
+// up gets unavailable, and nothing is created; one that gives up while the
+// vendor holds its write gets uncertain, as over a socket.
+func TestInProcessGivesNoAnswerToACallerThatGaveUp(t *testing.T) {
+	d, sim := inProcess(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := f.CreateSite(ctx, "Acme", "acme.test")
+	_, err := d.CreateSite(ctx, "Acme", "acme.test")
 	wantClass(t, err, licenses.ErrVendorUnavailable)
-	if got := len(f.Sites()); got != 0 {
-		t.Errorf("the fake holds %d sites, want 0", got)
+	if got := len(sim.Sites()); got != 0 {
+		t.Errorf("the simulator holds %d sites, want 0", got)
 	}
+
+	held := vendorclient.NewInProcess(http.HandlerFunc(hang), config.Vendor{Timeout: 50 * time.Millisecond}, nil)
+	_, err = held.CreateSite(context.Background(), "Acme", "acme.test")
+	wantClass(t, err, licenses.ErrVendorUncertain)
 }

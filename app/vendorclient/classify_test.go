@@ -16,7 +16,7 @@ import (
 	"github.com/licensor-api/licensor/internal/testkit"
 )
 
-// callVendor makes one of the three calls: "list", "create" or "delete".
+// callVendor makes one of the calls: "list", "create", "rotate" or "delete".
 func callVendor(ctx context.Context, v licenses.Vendor, call string) error {
 	switch call {
 	case "list":
@@ -24,6 +24,9 @@ func callVendor(ctx context.Context, v licenses.Vendor, call string) error {
 		return err
 	case "create":
 		_, err := v.CreateSite(ctx, "Acme", "acme.test")
+		return err
+	case "rotate":
+		_, err := v.RotateKey(ctx, "site_1")
 		return err
 	}
 	return v.DeleteSite(ctx, "site_1")
@@ -57,6 +60,11 @@ func TestFailureClassification(t *testing.T) {
 		{"create over 1 MiB", "create", respond(http.StatusCreated, big), licenses.ErrVendorUncertain},
 		{"create 200 instead of 201", "create", created200(), licenses.ErrVendorUncertain},
 		{"create redirected, not followed", "create", respond(http.StatusFound, "", "Location", "/elsewhere"), licenses.ErrVendorUncertain},
+		{"rotate 500", "rotate", respond(http.StatusInternalServerError, `{"message":"boom"}`), licenses.ErrVendorUncertain},
+		{"rotate 409", "rotate", respond(http.StatusConflict, `{"message":"bad"}`), licenses.ErrVendorRejected},
+		{"rotate site without license_key", "rotate", respond(http.StatusOK, `{"data":`+noKey+`}`), licenses.ErrVendorUncertain},
+		{"rotate 201 instead of 200", "rotate", created201, licenses.ErrVendorUncertain},
+		{"rotate reset", "rotate", reset, licenses.ErrVendorUncertain},
 		{"list reset", "list", reset, licenses.ErrVendorUnavailable},
 		{"create reset", "create", reset, licenses.ErrVendorUncertain},
 		{"delete reset", "delete", reset, licenses.ErrVendorUncertain},
@@ -118,6 +126,7 @@ func TestTimeouts(t *testing.T) {
 		"list":   licenses.ErrVendorUnavailable,
 		"create": licenses.ErrVendorUncertain,
 		"delete": licenses.ErrVendorUncertain,
+		"rotate": licenses.ErrVendorUncertain,
 	} {
 		t.Run(call, func(t *testing.T) {
 			s := stub(t, hang)
@@ -147,7 +156,7 @@ func TestNothingSentIsUnavailable(t *testing.T) {
 	t.Cleanup(untrusted.Close)
 
 	for name, url := range map[string]string{"connection refused": refused, "TLS handshake fails": untrusted.URL} {
-		for _, call := range []string{"list", "create", "delete"} {
+		for _, call := range []string{"list", "create", "delete", "rotate"} {
 			t.Run(name+"/"+call, func(t *testing.T) {
 				d, _, _ := newDriver(t, testConfig(url))
 				wantClass(t, callVendor(context.Background(), d, call), licenses.ErrVendorUnavailable)

@@ -1,8 +1,9 @@
-// Package vendorclient holds the drivers that satisfy licenses.Vendor: the
+// Package vendorclient holds the driver that satisfies licenses.Vendor: the
 // http driver that speaks the vendor protocol (package vendorproto, where
-// its requests, answers and events are described), and an in-memory fake.
-// licensor's own API, built on it, is docs/api.md. The simulator the http
-// driver is tried against is package vendorsim.
+// its requests, answers and events are described), to VENDOR_URL or to a
+// vendor served in this process (NewInProcess: the simulator, package
+// vendorsim, is the in-memory fake). licensor's own API, built on it, is
+// docs/api.md.
 //
 // The vendor offers no idempotency key, so the http driver retries only a
 // 429 and classifies every other failure: unavailable (nothing happened),

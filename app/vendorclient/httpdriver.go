@@ -64,14 +64,14 @@ type options struct {
 const defaultUserAgent = "licensor"
 
 // Option sets one of the http driver's hooks at construction; see NewHTTP.
-// A nil function leaves the default in place. The fake driver has no use
-// for any of them and ignores them.
+// A nil function leaves the default in place.
 type Option func(*options)
 
 // WithObserver reports the driver's calls, typically to metrics: observe is
-// told of every answer, with the call ("list", "create" or "delete") and
-// its status, 0 when none came; onRetry is told of every retry after a 429,
-// before its wait. Either may be nil. By default nothing is reported.
+// told of every answer, with the call ("list", "create", "delete" or
+// "rotate") and its status, 0 when none came; onRetry is told of every
+// retry after a 429, before its wait. Either may be nil. By default nothing
+// is reported.
 func WithObserver(observe func(call string, status int), onRetry func(call string)) Option {
 	return func(o *options) { o.observe, o.onRetry = observe, onRetry }
 }
@@ -113,6 +113,11 @@ func NewHTTP(cfg config.Vendor, log *slog.Logger, opts ...Option) (*HTTPDriver, 
 	if cfg.Token == "" {
 		return nil, errors.New("VENDOR_TOKEN is required for VENDOR_DRIVER=http")
 	}
+	return newHTTP(cfg, http.DefaultTransport.(*http.Transport).Clone(), log, opts), nil
+}
+
+// newHTTP builds the driver for a checked cfg on transport.
+func newHTTP(cfg config.Vendor, transport http.RoundTripper, log *slog.Logger, opts []Option) *HTTPDriver {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = defaultTimeout
 	}
@@ -122,14 +127,14 @@ func NewHTTP(cfg config.Vendor, log *slog.Logger, opts ...Option) (*HTTPDriver, 
 	return &HTTPDriver{
 		options: resolve(opts),
 		client: &http.Client{
-			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			Transport:     transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		base:  strings.TrimRight(cfg.URL, "/"),
 		token: cfg.Token,
 		cfg:   cfg,
 		log:   log,
-	}, nil
+	}
 }
 
 // resolve applies opts and fills in the default of every hook left nil.
@@ -229,22 +234,39 @@ func (d *HTTPDriver) CreateSite(ctx context.Context, name, domain string) (licen
 	if err != nil {
 		return licenses.Site{}, fmt.Errorf("encode site: %w", err)
 	}
-	c := call{name: "create", method: http.MethodPost, path: "/sites", body: body, write: true, ok: []int{http.StatusCreated}}
+	return d.write(ctx, call{name: "create", method: http.MethodPost, path: "/sites", body: body, write: true, ok: []int{http.StatusCreated}})
+}
+
+// RotateKey asks the vendor for a new license key for the site. It is sent
+// once, as a create is, and classified alike; the vendor's 404 is a
+// *licenses.RejectedError that is also licenses.ErrVendorSiteNotFound.
+func (d *HTTPDriver) RotateKey(ctx context.Context, siteID string) (licenses.Site, error) {
+	c := call{name: "rotate", method: http.MethodPost, path: vendorproto.RotateKeyPath(siteID), write: true, ok: []int{http.StatusOK}}
+	site, err := d.write(ctx, c)
+	var rej *licenses.RejectedError
+	if errors.As(err, &rej) && rej.Status == http.StatusNotFound {
+		return licenses.Site{}, fmt.Errorf("%w: %w", licenses.ErrVendorSiteNotFound, err)
+	}
+	return site, err
+}
+
+// write makes a call whose answer is {"data":site}, and returns the site.
+func (d *HTTPDriver) write(ctx context.Context, c call) (licenses.Site, error) {
 	a, err := d.send(ctx, c)
 	if err != nil {
 		return licenses.Site{}, err
 	}
-	var created vendorproto.CreatedSite
-	if err := decode(a, &created); err != nil {
+	var answer vendorproto.SiteData
+	if err := decode(a, &answer); err != nil {
 		return licenses.Site{}, d.failure(c, true, err)
 	}
-	if created.Data == nil {
+	if answer.Data == nil {
 		return licenses.Site{}, d.failure(c, true, errors.New("malformed answer: no data"))
 	}
-	if err := check(*created.Data); err != nil {
+	if err := check(*answer.Data); err != nil {
 		return licenses.Site{}, d.failure(c, true, err)
 	}
-	return fromWire(*created.Data), nil
+	return fromWire(*answer.Data), nil
 }
 
 // DeleteSite deletes the site; the vendor's 404 (already gone) is success.

@@ -221,59 +221,37 @@ func TestEnsureSiteRefusedCreateIsNotFinalUntilTheSecondLookSays(t *testing.T) {
 	})
 }
 
-// siteLister is a driver that lists every site a page at a time.
-type siteLister interface {
-	licenses.Vendor
-	ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error)
-}
-
-var (
-	_ siteLister = (*vendorclient.HTTPDriver)(nil)
-	_ siteLister = (*vendorclient.Fake)(nil)
-)
-
-// TestListSitesPages: the fake and the http driver (against the simulator)
-// page through every site alike: in id order, the total with each page, an
-// empty page past the last, per_page capped at 500, and a page or per_page
-// below 1 refused.
+// TestListSitesPages: the http driver (against the simulator) pages through
+// every site: in id order, the total with each page, an empty page past the
+// last, per_page capped at 500, and a page or per_page below 1 refused.
 func TestListSitesPages(t *testing.T) {
-	for name, newVendor := range map[string]func(t *testing.T) siteLister{
-		"fake": func(*testing.T) siteLister { return vendorclient.NewFake() },
-		"http driver against the simulator": func(t *testing.T) siteLister {
-			d, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken})
-			return d
-		},
+	v, _, _ := simulated(t, vendorsim.SimOptions{Token: testToken}, 0)
+	ctx := context.Background()
+	var all []licenses.Site
+	for _, domain := range []string{"a.test", "b.test", "c.test", "d.test", "e.test"} {
+		all = append(all, mustCreate(t, v, domain))
+	}
+	for _, tt := range []struct {
+		page, perPage int
+		want          []licenses.Site
+	}{
+		{1, 2, all[0:2]}, {2, 2, all[2:4]}, {3, 2, all[4:5]}, {4, 2, []licenses.Site{}},
+		{1, 5, all}, {2, 5, []licenses.Site{}}, {1, 100, all}, {1, 501, all},
 	} {
-		t.Run(name, func(t *testing.T) {
-			v := newVendor(t)
-			ctx := context.Background()
-			var all []licenses.Site
-			for _, domain := range []string{"a.test", "b.test", "c.test", "d.test", "e.test"} {
-				all = append(all, mustCreate(t, v, domain))
-			}
-			for _, tt := range []struct {
-				page, perPage int
-				want          []licenses.Site
-			}{
-				{1, 2, all[0:2]}, {2, 2, all[2:4]}, {3, 2, all[4:5]}, {4, 2, []licenses.Site{}},
-				{1, 5, all}, {2, 5, []licenses.Site{}}, {1, 100, all}, {1, 501, all},
-			} {
-				got, total, err := v.ListSites(ctx, tt.page, tt.perPage)
-				if err != nil || total != 5 || !reflect.DeepEqual(got, tt.want) {
-					t.Errorf("ListSites(%d, %d) = %v, %d, %v; want %v, 5", tt.page, tt.perPage, got, total, err, tt.want)
-				}
-			}
-			for _, bad := range [][2]int{{0, 10}, {1, 0}, {-1, -1}} {
-				_, _, err := v.ListSites(ctx, bad[0], bad[1])
-				wantClass(t, err, licenses.ErrVendorRejected)
-			}
-			if err := v.DeleteSite(ctx, all[1].ID); err != nil {
-				t.Fatal(err)
-			}
-			if got, total, err := v.ListSites(ctx, 1, 2); err != nil || total != 4 || !reflect.DeepEqual(got, []licenses.Site{all[0], all[2]}) {
-				t.Errorf("after a delete: %v, %d, %v; want %v, 4", got, total, err, []licenses.Site{all[0], all[2]})
-			}
-		})
+		got, total, err := v.ListSites(ctx, tt.page, tt.perPage)
+		if err != nil || total != 5 || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ListSites(%d, %d) = %v, %d, %v; want %v, 5", tt.page, tt.perPage, got, total, err, tt.want)
+		}
+	}
+	for _, bad := range [][2]int{{0, 10}, {1, 0}, {-1, -1}} {
+		_, _, err := v.ListSites(ctx, bad[0], bad[1])
+		wantClass(t, err, licenses.ErrVendorRejected)
+	}
+	if err := v.DeleteSite(ctx, all[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, total, err := v.ListSites(ctx, 1, 2); err != nil || total != 4 || !reflect.DeepEqual(got, []licenses.Site{all[0], all[2]}) {
+		t.Errorf("after a delete: %v, %d, %v; want %v, 4", got, total, err, []licenses.Site{all[0], all[2]})
 	}
 }
 
@@ -315,4 +293,32 @@ func TestListSitesClassifiesFailures(t *testing.T) {
 			wantClass(t, err, tt.want)
 		})
 	}
+}
+
+// TestRotateKey: POST /sites/{id}/rotate-key, without a body, answers the
+// site with its new key; a 429 is ridden out (two calls), and the vendor's
+// 404 is not found, a definite refusal, asked once.
+func TestRotateKey(t *testing.T) {
+	s := stub(t, respond(http.StatusTooManyRequests, "", "Retry-After", "1"),
+		respond(http.StatusOK, `{"data":`+siteBody("site_7", "acme.test", "LK-new")+`}`))
+	d, _, _ := newDriver(t, testConfig(s.URL), vendorclient.WithUserAgent(testUserAgent))
+	site, err := d.RotateKey(context.Background(), "site_7")
+	if want := (licenses.Site{ID: "site_7", Name: "Acme", Domain: "acme.test", LicenseKey: "LK-new", Status: "active"}); err != nil || site != want {
+		t.Errorf("RotateKey = %+v, %v; want %+v", site, err, want)
+	}
+	s.assertSentCount(t, 2)
+	last := s.Sent()[1]
+	if last.Method != http.MethodPost || last.Path != "/sites/site_7/rotate-key" || last.Body != "" {
+		t.Errorf("call = %s %s %q, want POST /sites/site_7/rotate-key without a body", last.Method, last.Path, last.Body)
+	}
+	assertHeaders(t, last.Header, true, testUserAgent)
+
+	s = stub(t, respond(http.StatusNotFound, `{"message":"Site not found."}`))
+	d, _, _ = newDriver(t, testConfig(s.URL))
+	_, err = d.RotateKey(context.Background(), "site_gone")
+	wantClass(t, err, licenses.ErrVendorRejected)
+	if !errors.Is(err, licenses.ErrVendorSiteNotFound) {
+		t.Errorf("err = %v, want licenses.ErrVendorSiteNotFound", err)
+	}
+	s.assertSentCount(t, 1)
 }

@@ -7,10 +7,8 @@ import (
 	"reflect"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/licensor-api/licensor/app/vendorclient"
-	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
 )
 
@@ -76,32 +74,4 @@ func TestNilOptionsKeepTheDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.assertSentCount(t, 2)
-}
-
-// TestNewPassesOptionsToTheHTTPDriver: New hands its options to the http
-// driver, and the fake takes them without complaint.
-func TestNewPassesOptionsToTheHTTPDriver(t *testing.T) {
-	s := stub(t, respond(http.StatusTooManyRequests, ""), created201)
-	var o observed
-	var waits []time.Duration
-	opts := []vendorclient.Option{
-		vendorclient.WithObserver(o.observe, o.onRetry),
-		vendorclient.WithSleep(func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }),
-		vendorclient.WithJitter(func(time.Duration) time.Duration { return 0 }),
-	}
-	v, err := vendorclient.New(testConfig(s.URL), nil, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
-		t.Fatal(err)
-	}
-	o.check(t, []string{"create 429", "create 201"}, []string{"create"})
-	if want := []time.Duration{250 * time.Millisecond}; !reflect.DeepEqual(waits, want) {
-		t.Errorf("waits = %v, want %v (half of VENDOR_RETRY_BASE, no jitter)", waits, want)
-	}
-
-	if _, err := vendorclient.New(config.Vendor{Driver: "fake"}, nil, opts...); err != nil {
-		t.Errorf("New(fake) with options: %v", err)
-	}
 }

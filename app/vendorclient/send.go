@@ -22,7 +22,7 @@ const maxBody = 1 << 20
 
 // call is one vendor call, as the retry loop repeats it.
 type call struct {
-	name   string // "list", "create" or "delete": for logs and the observer
+	name   string // "list", "create", "delete" or "rotate": for logs and the observer
 	method string
 	path   string // after the base URL, already escaped
 	body   []byte

@@ -25,7 +25,7 @@ func TestSimulator429Burst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, sim, clock := simulated(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{Burst429: 2, RetryAfter: tt.retryAfter}})
+			d, sim, clock := simulated(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{Burst429: 2, RetryAfter: tt.retryAfter}}, 0)
 			if _, err := d.CreateSite(context.Background(), "Acme", "acme.test"); err != nil {
 				t.Fatal(err)
 			}
@@ -48,18 +48,11 @@ func TestSimulator429Burst(t *testing.T) {
 func TestSimulatorDropCreates(t *testing.T) {
 	for _, mode := range []string{vendorsim.DropClose, vendorsim.DropHang} {
 		t.Run(mode, func(t *testing.T) {
-			sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{DropCreates: 1, DropMode: mode}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(sim)
-			t.Cleanup(srv.Close)
-			cfg := testConfig(srv.URL)
-			cfg.Timeout = 100 * time.Millisecond // hang mode holds the answer until this passes
-			d, _, _ := newDriver(t, cfg)
+			// hang mode holds the answer until the driver's timeout passes
+			d, sim, _ := simulated(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{DropCreates: 1, DropMode: mode}}, 100*time.Millisecond)
 			ctx := context.Background()
 
-			_, _, err = licenses.EnsureSite(ctx, d, "Acme", "acme.test")
+			_, _, err := licenses.EnsureSite(ctx, d, "Acme", "acme.test")
 			wantClass(t, err, licenses.ErrVendorUncertain)
 			sites := sim.Sites()
 			if len(sites) != 1 {
@@ -84,15 +77,8 @@ func TestSimulatorDropCreates(t *testing.T) {
 func TestSimulatorDropDeletes(t *testing.T) {
 	for _, mode := range []string{vendorsim.DropClose, vendorsim.DropHang} {
 		t.Run(mode, func(t *testing.T) {
-			sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{DropDeletes: 1, DropMode: mode}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(sim)
-			t.Cleanup(srv.Close)
-			cfg := testConfig(srv.URL)
-			cfg.Timeout = 100 * time.Millisecond // hang mode holds the answer until this passes
-			d, _, _ := newDriver(t, cfg)
+			// hang mode holds the answer until the driver's timeout passes
+			d, sim, _ := simulated(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{DropDeletes: 1, DropMode: mode}}, 100*time.Millisecond)
 			ctx := context.Background()
 
 			if err := d.DeleteSite(ctx, "site_404"); err != nil {
@@ -119,7 +105,7 @@ func TestSimulatorDropDeletes(t *testing.T) {
 // TestSimulator5xxRate: a 500 of the 5xx rate strikes before the work, so
 // a create that got one did nothing; a rate of 1 fails every request.
 func TestSimulator5xxRate(t *testing.T) {
-	d, sim, _ := simulated(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{Rate5xx: 1}})
+	d, sim, _ := simulated(t, vendorsim.SimOptions{SimFaults: vendorsim.SimFaults{Rate5xx: 1}}, 0)
 	ctx := context.Background()
 	_, err := d.CreateSite(ctx, "Acme", "acme.test")
 	wantClass(t, err, licenses.ErrVendorUncertain)
@@ -143,7 +129,7 @@ func TestSimulatorChecksTheToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, sim, _ := simulated(t, vendorsim.SimOptions{Token: tt.simToken})
+			d, sim, _ := simulated(t, vendorsim.SimOptions{Token: tt.simToken}, 0)
 			_, err := d.FindSite(context.Background(), "acme.test")
 			if tt.want == nil && err != nil {
 				t.Fatalf("FindSite = %v, want nil", err)

@@ -1,5 +1,7 @@
 package vendorproto
 
+import "net/url"
+
 // Site is a site as the vendor sends it.
 type Site struct {
 	ID         string `json:"id"`
@@ -52,11 +54,15 @@ type NewSite struct {
 	Domain string `json:"domain"`
 }
 
-// CreatedSite is the answer to POST /sites: 201, {"data":site}. A nil Data
-// after decoding is an answer without it.
-type CreatedSite struct {
+// SiteData is {"data":site}: the answer to POST /sites (201) and to POST
+// RotateKeyPath (200). A nil Data after decoding is an answer without it.
+type SiteData struct {
 	Data *Site `json:"data"`
 }
+
+// RotateKeyPath is the path under VENDOR_URL that gives the site with the
+// id a new license key: POST, without a body.
+func RotateKeyPath(id string) string { return "/sites/" + url.PathEscape(id) + "/rotate-key" }
 
 // ErrorBody is the body of the vendor's refusals (4xx) and failures:
 // {"message":…,"errors":{field:[…]}}, errors only when a field is at fault.

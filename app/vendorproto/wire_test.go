@@ -23,7 +23,7 @@ func TestWireNames(t *testing.T) {
 		"list":         {vendorproto.SiteList{Data: []vendorproto.Site{site}}, `{"data":[` + siteJSON + `]}`},
 		"page":         {vendorproto.SitePage{Data: []vendorproto.Site{}, Meta: &vendorproto.PageMeta{Page: 2, PerPage: 5, Total: &total}}, `{"data":[],"meta":{"page":2,"per_page":5,"total":7}}`},
 		"new site":     {vendorproto.NewSite{Name: "Acme", Domain: "acme.test"}, `{"name":"Acme","domain":"acme.test"}`},
-		"created site": {vendorproto.CreatedSite{Data: &site}, `{"data":` + siteJSON + `}`},
+		"created site": {vendorproto.SiteData{Data: &site}, `{"data":` + siteJSON + `}`},
 		"refusal":      {vendorproto.ErrorBody{Message: "The given data was invalid.", Errors: map[string][]string{"name": {"The name field is required."}}}, `{"message":"The given data was invalid.","errors":{"name":["The name field is required."]}}`},
 		"failure":      {vendorproto.ErrorBody{Message: "Server Error"}, `{"message":"Server Error"}`},
 		"event": {vendorproto.Event{ID: "evt_1", Type: vendorproto.EventSiteSuspended, Created: 1767225600, Data: vendorproto.EventData{Site: &site}},
@@ -63,7 +63,7 @@ func TestAbsentIsNil(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"data":[]}`), &page); err != nil || page.Meta != nil {
 		t.Errorf("no meta: %+v, %v; want nil", page.Meta, err)
 	}
-	var created vendorproto.CreatedSite
+	var created vendorproto.SiteData
 	if err := json.Unmarshal([]byte(`{}`), &created); err != nil || created.Data != nil {
 		t.Errorf("no data: %+v, %v; want nil", created.Data, err)
 	}

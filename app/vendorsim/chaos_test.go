@@ -159,9 +159,10 @@ func TestSimStatsCountByRouteAndStatus(t *testing.T) {
 	}
 	want := vendorsim.SimStats{
 		Calls: map[string]map[string]int{
-			"GET /sites":         {"429": 1, "200": 1, "401": 1},
-			"POST /sites":        {"201": 2, "422": 1},
-			"DELETE /sites/{id}": {"dropped": 1, "404": 1},
+			"GET /sites":                  {"429": 1, "200": 1, "401": 1},
+			"POST /sites":                 {"201": 2, "422": 1},
+			"DELETE /sites/{id}":          {"dropped": 1, "404": 1},
+			"POST /sites/{id}/rotate-key": {},
 		},
 		CreatesCommitted: 2, DuplicatesRefused: 1, DeletesCommitted: 1, Sites: 1, Dropped: 1,
 	}
@@ -306,7 +307,8 @@ func TestSimReset(t *testing.T) {
 	if w := ask(sim, http.MethodPost, "/_sim/reset", "", ""); w.status != 200 {
 		t.Fatalf("POST /_sim/reset = %d %s", w.status, w.body.String())
 	}
-	empty := vendorsim.SimStats{Calls: map[string]map[string]int{"GET /sites": {}, "POST /sites": {}, "DELETE /sites/{id}": {}}}
+	empty := vendorsim.SimStats{Calls: map[string]map[string]int{"GET /sites": {}, "POST /sites": {}, "DELETE /sites/{id}": {},
+		"POST /sites/{id}/rotate-key": {}}}
 	if got := statsOf(t, sim, ""); !reflect.DeepEqual(got, empty) {
 		t.Errorf("stats after reset = %+v, want zero", got)
 	}

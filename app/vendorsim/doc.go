@@ -10,5 +10,6 @@
 // its sites kept in a state file across restarts; it pages its whole site
 // list (GET /sites?page=&per_page=), and sends signed webhooks when a site
 // is changed on its side (POST /_sim/sites/{id}/suspend|reactivate|delete|rotate)
+// or its key rotated on request (POST /sites/{id}/rotate-key)
 // (docs/operations.md, "Vendor simulator").
 package vendorsim

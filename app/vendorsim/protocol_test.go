@@ -14,18 +14,12 @@ import (
 )
 
 // TestSimulatorServesTheProtocol: the wire shapes the driver relies on,
-// checked by hand: a list, a create with created_at, a malformed body.
+// checked by hand: a list, a create with created_at, a key rotation, a
+// malformed body.
 func TestSimulatorServesTheProtocol(t *testing.T) {
-	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	do := func(method, target, body string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		sim.ServeHTTP(rec, httptest.NewRequest(method, target, strings.NewReader(body)))
-		return rec
-	}
-	tests := []struct {
+	sim := newSim(t, vendorsim.SimOptions{})
+	id := ""                      // the created site's, which {id} stands for: ids are random
+	for _, tt := range []struct { // in order: each step builds on the last
 		name, method, target, body string
 		wantStatus                 int
 		wantBody                   []string
@@ -34,34 +28,45 @@ func TestSimulatorServesTheProtocol(t *testing.T) {
 		{"create", http.MethodPost, "/sites", `{"name":"Acme","domain":"acme.test"}`, 201,
 			[]string{`"id":"site_`, `"license_key":"LK-`, `"status":"active"`, `"created_at":"`}},
 		{"list finds it", http.MethodGet, "/sites?domain=acme.test", "", 200, []string{`"id":"{id}"`}},
+		{"rotate its key", http.MethodPost, "/sites/{id}/rotate-key", "", 200, []string{`{"data":{"id":"{id}"`, `"license_key":"LK-`}},
 		{"malformed JSON", http.MethodPost, "/sites", `{"name":`, 400, []string{`"message"`}},
 		{"delete", http.MethodDelete, "/sites/{id}", "", 204, nil},
 		{"delete again", http.MethodDelete, "/sites/{id}", "", 404, []string{`"message"`}},
-	}
-	id := ""                   // the created site's, which {id} stands for: ids are random
-	for _, tt := range tests { // in order: each step builds on the last
+		{"rotate the key of a site gone", http.MethodPost, "/sites/{id}/rotate-key", "", 404, []string{`"message"`}},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := do(tt.method, strings.ReplaceAll(tt.target, "{id}", id), tt.body)
-			if rec.Code != tt.wantStatus {
-				t.Errorf("status %d, want %d", rec.Code, tt.wantStatus)
+			w := ask(sim, tt.method, strings.ReplaceAll(tt.target, "{id}", id), tt.body, "")
+			if w.status != tt.wantStatus {
+				t.Errorf("status %d, want %d", w.status, tt.wantStatus)
 			}
 			if tt.name == "create" {
-				var created struct {
-					Data struct {
-						ID string `json:"id"`
-					} `json:"data"`
-				}
-				if err := json.Unmarshal(rec.Body.Bytes(), &created); err != nil || created.Data.ID == "" {
-					t.Fatalf("create answered %s", rec.Body)
-				}
-				id = created.Data.ID
+				id = createdID(t, w)
 			}
 			for _, want := range tt.wantBody {
-				if want = strings.ReplaceAll(want, "{id}", id); !strings.Contains(rec.Body.String(), want) {
-					t.Errorf("body %s lacks %s", rec.Body, want)
+				if want = strings.ReplaceAll(want, "{id}", id); !strings.Contains(w.body.String(), want) {
+					t.Errorf("body %s lacks %s", w.body.String(), want)
 				}
 			}
 		})
+	}
+}
+
+// TestSiteIDsAreUniqueAcrossRestarts: a site id is never given twice, not
+// even by a new simulator without a state file (the fake vendor of the next
+// process): a counter from 1 gave site_1 again after a restart, and a
+// webhook or drift check matching by that id reached another domain's
+// license.
+func TestSiteIDsAreUniqueAcrossRestarts(t *testing.T) {
+	seen := map[string]bool{}
+	for range 3 {
+		sim := newSim(t, vendorsim.SimOptions{})
+		for _, d := range []string{"a.test", "b.test"} {
+			id := createdID(t, ask(sim, http.MethodPost, "/sites", createBody(d), ""))
+			if !strings.HasPrefix(id, "site_") || len(id) < len("site_")+20 || seen[id] {
+				t.Errorf("id %q: want site_ and a long random part, never given before", id)
+			}
+			seen[id] = true
+		}
 	}
 }
 

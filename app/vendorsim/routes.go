@@ -85,7 +85,7 @@ func (s *Simulator) create(c *simCall) {
 	}
 	c.site = rec.site.ID
 	s.committed(&s.stats.creates)
-	s.finish(c, http.StatusCreated, vendorproto.CreatedSite{Data: &rec.site}, "created",
+	s.finish(c, http.StatusCreated, vendorproto.SiteData{Data: &rec.site}, "created",
 		s.dropDue(&s.droppedCreates, c.faults.DropCreates))
 }
 
@@ -99,9 +99,22 @@ func (s *Simulator) delete(c *simCall) {
 	s.finish(c, http.StatusNoContent, nil, "deleted", s.dropDue(&s.droppedDeletes, c.faults.DropDeletes))
 }
 
+// rotate answers POST /sites/{id}/rotate-key: 200 with the site and its new
+// license key, or 404 for a site it does not hold. The rotation sends the
+// site.key_rotated event, as one on the vendor's own side does.
+func (s *Simulator) rotate(c *simCall) {
+	rec, err := s.store.rotate(c.r.PathValue("id"))
+	if err != nil {
+		s.finish(c, http.StatusNotFound, message("Site not found."), "not found", false)
+		return
+	}
+	s.changed(vendorproto.EventSiteKeyRotated, rec)
+	s.finish(c, http.StatusOK, vendorproto.SiteData{Data: &rec.site}, "rotated", false)
+}
+
 // finish answers a request whose work is done (done: "created", "deleted",
-// "listed", "refused", "not found"), unless a fault strikes after the work:
-// the one its dice drew, or a drop its budget owes (drop).
+// "rotated", "listed", "refused", "not found"), unless a fault strikes after
+// the work: the one its dice drew, or a drop its budget owes (drop).
 func (s *Simulator) finish(c *simCall, status int, body any, done string, drop bool) {
 	after := c.after
 	if drop {

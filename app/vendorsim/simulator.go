@@ -85,6 +85,7 @@ func NewSimulator(opts SimOptions) (*Simulator, error) {
 	s.route(routeList, s.list)
 	s.route(routeCreate, s.create)
 	s.route(routeDelete, s.delete)
+	s.route(routeRotate, s.rotate)
 	s.adminRoutes()
 	return s, nil
 }
@@ -94,6 +95,7 @@ const (
 	routeList   = "GET /sites"
 	routeCreate = "POST /sites"
 	routeDelete = "DELETE /sites/{id}"
+	routeRotate = "POST /sites/{id}/rotate-key" // vendorproto.RotateKeyPath
 )
 
 // ServeHTTP answers one vendor (or /_sim/) request.
@@ -194,7 +196,7 @@ func (s *Simulator) identify(c *simCall) {
 		if json.Unmarshal(c.body, &in) == nil {
 			c.domain = in.Domain
 		}
-	case routeDelete:
+	case routeDelete, routeRotate:
 		c.site = c.r.PathValue("id")
 		if rec, ok := s.store.byID(c.site); ok {
 			c.domain = rec.site.Domain

@@ -53,20 +53,22 @@ func (s *Simulator) changeSite(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, message("The site is already "+rec.site.Status+"."))
 		return
 	}
-	s.persist()
-	ev, body := s.event(kind, rec)
-	s.opts.Log.Info("vendor-sim: site changed", "site", rec.site.ID, "domain", rec.site.Domain, "event", ev.id,
-		"type", kind, "webhook", s.hooks.enabled())
-	s.hooks.enqueue(ev)
+	body := s.changed(kind, rec)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
 }
 
-// event builds the event of a change to rec's site, and its raw JSON.
-func (s *Simulator) event(kind string, rec record) (simEvent, []byte) {
+// changed follows a change of kind to rec's site, whoever asked for it:
+// it saves the state, and logs and queues the event, whose raw JSON it
+// returns.
+func (s *Simulator) changed(kind string, rec record) []byte {
+	s.persist()
 	e := vendorproto.Event{ID: "evt_" + strings.ToLower(rand.Text()), Type: kind, Created: s.hooks.cfg.Now().Unix(),
 		Data: vendorproto.EventData{Site: &rec.site}}
 	body, _ := json.Marshal(e) // plain data: it cannot fail
-	return simEvent{id: e.ID, kind: kind, site: rec.site.ID, body: body}, body
+	s.opts.Log.Info("vendor-sim: site changed", "site", rec.site.ID, "domain", rec.site.Domain, "event", e.ID,
+		"type", kind, "webhook", s.hooks.enabled())
+	s.hooks.enqueue(simEvent{id: e.ID, kind: kind, site: rec.site.ID, body: body})
+	return body
 }

@@ -12,9 +12,9 @@ const (
 // reset: GET /_sim/stats.
 type SimStats struct {
 	// Calls counts the answers of each vendor route ("GET /sites", "POST
-	// /sites", "DELETE /sites/{id}") by status: "200", "201", "429", …,
-	// "dropped" or "canceled". A request still in its latency is not there
-	// yet.
+	// /sites", "DELETE /sites/{id}", "POST /sites/{id}/rotate-key") by
+	// status: "200", "201", "429", …, "dropped" or "canceled". A request
+	// still in its latency is not there yet.
 	Calls             map[string]map[string]int `json:"calls"`
 	CreatesCommitted  int                       `json:"creates_committed"`  // sites created, answered or not
 	DuplicatesRefused int                       `json:"duplicates_refused"` // creates refused 422: the domain had a site
@@ -65,7 +65,7 @@ func (s *Simulator) Stats() SimStats {
 	defer s.mu.Unlock()
 	st := SimStats{Calls: map[string]map[string]int{}, CreatesCommitted: s.stats.creates,
 		DuplicatesRefused: s.stats.duplicates, DeletesCommitted: s.stats.deletes, Sites: sites, Webhooks: hooks}
-	for _, route := range []string{routeList, routeCreate, routeDelete} {
+	for _, route := range []string{routeList, routeCreate, routeDelete, routeRotate} {
 		st.Calls[route] = maps.Clone(s.stats.byStatus[route])
 		if st.Calls[route] == nil {
 			st.Calls[route] = map[string]int{}

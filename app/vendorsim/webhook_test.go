@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -426,6 +427,40 @@ func TestSimSiteChangesShowInTheList(t *testing.T) {
 	restarted := newSim(t, vendorsim.SimOptions{Token: token, StateFile: state})
 	if again := listed(t, restarted, token); len(again) != 3 || again[0].Status != "suspended" || again[2].LicenseKey != after[2].LicenseKey {
 		t.Errorf("after a restart: %+v, want the changes kept", again)
+	}
+}
+
+// TestSimRotateKey: POST /sites/{id}/rotate-key answers the site with a new
+// license key, keeps it (the list, the state file), counts the call and
+// sends the site.key_rotated event a rotation on the vendor's side sends.
+func TestSimRotateKey(t *testing.T) {
+	rc := newReceiver(t, always(http.StatusOK))
+	state := t.TempDir() + "/sites.json"
+	sim := hookSim(t, rc.URL, 2, vendorsim.SimWebhook{}, vendorsim.SimOptions{StateFile: state})
+	before := listed(t, sim, "")
+	id := siteID(t, sim, 1)
+
+	w := ask(sim, http.MethodPost, vendorproto.RotateKeyPath(id), "", "")
+	var answer struct{ Data site }
+	if err := json.Unmarshal(w.body.Bytes(), &answer); err != nil || w.status != http.StatusOK {
+		t.Fatalf("rotate-key = %d %s, want 200 with the site", w.status, w.body.String())
+	}
+	if got := answer.Data; got.ID != id || got.Domain != "site1.test" || !strings.HasPrefix(got.LicenseKey, "LK-") || got.LicenseKey == before[0].LicenseKey {
+		t.Errorf("rotated %+v, want site1.test with a key other than %s", got, before[0].LicenseKey)
+	}
+	if after := listed(t, sim, ""); after[0].LicenseKey != answer.Data.LicenseKey || after[1] != before[1] {
+		t.Errorf("listed %+v, want site1.test's new key alone", after)
+	}
+	if again := listed(t, newSim(t, vendorsim.SimOptions{StateFile: state}), ""); again[0].LicenseKey != answer.Data.LicenseKey {
+		t.Errorf("after a restart %+v, want the new key kept", again)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return hookStats(t, sim, "").Delivered == 1 }, "delivered")
+	got := rc.deliveries()
+	if e := got[0].event(t); len(got) != 1 || e.Type != vendorproto.EventSiteKeyRotated || e.Data.Site != answer.Data {
+		t.Errorf("%d deliveries, the first %+v; want one site.key_rotated of %+v", len(got), e, answer.Data)
+	}
+	if calls := statsOf(t, sim, "").Calls["POST /sites/{id}/rotate-key"]; !reflect.DeepEqual(calls, map[string]int{"200": 1}) {
+		t.Errorf("counted %v, want a 200", calls)
 	}
 }
 

@@ -10,20 +10,20 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // intentPage is the intent detail's data.
 type intentPage struct {
-	Intent     idempotency.Intent
-	Consumer   string // the intent's consumer's name
-	Requester  string // the name of the consumer whose token asked
-	Timeline   []timelineEntry
-	License    *licenses.License // the license the intent made (or revoked), when it names one still on record
-	CanRetry   bool
-	CanDiscard bool
-	RetryOnly  bool   // a failed intent of an operation that is retried, never discarded
-	Reason     string // the discard form's reason, kept when it is refused
-	Errors     map[string]string
+	Intent       resource.Intent
+	Timeline     []timelineEntry
+	NamesLicense bool              // the intent's resource is a license
+	License      *resource.License // that license, when it is still on record
+	CanRetry     bool
+	CanDiscard   bool
+	RetryOnly    bool   // a failed intent of an operation that is retried, never discarded
+	Reason       string // the discard form's reason, kept when it is refused
+	Errors       map[string]string
 }
 
 // intentFlashes are the notices a redirect back to an intent may ask for
@@ -64,13 +64,23 @@ func (cn *Console) intentPage(c echo.Context, id string) (intentPage, error) {
 		return intentPage{}, err
 	}
 	retryOnly := slices.Contains(cn.cfg.Operations.RetryOnly(), in.Operation)
-	p := intentPage{Intent: in, Consumer: names[in.ConsumerID], Timeline: timeline(in, trail, names),
-		CanRetry:   in.Status == idempotency.StatusFailed,
-		CanDiscard: slices.Contains(idempotency.Discardable, in.Status) && !retryOnly,
-		RetryOnly:  in.Status == idempotency.StatusFailed && retryOnly}
-	if p.License, err = cn.intentLicense(c, in); err != nil {
+	p := intentPage{Intent: resource.NewIntent(in, names[in.ConsumerID]), Timeline: timeline(in, trail, names),
+		NamesLicense: in.ResourceType == "license" && in.ResourceID != "",
+		CanRetry:     in.Status == idempotency.StatusFailed,
+		CanDiscard:   slices.Contains(idempotency.Discardable, in.Status) && !retryOnly,
+		RetryOnly:    in.Status == idempotency.StatusFailed && retryOnly}
+	if !p.NamesLicense {
+		return p, nil
+	}
+	lic, err := cn.cfg.Licenses.Find(ctx, in.ResourceID)
+	if errors.Is(err, licenses.ErrNotFound) {
+		return p, nil
+	}
+	if err != nil {
 		return intentPage{}, err
 	}
+	l := resource.NewLicense(lic)
+	p.License = &l
 	return p, nil
 }
 
@@ -84,22 +94,6 @@ func actorConsumers(in idempotency.Intent, trail []audit.Event) []string {
 		}
 	}
 	return ids
-}
-
-// intentLicense is the license the intent names as its resource, nil when
-// it names none or the license is no longer on record.
-func (cn *Console) intentLicense(c echo.Context, in idempotency.Intent) (*licenses.License, error) {
-	if in.ResourceType != "license" || in.ResourceID == "" {
-		return nil, nil
-	}
-	lic, err := cn.cfg.Licenses.Find(c.Request().Context(), in.ResourceID)
-	if errors.Is(err, licenses.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &lic, nil
 }
 
 // retryIntent is POST /console/intents/:id/retry: a failed intent back to

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // intentsPerPage is how many intents a page of the list shows.
@@ -42,12 +43,6 @@ type intentsFilter struct {
 	Age       string
 }
 
-// intentRow is one intent of the list, its consumer named.
-type intentRow struct {
-	idempotency.Intent
-	Consumer string
-}
-
 // intentsPage is the intents list's data.
 type intentsPage struct {
 	Filter     intentsFilter
@@ -55,7 +50,7 @@ type intentsPage struct {
 	Operations []string
 	Ages       []ageOption
 	Errors     map[string]string // a filter's value that is not one of its choices
-	Rows       []intentRow
+	Rows       []resource.Intent
 	Pager      pager
 	Now        time.Time
 }
@@ -122,22 +117,10 @@ func (cn *Console) listIntents(c echo.Context, p *intentsPage, f idempotency.Int
 	if err != nil {
 		return err
 	}
-	for _, in := range list {
-		p.Rows = append(p.Rows, intentRow{Intent: in, Consumer: names[in.ConsumerID]})
-	}
-	p.Pager = newPager(Prefix+"/intents", p.Filter.query(), p.Pager.Page, intentsPerPage, total)
+	p.Rows = resource.NewIntents(list, names)
+	filter := map[string]string{"status": p.Filter.Status, "consumer": p.Filter.Consumer, "operation": p.Filter.Operation, "age": p.Filter.Age}
+	p.Pager = newPager(Prefix+"/intents", filter, p.Pager.Page, intentsPerPage, total)
 	return nil
-}
-
-// query is the filter as the list's links carry it.
-func (f intentsFilter) query() url.Values {
-	q := url.Values{}
-	for k, v := range map[string]string{"status": f.Status, "consumer": f.Consumer, "operation": f.Operation, "age": f.Age} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return q
 }
 
 func intentConsumers(list []idempotency.Intent) []string {
@@ -167,15 +150,16 @@ type pager struct {
 }
 
 // newPager is the pager of page (of perPage rows, total in all) of the list
-// at path, its links keeping query.
-func newPager(path string, query url.Values, page, perPage int, total int64) pager {
+// at path, its links keeping the filter's values that are not empty.
+func newPager(path string, filter map[string]string, page, perPage int, total int64) pager {
 	p := pager{Page: page, Total: total, LastPage: max(1, int((total+int64(perPage)-1)/int64(perPage)))}
 	link := func(n int) string {
-		q := url.Values{}
-		for k, v := range query {
-			q[k] = v
+		q := url.Values{"page": {strconv.Itoa(n)}}
+		for k, v := range filter {
+			if v != "" {
+				q.Set(k, v)
+			}
 		}
-		q.Set("page", strconv.Itoa(n))
 		return path + "?" + q.Encode()
 	}
 	if page > 1 {

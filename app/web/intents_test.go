@@ -1,7 +1,6 @@
 package web
 
 import (
-	"net/url"
 	"testing"
 	"time"
 
@@ -9,10 +8,11 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
-// A pager links the pages either side of its own, keeping the query; a page
-// past the last links back to the last.
+// A pager links the pages either side of its own, keeping the filter's
+// values (an empty one left out); a page past the last links back to the
+// last.
 func TestNewPager(t *testing.T) {
-	q := url.Values{"status": {"failed"}, "consumer": {"a&b"}}
+	q := map[string]string{"status": "failed", "consumer": "a&b", "operation": ""}
 	cases := []struct {
 		page       int
 		total      int64
@@ -30,9 +30,6 @@ func TestNewPager(t *testing.T) {
 		if p.LastPage != c.last || p.Prev != c.prev || p.Next != c.next || p.Total != c.total {
 			t.Errorf("page %d of %d rows: %+v, want last %d, prev %q, next %q", c.page, c.total, p, c.last, c.prev, c.next)
 		}
-	}
-	if q.Has("page") {
-		t.Error("newPager changed the query it was given")
 	}
 }
 

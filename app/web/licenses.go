@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
 	"unicode/utf8"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // licensesPerPage is how many licenses a page of the search shows.
@@ -26,9 +26,10 @@ type licensesFilter struct {
 	Status   string
 }
 
-// licenseRow is one license of the search, its consumer named.
+// licenseRow is one license of the search, as the API shows it, its
+// consumer named.
 type licenseRow struct {
-	licenses.License
+	resource.License
 	Consumer string
 }
 
@@ -91,21 +92,11 @@ func (cn *Console) findLicenses(c echo.Context, p *licensesPage) error {
 		return err
 	}
 	for _, l := range found.Licenses {
-		p.Rows = append(p.Rows, licenseRow{License: l, Consumer: names[l.ConsumerID]})
+		p.Rows = append(p.Rows, licenseRow{License: resource.NewLicense(l), Consumer: names[l.ConsumerID]})
 	}
-	p.Pager = newPager(Prefix+"/licenses", p.Filter.query(), p.Pager.Page, licensesPerPage, found.Total)
+	filter := map[string]string{"domain": p.Filter.Domain, "consumer": p.Filter.Consumer, "status": p.Filter.Status}
+	p.Pager = newPager(Prefix+"/licenses", filter, p.Pager.Page, licensesPerPage, found.Total)
 	return nil
-}
-
-// query is the search as the list's links carry it.
-func (f licensesFilter) query() url.Values {
-	q := url.Values{}
-	for k, v := range map[string]string{"domain": f.Domain, "consumer": f.Consumer, "status": f.Status} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return q
 }
 
 // licenseEventsShown is how many of a license's consumer events its page

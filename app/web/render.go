@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 //go:embed templates/*.html
@@ -31,13 +32,12 @@ type pages struct {
 
 // funcs are the helpers every template may call.
 var funcs = template.FuncMap{
-	"time":    formatTime,
-	"timePtr": formatTimePtr,
-	"ago":     ago,
-	"hour":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:00 UTC") },
-	"join":    strings.Join,
-	"sub":     func(a, b int) int { return a - b },
-	"has":     func(p auth.Principal, ability string) bool { return p.Abilities.Can(ability) },
+	"time": formatTime,
+	"ago":  ago,
+	"hour": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:00 UTC") },
+	"join": strings.Join,
+	"sub":  func(a, b int) int { return a - b },
+	"has":  func(p auth.Principal, ability string) bool { return p.Abilities.Can(ability) },
 }
 
 func mustParsePages() *pages {
@@ -134,24 +134,16 @@ type errorPage struct {
 	Message string
 }
 
-// formatTime is t as the console shows it: UTC, to the second.
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+// formatTime is t (a resource's time, or a time.Time: resource.FormatTime's)
+// as the console shows it: UTC, to the second; "—" for none.
+func formatTime(t any) string {
+	return orNone(resource.FormatTime(t, "2006-01-02 15:04:05 UTC"), "—")
 }
 
-func formatTimePtr(t *time.Time) string {
-	if t == nil {
-		return "—"
-	}
-	return formatTime(*t)
-}
-
-// ago is how long before now t was, in the largest unit that fits.
-func ago(now, t time.Time) string {
-	d := now.Sub(t)
+// ago is how long before now t (as formatTime's) was, in the largest unit
+// that fits.
+func ago(now time.Time, t any) string {
+	d := now.Sub(resource.TimeOf(t))
 	switch {
 	case d < 0:
 		return "in the future"

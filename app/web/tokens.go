@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // tokensPage is the tokens page's data: the list, its filter, the issue
@@ -16,37 +17,21 @@ type tokensPage struct {
 	Consumer   string // the filter: a consumer's name
 	Tokens     []tokenRow
 	Form       issueForm
-	Issued     *issuedToken
+	Issued     *tokenRow // its Token the secret: rendered once, in the 201 of the POST that issued it, and never again
 	Events     []tokenEventRow
 	MoreEvents bool // the trail holds more than Events
 }
 
-// tokenRow is a token as the list shows it: never its secret.
+// tokenRow is a token as the list shows it (the API's resource: never its
+// secret), with what the page adds.
 type tokenRow struct {
-	ID        string
-	Name      string
-	Consumer  string
-	Abilities string
-	// IssuedBy is the issuing token's id ("" for the command line), and
-	// IssuerConsumer its consumer's name when it is on record.
-	IssuedBy       string
-	IssuerConsumer string
-	Created        time.Time
-	LastUsed       *time.Time
-	Expires        time.Time
-	Revoked        *time.Time
+	resource.Token
+	IssuerConsumer string // the issuing token's consumer's name, when it is on record
 	Status         string // active, expired or revoked
 	Own            bool   // the token of this session
 	// Revocable is whether the session's token may revoke it
 	// (auth.Revocable): a Revoke button is offered only then.
 	Revocable bool
-}
-
-// issuedToken is the token an issue made, and its secret: rendered once, in
-// the 201 of the POST that issued it, and never again.
-type issuedToken struct {
-	Row    tokenRow
-	Secret string
 }
 
 // issueForm is the issue form's input and what was wrong with it.
@@ -98,7 +83,7 @@ func (cn *Console) tokens(c visit) error {
 
 // renderTokens writes the tokens page with status, listing the tokens of
 // consumer ("" for all).
-func (cn *Console) renderTokens(c visit, status int, consumer string, form issueForm, issued *issuedToken, flash string) error {
+func (cn *Console) renderTokens(c visit, status int, consumer string, form issueForm, issued *tokenRow, flash string) error {
 	ctx := c.Request().Context()
 	toks, err := cn.cfg.Auth.List(ctx, consumer)
 	if err != nil {
@@ -141,7 +126,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 	rows := make([]tokenRow, 0, len(toks))
 	for _, t := range toks {
 		r := newTokenRow(t, now)
-		r.IssuerConsumer, r.Own = consumerOf[r.IssuedBy], t.ID == p.TokenID
+		r.IssuerConsumer, r.Own = consumerOf[deref(r.IssuedBy)], t.ID == p.TokenID
 		r.Revocable = auth.Revocable(p.TokenID, p.Abilities, t) == nil
 		rows = append(rows, r)
 	}
@@ -150,9 +135,7 @@ func (cn *Console) tokenRows(c visit, toks []auth.Token) ([]tokenRow, error) {
 
 // newTokenRow is t as the list shows it at now.
 func newTokenRow(t auth.Token, now time.Time) tokenRow {
-	r := tokenRow{ID: t.ID, Name: t.Name, Consumer: t.Consumer.Name, Abilities: strings.Join(t.Abilities, ", "),
-		IssuedBy: deref(t.IssuedBy), Created: t.CreatedAt, LastUsed: t.LastUsedAt, Expires: t.ExpiresAt, Revoked: t.RevokedAt,
-		Status: "active"}
+	r := tokenRow{Token: resource.NewToken(t), Status: "active"}
 	switch {
 	case t.RevokedAt != nil:
 		r.Status = "revoked"

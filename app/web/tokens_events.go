@@ -2,12 +2,12 @@ package web
 
 import (
 	"net/http"
-	"time"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/resource"
 )
 
 // tokenEventsPerPage is the events page's page size (GET
@@ -15,44 +15,24 @@ import (
 const tokenEventsPerPage = 50
 
 // tokenEventRow is an event of the tokens' audit trail as the console shows
-// it: which token, what happened to it, and who did it.
+// it: the API's resource, and the event in a word ("issued", "revoked").
 type tokenEventRow struct {
-	At       time.Time
-	Event    string // audit.TokenIssued or audit.TokenRevoked
-	Action   string // "issued" or "revoked"
-	TokenID  string
-	Consumer string // the token's consumer; "" when not on record
-	// ByToken is the acting token ("" for the command line), ByConsumer its
-	// consumer's name when on record.
-	ByToken    string
-	ByConsumer string
-	RequestID  string
+	resource.TokenEvent
+	Action string
 }
 
 // tokenEventsPage is the events page's data.
 type tokenEventsPage struct {
-	TokenID    string // the one token whose trail this is; "" for every token's
-	Events     []tokenEventRow
-	Page       int
-	PrevPage   int // 0: none
-	NextPage   int // 0: none
-	Total      int64
-	PathPrefix string // the page's path, for the pager's links
+	TokenID string // the one token whose trail this is; "" for every token's
+	Events  []tokenEventRow
+	Pager   pager
 }
 
 // tokenEventRows is events as the console shows them.
 func tokenEventRows(events []auth.TokenEvent) []tokenEventRow {
 	out := make([]tokenEventRow, 0, len(events))
-	for _, e := range events {
-		r := tokenEventRow{At: e.CreatedAt, Event: e.Event.Event, Action: e.Event.Event, TokenID: e.SubjectID, Consumer: e.Consumer,
-			ByToken: deref(e.ActorTokenID), ByConsumer: e.ActorConsumer, RequestID: deref(e.RequestID)}
-		switch e.Event.Event {
-		case audit.TokenIssued:
-			r.Action = "issued"
-		case audit.TokenRevoked:
-			r.Action = "revoked"
-		}
-		out = append(out, r)
+	for _, e := range resource.NewTokenEvents(events) {
+		out = append(out, tokenEventRow{TokenEvent: e, Action: strings.TrimPrefix(e.Event, "token.")})
 	}
 	return out
 }
@@ -82,13 +62,7 @@ func (cn *Console) renderTokenEvents(c echo.Context, tokenID, path string) error
 	if tokenID != "" && total == 0 {
 		return auth.ErrTokenNotFound
 	}
-	p := tokenEventsPage{TokenID: tokenID, Events: tokenEventRows(events), Page: page, Total: total, PathPrefix: path}
-	if page > 1 {
-		p.PrevPage = page - 1
-	}
-	if int64(page*tokenEventsPerPage) < total {
-		p.NextPage = page + 1
-	}
+	p := tokenEventsPage{TokenID: tokenID, Events: tokenEventRows(events), Pager: newPager(path, nil, page, tokenEventsPerPage, total)}
 	title := "Token events"
 	if tokenID != "" {
 		title = "Token " + tokenID + " events"

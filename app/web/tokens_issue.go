@@ -62,9 +62,8 @@ func (cn *Console) issueToken(c visit) error {
 		return err
 	}
 	row := newTokenRow(issued.Token, cn.cfg.Now())
-	row.IssuedBy, row.IssuerConsumer = p.TokenID, p.Consumer
-	return cn.renderTokens(c, http.StatusCreated, "", cn.newIssueForm(p, nil), &issuedToken{Row: row, Secret: issued.Secret},
-		"Token issued for "+issued.Consumer.Name+".")
+	row.Token.Token = issued.Secret
+	return cn.renderTokens(c, http.StatusCreated, "", cn.newIssueForm(p, nil), &row, "Token issued for "+issued.Consumer.Name+".")
 }
 
 // issueFormObject is the issue form as the one JSON object POST /api/tokens

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -21,43 +21,18 @@ type webhooksPage struct {
 	Count           failing       // how many (its Rows unused)
 }
 
-// endpointRow is an endpoint as the console shows it: never its secret.
+// endpointRow is an endpoint as the console shows it: the operator's
+// resource (never its secret), and its URL as the page may show it.
 type endpointRow struct {
-	ID             string
-	Consumer       string
-	URL            string
-	Description    string
-	Events         string
-	Enabled        bool
-	DisabledAt     *time.Time
-	DisabledReason string
-	FailingSince   *time.Time
-	Created        time.Time
+	resource.ConsumerWebhookEndpoint
+	ShownURL string // shownURL's
 }
 
-// deliveryRow is a delivery as the console shows it: never its body.
+// deliveryRow is a delivery as the console shows it: the operator's
+// resource (never its body), and its endpoint's URL as the page shows it.
 type deliveryRow struct {
-	ID          string
-	EndpointID  string
+	resource.ConsumerWebhookDelivery
 	EndpointURL string
-	Consumer    string
-	EventID     string // the event's public id, evt_…
-	EventType   string
-	Status      string
-	Attempts    []attemptRow
-	LastError   string // the last attempt's error class, as app/webhooks wrote it (webhooks.Failures)
-	LastAnswer  *int   // the last attempt's answer status; nil: none
-	NextAttempt *time.Time
-	Delivered   *time.Time
-	Created     time.Time
-}
-
-// attemptRow is one attempt at a delivery.
-type attemptRow struct {
-	At         time.Time
-	Status     *int // the answer's status; nil: no answer
-	DurationMS int64
-	Error      string
 }
 
 // webhookFlashes are the notices a redirect to a webhooks page may ask for.
@@ -99,14 +74,8 @@ func (cn *Console) webhooks(c visit) error {
 	if err != nil {
 		return err
 	}
-	urls := make(map[string]string, len(eps))
-	for _, e := range eps {
-		p.Endpoints = append(p.Endpoints, newEndpointRow(e, names))
-		urls[e.ID] = shownURL(e.URL)
-	}
-	for _, d := range f.Rows {
-		p.Failing = append(p.Failing, newDeliveryRow(d, names, urls))
-	}
+	p.Endpoints = endpointRows(eps, names)
+	p.Failing = deliveryRows(f.Rows, names, p.Endpoints)
 	f.Rows, p.Count = nil, f
 	return cn.render(c, http.StatusOK, "webhooks", view{Title: "Webhooks", Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
@@ -153,26 +122,28 @@ func (cn *Console) consumerNamesOf(ctx context.Context, eps []webhooks.Endpoint,
 	return cn.cfg.Auth.ConsumerNames(ctx, ids)
 }
 
-// newEndpointRow is e as the console shows it, its consumer named by names.
-func newEndpointRow(e webhooks.Endpoint, names map[string]string) endpointRow {
-	return endpointRow{ID: e.ID, Consumer: names[e.ConsumerID], URL: shownURL(e.URL), Description: e.Description,
-		Events: strings.Join(e.Types(), ", "), Enabled: e.Enabled, DisabledAt: e.DisabledAt, DisabledReason: deref(e.DisabledReason),
-		FailingSince: e.FailingSince, Created: e.CreatedAt}
+// endpointRows are es as the console shows them, their consumers named by
+// names.
+func endpointRows(es []webhooks.Endpoint, names map[string]string) []endpointRow {
+	out := make([]endpointRow, 0, len(es))
+	for _, e := range resource.NewConsumerWebhookEndpoints(es, names) {
+		out = append(out, endpointRow{ConsumerWebhookEndpoint: e, ShownURL: shownURL(e.URL)})
+	}
+	return out
 }
 
-// newDeliveryRow is d as the console shows it, its consumer named by names
-// and its endpoint's URL from urls.
-func newDeliveryRow(d webhooks.DeliveryView, names, urls map[string]string) deliveryRow {
-	r := deliveryRow{ID: d.ID, EndpointID: d.EndpointID, EndpointURL: urls[d.EndpointID], Consumer: names[d.ConsumerID],
-		EventID: d.EventPublicID, EventType: d.EventType, Status: d.Status, NextAttempt: d.NextAttemptAt, Delivered: d.DeliveredAt,
-		Created: d.CreatedAt}
-	for _, a := range d.Attempts {
-		r.Attempts = append(r.Attempts, attemptRow{At: a.AttemptedAt, Status: a.ResponseStatus, DurationMS: a.DurationMS, Error: deref(a.Error)})
+// deliveryRows are ds as the console shows them, their consumers named by
+// names and their endpoints' URLs from eps.
+func deliveryRows(ds []webhooks.DeliveryView, names map[string]string, eps []endpointRow) []deliveryRow {
+	urls := make(map[string]string, len(eps))
+	for _, e := range eps {
+		urls[e.ID] = e.ShownURL
 	}
-	if n := len(r.Attempts); n > 0 {
-		r.LastError, r.LastAnswer = r.Attempts[n-1].Error, r.Attempts[n-1].Status
+	out := make([]deliveryRow, 0, len(ds))
+	for _, d := range resource.NewConsumerWebhookDeliveries(ds, names) {
+		out = append(out, deliveryRow{ConsumerWebhookDelivery: d, EndpointURL: urls[d.EndpointID]})
 	}
-	return r
+	return out
 }
 
 // retryDelivery is POST /console/webhooks/deliveries/:id/retry, as `licensor

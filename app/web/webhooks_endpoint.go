@@ -2,8 +2,6 @@ package web
 
 import (
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/licensor-api/licensor/app/webhooks"
 )
@@ -18,10 +16,7 @@ type endpointPage struct {
 	Status     string   // the deliveries' filter; "" for every status
 	Statuses   []string // the filter's choices
 	Deliveries []deliveryRow
-	Total      int64
-	Page       int
-	PrevLink   string // "": no newer page
-	NextLink   string // "": no older page
+	Pager      pager
 }
 
 // webhookEndpoint is GET /console/webhooks/endpoints/:id[?status=&page=]:
@@ -35,9 +30,10 @@ func (cn *Console) webhookEndpoint(c visit) error {
 	if err != nil {
 		return err
 	}
-	p := endpointPage{Status: c.QueryParam("status"), Statuses: webhooks.Statuses, Page: queryPage(c)}
+	p := endpointPage{Status: c.QueryParam("status"), Statuses: webhooks.Statuses}
+	n := queryPage(c)
 	page, err := cn.cfg.Webhooks.Deliveries(ctx, webhooks.DeliveryQuery{EndpointID: e.ID, Status: p.Status,
-		Page: p.Page, PerPage: endpointDeliveriesPerPage})
+		Page: n, PerPage: endpointDeliveriesPerPage})
 	if err != nil {
 		return err // an unknown status is the API's 422
 	}
@@ -45,31 +41,16 @@ func (cn *Console) webhookEndpoint(c visit) error {
 	if err != nil {
 		return err
 	}
-	p.Endpoint, p.Total = newEndpointRow(e, names), page.Total
-	urls := map[string]string{e.ID: shownURL(e.URL)}
-	for _, d := range page.Deliveries {
-		p.Deliveries = append(p.Deliveries, newDeliveryRow(d, names, urls))
-	}
-	p.links(e.ID)
+	eps := endpointRows([]webhooks.Endpoint{e}, names)
+	p.Endpoint, p.Deliveries = eps[0], deliveryRows(page.Deliveries, names, eps)
+	p.Pager = deliveriesPager(e.ID, p.Status, n, page.Total)
 	return cn.render(c, http.StatusOK, "webhook_endpoint", view{Title: "Webhook endpoint " + e.ID, Section: "webhooks",
 		Flash: webhookFlashes[c.QueryParam("done")], Data: p})
 }
 
-// links sets the pager's links to the newer and the older page, where
-// there is one, keeping the status filter.
-func (p *endpointPage) links(endpointID string) {
-	link := func(n int) string {
-		q := url.Values{}
-		if p.Status != "" {
-			q.Set("status", p.Status)
-		}
-		q.Set("page", strconv.Itoa(n))
-		return Prefix + "/webhooks/endpoints/" + endpointID + "?" + q.Encode()
-	}
-	if p.Page > 1 {
-		p.PrevLink = link(p.Page - 1)
-	}
-	if int64(p.Page*endpointDeliveriesPerPage) < p.Total {
-		p.NextLink = link(p.Page + 1)
-	}
+// deliveriesPager is the pager of an endpoint's page of deliveries: links
+// to the newer and the older page, where there is one, keeping the status
+// filter.
+func deliveriesPager(endpointID, status string, page int, total int64) pager {
+	return newPager(Prefix+"/webhooks/endpoints/"+endpointID, map[string]string{"status": status}, page, endpointDeliveriesPerPage, total)
 }

@@ -19,10 +19,9 @@ func TestEndpointPageLinks(t *testing.T) {
 		{2, "failed", 3 * endpointDeliveriesPerPage, base + "page=1&status=failed", base + "page=3&status=failed"},
 		{3, "", 3 * endpointDeliveriesPerPage, base + "page=2", ""},
 	} {
-		p := endpointPage{Page: tc.page, Status: tc.status, Total: tc.total}
-		p.links(id)
-		if p.PrevLink != tc.prev || p.NextLink != tc.next {
-			t.Errorf("page %d of %d (%q): prev %q next %q, want %q and %q", tc.page, tc.total, tc.status, p.PrevLink, p.NextLink, tc.prev, tc.next)
+		p := deliveriesPager(id, tc.status, tc.page, tc.total)
+		if p.Prev != tc.prev || p.Next != tc.next {
+			t.Errorf("page %d of %d (%q): prev %q next %q, want %q and %q", tc.page, tc.total, tc.status, p.Prev, p.Next, tc.prev, tc.next)
 		}
 	}
 }

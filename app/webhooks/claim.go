@@ -208,12 +208,11 @@ func (s *Service) claim(ctx context.Context, slots int, held map[string]int) ([]
 // (at REPEATABLE READ it would see the snapshot of the transaction's first
 // read).
 func (s *Service) claimTransaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.db.Dialector.Name() != database.MySQL {
-		return s.transact(ctx, fn)
+	var readCommitted []*sql.TxOptions
+	if s.db.Dialector.Name() == database.MySQL {
+		readCommitted = append(readCommitted, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
-	return s.cfg.Retry(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})}
-	}).Error
+	return database.Transact(ctx, s.db, s.cfg.Retry, fn, readCommitted...)
 }
 
 // lockPicks locks the endpoints planned for, skipping those another claim

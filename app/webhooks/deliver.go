@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/hmacsig"
 )
 
@@ -254,7 +255,7 @@ func (s *Service) backoff(attempts int) time.Duration {
 func (s *Service) record(ctx context.Context, c claimed, r attemptResult) error {
 	now := s.now()
 	outcome := ""
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		outcome = ""
 		set := map[string]any{"attempts": gorm.Expr("attempts + 1"), "last_status": r.status, "claim": nil, "updated_at": now}
 		windowEnd := c.WindowStart.Add(s.cfg.RetryFor)

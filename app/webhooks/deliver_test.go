@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/events"
-	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/client"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -124,7 +123,7 @@ func TestReceiverDownForADayGetsEveryEventAfterwards(t *testing.T) {
 			r.license(c, fmt.Sprintf("s%d.test", i))
 		}
 		lic := r.license(c, "gone.test")
-		if err := r.licenses.Revoke(context.Background(), c, lic.ID, licenses.Steps{}); err != nil {
+		if err := r.revoke(c, lic.ID); err != nil {
 			t.Fatal(err)
 		}
 		r.dispatch()

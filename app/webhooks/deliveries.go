@@ -11,6 +11,8 @@ import (
 
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // DeliveryQuery selects deliveries: of one consumer (all: ""), of one
@@ -43,7 +45,7 @@ type DeliveryPage struct {
 }
 
 // ErrUnknownStatus is a delivery status filter that is none of Statuses.
-var ErrUnknownStatus = errors.New("unknown delivery status")
+var ErrUnknownStatus error = fault.New("unknown_delivery_status", "unknown delivery status")
 
 // Deliveries lists the deliveries q selects, newest first, with their
 // attempts.
@@ -159,7 +161,7 @@ func (s *Service) delivery(db *gorm.DB, consumerID, endpointID, id string) (Deli
 
 // ErrInFlight is a retry of a delivery a worker is sending now: its
 // attempt decides, and a retry is for after it.
-var ErrInFlight = errors.New("the delivery is being sent")
+var ErrInFlight error = fault.New("delivery_in_progress", "the delivery is being sent")
 
 // ConsumerRetryEvery is how often a consumer may retry a delivery of one
 // endpoint: a retry makes a delivery due at once, past its backoff, and a
@@ -167,16 +169,11 @@ var ErrInFlight = errors.New("the delivery is being sent")
 // that does not answer.
 const ConsumerRetryEvery = time.Minute
 
-// RetryTooSoonError is a consumer's retry of a delivery within
-// ConsumerRetryEvery of its last retry of a delivery to the same endpoint.
-type RetryTooSoonError struct {
-	// RetryAfter is how long until the endpoint's next retry is let through.
-	RetryAfter time.Duration
-}
-
-func (e *RetryTooSoonError) Error() string {
-	return fmt.Sprintf("a delivery of this endpoint was retried less than %s ago; retry in %s", ConsumerRetryEvery, e.RetryAfter)
-}
+// CodeRetryTooSoon is the code of a consumer's retry of a delivery within
+// ConsumerRetryEvery of its last retry of a delivery to the same endpoint:
+// a *fault.Error whose RetryAfter is how long until the endpoint's next
+// retry is let through.
+const CodeRetryTooSoon = "retry_limited"
 
 // RetryDelivery makes the delivery due now, whatever its status, with a new
 // retry window: a failed one is retried for another WEBHOOK_RETRY_FOR, a
@@ -184,12 +181,12 @@ func (e *RetryTooSoonError) Error() string {
 // pending one is tried now rather than at its backoff. One a worker is
 // sending (its claim's lease not lapsed) is ErrInFlight. A consumer's own
 // retry (consumerID given) goes through once per ConsumerRetryEvery per
-// endpoint (*RetryTooSoonError otherwise); no retry, an operator's either,
+// endpoint (CodeRetryTooSoon otherwise); no retry, an operator's either,
 // bypasses the endpoint's circuit breaker: a paused endpoint's delivery is
 // due, and is sent when the pause ends. The retry is in the audit trail, by
 // by (the console, or the token of an API call), in the same transaction.
 func (s *Service) RetryDelivery(ctx context.Context, by audit.Actor, consumerID, endpointID, id string) (DeliveryView, error) {
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		d, err := s.delivery(tx, consumerID, endpointID, id)
 		if err != nil {
 			return err
@@ -237,5 +234,7 @@ func (s *Service) consumerRetry(tx *gorm.DB, endpointID string, now time.Time) e
 	if ep.RetriedAt == nil { // cannot be: the compare-and-set failed on it
 		return fmt.Errorf("read the endpoint's last retry: none recorded")
 	}
-	return &RetryTooSoonError{RetryAfter: max(time.Second, ep.RetriedAt.Add(ConsumerRetryEvery).Sub(now))}
+	after := max(time.Second, ep.RetriedAt.Add(ConsumerRetryEvery).Sub(now))
+	return &fault.Error{Code: CodeRetryTooSoon, RetryAfter: after,
+		Message: fmt.Sprintf("a delivery of this endpoint was retried less than %s ago; retry in %s", ConsumerRetryEvery, after)}
 }

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
 )
 
 // dispatchBatch is how many events one dispatch transaction takes.
@@ -34,7 +35,7 @@ func (s *Service) Dispatch(ctx context.Context) (int, error) {
 
 func (s *Service) dispatchOnce(ctx context.Context) (int, error) {
 	var n int
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		n = 0
 		// The lock, first: an UPDATE locks the row on MySQL, and takes
 		// SQLite's write lock, before anything is read.

@@ -59,7 +59,7 @@ func TestDispatchFeedsAndOwes(t *testing.T) {
 		if got := r.feed(a, 10); len(got) != 0 {
 			t.Fatalf("feed before dispatch = %v, want nothing", got)
 		}
-		if err := r.licenses.Revoke(context.Background(), a, lic.ID, licenses.Steps{}); err != nil {
+		if err := r.revoke(a, lic.ID); err != nil {
 			t.Fatal(err)
 		}
 		if n := r.dispatch(); n != 3 {

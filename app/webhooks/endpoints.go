@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -16,6 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // SecretPrefix starts every signing secret, so that one is recognisable in a
@@ -44,58 +45,24 @@ type EndpointPatch struct {
 	Enabled *bool
 }
 
-// ValidationError lists what is wrong with an endpoint's input, field by
-// field, in rule order (url, events, description); app/http answers it 422.
-type ValidationError struct {
-	Fields map[string][]string
-	Order  []string
-}
-
-func (e *ValidationError) Error() string {
-	return fmt.Sprintf("invalid webhook endpoint: %v", slices.Sorted(maps.Keys(e.Fields)))
-}
-
-// FieldErrors returns the errors per field.
-func (e *ValidationError) FieldErrors() map[string][]string { return e.Fields }
-
-// FieldOrder returns the fields with errors, in rule order.
-func (e *ValidationError) FieldOrder() []string { return e.Order }
-
-func (e *ValidationError) add(field, msg string) {
-	if e.Fields == nil {
-		e.Fields = map[string][]string{}
-	}
-	if _, ok := e.Fields[field]; !ok {
-		e.Order = append(e.Order, field)
-	}
-	e.Fields[field] = append(e.Fields[field], msg)
-}
-
-func (e *ValidationError) orNil() error {
-	if len(e.Fields) == 0 {
-		return nil
-	}
-	return e
-}
-
 // ErrTooManyEndpoints is a consumer at MaxEndpoints asking for another.
-var ErrTooManyEndpoints = errors.New("too many webhook endpoints")
+var ErrTooManyEndpoints error = fault.New("too_many_endpoints", "too many webhook endpoints")
 
 // checkTypes validates the event types an endpoint takes: known types or
 // events.LicenseWildcard, each once; none (nil) is every license event.
-func checkTypes(verr *ValidationError, types []string) []string {
+func checkTypes(verr *fault.Fields, types []string) []string {
 	if types == nil {
 		return []string{events.LicenseWildcard}
 	}
 	if len(types) == 0 {
-		verr.add("events", "The events field must list at least one event type.")
+		verr.Add("events", "The events field must list at least one event type.")
 		return nil
 	}
 	out := make([]string, 0, len(types))
 	for _, t := range types {
 		switch {
 		case t != events.LicenseWildcard && !events.IsType(t):
-			verr.add("events", fmt.Sprintf("The event type %q is not one of %s, %s.", t, events.LicenseWildcard, strings.Join(events.Types, ", ")))
+			verr.Add("events", fmt.Sprintf("The event type %q is not one of %s, %s.", t, events.LicenseWildcard, strings.Join(events.Types, ", ")))
 		case !slices.Contains(out, t):
 			out = append(out, t)
 		}
@@ -104,46 +71,46 @@ func checkTypes(verr *ValidationError, types []string) []string {
 }
 
 // checkURL validates an endpoint's URL under the policy.
-func (s *Service) checkURL(ctx context.Context, verr *ValidationError, raw string) string {
+func (s *Service) checkURL(ctx context.Context, verr *fault.Fields, raw string) string {
 	raw = strings.TrimSpace(raw)
 	switch {
 	case raw == "":
-		verr.add("url", "The url field is required.")
+		verr.Add("url", "The url field is required.")
 	case len(raw) > maxURL || !utf8.ValidString(raw):
-		verr.add("url", fmt.Sprintf("The url field must not be greater than %d characters.", maxURL))
+		verr.Add("url", fmt.Sprintf("The url field must not be greater than %d characters.", maxURL))
 	default:
 		if msg := s.cfg.Policy.URLProblem(ctx, raw); msg != "" {
-			verr.add("url", msg)
+			verr.Add("url", msg)
 		}
 	}
 	return raw
 }
 
 // checkDescription validates an endpoint's description.
-func checkDescription(verr *ValidationError, raw string) string {
+func checkDescription(verr *fault.Fields, raw string) string {
 	desc := strings.TrimSpace(raw)
 	if utf8.RuneCountInString(desc) > maxDescription || !utf8.ValidString(desc) {
-		verr.add("description", fmt.Sprintf("The description field must not be greater than %d characters.", maxDescription))
+		verr.Add("description", fmt.Sprintf("The description field must not be greater than %d characters.", maxDescription))
 	}
 	return desc
 }
 
 // CheckEndpoint runs CreateEndpoint's checks of in and stores nothing: the
-// *ValidationError CreateEndpoint would answer, or nil. app/http runs it
+// *fault.Fields CreateEndpoint would answer, or nil. app/http runs it
 // only when a field of the body has the wrong JSON type, so that its 422
 // names every failing field, the domain's beside the types'.
 func (s *Service) CheckEndpoint(ctx context.Context, in EndpointInput) error {
-	verr := &ValidationError{}
+	verr := &fault.Fields{}
 	s.checkURL(ctx, verr, in.URL)
 	checkTypes(verr, in.Events)
 	checkDescription(verr, in.Description)
-	return verr.orNil()
+	return verr.Err()
 }
 
 // CheckPatch runs UpdateEndpoint's checks of p and stores nothing, as
 // CheckEndpoint does for a new endpoint.
 func (s *Service) CheckPatch(ctx context.Context, p EndpointPatch) error {
-	verr := &ValidationError{}
+	verr := &fault.Fields{}
 	if p.URL != nil {
 		s.checkURL(ctx, verr, *p.URL)
 	}
@@ -154,7 +121,7 @@ func (s *Service) CheckPatch(ctx context.Context, p EndpointPatch) error {
 		}
 		checkTypes(verr, given)
 	}
-	return verr.orNil()
+	return verr.Err()
 }
 
 // newSecret is a signing secret: SecretPrefix and 32 random bytes in hex.
@@ -167,11 +134,11 @@ func newSecret() string {
 // CreateEndpoint registers an endpoint for the consumer and returns it with
 // its signing secret, which is shown this once: only its sealed form is kept.
 func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in EndpointInput) (Endpoint, string, error) {
-	verr := &ValidationError{}
+	verr := &fault.Fields{}
 	url := s.checkURL(ctx, verr, in.URL)
 	types := checkTypes(verr, in.Events)
 	desc := checkDescription(verr, in.Description)
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Endpoint{}, "", err
 	}
 	secret := newSecret()
@@ -183,7 +150,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, consumerID string, in Endp
 	now := s.now()
 	e := Endpoint{ID: ulid.Make().String(), ConsumerID: consumerID, URL: url, Description: desc, Events: string(list),
 		Secret: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
-	err = s.transact(ctx, func(tx *gorm.DB) error {
+	err = database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		// The consumer's row, locked first (SQLite: the write lock): two
 		// creates at once count one after the other, never both under the
 		// limit from one snapshot.
@@ -251,7 +218,7 @@ func (s *Service) endpoint(db *gorm.DB, consumerID, id string) (Endpoint, error)
 // disabled one, also closes its circuit breaker (enabling one that is
 // enabled does not: a consumer cannot so cut a pause short).
 func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p EndpointPatch) (Endpoint, error) {
-	verr := &ValidationError{}
+	verr := &fault.Fields{}
 	set := map[string]any{}
 	if p.URL != nil {
 		set["url"] = s.checkURL(ctx, verr, *p.URL)
@@ -266,7 +233,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 		list, _ := json.Marshal(checkTypes(verr, given))
 		set["events"] = string(list)
 	}
-	if err := verr.orNil(); err != nil {
+	if err := verr.Err(); err != nil {
 		return Endpoint{}, err
 	}
 	if p.Enabled != nil {
@@ -279,7 +246,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 		}
 	}
 	var out Endpoint
-	err := s.transact(ctx, func(tx *gorm.DB) error {
+	err := database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		e, err := s.endpoint(tx, consumerID, id)
 		if err != nil {
 			return err
@@ -318,7 +285,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, consumerID, id string, p E
 // DeleteEndpoint deletes the consumer's endpoint, with its deliveries and
 // their attempts: nothing more is sent to it.
 func (s *Service) DeleteEndpoint(ctx context.Context, consumerID, id string) error {
-	return s.transact(ctx, func(tx *gorm.DB) error {
+	return database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 		e, err := s.endpoint(tx, consumerID, id)
 		if err != nil {
 			return err

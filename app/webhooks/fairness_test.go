@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -335,9 +336,9 @@ func TestConsumerRetryOncePerMinuteAndNeverPastTheBreaker(t *testing.T) {
 		}
 		r.clock.Advance(59 * time.Second)
 		_, err := r.hooks.RetryDelivery(ctx, by, c, ep.ID, ds[1].ID)
-		var soon *RetryTooSoonError
-		if !errors.As(err, &soon) || soon.RetryAfter != time.Second {
-			t.Fatalf("a second retry 59s later = %v, want RetryTooSoonError after 1s", err)
+		var soon *fault.Error
+		if !errors.As(err, &soon) || soon.Code != CodeRetryTooSoon || soon.RetryAfter != time.Second {
+			t.Fatalf("a second retry 59s later = %v, want %s after 1s", err, CodeRetryTooSoon)
 		}
 		if _, err := r.hooks.RetryDelivery(ctx, audit.Console(), "", "", ds[1].ID); err != nil {
 			t.Errorf("an operator's retry = %v, want it let through", err)

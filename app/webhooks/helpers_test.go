@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
+	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -25,7 +29,6 @@ type rig struct {
 	events   *events.Log
 	licenses *licenses.Service
 	hooks    *Service
-	vendor   *vendorclient.Fake
 	cfg      Config // hooks' (another worker: New(r.cfg) with changes)
 }
 
@@ -37,8 +40,12 @@ func newRig(t testing.TB, db *testdb.DB, cfg Config) *rig {
 	}
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	log := events.New(db.Gorm, db.Read, cipher)
-	vendor := vendorclient.NewFake()
-	r := &rig{t: t, db: db, clock: clock, cipher: cipher, events: log, vendor: vendor}
+	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vendor := vendorclient.NewInProcess(sim, config.Vendor{}, nil) // the fake vendor
+	r := &rig{t: t, db: db, clock: clock, cipher: cipher, events: log}
 	r.licenses = licenses.New(licenses.Config{DB: db.Gorm, Read: db.Read, Vendor: vendor, Cipher: cipher, Now: clock.Now, Events: log,
 		Retry: database.RetryOnConflict})
 	cfg.DB, cfg.Read, cfg.Events, cfg.Cipher, cfg.Now = db.Gorm, db.Read, log, cipher, clock.Now
@@ -61,14 +68,40 @@ func (r *rig) consumer(id string) string {
 	return id
 }
 
-// license creates a license for the consumer.
+// license creates a license for the consumer, from the licenses service's
+// writes as the create operation makes them (its license.created event).
 func (r *rig) license(consumerID, domain string) licenses.License {
 	r.t.Helper()
-	lic, _, err := r.licenses.Create(context.Background(), consumerID, licenses.Input{Name: "Shop", Domain: domain}, licenses.Steps{})
+	ctx, in := context.Background(), licenses.Input{Name: "Shop", Domain: domain}
+	site, _, err := r.licenses.EnsureSite(ctx, in)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return lic
+	n, err := r.licenses.Draft(ctx, consumerID, in, site, licenses.EventCreated, "")
+	if err == nil {
+		err = r.db.Gorm.Transaction(func(tx *gorm.DB) error { return r.licenses.Insert(tx, n) })
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return n.License
+}
+
+// revoke revokes the consumer's license as the revoke operation does (its
+// license.revoked event).
+func (r *rig) revoke(consumerID, id string) error {
+	ctx := context.Background()
+	lic, err := r.licenses.Revocable(ctx, consumerID, id)
+	if err != nil {
+		return err
+	}
+	if err := r.licenses.DeleteSite(ctx, lic); err != nil {
+		return err
+	}
+	return r.db.Gorm.Transaction(func(tx *gorm.DB) error {
+		_, err := r.licenses.Revoked(ctx, tx, lic)
+		return err
+	})
 }
 
 // endpoint registers an endpoint for the consumer.

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/database"
 )
 
 // Prune deletes the consumer events written before before (now less
@@ -72,7 +73,7 @@ func (s *Service) Prune(ctx context.Context, before time.Time, batch int) (int64
 		}
 		ids = padded(ids, batch)
 		var n int64
-		err = s.transact(ctx, func(tx *gorm.DB) error {
+		err = database.Transact(ctx, s.db, s.cfg.Retry, func(tx *gorm.DB) error {
 			// A delivery retried meanwhile is pending again: it is kept, and
 			// so is its event.
 			settled := tx.Model(&Delivery{}).Select("id").Where("event_id IN ? AND status <> ?", ids, StatusPending)

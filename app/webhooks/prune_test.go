@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/events"
-	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -26,7 +25,7 @@ func TestPruneDeletesExpiredSettledEvents(t *testing.T) {
 		r.endpoint(c, ok.url())
 		revokes := r.endpoint(c, down.url(), events.LicenseRevoked)
 		a := r.license(c, "a.test") // created: delivered, then expired
-		if err := r.licenses.Revoke(ctx, c, a.ID, licenses.Steps{}); err != nil {
+		if err := r.revoke(c, a.ID); err != nil {
 			t.Fatal(err) // revoked: delivered, and pending at the revokes endpoint
 		}
 		r.dispatch()

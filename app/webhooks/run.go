@@ -3,9 +3,10 @@ package webhooks
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/licensor-api/licensor/internal/wait"
 )
 
 // DeliverDue claims the deliveries due now (a fair share of them: see
@@ -65,27 +66,15 @@ func (s *Service) dispatchLoop(ctx context.Context, owed chan<- struct{}) {
 			default: // the delivery loop has been told already
 			}
 		}
-		if !s.pause(ctx) {
+		if wait.Sleep(ctx, s.interval()) != nil {
 			return
 		}
 	}
 }
 
-// pause waits for Interval, with up to a tenth more; false once ctx ended.
-func (s *Service) pause(ctx context.Context) bool {
-	t := time.NewTimer(s.interval())
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // interval is Interval with up to a tenth more (jitter, so that replicas
 // drift apart).
-func (s *Service) interval() time.Duration { return s.cfg.Interval + rand.N(s.cfg.Interval/10+1) }
+func (s *Service) interval() time.Duration { return s.cfg.Interval + wait.Jitter(s.cfg.Interval/10) }
 
 // deliverLoop keeps up to senders attempts in flight: it claims for the
 // free senders (each consumer's held senders weighed by claim's share),

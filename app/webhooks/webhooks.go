@@ -16,7 +16,6 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,6 +24,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/fault"
 )
 
 // The statuses of a delivery.
@@ -237,20 +238,12 @@ func New(cfg Config) *Service {
 }
 
 // now is the service's clock, in the precision the tables keep.
-func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
-
-// transact runs fn in one transaction, again whole while it loses a lock
-// conflict.
-func (s *Service) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.cfg.Retry(ctx, func() *gorm.DB {
-		return &gorm.DB{Error: s.db.WithContext(ctx).Transaction(fn)}
-	}).Error
-}
+func (s *Service) now() time.Time { return dbtime.Stamp(s.cfg.Now()) }
 
 // Errors of the endpoints and deliveries.
 var (
 	// ErrNotFound is an endpoint or a delivery the caller has none under.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound error = fault.New("webhook_not_found", "not found")
 )
 
 // notFound wraps ErrNotFound with what was not found.

@@ -2,8 +2,6 @@ package testdb
 
 import (
 	"context"
-	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -15,13 +13,7 @@ import (
 // MySQLDSN does; a Redis there that does not answer fails the test.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	u, skip, err := redisPolicy(os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if skip != "" {
-		t.Skip(skip)
-	}
+	u := fromEnv(t, redisService)
 	c := redisClient(t, u)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -29,18 +21,6 @@ func RedisURL(t testing.TB) string {
 		t.Fatalf("Redis at TEST_REDIS_URL does not answer: %v", err)
 	}
 	return u
-}
-
-// redisPolicy decides what a Redis test does: run against url, skip with
-// a reason, or fail, which is what a missing URL means under CI=true.
-func redisPolicy(getenv func(string) string) (url, skip string, err error) {
-	if url = getenv("TEST_REDIS_URL"); url != "" {
-		return url, "", nil
-	}
-	if getenv("CI") == "true" {
-		return "", "", errors.New("CI=true but TEST_REDIS_URL is not set: the Redis tests must run in CI")
-	}
-	return "", "Redis test skipped: set TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run it", nil
 }
 
 // RedisPrefix is a key prefix of the test's own in the Redis at url

@@ -9,7 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,26 +100,43 @@ func Empty(t testing.TB, dialect string) *DB {
 // (failing it under CI=true).
 func MySQLDSN(t testing.TB) string {
 	t.Helper()
-	dsn, skip, err := mysqlPolicy(os.Getenv)
+	return fromEnv(t, mysqlService)
+}
+
+// service is what a test needs of a server outside the test: the variable
+// that names it, an example value, and what runs only with it.
+type service struct{ variable, example, what string }
+
+var (
+	mysqlService = service{"TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/", "MySQL half"}
+	redisService = service{"TEST_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis tests"}
+)
+
+// fromEnv is the service's variable, or the test skipped (when the
+// variable is unset) or failed (when it is unset under CI=true).
+func fromEnv(t testing.TB, s service) string {
+	t.Helper()
+	value, skip, err := s.policy(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if skip != "" {
 		t.Skip(skip)
 	}
-	return dsn
+	return value
 }
 
-// mysqlPolicy decides what a MySQL test does: run against dsn, skip with a
-// reason, or fail, which is what a missing DSN means under CI=true.
-func mysqlPolicy(getenv func(string) string) (dsn, skip string, err error) {
-	if dsn = getenv("TEST_MYSQL_DSN"); dsn != "" {
-		return dsn, "", nil
+// policy decides what a test of the service does: run against value, skip
+// with a reason that says how to run it, or fail, which is what a missing
+// value means under CI=true.
+func (s service) policy(getenv func(string) string) (value, skip string, err error) {
+	if value = getenv(s.variable); value != "" {
+		return value, "", nil
 	}
 	if getenv("CI") == "true" {
-		return "", "", errors.New("CI=true but TEST_MYSQL_DSN is not set: the MySQL half must run in CI")
+		return "", "", fmt.Errorf("CI=true but %s is not set: the %s must run in CI", s.variable, s.what)
 	}
-	return "", "MySQL half skipped: set TEST_MYSQL_DSN=root@tcp(127.0.0.1:3306)/ to run it", nil
+	return "", fmt.Sprintf("%s skipped: set %s=%s to run it", s.what, s.variable, s.example), nil
 }
 
 // mysqlDatabase creates a database of the test's own and drops it at the end.

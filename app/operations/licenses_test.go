@@ -1,0 +1,464 @@
+package operations
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorsim"
+	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/tests/testdb"
+)
+
+// The phases of the licenses' operations and their failures, run through
+// the guard (Do) and the reconciler as a request and a pending intent are.
+
+var errInjected = errors.New("injected failure")
+
+// vendor is the fake vendor failing the calls it is told to: each of
+// createErr and deleteErr is the errors of the next calls of its kind, in
+// turn; before runs as the vendor makes or deletes a site.
+type vendor struct {
+	licenses.Vendor
+	mu                     sync.Mutex
+	createErr, deleteErr   []error
+	beforeCreate           func()
+	beforeDelete           func()
+	finds, creates, delete int
+}
+
+func next(q *[]error) error {
+	if len(*q) == 0 {
+		return nil
+	}
+	err := (*q)[0]
+	*q = (*q)[1:]
+	return err
+}
+
+func (v *vendor) FindSite(ctx context.Context, domain string) (*licenses.Site, error) {
+	v.mu.Lock()
+	v.finds++
+	v.mu.Unlock()
+	return v.Vendor.FindSite(ctx, domain)
+}
+
+func (v *vendor) CreateSite(ctx context.Context, name, domain string) (licenses.Site, error) {
+	v.mu.Lock()
+	v.creates++
+	err, hook := next(&v.createErr), v.beforeCreate
+	v.mu.Unlock()
+	if err != nil {
+		return licenses.Site{}, err
+	}
+	if hook != nil {
+		hook()
+	}
+	return v.Vendor.CreateSite(ctx, name, domain)
+}
+
+func (v *vendor) DeleteSite(ctx context.Context, id string) error {
+	v.mu.Lock()
+	v.delete++
+	err, hook := next(&v.deleteErr), v.beforeDelete
+	v.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	if err != nil {
+		return err
+	}
+	return v.Vendor.DeleteSite(ctx, id)
+}
+
+func (v *vendor) calls() (finds, creates, deletes int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.finds, v.creates, v.delete
+}
+
+func (v *vendor) has(domain string) bool {
+	site, err := v.Vendor.FindSite(context.Background(), domain)
+	return err == nil && site != nil
+}
+
+// rig is the operations on a fresh database with consumers c1 and c2.
+type rig struct {
+	t     *testing.T
+	db    *testdb.DB
+	v     *vendor
+	svc   *licenses.Service
+	ops   Set
+	store *idempotency.Store
+	guard *idempotency.Guard
+	rc    *idempotency.Reconciler
+	made  atomic.Int64 // licenses made (ObserveCreated)
+}
+
+func newRig(t *testing.T, db *testdb.DB) *rig {
+	t.Helper()
+	c, err := crypt.New(bytes.Repeat([]byte{1}, crypt.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, id := range []string{"c1", "c2"} {
+		if err := db.Gorm.Exec("INSERT INTO consumers (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, id, now, now).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &rig{t: t, db: db, v: &vendor{Vendor: fakeVendor(t)}, store: idempotency.NewStore(db.Gorm, c)}
+	r.svc = licenses.New(licenses.Config{DB: db.Gorm, Vendor: r.v, Cipher: c, ObserveCreated: func() { r.made.Add(1) }})
+	r.ops = New(r.svc)
+	list, err := idempotency.NewOperations(r.ops.List()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.guard, err = idempotency.New(idempotency.Config{Store: r.store, Operations: list}); err != nil {
+		t.Fatal(err)
+	}
+	r.rc = idempotency.NewReconciler(idempotency.ReconcilerConfig{Store: r.store, Operations: list})
+	return r
+}
+
+// create asks for domain for consumer under key, as a request does.
+func (r *rig) create(consumer, key, domain string) (idempotency.Response, error) {
+	in := licenses.Input{Name: "Shop", Domain: domain}
+	body, _ := json.Marshal(map[string]string{"name": in.Name, "domain": in.Domain})
+	resp, _, err := r.ops.StoreLicense.Do(context.Background(), r.guard, idempotency.Caller{ConsumerID: consumer}, key, in, body)
+	return resp, err
+}
+
+// license is the consumer's license created for domain.
+func (r *rig) license(domain string) licenses.License {
+	r.t.Helper()
+	if _, err := r.create("c1", "setup-"+domain, domain); err != nil {
+		r.t.Fatal(err)
+	}
+	lic, err := r.svc.Held(context.Background(), "c1", domain)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return lic
+}
+
+// revoke asks c1 to revoke the license id, as a request does.
+func (r *rig) revoke(id string) error {
+	_, _, err := r.ops.RevokeLicense.Do(context.Background(), r.guard, idempotency.Caller{ConsumerID: "c1"}, id, id, nil)
+	return err
+}
+
+// status is c1's license's status, as the service reads it.
+func (r *rig) status(id string) string {
+	lic, err := r.svc.Revocable(context.Background(), "c1", id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return lic.Status
+}
+
+// rows counts the rows of table.
+func (r *rig) rows(table string) (n int64) {
+	if err := r.db.Gorm.Raw("SELECT COUNT(*) FROM " + table).Scan(&n).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// intent sets the record of operation under key.
+func (r *rig) intent(operation, key string, set map[string]any) {
+	r.t.Helper()
+	if err := r.db.Gorm.Model(&idempotency.Record{}).Where("operation = ? AND idempotency_key = ?", operation, key).Updates(set).Error; err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// reconcile runs one pass of the reconciler and returns its one result.
+func (r *rig) reconcile() string {
+	r.t.Helper()
+	settled, err := r.rc.RunOnce(context.Background())
+	if err != nil || len(settled) != 1 {
+		r.t.Fatalf("RunOnce = %+v, %v; want one intent settled", settled, err)
+	}
+	return settled[0].Result
+}
+
+var unavailable = &licenses.UnavailableError{Err: errors.New("vendor down")}
+
+// A revoke the vendor refused puts the license back to active; when even
+// that write fails, the intent is kept pending (an *UncertainError naming
+// both failures) and the license stays revoking, for the reconciler.
+func TestRevokeWhoseRollbackFailsIsUncertain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("a.test")
+		r.v.deleteErr = []error{unavailable}
+		back := testdb.Inject(t, db.Gorm, "update", "licenses", testdb.Setting("status", licenses.StatusActive), errInjected)
+		back.Arm(1)
+		err := r.revoke(lic.ID)
+		var uncertain *licenses.UncertainError
+		if !errors.Is(err, idempotency.ErrPending) || !errors.As(err, &uncertain) || !errors.Is(err, licenses.ErrVendorUnavailable) || !errors.Is(err, errInjected) {
+			t.Fatalf("revoke = %v; want it pending, of the vendor's failure and the rollback's", err)
+		}
+		if back.Hits() != 1 || r.status(lic.ID) != licenses.StatusRevoking || !r.v.has("a.test") {
+			t.Errorf("rollback written %d times, status %s, site kept %v; want once, revoking, kept", back.Hits(), r.status(lic.ID), r.v.has("a.test"))
+		}
+	})
+}
+
+// A revoke the vendor refused, or that cannot mark the license revoking,
+// leaves the license active; one that cannot mark it never reaches the
+// vendor.
+func TestRevokeThatDidNothingLeavesTheLicenseActive(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("a.test")
+		testdb.Inject(t, db.Gorm, "update", "licenses", testdb.Setting("status", licenses.StatusRevoking), errInjected).Arm(1)
+		if err := r.revoke(lic.ID); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "mark license revoking") {
+			t.Fatalf("revoke = %v, want the mark's failure", err)
+		}
+		if _, _, deletes := r.v.calls(); deletes != 0 || r.status(lic.ID) != licenses.StatusActive {
+			t.Errorf("%d deletes, status %s; want none, active", deletes, r.status(lic.ID))
+		}
+		r.v.deleteErr = []error{unavailable}
+		if err := r.revoke(lic.ID); !errors.Is(err, licenses.ErrVendorUnavailable) || r.status(lic.ID) != licenses.StatusActive {
+			t.Errorf("revoke = %v, status %s; want the vendor's failure, active", err, r.status(lic.ID))
+		}
+	})
+}
+
+// An intent whose Start cannot be recorded stops before the vendor hears
+// of it: no site, no license, no revocation.
+func TestStartFailingStopsTheChange(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("b.test")
+		started := testdb.Inject(t, db.Gorm, "update", "idempotency_keys", testdb.Setting("phase", idempotency.PhaseStarted), errInjected)
+		finds, creates, _ := r.v.calls()
+		started.Arm(1)
+		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, errInjected) {
+			t.Errorf("create = %v, want Start's error", err)
+		}
+		if f, c, _ := r.v.calls(); f != finds || c != creates || r.rows("licenses") != 1 {
+			t.Errorf("%d finds, %d creates, %d licenses; want none more", f-finds, c-creates, r.rows("licenses"))
+		}
+		started.Arm(1)
+		if err := r.revoke(lic.ID); !errors.Is(err, errInjected) {
+			t.Errorf("revoke = %v, want Start's error", err)
+		}
+		if _, _, deletes := r.v.calls(); deletes != 0 || r.status(lic.ID) != licenses.StatusActive {
+			t.Errorf("%d deletes, status %s; want none, active", deletes, r.status(lic.ID))
+		}
+	})
+}
+
+// An intent superseded while the vendor works has its change rolled back
+// and answers ErrSuperseded, not an unknown outcome; a site made for it is
+// deleted, and a revoked license stays revoking for the intent's owner.
+func TestSupersededMeanwhileRollsTheChangeBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"status": idempotency.StatusSuperseded}) }
+		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrSuperseded) || errors.Is(err, idempotency.ErrPending) {
+			t.Errorf("create = %v; want ErrSuperseded", err)
+		}
+		if r.rows("licenses") != 0 || r.rows("license_events") != 0 || r.v.has("a.test") {
+			t.Errorf("%d licenses, %d events, site kept %v after a refused create; want none", r.rows("licenses"), r.rows("license_events"), r.v.has("a.test"))
+		}
+		r.v.beforeCreate = nil
+		lic := r.license("b.test")
+		r.v.beforeDelete = func() { r.intent("licenses.destroy", lic.ID, map[string]any{"status": idempotency.StatusSuperseded}) }
+		if err := r.revoke(lic.ID); !errors.Is(err, idempotency.ErrSuperseded) {
+			t.Errorf("revoke = %v; want ErrSuperseded", err)
+		}
+		if got := r.status(lic.ID); got != licenses.StatusRevoking {
+			t.Errorf("status = %s, want revoking (the revocation rolled back, left to the intent's owner)", got)
+		}
+	})
+}
+
+// Two creates for one domain racing past the read: the loser's INSERT is
+// refused by the unique index, and it answers with the winner's license
+// (the same consumer's: 200, not stored) or ErrDomainTaken (another's).
+func TestCreateLosesTheDomainRace(t *testing.T) {
+	for _, winner := range []string{"c1", "c2"} {
+		t.Run("won by "+winner, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+				r := newRig(t, db)
+				now := time.Now().UTC().Truncate(time.Microsecond)
+				domain := "a.test"
+				w := licenses.License{ID: "01WINNER", ConsumerID: winner, Name: "W", Domain: domain, ActiveDomain: &domain,
+					LicenseKey: "LK-w", Status: licenses.StatusActive, VendorSiteID: "site-w", CreatedAt: now, UpdatedAt: now}
+				r.v.beforeCreate = func() {
+					if err := db.Gorm.Create(&w).Error; err != nil {
+						t.Error(err)
+					}
+				}
+				resp, err := r.create("c1", "k1", domain)
+				switch {
+				case winner == "c2" && !errors.Is(err, licenses.ErrDomainTaken):
+					t.Fatalf("create = %v, want ErrDomainTaken", err)
+				case winner == "c1" && (err != nil || resp.Status != 200 || !strings.Contains(string(resp.Body), w.ID)):
+					t.Fatalf("create = %d %s, %v; want 200 with the winner's license", resp.Status, resp.Body, err)
+				}
+				if n := r.rows("licenses"); n != 1 {
+					t.Errorf("%d licenses, want the winner's alone", n)
+				}
+			})
+		})
+	}
+}
+
+// The vendor holds the site but the license cannot be recorded (its event
+// cannot be written): as unknown an outcome as a lost answer, the intent
+// pending and known by its domain, and nothing half written.
+func TestRecordFailureIsUncertain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		testdb.Inject(t, db.Gorm, "create", "license_events", nil, errInjected).Arm(1)
+		_, err := r.create("c1", "k1", "a.test")
+		var uncertain *licenses.UncertainError
+		if !errors.Is(err, idempotency.ErrPending) || !errors.As(err, &uncertain) || uncertain.Domain != "a.test" || !strings.Contains(err.Error(), "record license event") {
+			t.Fatalf("create = %v; want it pending, an UncertainError for a.test", err)
+		}
+		if !r.v.has("a.test") || r.rows("licenses") != 0 || r.rows("license_events") != 0 {
+			t.Errorf("site kept %v, %d licenses, %d events; want the site, nothing half written", r.v.has("a.test"), r.rows("licenses"), r.rows("license_events"))
+		}
+		if got := r.reconcile(); got != idempotency.ResultCompleted || r.rows("licenses") != 1 {
+			t.Errorf("reconciled %s with %d licenses; want it completed, the site's license recorded", got, r.rows("licenses"))
+		}
+	})
+}
+
+// The vendor deleted the site but the revocation cannot be recorded: the
+// intent pending, the license revoking; the reconciler finishes it (a site
+// already gone counts as deleted), and a revoked license needs no vendor.
+func TestRevokeWhoseRecordingFailsIsResumed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("a.test")
+		testdb.Inject(t, db.Gorm, "create", "license_events", nil, errInjected).Arm(1)
+		var uncertain *licenses.UncertainError
+		if err := r.revoke(lic.ID); !errors.Is(err, idempotency.ErrPending) || !errors.As(err, &uncertain) || !errors.Is(err, errInjected) {
+			t.Fatalf("revoke = %v; want it pending", err)
+		}
+		if got := r.status(lic.ID); got != licenses.StatusRevoking || r.v.has("a.test") {
+			t.Errorf("status %s, site kept %v; want revoking, the site gone", got, r.v.has("a.test"))
+		}
+		if got := r.reconcile(); got != idempotency.ResultCompleted || r.status(lic.ID) != licenses.StatusRevoked {
+			t.Errorf("reconciled %s, status %s; want it completed, revoked", got, r.status(lic.ID))
+		}
+		r.intent("licenses.destroy", lic.ID, map[string]any{"status": idempotency.StatusPending, "locked_until": nil})
+		if got := r.reconcile(); got != idempotency.ResultCompleted {
+			t.Errorf("reconciled a revoked license's intent: %s", got)
+		}
+		if _, _, deletes := r.v.calls(); deletes != 2 {
+			t.Errorf("the vendor was asked to delete %d times, want 2 (a revoked license needs none)", deletes)
+		}
+	})
+}
+
+// A pending create is resumed: an input no longer valid fails for good and
+// reaches no vendor; the vendor failing to make the missing site is a
+// retry; a license its own intent made completes it (201), one another
+// intent made supersedes it.
+func TestResumeBranches(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		pend := func(key string, body string, age time.Duration) {
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			started := idempotency.PhaseStarted
+			rec := &idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h-" + key, RequestBody: []byte(body),
+				Status: idempotency.StatusPending, Phase: &started, Attempts: 1, CreatedAt: now.Add(-age), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
+			if err := db.Gorm.Create(rec).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		pend("bad", `{"name":"","domain":"http://x"}`, time.Hour)
+		if got := r.reconcile(); got != idempotency.ResultFailed {
+			t.Errorf("an invalid input: %s, want failed", got)
+		}
+		if finds, _, _ := r.v.calls(); finds != 0 {
+			t.Errorf("an invalid input reached the vendor (%d finds)", finds)
+		}
+		r.intent("licenses.store", "bad", map[string]any{"status": idempotency.StatusDiscarded})
+
+		r.v.createErr = []error{unavailable}
+		pend("down", `{"name":"A","domain":"a.test"}`, time.Hour)
+		if got := r.reconcile(); got != idempotency.ResultRetry || r.rows("licenses") != 0 {
+			t.Errorf("the vendor down: %s, %d licenses; want a retry, none", got, r.rows("licenses"))
+		}
+		r.intent("licenses.store", "down", map[string]any{"status": idempotency.StatusDiscarded})
+
+		lic := r.license("b.test")
+		pend("other", `{"name":"A","domain":"b.test"}`, 0)
+		if got := r.reconcile(); got != idempotency.ResultSuperseded {
+			t.Errorf("another intent's license: %s, want superseded", got)
+		}
+		r.intent("licenses.store", "setup-b.test", map[string]any{"status": idempotency.StatusPending, "locked_until": nil})
+		if got := r.reconcile(); got != idempotency.ResultCompleted {
+			t.Errorf("its own intent's license: %s, want completed", got)
+		}
+		resp, _, err := r.ops.StoreLicense.Do(context.Background(), r.guard, idempotency.Caller{ConsumerID: "c1"}, "setup-b.test",
+			licenses.Input{Name: "Shop", Domain: "b.test"}, []byte(`{"domain":"b.test","name":"Shop"}`))
+		if err != nil || resp.Status != 201 || !strings.Contains(string(resp.Body), lic.ID) {
+			t.Errorf("its replay = %d %s, %v; want its license, created", resp.Status, resp.Body, err)
+		}
+	})
+}
+
+// ObserveCreated is told once for each license made, after its row
+// committed: a create, and a pending create resumed; not for a domain the
+// consumer already held, another's domain, nor a create superseded meanwhile.
+func TestObserveCreatedCountsLicensesMade(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		r.license("a.test")
+		if resp, err := r.create("c1", "k2", "a.test"); err != nil || resp.Status != 200 {
+			t.Fatalf("the held domain again = %d, %v", resp.Status, err)
+		}
+		if _, err := r.create("c2", "k3", "a.test"); !errors.Is(err, licenses.ErrDomainTaken) {
+			t.Fatalf("another's domain = %v", err)
+		}
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k4", map[string]any{"status": idempotency.StatusSuperseded}) }
+		if _, err := r.create("c1", "k4", "refused.test"); err == nil {
+			t.Fatal("a create superseded meanwhile succeeded")
+		}
+		r.v.beforeCreate = nil
+		if n := r.made.Load(); n != 1 {
+			t.Fatalf("ObserveCreated told %d times, want 1 (the one license made)", n)
+		}
+		r.v.createErr = []error{&licenses.UncertainError{Err: errors.New("lost answer")}}
+		if _, err := r.create("c1", "k5", "b.test"); !errors.Is(err, idempotency.ErrPending) {
+			t.Fatalf("create = %v, want it pending", err)
+		}
+		r.intent("licenses.store", "k5", map[string]any{"created_at": time.Now().UTC().Add(-time.Hour)})
+		if got := r.reconcile(); got != idempotency.ResultCompleted {
+			t.Fatalf("reconciled %s", got)
+		}
+		if n := r.made.Load(); n != 2 {
+			t.Errorf("ObserveCreated told %d times after a resumed create, want 2", n)
+		}
+	})
+}
+
+// fakeVendor is the fake vendor as VENDOR_DRIVER=fake serves it: the http
+// driver on the simulator, in process.
+func fakeVendor(t *testing.T) licenses.Vendor {
+	t.Helper()
+	sim, err := vendorsim.NewSimulator(vendorsim.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vendorclient.NewInProcess(sim, config.Vendor{}, nil)
+}

@@ -1,0 +1,14 @@
+// Package dbtime is the precision of the times the tables keep. MySQL's
+// DATETIME(6) holds microseconds and rounds what is finer, SQLite keeps
+// the nanoseconds it is given: a time cut to the microsecond, in UTC,
+// before it is written reads back equal to the one its writer kept, on
+// either database, and compares with it as the SQL compares the rows.
+package dbtime
+
+import "time"
+
+// Stamp is t as a DATETIME(6) column keeps it: UTC, to the microsecond.
+func Stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// Now is the time now, as Stamp keeps it.
+func Now() time.Time { return Stamp(time.Now()) }
