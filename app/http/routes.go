@@ -1,6 +1,7 @@
 package http
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite, // the license's id is the key
 		func(c echo.Context, _ *idempotency.Guard) (string, error) { return c.Param("id"), nil },
 		func(c echo.Context, _ []byte) (string, []byte, error) { return c.Param("id"), nil, nil }))
+	e.POST("/api/licenses/:id/rotate-key", guarded(s, s.ops.RotateLicenseKey, auth.LicensesWrite, headerKey, licenseID))
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
@@ -101,7 +103,7 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 		pre, _ := joined.(*idempotency.Prefetch)
 		resp, decided, err := op.Serve(c.Request().Context(), s.guard, idempotency.Request{
 			Caller: idempotency.Caller{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)},
-			Method: c.Request().Method, Route: c.Path(), Key: k, Body: body, Prefetch: pre,
+			Method: c.Request().Method, Route: c.Path(), Path: c.Request().URL.EscapedPath(), Key: k, Body: body, Prefetch: pre,
 		}, func(body []byte) (In, []byte, error) { return bind(c, body) })
 		noteIdempotency(c, decided)
 		if err != nil {
@@ -114,6 +116,13 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 // headerKey is the Idempotency-Key header's key.
 func headerKey(c echo.Context, g *idempotency.Guard) (string, error) {
 	return g.HeaderKey(c.Request().Header.Values(idempotency.HeaderKey))
+}
+
+// licenseID binds a license's route to the license's id, which is its
+// whole intent: the same key for another license is another intent.
+func licenseID(c echo.Context, _ []byte) (string, []byte, error) {
+	id, err := json.Marshal(map[string]string{"license_id": c.Param("id")})
+	return c.Param("id"), id, err
 }
 
 // writeResponse writes a guarded operation's answer.
