@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -181,5 +182,48 @@ func TestRotateLicenseKeyVendorUnavailable(t *testing.T) {
 		if again.Header().Get(idempotency.HeaderReplayed) != "" || again.licenseData()["license_key"] == leaked {
 			t.Errorf("retry = %s (replayed %q), want a rotation", again.Body, again.Header().Get(idempotency.HeaderReplayed))
 		}
+	})
+}
+
+// The license page's "Rotate key" runs the API's operation for the
+// license's consumer, by the session's token: without its form token
+// nothing happens; with it the vendor rotates once, the page shows the new
+// key's tail and the trail the rotation; the same form sent again replays
+// it. A revoked license offers no button, and its post is the 409 page.
+func TestConsoleRotatesALicenseKey(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db)
+		acme := a.consumer("acme")
+		id, revoked := a.create(acme, "acme.test"), a.create(acme, "revoked.test")
+		a.do(http.MethodDelete, "/api/licenses/"+revoked, "", acme...).wantStatus(http.StatusNoContent)
+		leaked := a.key(acme, id)
+		ops := a.issued("ops", auth.IntentsManage)
+		b := a.operatorSignIn(ops.Secret)
+		page := b.get("/console/licenses/" + id)
+		b.wantPage(page, http.StatusOK, `action="/console/licenses/`+id+`/rotate-key"`, "Rotate key")
+		form := url.Values{"once": {onceInput.FindStringSubmatch(page.body)[1]}}
+		calls := a.vendor.count("POST")
+
+		b.wantPage(b.post("/console/licenses/"+id+"/rotate-key", url.Values{"_token": {""}, "once": form["once"]}), 419, "Page Expired")
+		a.wantVendorCalls("POST", calls)
+		for range 2 { // the form sent again: replayed, not rotated twice
+			p := b.post("/console/licenses/"+id+"/rotate-key", form, "X-Request-Id", "req-console-rotate")
+			if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/licenses/"+id+"?done=rotated" {
+				t.Fatalf("rotate: %d to %q: %.2000s", p.status, p.header.Get("Location"), p.body)
+			}
+		}
+		a.wantVendorCalls("POST", calls+1)
+		key := a.key(acme, id)
+		if key == leaked {
+			t.Fatal("the console's rotation left the leaked key")
+		}
+		b.wantPage(b.get("/console/licenses/"+id+"?done=rotated"), http.StatusOK, "Key rotated", `<span class="mono">…`+key[len(key)-4:]+`</span>`,
+			"<td>key_rotated</td>", ops.ID, "req-console-rotate", "<td>license.key_rotated</td>")
+
+		p := b.get("/console/licenses/" + revoked)
+		if p.status != http.StatusOK || onceInput.MatchString(p.body) {
+			t.Errorf("a revoked license's page offers a rotation (status %d)", p.status)
+		}
+		b.wantPage(b.post("/console/licenses/"+revoked+"/rotate-key", url.Values{"once": {"a-form"}}), http.StatusConflict, "revoked")
 	})
 }

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,10 +118,9 @@ func headerKey(c echo.Context, g *idempotency.Guard) (string, error) {
 }
 
 // licenseID binds a license's route to the license's id, which is its
-// whole intent: the same key for another license is another intent.
+// whole intent (request.LicenseIntent).
 func licenseID(c echo.Context, _ []byte) (string, []byte, error) {
-	id, err := json.Marshal(map[string]string{"license_id": c.Param("id")})
-	return c.Param("id"), id, err
+	return c.Param("id"), request.LicenseIntent(c.Param("id")), nil
 }
 
 // writeResponse writes a guarded operation's answer.
