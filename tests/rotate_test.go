@@ -21,16 +21,23 @@ func (a *app) key(token []string, id string) string {
 	return a.do(http.MethodGet, "/api/licenses/"+id, "", token...).wantStatus(http.StatusOK).licenseData()["license_key"].(string)
 }
 
+// rotating is an app whose consumer acme (its token) holds a license for
+// acme.test: its id and its key.
+func rotating(t *testing.T, db *testdb.DB, opts ...option) (a *app, acme []string, id, leaked string) {
+	a = newApp(t, db, opts...)
+	acme = a.consumer("acme")
+	id = a.create(acme, "acme.test")
+	return a, acme, id, a.key(acme, id)
+}
+
 // A consumer rotates a leaked key: one vendor call, 200 with the license and
 // its new key, which GET shows; a retry with the key replays the answer byte
 // for byte without asking the vendor again; the key sent for another license
 // is refused; the change is in the feed and in the license's audit trail.
 func TestRotateLicenseKey(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
-		acme := a.consumer("acme")
-		id, other := a.create(acme, "acme.test"), a.create(acme, "other.test")
-		leaked := a.key(acme, id)
+		a, acme, id, leaked := rotating(t, db)
+		other := a.create(acme, "other.test")
 		calls := a.vendor.count("POST")
 
 		r := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-1")...).wantStatus(http.StatusOK)
@@ -93,10 +100,7 @@ func TestRotateLicenseKeyRefusals(t *testing.T) {
 // event; the retry then replays the stored 200.
 func TestRotateLicenseKeyAnswerLost(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db, withClock(testkit.NewClock(time.Now())))
-		acme := a.consumer("acme")
-		id := a.create(acme, "acme.test")
-		leaked := a.key(acme, id)
+		a, acme, id, leaked := rotating(t, db, withClock(testkit.NewClock(time.Now())))
 		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 		a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-lost")...).wantError(http.StatusAccepted, "operation_pending")
 		if a.key(acme, id) != leaked {
@@ -130,10 +134,7 @@ func TestRotateLicenseKeyAnswerLost(t *testing.T) {
 func TestRotateLicenseKeyNeverApplied(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Now())
-		a := newApp(t, db, withClock(clk))
-		acme := a.consumer("acme")
-		id := a.create(acme, "acme.test")
-		leaked := a.key(acme, id)
+		a, acme, id, leaked := rotating(t, db, withClock(clk))
 		a.vendor.script("POST", reply{status: 500, body: `{}`})
 		a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-never")...).wantError(http.StatusAccepted, "operation_pending")
 		calls := a.vendor.count("POST")
@@ -161,10 +162,7 @@ func TestRotateLicenseKeyNeverApplied(t *testing.T) {
 // its key, and a retry with the same key runs for real.
 func TestRotateLicenseKeyVendorUnavailable(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
-		acme := a.consumer("acme")
-		id := a.create(acme, "acme.test")
-		leaked := a.key(acme, id)
+		a, acme, id, leaked := rotating(t, db)
 		busy := reply{status: 429, body: `{}`, header: map[string]string{"Retry-After": "7"}}
 		a.vendor.script("POST", busy, busy, busy, busy, busy, busy)
 		r := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-down")...)
@@ -192,11 +190,9 @@ func TestRotateLicenseKeyVendorUnavailable(t *testing.T) {
 // it. A revoked license offers no button, and its post is the 409 page.
 func TestConsoleRotatesALicenseKey(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
-		a := newApp(t, db)
-		acme := a.consumer("acme")
-		id, revoked := a.create(acme, "acme.test"), a.create(acme, "revoked.test")
+		a, acme, id, leaked := rotating(t, db)
+		revoked := a.create(acme, "revoked.test")
 		a.do(http.MethodDelete, "/api/licenses/"+revoked, "", acme...).wantStatus(http.StatusNoContent)
-		leaked := a.key(acme, id)
 		ops := a.issued("ops", auth.IntentsManage)
 		b := a.operatorSignIn(ops.Secret)
 		page := b.get("/console/licenses/" + id)

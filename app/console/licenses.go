@@ -74,26 +74,14 @@ func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 	case *timeout <= 0:
 		return usagef("licenses create: --timeout must be positive")
 	}
-	c, base, err := licensorClient(e, opts)
+	var lic client.License
+	err := keyedWrite(ctx, e, opts, "create", *key, *timeout, keyedOutcome{"made it", "the license may have been created", "the same key never makes a second license"},
+		func(ctx context.Context, c *client.Client, key string) (err error) {
+			lic, err = c.CreateLicense(ctx, client.CreateLicenseInput{Name: *name, Domain: *domain, IdempotencyKey: key})
+			return err
+		})
 	if err != nil {
 		return err
-	}
-	if *key == "" {
-		*key = client.NewIdempotencyKey()
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	lic, err := c.CreateLicense(ctx, client.CreateLicenseInput{Name: *name, Domain: *domain, IdempotencyKey: *key})
-	if errors.Is(err, client.ErrInvalidKey) {
-		return usagef("licenses create: --key: %v", client.ErrInvalidKey)
-	}
-	if err != nil {
-		return explainLicensesError(err, base, "licenses:write", func() string {
-			return fmt.Sprintf("the outcome is not known yet (%s may have made it): run the same command with --key %s to get it", base, *key)
-		}, func() string {
-			return fmt.Sprintf("the outcome is unknown: a request reached %s and the call ended on a network error, so the license may have been created; "+
-				"run the same command with --key %s to get the outcome (the same key never makes a second license)", base, *key)
-		})
 	}
 	switch {
 	case !lic.Created:
@@ -125,26 +113,14 @@ func licensesRotateKey(ctx context.Context, e env, opts []client.Option) error {
 	case *timeout <= 0:
 		return usagef("licenses rotate-key: --timeout must be positive")
 	}
-	c, base, err := licensorClient(e, opts)
+	var lic client.License
+	err = keyedWrite(ctx, e, opts, "rotate-key", *key, *timeout, keyedOutcome{"rotated it", "the key may have been rotated", "the same key never rotates twice"},
+		func(ctx context.Context, c *client.Client, key string) (err error) {
+			lic, err = c.RotateLicenseKey(ctx, id, key)
+			return err
+		})
 	if err != nil {
 		return err
-	}
-	if *key == "" {
-		*key = client.NewIdempotencyKey()
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	lic, err := c.RotateLicenseKey(ctx, id, *key)
-	if errors.Is(err, client.ErrInvalidKey) {
-		return usagef("licenses rotate-key: --key: %v", client.ErrInvalidKey)
-	}
-	if err != nil {
-		return explainLicensesError(err, base, "licenses:write", func() string {
-			return fmt.Sprintf("the outcome is not known yet (%s may have rotated it): run the same command with --key %s to get it", base, *key)
-		}, func() string {
-			return fmt.Sprintf("the outcome is unknown: a request reached %s and the call ended on a network error, so the key may have been rotated; "+
-				"run the same command with --key %s to get the outcome (the same key never rotates twice)", base, *key)
-		})
 	}
 	how := ""
 	if lic.Replayed {
@@ -158,6 +134,40 @@ func licensesRotateKey(ctx context.Context, e env, opts []client.Option) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(lic)
+}
+
+// keyedOutcome is what a keyed write that gave up may have done, in the
+// words of its advice: "… may have <mayHave>", "so <effect>", "(<once>)".
+type keyedOutcome struct{ mayHave, effect, once string }
+
+// keyedWrite runs call, a write of `licenses <name>` sent under one
+// Idempotency-Key (key, or a new one) on every attempt, within timeout; a
+// failure says what to do, and names the key that picks up an outcome not
+// known yet.
+func keyedWrite(ctx context.Context, e env, opts []client.Option, name, key string, timeout time.Duration, out keyedOutcome,
+	call func(ctx context.Context, c *client.Client, key string) error) error {
+	c, base, err := licensorClient(e, opts)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		key = client.NewIdempotencyKey()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = call(ctx, c, key)
+	switch {
+	case errors.Is(err, client.ErrInvalidKey):
+		return usagef("licenses %s: --key: %v", name, client.ErrInvalidKey)
+	case err != nil:
+		return explainLicensesError(err, base, "licenses:write", func() string {
+			return fmt.Sprintf("the outcome is not known yet (%s may have %s): run the same command with --key %s to get it", base, out.mayHave, key)
+		}, func() string {
+			return fmt.Sprintf("the outcome is unknown: a request reached %s and the call ended on a network error, so %s; "+
+				"run the same command with --key %s to get the outcome (%s)", base, out.effect, key, out.once)
+		})
+	}
+	return nil
 }
 
 // licensesList prints one page of the caller's licenses as a table, or with
