@@ -298,3 +298,39 @@ func TestTokenInNoError(t *testing.T) {
 		mustNotContain(t, "printed client", s, testToken)
 	}
 }
+
+// RotateLicenseKey posts to the license's rotate-key path with one key on
+// every attempt, retries what CreateLicense retries, and reports a replay.
+func TestRotateLicenseKey(t *testing.T) {
+	rotated := reply{status: 200, body: strings.Replace(licenseJSON, "LK-1", "LK-2", 1), header: map[string]string{"Idempotent-Replayed": "true"}}
+	f := newFakeAPI(t, reply{status: 503, code: "vendor_unavailable"}, reply{status: 202, code: CodeOperationPending}, rotated)
+	c, _ := newTestClient(t, f)
+	lic, err := c.RotateLicenseKey(context.Background(), "01JTEST", "")
+	if err != nil {
+		t.Fatalf("RotateLicenseKey: %v", err)
+	}
+	if lic.LicenseKey != "LK-2" || !lic.Replayed {
+		t.Errorf("license = %+v, want the new key LK-2, Replayed", lic)
+	}
+	reqs := f.requests()
+	if len(reqs) != 3 || reqs[0].method != http.MethodPost || reqs[0].path != "/api/licenses/01JTEST/rotate-key" || reqs[0].body != "" {
+		t.Fatalf("requests = %+v, want three bodiless POSTs to /api/licenses/01JTEST/rotate-key", reqs)
+	}
+	assertOneKey(t, reqs)
+
+	f = newFakeAPI(t, reply{status: 409, code: "license_not_active"})
+	c, _ = newTestClient(t, f)
+	var apiErr *APIError
+	if _, err := c.RotateLicenseKey(context.Background(), "01JTEST", "my-key"); !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.Code != "license_not_active" {
+		t.Errorf("revoked license: err = %v, want an *APIError 409 license_not_active", err)
+	}
+	if reqs := f.requests(); len(reqs) != 1 || reqs[0].key != "my-key" {
+		t.Errorf("requests = %+v, want one, keyed my-key", reqs)
+	}
+	if _, err := c.RotateLicenseKey(context.Background(), "01JTEST", "bad key"); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("a key with a space: err = %v, want ErrInvalidKey", err)
+	}
+	if _, err := c.RotateLicenseKey(context.Background(), "", ""); err == nil {
+		t.Error("an empty id accepted")
+	}
+}

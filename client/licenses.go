@@ -164,6 +164,33 @@ func (c *Client) RevokeLicense(ctx context.Context, id string) error {
 	return err
 }
 
+// RotateLicenseKey asks for a new license key for the consumer's license
+// with that id (a leaked key is replaced at the vendor) and returns the
+// license with its new key. Like CreateLicense it sends one Idempotency-Key
+// on every attempt — idempotencyKey, or a new one when it is empty — so
+// retries can never rotate twice; a pending outcome (202) is asked again
+// until it settles. A revoked or revoking license is an *APIError with
+// Status 409 and Code "license_not_active".
+func (c *Client) RotateLicenseKey(ctx context.Context, id, idempotencyKey string) (License, error) {
+	op := "rotate license key " + id
+	if id == "" {
+		return License{}, errors.New("rotate license key: the id is empty")
+	}
+	if idempotencyKey == "" {
+		idempotencyKey = NewIdempotencyKey()
+	} else if !validKey(idempotencyKey) {
+		return License{}, fmt.Errorf("%s: %w", op, ErrInvalidKey)
+	}
+	resp, err := c.do(ctx, request{op: op, method: http.MethodPost, path: "/api/licenses/" + url.PathEscape(id) + "/rotate-key",
+		key: idempotencyKey, success: []int{http.StatusOK}, safe: true})
+	if err != nil {
+		return License{}, err
+	}
+	lic, err := decodeData[License](op, resp.body)
+	lic.Replayed = resp.header.Get("Idempotent-Replayed") == "true"
+	return lic, err
+}
+
 func validKey(k string) bool {
 	if len(k) < 1 || len(k) > 255 {
 		return false

@@ -115,7 +115,11 @@ func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
 	if rep != nil && rep.commit {
 		switch r.Method {
 		case http.MethodPost:
-			v.create(in.Name, in.Domain)
+			if id, ok := rotateKeyID(r); ok {
+				v.rotate(id)
+			} else {
+				v.create(in.Name, in.Domain)
+			}
 		case http.MethodDelete:
 			v.remove(strings.TrimPrefix(r.URL.Path, "/sites/"))
 		}
@@ -163,6 +167,25 @@ func (v *vendor) remove(id string) bool {
 	return false
 }
 
+// rotateKeyID is the site id of a POST /sites/{id}/rotate-key.
+func rotateKeyID(r *http.Request) (string, bool) {
+	id, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/sites/"), "/rotate-key")
+	return id, ok && r.Method == http.MethodPost
+}
+
+// rotate gives the site with that id a new key; false when there is none.
+func (v *vendor) rotate(id string) (site, bool) {
+	for d, s := range v.sites {
+		if s.ID == id {
+			v.nextID++
+			s.LicenseKey = fmt.Sprintf("LK-%d-rotated", v.nextID)
+			v.sites[d] = s
+			return s, true
+		}
+	}
+	return site{}, false
+}
+
 // normal is the real vendor's behaviour: one site per domain.
 func (v *vendor) normal(w http.ResponseWriter, r *http.Request, in site) {
 	v.mu.Lock()
@@ -189,6 +212,13 @@ func (v *vendor) normal(w http.ResponseWriter, r *http.Request, in site) {
 			list = append(list, s)
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"data": list})
+	case strings.HasSuffix(r.URL.Path, "/rotate-key"):
+		id, _ := rotateKeyID(r)
+		if s, ok := v.rotate(id); ok {
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": s})
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
 	case r.Method == http.MethodPost && r.URL.Path == "/sites":
 		if _, ok := v.sites[in.Domain]; ok {
 			w.WriteHeader(http.StatusUnprocessableEntity)

@@ -31,7 +31,7 @@ const licensesSummary = "A client of a running API at LICENSOR_URL (default " + 
 // says what it knows: that nothing was sent, or that the outcome is unknown.
 const networkRetryWindow = 10 * time.Second
 
-// licensesCmd is `licensor licenses create|list`: a client of a running
+// licensesCmd is `licensor licenses create|list|rotate-key`: a client of a running
 // API, built on package client and its retry policy. It reads LICENSOR_URL
 // and LICENSOR_TOKEN (and, for the default URL, APP_URL and APP_ADDR) from
 // the environment or the working directory's .env, as the server reads its
@@ -44,6 +44,8 @@ func licensesCmd(ctx context.Context, e env, opts ...client.Option) error {
 			func(ctx context.Context, e env) error { return licensesCreate(ctx, e, opts) }},
 		{"list", "list one page of your licenses, as a table or as JSON",
 			func(ctx context.Context, e env) error { return licensesList(ctx, e, opts) }},
+		{"rotate-key", "replace a license's key at the vendor (a leaked one); prints the new key",
+			func(ctx context.Context, e env) error { return licensesRotateKey(ctx, e, opts) }},
 	})
 }
 
@@ -72,26 +74,14 @@ func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 	case *timeout <= 0:
 		return usagef("licenses create: --timeout must be positive")
 	}
-	c, base, err := licensorClient(e, opts)
+	var lic client.License
+	err := keyedWrite(ctx, e, opts, "create", *key, *timeout, keyedOutcome{"made it", "the license may have been created", "the same key never makes a second license"},
+		func(ctx context.Context, c *client.Client, key string) (err error) {
+			lic, err = c.CreateLicense(ctx, client.CreateLicenseInput{Name: *name, Domain: *domain, IdempotencyKey: key})
+			return err
+		})
 	if err != nil {
 		return err
-	}
-	if *key == "" {
-		*key = client.NewIdempotencyKey()
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	lic, err := c.CreateLicense(ctx, client.CreateLicenseInput{Name: *name, Domain: *domain, IdempotencyKey: *key})
-	if errors.Is(err, client.ErrInvalidKey) {
-		return usagef("licenses create: --key: %v", client.ErrInvalidKey)
-	}
-	if err != nil {
-		return explainLicensesError(err, base, "licenses:write", func() string {
-			return fmt.Sprintf("the outcome is not known yet (%s may have made it): run the same command with --key %s to get it", base, *key)
-		}, func() string {
-			return fmt.Sprintf("the outcome is unknown: a request reached %s and the call ended on a network error, so the license may have been created; "+
-				"run the same command with --key %s to get the outcome (the same key never makes a second license)", base, *key)
-		})
 	}
 	switch {
 	case !lic.Created:
@@ -104,6 +94,80 @@ func licensesCreate(ctx context.Context, e env, opts []client.Option) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(lic)
+}
+
+// licensesRotateKey is `licensor licenses rotate-key ID`: the license's key
+// replaced at the vendor, under one Idempotency-Key as a create is (--key
+// picks up the outcome of a run that gave up). It prints the new key, or
+// with --json the license as the API shows it; what happened goes to stderr.
+func licensesRotateKey(ctx context.Context, e env, opts []client.Option) error {
+	fs := flag.NewFlagSet("licenses rotate-key", flag.ContinueOnError)
+	key := fs.String("key", "", "the Idempotency-Key; give the one a failed run printed to get that rotation's outcome (default: a new key)")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long, retries included")
+	asJSON := fs.Bool("json", false, "print the license as JSON on stdout, not just its new key")
+	setUsage(fs, "licenses rotate-key ID [flags]", "Replaces the license's key at the vendor, safely retried under one Idempotency-Key. "+licensesSummary)
+	id, ok, err := oneArg(fs, e, "licenses rotate-key", "license ID (see `licensor licenses list`)")
+	switch {
+	case !ok:
+		return err
+	case *timeout <= 0:
+		return usagef("licenses rotate-key: --timeout must be positive")
+	}
+	var lic client.License
+	err = keyedWrite(ctx, e, opts, "rotate-key", *key, *timeout, keyedOutcome{"rotated it", "the key may have been rotated", "the same key never rotates twice"},
+		func(ctx context.Context, c *client.Client, key string) (err error) {
+			lic, err = c.RotateLicenseKey(ctx, id, key)
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	how := ""
+	if lic.Replayed {
+		how = " (by an earlier attempt with this key)"
+	}
+	fmt.Fprintf(e.stderr, "rotated the key of license %s for %s%s\n", lic.ID, lic.Domain, how)
+	if !*asJSON {
+		_, err := fmt.Fprintln(e.stdout, lic.LicenseKey)
+		return err
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(lic)
+}
+
+// keyedOutcome is what a keyed write that gave up may have done, in the
+// words of its advice: "… may have <mayHave>", "so <effect>", "(<once>)".
+type keyedOutcome struct{ mayHave, effect, once string }
+
+// keyedWrite runs call, a write of `licenses <name>` sent under one
+// Idempotency-Key (key, or a new one) on every attempt, within timeout; a
+// failure says what to do, and names the key that picks up an outcome not
+// known yet.
+func keyedWrite(ctx context.Context, e env, opts []client.Option, name, key string, timeout time.Duration, out keyedOutcome,
+	call func(ctx context.Context, c *client.Client, key string) error) error {
+	c, base, err := licensorClient(e, opts)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		key = client.NewIdempotencyKey()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err = call(ctx, c, key)
+	switch {
+	case errors.Is(err, client.ErrInvalidKey):
+		return usagef("licenses %s: --key: %v", name, client.ErrInvalidKey)
+	case err != nil:
+		return explainLicensesError(err, base, "licenses:write", func() string {
+			return fmt.Sprintf("the outcome is not known yet (%s may have %s): run the same command with --key %s to get it", base, out.mayHave, key)
+		}, func() string {
+			return fmt.Sprintf("the outcome is unknown: a request reached %s and the call ended on a network error, so %s; "+
+				"run the same command with --key %s to get the outcome (%s)", base, out.effect, key, out.once)
+		})
+	}
+	return nil
 }
 
 // licensesList prints one page of the caller's licenses as a table, or with
@@ -234,6 +298,10 @@ func explainLicensesError(err error, base string, ability string, retry, lost fu
 		todo = "check LICENSOR_TOKEN: the API refuses it (missing, expired or revoked); `licensor token issue` makes a new one"
 	case apiErr.Status == http.StatusForbidden:
 		todo = "LICENSOR_TOKEN lacks the " + ability + " ability: issue a token that has it"
+	case apiErr.Code == "license_not_active":
+		todo = "the license is revoked or being revoked: its key no longer works, and cannot be rotated"
+	case apiErr.Status == http.StatusNotFound:
+		todo = "you hold no license with that id (`licensor licenses list` shows yours)"
 	case apiErr.Code == "domain_taken":
 		todo = "another consumer holds this domain; nothing was created"
 	case apiErr.Code == "idempotency_key_reused":

@@ -245,7 +245,7 @@ func TestLicensesUsageErrors(t *testing.T) {
 		vars map[string]string
 		want string // in the message
 	}{
-		{"no subcommand", nil, full, "create or list"},
+		{"no subcommand", nil, full, "create, list or rotate-key"},
 		{"unknown subcommand", []string{"delete"}, full, "unknown subcommand"},
 		{"create without --domain", []string{"create", "--name", "Acme"}, full, "--domain"},
 		{"create with an argument", append(create, "extra"), full, "unexpected argument"},
@@ -256,6 +256,8 @@ func TestLicensesUsageErrors(t *testing.T) {
 		{"list --page 0", []string{"list", "--page", "0"}, full, "--page"},
 		{"list --per-page 101", []string{"list", "--per-page", "101"}, full, "--per-page"},
 		{"list --per-page x", []string{"list", "--per-page", "x"}, full, "per-page"},
+		{"rotate-key without an id", []string{"rotate-key"}, full, "one license ID"},
+		{"rotate-key with two ids", []string{"rotate-key", "01JA", "01JB"}, full, "one license ID"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,4 +275,41 @@ func TestLicensesUsageErrors(t *testing.T) {
 	if err := licensesCmd(context.Background(), env{args: []string{"--help"}, getenv: getenvOf(nil), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}); err != nil {
 		t.Errorf("licenses --help = %v, want nil", err)
 	}
+}
+
+// TestLicensesRotateKey: `licenses rotate-key ID` posts the rotation with a
+// key (the same on the retry after a 503), and prints the new key, or with
+// --json (on either side of the id) the license; a revoked license's 409
+// says why nothing happened.
+func TestLicensesRotateKey(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rotate-key", "01JCLI"}, "LK-9\n"},
+		{[]string{"rotate-key", "--json", "01JCLI"}, `"license_key": "LK-9"`},
+		{[]string{"rotate-key", "01JCLI", "--json"}, `"vendor_site_id": "site_9"`},
+	} {
+		api := newLicensesAPI(t,
+			licensesReply{503, `{"message":"The license vendor is unavailable. Try again later.","code":"vendor_unavailable"}`},
+			licensesReply{200, `{"data":` + licensesTestJSON + `}`})
+		var stdout, stderr bytes.Buffer
+		noWait := func(context.Context, time.Duration) error { return nil }
+		if err := licensesCmd(context.Background(), licensesEnv(tc.args, api.URL, &stdout, &stderr), client.WithSleep(noWait)); err != nil {
+			t.Fatalf("licenses %q: %v\n%s", tc.args, err, stderr.String())
+		}
+		lines, keys, _ := api.requests()
+		if got, want := strings.Join(lines, ", "), "POST /api/licenses/01JCLI/rotate-key, POST /api/licenses/01JCLI/rotate-key"; got != want {
+			t.Errorf("%q: requests = %s, want %s", tc.args, got, want)
+		}
+		if keys[0] == "" || keys[0] != keys[1] {
+			t.Errorf("%q: Idempotency-Keys = %q, want one key, sent twice", tc.args, keys)
+		}
+		if !strings.Contains(stdout.String(), tc.want) || stderr.String() != "rotated the key of license 01JCLI for acme.test\n" {
+			t.Errorf("%q: stdout = %q, stderr = %q; want %q", tc.args, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+	api := newLicensesAPI(t, licensesReply{409, `{"message":"The license is revoked or being revoked.","code":"license_not_active"}`})
+	err := licensesCmd(context.Background(), licensesEnv([]string{"rotate-key", "01JCLI"}, api.URL, &bytes.Buffer{}, &bytes.Buffer{}))
+	assertLicensesFailure(t, err, "409 license_not_active", "The license is revoked or being revoked.", "cannot be rotated", "cli-req-1")
 }

@@ -158,6 +158,7 @@ var answers = map[string]func(error) *Error{
 	"event_not_found":         always(errNotFound),
 	"ability_not_grantable":   notGrantable,
 	"domain_taken":            always(coded(http.StatusConflict, "domain_taken", "The domain is already licensed.")),
+	"license_not_active":      always(coded(http.StatusConflict, "license_not_active", "The license is revoked or being revoked.")),
 	"malformed_json":          always(errMalformedJSON),
 	"unsupported_media_type":  always(errNotJSON),
 	webhooks.CodeRetryTooSoon: retryLimited,

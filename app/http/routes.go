@@ -30,6 +30,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.DELETE("/api/licenses/:id", guarded(s, s.ops.RevokeLicense, auth.LicensesWrite, // the license's id is the key
 		func(c echo.Context, _ *idempotency.Guard) (string, error) { return c.Param("id"), nil },
 		func(c echo.Context, _ []byte) (string, []byte, error) { return c.Param("id"), nil, nil }))
+	e.POST("/api/licenses/:id/rotate-key", guarded(s, s.ops.RotateLicenseKey, auth.LicensesWrite, headerKey, licenseID))
 	e.GET("/api/operations/:id", s.showOperation, s.ability(auth.LicensesRead))
 
 	e.GET("/api/intents", s.listIntents, s.ability(auth.IntentsManage))
@@ -97,7 +98,7 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 		pre, _ := joined.(*idempotency.Prefetch)
 		resp, decided, err := op.Serve(c.Request().Context(), s.guard, idempotency.Request{
 			Caller: idempotency.Caller{ConsumerID: p.ConsumerID, TokenID: p.TokenID, RequestID: RequestID(c)},
-			Method: c.Request().Method, Route: c.Path(), Key: k, Body: body, Prefetch: pre,
+			Method: c.Request().Method, Route: c.Path(), Path: c.Request().URL.EscapedPath(), Key: k, Body: body, Prefetch: pre,
 		}, func(body []byte) (In, []byte, error) { return bind(c, body) })
 		noteIdempotency(c, decided)
 		if err != nil {
@@ -110,6 +111,12 @@ func guarded[In any](s *Server, op idempotency.Operation[In], need string,
 // headerKey is the Idempotency-Key header's key.
 func headerKey(c echo.Context, g *idempotency.Guard) (string, error) {
 	return g.HeaderKey(c.Request().Header.Values(idempotency.HeaderKey))
+}
+
+// licenseID binds a license's route to the license's id, which is its
+// whole intent (request.LicenseIntent).
+func licenseID(c echo.Context, _ []byte) (string, []byte, error) {
+	return c.Param("id"), request.LicenseIntent(c.Param("id")), nil
 }
 
 // writeResponse writes a guarded operation's answer.

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -153,7 +154,10 @@ func (g *Guard) MustServe(op AnyOperation) {
 
 // Request is one HTTP request for an operation, in plain values: who asks,
 // the route it came by (its method and pattern, which the fingerprint
-// takes), its key ("" for none; see Guard.HeaderKey) and its body.
+// takes), its path as sent, its key ("" for none; see Guard.HeaderKey) and
+// its body. The method, the path and the body are the bytes a retry repeats
+// (a path's ids among them), which a replay without a parse compares; an
+// empty Path is the Route.
 // Prefetch, when not nil, is its record as its token row's statement read
 // it; Serve uses it in place of its own first read when it was read for
 // this request's scope.
@@ -161,6 +165,7 @@ type Request struct {
 	Caller
 	Method   string
 	Route    string
+	Path     string
 	Key      string
 	Body     []byte
 	Prefetch *Prefetch
@@ -180,7 +185,7 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 	if r.Key != "" && !validKey(r.Key) {
 		return Response{}, nil, ErrKeyInvalid
 	}
-	hash := bodyHash(r.Method, r.Route, r.Body)
+	hash := bodyHash(r.Method, cmp.Or(r.Path, r.Route), r.Body)
 	sc := scope{ConsumerID: r.ConsumerID, Operation: op.Name, Key: r.Key}
 	var prior lookup
 	if r.Key != "" {

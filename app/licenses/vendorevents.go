@@ -101,7 +101,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEv
 	now := s.now()
 	set := map[string]any{"vendor_event_at": at}
 	after := lic
-	after.UpdatedAt, after.VendorEventAt = now, &at
+	after.VendorEventAt = &at
 	event := ""
 	switch {
 	case ev.Type == SiteDeleted:
@@ -114,14 +114,32 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEv
 	case ev.Type == SiteReactivated && lic.Status == StatusSuspended:
 		set["status"], event = StatusActive, EventReactivated
 		after.Status = StatusActive
-	case ev.Type == SiteKeyRotated && ev.Site.LicenseKey != "":
-		sealed, err := s.sealed(License{LicenseKey: ev.Site.LicenseKey})
-		if err != nil {
+	case ev.Type == SiteKeyRotated && ev.Site.LicenseKey != "" && !s.holds(lic, ev.Site.LicenseKey):
+		if err := s.rekey(set, &after, ev.Site.LicenseKey); err != nil {
 			return false, err
 		}
-		set["license_key"], event = sealed.LicenseKey, EventKeyRotated
-		after.LicenseKey = ev.Site.LicenseKey
+		event = EventKeyRotated
 	}
+	return s.change(ctx, tx, lic, &after, set, event, now)
+}
+
+// rekey puts key in the change set writes (sealed) and in after (as the
+// API shows it): the write of a new license key, the vendor's own
+// rotation's and a consumer's.
+func (s *Service) rekey(set map[string]any, after *License, key string) error {
+	sealed, err := s.sealed(License{LicenseKey: key})
+	if err != nil {
+		return err
+	}
+	set["license_key"], after.LicenseKey = sealed.LicenseKey, key
+	return nil
+}
+
+// change writes set to the license lic was read as, in tx, and, when event
+// is not "", the events of the change (after is the license as it leaves
+// it, its updated_at and event sequence set here). changed is false when the license was changed meanwhile, or when
+// there is no event to write.
+func (s *Service) change(ctx context.Context, tx *gorm.DB, lic License, after *License, set map[string]any, event string, now time.Time) (changed bool, err error) {
 	if event != "" {
 		// Every change here is one the consumer hears of: its event
 		// carries the license as the API shows it, with the next
@@ -129,10 +147,10 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEv
 		// event that changes nothing the consumer sees (a suspension of
 		// a suspended license) moves only the vendor's mark, not
 		// updated_at: no change without its event.
-		set["updated_at"] = now
+		set["updated_at"], after.UpdatedAt = now, now
 		set["event_sequence"] = lic.EventSequence + 1
 		after.EventSequence = lic.EventSequence + 1
-		s.openForEvent(ctx, &after)
+		s.openForEvent(ctx, after)
 	}
 	// Compare-and-set on what was read: a concurrent change to the same
 	// license (another event, a revoke) makes this one a no-op rather
@@ -145,12 +163,12 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEv
 	}
 	res := q.UpdateColumns(set) // no automatic updated_at: set above when the change is one the consumer sees
 	if res.Error != nil {
-		return false, fmt.Errorf("apply %s to license %s: %w", ev.Type, lic.ID, res.Error)
+		return false, fmt.Errorf("change license %s (%s): %w", lic.ID, event, res.Error)
 	}
 	if res.RowsAffected != 1 || event == "" {
 		return false, nil
 	}
-	return true, s.logEvent(ctx, tx, after, event, now)
+	return true, s.logEvent(ctx, tx, *after, event, now)
 }
 
 // sameDomain reports whether a vendor site's domain is the license's: DNS

@@ -21,6 +21,9 @@ type Set struct {
 	// RevokeLicense is DELETE /api/licenses/{id}: "licenses.destroy", keyed
 	// by the license's id.
 	RevokeLicense idempotency.Operation[string]
+	// RotateLicenseKey is POST /api/licenses/{id}/rotate-key:
+	// "licenses.rotate_key", about the license's id.
+	RotateLicenseKey idempotency.Operation[string]
 	// VendorEvent applies one of the vendor's webhook events, once per event
 	// id: "webhooks.vendor".
 	VendorEvent idempotency.Operation[licenses.VendorEvent]
@@ -30,16 +33,17 @@ type Set struct {
 func New(svc *licenses.Service) Set {
 	store := storeLicense(svc)
 	return Set{
-		StoreLicense:  store,
-		RevokeLicense: revokeLicense(svc, store.Name), // a revoke supersedes the open creates for its domain
-		VendorEvent:   vendorEvent(svc),
+		StoreLicense:     store,
+		RevokeLicense:    revokeLicense(svc, store.Name), // a revoke supersedes the open creates for its domain
+		RotateLicenseKey: rotateKey(svc),
+		VendorEvent:      vendorEvent(svc),
 	}
 }
 
 // List is every operation of the set, as the guard, the reconciler and the
 // metrics take them.
 func (s Set) List() []idempotency.AnyOperation {
-	return []idempotency.AnyOperation{s.StoreLicense, s.RevokeLicense, s.VendorEvent}
+	return []idempotency.AnyOperation{s.StoreLicense, s.RevokeLicense, s.RotateLicenseKey, s.VendorEvent}
 }
 
 // requestActor names the request and its token as the actor of what the

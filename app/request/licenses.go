@@ -54,3 +54,11 @@ func StoredStoreLicense(intent []byte) (licenses.Input, error) {
 	}
 	return licenses.Input{Name: req.Name, Domain: req.Domain}, nil
 }
+
+// LicenseIntent is the intent of a request whose one input is a license's
+// id (a key rotation): the id, so that one Idempotency-Key sent for another
+// license is another intent, refused as a key reused.
+func LicenseIntent(id string) []byte {
+	intent, _ := json.Marshal(map[string]string{"license_id": id}) // a map of strings always marshals
+	return intent
+}

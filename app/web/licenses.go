@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"unicode/utf8"
@@ -8,7 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/app/resource"
 )
 
@@ -102,6 +105,7 @@ const licenseEventsShown = 100
 // licensePage is one license's data.
 type licensePage struct {
 	License  licenses.License
+	Once     string // the rotate form's own value: its Idempotency-Key
 	Consumer string
 	KeyTail  string // the license key's last characters; "" when it cannot be read
 	Trail    []licenses.Event
@@ -118,7 +122,7 @@ func (cn *Console) showLicense(c visit) error {
 	if err != nil {
 		return err
 	}
-	p := licensePage{License: lic, KeyTail: keyTail(lic.LicenseKey)}
+	p := licensePage{License: lic, KeyTail: keyTail(lic.LicenseKey), Once: randomToken()}
 	p.License.LicenseKey = "" // the page has the tail; the whole key goes no further
 	if p.Trail, err = cn.cfg.Licenses.Events(ctx, lic.ConsumerID, lic.ID); err != nil {
 		return err
@@ -134,7 +138,44 @@ func (cn *Console) showLicense(c visit) error {
 		return err
 	}
 	p.Consumer = names[lic.ConsumerID]
-	return cn.render(c, http.StatusOK, "license", view{Title: "License " + lic.Domain, Section: "licenses", Data: p})
+	return cn.render(c, http.StatusOK, "license", view{Title: "License " + lic.Domain, Section: "licenses",
+		Flash: licenseFlashes[c.QueryParam("done")], Data: p})
+}
+
+// licenseFlashes are the notices a redirect back to a license may ask for
+// (?done=…): a fixed set, never text from the query.
+var licenseFlashes = map[string]string{
+	"rotated": "Key rotated: the license holds the vendor's new key, and its consumer is told (license.key_rotated).",
+	"pending": "The vendor's answer to the rotation was lost: the reconciler settles it (see the intents).",
+}
+
+// rotateKey is POST /console/licenses/:id/rotate-key: the license's key
+// replaced at the vendor, on its consumer's behalf by the session's token,
+// through the very operation and entry point of POST
+// /api/licenses/{id}/rotate-key. The form's own value is its
+// Idempotency-Key, so a form sent again replays its answer rather than
+// rotate twice. A refusal is the error page's; an unknown outcome is the
+// license again, with a notice that the reconciler settles it.
+func (cn *Console) rotateKey(c visit) error {
+	ctx := c.Request().Context()
+	lic, err := cn.cfg.Licenses.Find(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	p := c.signed.principal
+	_, _, err = cn.cfg.RotateKey.Serve(ctx, cn.cfg.Guard, idempotency.Request{
+		Caller: idempotency.Caller{ConsumerID: lic.ConsumerID, TokenID: p.TokenID, RequestID: requestID(c)},
+		Method: http.MethodPost, Route: "/api/licenses/:id/rotate-key", Key: c.FormValue("once"),
+	}, func([]byte) (string, []byte, error) { return lic.ID, request.LicenseIntent(lic.ID), nil })
+	done := "rotated"
+	var pending *idempotency.PendingError
+	switch {
+	case errors.As(err, &pending):
+		done = "pending"
+	case err != nil:
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, Prefix+"/licenses/"+lic.ID+"?done="+done)
 }
 
 // keyTail is the last four characters of a license key, never more than

@@ -33,6 +33,7 @@ func (cn *Console) Mount(e *echo.Echo, signedIn func(c echo.Context, p auth.Prin
 	// /api/webhook-deliveries), so it opens these too.
 	g.GET("/licenses", cn.page(auth.IntentsManage, cn.searchLicenses))
 	g.GET("/licenses/:id", cn.page(auth.IntentsManage, cn.showLicense))
+	g.POST("/licenses/:id/rotate-key", cn.page(auth.IntentsManage, cn.rotateKey))
 
 	g.GET("/tokens", cn.page(auth.TokensManage, cn.tokens))
 	g.POST("/tokens", cn.page(auth.TokensManage, cn.issueToken))

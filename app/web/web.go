@@ -45,6 +45,10 @@ type Config struct {
 	// Guard discards an intent, once the vendor keeps nothing for it that
 	// nobody holds. Required.
 	Guard *idempotency.Guard
+	// RotateKey is the guarded operation of POST
+	// /api/licenses/{id}/rotate-key, which a license's page runs for its
+	// consumer.
+	RotateKey idempotency.Operation[string]
 	// Licenses is the licenses' service: search, one license, its audit trail.
 	Licenses *licenses.Service
 	// Events is the consumer events' log: a license's events.

@@ -1,0 +1,72 @@
+package licenses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/internal/fault"
+)
+
+// ErrNotActive means the license is revoked or being revoked: its key can
+// no longer be rotated.
+var ErrNotActive error = fault.New("license_not_active", "the license is revoked or being revoked")
+
+// Rotatable is the consumer's license whose key may be rotated, its key
+// opened: an active license, or a suspended one (the key is the vendor's,
+// and a suspension is the vendor's to lift). Anyone else's is ErrNotFound;
+// a revoked or revoking one ErrNotActive.
+func (s *Service) Rotatable(ctx context.Context, consumerID, id string) (License, error) {
+	lic, err := s.Get(ctx, consumerID, id)
+	if err == nil && lic.Status != StatusActive && lic.Status != StatusSuspended {
+		err = ErrNotActive
+	}
+	return lic, err
+}
+
+// RotateKey asks the vendor for a new key for the license's site.
+func (s *Service) RotateKey(ctx context.Context, lic License) (Site, error) {
+	site, err := s.cfg.Vendor.RotateKey(ctx, lic.VendorSiteID)
+	if err != nil {
+		return Site{}, fmt.Errorf("rotate the vendor site's key: %w", err)
+	}
+	return site, nil
+}
+
+// KeyRotated records in tx the key the vendor now holds for the license's
+// site, after a rotation a consumer asked for: the key (sealed at rest), its
+// audit event EventKeyRotated by the context's actor and license.key_rotated,
+// the write of the vendor's own rotation (ApplyVendorEvent). A key already in
+// place (the vendor's own event told of it first) writes nothing. It answers
+// the license as it then is; ErrNotActive when it was revoked meanwhile.
+func (s *Service) KeyRotated(ctx context.Context, tx *gorm.DB, id, key string) (License, error) {
+	var lic License
+	if err := tx.Where("id = ?", id).Take(&lic).Error; err != nil {
+		return License{}, fmt.Errorf("read license %s: %w", id, err)
+	}
+	if lic.Status != StatusActive && lic.Status != StatusSuspended {
+		return License{}, ErrNotActive
+	}
+	after := lic
+	if !s.holds(lic, key) {
+		set := map[string]any{}
+		if err := s.rekey(set, &after, key); err != nil {
+			return License{}, err
+		}
+		changed, err := s.change(ctx, tx, lic, &after, set, EventKeyRotated, s.now())
+		if err != nil {
+			return License{}, err
+		}
+		if !changed { // the row was read in tx: only a lock-free engine's writer gets here
+			return License{}, errors.New("the license changed while its key was recorded")
+		}
+	}
+	return after, s.open(&after)
+}
+
+// holds reports whether lic, as its row stores it, holds key.
+func (s *Service) holds(lic License, key string) bool {
+	return s.open(&lic) == nil && lic.LicenseKey == key
+}

@@ -1,0 +1,91 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
+)
+
+// rotateKey gives a license a new key at the vendor: 200 with the license.
+// Its input, and its subject, is the license's id. Its phases:
+//
+//	reserved   the consumer's license, active or suspended (404, 409)
+//	started    from here the vendor may hear of it
+//	vendor     the site's new key (no transaction open)
+//	finished   the license's new key, its events and the 200, one transaction
+//
+// A pending rotation is resumed by reading the license's site: a key other
+// than the license's is the rotation's, and is recorded; the same key means
+// the vendor never applied it, and it is asked again (a rotation converges:
+// its goal is a key other than the leaked one).
+func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
+	finish := func(ctx context.Context, x *idempotency.Execution, lic licenses.License, key string) (idempotency.Response, error) {
+		resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+			after, err := svc.KeyRotated(ctx, tx, lic.ID, key)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			return licenseAnswer(after, false)
+		})
+		if err != nil && !refused(err) && !errors.Is(err, licenses.ErrNotActive) {
+			// The vendor rotated the key and it is not recorded: as unknown
+			// as a lost answer, and resumed the same way.
+			err = &licenses.UncertainError{Err: err}
+		}
+		return resp, err
+	}
+	rotate := func(ctx context.Context, x *idempotency.Execution, lic licenses.License) (idempotency.Response, error) {
+		if err := x.Start(ctx); err != nil {
+			return idempotency.Response{}, err
+		}
+		site, err := svc.RotateKey(ctx, lic)
+		if err != nil {
+			return idempotency.Response{ResourceType: "license", ResourceID: lic.ID, ExternalRef: lic.VendorSiteID}, err
+		}
+		return finish(ctx, x, lic, site.LicenseKey)
+	}
+	return idempotency.Operation[string]{
+		Name:    "licenses.rotate_key",
+		Subject: func(id string) string { return id }, // a rotation finished settles the older ones of its license
+		Run: func(ctx context.Context, x *idempotency.Execution, id string) (idempotency.Response, error) {
+			ctx = requestActor(ctx, x.Caller)
+			lic, err := svc.Rotatable(ctx, x.ConsumerID, id)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			return rotate(ctx, x, lic)
+		},
+		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, mayCreate bool) (idempotency.Response, bool, error) {
+			ctx = reconcilerActor(ctx, x.Caller)
+			if rec.Subject == nil {
+				return idempotency.Response{}, false, fmt.Errorf("%w: the intent names no license", idempotency.ErrAbandon)
+			}
+			lic, err := svc.Rotatable(ctx, rec.ConsumerID, *rec.Subject)
+			if errors.Is(err, licenses.ErrNotFound) || errors.Is(err, licenses.ErrNotActive) {
+				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
+			}
+			var site *licenses.Site
+			if err == nil {
+				site, err = svc.FindSite(ctx, lic.Domain)
+			}
+			var resp idempotency.Response
+			switch {
+			case err != nil:
+			case site == nil || site.ID != lic.VendorSiteID:
+				return idempotency.Response{}, false, fmt.Errorf("%w: the vendor holds no site of the license", idempotency.ErrAbandon)
+			case site.LicenseKey != lic.LicenseKey: // rotated: recorded
+				resp, err = finish(ctx, x, lic, site.LicenseKey)
+			case !mayCreate: // not rotated yet: the call may still be on its way
+				return idempotency.Response{}, false, nil
+			default:
+				resp, err = rotate(ctx, x, lic)
+			}
+			return resp, err == nil, err
+		},
+	}
+}
