@@ -33,10 +33,6 @@ func New(code, message string) *Error { return &Error{Code: code, Message: messa
 
 func (e *Error) Error() string { return e.Message }
 
-// ErrorClass is the code: the class app/idempotency records for an
-// attempt that failed with e.
-func (e *Error) ErrorClass() string { return e.Code }
-
 // Code is the code of the first *Error in err's chain; "" when there is none.
 func Code(err error) string {
 	var e *Error
@@ -85,9 +81,6 @@ func (f *Fields) Error() string {
 	}
 	return "invalid input: " + strings.Join(msgs, " ")
 }
-
-// ErrorClass is ClassInvalidInput (an intent's attempt history).
-func (f *Fields) ErrorClass() string { return ClassInvalidInput }
 
 // Keys is the fields with errors: those Order names first, in its order,
 // then the rest sorted.
