@@ -51,7 +51,7 @@ const (
 // bytes, so exactly eight characters whatever follows.
 const envelopePrefix = "eyJpdiI6"
 
-// Errors of Decrypt. They say what went wrong and nothing of the value.
+// Errors of Decrypt.
 var (
 	// ErrInvalid means the value is not a well-formed envelope.
 	ErrInvalid = errors.New("crypt: the payload is invalid")
@@ -150,12 +150,9 @@ func (c *Cipher) Decrypt(s string) ([]byte, error) {
 	return plain, err
 }
 
-// KeyIndex says which configured key opens the envelope s, without
-// returning what it holds: 0 for the current key (APP_KEY), n for the n-th
-// previous key (APP_PREVIOUS_KEYS, as New was given them). ErrInvalid when s
-// is no envelope (a value written in plaintext before encryption at rest is
-// none: ask Encrypted first), ErrDecrypt when no key opens it; the index is
-// -1 then.
+// KeyIndex says which key opens the envelope s: 0 for the current key, n
+// for the n-th previous one, -1 with Decrypt's error (plaintext written
+// before encryption at rest is ErrInvalid: ask Encrypted first).
 func (c *Cipher) KeyIndex(s string) (int, error) {
 	_, key, err := c.open(s)
 	return key, err
@@ -164,13 +161,10 @@ func (c *Cipher) KeyIndex(s string) (int, error) {
 // PreviousKeys is how many previous keys the Cipher decrypts with.
 func (c *Cipher) PreviousKeys() int { return len(c.keys) - 1 }
 
-// Fingerprint names key i (numbered as KeyIndex numbers them) in a listing:
-// 8 hex characters of HKDF-SHA256 of the key, under an info string of its
-// own, so it is one-way and no key this package uses (it tells nothing of
-// the encryption or digest keys, and a 32-byte random key cannot be found
-// from it). The same key has the same fingerprint on every replica, so
-// operators can compare configurations without showing a key. "" when
-// there is no key i.
+// Fingerprint names key i (as KeyIndex numbers them) in a listing: 8 hex
+// characters of HKDF-SHA256 under an info of its own, one-way and alike on
+// every replica, so operators compare configurations without showing a
+// key. "" when there is no key i.
 func (c *Cipher) Fingerprint(i int) string {
 	if i < 0 || i >= len(c.fingerprints) {
 		return ""
@@ -178,11 +172,10 @@ func (c *Cipher) Fingerprint(i int) string {
 	return c.fingerprints[i]
 }
 
-// Reseal is one step of a key rotation: it returns s sealed under the current
-// key, and whether that changed anything. An envelope the current key opens
-// is returned as it is; one a previous key opens, and a value that is no
-// envelope at all (plaintext written before encryption at rest), are sealed
-// anew. An envelope no key opens is an error, and nothing changes.
+// Reseal is one step of a key rotation: s sealed under the current key,
+// and whether that changed it. Envelopes of previous keys and plaintext
+// written before encryption at rest are sealed anew; an envelope no key
+// opens is an error.
 func (c *Cipher) Reseal(s string) (string, bool, error) {
 	if !Encrypted(s) {
 		out, err := c.Encrypt([]byte(s))
@@ -199,13 +192,13 @@ func (c *Cipher) Reseal(s string) (string, bool, error) {
 	return out, err == nil, err
 }
 
-// Encrypted reports whether s is meant as an envelope rather than a value
-// written in plaintext before encryption at rest: it begins as every
-// envelope does. Whether it opens is Decrypt's to say, so an envelope that
-// was tampered with is refused, never taken for plaintext.
+// Encrypted is the package's Encrypted, for callers that hold a Cipher.
 func (c *Cipher) Encrypted(s string) bool { return Encrypted(s) }
 
-// Encrypted reports whether s is meant as an envelope (see Cipher.Encrypted).
+// Encrypted reports whether s is meant as an envelope rather than plaintext
+// written before encryption at rest: it begins as every envelope does.
+// Whether it opens is Decrypt's to say, so a tampered envelope is refused,
+// never taken for plaintext.
 func Encrypted(s string) bool { return strings.HasPrefix(s, envelopePrefix) }
 
 // Digest is a short stand-in for a secret in logs and listings: the first
@@ -217,11 +210,6 @@ func (c *Cipher) Digest(s string) string {
 	m.Write([]byte(s))
 	return hex.EncodeToString(m.Sum(nil)[:digestBytes])
 }
-
-var (
-	_ fmt.Stringer   = (*Cipher)(nil)
-	_ fmt.GoStringer = (*Cipher)(nil)
-)
 
 // String keeps the keys out of any log line a Cipher is printed in.
 func (c *Cipher) String() string { return "crypt.Cipher{keys: redacted}" }
@@ -236,10 +224,8 @@ func (c *Cipher) open(s string) ([]byte, int, error) {
 		return nil, -1, err
 	}
 	for i, k := range c.keys {
-		// The last key to try opens in place, into sealed's own storage: a
-		// failed Open may overwrite its destination, and after the last
-		// there is nothing left to try with it. An earlier one opens into a
-		// buffer of its own.
+		// Only the last key opens in place: a failed Open may overwrite its
+		// destination, which earlier keys must leave intact for the next.
 		var dst []byte
 		if i == len(c.keys)-1 {
 			dst = sealed[:0]
@@ -251,12 +237,10 @@ func (c *Cipher) open(s string) ([]byte, int, error) {
 	return nil, -1, ErrDecrypt
 }
 
-// parse checks an envelope the way Laravel's Encrypter does (iv, value, mac
-// and tag present and strings, a 12-byte iv, a 16-byte tag) and
-// returns the nonce and the ciphertext with its tag appended, as Open wants.
-// The three are decoded into one buffer (a replay opens an envelope on
-// every request): the nonce first, then the ciphertext and the tag after
-// it.
+// parse checks an envelope as Laravel's Encrypter does (iv, value, mac and
+// tag present strings, a 12-byte iv, a 16-byte tag) and returns the nonce
+// and the ciphertext with its tag appended, as Open wants, decoded into one
+// buffer (a replay opens an envelope on every request).
 func parse(s string) (nonce, sealed []byte, err error) {
 	js, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
@@ -282,15 +266,12 @@ func parse(s string) (nonce, sealed []byte, err error) {
 	return buf[:n1:n1], rest[: n2+n3 : n2+n3], nil
 }
 
-// parseOwnEnvelope reads the envelope in the exact form Encrypt writes it,
-// {"iv":"…","value":"…","mac":"","tag":"…"} with base64 values (which hold
-// no quote or backslash), without encoding/json and without copying: the
-// values it returns are js's own bytes. ok is false for any other form,
-// which parse then reads with encoding/json (Laravel writes the same fields,
-// possibly with escaped slashes).
+// parseOwnEnvelope reads the exact form Encrypt writes without
+// encoding/json and without copying (base64 holds no quote or backslash).
+// ok is false for any other form, such as Laravel's escaped slashes, which
+// parse then reads with encoding/json.
 func parseOwnEnvelope(js []byte) (iv, value, tag []byte, ok bool) {
 	rest := js
-	// take consumes prefix from rest, then a value up to its closing quote.
 	take := func(prefix string) ([]byte, bool) {
 		if len(rest) < len(prefix) || string(rest[:len(prefix)]) != prefix {
 			return nil, false
