@@ -13,20 +13,16 @@ import (
 	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
-// touchEvery is how often, at most, a token's last_used_at is written.
-const touchEvery = time.Minute
+const (
+	touchEvery        = time.Minute     // how often, at most, a token's last_used_at is written
+	writeEvery        = time.Second     // how often RunTouchWriter writes the recorded uses
+	finalFlushTimeout = 5 * time.Second // RunTouchWriter's last write, once its ctx has ended
 
-// maxTouched bounds the memory of recent uses, written or not: past it,
-// written entries older than touchEvery are dropped, and if none is, the new
-// use is not recorded (the token's next use, once room is made, is).
-const maxTouched = 10000
-
-// writeEvery is how often RunTouchWriter writes the recorded uses.
-const writeEvery = time.Second
-
-// finalFlushTimeout bounds RunTouchWriter's last write, made once its ctx has
-// ended.
-const finalFlushTimeout = 5 * time.Second
+	// maxTouched bounds the memory of recent uses, written or not: past it,
+	// written entries older than touchEvery are dropped, and if none is, the
+	// new use is not recorded (the token's next use, once room is made, is).
+	maxTouched = 10000
+)
 
 // uses is the in-memory record of token uses: what throttles the writes to
 // last_used_at, and what is still to be written.
@@ -57,9 +53,8 @@ func newUses() uses {
 	}
 }
 
-// recordUse notes that tok was used at now, for the writer to write; it
-// never touches the database. A use is not recorded when the row's own
-// last_used_at, or this process's last recorded use, is less than
+// recordUse notes tok's use for the writer, without touching the database,
+// unless the row's last_used_at or the last recorded use is under
 // touchEvery old.
 func (s *Service) recordUse(tok Token, now time.Time) {
 	if tok.LastUsedAt != nil && now.Sub(*tok.LastUsedAt) < touchEvery {
@@ -101,11 +96,10 @@ func (s *Service) Pending() int {
 	return s.uses.pending
 }
 
-// RunTouchWriter writes the recorded token uses to last_used_at every second
-// until ctx ends, then writes what is left, giving that last write a few
-// seconds of its own, and returns. Run it once per Service, for as long as
-// the Service verifies tokens, and wait for it before closing the database.
-// Failed writes are logged at warn with the token id.
+// RunTouchWriter writes the recorded token uses every second until ctx
+// ends, then what is left, in a few seconds of its own. Run it once per
+// Service while it verifies tokens, and wait for it before closing the
+// database.
 func (s *Service) RunTouchWriter(ctx context.Context) {
 	tick := time.NewTicker(s.uses.interval)
 	defer tick.Stop()
