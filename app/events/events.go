@@ -31,14 +31,12 @@ import (
 
 // The types of consumer events.
 const (
-	LicenseCreated     = "license.created"     // a license was made (or the vendor's site for the domain adopted)
-	LicenseRevoked     = "license.revoked"     // revoked by the consumer, or its site deleted at the vendor
-	LicenseSuspended   = "license.suspended"   // its site suspended at the vendor
-	LicenseReactivated = "license.reactivated" // its site reactivated at the vendor
-	LicenseKeyRotated  = "license.key_rotated" // its license key replaced at the vendor
-	// EndpointDisabled is a webhook endpoint disabled after failing every
-	// delivery for WEBHOOK_RETRY_FOR.
-	EndpointDisabled = "webhook_endpoint.disabled"
+	LicenseCreated     = "license.created"           // a license was made (or the vendor's site for the domain adopted)
+	LicenseRevoked     = "license.revoked"           // revoked by the consumer, or its site deleted at the vendor
+	LicenseSuspended   = "license.suspended"         // its site suspended at the vendor
+	LicenseReactivated = "license.reactivated"       // its site reactivated at the vendor
+	LicenseKeyRotated  = "license.key_rotated"       // its license key replaced at the vendor
+	EndpointDisabled   = "webhook_endpoint.disabled" // failed every delivery for WEBHOOK_RETRY_FOR
 )
 
 // LicenseTypes are the types of the license events.
@@ -69,20 +67,15 @@ const IDPrefix = "evt_"
 
 // Event is one consumer event as its row stores it.
 type Event struct {
-	// Seq is the row's id: the order events were written in (not the
-	// feed's; see Position).
-	Seq        uint64 `gorm:"column:id;primaryKey"`
-	ID         string `gorm:"column:public_id"` // "evt_" + a ULID: what the API shows
+	Seq        uint64 `gorm:"column:id;primaryKey"` // the order events were written in, not the feed's
+	ID         string `gorm:"column:public_id"`     // "evt_" + a ULID: what the API shows
 	ConsumerID string
 	Type       string
-	SubjectID  string // the license's id (or the webhook endpoint's)
-	// Sequence grows by one per event of one subject, from 1.
-	Sequence uint64
-	// Data is the event's "data" object as JSON, sealed under APP_KEY.
-	Data string
-	// Position is the event's place in the feed; nil until dispatched.
-	Position  *uint64
-	CreatedAt time.Time
+	SubjectID  string  // the license's id (or the webhook endpoint's)
+	Sequence   uint64  // one per event of one subject, from 1
+	Data       string  // the "data" object as JSON, sealed under APP_KEY
+	Position   *uint64 // the place in the feed; nil until dispatched
+	CreatedAt  time.Time
 }
 
 // TableName is the table events live in.
@@ -120,9 +113,8 @@ type Draft struct {
 	Type       string
 	SubjectID  string
 	Sequence   uint64
-	// Data is the "data" object: {"license": …} or {"webhook_endpoint": …}.
-	Data any
-	At   time.Time
+	Data       any // the "data" object: {"license": …} or {"webhook_endpoint": …}
+	At         time.Time
 }
 
 // Append writes the event within tx, the transaction of the change it
@@ -135,9 +127,8 @@ func (l *Log) Append(tx *gorm.DB, d Draft) error {
 	return l.Insert(tx, &e)
 }
 
-// Seal is the event's row, its data rendered and sealed, ready to Insert:
-// the work of an event that needs no transaction, which a change may do
-// before it opens its own.
+// Seal is the event's row, its data sealed, ready to Insert: the work a
+// change may do before it opens its transaction.
 func (l *Log) Seal(d Draft) (Event, error) {
 	if !IsType(d.Type) {
 		return Event{}, fmt.Errorf("events: unknown type %q", d.Type)
@@ -178,10 +169,9 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Body is the event as the feed lists it and a webhook sends it:
-// {"id","type","created_at","data":{…},"sequence"}. The same event renders
-// the same bytes every time, so every attempt at a delivery signs the same
-// body.
+// Body is the event as the feed lists it and a webhook sends it. The same
+// event renders the same bytes every time, so every attempt at a delivery
+// signs the same body.
 func (l *Log) Body(e Event) (json.RawMessage, error) {
 	data, err := l.cipher.Decrypt(e.Data)
 	if err != nil {
@@ -215,10 +205,9 @@ type Page struct {
 	More   bool
 }
 
-// List reads the consumer's feed, oldest first, after q.After. Only
-// dispatched events are listed (normally within a second of their change).
-// An After the consumer has no event under (pruned, or another's) is
-// ErrNotFound.
+// List reads the consumer's feed after q.After, oldest first: dispatched
+// events only. An After the consumer has no event under (pruned, or
+// another's) is ErrNotFound.
 func (l *Log) List(ctx context.Context, q Query) (Page, error) {
 	db := l.read.WithContext(ctx)
 	tx := db.Where("consumer_id = ? AND position IS NOT NULL", q.ConsumerID)
@@ -260,8 +249,6 @@ func (l *Log) Known(ctx context.Context, consumerID, id string) (bool, error) {
 	return err == nil, err
 }
 
-// position is the feed position of the consumer's event id; ErrNotFound
-// when the consumer has none under it in the feed.
 func (l *Log) position(db *gorm.DB, consumerID, id string) (uint64, error) {
 	var e Event
 	err := db.Select("position").Where("public_id = ? AND consumer_id = ? AND position IS NOT NULL", id, consumerID).Take(&e).Error
