@@ -14,24 +14,21 @@ import (
 )
 
 // SiteLister pages through every site the vendor holds, in a stable order
-// (the vendor protocol's GET /sites?page=&per_page=). The http and fake
-// drivers satisfy it.
+// (the vendor protocol's GET /sites?page=&per_page=).
 type SiteLister interface {
 	ListSites(ctx context.Context, page, perPage int) (sites []Site, total int, err error)
 }
 
 // Kinds of drift between the vendor's sites and the licenses.
 const (
-	DriftSiteGone    = "site_gone"      // an active or suspended license whose site the vendor no longer has
-	DriftStatus      = "status_differs" // suspended at the vendor and active here, or the other way round
-	DriftKey         = "key_differs"    // the vendor's license key is not the license's
-	DriftOrphanSite  = "orphan_site"    // a vendor site no license holds: a bill nobody pays
-	DriftDomain      = "domain_differs" // the vendor's site of the license's id is for another domain: never applied
-	driftSitesPerReq = 500
-	// driftLicensesPerBatch is how many licenses a check reads at a time.
+	DriftSiteGone         = "site_gone"      // an active or suspended license whose site the vendor no longer has
+	DriftStatus           = "status_differs" // suspended at the vendor and active here, or the other way round
+	DriftKey              = "key_differs"    // the vendor's license key is not the license's
+	DriftOrphanSite       = "orphan_site"    // a vendor site no license holds: a bill nobody pays
+	DriftDomain           = "domain_differs" // the vendor's site of the license's id is for another domain: never applied
+	driftSitesPerReq      = 500
 	driftLicensesPerBatch = 1000
-	// driftEventID is the event id of the changes a drift fix applies.
-	driftEventID = "drift"
+	driftEventID          = "drift" // the event id of the changes a drift fix applies
 )
 
 // DriftKinds are every kind a drift check reports, for counting each (zero included).
@@ -61,16 +58,12 @@ type Mismatch struct {
 	LicenseID string // "" for an orphan site
 	SiteID    string
 	Domain    string // the license's domain (the site's for an orphan)
-	// Action is what a fix does to the license: "revoke", "suspend",
-	// "reactivate", "replace key"; "" when it does nothing (an orphan site,
-	// a site of another domain).
-	Action string
-	Fixed  bool // Drift with fix applied the vendor's state to the license
+	Action    string // "revoke", "suspend", "reactivate", "replace key"; "" when a fix does nothing
+	Fixed     bool   // Drift with fix applied the vendor's state to the license
 }
 
-// Destructive reports whether the mismatch's fix loses something for good:
-// a license revoked (its domain freed), or its key replaced (the old one is
-// not kept). These are the fixes DriftOptions.MaxFix bounds.
+// Destructive reports whether the mismatch's fix loses something for good
+// (a license revoked, or its old key): what DriftOptions.MaxFix bounds.
 func (m Mismatch) Destructive() bool {
 	return m.Kind == DriftSiteGone || m.Kind == DriftKey
 }
@@ -105,9 +98,7 @@ func (r DriftReport) Destructive() int {
 	return n
 }
 
-// Unfixed is how many of the mismatches are still there: an orphan site, a
-// site of another domain, or a license the check did not (or could not)
-// change.
+// Unfixed is how many of the mismatches are still there.
 func (r DriftReport) Unfixed() int {
 	n := 0
 	for _, m := range r.Mismatches {
@@ -121,26 +112,21 @@ func (r DriftReport) Unfixed() int {
 // DriftOptions are a drift check's: whether to fix, and how far.
 type DriftOptions struct {
 	Fix bool // bring each license in line with the vendor's site
-	// MaxFix is the most destructive fixes (Mismatch.Destructive) applied
-	// in one check; above it nothing at all is applied. 0: any destructive
-	// fix needs Force.
+	// MaxFix is the most destructive fixes one check applies; above it
+	// nothing at all is. 0: any destructive fix needs Force.
 	MaxFix int
 	Force  bool // apply however many there are
 }
 
-// Drift is DriftWith forced: no bound on the fixes (the vendor listing
-// nothing is still refused).
+// Drift is DriftWith forced: no bound on the fixes.
 func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (DriftReport, error) {
 	return s.DriftWith(ctx, lister, DriftOptions{Fix: fix, Force: true})
 }
 
-// DriftWith compares every site the vendor holds with the licenses: a
-// license (active or suspended, made before the check began: a newer one's
-// site may lie past the pages already read) whose site is gone, whose status
-// or key differs, and a vendor site no license holds. A site is a license's
-// by its id and its domain: a site of the license's id for another domain
-// (the vendor gave the id again) is reported as domain_differs, logged and
-// counted, and never applied.
+// DriftWith compares every site the vendor holds with the licenses in
+// force made before the check began (a newer one's site may lie past the
+// pages already read). A site of the license's id for another domain (the
+// vendor gave the id again) is domain_differs, logged, and never applied.
 //
 // With Fix, once every license is compared, each is brought in line
 // through ApplyVendorEvent, the code a webhook runs, as an event of the
@@ -149,9 +135,7 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 // reported, never deleted. More than MaxFix destructive fixes without Force
 // apply nothing (ErrTooManyFixes, with the report of what would change).
 //
-// A vendor that lists no site while licenses are in force is
-// ErrVendorListsNothing, with or without Fix and Force: the licenses are
-// not reported as deleted, and nothing is applied.
+// ErrVendorListsNothing is returned with or without Fix and Force.
 func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOptions) (DriftReport, error) {
 	start := dbtime.Stamp(s.now())
 	sites := map[string]Site{}
@@ -211,12 +195,12 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 		}
 	}
 	slices.SortFunc(orphans, func(a, b Mismatch) int { return strings.Compare(a.SiteID, b.SiteID) })
+	// After the licenses' mismatches: fixes[i] stays report.Mismatches[i].
+	report.Mismatches = append(report.Mismatches, orphans...)
 	if !opts.Fix {
-		report.Mismatches = append(report.Mismatches, orphans...)
 		return report, nil
 	}
 	if d := report.Destructive(); d > opts.MaxFix && !opts.Force {
-		report.Mismatches = append(report.Mismatches, orphans...)
 		return report, fmt.Errorf("%w: %d fix(es) would revoke a license or replace its key, more than the bound of %d; nothing applied",
 			ErrTooManyFixes, d, opts.MaxFix)
 	}
@@ -231,12 +215,10 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 			return err
 		})
 		if err != nil {
-			report.Mismatches = append(report.Mismatches, orphans...)
 			return report, fmt.Errorf("fix license %s: %w", m.LicenseID, err)
 		}
 		m.Fixed = changed
 	}
-	report.Mismatches = append(report.Mismatches, orphans...)
 	return report, nil
 }
 

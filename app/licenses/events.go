@@ -44,9 +44,8 @@ const (
 	ActorReconciler = "reconciler"
 )
 
-// Actor is who causes a change: its kind (ActorRequest, ActorReconciler,
-// ActorVendor), from the principal or the component that acts, never from
-// anything a client sent; the request id rides along as correlation only.
+// Actor is who causes a change, from the principal or the component that
+// acts, never from anything a client sent.
 type Actor struct {
 	Name      string
 	RequestID string
@@ -86,11 +85,9 @@ var consumerEvents = map[string]string{
 // change's UPDATE then adds one to the license's event_sequence.
 func publishes(event string) bool { _, ok := consumerEvents[event]; return ok }
 
-// logEvent writes, within tx, the audit event of a change to a license and,
-// when the change is one a consumer hears of, its consumer event (the
-// outbox row): both commit with the change or neither does. after is the
-// license as the change left it, its key in plaintext and its
-// EventSequence the one the change's UPDATE wrote.
+// logEvent writes, within tx, the audit event of a change and its consumer
+// event if it has one (the outbox row). after is the license as the change
+// left it, its key in plaintext and its EventSequence the UPDATE's.
 func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time) error {
 	ce, err := s.sealEvent(after, event, at)
 	if err != nil {
@@ -99,8 +96,6 @@ func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, even
 	return s.logSealed(actorFrom(ctx), tx, after, event, at, ce)
 }
 
-// sealEvent is the consumer event of the change, rendered and sealed; nil
-// when the change has none.
 func (s *Service) sealEvent(after License, event string, at time.Time) (*events.Event, error) {
 	typ, ok := consumerEvents[event]
 	if !ok {
@@ -131,10 +126,9 @@ func (s *Service) logSealed(a Actor, tx *gorm.DB, after License, event string, a
 }
 
 // openForEvent opens the key of the license an event carries, in place. A
-// change needs no key (a revoke works when no configured key opens it), and
-// neither does its event: one whose key cannot be opened carries an empty
-// license_key, and the license's id is logged at Warn (a key missing from
-// APP_KEY and APP_PREVIOUS_KEYS, which `licensor keys status` counts).
+// change needs no key (a revoke works when none opens it), nor does its
+// event: it carries an empty license_key, and the license's id is logged at
+// Warn (`licensor keys status` counts such keys).
 func (s *Service) openForEvent(ctx context.Context, lic *License) {
 	if err := s.open(lic); err != nil {
 		s.cfg.Log.WarnContext(ctx, "license event without its key: no configured key opens it", "license_id", lic.ID)

@@ -31,18 +31,17 @@ type License struct {
 	// VendorEventAt is the time of the last vendor event applied to the
 	// license (ApplyVendorEvent): an older one changes nothing.
 	VendorEventAt *time.Time
-	// IntentID is the public id of the intent that created the license
-	// (nil for licenses older than it): a retry or a resumption of that
-	// intent answers as its creation did.
+	// IntentID is the public id of the intent that created the license: a
+	// retry or a resumption of that intent answers as its creation did.
 	IntentID *string
 	// EventSequence is the sequence of the license's last consumer event
 	// (0: none yet): each change that writes one adds one to it.
 	EventSequence uint64
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
-	// KeyUnavailable says no configured key opens the stored license key,
-	// which LicenseKey then leaves empty: set by the operator's reads
-	// (Search, Find), which show such a license rather than fail. Not stored.
+	// KeyUnavailable says no configured key opens the stored license key
+	// (LicenseKey is then empty): the operator's reads show such a license
+	// rather than fail. Not stored.
 	KeyUnavailable bool `gorm:"-"`
 }
 
@@ -64,7 +63,7 @@ func (l License) Resource() events.License {
 // attempt history records.
 var (
 	// ErrDomainTaken means another consumer holds an active license for the
-	// domain. It says nothing about who.
+	// domain, and says nothing about who.
 	ErrDomainTaken error = fault.New("domain_taken", "the domain is licensed to another consumer")
 	// ErrNotFound means no license of the caller's has that id.
 	ErrNotFound error = fault.New("license_not_found", "license not found")

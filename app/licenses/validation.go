@@ -33,10 +33,8 @@ func Validate(in Input) (Input, error) {
 }
 
 // nameProblem says what is wrong with a trimmed license name, "" when
-// nothing is: it must be valid UTF-8, 1 to 255 characters, with no control
-// character (unicode.Cc: NUL, tab, newline, …) and no format character
-// (unicode.Cf: bidirectional controls such as U+202E, zero-width characters
-// such as U+200B), which would make one name display as another.
+// nothing is. Control and format characters (Cc, Cf: bidirectional and
+// zero-width ones) are refused: they make one name display as another.
 func nameProblem(name string) string {
 	switch {
 	case !utf8.ValidString(name):
