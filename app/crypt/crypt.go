@@ -9,11 +9,8 @@
 // that the same secret never keys two algorithms: one key for encryption, one
 // for the HMAC of Digest (which stands in for idempotency keys in logs).
 //
-// A Cipher encrypts under the current key and decrypts under the current key,
-// then each previous one (APP_PREVIOUS_KEYS), so keys rotate without
-// downtime; Reseal is the step `licensor keys rotate` takes for each value.
-//
-// No error of this package carries key material, plaintext or the envelope.
+// A Cipher decrypts under the current key, then each previous one
+// (APP_PREVIOUS_KEYS), so keys rotate without downtime. No error of this package carries key material, plaintext or the envelope.
 package crypt
 
 import (
@@ -70,8 +67,7 @@ type Cipher struct {
 }
 
 // New returns a Cipher that encrypts under current and decrypts under
-// current, then each of previous in order. Every key must be 32 bytes, as
-// APP_KEY decodes to.
+// current, then each of previous. Every key must be KeySize bytes.
 func New(current []byte, previous ...[]byte) (*Cipher, error) {
 	c := &Cipher{}
 	for i, key := range append([][]byte{current}, previous...) {
@@ -124,8 +120,7 @@ type envelope struct {
 	Tag   string `json:"tag"`
 }
 
-// Encrypt seals plain under the current key, with a fresh random nonce: two
-// encryptions of one value differ.
+// Encrypt seals plain under the current key, with a fresh random nonce.
 func (c *Cipher) Encrypt(plain []byte) (string, error) {
 	nonce := make([]byte, nonceSize)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
@@ -271,27 +266,24 @@ func parse(s string) (nonce, sealed []byte, err error) {
 // ok is false for any other form, such as Laravel's escaped slashes, which
 // parse then reads with encoding/json.
 func parseOwnEnvelope(js []byte) (iv, value, tag []byte, ok bool) {
-	rest := js
-	take := func(prefix string) ([]byte, bool) {
-		if len(rest) < len(prefix) || string(rest[:len(prefix)]) != prefix {
-			return nil, false
+	rest, ok := js, true
+	take := func(prefix string) []byte {
+		if !ok || len(rest) < len(prefix) || string(rest[:len(prefix)]) != prefix {
+			ok = false
+			return nil
 		}
 		rest = rest[len(prefix):]
 		end := bytes.IndexByte(rest, '"')
 		if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-			return nil, false
+			ok = false
+			return nil
 		}
 		v := rest[:end]
 		rest = rest[end+1:]
-		return v, true
+		return v
 	}
-	var mac []byte
-	var okIV, okValue, okMAC, okTag bool
-	iv, okIV = take(`{"iv":"`)
-	value, okValue = take(`,"value":"`)
-	mac, okMAC = take(`,"mac":"`)
-	tag, okTag = take(`,"tag":"`)
-	if !okIV || !okValue || !okMAC || !okTag || len(mac) != 0 || string(rest) != "}" {
+	iv, value, mac, tag := take(`{"iv":"`), take(`,"value":"`), take(`,"mac":"`), take(`,"tag":"`)
+	if !ok || len(mac) != 0 || string(rest) != "}" {
 		return nil, nil, nil, false
 	}
 	return iv, value, tag, true

@@ -3,13 +3,11 @@
 // same transaction as the change itself, read back as the feed
 // (GET /api/events) and delivered to the consumer's webhook endpoints.
 //
-// A change appends its event inside its own transaction (Append), so there
-// is no change without its event and no event without its change. The row is
-// not in the feed yet: the dispatcher (app/webhooks) numbers committed events
-// one batch at a time, whichever replica runs it, and hands each to the
-// consumer's endpoints in the same transaction. The feed is read in that
-// order, so a reader resuming after an event never misses one that committed
-// late under a lower id.
+// An appended row is not in the feed yet: the dispatcher (app/webhooks) numbers
+// committed events one batch at a time, whichever replica runs it, and hands
+// each to the consumer's endpoints in the same transaction. The feed is read
+// in that order, so a reader resuming after an event never misses one that
+// committed late under a lower id.
 package events
 
 import (

@@ -38,10 +38,8 @@ func (Event) TableName() string { return "license_events" }
 
 // The actors of an audit trail: who made a change, as the server knows it.
 const (
-	// ActorRequest is an authenticated request, on behalf of its token.
-	ActorRequest = "request"
-	// ActorReconciler is the reconciler, finishing what a token once asked for.
-	ActorReconciler = "reconciler"
+	ActorRequest    = "request"    // an authenticated request, on behalf of its token
+	ActorReconciler = "reconciler" // the reconciler, finishing what a token once asked for
 )
 
 // Actor is who causes a change, from the principal or the component that
@@ -81,8 +79,8 @@ var consumerEvents = map[string]string{
 	EventKeyRotated:  events.LicenseKeyRotated,
 }
 
-// publishes reports whether the audit event has a consumer event: the
-// change's UPDATE then adds one to the license's event_sequence.
+// publishes reports whether the audit event has a consumer event (the
+// change's UPDATE then adds one to event_sequence).
 func publishes(event string) bool { _, ok := consumerEvents[event]; return ok }
 
 // logEvent writes, within tx, the audit event of a change and its consumer

@@ -12,7 +12,7 @@ import (
 )
 
 // ValidationError is the input's field errors, in rule order (name, then
-// domain): a *fault.Fields. The name stays while app/operations names it.
+// domain). The name stays while app/operations names it.
 type ValidationError = fault.Fields
 
 // Validate trims and checks the input, returning it with the domain in its
@@ -104,10 +104,9 @@ func isHostname(s string) bool {
 	return !isNumber(labels[len(labels)-1])
 }
 
-// isNumber reports whether a label reads as a number in any notation a URL
-// parser accepts (decimal, octal, or hex with 0x): a host whose last label
-// is one is taken for an IPv4 address ("x.0x10", "a.0123"), so it is
-// refused. The last label must have a letter that is not a hex prefix.
+// isNumber reports whether a label reads as a number to a URL parser
+// (decimal, octal, or hex with 0x): a host ending in one is taken for an
+// IPv4 address ("x.0x10", "a.0123").
 func isNumber(label string) bool {
 	digits := "0123456789"
 	if rest, ok := strings.CutPrefix(label, "0x"); ok {
