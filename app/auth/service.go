@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,18 +74,12 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	maxTTL := cfg.MaxTTL
 	if maxTTL <= 0 {
 		maxTTL = DefaultMaxTTL
 	}
-	read := cfg.Read
-	if read == nil {
-		read = cfg.DB
-	}
+	read := cmp.Or(cfg.Read, cfg.DB)
 	return &Service{
 		db:         cfg.DB,
 		read:       read,

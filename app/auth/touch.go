@@ -122,11 +122,10 @@ func (s *Service) RunTouchWriter(ctx context.Context) {
 	}
 }
 
-// Flush writes every recorded token use now, one UPDATE per token, and
-// returns the errors of the writes that failed, joined. A failed write is
-// logged at warn with the token id and forgotten: the token's next use
-// records it again. If ctx ends first, the uses not yet written stay
-// recorded and ctx's error is returned. Flushes run one at a time.
+// Flush writes every recorded token use now, one at a time, and returns
+// the failed writes' errors, joined. A failed write is logged and
+// forgotten: the token's next use records it again. If ctx ends first, the
+// uses not yet written stay recorded. Flushes run one at a time.
 func (s *Service) Flush(ctx context.Context) error {
 	u := &s.uses
 	select {

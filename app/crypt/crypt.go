@@ -3,14 +3,12 @@
 //
 //	{"iv":"<12-byte nonce>","value":"<ciphertext>","mac":"","tag":"<16-byte GCM tag>"}
 //
-// with each field in base64, no associated data, and an empty mac (the GCM
-// tag authenticates the ciphertext). Unlike Laravel, the AES key is not
-// APP_KEY's 32 bytes as they are but derived from them with HKDF-SHA256, so
-// that the same secret never keys two algorithms: one key for encryption, one
-// for the HMAC of Digest (which stands in for idempotency keys in logs).
-//
-// A Cipher decrypts under the current key, then each previous one
-// (APP_PREVIOUS_KEYS), so keys rotate without downtime. No error of this package carries key material, plaintext or the envelope.
+// with no associated data and an empty mac (the GCM tag authenticates the
+// ciphertext). Unlike Laravel, the AES key is derived from APP_KEY with
+// HKDF-SHA256, so the same secret never keys two algorithms (encryption,
+// and the HMAC of Digest). A Cipher decrypts under the current key, then
+// each previous one (APP_PREVIOUS_KEYS), so keys rotate without downtime.
+// No error of this package carries key material, plaintext or the envelope.
 package crypt
 
 import (
@@ -196,10 +194,9 @@ func (c *Cipher) Encrypted(s string) bool { return Encrypted(s) }
 // never taken for plaintext.
 func Encrypted(s string) bool { return strings.HasPrefix(s, envelopePrefix) }
 
-// Digest is a short stand-in for a secret in logs and listings: the first
-// 12 hex characters of its HMAC-SHA256 under a key derived from the current
-// key. It is stable for one APP_KEY, and tells nothing of the value to
-// whoever lacks the key (an unkeyed hash of a guessable key would).
+// Digest is a short stand-in for a secret in logs and listings: 12 hex
+// characters of its HMAC-SHA256, stable for one APP_KEY, telling nothing
+// to whoever lacks the key (an unkeyed hash of a guessable key would).
 func (c *Cipher) Digest(s string) string {
 	m := hmac.New(sha256.New, c.digest)
 	m.Write([]byte(s))

@@ -12,6 +12,7 @@ package events
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,10 +100,7 @@ func New(db, read *gorm.DB, cipher Cipher) *Log {
 	if cipher == nil {
 		panic("events: New needs a Cipher")
 	}
-	if read == nil {
-		read = db
-	}
-	return &Log{db: db, read: read, cipher: cipher}
+	return &Log{db: db, read: cmp.Or(read, db), cipher: cipher}
 }
 
 // Draft is an event to append.

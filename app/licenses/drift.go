@@ -88,21 +88,16 @@ func (r DriftReport) Counts() map[string]int {
 }
 
 // Destructive is how many of the mismatches a fix would revoke or re-key.
-func (r DriftReport) Destructive() int {
-	n := 0
-	for _, m := range r.Mismatches {
-		if m.Destructive() {
-			n++
-		}
-	}
-	return n
-}
+func (r DriftReport) Destructive() int { return countOf(r.Mismatches, Mismatch.Destructive) }
 
 // Unfixed is how many of the mismatches are still there.
 func (r DriftReport) Unfixed() int {
-	n := 0
-	for _, m := range r.Mismatches {
-		if !m.Fixed {
+	return countOf(r.Mismatches, func(m Mismatch) bool { return !m.Fixed })
+}
+
+func countOf[T any](s []T, keep func(T) bool) (n int) {
+	for _, v := range s {
+		if keep(v) {
 			n++
 		}
 	}

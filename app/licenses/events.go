@@ -66,9 +66,7 @@ func actorFrom(ctx context.Context) Actor {
 }
 
 // consumerEvents are the consumer events of the audit events that change
-// what a consumer sees of its license: every creation (made, adopted, or
-// recorded by the reconciler) is license.created; a revoke that ended
-// without effect (failed) changed nothing the consumer holds, and has none.
+// what a consumer sees: a failed revoke changed nothing, and has none.
 var consumerEvents = map[string]string{
 	EventCreated:     events.LicenseCreated,
 	EventAdopted:     events.LicenseCreated,
