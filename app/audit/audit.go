@@ -1,10 +1,8 @@
-// Package audit is the trail of administration: tokens issued and revoked,
-// intents retried and discarded, each reconciler attempt at an intent, who
-// did it and why. The package that makes
-// a change writes its event (Record) in the transaction of the change, so
-// the trail and the change never disagree. The actor is the server's
-// knowledge of who acted (an authenticated token, or the command line),
-// never a value a client sent; a request id rides along as correlation only.
+// Package audit is the trail of administration: tokens, intents and
+// webhook deliveries, who changed them and why. A change writes its event
+// (Record) in its own transaction, so the trail and the change never
+// disagree. The actor is the server's knowledge of who acted, never a value
+// a client sent; a request id rides along as correlation only.
 package audit
 
 import (
