@@ -107,11 +107,10 @@ type verifiedClaims struct {
 	expiresAt   time.Time
 }
 
-// verifiedCacheSize bounds the cache: a few hundred bytes a token.
-const verifiedCacheSize = 10_000
-
-// tokenLeeway is the clock skew parse allows on exp and iat.
-const tokenLeeway = 5 * time.Second
+const (
+	verifiedCacheSize = 10_000          // a few hundred bytes a token
+	tokenLeeway       = 5 * time.Second // the clock skew parse allows on exp and iat
+)
 
 func (c *verifiedCache) get(raw string, now time.Time) (verifiedClaims, bool) {
 	c.mu.RLock()

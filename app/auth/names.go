@@ -37,18 +37,12 @@ func consumerNameProblem(name string) string {
 		return "The consumer field is required."
 	case !utf8.ValidString(name):
 		return "The consumer field must be valid UTF-8."
-	case hasInvisible(name):
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }):
 		return "The consumer field must not contain control characters, bidirectional controls or zero-width characters."
 	case utf8.RuneCountInString(name) > maxConsumerName:
 		return fmt.Sprintf("The consumer field must not be greater than %d characters.", maxConsumerName)
 	}
 	return ""
-}
-
-func hasInvisible(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool {
-		return unicode.In(r, unicode.Cc, unicode.Cf)
-	})
 }
 
 // foldKey is what two names that differ only in case share: full Unicode

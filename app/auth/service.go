@@ -41,21 +41,12 @@ type Service struct {
 
 // Config is what New needs.
 type Config struct {
-	// DB holds the consumers and personal_access_tokens tables. Required.
-	DB *gorm.DB
-	// Read is the pool Verify reads token rows from: the read-only pool on
-	// SQLite, the one pool on MySQL. Nil: DB.
-	Read *gorm.DB
-	// Key is the HS256 signing key: APP_KEY's 32 bytes.
-	Key []byte
-	// PreviousKeys still verify the tokens they signed (APP_PREVIOUS_KEYS),
-	// so a key rotation does not log every client out.
-	PreviousKeys [][]byte
-	// Issuer is the iss claim written into every token and required of
-	// every token verified.
-	Issuer string
-	// DefaultTTL is the lifetime of a token issued without a TTL of its own.
-	DefaultTTL time.Duration
+	DB           *gorm.DB      // the consumers and personal_access_tokens tables; required
+	Read         *gorm.DB      // Verify's pool: SQLite's read-only one, MySQL's one. Nil: DB
+	Key          []byte        // the HS256 signing key: APP_KEY's 32 bytes
+	PreviousKeys [][]byte      // still verify the tokens they signed (APP_PREVIOUS_KEYS)
+	Issuer       string        // the iss claim written into every token and required of every one verified
+	DefaultTTL   time.Duration // a token's lifetime when it is issued without one
 	// MaxTTL is the longest lifetime Issue accepts (a longer TTL is an
 	// expires_in error, never shortened). Zero: DefaultMaxTTL. A DefaultTTL
 	// above it is lowered to it (config.Load refuses that first).
@@ -63,8 +54,7 @@ type Config struct {
 	// Log receives the last_used_at writer's warnings, and at Debug why
 	// Verify refused a well-signed token of another issuer. Nil: discarded.
 	Log *slog.Logger
-	// Now is the clock. Nil: time.Now.
-	Now func() time.Time
+	Now func() time.Time // the clock; nil: time.Now
 }
 
 // New returns a Service. Without RunTouchWriter beside it, recorded uses

@@ -20,13 +20,10 @@ type SearchQuery struct {
 	// Domain is a part of the domain, "" for any: normalised as stored
 	// (whole non-ASCII labels then match), and matched anywhere, % and _ as
 	// themselves.
-	Domain string
-	// ConsumerID is one consumer's licenses, "" for every consumer's.
-	ConsumerID string
-	// Status is one of Statuses, "" for all, revoked included.
-	Status string
-	// Page (from 1; 0 is 1) and PerPage (0: DefaultPerPage) cut a page.
-	Page, PerPage int
+	Domain        string
+	ConsumerID    string // "" for every consumer's
+	Status        string // one of Statuses, "" for all, revoked included
+	Page, PerPage int    // Page from 1 (0 is 1); PerPage 0: DefaultPerPage
 }
 
 // DefaultPerPage is how many licenses a page of Search holds unless told.
@@ -37,7 +34,6 @@ const DefaultPerPage = 15
 // serves both.
 const likeEscape = "!"
 
-// likeEscaper makes a string match itself in a LIKE pattern.
 var likeEscaper = strings.NewReplacer(likeEscape, likeEscape+likeEscape, "%", likeEscape+"%", "_", likeEscape+"_")
 
 // searchDomain is a domain search's text in the form domains are stored;
@@ -48,7 +44,6 @@ func searchDomain(raw string) (domain string, ok bool) {
 	if isASCII(s) {
 		return s, true
 	}
-	// The ASCII (punycode) form, as NormalizeDomain stores it.
 	ascii, err := domainProfile.ToASCII(s)
 	return ascii, err == nil && isASCII(ascii)
 }
