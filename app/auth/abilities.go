@@ -20,8 +20,7 @@ const (
 // Known lists every ability a token may be issued with.
 var Known = []string{LicensesRead, LicensesWrite, WebhooksManage, TokensManage, IntentsManage, All}
 
-// ConsumerAbilities are what a consumer's own token carries: its licenses
-// and its webhook endpoints.
+// ConsumerAbilities are what a consumer's own token carries.
 var ConsumerAbilities = []string{LicensesRead, LicensesWrite, WebhooksManage}
 
 // IsKnown reports whether ability is one licensor knows.
@@ -48,8 +47,7 @@ func (a Abilities) CanGrant(ability string) bool {
 	return false
 }
 
-// ErrNotGrantable is what Grantable's *NotGrantableError unwraps to: its
-// code, ability_not_grantable.
+// ErrNotGrantable is what a *NotGrantableError unwraps to.
 var ErrNotGrantable error = fault.New("ability_not_grantable", "ability not grantable")
 
 // NotGrantableError names the abilities a granter may not grant; with

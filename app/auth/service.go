@@ -103,11 +103,11 @@ type Issued struct {
 	Secret string
 }
 
-// Issue records a token for the consumer (created if new, see consumer),
-// issued by by, with its token.issued audit event, and returns the signed
-// token string. Invalid input is a *fault.Fields. Issue does not ask who
-// grants the abilities: the HTTP API asks Grantable first; the operator at
-// the command line may grant any.
+// Issue records a token for the consumer (created if new), issued by by,
+// with its token.issued audit event, and returns the signed token string.
+// Invalid input, or a new name that mixes scripts or differs from another
+// only in case, is a *fault.Fields. Issue does not ask who grants the
+// abilities: the HTTP API asks Grantable first.
 func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Issued, error) {
 	if err := by.Check(); err != nil {
 		return Issued{}, err
@@ -238,16 +238,14 @@ type Principal struct {
 }
 
 // Verify checks the token's signature (HS256), exp and iss, and that its
-// row exists, belongs to the subject, and is neither revoked nor expired;
-// every failure is ErrUnauthenticated. The row is read on every call, so a
-// revocation takes effect at once. A success records the use in memory (see
-// Service).
+// row exists, belongs to the subject and is live; every failure is
+// ErrUnauthenticated. The row is read on every call, so a revocation takes
+// effect at once.
 func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 	return s.VerifyWith(ctx, raw, nil)
 }
 
-// claims checks the signature, exp and iss once per token string (the
-// verified cache).
+// claims checks the signature, exp and iss once per token string.
 func (s *Service) claims(raw string) (verifiedClaims, error) {
 	if c, ok := s.verified.get(raw, s.now()); ok {
 		return c, nil

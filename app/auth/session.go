@@ -14,10 +14,9 @@ import (
 	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
-// ConsoleSession is a row of console_sessions: a session an operator opened
-// in the console with a token. The browser's cookie names the row; the row
-// is what makes the cookie a session, so deleting it (signing out) ends the
-// session on every replica, whoever holds a copy of the cookie.
+// ConsoleSession is a console session an operator opened with a token. The
+// cookie only names the row, so deleting it (signing out) ends the session
+// on every replica, whoever holds a copy of the cookie.
 type ConsoleSession struct {
 	ID         string `gorm:"primaryKey"`
 	TokenID    string

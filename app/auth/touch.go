@@ -24,8 +24,7 @@ const (
 	maxTouched = 10000
 )
 
-// uses is the in-memory record of token uses: what throttles the writes to
-// last_used_at, and what is still to be written.
+// uses throttles the writes to last_used_at, and holds what is to be written.
 type uses struct {
 	limit    int           // maxTouched; tests lower it
 	interval time.Duration // writeEvery; tests shorten it
@@ -88,8 +87,8 @@ func (s *Service) recordUse(tok Token, now time.Time) {
 	u.pending++
 }
 
-// Pending returns the number of token uses recorded and not yet written to
-// last_used_at. It never exceeds maxTouched.
+// Pending is how many recorded token uses are not yet written (at most
+// maxTouched).
 func (s *Service) Pending() int {
 	s.uses.mu.Lock()
 	defer s.uses.mu.Unlock()

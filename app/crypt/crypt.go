@@ -56,7 +56,7 @@ var (
 	ErrDecrypt error = fault.New("key_unavailable", "crypt: could not decrypt the data with any configured key")
 )
 
-// Cipher encrypts and decrypts values at rest, and digests values for logs.
+// Cipher encrypts and decrypts values at rest, and digests them for logs.
 // It is safe for concurrent use.
 type Cipher struct {
 	keys         []cipher.AEAD // the current key first, then the previous ones
@@ -107,10 +107,9 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block) // a 12-byte nonce and a 16-byte tag
 }
 
-// envelope is Laravel's payload, its fields in Laravel's order (PHP's
-// compact('iv', 'value', 'mac', 'tag')). Go's encoder escapes none of the
-// base64 alphabet, so the JSON is byte for byte what PHP's json_encode with
-// JSON_UNESCAPED_SLASHES writes.
+// envelope is Laravel's payload, in its order (compact('iv', 'value', 'mac',
+// 'tag')): Go's encoder escapes no base64, so the JSON is byte for byte
+// PHP's json_encode with JSON_UNESCAPED_SLASHES.
 type envelope struct {
 	IV    string `json:"iv"`
 	Value string `json:"value"`
@@ -136,8 +135,8 @@ func (c *Cipher) Encrypt(plain []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(js), nil
 }
 
-// Decrypt opens an envelope under the current key, then each previous one.
-// ErrInvalid when s is no envelope, ErrDecrypt when no key opens it.
+// Decrypt opens an envelope: ErrInvalid when s is none, ErrDecrypt when no
+// key opens it.
 func (c *Cipher) Decrypt(s string) ([]byte, error) {
 	plain, _, err := c.open(s)
 	return plain, err
@@ -209,7 +208,6 @@ func (c *Cipher) String() string { return "crypt.Cipher{keys: redacted}" }
 // GoString is String, for %#v.
 func (c *Cipher) GoString() string { return c.String() }
 
-// open decrypts s and says which key opened it (0: the current one).
 func (c *Cipher) open(s string) ([]byte, int, error) {
 	nonce, sealed, err := parse(s)
 	if err != nil {

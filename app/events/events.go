@@ -80,8 +80,7 @@ type Event struct {
 // TableName is the table events live in.
 func (Event) TableName() string { return "consumer_events" }
 
-// Cipher seals the events' data at rest (app/crypt's *Cipher): a license's
-// data carries its key.
+// Cipher seals the events' data at rest: a license's data carries its key.
 type Cipher interface {
 	Encrypt(plain []byte) (string, error)
 	Decrypt(envelope string) ([]byte, error)
@@ -141,9 +140,9 @@ func (l *Log) Seal(d Draft) (Event, error) {
 		Sequence: d.Sequence, Data: sealed, CreatedAt: dbtime.Stamp(d.At)}, nil
 }
 
-// Insert writes a sealed event within tx: one plain INSERT, on every
-// change's path (GORM's Create, which reads the new id back, cost a SQLite
-// create a tenth of its throughput more).
+// Insert writes a sealed event within tx: one plain INSERT (GORM's Create,
+// which reads the new id back, cost a SQLite create a tenth of its
+// throughput).
 func (l *Log) Insert(tx *gorm.DB, e *Event) error {
 	err := tx.Exec("INSERT INTO consumer_events (public_id, consumer_id, type, subject_id, sequence, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		e.ID, e.ConsumerID, e.Type, e.SubjectID, e.Sequence, e.Data, e.CreatedAt).Error
@@ -193,8 +192,7 @@ type Query struct {
 	Limit      int
 }
 
-// Page is one read of the feed: the events in feed order, their bodies, and
-// whether more follow.
+// Page is one read of the feed, in feed order.
 type Page struct {
 	Events []Event
 	Bodies []json.RawMessage
@@ -236,7 +234,7 @@ func (l *Log) List(ctx context.Context, q Query) (Page, error) {
 }
 
 // Known reports whether id is one of the consumer's events in the feed:
-// what an After may name. It reads no event's data.
+// what an After may name.
 func (l *Log) Known(ctx context.Context, consumerID, id string) (bool, error) {
 	_, err := l.position(l.read.WithContext(ctx), consumerID, id)
 	if errors.Is(err, ErrNotFound) {

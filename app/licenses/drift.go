@@ -31,7 +31,7 @@ const (
 	driftEventID          = "drift" // the event id of the changes a drift fix applies
 )
 
-// DriftKinds are every kind a drift check reports, for counting each (zero included).
+// DriftKinds are every kind a drift check reports.
 var DriftKinds = []string{DriftSiteGone, DriftStatus, DriftKey, DriftOrphanSite, DriftDomain}
 
 // The sources of a site matched by id whose domain is not the license's.
@@ -47,8 +47,8 @@ var (
 	// new process) that lost its list than every site deleted at once. It
 	// is never reported as deletions, and never fixed.
 	ErrVendorListsNothing = errors.New("the vendor lists no sites")
-	// ErrTooManyFixes is a fix that would revoke licenses or replace their
-	// keys more often than DriftOptions.MaxFix allows: nothing is applied.
+	// ErrTooManyFixes is more destructive fixes than DriftOptions.MaxFix
+	// allows: nothing is applied, and the report says what would change.
 	ErrTooManyFixes = errors.New("too many destructive drift fixes")
 )
 
@@ -123,14 +123,11 @@ func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (Drift
 // pages already read). A site of the license's id for another domain (the
 // vendor gave the id again) is domain_differs, logged, and never applied.
 //
-// With Fix, once every license is compared, each is brought in line
-// through ApplyVendorEvent, the code a webhook runs, as an event of the
-// check's start: a later webhook still wins, an older one does not undo the
-// fix. A license being revoked is left to its intent; an orphan site is
-// reported, never deleted. More than MaxFix destructive fixes without Force
-// apply nothing (ErrTooManyFixes, with the report of what would change).
-//
-// ErrVendorListsNothing is returned with or without Fix and Force.
+// With Fix, each license is then brought in line through ApplyVendorEvent,
+// as a webhook of the check's start: a later webhook still wins, an older
+// one does not undo the fix. A license being revoked is left to its intent;
+// an orphan site is never deleted. ErrVendorListsNothing holds even with
+// Fix and Force.
 func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOptions) (DriftReport, error) {
 	start := dbtime.Stamp(s.now())
 	sites := map[string]Site{}
@@ -217,8 +214,7 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 	return report, nil
 }
 
-// compare is one license against the vendor's sites: the mismatch, if
-// there is one (ok), and the event that fixes it (no Type: none does).
+// compare is one license's mismatch, if any (ok), and its fix (no Type: none).
 func (s *Service) compare(ctx context.Context, lic License, sites map[string]Site, start time.Time) (m Mismatch, fix VendorEvent, ok bool, err error) {
 	if err := s.open(&lic); err != nil {
 		return Mismatch{}, VendorEvent{}, false, err

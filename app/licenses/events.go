@@ -10,8 +10,7 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 )
 
-// Events of a license's audit trail: the vendor effects on it, and who
-// caused them.
+// Events of a license's audit trail.
 const (
 	EventCreated    = "created"    // a new vendor site was made for it
 	EventAdopted    = "adopted"    // the vendor's existing site for the domain was taken on
@@ -20,8 +19,8 @@ const (
 	EventFailed     = "failed"     // a revoke ended without effect; the license is active again
 )
 
-// Event is one entry of a license's audit trail, written in the same
-// transaction as the change it records.
+// Event is one entry of a license's audit trail, written in the change's
+// transaction.
 type Event struct {
 	ID         uint64 `gorm:"primaryKey"`
 	LicenseID  string
@@ -105,8 +104,7 @@ func (s *Service) sealEvent(after License, event string, at time.Time) (*events.
 	return &e, nil
 }
 
-// logSealed is logEvent, by a, with the consumer event already sealed
-// (nil: none).
+// logSealed is logEvent by a, its consumer event sealed (nil: none).
 func (s *Service) logSealed(a Actor, tx *gorm.DB, after License, event string, at time.Time, ce *events.Event) error {
 	if ce != nil {
 		if err := s.cfg.Events.Insert(tx, ce); err != nil {

@@ -35,9 +35,8 @@ type Vendor interface {
 	RotateKey(ctx context.Context, siteID string) (Site, error)
 }
 
-// ErrVendorSiteNotFound is the vendor's word that it holds no site with the
-// id asked (its 404). The error a driver returns for it is a *RejectedError
-// too, definite and without effect: errors.Is matches either.
+// ErrVendorSiteNotFound is the vendor's 404 for a site id. A driver's error
+// for it is a *RejectedError too: errors.Is matches either.
 var ErrVendorSiteNotFound = errors.New("the vendor has no such site")
 
 // EnsureSite converges on the natural key: it adopts the domain's site, and
@@ -193,9 +192,8 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	return true, nil
 }
 
-// asUnavailable is err as an *UnavailableError (503 vendor_unavailable):
-// for an operator's action that must not go on without the vendor's answer,
-// any failure of the vendor's is that it could not be asked.
+// asUnavailable is err as an *UnavailableError: for an operator's action
+// that needs the vendor's answer, any failure is that it could not be asked.
 func asUnavailable(err error) error {
 	var u *UnavailableError
 	if errors.As(err, &u) {
