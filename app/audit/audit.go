@@ -1,10 +1,8 @@
-// Package audit is the trail of administration: tokens issued and revoked,
-// intents retried and discarded, each reconciler attempt at an intent, who
-// did it and why. The package that makes
-// a change writes its event (Record) in the transaction of the change, so
-// the trail and the change never disagree. The actor is the server's
-// knowledge of who acted (an authenticated token, or the command line),
-// never a value a client sent; a request id rides along as correlation only.
+// Package audit is the trail of administration: tokens, intents and
+// webhook deliveries, who changed them and why. A change writes its event
+// (Record) in its own transaction, so the trail and the change never
+// disagree. The actor is the server's knowledge of who acted, never a value
+// a client sent; a request id rides along as correlation only.
 package audit
 
 import (
@@ -25,11 +23,9 @@ const (
 	TokenRevoked    = "token.revoked"    // a live token was revoked
 	IntentRetried   = "intent.retried"   // a failed intent was put back to pending
 	IntentDiscarded = "intent.discarded" // a failed or abandoned intent was settled for good
-	// IntentAttempted is one attempt of the reconciler at an intent; its
-	// reason says what came of it (app/idempotency's Attempt).
-	IntentAttempted = "intent.attempted"
-	// WebhookDeliveryRetried is a webhook delivery made due again by hand.
-	WebhookDeliveryRetried = "webhook_delivery.retried"
+	IntentAttempted = "intent.attempted" // one reconciler attempt; its reason says what came of it
+
+	WebhookDeliveryRetried = "webhook_delivery.retried" // a webhook delivery made due again by hand
 )
 
 // What an event is about (Event.SubjectType); Event.SubjectID is the
@@ -42,18 +38,13 @@ const (
 
 // Who acted (Actor.Kind, Event.Actor).
 const (
-	// ActorToken is an API call, on behalf of the token that authenticated it.
-	ActorToken = "token"
-	// ActorConsole is an operator at the command line, who holds no token.
-	ActorConsole = "console"
-	// ActorReconciler is the reconciler, working an intent on its own
-	// schedule: no token, no request.
-	ActorReconciler = "reconciler"
+	ActorToken      = "token"      // an API call, on behalf of the token that authenticated it
+	ActorConsole    = "console"    // an operator at the command line, who holds no token
+	ActorReconciler = "reconciler" // the reconciler on its own schedule: no token, no request
 )
 
-// Actor is who makes a change: built from the authenticated principal
-// (ByToken), by the command line (Console) or by the reconciler
-// (Reconciler), and passed to the service that makes the change as a value.
+// Actor is who makes a change (ByToken, Console or Reconciler), passed to
+// the service that makes it.
 type Actor struct {
 	Kind       string // ActorToken, ActorConsole or ActorReconciler
 	ConsumerID string // the acting token's consumer; "" for the console and the reconciler
@@ -74,9 +65,7 @@ func Console() Actor { return Actor{Kind: ActorConsole} }
 // carried can make it up.
 func Reconciler() Actor { return Actor{Kind: ActorReconciler} }
 
-// ErrNoActor means a change was to be recorded without a known actor: a
-// token actor without its token, a console or reconciler actor with one (or
-// a consumer, or a request), or no kind.
+// ErrNoActor is Check's refusal.
 var ErrNoActor = errors.New("audit: the change names no actor the server knows")
 
 // Check reports ErrNoActor unless a is a token with its token id, or the
@@ -108,8 +97,7 @@ type Event struct {
 // TableName is the table events live in.
 func (Event) TableName() string { return "audit_events" }
 
-// Change is what an event records: which event, of which subject, and why
-// ("" for no reason).
+// Change is what an event records ("" Reason for none).
 type Change struct {
 	Event       string
 	SubjectType string
@@ -117,8 +105,8 @@ type Change struct {
 	Reason      string
 }
 
-// Record writes the event of change, made by by at at, in tx: the
-// transaction of the change itself, so that both commit or neither does.
+// Record writes the event of change, made by by at at, in tx: the change's
+// own transaction.
 func Record(tx *gorm.DB, by Actor, change Change, at time.Time) error {
 	if err := by.Check(); err != nil {
 		return err
@@ -134,14 +122,10 @@ func Record(tx *gorm.DB, by Actor, change Change, at time.Time) error {
 
 // Filter selects events of one subject type.
 type Filter struct {
-	SubjectType string // required
-	SubjectID   string // one subject's events; "" for every subject of the type
-	// NewestFirst lists the last written first; otherwise the first
-	// written comes first. Events are ordered by id, the order they were
-	// written in.
-	NewestFirst bool
-	// Page (from 1) and PerPage cut a page; PerPage 0 lists every event.
-	Page, PerPage int
+	SubjectType   string // required
+	SubjectID     string // one subject's events; "" for every subject of the type
+	NewestFirst   bool   // by id, the order they were written in; else oldest first
+	Page, PerPage int    // Page from 1; PerPage 0 lists every event
 }
 
 // List returns the events f selects, in its order, and how many it selects

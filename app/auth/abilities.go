@@ -9,21 +9,18 @@ import (
 
 // The abilities a token can carry.
 const (
-	LicensesRead  = "licenses:read"
-	LicensesWrite = "licenses:write"
-	TokensManage  = "tokens:manage"
-	IntentsManage = "intents:manage" // the operator's view of intents: list, show, retry
-	// WebhooksManage is a consumer's: its own webhook endpoints and their
-	// deliveries.
-	WebhooksManage = "webhooks:manage"
-	All            = "*" // every ability
+	LicensesRead   = "licenses:read"
+	LicensesWrite  = "licenses:write"
+	TokensManage   = "tokens:manage"
+	IntentsManage  = "intents:manage"  // the operator's view of intents: list, show, retry
+	WebhooksManage = "webhooks:manage" // a consumer's own webhook endpoints and their deliveries
+	All            = "*"               // every ability
 )
 
 // Known lists every ability a token may be issued with.
 var Known = []string{LicensesRead, LicensesWrite, WebhooksManage, TokensManage, IntentsManage, All}
 
-// ConsumerAbilities are what a consumer's own token carries: its licenses
-// and its webhook endpoints.
+// ConsumerAbilities are what a consumer's own token carries.
 var ConsumerAbilities = []string{LicensesRead, LicensesWrite, WebhooksManage}
 
 // IsKnown reports whether ability is one licensor knows.
@@ -35,11 +32,9 @@ func (a Abilities) Can(need string) bool {
 }
 
 // CanGrant reports whether a token carrying a may issue a token carrying
-// ability. It is least privilege for admins: a "*" token may grant every
-// known ability; a "tokens:manage" token only the consumer abilities
-// (licenses:read, licenses:write), for any consumer; no other token may
-// grant anything. An unknown ability is never grantable. The operator at
-// the command line holds no token and is not asked.
+// ability, least privilege for admins: a "*" token grants every known
+// ability, a "tokens:manage" token only ConsumerAbilities (for any
+// consumer), no other token anything. The console is not asked.
 func (a Abilities) CanGrant(ability string) bool {
 	switch {
 	case !IsKnown(ability):
@@ -52,13 +47,11 @@ func (a Abilities) CanGrant(ability string) bool {
 	return false
 }
 
-// ErrNotGrantable is what Grantable's *NotGrantableError unwraps to: its
-// code, ability_not_grantable.
+// ErrNotGrantable is what a *NotGrantableError unwraps to.
 var ErrNotGrantable error = fault.New("ability_not_grantable", "ability not grantable")
 
-// NotGrantableError names the abilities a granter asked for and may not
-// grant; or, when Revoke is set, those a token to be revoked holds and the
-// revoker may not grant (see Revocable).
+// NotGrantableError names the abilities a granter may not grant; with
+// Revoke, those of a token the revoker may not revoke (see Revocable).
 type NotGrantableError struct {
 	Abilities []string
 	Revoke    bool
@@ -71,9 +64,8 @@ func (e *NotGrantableError) Error() string {
 // Unwrap is ErrNotGrantable.
 func (e *NotGrantableError) Unwrap() error { return ErrNotGrantable }
 
-// Explain is the refusal in the words the API's 403 ability_not_grantable
-// and the console's issue form both say: what was refused, and what may
-// grant it.
+// Explain is the refusal as the API's 403 and the console's issue form say
+// it: what was refused, and what may grant it.
 func (e *NotGrantableError) Explain() string {
 	refused := "those abilities"
 	if len(e.Abilities) > 0 {
@@ -97,8 +89,8 @@ func sentence(items []string) string {
 }
 
 // Grantable returns a *NotGrantableError naming each known ability in want
-// that granter may not grant (see CanGrant), nil when there is none.
-// Unknown abilities are left to Issue, which refuses them as invalid input.
+// that granter may not grant, or nil. Unknown abilities are left to Issue,
+// which refuses them as invalid input.
 func Grantable(granter Abilities, want []string) error {
 	var refused []string
 	for _, ability := range want {
@@ -113,13 +105,10 @@ func Grantable(granter Abilities, want []string) error {
 }
 
 // Revocable returns a *NotGrantableError (Revoke set) when the token
-// revokerID, carrying revoker, may not revoke target, nil when it may. It is
-// Grantable's rule the other way: a token may revoke a token only if it may
-// grant every ability that token holds, so a tokens:manage token revokes
-// consumers' tokens and only a * token revokes one holding an admin ability
-// (a peer admin's token cannot be revoked to lock its operator out). A token
-// may always revoke itself: that gives up its own abilities and takes none.
-// The operator at the command line holds no token and is not asked.
+// revokerID, carrying revoker, may not revoke target. It is Grantable's
+// rule the other way, so only a * token revokes one holding an admin
+// ability (a peer admin's token cannot be revoked to lock its operator
+// out). A token may always revoke itself: that takes no ability.
 func Revocable(revokerID string, revoker Abilities, target Token) error {
 	if target.ID == revokerID || slices.Contains(revoker, All) {
 		return nil

@@ -14,10 +14,9 @@ type claims struct {
 	jwt.RegisteredClaims
 }
 
-// signer signs and parses tokens with HS256 and APP_KEY, and nothing else.
-// During a key rotation it still verifies tokens signed with a previous key
-// (APP_PREVIOUS_KEYS), so clients are not logged out by the rotation; new
-// tokens are signed with the current key only.
+// signer signs tokens with HS256 and APP_KEY, and nothing else; it still
+// verifies those of a previous key (APP_PREVIOUS_KEYS), so a key rotation
+// logs no client out.
 type signer struct {
 	key      []byte
 	previous [][]byte
@@ -83,8 +82,7 @@ func (s signer) parse(raw string) (*claims, error) {
 }
 
 // issuerError is parse's refusal of a well-signed token whose iss is not
-// this server's APP_URL: Verify logs why at Debug, the client sees a bare
-// 401.
+// this server's APP_URL (Verify logs it at Debug).
 type issuerError struct {
 	got string // the token's iss
 	err error
@@ -93,32 +91,27 @@ type issuerError struct {
 func (e *issuerError) Error() string { return e.err.Error() }
 func (e *issuerError) Unwrap() error { return e.err }
 
-// verifiedCache remembers the claims of tokens whose signature and claims
-// parse has checked, so that a token seen again costs a map lookup instead
-// of an HMAC and a JSON decode. Only the signature check is cached: the
-// time claims are checked again on every use, and Verify still reads the
-// token row every request, so a revoked token stops at once. Bounded: when
-// full it starts over.
+// verifiedCache remembers the claims parse checked, so a token seen again
+// costs a map lookup instead of an HMAC and a JSON decode. Only the
+// signature check is cached: the time claims are checked on every use, and
+// Verify still reads the row, so a revoked token stops at once. When full
+// it starts over.
 type verifiedCache struct {
 	mu      sync.RWMutex
 	byToken map[string]verifiedClaims
 }
 
-// verifiedClaims are what Verify needs of a checked token.
 type verifiedClaims struct {
 	id, subject string
 	issuedAt    time.Time
 	expiresAt   time.Time
 }
 
-// verifiedCacheSize bounds the cache: a few hundred bytes a token.
-const verifiedCacheSize = 10_000
+const (
+	verifiedCacheSize = 10_000          // a few hundred bytes a token
+	tokenLeeway       = 5 * time.Second // the clock skew parse allows on exp and iat
+)
 
-// tokenLeeway is the clock skew parse allows on exp and iat.
-const tokenLeeway = 5 * time.Second
-
-// get returns the claims of raw when its signature was checked before and
-// its time claims still hold now.
 func (c *verifiedCache) get(raw string, now time.Time) (verifiedClaims, bool) {
 	c.mu.RLock()
 	v, ok := c.byToken[raw]
@@ -132,7 +125,6 @@ func (c *verifiedCache) get(raw string, now time.Time) (verifiedClaims, bool) {
 	return v, true
 }
 
-// put remembers raw's checked claims.
 func (c *verifiedCache) put(raw string, cl *claims) {
 	if cl.ExpiresAt == nil || cl.IssuedAt == nil {
 		return
@@ -149,12 +141,10 @@ func (c *verifiedCache) put(raw string, cl *claims) {
 // characters), and a longer claim is cut rather than kept whole.
 const claimedIDMax = 32
 
-// ClaimedID is the token id (jti) a token string claims, read without
-// checking its signature, or "" when the string is no JWT or claims none.
-// It proves nothing: it is what a caller may count failed attempts by, one
-// token's whatever the address they come from. It is no secret: a token's id
-// is shown in the console's list and written on every access log line, and
-// a token is only as good as its signature, which this never returns.
+// ClaimedID is the token id (jti) a token string claims, unverified, or ""
+// when it is no JWT or claims none. It proves nothing: it is what to count
+// one token's failed attempts by, whatever their address. It is no secret:
+// the console lists token ids and every access log line writes one.
 func ClaimedID(raw string) string {
 	var c jwt.RegisteredClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(raw, &c); err != nil {

@@ -25,9 +25,7 @@ type Token struct {
 	Consumer   Consumer `gorm:"foreignKey:ConsumerID"`
 	Name       string
 	Abilities  Abilities `gorm:"serializer:json"`
-	// IssuedBy is the token that issued this one; nil for one issued at the
-	// command line (or before issuers were kept).
-	IssuedBy   *string
+	IssuedBy   *string   // the token that issued it; nil for the command line (or before issuers were kept)
 	LastUsedAt *time.Time
 	ExpiresAt  time.Time
 	RevokedAt  *time.Time
@@ -58,9 +56,8 @@ func (a Abilities) MarshalJSON() ([]byte, error) {
 	return json.Marshal([]string(a))
 }
 
-// parseAbilities reads the abilities column (a JSON array of strings, as
-// the json serializer writes it) without encoding/json for the plain form
-// every row holds (no escapes, no spaces), and with it otherwise.
+// parseAbilities reads the abilities column without encoding/json for the
+// plain form every row holds (no escapes, no spaces), with it otherwise.
 func parseAbilities(b []byte) (Abilities, error) {
 	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' && !bytes.ContainsAny(b, "\\ \t\r\n") {
 		inner := b[1 : len(b)-1]

@@ -29,30 +29,20 @@ func NormalizeConsumerName(name string) string {
 }
 
 // consumerNameProblem says what is wrong with a normalised consumer name, ""
-// when nothing is: it must be valid UTF-8, not empty, at most 191
-// characters, and hold no control or format character (unicode.Cc, Cf: NUL,
-// bidirectional overrides such as U+202E, zero-width characters such as
-// U+200B).
+// when nothing is. Control and format characters (Cc, Cf) are refused: NUL,
+// bidirectional overrides such as U+202E, zero-width ones such as U+200B.
 func consumerNameProblem(name string) string {
 	switch {
 	case name == "":
 		return "The consumer field is required."
 	case !utf8.ValidString(name):
 		return "The consumer field must be valid UTF-8."
-	case hasInvisible(name):
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }):
 		return "The consumer field must not contain control characters, bidirectional controls or zero-width characters."
 	case utf8.RuneCountInString(name) > maxConsumerName:
 		return fmt.Sprintf("The consumer field must not be greater than %d characters.", maxConsumerName)
 	}
 	return ""
-}
-
-// hasInvisible reports whether s holds a control (Cc) or format (Cf)
-// character.
-func hasInvisible(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool {
-		return unicode.In(r, unicode.Cc, unicode.Cf)
-	})
 }
 
 // foldKey is what two names that differ only in case share: full Unicode
@@ -62,8 +52,7 @@ func foldKey(name string) string {
 }
 
 // caseTwin returns the name of an existing consumer that differs from name
-// only in case, "" when there is none. Consumers are few; it reads their
-// names.
+// only in case, "" when there is none. Consumers are few: it reads them all.
 func (s *Service) caseTwin(ctx context.Context, name string) (string, error) {
 	var names []string
 	if err := s.db.WithContext(ctx).Model(&Consumer{}).Pluck("name", &names).Error; err != nil {
@@ -78,11 +67,9 @@ func (s *Service) caseTwin(ctx context.Context, name string) (string, error) {
 	return "", nil
 }
 
-// nameScripts returns the scripts of name's characters (Unicode's Script
-// property, from the unicode package's tables), each once, in the order
-// they first appear; Common and Inherited (digits, spaces, punctuation,
-// combining marks) are left out, as UTS #39's restriction levels leave
-// them out. A character of no script (unassigned) counts as "Unknown".
+// nameScripts returns the scripts of name's characters, each once, in the
+// order they first appear, leaving out Common and Inherited (digits,
+// spaces, punctuation, combining marks) as UTS #39's restriction levels do.
 func nameScripts(name string) []string {
 	var found []string
 	for _, r := range name {
@@ -95,7 +82,7 @@ func nameScripts(name string) []string {
 }
 
 // scriptOf is the script r belongs to: every assigned character is in
-// exactly one of unicode.Scripts.
+// exactly one of unicode.Scripts; an unassigned one is "Unknown".
 func scriptOf(r rune) string {
 	if unicode.Is(unicode.Latin, r) {
 		return "Latin"
@@ -120,8 +107,7 @@ var scriptMixes = [][]string{
 }
 
 // mixedScriptsProblem says why a new consumer name is refused for mixing
-// scripts, "" when it holds one script or one of scriptMixes. Only new
-// names are asked: a consumer named before keeps its name.
+// scripts, "" when it holds one script or one of scriptMixes.
 func mixedScriptsProblem(name string) string {
 	scripts := nameScripts(name)
 	if len(scripts) < 2 {

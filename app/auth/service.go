@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,55 +41,35 @@ type Service struct {
 
 // Config is what New needs.
 type Config struct {
-	// DB holds the consumers and personal_access_tokens tables. Required.
-	DB *gorm.DB
-	// Read is the pool Verify reads token rows from: the read-only pool on
-	// SQLite, the one pool on MySQL. Nil: DB.
-	Read *gorm.DB
-	// Key is the HS256 signing key: APP_KEY's 32 bytes.
-	Key []byte
-	// PreviousKeys still verify the tokens they signed (APP_PREVIOUS_KEYS),
-	// so a key rotation does not log every client out.
-	PreviousKeys [][]byte
-	// Issuer is the iss claim written into every token and required of
-	// every token verified.
-	Issuer string
-	// DefaultTTL is the lifetime of a token issued without a TTL of its own.
-	DefaultTTL time.Duration
-	// MaxTTL is the longest lifetime a token may be issued with: Issue
-	// refuses a longer TTL (a validation error on expires_in) rather than
-	// shortening it. Zero: DefaultMaxTTL. A DefaultTTL above it is lowered
-	// to it (config.Load refuses that configuration first).
+	DB           *gorm.DB      // the consumers and personal_access_tokens tables; required
+	Read         *gorm.DB      // Verify's pool: SQLite's read-only one, MySQL's one. Nil: DB
+	Key          []byte        // the HS256 signing key: APP_KEY's 32 bytes
+	PreviousKeys [][]byte      // still verify the tokens they signed (APP_PREVIOUS_KEYS)
+	Issuer       string        // the iss claim written into every token and required of every one verified
+	DefaultTTL   time.Duration // a token's lifetime when it is issued without one
+	// MaxTTL is the longest lifetime Issue accepts (a longer TTL is an
+	// expires_in error, never shortened). Zero: DefaultMaxTTL. A DefaultTTL
+	// above it is lowered to it (config.Load refuses that first).
 	MaxTTL time.Duration
-	// Log receives the warnings of the last_used_at writer, and at Debug
-	// why Verify refused a well-signed token of another issuer. Nil:
-	// discarded.
+	// Log receives the last_used_at writer's warnings, and at Debug why
+	// Verify refused a well-signed token of another issuer. Nil: discarded.
 	Log *slog.Logger
-	// Now is the clock for issuing, verifying and recording uses. Nil:
-	// time.Now.
-	Now func() time.Time
+	Now func() time.Time // the clock; nil: time.Now
 }
 
-// New returns a Service configured by cfg. Start RunTouchWriter beside it
-// for last_used_at to be written; without it, recorded uses stay in memory
-// (at most maxTouched of them) until Flush.
+// New returns a Service. Without RunTouchWriter beside it, recorded uses
+// stay in memory (at most maxTouched of them) until Flush.
 func New(cfg Config) *Service {
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	maxTTL := cfg.MaxTTL
 	if maxTTL <= 0 {
 		maxTTL = DefaultMaxTTL
 	}
-	read := cfg.Read
-	if read == nil {
-		read = cfg.DB
-	}
+	read := cmp.Or(cfg.Read, cfg.DB)
 	return &Service{
 		db:         cfg.DB,
 		read:       read,
@@ -122,15 +103,11 @@ type Issued struct {
 	Secret string
 }
 
-// Issue creates the consumer if it does not exist, records a token for it,
-// issued by by, and returns the signed token string. The consumer's name is
-// trimmed and normalised to NFC (see NormalizeConsumerName), and looked up
-// byte for byte; a name that is new but mixes scripts, or differs from an
-// existing consumer's only in case, is refused, as is a TTL above the
-// service's MaxTTL (*fault.Fields all). Issue does not ask who grants the abilities: the
-// HTTP API asks Grantable first; the operator at the command line may grant
-// any. The token keeps the token that issued it (none for the console), and
-// its token.issued audit event commits with it.
+// Issue records a token for the consumer (created if new), issued by by,
+// with its token.issued audit event, and returns the signed token string.
+// Invalid input, or a new name that mixes scripts or differs from another
+// only in case, is a *fault.Fields. Issue does not ask who grants the
+// abilities: the HTTP API asks Grantable first.
 func (s *Service) Issue(ctx context.Context, by audit.Actor, in IssueInput) (Issued, error) {
 	if err := by.Check(); err != nil {
 		return Issued{}, err
@@ -211,12 +188,10 @@ func (s *Service) validate(in IssueInput) (IssueInput, error) {
 	return in, v.Err()
 }
 
-// consumer returns the consumer of that name (compared byte for byte: the
-// MySQL column is utf8mb4_bin, SQLite's BINARY), creating it if needed. A
-// new name that mixes scripts (mixedScriptsProblem), or that differs from
-// an existing one only in case, is refused; an existing name is never
-// asked again. The unique index on name settles two admins creating it at
-// once.
+// consumer returns the consumer of that name (byte for byte: the column is
+// utf8mb4_bin, SQLite's BINARY), creating it if needed. Only a new name is
+// refused for mixing scripts or differing from another only in case. The
+// unique index on name settles two admins creating it at once.
 func (s *Service) consumer(ctx context.Context, name string) (Consumer, error) {
 	db := s.db.WithContext(ctx)
 	var c Consumer
@@ -262,18 +237,15 @@ type Principal struct {
 	ExpiresAt  time.Time // when the token expires: a session opened with it ends then at the latest
 }
 
-// Verify checks the token string and its row: the signature (HS256 with
-// APP_KEY only), exp, iss, and that the row exists, belongs to the subject,
-// and is neither revoked nor expired. Every failure is ErrUnauthenticated.
-// The row is read on every call, so a revocation takes effect at once. A
-// success records the token's use in memory only, for RunTouchWriter or
-// Flush to write to last_used_at (at most once per token a minute).
+// Verify checks the token's signature (HS256), exp and iss, and that its
+// row exists, belongs to the subject and is live; every failure is
+// ErrUnauthenticated. The row is read on every call, so a revocation takes
+// effect at once.
 func (s *Service) Verify(ctx context.Context, raw string) (Principal, error) {
 	return s.VerifyWith(ctx, raw, nil)
 }
 
-// claims checks the token string's signature, exp and iss (once per token
-// string: the verified cache), and returns its id and subject.
+// claims checks the signature, exp and iss once per token string.
 func (s *Service) claims(raw string) (verifiedClaims, error) {
 	if c, ok := s.verified.get(raw, s.now()); ok {
 		return c, nil
@@ -298,8 +270,8 @@ func (s *Service) claims(raw string) (verifiedClaims, error) {
 const tokenRowQuery = `SELECT t.consumer_id, c.name, t.abilities, t.last_used_at, t.expires_at, t.revoked_at
 FROM personal_access_tokens t INNER JOIN consumers c ON c.id = t.consumer_id WHERE t.id = ?`
 
-// loadToken reads the token row id for Verify, through a prepared query (no
-// GORM: this read is on every request), and j with it when j is not nil.
+// loadToken reads the token row through a prepared query (no GORM: this
+// read is on every request), and j with it when j is not nil.
 func (s *Service) loadToken(ctx context.Context, id string, j TokenRowJoin) (Token, error) {
 	tok := Token{ID: id}
 	var abilities []byte
@@ -334,12 +306,10 @@ func (s *Service) List(ctx context.Context, consumer string) ([]Token, error) {
 	return toks, nil
 }
 
-// Revoke revokes a token on behalf of by; it stops working on the next
-// request on every replica. A token acting may revoke only what Revocable
-// allows it (its own token, or one whose every ability it may grant), else
-// a *NotGrantableError; the operator at the command line (audit.Console)
-// may revoke any. The revocation and its token.revoked audit event commit
-// together. Revoking a revoked token is no error, and changes and records
+// Revoke revokes a token on behalf of by, with its token.revoked audit
+// event; it stops working on the next request on every replica. A token
+// may revoke only what Revocable allows it (else a *NotGrantableError); the
+// console may revoke any. Revoking a revoked token changes and records
 // nothing.
 func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 	if err := by.Check(); err != nil {
@@ -368,10 +338,8 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string) error {
 	})
 }
 
-// mayRevoke asks Revocable whether by may revoke tok, with the abilities
-// of by's token as stored (a token's abilities never change). The command
-// line holds no token and may revoke any; any other actor without a token
-// may revoke none.
+// mayRevoke asks Revocable with the abilities of by's token as stored (they
+// never change). Any actor but the console without a token may revoke none.
 func mayRevoke(tx *gorm.DB, by audit.Actor, tok Token) error {
 	if by.Kind == audit.ActorConsole {
 		return nil
@@ -390,12 +358,8 @@ func mayRevoke(tx *gorm.DB, by audit.Actor, tok Token) error {
 // admin reads it by.
 type TokenEvent struct {
 	audit.Event
-	// Consumer is the name of the consumer of the token the event is
-	// about; "" when it is not on record.
-	Consumer string
-	// ActorConsumer is the name of the acting token's consumer; "" for the
-	// console, or when it is not on record.
-	ActorConsumer string
+	Consumer      string // the subject token's consumer; "" when not on record
+	ActorConsumer string // the acting token's consumer; "" for the console, or not on record
 }
 
 // TokenEventFilter selects token events: of one token when TokenID is not
@@ -405,9 +369,8 @@ type TokenEventFilter struct {
 	Page, PerPage int
 }
 
-// Events lists the tokens' audit events (issued, revoked), newest first
-// (the order they were written in, last first), and how many f selects in
-// all.
+// Events lists the tokens' audit events, newest first, and how many f
+// selects in all.
 func (s *Service) Events(ctx context.Context, f TokenEventFilter) ([]TokenEvent, int64, error) {
 	if f.PerPage <= 0 {
 		f.PerPage = 50
@@ -455,8 +418,7 @@ func (s *Service) Events(ctx context.Context, f TokenEventFilter) ([]TokenEvent,
 var ErrConsumerNotFound = errors.New("consumer not found")
 
 // ConsumerNamed returns the consumer of that name (normalised as Issue
-// normalises it, then compared byte for byte), ErrConsumerNotFound when
-// there is none.
+// does), or ErrConsumerNotFound.
 func (s *Service) ConsumerNamed(ctx context.Context, name string) (Consumer, error) {
 	var c Consumer
 	err := s.db.WithContext(ctx).Where("name = ?", NormalizeConsumerName(name)).Take(&c).Error

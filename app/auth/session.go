@@ -14,10 +14,9 @@ import (
 	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
-// ConsoleSession is a row of console_sessions: a session an operator opened
-// in the console with a token. The browser's cookie names the row; the row
-// is what makes the cookie a session, so deleting it (signing out) ends the
-// session on every replica, whoever holds a copy of the cookie.
+// ConsoleSession is a console session an operator opened with a token. The
+// cookie only names the row, so deleting it (signing out) ends the session
+// on every replica, whoever holds a copy of the cookie.
 type ConsoleSession struct {
 	ID         string `gorm:"primaryKey"`
 	TokenID    string
@@ -30,8 +29,8 @@ type ConsoleSession struct {
 func (ConsoleSession) TableName() string { return "console_sessions" }
 
 // OpenSession records a console session of p's token until expires, and
-// returns its id. The sessions that have ended are deleted with it: sign-ins
-// are few, and this keeps the table to the sessions that may still be used.
+// returns its id. It deletes the sessions that have ended: sign-ins are
+// few, and this keeps the table to the sessions that may still be used.
 func (s *Service) OpenSession(ctx context.Context, p Principal, expires time.Time) (string, error) {
 	now := dbtime.Stamp(s.now())
 	row := ConsoleSession{ID: ulid.Make().String(), TokenID: p.TokenID, ConsumerID: p.ConsumerID,
@@ -48,9 +47,8 @@ func (s *Service) OpenSession(ctx context.Context, p Principal, expires time.Tim
 	return row.ID, nil
 }
 
-// EndSession deletes the console session id (signing out): its cookie,
-// wherever a copy of it is, opens nothing after. Ending a session that is
-// gone already is no error.
+// EndSession deletes the console session id (signing out). Ending a session
+// that is gone already is no error.
 func (s *Service) EndSession(ctx context.Context, id string) error {
 	err := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return s.db.WithContext(ctx).Where("id = ?", id).Delete(&ConsoleSession{})
@@ -62,12 +60,10 @@ func (s *Service) EndSession(ctx context.Context, id string) error {
 }
 
 // Session returns the principal of the console session sessionID, opened
-// with the token tokenID of consumerID (what the session's signed cookie
-// says). The session's row and the token's are read in one statement on
-// every call: a session ends on the request after it is ended (EndSession),
-// passes its time, or after its token is revoked or expires. Every refusal
-// is ErrUnauthenticated. A success records the token's use in memory (see
-// Verify).
+// with the token tokenID of consumerID (what its signed cookie says). Its
+// row and the token's are read in one statement on every call, so a session
+// ends on the request after it is ended, expires, or its token does. Every
+// refusal is ErrUnauthenticated.
 func (s *Service) Session(ctx context.Context, sessionID, tokenID, consumerID string) (Principal, error) {
 	row := &sessionRow{id: sessionID}
 	p, err := s.session(ctx, tokenID, consumerID, row)
@@ -80,9 +76,8 @@ func (s *Service) Session(ctx context.Context, sessionID, tokenID, consumerID st
 	return p, nil
 }
 
-// sessionRow reads a console session's row in the token row's statement
-// (a TokenRowJoin), on the token's consumer as TokenRowJoin asks; Session
-// then compares the session's token with the one its cookie names.
+// sessionRow is the TokenRowJoin that reads a console session's row in the
+// token row's statement.
 type sessionRow struct {
 	id      string
 	tokenID sql.NullString
@@ -99,8 +94,7 @@ func (r *sessionRow) Args() []any { return []any{r.id} }
 
 func (r *sessionRow) Dest() []any { return []any{&r.tokenID, database.Time(&r.expires)} }
 
-// session is the token's principal, for Verify (j nil, or a request's
-// TokenRowJoin) and Session: the token row read on every call.
+// session is the token's principal, for Verify and Session.
 func (s *Service) session(ctx context.Context, tokenID, consumerID string, j TokenRowJoin) (Principal, error) {
 	tok, err := s.loadToken(ctx, tokenID, j)
 	if errors.Is(err, database.ErrNoRows) {

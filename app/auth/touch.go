@@ -13,23 +13,18 @@ import (
 	"github.com/licensor-api/licensor/internal/dbtime"
 )
 
-// touchEvery is how often, at most, a token's last_used_at is written.
-const touchEvery = time.Minute
+const (
+	touchEvery        = time.Minute     // how often, at most, a token's last_used_at is written
+	writeEvery        = time.Second     // how often RunTouchWriter writes the recorded uses
+	finalFlushTimeout = 5 * time.Second // RunTouchWriter's last write, once its ctx has ended
 
-// maxTouched bounds the memory of recent uses, written or not: past it,
-// written entries older than touchEvery are dropped, and if none is, the new
-// use is not recorded (the token's next use, once room is made, is).
-const maxTouched = 10000
+	// maxTouched bounds the memory of recent uses, written or not: past it,
+	// written entries older than touchEvery are dropped, and if none is, the
+	// new use is not recorded (the token's next use, once room is made, is).
+	maxTouched = 10000
+)
 
-// writeEvery is how often RunTouchWriter writes the recorded uses.
-const writeEvery = time.Second
-
-// finalFlushTimeout bounds RunTouchWriter's last write, made once its ctx has
-// ended.
-const finalFlushTimeout = 5 * time.Second
-
-// uses is the in-memory record of token uses: what throttles the writes to
-// last_used_at, and what is still to be written.
+// uses throttles the writes to last_used_at, and holds what is to be written.
 type uses struct {
 	limit    int           // maxTouched; tests lower it
 	interval time.Duration // writeEvery; tests shorten it
@@ -57,9 +52,8 @@ func newUses() uses {
 	}
 }
 
-// recordUse notes that tok was used at now, for the writer to write; it
-// never touches the database. A use is not recorded when the row's own
-// last_used_at, or this process's last recorded use, is less than
+// recordUse notes tok's use for the writer, without touching the database,
+// unless the row's last_used_at or the last recorded use is under
 // touchEvery old.
 func (s *Service) recordUse(tok Token, now time.Time) {
 	if tok.LastUsedAt != nil && now.Sub(*tok.LastUsedAt) < touchEvery {
@@ -93,19 +87,18 @@ func (s *Service) recordUse(tok Token, now time.Time) {
 	u.pending++
 }
 
-// Pending returns the number of token uses recorded and not yet written to
-// last_used_at. It never exceeds maxTouched.
+// Pending is how many recorded token uses are not yet written (at most
+// maxTouched).
 func (s *Service) Pending() int {
 	s.uses.mu.Lock()
 	defer s.uses.mu.Unlock()
 	return s.uses.pending
 }
 
-// RunTouchWriter writes the recorded token uses to last_used_at every second
-// until ctx ends, then writes what is left, giving that last write a few
-// seconds of its own, and returns. Run it once per Service, for as long as
-// the Service verifies tokens, and wait for it before closing the database.
-// Failed writes are logged at warn with the token id.
+// RunTouchWriter writes the recorded token uses every second until ctx
+// ends, then what is left, in a few seconds of its own. Run it once per
+// Service while it verifies tokens, and wait for it before closing the
+// database.
 func (s *Service) RunTouchWriter(ctx context.Context) {
 	tick := time.NewTicker(s.uses.interval)
 	defer tick.Stop()
@@ -128,11 +121,10 @@ func (s *Service) RunTouchWriter(ctx context.Context) {
 	}
 }
 
-// Flush writes every recorded token use now, one UPDATE per token, and
-// returns the errors of the writes that failed, joined. A failed write is
-// logged at warn with the token id and forgotten: the token's next use
-// records it again. If ctx ends first, the uses not yet written stay
-// recorded and ctx's error is returned. Flushes run one at a time.
+// Flush writes every recorded token use now, one at a time, and returns
+// the failed writes' errors, joined. A failed write is logged and
+// forgotten: the token's next use records it again. If ctx ends first, the
+// uses not yet written stay recorded. Flushes run one at a time.
 func (s *Service) Flush(ctx context.Context) error {
 	u := &s.uses
 	select {

@@ -3,16 +3,11 @@
 //
 //	{"iv":"<12-byte nonce>","value":"<ciphertext>","mac":"","tag":"<16-byte GCM tag>"}
 //
-// with each field in base64, no associated data, and an empty mac (the GCM
-// tag authenticates the ciphertext). Unlike Laravel, the AES key is not
-// APP_KEY's 32 bytes as they are but derived from them with HKDF-SHA256, so
-// that the same secret never keys two algorithms: one key for encryption, one
-// for the HMAC of Digest (which stands in for idempotency keys in logs).
-//
-// A Cipher encrypts under the current key and decrypts under the current key,
-// then each previous one (APP_PREVIOUS_KEYS), so keys rotate without
-// downtime; Reseal is the step `licensor keys rotate` takes for each value.
-//
+// with no associated data and an empty mac (the GCM tag authenticates the
+// ciphertext). Unlike Laravel, the AES key is derived from APP_KEY with
+// HKDF-SHA256, so the same secret never keys two algorithms (encryption,
+// and the HMAC of Digest). A Cipher decrypts under the current key, then
+// each previous one (APP_PREVIOUS_KEYS), so keys rotate without downtime.
 // No error of this package carries key material, plaintext or the envelope.
 package crypt
 
@@ -51,7 +46,7 @@ const (
 // bytes, so exactly eight characters whatever follows.
 const envelopePrefix = "eyJpdiI6"
 
-// Errors of Decrypt. They say what went wrong and nothing of the value.
+// Errors of Decrypt.
 var (
 	// ErrInvalid means the value is not a well-formed envelope.
 	ErrInvalid = errors.New("crypt: the payload is invalid")
@@ -61,7 +56,7 @@ var (
 	ErrDecrypt error = fault.New("key_unavailable", "crypt: could not decrypt the data with any configured key")
 )
 
-// Cipher encrypts and decrypts values at rest, and digests values for logs.
+// Cipher encrypts and decrypts values at rest, and digests them for logs.
 // It is safe for concurrent use.
 type Cipher struct {
 	keys         []cipher.AEAD // the current key first, then the previous ones
@@ -70,8 +65,7 @@ type Cipher struct {
 }
 
 // New returns a Cipher that encrypts under current and decrypts under
-// current, then each of previous in order. Every key must be 32 bytes, as
-// APP_KEY decodes to.
+// current, then each of previous. Every key must be KeySize bytes.
 func New(current []byte, previous ...[]byte) (*Cipher, error) {
 	c := &Cipher{}
 	for i, key := range append([][]byte{current}, previous...) {
@@ -113,10 +107,9 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block) // a 12-byte nonce and a 16-byte tag
 }
 
-// envelope is Laravel's payload, its fields in Laravel's order (PHP's
-// compact('iv', 'value', 'mac', 'tag')). Go's encoder escapes none of the
-// base64 alphabet, so the JSON is byte for byte what PHP's json_encode with
-// JSON_UNESCAPED_SLASHES writes.
+// envelope is Laravel's payload, in its order (compact('iv', 'value', 'mac',
+// 'tag')): Go's encoder escapes no base64, so the JSON is byte for byte
+// PHP's json_encode with JSON_UNESCAPED_SLASHES.
 type envelope struct {
 	IV    string `json:"iv"`
 	Value string `json:"value"`
@@ -124,8 +117,7 @@ type envelope struct {
 	Tag   string `json:"tag"`
 }
 
-// Encrypt seals plain under the current key, with a fresh random nonce: two
-// encryptions of one value differ.
+// Encrypt seals plain under the current key, with a fresh random nonce.
 func (c *Cipher) Encrypt(plain []byte) (string, error) {
 	nonce := make([]byte, nonceSize)
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
@@ -143,19 +135,16 @@ func (c *Cipher) Encrypt(plain []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(js), nil
 }
 
-// Decrypt opens an envelope under the current key, then each previous one.
-// ErrInvalid when s is no envelope, ErrDecrypt when no key opens it.
+// Decrypt opens an envelope: ErrInvalid when s is none, ErrDecrypt when no
+// key opens it.
 func (c *Cipher) Decrypt(s string) ([]byte, error) {
 	plain, _, err := c.open(s)
 	return plain, err
 }
 
-// KeyIndex says which configured key opens the envelope s, without
-// returning what it holds: 0 for the current key (APP_KEY), n for the n-th
-// previous key (APP_PREVIOUS_KEYS, as New was given them). ErrInvalid when s
-// is no envelope (a value written in plaintext before encryption at rest is
-// none: ask Encrypted first), ErrDecrypt when no key opens it; the index is
-// -1 then.
+// KeyIndex says which key opens the envelope s: 0 for the current key, n
+// for the n-th previous one, -1 with Decrypt's error (plaintext written
+// before encryption at rest is ErrInvalid: ask Encrypted first).
 func (c *Cipher) KeyIndex(s string) (int, error) {
 	_, key, err := c.open(s)
 	return key, err
@@ -164,13 +153,10 @@ func (c *Cipher) KeyIndex(s string) (int, error) {
 // PreviousKeys is how many previous keys the Cipher decrypts with.
 func (c *Cipher) PreviousKeys() int { return len(c.keys) - 1 }
 
-// Fingerprint names key i (numbered as KeyIndex numbers them) in a listing:
-// 8 hex characters of HKDF-SHA256 of the key, under an info string of its
-// own, so it is one-way and no key this package uses (it tells nothing of
-// the encryption or digest keys, and a 32-byte random key cannot be found
-// from it). The same key has the same fingerprint on every replica, so
-// operators can compare configurations without showing a key. "" when
-// there is no key i.
+// Fingerprint names key i (as KeyIndex numbers them) in a listing: 8 hex
+// characters of HKDF-SHA256 under an info of its own, one-way and alike on
+// every replica, so operators compare configurations without showing a
+// key. "" when there is no key i.
 func (c *Cipher) Fingerprint(i int) string {
 	if i < 0 || i >= len(c.fingerprints) {
 		return ""
@@ -178,11 +164,10 @@ func (c *Cipher) Fingerprint(i int) string {
 	return c.fingerprints[i]
 }
 
-// Reseal is one step of a key rotation: it returns s sealed under the current
-// key, and whether that changed anything. An envelope the current key opens
-// is returned as it is; one a previous key opens, and a value that is no
-// envelope at all (plaintext written before encryption at rest), are sealed
-// anew. An envelope no key opens is an error, and nothing changes.
+// Reseal is one step of a key rotation: s sealed under the current key,
+// and whether that changed it. Envelopes of previous keys and plaintext
+// written before encryption at rest are sealed anew; an envelope no key
+// opens is an error.
 func (c *Cipher) Reseal(s string) (string, bool, error) {
 	if !Encrypted(s) {
 		out, err := c.Encrypt([]byte(s))
@@ -199,29 +184,23 @@ func (c *Cipher) Reseal(s string) (string, bool, error) {
 	return out, err == nil, err
 }
 
-// Encrypted reports whether s is meant as an envelope rather than a value
-// written in plaintext before encryption at rest: it begins as every
-// envelope does. Whether it opens is Decrypt's to say, so an envelope that
-// was tampered with is refused, never taken for plaintext.
+// Encrypted is the package's Encrypted, for callers that hold a Cipher.
 func (c *Cipher) Encrypted(s string) bool { return Encrypted(s) }
 
-// Encrypted reports whether s is meant as an envelope (see Cipher.Encrypted).
+// Encrypted reports whether s is meant as an envelope rather than plaintext
+// written before encryption at rest: it begins as every envelope does.
+// Whether it opens is Decrypt's to say, so a tampered envelope is refused,
+// never taken for plaintext.
 func Encrypted(s string) bool { return strings.HasPrefix(s, envelopePrefix) }
 
-// Digest is a short stand-in for a secret in logs and listings: the first
-// 12 hex characters of its HMAC-SHA256 under a key derived from the current
-// key. It is stable for one APP_KEY, and tells nothing of the value to
-// whoever lacks the key (an unkeyed hash of a guessable key would).
+// Digest is a short stand-in for a secret in logs and listings: 12 hex
+// characters of its HMAC-SHA256, stable for one APP_KEY, telling nothing
+// to whoever lacks the key (an unkeyed hash of a guessable key would).
 func (c *Cipher) Digest(s string) string {
 	m := hmac.New(sha256.New, c.digest)
 	m.Write([]byte(s))
 	return hex.EncodeToString(m.Sum(nil)[:digestBytes])
 }
-
-var (
-	_ fmt.Stringer   = (*Cipher)(nil)
-	_ fmt.GoStringer = (*Cipher)(nil)
-)
 
 // String keeps the keys out of any log line a Cipher is printed in.
 func (c *Cipher) String() string { return "crypt.Cipher{keys: redacted}" }
@@ -229,17 +208,14 @@ func (c *Cipher) String() string { return "crypt.Cipher{keys: redacted}" }
 // GoString is String, for %#v.
 func (c *Cipher) GoString() string { return c.String() }
 
-// open decrypts s and says which key opened it (0: the current one).
 func (c *Cipher) open(s string) ([]byte, int, error) {
 	nonce, sealed, err := parse(s)
 	if err != nil {
 		return nil, -1, err
 	}
 	for i, k := range c.keys {
-		// The last key to try opens in place, into sealed's own storage: a
-		// failed Open may overwrite its destination, and after the last
-		// there is nothing left to try with it. An earlier one opens into a
-		// buffer of its own.
+		// Only the last key opens in place: a failed Open may overwrite its
+		// destination, which earlier keys must leave intact for the next.
 		var dst []byte
 		if i == len(c.keys)-1 {
 			dst = sealed[:0]
@@ -251,12 +227,10 @@ func (c *Cipher) open(s string) ([]byte, int, error) {
 	return nil, -1, ErrDecrypt
 }
 
-// parse checks an envelope the way Laravel's Encrypter does (iv, value, mac
-// and tag present and strings, a 12-byte iv, a 16-byte tag) and
-// returns the nonce and the ciphertext with its tag appended, as Open wants.
-// The three are decoded into one buffer (a replay opens an envelope on
-// every request): the nonce first, then the ciphertext and the tag after
-// it.
+// parse checks an envelope as Laravel's Encrypter does (iv, value, mac and
+// tag present strings, a 12-byte iv, a 16-byte tag) and returns the nonce
+// and the ciphertext with its tag appended, as Open wants, decoded into one
+// buffer (a replay opens an envelope on every request).
 func parse(s string) (nonce, sealed []byte, err error) {
 	js, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
@@ -282,35 +256,29 @@ func parse(s string) (nonce, sealed []byte, err error) {
 	return buf[:n1:n1], rest[: n2+n3 : n2+n3], nil
 }
 
-// parseOwnEnvelope reads the envelope in the exact form Encrypt writes it,
-// {"iv":"…","value":"…","mac":"","tag":"…"} with base64 values (which hold
-// no quote or backslash), without encoding/json and without copying: the
-// values it returns are js's own bytes. ok is false for any other form,
-// which parse then reads with encoding/json (Laravel writes the same fields,
-// possibly with escaped slashes).
+// parseOwnEnvelope reads the exact form Encrypt writes without
+// encoding/json and without copying (base64 holds no quote or backslash).
+// ok is false for any other form, such as Laravel's escaped slashes, which
+// parse then reads with encoding/json.
 func parseOwnEnvelope(js []byte) (iv, value, tag []byte, ok bool) {
-	rest := js
-	// take consumes prefix from rest, then a value up to its closing quote.
-	take := func(prefix string) ([]byte, bool) {
-		if len(rest) < len(prefix) || string(rest[:len(prefix)]) != prefix {
-			return nil, false
+	rest, ok := js, true
+	take := func(prefix string) []byte {
+		if !ok || len(rest) < len(prefix) || string(rest[:len(prefix)]) != prefix {
+			ok = false
+			return nil
 		}
 		rest = rest[len(prefix):]
 		end := bytes.IndexByte(rest, '"')
 		if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-			return nil, false
+			ok = false
+			return nil
 		}
 		v := rest[:end]
 		rest = rest[end+1:]
-		return v, true
+		return v
 	}
-	var mac []byte
-	var okIV, okValue, okMAC, okTag bool
-	iv, okIV = take(`{"iv":"`)
-	value, okValue = take(`,"value":"`)
-	mac, okMAC = take(`,"mac":"`)
-	tag, okTag = take(`,"tag":"`)
-	if !okIV || !okValue || !okMAC || !okTag || len(mac) != 0 || string(rest) != "}" {
+	iv, value, mac, tag := take(`{"iv":"`), take(`,"value":"`), take(`,"mac":"`), take(`,"tag":"`)
+	if !ok || len(mac) != 0 || string(rest) != "}" {
 		return nil, nil, nil, false
 	}
 	return iv, value, tag, true

@@ -3,17 +3,16 @@
 // same transaction as the change itself, read back as the feed
 // (GET /api/events) and delivered to the consumer's webhook endpoints.
 //
-// A change appends its event inside its own transaction (Append), so there
-// is no change without its event and no event without its change. The row is
-// not in the feed yet: the dispatcher (app/webhooks) numbers committed events
-// one batch at a time, whichever replica runs it, and hands each to the
-// consumer's endpoints in the same transaction. The feed is read in that
-// order, so a reader resuming after an event never misses one that committed
-// late under a lower id.
+// An appended row is not in the feed yet: the dispatcher (app/webhooks) numbers
+// committed events one batch at a time, whichever replica runs it, and hands
+// each to the consumer's endpoints in the same transaction. The feed is read
+// in that order, so a reader resuming after an event never misses one that
+// committed late under a lower id.
 package events
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,14 +30,12 @@ import (
 
 // The types of consumer events.
 const (
-	LicenseCreated     = "license.created"     // a license was made (or the vendor's site for the domain adopted)
-	LicenseRevoked     = "license.revoked"     // revoked by the consumer, or its site deleted at the vendor
-	LicenseSuspended   = "license.suspended"   // its site suspended at the vendor
-	LicenseReactivated = "license.reactivated" // its site reactivated at the vendor
-	LicenseKeyRotated  = "license.key_rotated" // its license key replaced at the vendor
-	// EndpointDisabled is a webhook endpoint disabled after failing every
-	// delivery for WEBHOOK_RETRY_FOR.
-	EndpointDisabled = "webhook_endpoint.disabled"
+	LicenseCreated     = "license.created"           // a license was made (or the vendor's site for the domain adopted)
+	LicenseRevoked     = "license.revoked"           // revoked by the consumer, or its site deleted at the vendor
+	LicenseSuspended   = "license.suspended"         // its site suspended at the vendor
+	LicenseReactivated = "license.reactivated"       // its site reactivated at the vendor
+	LicenseKeyRotated  = "license.key_rotated"       // its license key replaced at the vendor
+	EndpointDisabled   = "webhook_endpoint.disabled" // failed every delivery for WEBHOOK_RETRY_FOR
 )
 
 // LicenseTypes are the types of the license events.
@@ -69,27 +66,21 @@ const IDPrefix = "evt_"
 
 // Event is one consumer event as its row stores it.
 type Event struct {
-	// Seq is the row's id: the order events were written in (not the
-	// feed's; see Position).
-	Seq        uint64 `gorm:"column:id;primaryKey"`
-	ID         string `gorm:"column:public_id"` // "evt_" + a ULID: what the API shows
+	Seq        uint64 `gorm:"column:id;primaryKey"` // the order events were written in, not the feed's
+	ID         string `gorm:"column:public_id"`     // "evt_" + a ULID: what the API shows
 	ConsumerID string
 	Type       string
-	SubjectID  string // the license's id (or the webhook endpoint's)
-	// Sequence grows by one per event of one subject, from 1.
-	Sequence uint64
-	// Data is the event's "data" object as JSON, sealed under APP_KEY.
-	Data string
-	// Position is the event's place in the feed; nil until dispatched.
-	Position  *uint64
-	CreatedAt time.Time
+	SubjectID  string  // the license's id (or the webhook endpoint's)
+	Sequence   uint64  // one per event of one subject, from 1
+	Data       string  // the "data" object as JSON, sealed under APP_KEY
+	Position   *uint64 // the place in the feed; nil until dispatched
+	CreatedAt  time.Time
 }
 
 // TableName is the table events live in.
 func (Event) TableName() string { return "consumer_events" }
 
-// Cipher seals the events' data at rest (app/crypt's *Cipher): a license's
-// data carries its key.
+// Cipher seals the events' data at rest: a license's data carries its key.
 type Cipher interface {
 	Encrypt(plain []byte) (string, error)
 	Decrypt(envelope string) ([]byte, error)
@@ -108,10 +99,7 @@ func New(db, read *gorm.DB, cipher Cipher) *Log {
 	if cipher == nil {
 		panic("events: New needs a Cipher")
 	}
-	if read == nil {
-		read = db
-	}
-	return &Log{db: db, read: read, cipher: cipher}
+	return &Log{db: db, read: cmp.Or(read, db), cipher: cipher}
 }
 
 // Draft is an event to append.
@@ -120,9 +108,8 @@ type Draft struct {
 	Type       string
 	SubjectID  string
 	Sequence   uint64
-	// Data is the "data" object: {"license": …} or {"webhook_endpoint": …}.
-	Data any
-	At   time.Time
+	Data       any // the "data" object: {"license": …} or {"webhook_endpoint": …}
+	At         time.Time
 }
 
 // Append writes the event within tx, the transaction of the change it
@@ -135,9 +122,8 @@ func (l *Log) Append(tx *gorm.DB, d Draft) error {
 	return l.Insert(tx, &e)
 }
 
-// Seal is the event's row, its data rendered and sealed, ready to Insert:
-// the work of an event that needs no transaction, which a change may do
-// before it opens its own.
+// Seal is the event's row, its data sealed, ready to Insert: the work a
+// change may do before it opens its transaction.
 func (l *Log) Seal(d Draft) (Event, error) {
 	if !IsType(d.Type) {
 		return Event{}, fmt.Errorf("events: unknown type %q", d.Type)
@@ -154,9 +140,9 @@ func (l *Log) Seal(d Draft) (Event, error) {
 		Sequence: d.Sequence, Data: sealed, CreatedAt: dbtime.Stamp(d.At)}, nil
 }
 
-// Insert writes a sealed event within tx: one plain INSERT, on every
-// change's path (GORM's Create, which reads the new id back, cost a SQLite
-// create a tenth of its throughput more).
+// Insert writes a sealed event within tx: one plain INSERT (GORM's Create,
+// which reads the new id back, cost a SQLite create a tenth of its
+// throughput).
 func (l *Log) Insert(tx *gorm.DB, e *Event) error {
 	err := tx.Exec("INSERT INTO consumer_events (public_id, consumer_id, type, subject_id, sequence, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		e.ID, e.ConsumerID, e.Type, e.SubjectID, e.Sequence, e.Data, e.CreatedAt).Error
@@ -178,10 +164,9 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Body is the event as the feed lists it and a webhook sends it:
-// {"id","type","created_at","data":{…},"sequence"}. The same event renders
-// the same bytes every time, so every attempt at a delivery signs the same
-// body.
+// Body is the event as the feed lists it and a webhook sends it. The same
+// event renders the same bytes every time, so every attempt at a delivery
+// signs the same body.
 func (l *Log) Body(e Event) (json.RawMessage, error) {
 	data, err := l.cipher.Decrypt(e.Data)
 	if err != nil {
@@ -207,18 +192,16 @@ type Query struct {
 	Limit      int
 }
 
-// Page is one read of the feed: the events in feed order, their bodies, and
-// whether more follow.
+// Page is one read of the feed, in feed order.
 type Page struct {
 	Events []Event
 	Bodies []json.RawMessage
 	More   bool
 }
 
-// List reads the consumer's feed, oldest first, after q.After. Only
-// dispatched events are listed (normally within a second of their change).
-// An After the consumer has no event under (pruned, or another's) is
-// ErrNotFound.
+// List reads the consumer's feed after q.After, oldest first: dispatched
+// events only. An After the consumer has no event under (pruned, or
+// another's) is ErrNotFound.
 func (l *Log) List(ctx context.Context, q Query) (Page, error) {
 	db := l.read.WithContext(ctx)
 	tx := db.Where("consumer_id = ? AND position IS NOT NULL", q.ConsumerID)
@@ -251,7 +234,7 @@ func (l *Log) List(ctx context.Context, q Query) (Page, error) {
 }
 
 // Known reports whether id is one of the consumer's events in the feed:
-// what an After may name. It reads no event's data.
+// what an After may name.
 func (l *Log) Known(ctx context.Context, consumerID, id string) (bool, error) {
 	_, err := l.position(l.read.WithContext(ctx), consumerID, id)
 	if errors.Is(err, ErrNotFound) {
@@ -260,8 +243,6 @@ func (l *Log) Known(ctx context.Context, consumerID, id string) (bool, error) {
 	return err == nil, err
 }
 
-// position is the feed position of the consumer's event id; ErrNotFound
-// when the consumer has none under it in the feed.
 func (l *Log) position(db *gorm.DB, consumerID, id string) (uint64, error) {
 	var e Event
 	err := db.Select("position").Where("public_id = ? AND consumer_id = ? AND position IS NOT NULL", id, consumerID).Take(&e).Error

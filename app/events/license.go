@@ -7,9 +7,8 @@ import "time"
 // 2026-11-30T10:00:00.000000Z.
 const TimeLayout = "2006-01-02T15:04:05.000000Z"
 
-// License is a license as the API shows it, and as an event's data carries
-// it ({"license": …}): one shape for both, so a consumer reads a webhook's
-// license with the code that reads a GET's.
+// License is a license as the API shows it and an event's data carries it:
+// one shape, so a consumer reads a webhook's license as it reads a GET's.
 type License struct {
 	ID           string `json:"id"`
 	Name         string `json:"name"`

@@ -2,10 +2,9 @@ package licenses
 
 import "fmt"
 
-// Cipher keeps license keys encrypted at rest (app/crypt's *Cipher, built
-// from APP_KEY by the bootstrap): every write seals the key, every read
-// opens it, and a key written in plaintext before encryption at rest is
-// read as it is until `licensor keys rotate` seals it.
+// Cipher keeps license keys encrypted at rest (app/crypt's *Cipher); a key
+// written in plaintext before encryption at rest is read as it is until
+// `licensor keys rotate` seals it.
 type Cipher interface {
 	Encrypt(plain []byte) (string, error)
 	Decrypt(envelope string) ([]byte, error)

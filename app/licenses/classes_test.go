@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/internal/fault"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
-// classOf is the class the error's chain names (idempotency.ErrorClass
-// reads it so: an intent's attempt history), "" for none.
+// classOf is the class an intent's attempt history records for the error
+// (app/idempotency reads it so), "" for none.
 func classOf(err error) string {
-	var c interface{ ErrorClass() string }
-	if errors.As(err, &c) {
-		return c.ErrorClass()
+	var fields *fault.Fields
+	if code := fault.Code(err); code != "" || !errors.As(err, &fields) {
+		return code
 	}
-	return ""
+	return fault.ClassInvalidInput
 }
 
 // Every error of the domain names its class for an intent's attempt

@@ -14,27 +14,24 @@ import (
 )
 
 // SiteLister pages through every site the vendor holds, in a stable order
-// (the vendor protocol's GET /sites?page=&per_page=). The http and fake
-// drivers satisfy it.
+// (the vendor protocol's GET /sites?page=&per_page=).
 type SiteLister interface {
 	ListSites(ctx context.Context, page, perPage int) (sites []Site, total int, err error)
 }
 
 // Kinds of drift between the vendor's sites and the licenses.
 const (
-	DriftSiteGone    = "site_gone"      // an active or suspended license whose site the vendor no longer has
-	DriftStatus      = "status_differs" // suspended at the vendor and active here, or the other way round
-	DriftKey         = "key_differs"    // the vendor's license key is not the license's
-	DriftOrphanSite  = "orphan_site"    // a vendor site no license holds: a bill nobody pays
-	DriftDomain      = "domain_differs" // the vendor's site of the license's id is for another domain: never applied
-	driftSitesPerReq = 500
-	// driftLicensesPerBatch is how many licenses a check reads at a time.
+	DriftSiteGone         = "site_gone"      // an active or suspended license whose site the vendor no longer has
+	DriftStatus           = "status_differs" // suspended at the vendor and active here, or the other way round
+	DriftKey              = "key_differs"    // the vendor's license key is not the license's
+	DriftOrphanSite       = "orphan_site"    // a vendor site no license holds: a bill nobody pays
+	DriftDomain           = "domain_differs" // the vendor's site of the license's id is for another domain: never applied
+	driftSitesPerReq      = 500
 	driftLicensesPerBatch = 1000
-	// driftEventID is the event id of the changes a drift fix applies.
-	driftEventID = "drift"
+	driftEventID          = "drift" // the event id of the changes a drift fix applies
 )
 
-// DriftKinds are every kind a drift check reports, for counting each (zero included).
+// DriftKinds are every kind a drift check reports.
 var DriftKinds = []string{DriftSiteGone, DriftStatus, DriftKey, DriftOrphanSite, DriftDomain}
 
 // The sources of a site matched by id whose domain is not the license's.
@@ -50,8 +47,8 @@ var (
 	// new process) that lost its list than every site deleted at once. It
 	// is never reported as deletions, and never fixed.
 	ErrVendorListsNothing = errors.New("the vendor lists no sites")
-	// ErrTooManyFixes is a fix that would revoke licenses or replace their
-	// keys more often than DriftOptions.MaxFix allows: nothing is applied.
+	// ErrTooManyFixes is more destructive fixes than DriftOptions.MaxFix
+	// allows: nothing is applied, and the report says what would change.
 	ErrTooManyFixes = errors.New("too many destructive drift fixes")
 )
 
@@ -61,16 +58,12 @@ type Mismatch struct {
 	LicenseID string // "" for an orphan site
 	SiteID    string
 	Domain    string // the license's domain (the site's for an orphan)
-	// Action is what a fix does to the license: "revoke", "suspend",
-	// "reactivate", "replace key"; "" when it does nothing (an orphan site,
-	// a site of another domain).
-	Action string
-	Fixed  bool // Drift with fix applied the vendor's state to the license
+	Action    string // "revoke", "suspend", "reactivate", "replace key"; "" when a fix does nothing
+	Fixed     bool   // Drift with fix applied the vendor's state to the license
 }
 
-// Destructive reports whether the mismatch's fix loses something for good:
-// a license revoked (its domain freed), or its key replaced (the old one is
-// not kept). These are the fixes DriftOptions.MaxFix bounds.
+// Destructive reports whether the mismatch's fix loses something for good
+// (a license revoked, or its old key): what DriftOptions.MaxFix bounds.
 func (m Mismatch) Destructive() bool {
 	return m.Kind == DriftSiteGone || m.Kind == DriftKey
 }
@@ -95,23 +88,16 @@ func (r DriftReport) Counts() map[string]int {
 }
 
 // Destructive is how many of the mismatches a fix would revoke or re-key.
-func (r DriftReport) Destructive() int {
-	n := 0
-	for _, m := range r.Mismatches {
-		if m.Destructive() {
-			n++
-		}
-	}
-	return n
+func (r DriftReport) Destructive() int { return countOf(r.Mismatches, Mismatch.Destructive) }
+
+// Unfixed is how many of the mismatches are still there.
+func (r DriftReport) Unfixed() int {
+	return countOf(r.Mismatches, func(m Mismatch) bool { return !m.Fixed })
 }
 
-// Unfixed is how many of the mismatches are still there: an orphan site, a
-// site of another domain, or a license the check did not (or could not)
-// change.
-func (r DriftReport) Unfixed() int {
-	n := 0
-	for _, m := range r.Mismatches {
-		if !m.Fixed {
+func countOf[T any](s []T, keep func(T) bool) (n int) {
+	for _, v := range s {
+		if keep(v) {
 			n++
 		}
 	}
@@ -121,37 +107,27 @@ func (r DriftReport) Unfixed() int {
 // DriftOptions are a drift check's: whether to fix, and how far.
 type DriftOptions struct {
 	Fix bool // bring each license in line with the vendor's site
-	// MaxFix is the most destructive fixes (Mismatch.Destructive) applied
-	// in one check; above it nothing at all is applied. 0: any destructive
-	// fix needs Force.
+	// MaxFix is the most destructive fixes one check applies; above it
+	// nothing at all is. 0: any destructive fix needs Force.
 	MaxFix int
 	Force  bool // apply however many there are
 }
 
-// Drift is DriftWith forced: no bound on the fixes (the vendor listing
-// nothing is still refused).
+// Drift is DriftWith forced: no bound on the fixes.
 func (s *Service) Drift(ctx context.Context, lister SiteLister, fix bool) (DriftReport, error) {
 	return s.DriftWith(ctx, lister, DriftOptions{Fix: fix, Force: true})
 }
 
-// DriftWith compares every site the vendor holds with the licenses: a
-// license (active or suspended, made before the check began: a newer one's
-// site may lie past the pages already read) whose site is gone, whose status
-// or key differs, and a vendor site no license holds. A site is a license's
-// by its id and its domain: a site of the license's id for another domain
-// (the vendor gave the id again) is reported as domain_differs, logged and
-// counted, and never applied.
+// DriftWith compares every site the vendor holds with the licenses in
+// force made before the check began (a newer one's site may lie past the
+// pages already read). A site of the license's id for another domain (the
+// vendor gave the id again) is domain_differs, logged, and never applied.
 //
-// With Fix, once every license is compared, each is brought in line
-// through ApplyVendorEvent, the code a webhook runs, as an event of the
-// check's start: a later webhook still wins, an older one does not undo the
-// fix. A license being revoked is left to its intent; an orphan site is
-// reported, never deleted. More than MaxFix destructive fixes without Force
-// apply nothing (ErrTooManyFixes, with the report of what would change).
-//
-// A vendor that lists no site while licenses are in force is
-// ErrVendorListsNothing, with or without Fix and Force: the licenses are
-// not reported as deleted, and nothing is applied.
+// With Fix, each license is then brought in line through ApplyVendorEvent,
+// as a webhook of the check's start: a later webhook still wins, an older
+// one does not undo the fix. A license being revoked is left to its intent;
+// an orphan site is never deleted. ErrVendorListsNothing holds even with
+// Fix and Force.
 func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOptions) (DriftReport, error) {
 	start := dbtime.Stamp(s.now())
 	sites := map[string]Site{}
@@ -211,12 +187,12 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 		}
 	}
 	slices.SortFunc(orphans, func(a, b Mismatch) int { return strings.Compare(a.SiteID, b.SiteID) })
+	// After the licenses' mismatches: fixes[i] stays report.Mismatches[i].
+	report.Mismatches = append(report.Mismatches, orphans...)
 	if !opts.Fix {
-		report.Mismatches = append(report.Mismatches, orphans...)
 		return report, nil
 	}
 	if d := report.Destructive(); d > opts.MaxFix && !opts.Force {
-		report.Mismatches = append(report.Mismatches, orphans...)
 		return report, fmt.Errorf("%w: %d fix(es) would revoke a license or replace its key, more than the bound of %d; nothing applied",
 			ErrTooManyFixes, d, opts.MaxFix)
 	}
@@ -231,17 +207,14 @@ func (s *Service) DriftWith(ctx context.Context, lister SiteLister, opts DriftOp
 			return err
 		})
 		if err != nil {
-			report.Mismatches = append(report.Mismatches, orphans...)
 			return report, fmt.Errorf("fix license %s: %w", m.LicenseID, err)
 		}
 		m.Fixed = changed
 	}
-	report.Mismatches = append(report.Mismatches, orphans...)
 	return report, nil
 }
 
-// compare is one license against the vendor's sites: the mismatch, if
-// there is one (ok), and the event that fixes it (no Type: none does).
+// compare is one license's mismatch, if any (ok), and its fix (no Type: none).
 func (s *Service) compare(ctx context.Context, lic License, sites map[string]Site, start time.Time) (m Mismatch, fix VendorEvent, ok bool, err error) {
 	if err := s.open(&lic); err != nil {
 		return Mismatch{}, VendorEvent{}, false, err

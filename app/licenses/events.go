@@ -10,8 +10,7 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 )
 
-// Events of a license's audit trail: the vendor effects on it, and who
-// caused them.
+// Events of a license's audit trail.
 const (
 	EventCreated    = "created"    // a new vendor site was made for it
 	EventAdopted    = "adopted"    // the vendor's existing site for the domain was taken on
@@ -20,8 +19,8 @@ const (
 	EventFailed     = "failed"     // a revoke ended without effect; the license is active again
 )
 
-// Event is one entry of a license's audit trail, written in the same
-// transaction as the change it records.
+// Event is one entry of a license's audit trail, written in the change's
+// transaction.
 type Event struct {
 	ID         uint64 `gorm:"primaryKey"`
 	LicenseID  string
@@ -38,15 +37,12 @@ func (Event) TableName() string { return "license_events" }
 
 // The actors of an audit trail: who made a change, as the server knows it.
 const (
-	// ActorRequest is an authenticated request, on behalf of its token.
-	ActorRequest = "request"
-	// ActorReconciler is the reconciler, finishing what a token once asked for.
-	ActorReconciler = "reconciler"
+	ActorRequest    = "request"    // an authenticated request, on behalf of its token
+	ActorReconciler = "reconciler" // the reconciler, finishing what a token once asked for
 )
 
-// Actor is who causes a change: its kind (ActorRequest, ActorReconciler,
-// ActorVendor), from the principal or the component that acts, never from
-// anything a client sent; the request id rides along as correlation only.
+// Actor is who causes a change, from the principal or the component that
+// acts, never from anything a client sent.
 type Actor struct {
 	Name      string
 	RequestID string
@@ -69,9 +65,7 @@ func actorFrom(ctx context.Context) Actor {
 }
 
 // consumerEvents are the consumer events of the audit events that change
-// what a consumer sees of its license: every creation (made, adopted, or
-// recorded by the reconciler) is license.created; a revoke that ended
-// without effect (failed) changed nothing the consumer holds, and has none.
+// what a consumer sees: a failed revoke changed nothing, and has none.
 var consumerEvents = map[string]string{
 	EventCreated:     events.LicenseCreated,
 	EventAdopted:     events.LicenseCreated,
@@ -82,15 +76,13 @@ var consumerEvents = map[string]string{
 	EventKeyRotated:  events.LicenseKeyRotated,
 }
 
-// publishes reports whether the audit event has a consumer event: the
-// change's UPDATE then adds one to the license's event_sequence.
+// publishes reports whether the audit event has a consumer event (the
+// change's UPDATE then adds one to event_sequence).
 func publishes(event string) bool { _, ok := consumerEvents[event]; return ok }
 
-// logEvent writes, within tx, the audit event of a change to a license and,
-// when the change is one a consumer hears of, its consumer event (the
-// outbox row): both commit with the change or neither does. after is the
-// license as the change left it, its key in plaintext and its
-// EventSequence the one the change's UPDATE wrote.
+// logEvent writes, within tx, the audit event of a change and its consumer
+// event if it has one (the outbox row). after is the license as the change
+// left it, its key in plaintext and its EventSequence the UPDATE's.
 func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, event string, at time.Time) error {
 	ce, err := s.sealEvent(after, event, at)
 	if err != nil {
@@ -99,8 +91,6 @@ func (s *Service) logEvent(ctx context.Context, tx *gorm.DB, after License, even
 	return s.logSealed(actorFrom(ctx), tx, after, event, at, ce)
 }
 
-// sealEvent is the consumer event of the change, rendered and sealed; nil
-// when the change has none.
 func (s *Service) sealEvent(after License, event string, at time.Time) (*events.Event, error) {
 	typ, ok := consumerEvents[event]
 	if !ok {
@@ -114,8 +104,7 @@ func (s *Service) sealEvent(after License, event string, at time.Time) (*events.
 	return &e, nil
 }
 
-// logSealed is logEvent, by a, with the consumer event already sealed
-// (nil: none).
+// logSealed is logEvent by a, its consumer event sealed (nil: none).
 func (s *Service) logSealed(a Actor, tx *gorm.DB, after License, event string, at time.Time, ce *events.Event) error {
 	if ce != nil {
 		if err := s.cfg.Events.Insert(tx, ce); err != nil {
@@ -131,10 +120,9 @@ func (s *Service) logSealed(a Actor, tx *gorm.DB, after License, event string, a
 }
 
 // openForEvent opens the key of the license an event carries, in place. A
-// change needs no key (a revoke works when no configured key opens it), and
-// neither does its event: one whose key cannot be opened carries an empty
-// license_key, and the license's id is logged at Warn (a key missing from
-// APP_KEY and APP_PREVIOUS_KEYS, which `licensor keys status` counts).
+// change needs no key (a revoke works when none opens it), nor does its
+// event: it carries an empty license_key, and the license's id is logged at
+// Warn (`licensor keys status` counts such keys).
 func (s *Service) openForEvent(ctx context.Context, lic *License) {
 	if err := s.open(lic); err != nil {
 		s.cfg.Log.WarnContext(ctx, "license event without its key: no configured key opens it", "license_id", lic.ID)

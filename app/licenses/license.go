@@ -16,33 +16,25 @@ const (
 
 // License is a license for one domain, held by one consumer.
 type License struct {
-	ID         string `gorm:"primaryKey"`
-	ConsumerID string
-	Name       string
-	Domain     string
-	// ActiveDomain is Domain while the license is active (or revoking) and
-	// NULL once it is revoked: its unique index allows one active license
-	// per domain.
-	ActiveDomain *string
-	LicenseKey   string
-	Status       string
-	VendorSiteID string
-	RevokedAt    *time.Time
-	// VendorEventAt is the time of the last vendor event applied to the
-	// license (ApplyVendorEvent): an older one changes nothing.
-	VendorEventAt *time.Time
-	// IntentID is the public id of the intent that created the license
-	// (nil for licenses older than it): a retry or a resumption of that
-	// intent answers as its creation did.
-	IntentID *string
-	// EventSequence is the sequence of the license's last consumer event
-	// (0: none yet): each change that writes one adds one to it.
-	EventSequence uint64
+	ID            string `gorm:"primaryKey"`
+	ConsumerID    string
+	Name          string
+	Domain        string
+	ActiveDomain  *string // Domain until revoked, then NULL: its unique index allows one active license per domain
+	LicenseKey    string
+	Status        string
+	VendorSiteID  string
+	RevokedAt     *time.Time
+	VendorEventAt *time.Time // the last vendor event applied: an older one changes nothing
+	// IntentID is the public id of the intent that created the license: a
+	// retry or a resumption of that intent answers as its creation did.
+	IntentID      *string
+	EventSequence uint64 // the sequence of its last consumer event (0: none yet)
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
-	// KeyUnavailable says no configured key opens the stored license key,
-	// which LicenseKey then leaves empty: set by the operator's reads
-	// (Search, Find), which show such a license rather than fail. Not stored.
+	// KeyUnavailable says no configured key opens the stored license key
+	// (LicenseKey is then empty): the operator's reads show such a license
+	// rather than fail. Not stored.
 	KeyUnavailable bool `gorm:"-"`
 }
 
@@ -64,10 +56,9 @@ func (l License) Resource() events.License {
 // attempt history records.
 var (
 	// ErrDomainTaken means another consumer holds an active license for the
-	// domain. It says nothing about who.
+	// domain, and says nothing about who.
 	ErrDomainTaken error = fault.New("domain_taken", "the domain is licensed to another consumer")
-	// ErrNotFound means no license of the caller's has that id.
-	ErrNotFound error = fault.New("license_not_found", "license not found")
+	ErrNotFound    error = fault.New("license_not_found", "license not found")
 )
 
 // Input is what a consumer asks for.

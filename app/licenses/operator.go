@@ -17,18 +17,13 @@ var Statuses = []string{StatusActive, StatusSuspended, StatusRevoking, StatusRev
 
 // SearchQuery selects licenses for an operator, across consumers.
 type SearchQuery struct {
-	// Domain is a part of the domain, "" for any. It is normalised as a
-	// domain is (trimmed, lowercased, and a name with non-ASCII letters
-	// in its ASCII form, as it is stored: whole labels then match) and
-	// matched anywhere in the domain, its characters as they are (% and _
-	// match themselves).
-	Domain string
-	// ConsumerID is one consumer's licenses, "" for every consumer's.
-	ConsumerID string
-	// Status is one of Statuses, "" for all, revoked included.
-	Status string
-	// Page (from 1; 0 is 1) and PerPage (0: DefaultPerPage) cut a page.
-	Page, PerPage int
+	// Domain is a part of the domain, "" for any: normalised as stored
+	// (whole non-ASCII labels then match), and matched anywhere, % and _ as
+	// themselves.
+	Domain        string
+	ConsumerID    string // "" for every consumer's
+	Status        string // one of Statuses, "" for all, revoked included
+	Page, PerPage int    // Page from 1 (0 is 1); PerPage 0: DefaultPerPage
 }
 
 // DefaultPerPage is how many licenses a page of Search holds unless told.
@@ -39,7 +34,6 @@ const DefaultPerPage = 15
 // serves both.
 const likeEscape = "!"
 
-// likeEscaper makes a string match itself in a LIKE pattern.
 var likeEscaper = strings.NewReplacer(likeEscape, likeEscape+likeEscape, "%", likeEscape+"%", "_", likeEscape+"_")
 
 // searchDomain is a domain search's text in the form domains are stored;
@@ -50,7 +44,6 @@ func searchDomain(raw string) (domain string, ok bool) {
 	if isASCII(s) {
 		return s, true
 	}
-	// The ASCII (punycode) form, as NormalizeDomain stores it.
 	ascii, err := domainProfile.ToASCII(s)
 	return ascii, err == nil && isASCII(ascii)
 }
@@ -64,15 +57,11 @@ func isASCII(s string) bool {
 	return true
 }
 
-// Search lists the licenses q selects, any consumer's, newest first
-// (created_at, then id), a page at a time, with how many it selects in all:
-// the operator's view. A status that is not one of Statuses is a
-// *ValidationError on status. A domain part is matched anywhere in the
-// domain (a scan of the licenses the other filters leave: an operator's
-// search, not a request's path). The licenses come without their keys
-// (LicenseKey empty): an operator's list shows none, so none is read or
-// opened, and a license whose key no configured key opens is listed like
-// any other.
+// Search lists the licenses q selects, any consumer's, newest first, a
+// page at a time, with how many it selects in all: the operator's view. A
+// domain part is a scan of what the other filters leave (an operator's
+// search, not a request's path). The licenses come without their keys: an
+// operator's list shows none, so none is read or opened.
 func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 	if q.Status != "" && !slices.Contains(Statuses, q.Status) {
 		return Page{}, &ValidationError{Fields: map[string][]string{"status": {"The selected status is invalid."}}}
@@ -105,10 +94,8 @@ func (s *Service) Search(ctx context.Context, q SearchQuery) (Page, error) {
 	return p, nil
 }
 
-// Find returns any consumer's license by its id, ErrNotFound when there is
-// none: the operator's view. Its key is opened as Search opens it (one no
-// configured key opens leaves KeyUnavailable set and no key). Its audit
-// trail is Events(ctx, lic.ConsumerID, lic.ID).
+// Find returns any consumer's license by its id, or ErrNotFound: the
+// operator's view. A key no configured key opens leaves KeyUnavailable set.
 func (s *Service) Find(ctx context.Context, id string) (License, error) {
 	var lic License
 	err := s.cfg.Read.WithContext(ctx).Where("id = ?", id).Take(&lic).Error
@@ -122,9 +109,8 @@ func (s *Service) Find(ctx context.Context, id string) (License, error) {
 	return lic, nil
 }
 
-// openForOperator opens the key of a license an operator reads, in place:
-// one no configured key opens is shown without it (KeyUnavailable), and
-// the license's id is logged at Warn.
+// openForOperator opens the key in place; one no configured key opens is
+// shown without it, and the license's id is logged at Warn.
 func (s *Service) openForOperator(ctx context.Context, lic *License) {
 	if err := s.open(lic); err != nil {
 		s.cfg.Log.WarnContext(ctx, "license shown without its key: no configured key opens it", "license_id", lic.ID)

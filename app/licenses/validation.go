@@ -12,7 +12,7 @@ import (
 )
 
 // ValidationError is the input's field errors, in rule order (name, then
-// domain): a *fault.Fields. The name stays while app/operations names it.
+// domain). The name stays while app/operations names it.
 type ValidationError = fault.Fields
 
 // Validate trims and checks the input, returning it with the domain in its
@@ -33,10 +33,8 @@ func Validate(in Input) (Input, error) {
 }
 
 // nameProblem says what is wrong with a trimmed license name, "" when
-// nothing is: it must be valid UTF-8, 1 to 255 characters, with no control
-// character (unicode.Cc: NUL, tab, newline, …) and no format character
-// (unicode.Cf: bidirectional controls such as U+202E, zero-width characters
-// such as U+200B), which would make one name display as another.
+// nothing is. Control and format characters (Cc, Cf: bidirectional and
+// zero-width ones) are refused: they make one name display as another.
 func nameProblem(name string) string {
 	switch {
 	case !utf8.ValidString(name):
@@ -106,10 +104,9 @@ func isHostname(s string) bool {
 	return !isNumber(labels[len(labels)-1])
 }
 
-// isNumber reports whether a label reads as a number in any notation a URL
-// parser accepts (decimal, octal, or hex with 0x): a host whose last label
-// is one is taken for an IPv4 address ("x.0x10", "a.0123"), so it is
-// refused. The last label must have a letter that is not a hex prefix.
+// isNumber reports whether a label reads as a number to a URL parser
+// (decimal, octal, or hex with 0x): a host ending in one is taken for an
+// IPv4 address ("x.0x10", "a.0123").
 func isNumber(label string) bool {
 	digits := "0123456789"
 	if rest, ok := strings.CutPrefix(label, "0x"); ok {

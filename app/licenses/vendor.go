@@ -29,25 +29,20 @@ type Vendor interface {
 	CreateSite(ctx context.Context, name, domain string) (Site, error)
 	// DeleteSite deletes a site; a site already gone counts as deleted.
 	DeleteSite(ctx context.Context, id string) error
-	// RotateKey asks the vendor for a new license key for the site, and
-	// returns the site with it. Like a create, it is a write without an
-	// idempotency key: a failure after sending is uncertain (the key may have
+	// RotateKey asks the vendor for a new license key for the site. Like a
+	// create, a failure after sending is uncertain (the key may have
 	// changed). A site the vendor does not hold is ErrVendorSiteNotFound.
 	RotateKey(ctx context.Context, siteID string) (Site, error)
 }
 
-// ErrVendorSiteNotFound is the vendor's word that it holds no site with the
-// id asked (its 404). The error a driver returns for it is a *RejectedError
-// too, definite and without effect: errors.Is matches either.
+// ErrVendorSiteNotFound is the vendor's 404 for a site id. A driver's error
+// for it is a *RejectedError too: errors.Is matches either.
 var ErrVendorSiteNotFound = errors.New("the vendor has no such site")
 
-// EnsureSite converges on the natural key: it lists the vendor's sites for
-// the domain and adopts the one it finds, creating a site only when there is
-// none. Two attempts at one domain end at the same site. created says which.
-//
-// The vendor keeps one site per domain, so when two attempts race past the
-// list, the loser's create is refused; it then lists once more and adopts the
-// winner's site rather than failing.
+// EnsureSite converges on the natural key: it adopts the domain's site, and
+// creates one only when there is none, so two attempts at one domain end at
+// the same site. The vendor keeps one site per domain, so the loser of a
+// race past the list is refused, lists once more and adopts the winner's.
 func EnsureSite(ctx context.Context, v Vendor, name, domain string) (site Site, created bool, err error) {
 	found, err := v.FindSite(ctx, domain)
 	if err != nil {
@@ -94,9 +89,8 @@ func refusedForDomain(err error) bool {
 	return errors.As(err, &r) && len(r.Fields["domain"]) > 0 && len(r.Fields) == 1
 }
 
-// Sentinels for the three classes of vendor failure, each its code; every
-// typed error unwraps to its own first, then to its cause, so errors.Is
-// matches it and its code is the answer's.
+// Sentinels for the three classes of vendor failure; each typed error
+// unwraps to its own first, then to its cause.
 var (
 	ErrVendorUnavailable error = fault.New("vendor_unavailable", "vendor unavailable")
 	ErrVendorRejected    error = fault.New("vendor_rejected", "vendor rejected the request")
@@ -134,10 +128,8 @@ func (e *RejectedError) Unwrap() error { return ErrVendorRejected }
 // after sending, a reset, a 5xx, an unreadable answer). The write may have
 // happened: reconcile through the natural key, never resend blindly.
 type UncertainError struct {
-	Err error
-	// Domain is the normalised domain the write was for: what the pending
-	// intent is known by until the vendor's site id is.
-	Domain string
+	Err    error
+	Domain string // the normalised domain the write was for: the intent's ExternalRef
 }
 
 func (e *UncertainError) Error() string { return "vendor outcome unknown: " + errText(e.Err) }
@@ -159,8 +151,6 @@ var (
 	_ interface{ ExternalRef() string }  = (*UncertainError)(nil)
 )
 
-// classAndCause is what a typed vendor error unwraps to: its class's
-// sentinel, then its cause when it has one.
 func classAndCause(class, cause error) []error {
 	if cause == nil {
 		return []error{class}
@@ -175,13 +165,10 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// ClearSite makes sure the vendor keeps no site for the domain that no
-// license holds, for an intent that is discarded after its create may have
-// reached the vendor: such a site is deleted. A site a license holds (by its
-// id, unless revoked, or the domain's active license) is left alone. When
-// the vendor cannot be asked, or its delete fails, the answer is an
-// *UnavailableError and nothing was changed here (a site a failed delete
-// may have removed was nobody's). deleted says whether a site was deleted.
+// ClearSite deletes the vendor's site for the domain unless a license holds
+// it, for an intent discarded after its create may have reached the vendor.
+// Any failure of the vendor's is an *UnavailableError, and nothing was
+// changed here (a site a failed delete may have removed was nobody's).
 func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, err error) {
 	site, err := s.cfg.Vendor.FindSite(ctx, domain)
 	if err != nil {
@@ -205,9 +192,8 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	return true, nil
 }
 
-// asUnavailable is err as an *UnavailableError (503 vendor_unavailable):
-// for an operator's action that must not go on without the vendor's answer,
-// any failure of the vendor's is that it could not be asked.
+// asUnavailable is err as an *UnavailableError: for an operator's action
+// that needs the vendor's answer, any failure is that it could not be asked.
 func asUnavailable(err error) error {
 	var u *UnavailableError
 	if errors.As(err, &u) {

@@ -3,10 +3,8 @@
 // of the vendor's events, and the header that signs its webhooks. The http
 // driver (app/vendorclient), the webhook receiver (app/http) and the
 // simulator (app/vendorsim) all speak it through this package, so a change
-// to the protocol is a change here. The signature scheme itself is
-// Stripe's, which licensor's own webhooks use too: its one home is
-// internal/hmacsig, which Sign and Verify forward to. It imports only the
-// standard library and internal/hmacsig.
+// to the protocol is a change here. The signature scheme's home is
+// internal/hmacsig, which Sign and Verify forward to.
 //
 // The protocol is JSON over HTTP under VENDOR_URL, each request with
 // "Authorization: Bearer VENDOR_TOKEN":

@@ -39,13 +39,11 @@ type SitePage struct {
 	Meta *PageMeta `json:"meta"`
 }
 
-// PageMeta is a SitePage's "meta": the page, the per_page in force (after
-// the cap) and the number of sites in all. Total is a pointer so that a
-// reader can tell an answer without it from a vendor with no sites.
+// PageMeta is a SitePage's "meta".
 type PageMeta struct {
 	Page    int  `json:"page"`
-	PerPage int  `json:"per_page"`
-	Total   *int `json:"total"`
+	PerPage int  `json:"per_page"` // the per_page in force, after the cap
+	Total   *int `json:"total"`    // a pointer: an answer without it is not a vendor with no sites
 }
 
 // NewSite is the body of POST /sites.
@@ -60,8 +58,7 @@ type SiteData struct {
 	Data *Site `json:"data"`
 }
 
-// RotateKeyPath is the path under VENDOR_URL that gives the site with the
-// id a new license key: POST, without a body.
+// RotateKeyPath is the path under VENDOR_URL of a site's key rotation.
 func RotateKeyPath(id string) string { return "/sites/" + url.PathEscape(id) + "/rotate-key" }
 
 // ErrorBody is the body of the vendor's refusals (4xx) and failures:

@@ -1,8 +1,7 @@
 // Package dbtime is the precision of the times the tables keep. MySQL's
-// DATETIME(6) holds microseconds and rounds what is finer, SQLite keeps
-// the nanoseconds it is given: a time cut to the microsecond, in UTC,
-// before it is written reads back equal to the one its writer kept, on
-// either database, and compares with it as the SQL compares the rows.
+// DATETIME(6) rounds what is finer than microseconds, SQLite keeps
+// nanoseconds: a time cut to the microsecond, in UTC, reads back equal to
+// the one its writer kept on either database.
 package dbtime
 
 import "time"

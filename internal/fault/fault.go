@@ -16,26 +16,17 @@ import (
 // Error is an application error. Sentinels are *Error values, so errors.Is
 // tells them apart; the code is what the HTTP layer maps, never the text.
 type Error struct {
-	// Code names the case in snake_case (domain_taken, vendor_rejected):
-	// app/http's table key, and the class an intent's attempt history
-	// records for it.
-	Code string
-	// Message is the error's text, for logs and the command line; an
-	// answer's message is app/http's.
-	Message string
-	// RetryAfter is how long until asking again may succeed, when the case
-	// knows (a retry limited): the answer's Retry-After.
-	RetryAfter time.Duration
+	// Code names the case in snake_case (domain_taken): app/http's table
+	// key, and the class an intent's attempt history records.
+	Code       string
+	Message    string        // for logs and the command line; an answer's message is app/http's
+	RetryAfter time.Duration // the answer's Retry-After, when the case knows it
 }
 
 // New is an error with that code and text.
 func New(code, message string) *Error { return &Error{Code: code, Message: message} }
 
 func (e *Error) Error() string { return e.Message }
-
-// ErrorClass is the code: the class app/idempotency records for an
-// attempt that failed with e.
-func (e *Error) ErrorClass() string { return e.Code }
 
 // Code is the code of the first *Error in err's chain; "" when there is none.
 func Code(err error) string {
@@ -46,9 +37,9 @@ func Code(err error) string {
 	return ""
 }
 
-// Fields is Laravel's validation failure: the messages of each field that
-// failed, and the fields in the order their rules ran (which a map cannot
-// keep). The zero value is ready to use.
+// Fields is Laravel's validation failure: each failed field's messages, and
+// the fields in rule order (which a map cannot keep). The zero value is
+// ready to use.
 type Fields struct {
 	Fields map[string][]string
 	Order  []string // the fields of Fields in rule order; fields it does not name follow, sorted
@@ -86,11 +77,7 @@ func (f *Fields) Error() string {
 	return "invalid input: " + strings.Join(msgs, " ")
 }
 
-// ErrorClass is ClassInvalidInput (an intent's attempt history).
-func (f *Fields) ErrorClass() string { return ClassInvalidInput }
-
-// Keys is the fields with errors: those Order names first, in its order,
-// then the rest sorted.
+// Keys is the fields with errors: Order's first, then the rest sorted.
 func (f *Fields) Keys() []string {
 	keys := make([]string, 0, len(f.Fields))
 	for _, k := range f.Order {

@@ -1,11 +1,9 @@
-// Package hmacsig is the one home of the webhook signature scheme, Stripe's:
-// a signature header's value is "t=<unix seconds>,v1=<hex
-// HMAC-SHA256(secret, t + "." + raw body)>", with one v1 per secret while
-// the signer rotates its secret. The upstream vendor signs the webhooks
-// licensor receives this way (app/vendorproto names its header), and
-// licensor signs those it sends the same way (package client verifies
-// them). The package knows no header name and imports only the standard
-// library, so that the client, which consumers import, stays light.
+// Package hmacsig is the webhook signature scheme, Stripe's: a header value
+// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>", with
+// one v1 per secret while the signer rotates it. The vendor signs the
+// webhooks licensor receives this way, and licensor those it sends. It
+// imports only the standard library, so that package client, which
+// consumers import, stays light.
 package hmacsig
 
 import (
@@ -28,24 +26,19 @@ var (
 	ErrStale = errors.New("webhook signature timestamp outside the tolerance")
 )
 
-// Sign returns the signature header value of body sent at t:
-// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<unix seconds>." + body)>".
+// Sign returns the signature header value of body sent at t.
 func Sign(secret string, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
 }
 
-// Verify checks body against the values of its signature header (headers,
-// as http.Header.Values gives them): there must be exactly one, of the form
-// Sign writes, and one of its v1 (there may be several) must be the HMAC of
-// body under one of secrets (there may be several, during a rotation),
-// compared in constant time; otherwise, or with no secret at all, it is
-// ErrBadSignature. An empty secret is no secret: anyone can MAC under it,
-// so a receiver whose secret is unset accepts nothing. Only then is the
-// timestamp checked, so that a caller without a good signature learns
-// nothing of the clock: more than tolerance from now, before or after, is
-// ErrStale. Parts other than t and v1 are ignored, and so is a v1 that is
-// not a hex SHA-256.
+// Verify checks body against the values of its signature header (as
+// http.Header.Values gives them): exactly one, with a v1 that is body's
+// HMAC under one of secrets, else ErrBadSignature. An empty secret is
+// skipped: anyone can MAC under it. Only then is the timestamp checked, so
+// a caller without a good signature learns nothing of the clock: more than
+// tolerance off is ErrStale. Parts other than t and v1 are ignored, and so
+// is a v1 that is not a hex SHA-256.
 func Verify(headers []string, body []byte, secrets []string, now time.Time, tolerance time.Duration) error {
 	if len(headers) != 1 {
 		return ErrBadSignature
@@ -90,7 +83,6 @@ func Verify(headers []string, body []byte, secrets []string, now time.Time, tole
 	return nil
 }
 
-// mac is HMAC-SHA256(secret, ts + "." + body).
 func mac(secret, ts string, body []byte) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(ts))

@@ -5,9 +5,8 @@ import (
 	"sync"
 )
 
-// Buffer is a bytes buffer that goroutines may share: a logger, a process's
-// stdout and stderr, or a server writes it while the test reads it. The
-// zero value is an empty buffer ready to use.
+// Buffer is a bytes buffer that goroutines may share: a logger or a
+// server writes it while the test reads it. The zero value is ready to use.
 type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

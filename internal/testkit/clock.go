@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// Clock is a settable clock that goroutines may share: a test moves it with
-// Set and Advance while the code under test reads it through Now (pass
-// clk.Now where a func() time.Time is wanted). Its Sleep does not wait: it
-// records the wait and moves the clock on by it.
+// Clock is a settable clock that goroutines may share (pass clk.Now where a
+// func() time.Time is wanted). Its Sleep does not wait.
 type Clock struct {
 	mu    sync.Mutex
 	now   time.Time
@@ -40,9 +38,8 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// Sleep stands in for a sleep of d on this clock: it returns ctx's error
-// when ctx is already done, and otherwise records d (see Waits) and
-// advances the clock by it at once.
+// Sleep returns ctx's error when ctx is done, else records d (see Waits)
+// and advances the clock by it at once.
 func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err

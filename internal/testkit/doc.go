@@ -2,7 +2,6 @@
 // packages needs: a settable clock, a buffer that goroutines may share,
 // polling with a deadline and a free TCP address.
 //
-// It is an ordinary package so that test files of any package can import
-// it, but only tests may: tests/testkit_rule_test.go fails when a
-// production package imports it. It uses the standard library only.
+// Only tests may import it: tests/testkit_rule_test.go fails when a
+// production package does. It uses the standard library only.
 package testkit

@@ -14,10 +14,9 @@ const (
 	pollMost  = 20 * time.Millisecond
 )
 
-// Poll calls cond until it returns true, or until within has passed; it
-// reports whether cond held. cond is called at least once, and once more
-// after the deadline has passed; it runs on the caller's goroutine, so it
-// may fail the test itself.
+// Poll calls cond until it returns true or within has passed, and reports
+// whether it held. cond runs at least once, once more after the deadline,
+// and on the caller's goroutine, so it may fail the test itself.
 func Poll(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	pause := pollFirst
@@ -33,9 +32,8 @@ func Poll(within time.Duration, cond func() bool) bool {
 	}
 }
 
-// Eventually polls cond (as Poll does) until it holds, and otherwise fails
-// t at the deadline with the message format and args make, followed by
-// ": not within" and within.
+// Eventually polls cond until it holds, else fails t with the message
+// format and args make.
 func Eventually(t testing.TB, within time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
 	if !Poll(within, cond) {

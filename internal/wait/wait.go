@@ -38,8 +38,7 @@ func Jitter(d time.Duration) time.Duration {
 }
 
 // RetryAfter reads a Retry-After header: whole seconds, or an HTTP date (a
-// date already past means now). given is false when there is no usable
-// value.
+// date past means now). given is false when there is no usable value.
 func RetryAfter(v string, now time.Time) (wait time.Duration, given bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
