@@ -29,40 +29,31 @@ const (
 	ResultFailed    = "failed"    // gave up after the last attempt
 	// ResultAbandoned: the owner went before its work could have reached
 	// the vendor; nobody was promised anything, so it is not executed.
-	ResultAbandoned = "abandoned"
-	// ResultSuperseded: the effect was found made by a later intent, or the
-	// consumer revoked it; settled, not executed.
-	ResultSuperseded = "superseded"
+	ResultAbandoned  = "abandoned"
+	ResultSuperseded = "superseded" // made by a later intent, or revoked; not executed
 )
 
 // ReconcilerConfig is what a Reconciler needs; NewReconciler resolves its
 // defaults.
 type ReconcilerConfig struct {
-	Store *Store
-	// Operations are the application's operations, whose Resume finishes
-	// their pending intents.
-	Operations *Operations
-	// Settle is how old a record must be before a missing effect is created.
-	Settle      time.Duration
-	MaxAttempts int // default 10
-	// FailedInterval is how long a failed intent waits before the reconciler
-	// tries it again, so that a long vendor outage heals by itself. Default
-	// an hour.
+	Store       *Store
+	Operations  *Operations
+	Settle      time.Duration // how old a record must be before a missing effect is created
+	MaxAttempts int           // default 10
+	// FailedInterval is how long a failed intent waits before it is tried
+	// again, so that a long vendor outage heals by itself. Default an hour.
 	FailedInterval time.Duration
 	// Lease is how long a claim holds a record; also the grace before an
 	// abandoned processing record is claimed. Default a minute.
 	Lease time.Duration
-	// TTL is how long a completed record is replayed, from its completion.
-	TTL time.Duration
+	TTL   time.Duration // how long a completed record is replayed, from its completion
 	// Backoff is the first wait after a failed attempt; it doubles each time,
 	// capped at an hour. Default 15s.
-	Backoff time.Duration
-	// Interval is how often Run makes a pass. Default Backoff.
-	Interval time.Duration
-	Log      *slog.Logger     // nil: discard
-	Now      func() time.Time // nil: time.Now
-	// Observe, when set, is told each result (for metrics).
-	Observe func(result string)
+	Backoff  time.Duration
+	Interval time.Duration       // how often Run makes a pass; default Backoff
+	Log      *slog.Logger        // nil: discard
+	Now      func() time.Time    // nil: time.Now
+	Observe  func(result string) // when set, told each result
 	// LeaveBefore, when set, leaves alone every record created before it:
 	// another vendor made them (the fake after the http driver), and this
 	// one cannot know their outcome.
@@ -104,7 +95,7 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 	return &Reconciler{cfg: cfg}
 }
 
-// Reconciled is one intent a pass of the reconciler worked on, and what came of it.
+// Reconciled is one intent a pass worked on, and what came of it.
 type Reconciled struct {
 	Intent    string // the intent's public id
 	Operation string
@@ -198,8 +189,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 }
 
 // resume calls the operation's Resume; a panic in it is a failed attempt,
-// not the end of the process (which would claim the same record again after
-// a restart).
+// not the end of the process (which would claim the same record again).
 func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, bool) (Response, bool, error), x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -226,10 +216,8 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (R
 	return s, true
 }
 
-// settle writes what the attempt learnt, and the attempt itself (its
-// intent.attempted audit event, in the same transaction as the record's
-// change). A Resume that finished (Execution.Finish) wrote its attempt
-// with it.
+// settle writes what the attempt learnt, and the attempt in the same
+// transaction (a Resume that called Finish wrote it there).
 func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, done bool, err error) (string, error) {
 	rec, lease, now := x.rec, x.lease, r.now()
 	attempt := func(result string, err error, next *time.Time) *Attempt {
@@ -242,10 +230,9 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 	switch {
 	case rec.sealedErr != nil:
 		// Its request is sealed under a key this replica does not hold (a
-		// rotation under way, or a replica's keys mistyped): nothing was
-		// tried, so no attempt is counted or recorded and it never fails of
-		// it; it is due again after the first backoff, for this replica once
-		// it holds the key or for one that does.
+		// rotation under way, or mistyped keys): nothing was tried, so no
+		// attempt is counted and it never fails of it; due again after the
+		// first backoff, for a replica that holds the key.
 		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
 	case err == nil && done && x.finished: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
@@ -304,13 +291,11 @@ func (r *Reconciler) Run(ctx context.Context) {
 
 func (r *Reconciler) now() time.Time { return dbtime.Stamp(r.cfg.Now()) }
 
-// duePending lists the records a reconciler should work, oldest first:
-// pending records whose next attempt is due, processing records whose
-// owner's lease ran out before abandonedBefore (the process died and no
-// retry came to take them over), and failed records due for their slow
-// retry (a failed record with no next attempt waits for an operator), of
-// those created since since (zero: all). It is a background scan across
-// consumers; claiming one is a separate compare-and-set.
+// duePending lists the records a reconciler should work, oldest first, of
+// those created since since: pending ones due, processing ones whose lease
+// ran out before abandonedBefore (no retry came to take them over), and
+// failed ones due for their slow retry. Claiming one is a separate
+// compare-and-set.
 func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
@@ -328,15 +313,14 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 	return recs, nil
 }
 
-// claim leases a record DuePending listed to the caller until lease, as a
-// pending record: of several reconcilers (replicas) reading the same record,
-// exactly one wins.
+// claim leases a listed record to the caller until lease, as pending: of
+// several replicas reading it, exactly one wins.
 func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
 	return s.casUpdate(ctx, "claim pending record", read, map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
 }
 
-// casUpdate applies set to read as it was read (casWhere), retried on a
-// lock conflict: false when it changed meanwhile. what names it in errors.
+// casUpdate applies set to read as it was read (casWhere): false when it
+// changed meanwhile.
 func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set map[string]any) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
@@ -347,14 +331,10 @@ func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set ma
 	return res.RowsAffected == 1, nil
 }
 
-// updateClaimed updates a pending record the caller holds with lease. When
-// a is not nil, the update and a's intent.attempted audit event are one
-// transaction, the event written only when the update changed the record:
-// an attempt is in the trail if and only if what it did to the record
-// committed (a lost lease writes neither). A crash before the UPDATE,
-// between it and the INSERT, or before the COMMIT leaves both undone: the
-// record is still claimed, due again once the lease ends, and the attempt
-// is not on record (the next one is).
+// updateClaimed updates a pending record the caller holds with lease, and
+// records a (nil: nothing) in the same transaction, only when the update
+// changed the record. A crash leaves both undone: the record is due again
+// once the lease ends.
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
 	var res *gorm.DB
 	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
@@ -373,9 +353,8 @@ func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, s
 	return nil
 }
 
-// completeClaimed stores the response that finishes a claimed pending record,
-// to be replayed until expires (never earlier than the record's own expiry),
-// and records a (nil: nothing) in the same transaction.
+// completeClaimed stores the response that finishes a claimed record, to be
+// replayed until expires (never earlier than the record's own expiry).
 func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, now, expires time.Time, a *Attempt) error {
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
@@ -388,9 +367,7 @@ func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time,
 	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
-// supersedeClaimed settles a claimed record as superseded: its effect was
-// made by a later intent, or the consumer revoked it. It records a (nil:
-// nothing) in the same transaction.
+// supersedeClaimed settles a claimed record as superseded.
 func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
@@ -398,9 +375,7 @@ func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time
 }
 
 // postpone leaves a claimed record pending until next; failed says whether
-// the attempt counts (a vendor error) or not (too young to act on). It
-// records a in the same transaction; a nil a is no attempt (nothing was
-// tried) and records nothing.
+// the attempt counts (a vendor error) or not (too young to act on).
 func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time, a *Attempt) error {
 	set := map[string]any{"locked_until": next, "updated_at": now}
 	if failed {
@@ -410,9 +385,8 @@ func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, 
 }
 
 // fail gives up on a claimed record for now: a retry with its key executes
-// again, an operator may put it back (RetryFailed), and when next is not nil
-// the reconciler tries it again then, on its slow schedule. It records a
-// (nil: nothing) in the same transaction.
+// again, an operator may put it back, and when next is not nil the
+// reconciler tries it again then.
 func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
@@ -438,11 +412,8 @@ func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time
 	return count, oldest, nil
 }
 
-// prune deletes expired settled records (prunable) in batches of batch
-// ids, each batch its own short statement, so no delete holds locks for
-// long. Pending, processing and failed records are never pruned: an intent
-// the server accepted is settled (by the reconciler, or an operator's
-// discard), not dropped.
+// prune deletes expired prunable records in batches, each its own short
+// statement, so no delete holds locks for long.
 func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, error) {
 	var total int64
 	for {
@@ -469,9 +440,7 @@ func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, err
 	}
 }
 
-// prunable are the statuses the pruner deletes once expired: settled ones
-// (abandoned, superseded and discarded intents were never executed after
-// they settled). A failed intent is kept, visible and retried on the slow
-// schedule, until it completes or an operator discards it. The audit
-// events of a pruned intent are kept.
+// prunable are the statuses the pruner deletes once expired: settled ones.
+// An accepted intent is never dropped: a failed one is kept, retried on the
+// slow schedule, until it completes or an operator discards it.
 var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded, StatusDiscarded}
