@@ -18,10 +18,9 @@ import (
 )
 
 // Attempt is one attempt of the reconciler at an intent, as its
-// intent.attempted audit event's reason records it (Reason, ParseAttempt).
-// The event is written in the transaction of the change the attempt made to
-// the record, so an attempt is in the trail if and only if that change
-// committed. A pass that tried nothing, or whose claim was lost, writes none.
+// intent.attempted audit event's reason records it. The event commits with
+// the attempt's change to the record, or not at all; a pass that tried
+// nothing writes none.
 type Attempt struct {
 	// Number is the record's attempts once this one is counted (the first
 	// request is attempt 1). A waiting attempt is not counted: the next

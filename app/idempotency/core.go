@@ -13,8 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// attempt is one call for an intent (Serve's or Do's) as the state machine
-// sees it.
+// attempt is one call for an intent, Serve's or Do's.
 type attempt struct {
 	rec    *Record
 	prior  lookup          // the fast path's read of the scope, when one was made
@@ -120,10 +119,9 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (Response, bool, er
 	return Response{}, false, ErrInProgress
 }
 
-// execute runs the work as the owner of a.rec, detached, within the work
-// budget of the lease (which began before the reservation), then settles the
-// record. A panic releases the key and goes on. An unknown outcome is a
-// *PendingError (or ErrNotKept).
+// execute runs the work as the owner of a.rec, within the work budget of the
+// lease (which began before the reservation), then settles the record. A
+// panic releases the key and goes on.
 func (g *Guard) execute(a *attempt, outcome string) (Response, error) {
 	rec := a.rec
 	ctx, cancel := detach(a.parent, workDeadline(*rec.LockedUntil, g.now(), g.cfg.LockTimeout))
@@ -255,8 +253,8 @@ func (g *Guard) release(a *attempt) {
 	}
 }
 
-// settleContext outlives the caller: the record must be settled even when
-// the client has hung up.
+// settleContext outlives the caller: the record is settled even when the
+// client has hung up.
 func settleContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
 }
@@ -315,8 +313,8 @@ func (g *Guard) unkeyed(a *attempt) (Response, error) {
 // one; a client's Idempotency-Key may not (it would be shown as server-made).
 const autoPrefix = "auto:"
 
-// keepAuto reserves rec under "auto:<request id>", or under a fresh id when
-// a client sent the same request id twice.
+// keepAuto reserves rec under "auto:<request id>", or a fresh id when a
+// client sent the same request id twice.
 func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) error {
 	var err error
 	for _, key := range []string{autoPrefix + requestID, autoPrefix + ulid.Make().String()} {

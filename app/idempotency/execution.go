@@ -25,10 +25,7 @@ type Caller struct {
 //
 //	reserved ─ local reads ─► Start ─► the vendor call (no transaction) ─► Finish
 //
-// Reserved is the phase the record is inserted in. Start records that the
-// vendor may hear of the intent from now on. Finish commits the effect's
-// local writes and the answer in one transaction. An error between them
-// says what became of the intent (see Operation.Run).
+// An error between them says what became of the intent (see Operation.Run).
 type Execution struct {
 	Caller
 	store  *Store
@@ -70,10 +67,9 @@ func (x *Execution) Start(ctx context.Context) error {
 }
 
 // Finish is the last phase: effect writes the intent's local effect in tx
-// and returns the answer, stored on the record in the same transaction
-// (with the supersession of older open intents for the subject, and a
-// reconciler's attempt). The transaction runs again, whole, while it loses
-// a lock conflict: effect must write only what it was given. It rolls back
+// and returns the answer, stored in the same transaction, which supersedes
+// older open intents for the subject. It runs again, whole, while it loses a
+// lock conflict: effect must write only what it was given. It rolls back
 // with ErrLeaseLost, ErrSuperseded, or effect's error.
 func (x *Execution) Finish(ctx context.Context, effect func(tx *gorm.DB) (Response, error)) (Response, error) {
 	var resp Response
@@ -118,9 +114,8 @@ func (x *Execution) complete(tx *gorm.DB, resp Response) error {
 	return x.store.supersede(tx, x.rec.ConsumerID, x.rec.Operation, *x.rec.Subject, x.rec.ID, now)
 }
 
-// Supersede settles, in tx, every open intent of the caller's consumer for
-// operation about subject: the effect has made them moot (a revoke of the
-// license a create was for).
+// Supersede settles, in tx, the caller's consumer's open intents of
+// operation about subject, which the effect made moot.
 func (x *Execution) Supersede(tx *gorm.DB, operation, subject string) error {
 	return x.store.supersede(tx, x.rec.ConsumerID, operation, subject, 0, x.now())
 }
@@ -134,9 +129,8 @@ var ErrSuperseded error = &ownerRefusal{"intent superseded by a later one"}
 // and another owner took it over (409 request_in_progress to a request).
 var ErrLeaseLost error = &ownerRefusal{"idempotency lease lost"}
 
-// ownerRefusal is an owner's phase refusing the change: the caller no longer
-// owns the record, rolls back and answers it, and neither settles nor
-// releases the record; never an unknown outcome.
+// ownerRefusal is an owner's phase refusing the change: the caller, which no
+// longer owns the record, rolls back and neither settles nor releases it.
 type ownerRefusal struct{ msg string }
 
 func (e *ownerRefusal) Error() string { return e.msg }

@@ -14,8 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// HeaderKey and HeaderReplayed are the request and response headers of the
-// idempotency contract.
+// The request and response headers of the idempotency contract.
 const (
 	HeaderKey      = "Idempotency-Key"
 	HeaderReplayed = "Idempotent-Replayed"
@@ -30,14 +29,10 @@ var (
 	ErrPending    = errors.New("operation outcome pending") // 202 operation_pending
 	// ErrNotKept: an intent's outcome is unknown and the database could not
 	// record it either; the retry converges on the natural key. 503.
-	ErrNotKept = errors.New("pending intent could not be recorded")
-	// ErrNotRecorded: the database could not record the intent before its
-	// work began, so nothing was done. 503.
-	ErrNotRecorded    = errors.New("intent could not be recorded; nothing was done")
-	ErrBodyUnreadable = errors.New("request body unreadable") // 400; the route reads the body for Serve
-	// ErrDiscarded answers a retry of an intent an operator discarded, until
-	// its key expires. 409.
-	ErrDiscarded = errors.New("intent discarded by an operator")
+	ErrNotKept        = errors.New("pending intent could not be recorded")
+	ErrNotRecorded    = errors.New("intent could not be recorded; nothing was done") // 503
+	ErrBodyUnreadable = errors.New("request body unreadable")                        // 400; the route reads the body for Serve
+	ErrDiscarded      = errors.New("intent discarded by an operator")                // 409, until its key expires
 )
 
 // Config is what the layer needs from the application.
@@ -83,10 +78,10 @@ func New(cfg Config) (*Guard, error) {
 	return &Guard{cfg: cfg}, nil
 }
 
-// HeaderKey is the key an Idempotency-Key header's values give: the one
-// value, 1–255 visible ASCII characters (the column is ASCII, and MySQL
-// compares it with anything else by raising an error), not one the server
-// would make; "" when none was given and none is required.
+// HeaderKey is the key an Idempotency-Key header's values give: one value
+// of 1–255 visible ASCII characters (MySQL raises an error comparing the
+// ASCII column with anything else), not one the server would make; "" when
+// none was given and none is required.
 func (g *Guard) HeaderKey(values []string) (string, error) {
 	if len(values) == 0 {
 		if g.cfg.Required {
@@ -150,8 +145,7 @@ func notRecorded(err error) error {
 	return err
 }
 
-// lookup is what the record of a keyed request's scope was, read once before
-// the body is parsed.
+// lookup is a keyed request's record, read once before the body is parsed.
 type lookup struct {
 	done bool    // the read was made
 	rec  *Record // nil: no record
@@ -163,9 +157,8 @@ func (g *Guard) lookup(ctx context.Context, sc scope) lookup {
 	return lookup{done: true, rec: rec, err: err}
 }
 
-// replayable reports whether the record is a completed, live execution of a
-// request with exactly these bytes (hash): the same bytes are the same
-// intent, replayed without the body parsed.
+// replayable reports whether the record is a completed, live execution of
+// these very bytes (hash), which is the same intent, body unparsed.
 func (l lookup) replayable(hash string, now func() time.Time) bool {
 	r := l.rec
 	return l.err == nil && r != nil && r.Status == StatusCompleted &&

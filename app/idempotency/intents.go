@@ -42,8 +42,7 @@ type Result struct {
 	Location string // for a create, where the resource is
 }
 
-// ErrIntentNotFound means no intent has that id (or, asked on a consumer's
-// behalf, none of that consumer's).
+// ErrIntentNotFound means no intent (of the consumer asked for) has that id.
 var ErrIntentNotFound = errors.New("intent not found")
 
 // ErrNotFailed means a retry was asked of an intent that has not failed.
@@ -120,8 +119,8 @@ func (s *Store) Intents(ctx context.Context, f IntentFilter) ([]Intent, int64, e
 	return out, total, nil
 }
 
-// Intent returns the intent with that public id; when consumerID is not
-// empty, only if it is that consumer's. ErrIntentNotFound otherwise.
+// Intent returns the intent with that public id, only consumerID's when not
+// empty.
 func (s *Store) Intent(ctx context.Context, consumerID, id string) (Intent, error) {
 	r, err := s.byPublicID(ctx, consumerID, id, intentColumns)
 	if err != nil {
@@ -130,8 +129,7 @@ func (s *Store) Intent(ctx context.Context, consumerID, id string) (Intent, erro
 	return s.intent(r), nil
 }
 
-// byPublicID reads columns (nil: all) of the intent id, only consumerID's
-// when it is not empty.
+// byPublicID reads columns (nil: all) of the intent id, as Intent does.
 func (s *Store) byPublicID(ctx context.Context, consumerID, id string, columns []string) (*Record, error) {
 	q := s.db.WithContext(ctx).Where("public_id = ?", id)
 	if columns != nil {
@@ -151,16 +149,14 @@ func (s *Store) byPublicID(ctx context.Context, consumerID, id string, columns [
 	return &r, nil
 }
 
-// RetryFailed puts a failed intent back to pending, its attempts reset, due
-// at once, with its intent.retried audit event. ErrNotFailed when it is in
-// another state (nothing changes).
+// RetryFailed puts a failed intent back to pending, attempts reset, due at
+// once, with its intent.retried audit event; else ErrNotFailed.
 func (s *Store) RetryFailed(ctx context.Context, by audit.Actor, id string, now time.Time) (Intent, error) {
 	set := map[string]any{"status": StatusPending, "attempts": 0, "locked_until": nil, "updated_at": now}
 	return s.operatorChange(ctx, by, "retry intent", id, []string{StatusFailed}, nil, set, audit.Change{Event: audit.IntentRetried}, now, ErrNotFailed)
 }
 
-// ErrNotDiscardable means a discard was asked of an intent that is neither
-// failed nor abandoned.
+// ErrNotDiscardable means a discard was asked of an intent not Discardable.
 var ErrNotDiscardable = errors.New("only a failed or abandoned intent can be discarded")
 
 // ErrSubjectBusy (an ErrNotDiscardable) refuses a discard while another
@@ -168,12 +164,10 @@ var ErrNotDiscardable = errors.New("only a failed or abandoned intent can be dis
 // for it may be that intent's, which a discard must not delete.
 var ErrSubjectBusy = fmt.Errorf("%w: another intent for its subject is open", ErrNotDiscardable)
 
-// ErrRetryOnly means a discard was asked of an intent of an operation that
-// is retried, never discarded (Operation.RetryOnly): a revoke.
+// ErrRetryOnly means a discard was asked of an intent of a RetryOnly operation.
 var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
 
-// Discardable are the statuses an operator may discard an intent in: the
-// ones nobody else will settle for sure.
+// Discardable are the statuses nobody else will surely settle.
 var Discardable = []string{StatusFailed, StatusAbandoned}
 
 // discard settles an intent in one of the statuses from (or processing
@@ -195,9 +189,8 @@ func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, 
 	return in, err
 }
 
-// operatorChange applies set to the intent id if it is in one of from (and
-// holds lease, when not nil), recording change in the same transaction. It
-// returns the intent as it is afterwards, with refused when it was not.
+// operatorChange applies set to the intent id if it is in one of from (under
+// lease, when not nil) with change, and returns it afterwards (refused: not).
 func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id string, from []string, lease *time.Time, set map[string]any,
 	change audit.Change, now time.Time, refused error, exceptOperations ...string) (Intent, error) {
 	if err := by.Check(); err != nil {
@@ -225,14 +218,11 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 	if err != nil {
 		return Intent{}, err
 	}
-	r, err := s.byPublicID(ctx, "", id, intentColumns)
-	if err != nil {
-		return Intent{}, err
+	in, err := s.Intent(ctx, "", id)
+	if err != nil || changed {
+		return in, err
 	}
-	if !changed {
-		return s.intent(r), refused
-	}
-	return s.intent(r), nil
+	return in, refused
 }
 
 // IntentEvents returns the audit trail of the intent with that public id,
@@ -257,8 +247,7 @@ func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, str
 	return events, consumerID, nil
 }
 
-// FailedCount returns how many intents have failed and wait for the slow
-// retry or an operator.
+// FailedCount returns how many intents have failed.
 func (s *Store) FailedCount(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusFailed).Count(&n).Error; err != nil {
@@ -289,15 +278,12 @@ func (s *Store) StatusCounts(ctx context.Context) (map[string]int64, error) {
 }
 
 // Discard settles a failed or abandoned intent for good, for reason, after
-// its operation's BeforeDiscard has made sure the vendor keeps nothing for
-// it that nobody holds, when its work may have reached the vendor. For that
-// while the intent is claimed (processing, under a lease), so that neither
-// a retry nor the reconciler runs it between the check and the discard;
-// when BeforeDiscard fails it is put back as it was. The claim marks it
-// never started (phase reserved): a crash while claimed leaves an intent
-// the reconciler abandons once its lease ends, rather than resume the
-// create the discard was meant to end (a site left behind is one no license
-// holds: drift reports it).
+// its operation's BeforeDiscard, when its work may have reached the vendor.
+// Meanwhile the intent is claimed (put back as it was if the check fails),
+// so that neither a retry nor the reconciler runs it between the check and
+// the discard, and marked never started: a crash then leaves an intent the
+// reconciler abandons, rather than resume the create the discard was meant
+// to end (a site left behind is one no license holds: drift reports it).
 func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) (Intent, error) {
 	s, retryOnly := g.cfg.Store, g.cfg.Operations.RetryOnly()
 	if _, err := audit.Reason(reason); err != nil {
@@ -373,8 +359,7 @@ func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
 	return n > 0, nil
 }
 
-// discardable reads the intent id with everything its operation's
-// BeforeDiscard may need (its subject, phase and stored request).
+// discardable reads the whole intent id, its stored request opened.
 func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 	r, err := s.byPublicID(ctx, "", id, nil)
 	if err != nil {
@@ -386,8 +371,7 @@ func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 	return r, nil
 }
 
-// claimForDiscard makes read processing under lease; false when it changed
-// since it was read.
+// claimForDiscard makes read processing under lease, if it is as read.
 func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
 	return s.casUpdate(ctx, "claim intent for discard", read,
 		map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})

@@ -11,9 +11,8 @@ import (
 	"github.com/licensor-api/licensor/internal/ptr"
 )
 
-// Operation is a guarded write, declared once: the same value serves its
-// route (Serve), runs a call that is not a request (Do), and is what the
-// reconciler resumes by its name.
+// Operation is a guarded write, declared once: it serves its route (Serve)
+// and other callers (Do), and the reconciler resumes it by its name.
 type Operation[In any] struct {
 	// Name names the operation in records, logs and metrics
 	// ("licenses.store"). Unique among the application's operations.
@@ -25,9 +24,8 @@ type Operation[In any] struct {
 	// Run does the work as the intent's owner, through x's phases. A 2xx
 	// answer it did not Finish is stored, unless NoEffect; an OutcomeUnknown
 	// error keeps the intent pending; any other error or status had no
-	// effect and stores nothing (the key keeps its fingerprint). What the
-	// answer names (ResourceType, ResourceID, ExternalRef) is kept even
-	// beside an error: a pending intent is known by it.
+	// effect. What the answer names is kept even beside an error: a pending
+	// intent is known by it.
 	Run func(ctx context.Context, x *Execution, in In) (Response, error)
 	// Resume finishes, for the reconciler, an intent whose work may have
 	// reached the vendor, from its record, as Run does; done false: nothing
@@ -84,9 +82,8 @@ type Operations struct {
 	byName map[string]declared
 }
 
-// NewOperations checks and lists the application's operations: each needs a
-// unique name, a Run and a Resume, so that a wiring mistake stops the
-// process at start-up, not an intent an hour later.
+// NewOperations checks the operations (a unique name, a Run, a Resume), so
+// that a wiring mistake stops the process at start-up, not an hour later.
 func NewOperations(ops ...AnyOperation) (*Operations, error) {
 	o := &Operations{byName: make(map[string]declared, len(ops))}
 	for _, op := range ops {
@@ -146,13 +143,12 @@ type Request struct {
 	Prefetch *Prefetch // nil, or the record as the token row's statement read it
 }
 
-// Serve runs one request for op through the guard: a retry with the same
+// Serve runs one request for op through the guard. A retry with the same
 // bytes is replayed at once; else bind gives the input and the canonical
 // form of the fields that make the intent (nil: the whole body; an error is
-// the answer, before any record is made), the intent is reserved (or the
-// existing record answered), Run runs as its owner and the record is
-// settled. It returns the answer, the guard's decision as log attributes
-// (nil for none), and the error to answer with instead.
+// the answer, before any record is made). It returns the answer, the
+// guard's decision as log attributes (nil for none), and the error to
+// answer with instead.
 func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind func(body []byte) (In, []byte, error)) (Response, []slog.Attr, error) {
 	if r.Key != "" && !validKey(r.Key) {
 		return Response{}, nil, ErrKeyInvalid
@@ -203,11 +199,9 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 const doMethod = "DO"
 
 // Do runs op once for the intent key names, for work that is not an HTTP
-// request (a webhook, a queue job), with Serve's state machine: a call while
-// another runs gets ErrInProgress, a later one the stored answer with
-// replayed true. intent is what the work is about (nil for none), stored for
-// Resume and compared in canonical form: another intent under the key is
-// ErrKeyReused. When ctx is done before the call begins, nothing is done.
+// request, with Serve's state machine (a later call is replayed). intent is
+// what the work is about (nil for none), stored for Resume and compared in
+// canonical form. When ctx is done before the call begins, nothing is done.
 func (op Operation[In]) Do(ctx context.Context, g *Guard, caller Caller, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
 	g.MustServe(op)
 	return g.do(ctx, caller, scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent,

@@ -7,10 +7,9 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// Prefetch is a keyed request's record, read in the statement that reads
-// its token row (an auth.TokenRowJoin): a retry's two reads as one round
-// trip, from one snapshot. Serve takes it in place of its own first read,
-// only for the scope it serves.
+// Prefetch is a keyed request's record, read with its token row (an
+// auth.TokenRowJoin): a retry's two reads as one round trip, from one
+// snapshot. Serve uses it only for the scope it serves.
 type Prefetch struct {
 	store     *Store
 	operation string

@@ -23,18 +23,15 @@ var ErrAbandon = errors.New("intent cannot be finished")
 
 // Results of one reconciliation, as counted in metrics and reports.
 const (
-	ResultCompleted = "completed" // the effect was found or made; the response is stored
-	ResultWaiting   = "waiting"   // nothing found yet, and too young to create
-	ResultRetry     = "retry"     // the vendor failed; tried again later
-	ResultFailed    = "failed"    // gave up after the last attempt
-	// ResultAbandoned: the owner went before its work could have reached
-	// the vendor; nobody was promised anything, so it is not executed.
-	ResultAbandoned  = "abandoned"
+	ResultCompleted  = "completed"  // the effect was found or made; the response is stored
+	ResultWaiting    = "waiting"    // nothing found yet, and too young to create
+	ResultRetry      = "retry"      // the vendor failed; tried again later
+	ResultFailed     = "failed"     // gave up after the last attempt
+	ResultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
 	ResultSuperseded = "superseded" // made by a later intent, or revoked; not executed
 )
 
-// ReconcilerConfig is what a Reconciler needs; NewReconciler resolves its
-// defaults.
+// ReconcilerConfig is what a Reconciler needs; NewReconciler sets defaults.
 type ReconcilerConfig struct {
 	Store       *Store
 	Operations  *Operations
@@ -109,8 +106,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 	now := r.now()
 	// A processing record is abandoned once its lease has been over for a
 	// whole lease more: the retry that takes it over normally comes first.
-	// Records before LeaveBefore are left out by the query itself, so that
-	// however many there are they never fill a pass.
+	// The query leaves out records before LeaveBefore, so they never fill a pass.
 	recs, err := r.cfg.Store.duePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
 	if err != nil {
 		return nil, err
@@ -128,8 +124,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 	return out, nil
 }
 
-// reconcile claims one record and works it; ok=false when another
-// reconciler claimed it first or the database failed.
+// reconcile claims one record and works it; false when another reconciler
+// claimed it first or the database failed.
 func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bool) {
 	now := r.now()
 	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
@@ -161,12 +157,8 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: ptr.Deref(rec.RequestedBy), RequestID: ptr.Deref(rec.CorrelationID)},
 		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
 		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
-	var resp Response
-	var done bool
-	var err error
-	if rec.sealedErr != nil { // its request cannot be read under the keys held: tried again later
-		err = rec.sealedErr
-	} else {
+	resp, done, err := Response{}, false, rec.sealedErr
+	if err == nil { // else its request cannot be read under the keys held: tried again later
 		resp, done, err = resume(wctx, op.resume, x, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	}
 	// What the attempt learnt is written even when the loop is stopping.
@@ -199,8 +191,7 @@ func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, b
 	return fn(ctx, x, rec, mayCreate)
 }
 
-// abandon settles a processing record whose owner went before its work
-// could have reached the vendor: it is never executed here.
+// abandon settles a processing record that never started: never executed.
 func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Reconciled, bool) {
 	won, err := r.cfg.Store.abandon(ctx, rec, now)
 	if err != nil || !won {
@@ -230,9 +221,8 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 	switch {
 	case rec.sealedErr != nil:
 		// Its request is sealed under a key this replica does not hold (a
-		// rotation under way, or mistyped keys): nothing was tried, so no
-		// attempt is counted and it never fails of it; due again after the
-		// first backoff, for a replica that holds the key.
+		// rotation under way, mistyped keys): no attempt is counted, and it is
+		// due again after the first backoff, for a replica that holds the key.
 		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
 	case err == nil && done && x.finished: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
@@ -291,11 +281,10 @@ func (r *Reconciler) Run(ctx context.Context) {
 
 func (r *Reconciler) now() time.Time { return dbtime.Stamp(r.cfg.Now()) }
 
-// duePending lists the records a reconciler should work, oldest first, of
-// those created since since: pending ones due, processing ones whose lease
-// ran out before abandonedBefore (no retry came to take them over), and
-// failed ones due for their slow retry. Claiming one is a separate
-// compare-and-set.
+// duePending lists the records created since since to work, oldest first:
+// pending ones due, processing ones whose lease ran out before
+// abandonedBefore (no retry came to take them over), and failed ones due
+// for their slow retry.
 func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
@@ -319,8 +308,7 @@ func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now ti
 	return s.casUpdate(ctx, "claim pending record", read, map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
 }
 
-// casUpdate applies set to read as it was read (casWhere): false when it
-// changed meanwhile.
+// casUpdate applies set to read if it is as read (casWhere).
 func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set map[string]any) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
@@ -333,8 +321,7 @@ func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set ma
 
 // updateClaimed updates a pending record the caller holds with lease, and
 // records a (nil: nothing) in the same transaction, only when the update
-// changed the record. A crash leaves both undone: the record is due again
-// once the lease ends.
+// changed the record: an attempt is on record if and only if its change is.
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
 	var res *gorm.DB
 	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
@@ -384,8 +371,7 @@ func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, 
 	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
-// fail gives up on a claimed record for now: a retry with its key executes
-// again, an operator may put it back, and when next is not nil the
+// fail gives up on a claimed record for now; when next is not nil the
 // reconciler tries it again then.
 func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
@@ -394,7 +380,7 @@ func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time
 }
 
 // PendingStats returns how many records are pending and when the oldest was
-// created (zero when none).
+// created.
 func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
 	q := func() *gorm.DB { return s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending) }
 	if err := q().Count(&count).Error; err != nil {

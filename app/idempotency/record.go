@@ -14,11 +14,10 @@ const (
 	StatusPending    = "pending"    // the outcome is unknown; the reconciler settles it
 	StatusCompleted  = "completed"  // the response is stored and replayed
 	StatusFailed     = "failed"     // reconciliation gave up; a retry executes again
-	// StatusAbandoned: nobody was promised anything and nobody will finish
-	// it: the owner went before the vendor could have heard of the intent,
-	// or its attempt failed definitely and it is kept, until it expires, for
-	// its fingerprint. The reconciler never executes it; a retry with its
-	// key and the same request runs it for real.
+	// StatusAbandoned: nobody was promised anything: the owner went before
+	// the vendor could have heard of the intent, or it failed definitely and
+	// is kept for its fingerprint. The reconciler never executes it; a retry
+	// with its key and the same request runs it for real.
 	StatusAbandoned = "abandoned"
 	// StatusSuperseded: a later create for the same subject settled, or the
 	// consumer revoked it, while this intent was open. A retry with its key
@@ -68,11 +67,8 @@ type Record struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	ExpiresAt       time.Time
-	// Not stored: the record as this execution took it over (the same
-	// intent; nil for a fresh one), and why the stored request could not be
-	// opened (none of the keys held does).
-	prior     *Record
-	sealedErr error
+	prior           *Record // not stored: the record this execution took over (the same intent)
+	sealedErr       error   // not stored: why no key held opens the stored request
 }
 
 // TableName implements gorm's Tabler.

@@ -41,10 +41,9 @@ type Cipher interface {
 	Digest(s string) string  // a short keyed digest of a secret, safe to show
 }
 
-// NewStore returns a Store on db that keeps bodies sealed with c. The read
-// every keyed request makes runs on read when it is not nil; the request
-// path's writes go through group when it is not nil. It panics without a
-// Cipher: a body is never stored in plaintext.
+// NewStore returns a Store on db that keeps bodies sealed with c, reading
+// on read and writing the request path through group when they are not nil.
+// It panics without a Cipher: a body is never stored in plaintext.
 func NewStore(db *gorm.DB, c Cipher, read *gorm.DB, group *database.GroupCommit) *Store {
 	if c == nil {
 		panic("idempotency: NewStore needs a Cipher")
@@ -73,8 +72,8 @@ func (s *Store) write(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) *gor
 	return res
 }
 
-// findQuery reads one record by its scope (the unique index): every column
-// but the stored request, which only the reconciler reads.
+// findQuery reads one record by its scope: all but the stored request,
+// which only the reconciler reads.
 const findQuery = `SELECT id, public_id, consumer_id, operation, idempotency_key, request_hash, body_hash,
 status, response_status, response_headers, response_body, resource_type, resource_id, external_ref,
 correlation_id, requested_by, locked_until, attempts, created_at, updated_at, expires_at
@@ -106,8 +105,8 @@ func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	return &r, nil
 }
 
-// sealRequest is the stored form of a request body: sealed like a response
-// body (a vendor event carries a license key), nil for none.
+// sealRequest seals a request body like a response body: a vendor event
+// carries a license key.
 func (s *Store) sealRequest(body []byte) ([]byte, error) {
 	if len(body) == 0 {
 		return body, nil
@@ -153,9 +152,7 @@ func (s *Store) reserve(ctx context.Context, r *Record) (existing *Record, ok bo
 	}
 	existing, err = s.find(ctx, r.scope())
 	if err == nil && existing == nil {
-		// Deleted between our INSERT and our read (released or pruned): the
-		// caller may simply try again.
-		err = errRaced
+		err = errRaced // deleted between our INSERT and our read: try again
 	}
 	return existing, false, err
 }
@@ -178,10 +175,9 @@ func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB
 	return db.Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, status, lease)
 }
 
-// TakeOver claims a record that takeable allows for a new execution of r's
-// request. An expired record becomes a new intent; any other keeps its
-// public id and the phase it reached, and r remembers what it took over.
-// False when someone else changed the record first.
+// TakeOver claims read for a new execution of r's request, if unchanged. An
+// expired record becomes a new intent; any other keeps its public id and
+// the phase it reached, and r remembers what it took over.
 func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	sealed, err := s.sealRequest(r.RequestBody)
 	if err != nil {
@@ -238,8 +234,7 @@ type Response struct {
 	NoEffect bool
 }
 
-// complete stores the response of an execution that had an effect, while
-// the caller still owns the record.
+// complete stores the response of an execution that had an effect.
 func (s *Store) complete(ctx context.Context, r *Record, resp Response, now time.Time) error {
 	set, err := s.completed(resp, now)
 	if err != nil {
@@ -285,14 +280,12 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 	return s.owned(ctx, "settle", r, func(q *gorm.DB) *gorm.DB { return q.Updates(set) })
 }
 
-// release deletes the record of an execution that had no effect, so that a
-// retry runs for real.
+// release deletes the record of an execution that had no effect.
 func (s *Store) release(ctx context.Context, r *Record) error {
 	return s.owned(ctx, "release", r, func(q *gorm.DB) *gorm.DB { return q.Delete(&Record{}) })
 }
 
-// owned runs stmt on the record the caller owns; ErrLeaseLost when it
-// matched no row.
+// owned runs stmt on the record the caller owns; ErrLeaseLost for no row.
 func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *gorm.DB) *gorm.DB) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return stmt(leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil))
@@ -336,8 +329,8 @@ func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, be
 	return nil
 }
 
-// whyNotOwned tells why an owner's write matched no row: the intent was
-// superseded, or the lease was lost.
+// whyNotOwned tells why an owner's write matched no row: ErrSuperseded, or
+// ErrLeaseLost.
 func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 	var status string
 	if err := db.Model(&Record{}).Where("id = ?", r.ID).Select("status").Scan(&status).Error; err != nil {
@@ -349,8 +342,7 @@ func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 	return ErrLeaseLost
 }
 
-// abandon settles a processing record whose owner went before its work
-// could have reached the vendor (StatusAbandoned). False when the record
+// abandon settles a processing record that never started; false when it
 // changed meanwhile.
 func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
@@ -363,13 +355,11 @@ func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool,
 	return res.RowsAffected == 1, nil
 }
 
-// giveBack ends an execution that had no effect on r, which it owns, so
-// that a retry with the same request runs for real. A fresh intent under a
-// client's key is kept abandoned, for its fingerprint alone; one under a key
-// the server made is deleted: no client can send its key again. An intent
-// it took over keeps what it was owed: a superseded one is superseded again;
-// one that may have reached the vendor before goes back to pending, due
-// now: a retry's definite failure says nothing of the first one's effect.
+// giveBack ends an execution that had no effect on r, which it owns. A fresh
+// intent is kept abandoned for its fingerprint, or deleted under a key the
+// server made (no client can send it again). A superseded intent taken over
+// is superseded again; one that may have reached the vendor goes back to
+// pending: a retry's definite failure says nothing of the first one's effect.
 func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 	p := r.prior
 	switch {
@@ -396,8 +386,8 @@ func encodeHeaders(h map[string]string) string {
 	return b.String()
 }
 
-// eachHeader calls fn for each header stored by encodeHeaders, or in the JSON
-// object older records hold.
+// eachHeader calls fn for each stored header, also of the JSON object older
+// records hold.
 func eachHeader(stored string, fn func(name, value string)) error {
 	if strings.HasPrefix(stored, "{") {
 		var h map[string]string
