@@ -158,7 +158,7 @@ func (g *Guard) lookup(ctx context.Context, sc scope) lookup {
 }
 
 // replayable reports whether the record is a completed, live execution of
-// these very bytes (hash), which is the same intent, body unparsed.
+// these very bytes (hash): the same intent, replayed with the body unparsed.
 func (l lookup) replayable(hash string, now func() time.Time) bool {
 	r := l.rec
 	return l.err == nil && r != nil && r.Status == StatusCompleted &&

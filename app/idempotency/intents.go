@@ -167,7 +167,7 @@ var ErrSubjectBusy = fmt.Errorf("%w: another intent for its subject is open", Er
 // ErrRetryOnly means a discard was asked of an intent of a RetryOnly operation.
 var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
 
-// Discardable are the statuses nobody else will surely settle.
+// Discardable are the statuses an operator may discard in: nobody else is sure to settle them.
 var Discardable = []string{StatusFailed, StatusAbandoned}
 
 // discard settles an intent in one of the statuses from (or processing
