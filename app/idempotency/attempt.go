@@ -18,30 +18,21 @@ import (
 )
 
 // Attempt is one attempt of the reconciler at an intent, as its
-// intent.attempted audit event records it: the event's reason is
-// Attempt.Reason, and ParseAttempt reads it back. The event is written in
-// the transaction of the change the attempt made to the record (its
-// completion, postponement, failure or supersession), so that an attempt
-// is in the trail if and only if that change committed. A pass that tried
-// nothing (the record's request sealed under a key this replica does not
-// hold, an operation nobody resumes, a record that never started and is
-// abandoned) or whose claim was lost writes none.
+// intent.attempted audit event's reason records it. The event commits with
+// the attempt's change to the record, or not at all; a pass that tried
+// nothing writes none.
 type Attempt struct {
 	// Number is the record's attempts once this one is counted (the first
 	// request is attempt 1). A waiting attempt is not counted: the next
 	// attempt has its number too.
 	Number int
-	// Result is what came of it: ResultCompleted, ResultWaiting,
-	// ResultRetry, ResultFailed or ResultSuperseded.
-	Result string
-	// Class says why a retry or a failure did not finish: a snake_case
-	// class such as vendor_unavailable (see errorClass), never an error's
-	// text, which may carry a vendor's body, a license key or a token.
-	// Empty for the other results.
+	Result string // ResultCompleted, ResultWaiting, ResultRetry, ResultFailed or ResultSuperseded
+	// Class says why a retry or a failure did not finish (errorClass), never
+	// an error's text, which may carry a vendor's body, a license key or a
+	// token. Empty for the other results.
 	Class string
-	// Next is when the reconciler works the intent again: nil for none (a
-	// completed or superseded intent, or one failed for good, which waits
-	// for an operator).
+	// Next is when the reconciler works the intent again; nil for none (one
+	// failed for good waits for an operator).
 	Next *time.Time
 }
 
@@ -65,16 +56,12 @@ func (a Attempt) Reason() string {
 	return b.String()
 }
 
-// attemptReason is the grammar of Reason: number, result, class, next.
 var attemptReason = regexp.MustCompile(`^attempt ([1-9][0-9]{0,8}): ([a-z]+)(?: \(([a-z][a-z0-9_]*)\))?(?:, next at (\S+))?$`)
 
-// errNotAnAttempt is ParseAttempt's answer to a reason Attempt.Reason did
-// not write (the reason of another event).
 var errNotAnAttempt = errors.New("not the reason of an intent.attempted event")
 
-// ParseAttempt reads an intent.attempted event's reason back into the
-// Attempt it records (for an operator's page, which shows its fields
-// apart); errNotAnAttempt for any other text.
+// ParseAttempt reads an intent.attempted event's reason back into its
+// Attempt (for an operator's page, which shows its fields apart).
 func ParseAttempt(reason string) (Attempt, error) {
 	m := attemptReason.FindStringSubmatch(reason)
 	if m == nil {
@@ -92,32 +79,27 @@ func ParseAttempt(reason string) (Attempt, error) {
 	return a, nil
 }
 
-// recordAttempt writes a, the reconciler's attempt at r, in tx: the
-// transaction of the change the attempt made to r.
+// recordAttempt writes a in tx, the transaction of the change it made to r.
 func recordAttempt(tx *gorm.DB, r *Record, a *Attempt, now time.Time) error {
 	return audit.Record(tx, audit.Reconciler(), audit.Change{Event: audit.IntentAttempted, SubjectType: audit.SubjectIntent,
 		SubjectID: r.Ref(), Reason: a.Reason()}, now)
 }
 
-// Classes of a failed attempt that this package tells by itself, when the
-// error names none of its own (errorClass).
+// Classes of a failed attempt whose error names none of its own.
 const (
-	classDatabaseUnavailable = "database_unavailable" // the database could not serve (database.ErrUnavailable)
-	classTimeout             = "timeout"              // the attempt's work budget ran out
-	classCanceled            = "canceled"             // the attempt was stopped (the process is stopping)
-	classCannotFinish        = "cannot_finish"        // ErrAbandon, with no class of its cause's
-	classPanic               = "panic"                // the Resume panicked
-	classError               = "error"                // anything else
+	classDatabaseUnavailable = "database_unavailable"
+	classTimeout             = "timeout"       // the work budget ran out
+	classCanceled            = "canceled"      // the process is stopping
+	classCannotFinish        = "cannot_finish" // ErrAbandon, with no class of its cause's
+	classPanic               = "panic"         // the Resume panicked
+	classError               = "error"
 )
 
-// errorClass says what class of failure err is, for an intent's attempt
-// history: the code of the application error in its chain (a vendor's
-// unavailability, a refusal, the database's unavailability: fault.Code),
-// fault.ClassInvalidInput for field errors (an invalid stored request),
-// else one this package tells (the Class constants). A class is a
-// snake_case word of at most 40 characters: one that is not is classError,
-// so no text an error carries (a vendor's body, a key, a token) ever
-// reaches the trail.
+// errorClass is err's class for the attempt history: the application error
+// code in its chain (fault.Code), fault.ClassInvalidInput for field errors,
+// else one of the class constants. A code that is not a snake_case word of
+// at most 40 characters is classError, so no text an error carries (a
+// vendor's body, a key, a token) ever reaches the trail.
 func errorClass(err error) string {
 	if class := fault.Code(err); className.MatchString(class) {
 		return class
@@ -138,5 +120,4 @@ func errorClass(err error) string {
 	return classError
 }
 
-// className is what a class may be.
 var className = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)

@@ -13,33 +13,21 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// attempt is one call for an intent as the state machine sees it, whatever
-// made it (Serve, Do): the record it would reserve, how to run the
-// work, and how to tell of the outcome.
+// attempt is one call for an intent, Serve's or Do's.
 type attempt struct {
-	rec   *Record
-	prior lookup // the fast path's read of the scope, when one was made
-	// parent is the caller's context: the work keeps its values, not its
-	// cancellation.
-	parent context.Context
-	caller Caller // who asks; its RequestID is in the log lines of a failed settle
-	// work runs the intent as x (on ctx: detached, within the work
-	// budget), as Operation.Run does.
-	work func(ctx context.Context, x *Execution) (Response, error)
-	// noted is the last decision on the attempt, for its log line.
-	noted []slog.Attr
+	rec    *Record
+	prior  lookup          // the fast path's read of the scope, when one was made
+	parent context.Context // the work keeps its values, not its cancellation
+	caller Caller
+	work   func(ctx context.Context, x *Execution) (Response, error) // as Operation.Run
+	noted  []slog.Attr                                               // the last decision, for the log line
 }
 
-// tell notes a decision on the attempt (its log line, metrics); the last
-// one told is the attempt's.
 func (g *Guard) tell(a *attempt, r *Record, outcome string) { a.noted = g.note(r, outcome) }
 
-// run is the state machine, the one Serve and Do share: from the
-// record that holds the scope it decides whether to replay, refuse, or
-// execute. Only the INSERT in Reserve (or a compare-and-set on an existing
-// record) makes this call the owner. It returns the record to replay when
-// the answer is a stored one (replayed); otherwise what the work answered,
-// or the call's error.
+// run is the state machine Serve and Do share: replay, refuse, or execute.
+// Only the INSERT in reserve (or a compare-and-set on an existing record)
+// makes this call the owner.
 func (g *Guard) run(a *attempt) (resp Response, replayed bool, err error) {
 	rec := a.rec
 	// The reservation must not be cut short by a hang-up: an INSERT that
@@ -84,11 +72,10 @@ func (g *Guard) run(a *attempt) (resp Response, replayed bool, err error) {
 	return Response{}, false, ErrInProgress
 }
 
-// takeable reports whether the existing record may be taken over for rec:
-// it expired, or it is rec's own intent and failed, was abandoned or
-// superseded (settled without an answer of its own: the client's retry
-// runs for real and tells the truth of its time), or its owner's lease ran
-// out. A discarded intent is taken over only once expired, as a new intent.
+// takeable reports whether existing may be taken over for rec: expired, or
+// rec's own intent failed, abandoned or superseded (settled without an
+// answer of its own: the retry runs for real), or its owner's lease ran out.
+// A discarded intent is taken over only once expired, as a new intent.
 func takeable(existing, rec *Record) bool {
 	now := rec.CreatedAt
 	if existing.Status == StatusPending {
@@ -110,8 +97,7 @@ func takeable(existing, rec *Record) bool {
 		existing.Status == StatusProcessing && !existing.leaseAlive(now)
 }
 
-// answerExisting answers from a record this call does not own: its stored
-// answer, or why there is none.
+// answerExisting answers from a record this call does not own.
 func (g *Guard) answerExisting(a *attempt, existing *Record) (Response, bool, error) {
 	if existing.RequestHash != a.rec.RequestHash {
 		g.tell(a, a.rec, "mismatch")
@@ -133,18 +119,16 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (Response, bool, er
 	return Response{}, false, ErrInProgress
 }
 
-// execute runs the work as the owner of a.rec, then settles the record. The
-// work runs detached from the caller, within the work budget of the lease
-// (which began before the reservation). A panic releases the key and goes
-// on. It returns the work's answer, or its error: a *PendingError (or
-// ErrNotKept) for an unknown outcome, else the error as it is.
+// execute runs the work as the owner of a.rec, within the work budget of the
+// lease (which began before the reservation), then settles the record. A
+// panic releases the key and goes on.
 func (g *Guard) execute(a *attempt, outcome string) (Response, error) {
 	rec := a.rec
 	ctx, cancel := detach(a.parent, workDeadline(*rec.LockedUntil, g.now(), g.cfg.LockTimeout))
 	defer cancel()
 	settled := false
 	defer func() {
-		if !settled { // a panic: release the key, and let the panic go on
+		if !settled { // a panic
 			g.release(a)
 		}
 	}()
@@ -176,7 +160,6 @@ func (g *Guard) execute(a *attempt, outcome string) (Response, error) {
 	return resp, err
 }
 
-// refusalOutcome is how an owner's refusal is noted.
 func refusalOutcome(err error) string {
 	if errors.Is(err, ErrSuperseded) {
 		return "superseded"
@@ -185,10 +168,9 @@ func refusalOutcome(err error) string {
 }
 
 // keepPending records an intent whose outcome is unknown as pending before
-// the caller hears of it: a 202 promises that the intent is kept. When it
-// cannot be recorded the answer is ErrNotKept (503, retry), and the record
-// stays processing, for a retry to take over once its lease ends, or the
-// reconciler when none comes.
+// the caller hears of it: a 202 promises that it is kept. When that fails
+// the answer is ErrNotKept (503) and the record stays processing, for a
+// retry to take over once its lease ends, or the reconciler.
 func (g *Guard) keepPending(a *attempt, about Response, herr error) error {
 	rec := a.rec
 	ctx, cancel := settleContext(a.parent)
@@ -212,13 +194,11 @@ func (g *Guard) keepPending(a *attempt, about Response, herr error) error {
 	return &PendingError{ID: rec.Ref(), Err: herr}
 }
 
-// settle stores what had an effect (a 2xx, unless Finish stored it or the
-// work says it changed nothing) and releases the rest, so that a retry runs
-// for real: a failure keeps its fingerprint (GiveBack), a success that
-// changed nothing keeps nothing. It returns ErrSuperseded when a revoke
-// superseded the intent while it ran (settled for good by then: an expected
-// outcome, not a failure), and the store's error when the record could not
-// be settled.
+// settle stores what had an effect (a 2xx, unless Finish stored it or it
+// says NoEffect) and releases the rest, so that a retry runs for real: a
+// failure keeps its fingerprint (giveBack), a NoEffect success nothing.
+// ErrSuperseded when a revoke superseded the intent while it ran (an
+// expected outcome, not a failure).
 func (g *Guard) settle(a *attempt, x *Execution, resp Response, outcome string) error {
 	rec := a.rec
 	ctx, cancel := settleContext(a.parent)
@@ -226,13 +206,12 @@ func (g *Guard) settle(a *attempt, x *Execution, resp Response, outcome string) 
 	rec.ExternalRef = ptr.OrNil(resp.ExternalRef)
 	var err error
 	switch {
-	case x.finished: // completed by Finish, with its local writes
+	case x.finished:
 	case resp.Status >= 200 && resp.Status < 300 && !resp.NoEffect:
 		err = g.cfg.Store.complete(ctx, rec, resp, g.now())
 	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == StatusAbandoned):
-		// A success that changed nothing (a domain the consumer already
-		// held) binds nothing: the key is free, and a retry tells the truth
-		// of its own time. Only a failure keeps its fingerprint.
+		// A success that changed nothing binds nothing: a retry tells the
+		// truth of its own time.
 		outcome = "released"
 		err = g.cfg.Store.release(ctx, rec)
 	default:
@@ -274,19 +253,18 @@ func (g *Guard) release(a *attempt) {
 	}
 }
 
-// settleContext outlives the caller: the record must be settled even when
-// the client has hung up.
+// settleContext outlives the caller: the record is settled even when the
+// client has hung up.
 func settleContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
 }
 
-// outcomeUnknown is how a handler's error says "the effect may have
-// happened": the domain's uncertain errors implement it.
+// outcomeUnknown is how an error says "the effect may have happened": the
+// domain's uncertain errors implement it.
 type outcomeUnknown interface {
 	OutcomeUnknown() bool
 }
 
-// isOutcomeUnknown reports whether err says the effect may have happened.
 func isOutcomeUnknown(err error) bool {
 	var u outcomeUnknown
 	return errors.As(err, &u) && u.OutcomeUnknown()
@@ -298,9 +276,8 @@ type externalRefer interface {
 	ExternalRef() string
 }
 
-// PendingError is the answer to a request whose intent's outcome is not
-// known yet (202 operation_pending): it names the intent, so the client can
-// ask for its outcome.
+// PendingError answers a request whose intent's outcome is not known yet
+// (202 operation_pending), naming the intent so the client can ask after it.
 type PendingError struct {
 	ID  string // the intent's public id
 	Err error  // why the outcome is unknown; nil when a retry found it pending
@@ -319,10 +296,9 @@ func (e *PendingError) Is(target error) bool { return target == ErrPending }
 // Unwrap exposes the cause.
 func (e *PendingError) Unwrap() error { return e.Err }
 
-// unkeyed runs a request that came without a key the way a keyed one runs,
-// under a key the server makes ("auto:" and the request id): the intent is
-// on the record before the vendor hears of it, so that no intent the server
-// accepted is ever dropped, even when the process dies mid-call.
+// unkeyed runs a request without a key under one the server makes, so that
+// the intent is on the record before the vendor hears of it: no accepted
+// intent is dropped, even when the process dies mid-call.
 func (g *Guard) unkeyed(a *attempt) (Response, error) {
 	ctx, cancel := settleContext(a.parent)
 	defer cancel()
@@ -337,8 +313,8 @@ func (g *Guard) unkeyed(a *attempt) (Response, error) {
 // one; a client's Idempotency-Key may not (it would be shown as server-made).
 const autoPrefix = "auto:"
 
-// keepAuto reserves rec under "auto:<request id>", or under a fresh id when
-// a client sent the same request id twice.
+// keepAuto reserves rec under "auto:<request id>", or a fresh id when a
+// client sent the same request id twice.
 func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) error {
 	var err error
 	for _, key := range []string{autoPrefix + requestID, autoPrefix + ulid.Make().String()} {
@@ -357,9 +333,8 @@ func (g *Guard) keepAuto(ctx context.Context, rec *Record, requestID string) err
 	return err
 }
 
-// stored is the answer a completed record replays: the same status, the
-// same body byte for byte, the same Content-Type and Location, and
-// Idempotent-Replayed. A Do caller reads its Outcome's fields too.
+// stored is the answer a completed record replays: the same status, body
+// byte for byte and headers, plus Idempotent-Replayed.
 func stored(r *Record) (Response, error) {
 	resp := Response{Status: http.StatusOK, Headers: map[string]string{}, Body: r.ResponseBody,
 		ResourceType: ptr.Deref(r.ResourceType), ResourceID: ptr.Deref(r.ResourceID), ExternalRef: ptr.Deref(r.ExternalRef)}
@@ -375,25 +350,21 @@ func stored(r *Record) (Response, error) {
 	return resp, nil
 }
 
-// WorkBudget is how long the owner of a lease may work: the work ends a fifth
-// of the lease before the lease does, so that the owner always settles its
-// record before anyone may take it over. This is the one place the rule is
-// set; every deadline on owned work (Serve's, the keyless path's, an
-// unguarded write's, the reconciler's) derives from it.
+// WorkBudget is how long the owner of a lease may work: a fifth of the lease
+// less, so that the owner settles its record before anyone may take it over.
+// Every deadline on owned work derives from it.
 func WorkBudget(lease time.Duration) time.Duration { return lease - lease/5 }
 
-// workDeadline is when the work under a lease of length lease, ending at
-// leaseEnd on the service's clock (now on that clock), must stop: a real
-// time, as context deadlines are, whatever clock the service runs on. Time
-// already spent since the lease began comes out of the budget.
+// workDeadline is when work under a lease ending at leaseEnd (now and
+// leaseEnd on the service's clock) must stop, in real time as context
+// deadlines are; time spent since the lease began comes out of the budget.
 func workDeadline(leaseEnd, now time.Time, lease time.Duration) time.Time {
 	return time.Now().Add(leaseEnd.Sub(now) + WorkBudget(lease) - lease)
 }
 
-// detach returns the context owned work runs on: it keeps parent's values
-// but not its cancellation, so that a client hanging up cannot cut the work
-// short between the vendor's answer and the write that records it, and it
-// ends at deadline. It is the one place a request is detached from its client.
+// detach is the context owned work runs on: parent's values without its
+// cancellation, so that a client hanging up cannot cut the work short
+// between the vendor's answer and the write that records it.
 func detach(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.WithoutCancel(parent), deadline)
 }

@@ -11,13 +11,11 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// Caller is who asks for an operation: the consumer its key is scoped to,
-// the token that asked ("" for none) and the request's id, kept as the
-// record's correlation id.
+// Caller is who asks for an operation.
 type Caller struct {
-	ConsumerID string
-	TokenID    string
-	RequestID  string
+	ConsumerID string // the consumer its key is scoped to
+	TokenID    string // "" for none
+	RequestID  string // kept as the record's correlation id
 }
 
 // Execution is one run of an intent by the caller that holds its record's
@@ -27,10 +25,7 @@ type Caller struct {
 //
 //	reserved ─ local reads ─► Start ─► the vendor call (no transaction) ─► Finish
 //
-// Reserved is the phase the record is inserted in. Start records that the
-// vendor may hear of the intent from now on. Finish commits the effect's
-// local writes and the answer in one transaction. An error between them
-// says what became of the intent (see Operation.Run).
+// An error between them says what became of the intent (see Operation.Run).
 type Execution struct {
 	Caller
 	store  *Store
@@ -38,29 +33,24 @@ type Execution struct {
 	status string    // the record's status while it is owned: processing, or pending for a claim
 	lease  time.Time // the lease the owner set
 	now    func() time.Time
-	// expires, for a claim, is the end of the replay window counted from
-	// the completion; nil: the record's own.
-	expires *time.Time
-	// attempt, for a claim, is the reconciler's attempt a completion
-	// records (its intent.attempted event, in Finish's transaction).
-	attempt *Attempt
-	// finished says Finish committed: the answer is on the record.
-	finished bool
+	// For a claim: the end of the replay window counted from the completion
+	// (nil: the record's own), and the attempt Finish's transaction records.
+	expires  *time.Time
+	attempt  *Attempt
+	finished bool // Finish committed: the answer is on the record
 }
 
-// IntentID is the public id of the intent: what the effect keeps to know
-// which intent made it.
+// IntentID is the intent's public id, which the effect keeps.
 func (x *Execution) IntentID() string { return x.rec.Ref() }
 
 // Start is the phase before the vendor may hear of the intent: from here a
 // crash leaves an intent the reconciler finishes by looking at the vendor;
 // before it, one it abandons, since nobody was promised anything. The
-// operation must not reach out when Start fails: it does for a retry of a
-// superseded intent (ErrSuperseded), which answers only what it finds.
+// operation must not reach out when Start fails.
 func (x *Execution) Start(ctx context.Context) error {
 	if p := x.rec.prior; p != nil && p.Status == StatusSuperseded {
-		// A retry of a superseded intent answers what it finds, but never
-		// reaches out: the consumer may have revoked what superseded it.
+		// A retry of a superseded intent answers only what it finds: the
+		// consumer may have revoked what superseded it.
 		return ErrSuperseded
 	}
 	res := x.store.write(ctx, func(db *gorm.DB) *gorm.DB {
@@ -77,15 +67,10 @@ func (x *Execution) Start(ctx context.Context) error {
 }
 
 // Finish is the last phase: effect writes the intent's local effect in tx
-// and returns the answer, which is stored on the record in the same
-// transaction, so that the effect and the answer commit together or not at
-// all. Older open intents of the consumer for the same subject (of the same
-// operation) are superseded in it too, and a reconciler's attempt is
-// written in it. The transaction runs again, whole, while it loses a lock
-// conflict: effect must write only what it was given. Finish fails, and
-// rolls the effect back, when the caller no longer owns the record
-// (ErrLeaseLost) or the intent was superseded meanwhile (ErrSuperseded),
-// or with effect's error as it is.
+// and returns the answer, stored in the same transaction, which supersedes
+// older open intents for the subject. It runs again, whole, while it loses a
+// lock conflict: effect must write only what it was given. It rolls back
+// with ErrLeaseLost, ErrSuperseded, or effect's error.
 func (x *Execution) Finish(ctx context.Context, effect func(tx *gorm.DB) (Response, error)) (Response, error) {
 	var resp Response
 	err := database.Transact(ctx, x.store.db, database.RetryOnConflict, func(tx *gorm.DB) (err error) {
@@ -101,7 +86,6 @@ func (x *Execution) Finish(ctx context.Context, effect func(tx *gorm.DB) (Respon
 	return resp, nil
 }
 
-// complete stores resp as the intent's answer in tx.
 func (x *Execution) complete(tx *gorm.DB, resp Response) error {
 	now := x.now()
 	set, err := x.store.completed(resp, now)
@@ -130,32 +114,27 @@ func (x *Execution) complete(tx *gorm.DB, resp Response) error {
 	return x.store.supersede(tx, x.rec.ConsumerID, x.rec.Operation, *x.rec.Subject, x.rec.ID, now)
 }
 
-// Supersede settles, in tx, every open intent of the caller's consumer for
-// operation about subject: the effect has made them moot (a revoke of the
-// license a create was for).
+// Supersede settles, in tx, the caller's consumer's open intents of
+// operation about subject, which the effect made moot.
 func (x *Execution) Supersede(tx *gorm.DB, operation, subject string) error {
 	return x.store.supersede(tx, x.rec.ConsumerID, operation, subject, 0, x.now())
 }
 
 // ErrSuperseded answers a request whose intent was superseded while it ran
-// (the consumer revoked the license of its domain meanwhile): its writes
-// are rolled back (409 intent_superseded). A Resume returns it (wrapped)
-// when it finds the effect made by another intent.
+// (409 intent_superseded); a Resume returns it (wrapped) when another
+// intent made the effect.
 var ErrSuperseded error = &ownerRefusal{"intent superseded by a later one"}
 
 // ErrLeaseLost means the caller no longer owns the record: its lease ran out
 // and another owner took it over (409 request_in_progress to a request).
 var ErrLeaseLost error = &ownerRefusal{"idempotency lease lost"}
 
-// ownerRefusal is an error of an owner's phase (Start, Finish) that refuses
-// the change: the operation rolls its writes back and answers it, and does
-// not take it for an unknown outcome.
+// ownerRefusal is an owner's phase refusing the change: the caller, which no
+// longer owns the record, rolls back and neither settles nor releases it.
 type ownerRefusal struct{ msg string }
 
 func (e *ownerRefusal) Error() string { return e.msg }
 
-// isRefusal reports whether err is an owner's refusal: the caller no longer
-// owns the record (lost, or superseded), so it neither settles nor releases it.
 func isRefusal(err error) bool {
 	var r *ownerRefusal
 	return errors.As(err, &r)

@@ -18,9 +18,8 @@ func Canonical(body []byte) []byte {
 	if err := dec.Decode(&v); err != nil {
 		return body
 	}
-	// Nothing may follow the value: not another value, and not a stray ] or }
-	// either (which More alone does not see), or {"a":1}] would pass as
-	// {"a":1}.
+	// Nothing may follow the value, not even a stray ] or } (which More
+	// alone does not see), or {"a":1}] would pass as {"a":1}.
 	if _, err := dec.Token(); err != io.EOF {
 		return body
 	}

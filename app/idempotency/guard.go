@@ -14,8 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// HeaderKey and HeaderReplayed are the request and response headers of the
-// idempotency contract.
+// The request and response headers of the idempotency contract.
 const (
 	HeaderKey      = "Idempotency-Key"
 	HeaderReplayed = "Idempotent-Replayed"
@@ -28,35 +27,24 @@ var (
 	ErrKeyReused  = errors.New("idempotency key reused")    // 422 idempotency_key_reused
 	ErrInProgress = errors.New("request in progress")       // 409 request_in_progress
 	ErrPending    = errors.New("operation outcome pending") // 202 operation_pending
-	// ErrNotKept means an intent's outcome is unknown and it could not be
-	// recorded either (the database failed): the client must retry, and the
-	// retry converges on the natural key. 503.
-	ErrNotKept = errors.New("pending intent could not be recorded")
-	// ErrNotRecorded means the intent could not be put on the record before
-	// its work began (the database failed), so nothing was done: the client
-	// retries. 503.
-	ErrNotRecorded = errors.New("intent could not be recorded; nothing was done")
-	// ErrBodyUnreadable wraps a failure to read the request body (the
-	// route reads it for Serve). 400.
-	ErrBodyUnreadable = errors.New("request body unreadable")
-	// ErrDiscarded answers a retry of an intent an operator discarded:
-	// nothing is executed until its key expires. 409.
-	ErrDiscarded = errors.New("intent discarded by an operator")
+	// ErrNotKept: an intent's outcome is unknown and the database could not
+	// record it either; the retry converges on the natural key. 503.
+	ErrNotKept        = errors.New("pending intent could not be recorded")
+	ErrNotRecorded    = errors.New("intent could not be recorded; nothing was done") // 503
+	ErrBodyUnreadable = errors.New("request body unreadable")                        // 400; the route reads the body for Serve
+	ErrDiscarded      = errors.New("intent discarded by an operator")                // 409, until its key expires
 )
 
 // Config is what the layer needs from the application.
 type Config struct {
 	Store       *Store
-	TTL         time.Duration // how long a record lives
-	LockTimeout time.Duration // the lease of an executing request
-	Required    bool          // refuse writes without a key
-	// Operations are the application's guarded operations: the only ones
-	// the guard serves. Required.
-	Operations *Operations
-	Log        *slog.Logger     // nil: discard
-	Now        func() time.Time // nil: time.Now
-	// Observe, when set, counts each request's outcome (for metrics).
-	Observe func(operation, outcome string)
+	TTL         time.Duration                   // how long a record lives
+	LockTimeout time.Duration                   // the lease of an executing request
+	Required    bool                            // refuse writes without a key
+	Operations  *Operations                     // the only operations the guard serves; required
+	Log         *slog.Logger                    // nil: discard
+	Now         func() time.Time                // nil: time.Now
+	Observe     func(operation, outcome string) // when set, counts each request's outcome
 }
 
 // Guard is the idempotency layer: an Operation's Serve and Do run through it.
@@ -64,7 +52,7 @@ type Guard struct {
 	cfg Config
 }
 
-// New returns a Guard; it needs a Store and the application's Operations.
+// New returns a Guard.
 func New(cfg Config) (*Guard, error) {
 	switch {
 	case cfg.Store == nil:
@@ -90,10 +78,10 @@ func New(cfg Config) (*Guard, error) {
 	return &Guard{cfg: cfg}, nil
 }
 
-// HeaderKey is the key an Idempotency-Key header's values give: the one
-// value, 1–255 visible ASCII characters (the column is ASCII, and MySQL
-// compares it with anything else by raising an error), not one the server
-// would make; "" when none was given and none is required.
+// HeaderKey is the key an Idempotency-Key header's values give: one value
+// of 1–255 visible ASCII characters (MySQL raises an error comparing the
+// ASCII column with anything else), not one the server would make; "" when
+// none was given and none is required.
 func (g *Guard) HeaderKey(values []string) (string, error) {
 	if len(values) == 0 {
 		if g.cfg.Required {
@@ -107,8 +95,7 @@ func (g *Guard) HeaderKey(values []string) (string, error) {
 	return values[0], nil
 }
 
-// validKey reports whether key is a key the layer accepts: 1–255 visible
-// ASCII characters (the column is ASCII). The one rule for every key.
+// validKey is the one rule for every key: 1–255 visible ASCII characters.
 func validKey(key string) bool {
 	if len(key) == 0 || len(key) > 255 {
 		return false
@@ -121,8 +108,7 @@ func validKey(key string) bool {
 	return true
 }
 
-// makeRecord is the record a new execution of an intent reserves: processing,
-// under a lease that starts now.
+// makeRecord is the record a new execution reserves, under a lease from now.
 func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedBy, correlationID string) *Record {
 	now := g.now()
 	lease := now.Add(g.cfg.LockTimeout)
@@ -150,8 +136,8 @@ func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedB
 func (g *Guard) now() time.Time { return dbtime.Stamp(g.cfg.Now()) }
 
 // notRecorded is the answer when the store failed before the work began:
-// ErrNotRecorded (503, retry) when the database is unavailable for now; any
-// other failure is returned as it is (a bug is a 500, not "retry").
+// ErrNotRecorded (503) when the database is unavailable, else the error as
+// it is (a bug is a 500, not "retry").
 func notRecorded(err error) error {
 	if errors.Is(err, database.ErrUnavailable) {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
@@ -159,23 +145,20 @@ func notRecorded(err error) error {
 	return err
 }
 
-// lookup is what the record of a keyed request's scope was, read once before
-// the body is parsed.
+// lookup is a keyed request's record, read once before the body is parsed.
 type lookup struct {
 	done bool    // the read was made
 	rec  *Record // nil: no record
 	err  error
 }
 
-// lookup reads the record of a scope, once, before the body is parsed.
 func (g *Guard) lookup(ctx context.Context, sc scope) lookup {
 	rec, err := g.cfg.Store.find(ctx, sc)
 	return lookup{done: true, rec: rec, err: err}
 }
 
-// replayable reports whether the record is a completed, live execution of a
-// request with exactly these bytes (bodyHash), which a replay may answer
-// without the body parsed: the same bytes are the same intent.
+// replayable reports whether the record is a completed, live execution of
+// these very bytes (hash): the same intent, replayed with the body unparsed.
 func (l lookup) replayable(hash string, now func() time.Time) bool {
 	r := l.rec
 	return l.err == nil && r != nil && r.Status == StatusCompleted &&
@@ -183,10 +166,7 @@ func (l lookup) replayable(hash string, now func() time.Time) bool {
 }
 
 // note counts a decision on r and returns it as the request's log
-// attributes (consumer_id, operation, key_digest, outcome, vendor_ref): a
-// digest of the key, never the key itself. The outcome is one of executed,
-// replayed, in_progress, mismatch, pending, released, taken_over, not_kept,
-// superseded, discarded.
+// attributes: a digest of the key, never the key itself.
 func (g *Guard) note(r *Record, outcome string) []slog.Attr {
 	g.cfg.Observe(r.Operation, outcome)
 	attrs := []slog.Attr{
@@ -201,9 +181,8 @@ func (g *Guard) note(r *Record, outcome string) []slog.Attr {
 	return attrs
 }
 
-// keyDigest is a key's digest (an HMAC), computed only when a handler
-// writes the line that carries it: at a log level that drops access lines,
-// a request pays nothing for it.
+// keyDigest is a key's digest (an HMAC), computed only when the line that
+// carries it is written: at a level that drops access lines it costs nothing.
 type keyDigest struct {
 	store *Store
 	key   string

@@ -36,27 +36,23 @@ type Intent struct {
 	Result        *Result // once completed
 }
 
-// Result is what a completed intent answered: its status and, for a
-// create, where the resource is.
+// Result is what a completed intent answered.
 type Result struct {
 	Status   int
-	Location string
+	Location string // for a create, where the resource is
 }
 
-// ErrIntentNotFound means no intent has that id (or, asked on a consumer's
-// behalf, none of that consumer's).
+// ErrIntentNotFound means no intent (of the consumer asked for) has that id.
 var ErrIntentNotFound = errors.New("intent not found")
 
 // ErrNotFailed means a retry was asked of an intent that has not failed.
 var ErrNotFailed = errors.New("only a failed intent can be retried")
 
-// intentColumns are the columns an Intent is made of: the bodies and the
-// raw key's neighbours are never read for it.
+// intentColumns are the columns an Intent is made of: never the bodies.
 var intentColumns = []string{"id", "public_id", "consumer_id", "operation", "idempotency_key", "status",
 	"response_status", "response_headers", "resource_type", "resource_id", "external_ref", "correlation_id",
 	"requested_by", "locked_until", "attempts", "created_at", "updated_at", "expires_at"}
 
-// intent is what the record shows of itself.
 func (s *Store) intent(r *Record) Intent {
 	in := Intent{
 		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
@@ -123,8 +119,8 @@ func (s *Store) Intents(ctx context.Context, f IntentFilter) ([]Intent, int64, e
 	return out, total, nil
 }
 
-// Intent returns the intent with that public id; when consumerID is not
-// empty, only if it is that consumer's. ErrIntentNotFound otherwise.
+// Intent returns the intent with that public id, only consumerID's when not
+// empty.
 func (s *Store) Intent(ctx context.Context, consumerID, id string) (Intent, error) {
 	r, err := s.byPublicID(ctx, consumerID, id, intentColumns)
 	if err != nil {
@@ -133,8 +129,7 @@ func (s *Store) Intent(ctx context.Context, consumerID, id string) (Intent, erro
 	return s.intent(r), nil
 }
 
-// byPublicID reads the intent id (when consumerID is not empty, only that
-// consumer's): columns of it, or every one when columns is nil.
+// byPublicID reads columns (nil: all) of the intent id, as Intent does.
 func (s *Store) byPublicID(ctx context.Context, consumerID, id string, columns []string) (*Record, error) {
 	q := s.db.WithContext(ctx).Where("public_id = ?", id)
 	if columns != nil {
@@ -154,44 +149,33 @@ func (s *Store) byPublicID(ctx context.Context, consumerID, id string, columns [
 	return &r, nil
 }
 
-// RetryFailed puts a failed intent back to pending, its attempts reset, due
-// for the reconciler at once, on behalf of by; the change and its
-// intent.retried audit event commit together. ErrNotFailed when it is in
-// another state (nothing changes).
+// RetryFailed puts a failed intent back to pending, attempts reset, due at
+// once, with its intent.retried audit event; else ErrNotFailed.
 func (s *Store) RetryFailed(ctx context.Context, by audit.Actor, id string, now time.Time) (Intent, error) {
 	set := map[string]any{"status": StatusPending, "attempts": 0, "locked_until": nil, "updated_at": now}
 	return s.operatorChange(ctx, by, "retry intent", id, []string{StatusFailed}, nil, set, audit.Change{Event: audit.IntentRetried}, now, ErrNotFailed)
 }
 
-// ErrNotDiscardable means a discard was asked of an intent that is neither
-// failed nor abandoned.
+// ErrNotDiscardable means a discard was asked of an intent not Discardable.
 var ErrNotDiscardable = errors.New("only a failed or abandoned intent can be discarded")
 
-// ErrSubjectBusy is a discard refused while another intent of the same
-// operation for the same subject (a create's domain) is open, pending or
-// processing: the vendor's site for it may be that intent's, which a
-// discard must not delete. It is an ErrNotDiscardable.
+// ErrSubjectBusy (an ErrNotDiscardable) refuses a discard while another
+// intent of the operation for the same subject is open: the vendor's site
+// for it may be that intent's, which a discard must not delete.
 var ErrSubjectBusy = fmt.Errorf("%w: another intent for its subject is open", ErrNotDiscardable)
 
-// ErrRetryOnly means a discard was asked of an intent of an operation that
-// is retried, never discarded (Operation.RetryOnly): a revoke.
+// ErrRetryOnly means a discard was asked of an intent of a RetryOnly operation.
 var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
 
-// Discardable are the statuses an operator may discard an intent in: the
-// ones nobody else will settle (a failed intent waits for its slow retry or
-// an operator; an abandoned one for a client's retry that may never come).
+// Discardable are the statuses an operator may discard in: nobody else is sure to settle them.
 var Discardable = []string{StatusFailed, StatusAbandoned}
 
-// discard settles an intent in one of the statuses from (Discardable, or
-// processing under lease when lease is not nil: a discard that claimed it
-// first) for good, on behalf of by, for reason (trimmed; required, 1 to
-// audit.MaxReason characters of valid UTF-8, else a *fault.Fields):
-// it becomes discarded, and its intent.discarded audit event, with the
-// reason, commits with the change. The update is conditional on the status,
-// so a reconciler or a retry that took the intent over first wins, and the
-// discard is ErrNotDiscardable, as it is for an intent in any other status
-// (nothing changes). An intent of one of the operations retryOnly names is
-// never discarded: ErrRetryOnly, and nothing changes.
+// discard settles an intent in one of the statuses from (or processing
+// under lease, when lease is not nil: a discard that claimed it) as
+// discarded, with its intent.discarded audit event and reason (audit.Reason's
+// rules). The update is conditional on the status, so a reconciler or a
+// retry that took the intent over first wins: ErrNotDiscardable. An intent
+// of an operation in retryOnly is ErrRetryOnly.
 func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, now time.Time, from []string, lease *time.Time, retryOnly ...string) (Intent, error) {
 	reason, err := audit.Reason(reason)
 	if err != nil {
@@ -205,10 +189,8 @@ func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, 
 	return in, err
 }
 
-// operatorChange (what, for its errors) applies set to the intent id if it
-// is in one of from (and, when lease is not nil, its lease is lease), and records change (of that intent) in the same
-// transaction. It returns the intent as it is afterwards: with refused when
-// it was in another status, ErrIntentNotFound when there is none.
+// operatorChange applies set to the intent id if it is in one of from (under
+// lease, when not nil) with change, and returns it afterwards (refused: not).
 func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id string, from []string, lease *time.Time, set map[string]any,
 	change audit.Change, now time.Time, refused error, exceptOperations ...string) (Intent, error) {
 	if err := by.Check(); err != nil {
@@ -236,21 +218,16 @@ func (s *Store) operatorChange(ctx context.Context, by audit.Actor, what, id str
 	if err != nil {
 		return Intent{}, err
 	}
-	r, err := s.byPublicID(ctx, "", id, intentColumns)
-	if err != nil {
-		return Intent{}, err
+	in, err := s.Intent(ctx, "", id)
+	if err != nil || changed {
+		return in, err
 	}
-	if !changed {
-		return s.intent(r), refused
-	}
-	return s.intent(r), nil
+	return in, refused
 }
 
-// IntentEvents returns the audit trail of the intent with that public id
-// (each reconciler attempt, retried, discarded), oldest first, and the id of its consumer ("" once
-// the intent is no longer on record: the trail outlives the pruning of its
-// intent). ErrIntentNotFound when there is no such intent and no event
-// names it.
+// IntentEvents returns the audit trail of the intent with that public id,
+// oldest first, and its consumer's id ("" once the intent is pruned: the
+// trail outlives it). ErrIntentNotFound when neither is on record.
 func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, string, error) {
 	consumerID := ""
 	r, err := s.byPublicID(ctx, "", id, intentColumns)
@@ -270,8 +247,7 @@ func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, str
 	return events, consumerID, nil
 }
 
-// FailedCount returns how many intents have failed and wait for the slow
-// retry or an operator.
+// FailedCount returns how many intents have failed.
 func (s *Store) FailedCount(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusFailed).Count(&n).Error; err != nil {
@@ -280,10 +256,8 @@ func (s *Store) FailedCount(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// StatusCounts returns how many intents are in each status, every status
-// of Statuses present (zero included): the operator console's dashboard.
-// It is one GROUP BY over the status column, which the intents' status
-// index serves.
+// StatusCounts returns how many intents are in each of Statuses (zero
+// included): one GROUP BY, which the status index serves.
 func (s *Store) StatusCounts(ctx context.Context) (map[string]int64, error) {
 	var rows []struct {
 		Status string
@@ -303,21 +277,13 @@ func (s *Store) StatusCounts(ctx context.Context) (map[string]int64, error) {
 	return counts, nil
 }
 
-// Discard settles a failed or abandoned intent for good, on behalf of by,
-// for reason (see discard for its errors), after its operation's
-// BeforeDiscard has made sure the vendor keeps nothing for it that nobody
-// holds, when its work may have reached the vendor. For that while the
-// intent is claimed (processing, under a lease), so that neither a client's
-// retry (409 request_in_progress) nor the reconciler can run it between
-// the vendor's check and the discard. When BeforeDiscard fails the intent
-// is put back as it was and its error returned (the vendor could not be
-// asked: nothing changed). The claim marks the intent as never started
-// (phase reserved; put back as it was): a crash while it is claimed leaves
-// it processing, and the reconciler then abandons it once its lease ends,
-// as it does any intent the vendor never heard of, rather than resume the
-// create the discard was meant to end (its site, if the crash came before
-// the delete, is one no license holds: drift reports it). A client's retry
-// with its key and body may take it over then, as any abandoned intent.
+// Discard settles a failed or abandoned intent for good, for reason, after
+// its operation's BeforeDiscard, when its work may have reached the vendor.
+// Meanwhile the intent is claimed (put back as it was if the check fails),
+// so that neither a retry nor the reconciler runs it between the check and
+// the discard, and marked never started: a crash then leaves an intent the
+// reconciler abandons, rather than resume the create the discard was meant
+// to end (a site left behind is one no license holds: drift reports it).
 func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) (Intent, error) {
 	s, retryOnly := g.cfg.Store, g.cfg.Operations.RetryOnly()
 	if _, err := audit.Reason(reason); err != nil {
@@ -368,8 +334,8 @@ func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) 
 	return in, err
 }
 
-// putBack gives back an intent Discard claimed and did not discard, as it
-// was; one whose claim was lost meanwhile is its new owner's.
+// putBack gives back, as it was, an intent Discard claimed and did not
+// discard; one whose claim was lost meanwhile is its new owner's.
 func (g *Guard) putBack(ctx context.Context, rec *Record, lease time.Time) {
 	put, cancel := settleContext(ctx)
 	defer cancel()
@@ -378,9 +344,8 @@ func (g *Guard) putBack(ctx context.Context, rec *Record, lease time.Time) {
 	}
 }
 
-// subjectBusy reports whether another intent of read's operation for the
-// same subject, of any consumer, is open (pending or processing): the
-// vendor's site for that subject may be its own.
+// subjectBusy reports whether another intent of read's operation for its
+// subject, of any consumer, is pending or processing.
 func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
 	if read.Subject == nil {
 		return false, nil
@@ -394,8 +359,7 @@ func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
 	return n > 0, nil
 }
 
-// discardable reads the intent id with everything its operation's
-// BeforeDiscard may need (its subject, phase and stored request).
+// discardable reads the whole intent id, its stored request opened.
 func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 	r, err := s.byPublicID(ctx, "", id, nil)
 	if err != nil {
@@ -407,15 +371,13 @@ func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 	return r, nil
 }
 
-// claimForDiscard makes read processing under lease, as it was read: false
-// when it changed meanwhile.
+// claimForDiscard makes read processing under lease, if it is as read.
 func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
 	return s.casUpdate(ctx, "claim intent for discard", read,
 		map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
 }
 
-// unclaim puts back what claimForDiscard changed on read, while the claim
-// under lease is still held.
+// unclaim undoes claimForDiscard while the claim under lease is held.
 func (s *Store) unclaim(ctx context.Context, read *Record, lease time.Time) error {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, StatusProcessing, &lease).

@@ -12,53 +12,41 @@ import (
 	"github.com/licensor-api/licensor/internal/ptr"
 )
 
-// Operation is a guarded write, declared once: its name, how it runs as
-// atomic phases (Execution), and how a pending intent of it is resumed.
-// The same value serves its route (Serve), runs a call that is not a
-// request (Do), and is what the reconciler resumes by its name.
+// Operation is a guarded write, declared once: it serves its route (Serve)
+// and other callers (Do), and the reconciler resumes it by its name.
 type Operation[In any] struct {
 	// Name names the operation in records, logs and metrics
 	// ("licenses.store"). Unique among the application's operations.
 	Name string
 	// Subject, when set, names what an intent is about within its consumer
 	// (a create: its domain). Once an intent finishes, the consumer's older
-	// open intents of the operation about the same subject are superseded:
-	// settled, never executed.
+	// open intents of the operation about the same subject are superseded.
 	Subject func(in In) string
-	// Run does the work as the intent's owner, detached from the client and
-	// within the work budget of the lease, through x's phases: x.Start
-	// before it may reach the vendor, x.Finish to commit its local writes
-	// with its answer. A 2xx answer it did not Finish is stored after it,
-	// unless it says NoEffect (answered, not stored); an error that says the
-	// outcome is unknown (OutcomeUnknown) keeps the intent pending; any
-	// other error or status had no effect and stores nothing (the key keeps
-	// its fingerprint: the same request runs again for real). What the
-	// answer names (ResourceType, ResourceID, ExternalRef) is kept with the
-	// record even beside an error: a pending intent is known by it.
+	// Run does the work as the intent's owner, through x's phases. A 2xx
+	// answer it did not Finish is stored, unless NoEffect; an OutcomeUnknown
+	// error keeps the intent pending; any other error or status had no
+	// effect. What the answer names is kept even beside an error: a pending
+	// intent is known by it.
 	Run func(ctx context.Context, x *Execution, in In) (Response, error)
-	// Resume finishes, for the reconciler, an intent of this operation whose
-	// work may have reached the vendor (pending, or its owner died after
-	// Start), from its record, through x's phases as Run does; done false:
-	// nothing found yet, and mayCreate was false. Required: an intent that
-	// can be pending must be finishable. An error wrapping ErrSuperseded
+	// Resume finishes, for the reconciler, an intent whose work may have
+	// reached the vendor, from its record, as Run does; done false: nothing
+	// found yet, and mayCreate was false. An error wrapping ErrSuperseded
 	// settles it as superseded, one wrapping ErrAbandon fails it for good.
+	// Required: an intent that can be pending must be finishable.
 	Resume func(ctx context.Context, x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error)
 	// RetryOnly says an operator may retry a failed intent of it but never
 	// discard it: repeating it is always safe, and its resource waits on it
 	// (a revoke's license stays revoking until the revoke ends).
 	RetryOnly bool
 	// BeforeDiscard, when set, runs before an operator discards an intent
-	// of this operation whose work may have reached the vendor (it had
-	// started): it makes sure the vendor keeps nothing for it that nobody
-	// holds (a create: the domain's site, when no license holds it, is
-	// deleted). An error stops the discard, and the intent stays as it was.
+	// whose work may have reached the vendor, to make sure the vendor keeps
+	// nothing for it that nobody holds. An error stops the discard.
 	BeforeDiscard func(ctx context.Context, rec *Record) error
 }
 
-// AnyOperation is an Operation of any input type, as the guard, the
-// reconciler and the metrics list them. Only Operation implements it.
+// AnyOperation is an Operation of any input type. Only Operation
+// implements it.
 type AnyOperation interface {
-	// OperationName is the operation's Name.
 	OperationName() string
 	declared() declared
 }
@@ -88,18 +76,15 @@ func (op Operation[In]) declared() declared {
 	return d
 }
 
-// Operations is the application's one list of guarded operations: the
-// guard serves only these, the reconciler resumes them by name, and the
-// metrics label by their names.
+// Operations is the application's one list of guarded operations: for the
+// guard, the reconciler and the metrics.
 type Operations struct {
 	names  []string
 	byName map[string]declared
 }
 
-// NewOperations checks and lists the application's operations. Every one
-// needs a name no other has, a Run and a Resume; an error names the first
-// that has not, so that a wiring mistake stops the process at start-up, not
-// an intent an hour later.
+// NewOperations checks the operations (a unique name, a Run, a Resume), so
+// that a wiring mistake stops the process at start-up, not an hour later.
 func NewOperations(ops ...AnyOperation) (*Operations, error) {
 	o := &Operations{byName: make(map[string]declared, len(ops))}
 	for _, op := range ops {
@@ -119,8 +104,7 @@ func NewOperations(ops ...AnyOperation) (*Operations, error) {
 // Names are the operations' names, in declaration order.
 func (o *Operations) Names() []string { return slices.Clone(o.names) }
 
-// RetryOnly are the names of the operations whose intents an operator may
-// retry but never discard (Operation.RetryOnly), as Store.Discard takes them.
+// RetryOnly are the names of the operations declared RetryOnly.
 func (o *Operations) RetryOnly() []string {
 	var out []string
 	for _, name := range o.names {
@@ -131,7 +115,6 @@ func (o *Operations) RetryOnly() []string {
 	return out
 }
 
-// lookup is the declaration of the operation named name.
 func (o *Operations) lookup(name string) (declared, bool) {
 	if o == nil {
 		return declared{}, false
@@ -143,44 +126,31 @@ func (o *Operations) lookup(name string) (declared, bool) {
 // Operations are the operations g serves.
 func (g *Guard) Operations() *Operations { return g.cfg.Operations }
 
-// MustServe panics unless op is one of g's operations: a route mounted for
-// an operation the application did not declare is a wiring mistake, found
-// when the routes are built, not when an intent of it waits for a resumer.
+// MustServe panics unless op is one of g's operations: a wiring mistake is
+// found when the routes are built, not when an intent waits for a resumer.
 func (g *Guard) MustServe(op AnyOperation) {
 	if _, ok := g.cfg.Operations.lookup(op.OperationName()); !ok {
 		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", op.OperationName()))
 	}
 }
 
-// Request is one HTTP request for an operation, in plain values: who asks,
-// the route it came by (its method and pattern, which the fingerprint
-// takes), its path as sent, its key ("" for none; see Guard.HeaderKey) and
-// its body. The method, the path and the body are the bytes a retry repeats
-// (a path's ids among them), which a replay without a parse compares; an
-// empty Path is the Route.
-// Prefetch, when not nil, is its record as its token row's statement read
-// it; Serve uses it in place of its own first read when it was read for
-// this request's scope.
+// Request is one HTTP request for an operation, in plain values.
 type Request struct {
 	Caller
 	Method   string
-	Route    string
-	Path     string
-	Key      string
+	Route    string // the route's pattern; with Method, part of the fingerprint
+	Path     string // as sent, ids and all: what a replay without a parse compares; "" is Route
+	Key      string // "" for none; see Guard.HeaderKey
 	Body     []byte
-	Prefetch *Prefetch
+	Prefetch *Prefetch // nil, or the record as the token row's statement read it
 }
 
-// Serve runs one request for op through the guard: a retry with the same
-// bytes is replayed at once, the body is bound once (bind: the input, and
-// the canonical form of just the fields that make the intent, its
-// fingerprint; a nil intent is the whole canonical body; an error is the
-// answer as it is, given before any record is made), the intent is
-// reserved (or the existing record answered), Run runs as its owner and
-// the record is settled. It returns the answer to write (a replay's carries
-// Idempotent-Replayed), what the guard decided as log attributes for the
-// request's line (nil when it decided nothing), and the error the error
-// boundary answers with instead.
+// Serve runs one request for op through the guard. A retry with the same
+// bytes is replayed at once; else bind gives the input and the canonical
+// form of the fields that make the intent (nil: the whole body; an error is
+// the answer, before any record is made). It returns the answer, the
+// guard's decision as log attributes (nil for none), and the error to
+// answer with instead.
 func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind func(body []byte) (In, []byte, error)) (Response, []slog.Attr, error) {
 	if r.Key != "" && !validKey(r.Key) {
 		return Response{}, nil, ErrKeyInvalid
@@ -194,8 +164,6 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 			fast = g.lookup(ctx, sc) // the whole record
 		}
 		if fast.replayable(hash, g.now) {
-			// The fast path of a retry: the same bytes as the first
-			// execution, so the same intent; nothing to parse.
 			resp, err := stored(fast.rec)
 			return resp, g.note(fast.rec, "replayed"), err
 		}
@@ -233,25 +201,15 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 const doMethod = "DO"
 
 // Do runs op once for the intent key names, for work that is not an HTTP
-// request (a webhook, a queue job), with Serve's guarantee and its state
-// machine: the first call reserves the key and runs op.Run; a call while
-// another runs gets ErrInProgress; a later one gets the stored answer with
-// replayed true, and Run does not run; an error, or an answer that is not a
-// 2xx, stores nothing (the key keeps its fingerprint); an unknown outcome
-// keeps the intent pending (*PendingError); a record whose owner's lease ran
-// out is taken over, and an expired one is a new intent. intent is what the
-// work is about (the webhook's payload; nil for none), stored for Resume
-// and compared in canonical form: another intent under the key is
-// ErrKeyReused. key must be 1–255 visible ASCII characters (ErrKeyMissing,
-// ErrKeyInvalid). When ctx is done before the call begins, nothing is done
-// and ctx's error is returned.
+// request, with Serve's state machine (a later call is replayed). intent is
+// what the work is about (nil for none), stored for Resume and compared in
+// canonical form. When ctx is done before the call begins, nothing is done.
 func (op Operation[In]) Do(ctx context.Context, g *Guard, caller Caller, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
 	g.MustServe(op)
 	return g.do(ctx, caller, scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent,
 		func(ctx context.Context, x *Execution) (Response, error) { return op.Run(ctx, x, in) })
 }
 
-// do is Do for any work.
 func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, work func(ctx context.Context, x *Execution) (Response, error)) (Response, bool, error) {
 	switch {
 	case sc.Key == "":

@@ -7,20 +7,16 @@ import (
 	"github.com/licensor-api/licensor/database"
 )
 
-// Prefetch is a keyed request's record, read ahead of the guard in the
-// statement that reads its token row: a retry's two reads (the token row and
-// the record) as one round trip, from one snapshot. It is an
-// auth.TokenRowJoin, which auth.Service's VerifyWith reads; Operation.Serve
-// then takes it in place of its own first read. The record is read on the token row's
-// consumer (t.consumer_id), and Serve uses it only for the scope it serves:
-// that consumer, its operation and its key.
+// Prefetch is a keyed request's record, read with its token row (an
+// auth.TokenRowJoin): a retry's two reads as one round trip, from one
+// snapshot. Serve uses it only for the scope it serves.
 type Prefetch struct {
 	store     *Store
 	operation string
 	key       string
 
 	// What the statement scanned: the token's consumer, and the replay's
-	// columns of the record, all NULL when there is none.
+	// columns of the record (NULL for none).
 	consumer sql.NullString
 	id       sql.NullInt64
 	status   sql.NullString
@@ -29,8 +25,7 @@ type Prefetch struct {
 }
 
 // Prefetch returns the read of the record of operation under key to make
-// with the request's token row, or nil when there is no valid key (Serve
-// then answers for the key, as it would without a Prefetch).
+// with the request's token row; nil without a valid key, which Serve answers.
 func (g *Guard) Prefetch(operation, key string) *Prefetch {
 	if !validKey(key) {
 		return nil
@@ -39,10 +34,8 @@ func (g *Guard) Prefetch(operation, key string) *Prefetch {
 }
 
 // prefetchColumns and prefetchJoin are the Prefetch's part of the token
-// row's statement: what a replay needs of the record of the token's
-// consumer's scope (whether it may answer: its status, the hash of the bytes
-// it executed, when it expires; and what it answers with), and nothing
-// more. A record the request does not replay is read whole (Find).
+// row's statement: only what a replay needs. A record the request does not
+// replay is read whole.
 const (
 	prefetchColumns = `t.consumer_id, k.id, k.status, k.body_hash, k.response_status, k.response_headers, k.response_body, k.external_ref, k.expires_at`
 	prefetchJoin    = `LEFT JOIN idempotency_keys k ON k.consumer_id = t.consumer_id AND k.operation = ? AND k.idempotency_key = ?`
@@ -61,11 +54,8 @@ func (p *Prefetch) Dest() []any {
 		&r.ExternalRef, database.Time(&p.expires)}
 }
 
-// lookup is what the Prefetch read of sc's record: its ID, Status,
-// BodyHash, response, ExternalRef and ExpiresAt, its scope's fields from sc,
-// enough to replay it and to decide nothing else. False when it was not
-// read for sc (not read at all, or for another scope), and the guard reads
-// the record itself.
+// lookup is what the Prefetch read of sc's record: enough to replay it and
+// to decide nothing else. False when it was not read for sc.
 func (p *Prefetch) lookup(sc scope) (lookup, bool) {
 	if p == nil || !p.consumer.Valid || p.consumer.String != sc.ConsumerID || p.operation != sc.Operation || p.key != sc.Key {
 		return lookup{}, false

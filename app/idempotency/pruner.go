@@ -16,19 +16,16 @@ type PrunerConfig struct {
 	Interval time.Duration // how often Run makes a pass; default an hour
 	Log      *slog.Logger  // nil: discard
 	Now      func() time.Time
-	// Observe, when set, is told how many records each pass deleted.
-	Observe func(deleted int64)
+	Observe  func(deleted int64) // when set, told how many records each pass deleted
 	// Also are other stores' prunes each pass runs after the records' (the
-	// consumer events', EVENTS_TTL), so that one loop and one command prune
-	// everything that expires; each is given the pass's time.
+	// consumer events'), so that one loop and one command prune everything.
 	Also []PruneFunc
 }
 
-// PruneFunc is another store's prune: Name says what it deletes, in the
-// log; Prune deletes what has expired at now and returns how many rows.
+// PruneFunc is another store's prune.
 type PruneFunc struct {
-	Name  string
-	Prune func(ctx context.Context, now time.Time) (int64, error)
+	Name  string                                                  // what it deletes, for the log
+	Prune func(ctx context.Context, now time.Time) (int64, error) // deletes what expired at now
 }
 
 // Pruner deletes expired records: every serve process runs it in a loop,
@@ -57,9 +54,9 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 	return &Pruner{cfg: cfg}
 }
 
-// RunOnce deletes every expired record, then runs the other prunes (Also),
-// and returns how many records it deleted and how many rows each other
-// prune deleted, by name. An error of one does not stop the others.
+// RunOnce deletes every expired record, then runs the other prunes, and
+// returns how many rows each deleted. An error of one does not stop the
+// others.
 func (p *Pruner) RunOnce(ctx context.Context) (int64, map[string]int64, error) {
 	now := p.cfg.Now().UTC()
 	n, err := p.cfg.Store.prune(ctx, now, p.cfg.Batch)

@@ -23,46 +23,34 @@ var ErrAbandon = errors.New("intent cannot be finished")
 
 // Results of one reconciliation, as counted in metrics and reports.
 const (
-	ResultCompleted = "completed" // the effect was found or made; the response is stored
-	ResultWaiting   = "waiting"   // nothing found yet, and too young to create
-	ResultRetry     = "retry"     // the vendor failed; tried again later
-	ResultFailed    = "failed"    // gave up after the last attempt
-	// ResultAbandoned: the owner went before its work could have reached
-	// the vendor; nobody was promised anything, so it is not executed.
-	ResultAbandoned = "abandoned"
-	// ResultSuperseded: the effect was found made by a later intent, or the
-	// consumer revoked it; settled, not executed.
-	ResultSuperseded = "superseded"
+	ResultCompleted  = "completed"  // the effect was found or made; the response is stored
+	ResultWaiting    = "waiting"    // nothing found yet, and too young to create
+	ResultRetry      = "retry"      // the vendor failed; tried again later
+	ResultFailed     = "failed"     // gave up after the last attempt
+	ResultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
+	ResultSuperseded = "superseded" // made by a later intent, or revoked; not executed
 )
 
-// ReconcilerConfig is what a Reconciler needs; NewReconciler resolves its
-// defaults.
+// ReconcilerConfig is what a Reconciler needs; NewReconciler sets defaults.
 type ReconcilerConfig struct {
-	Store *Store
-	// Operations are the application's operations, whose Resume finishes
-	// their pending intents.
-	Operations *Operations
-	// Settle is how old a record must be before a missing effect is created.
-	Settle      time.Duration
-	MaxAttempts int // default 10
-	// FailedInterval is how long a failed intent waits before the reconciler
-	// tries it again, so that a long vendor outage heals by itself. Default
-	// an hour.
+	Store       *Store
+	Operations  *Operations
+	Settle      time.Duration // how old a record must be before a missing effect is created
+	MaxAttempts int           // default 10
+	// FailedInterval is how long a failed intent waits before it is tried
+	// again, so that a long vendor outage heals by itself. Default an hour.
 	FailedInterval time.Duration
 	// Lease is how long a claim holds a record; also the grace before an
 	// abandoned processing record is claimed. Default a minute.
 	Lease time.Duration
-	// TTL is how long a completed record is replayed, from its completion.
-	TTL time.Duration
+	TTL   time.Duration // how long a completed record is replayed, from its completion
 	// Backoff is the first wait after a failed attempt; it doubles each time,
 	// capped at an hour. Default 15s.
-	Backoff time.Duration
-	// Interval is how often Run makes a pass. Default Backoff.
-	Interval time.Duration
-	Log      *slog.Logger     // nil: discard
-	Now      func() time.Time // nil: time.Now
-	// Observe, when set, is told each result (for metrics).
-	Observe func(result string)
+	Backoff  time.Duration
+	Interval time.Duration       // how often Run makes a pass; default Backoff
+	Log      *slog.Logger        // nil: discard
+	Now      func() time.Time    // nil: time.Now
+	Observe  func(result string) // when set, told each result
 	// LeaveBefore, when set, leaves alone every record created before it:
 	// another vendor made them (the fake after the http driver), and this
 	// one cannot know their outcome.
@@ -104,7 +92,7 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 	return &Reconciler{cfg: cfg}
 }
 
-// Reconciled is one intent a pass of the reconciler worked on, and what came of it.
+// Reconciled is one intent a pass worked on, and what came of it.
 type Reconciled struct {
 	Intent    string // the intent's public id
 	Operation string
@@ -118,8 +106,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 	now := r.now()
 	// A processing record is abandoned once its lease has been over for a
 	// whole lease more: the retry that takes it over normally comes first.
-	// Records before LeaveBefore are left out by the query itself, so that
-	// however many there are they never fill a pass.
+	// The query leaves out records before LeaveBefore, so they never fill a pass.
 	recs, err := r.cfg.Store.duePending(ctx, now, now.Add(-r.cfg.Lease), r.cfg.LeaveBefore, 100)
 	if err != nil {
 		return nil, err
@@ -137,8 +124,8 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 	return out, nil
 }
 
-// reconcile claims one record and works it; ok=false when another
-// reconciler claimed it first or the database failed.
+// reconcile claims one record and works it; false when another reconciler
+// claimed it first or the database failed.
 func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bool) {
 	now := r.now()
 	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
@@ -170,12 +157,8 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: ptr.Deref(rec.RequestedBy), RequestID: ptr.Deref(rec.CorrelationID)},
 		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
 		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
-	var resp Response
-	var done bool
-	var err error
-	if rec.sealedErr != nil { // its request cannot be read under the keys held: tried again later
-		err = rec.sealedErr
-	} else {
+	resp, done, err := Response{}, false, rec.sealedErr
+	if err == nil { // else its request cannot be read under the keys held: tried again later
 		resp, done, err = resume(wctx, op.resume, x, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
 	}
 	// What the attempt learnt is written even when the loop is stopping.
@@ -198,8 +181,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 }
 
 // resume calls the operation's Resume; a panic in it is a failed attempt,
-// not the end of the process (which would claim the same record again after
-// a restart).
+// not the end of the process (which would claim the same record again).
 func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, bool) (Response, bool, error), x *Execution, rec *Record, mayCreate bool) (resp Response, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -209,8 +191,7 @@ func resume(ctx context.Context, fn func(context.Context, *Execution, *Record, b
 	return fn(ctx, x, rec, mayCreate)
 }
 
-// abandon settles a processing record whose owner went before its work
-// could have reached the vendor: it is never executed here.
+// abandon settles a processing record that never started: never executed.
 func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (Reconciled, bool) {
 	won, err := r.cfg.Store.abandon(ctx, rec, now)
 	if err != nil || !won {
@@ -226,10 +207,8 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (R
 	return s, true
 }
 
-// settle writes what the attempt learnt, and the attempt itself (its
-// intent.attempted audit event, in the same transaction as the record's
-// change). A Resume that finished (Execution.Finish) wrote its attempt
-// with it.
+// settle writes what the attempt learnt, and the attempt in the same
+// transaction (a Resume that called Finish wrote it there).
 func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, done bool, err error) (string, error) {
 	rec, lease, now := x.rec, x.lease, r.now()
 	attempt := func(result string, err error, next *time.Time) *Attempt {
@@ -242,10 +221,8 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 	switch {
 	case rec.sealedErr != nil:
 		// Its request is sealed under a key this replica does not hold (a
-		// rotation under way, or a replica's keys mistyped): nothing was
-		// tried, so no attempt is counted or recorded and it never fails of
-		// it; it is due again after the first backoff, for this replica once
-		// it holds the key or for one that does.
+		// rotation under way, mistyped keys): no attempt is counted, and it is
+		// due again after the first backoff, for a replica that holds the key.
 		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
 	case err == nil && done && x.finished: // completed with its local writes, and its attempt
 		return ResultCompleted, nil
@@ -304,13 +281,10 @@ func (r *Reconciler) Run(ctx context.Context) {
 
 func (r *Reconciler) now() time.Time { return dbtime.Stamp(r.cfg.Now()) }
 
-// duePending lists the records a reconciler should work, oldest first:
-// pending records whose next attempt is due, processing records whose
-// owner's lease ran out before abandonedBefore (the process died and no
-// retry came to take them over), and failed records due for their slow
-// retry (a failed record with no next attempt waits for an operator), of
-// those created since since (zero: all). It is a background scan across
-// consumers; claiming one is a separate compare-and-set.
+// duePending lists the records created since since to work, oldest first:
+// pending ones due, processing ones whose lease ran out before
+// abandonedBefore (no retry came to take them over), and failed ones due
+// for their slow retry.
 func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time.Time, limit int) ([]Record, error) {
 	var recs []Record
 	err := s.db.WithContext(ctx).
@@ -328,15 +302,13 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 	return recs, nil
 }
 
-// claim leases a record DuePending listed to the caller until lease, as a
-// pending record: of several reconcilers (replicas) reading the same record,
-// exactly one wins.
+// claim leases a listed record to the caller until lease, as pending: of
+// several replicas reading it, exactly one wins.
 func (s *Store) claim(ctx context.Context, read *Record, lease time.Time, now time.Time) (bool, error) {
 	return s.casUpdate(ctx, "claim pending record", read, map[string]any{"status": StatusPending, "locked_until": lease, "updated_at": now})
 }
 
-// casUpdate applies set to read as it was read (casWhere), retried on a
-// lock conflict: false when it changed meanwhile. what names it in errors.
+// casUpdate applies set to read if it is as read (casWhere).
 func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set map[string]any) (bool, error) {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
 		return casWhere(s.db.WithContext(ctx).Model(&Record{}), read).Updates(set)
@@ -347,14 +319,9 @@ func (s *Store) casUpdate(ctx context.Context, what string, read *Record, set ma
 	return res.RowsAffected == 1, nil
 }
 
-// updateClaimed updates a pending record the caller holds with lease. When
-// a is not nil, the update and a's intent.attempted audit event are one
-// transaction, the event written only when the update changed the record:
-// an attempt is in the trail if and only if what it did to the record
-// committed (a lost lease writes neither). A crash before the UPDATE,
-// between it and the INSERT, or before the COMMIT leaves both undone: the
-// record is still claimed, due again once the lease ends, and the attempt
-// is not on record (the next one is).
+// updateClaimed updates a pending record the caller holds with lease, and
+// records a (nil: nothing) in the same transaction, only when the update
+// changed the record: an attempt is on record if and only if its change is.
 func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, set map[string]any, a *Attempt, now time.Time) error {
 	var res *gorm.DB
 	err := database.Transact(ctx, s.db, database.RetryOnConflict, func(tx *gorm.DB) error {
@@ -373,9 +340,8 @@ func (s *Store) updateClaimed(ctx context.Context, r *Record, lease time.Time, s
 	return nil
 }
 
-// completeClaimed stores the response that finishes a claimed pending record,
-// to be replayed until expires (never earlier than the record's own expiry),
-// and records a (nil: nothing) in the same transaction.
+// completeClaimed stores the response that finishes a claimed record, to be
+// replayed until expires (never earlier than the record's own expiry).
 func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time, resp Response, now, expires time.Time, a *Attempt) error {
 	if expires.Before(r.ExpiresAt) {
 		expires = r.ExpiresAt
@@ -388,9 +354,7 @@ func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time,
 	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
-// supersedeClaimed settles a claimed record as superseded: its effect was
-// made by a later intent, or the consumer revoked it. It records a (nil:
-// nothing) in the same transaction.
+// supersedeClaimed settles a claimed record as superseded.
 func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
@@ -398,9 +362,7 @@ func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time
 }
 
 // postpone leaves a claimed record pending until next; failed says whether
-// the attempt counts (a vendor error) or not (too young to act on). It
-// records a in the same transaction; a nil a is no attempt (nothing was
-// tried) and records nothing.
+// the attempt counts (a vendor error) or not (too young to act on).
 func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, failed bool, now time.Time, a *Attempt) error {
 	set := map[string]any{"locked_until": next, "updated_at": now}
 	if failed {
@@ -409,10 +371,8 @@ func (s *Store) postpone(ctx context.Context, r *Record, lease, next time.Time, 
 	return s.updateClaimed(ctx, r, lease, set, a, now)
 }
 
-// fail gives up on a claimed record for now: a retry with its key executes
-// again, an operator may put it back (RetryFailed), and when next is not nil
-// the reconciler tries it again then, on its slow schedule. It records a
-// (nil: nothing) in the same transaction.
+// fail gives up on a claimed record for now; when next is not nil the
+// reconciler tries it again then.
 func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
@@ -420,7 +380,7 @@ func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time
 }
 
 // PendingStats returns how many records are pending and when the oldest was
-// created (zero when none).
+// created.
 func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
 	q := func() *gorm.DB { return s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending) }
 	if err := q().Count(&count).Error; err != nil {
@@ -438,11 +398,8 @@ func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time
 	return count, oldest, nil
 }
 
-// prune deletes expired settled records (prunable) in batches of batch
-// ids, each batch its own short statement, so no delete holds locks for
-// long. Pending, processing and failed records are never pruned: an intent
-// the server accepted is settled (by the reconciler, or an operator's
-// discard), not dropped.
+// prune deletes expired prunable records in batches, each its own short
+// statement, so no delete holds locks for long.
 func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, error) {
 	var total int64
 	for {
@@ -469,9 +426,7 @@ func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, err
 	}
 }
 
-// prunable are the statuses the pruner deletes once expired: settled ones
-// (abandoned, superseded and discarded intents were never executed after
-// they settled). A failed intent is kept, visible and retried on the slow
-// schedule, until it completes or an operator discards it. The audit
-// events of a pruned intent are kept.
+// prunable are the statuses the pruner deletes once expired: settled ones.
+// An accepted intent is never dropped: a failed one is kept, retried on the
+// slow schedule, until it completes or an operator discards it.
 var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded, StatusDiscarded}

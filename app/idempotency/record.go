@@ -14,56 +14,42 @@ const (
 	StatusPending    = "pending"    // the outcome is unknown; the reconciler settles it
 	StatusCompleted  = "completed"  // the response is stored and replayed
 	StatusFailed     = "failed"     // reconciliation gave up; a retry executes again
-	// StatusAbandoned: nobody was promised anything and nobody will finish
-	// it: the owner went (died, or its client was told 503) before the
-	// vendor could have heard of the intent, or its attempt ended in a
-	// definite failure (a 503 vendor_unavailable, a 409 domain_taken, a 422
-	// vendor_rejected) and it is kept until it expires for its fingerprint.
-	// The reconciler never executes it; a retry with its key and the same
-	// request runs it for real, another request is ErrKeyReused.
+	// StatusAbandoned: nobody was promised anything: the owner went before
+	// the vendor could have heard of the intent, or it failed definitely and
+	// is kept for its fingerprint. The reconciler never executes it; a retry
+	// with its key and the same request runs it for real.
 	StatusAbandoned = "abandoned"
-	// StatusSuperseded: a later create of the same consumer for the same
-	// subject settled, or the consumer revoked it, while this intent was
-	// open; the reconciler never executes it. A retry with its key runs for
-	// real and answers the truth of its own time (200 for a license the
-	// consumer holds).
+	// StatusSuperseded: a later create for the same subject settled, or the
+	// consumer revoked it, while this intent was open. A retry with its key
+	// runs for real and answers the truth of its own time.
 	StatusSuperseded = "superseded"
-	// StatusDiscarded: an operator settled a failed or abandoned intent for
-	// good (Store.Discard), with a reason in the audit trail. It is closed:
-	// never executed, never superseded again, and a retry with its key is
-	// refused (ErrDiscarded) until the key expires.
+	// StatusDiscarded: an operator settled it for good (Guard.Discard). A
+	// retry with its key is refused (ErrDiscarded) until the key expires.
 	StatusDiscarded = "discarded"
 )
 
-// Phases of a record: the recovery point its execution reached, each
-// written with the local writes that belong to it.
+// Phases of a record: the recovery point its execution reached.
 const (
 	PhaseReserved = "reserved" // on the record; the vendor has not heard of it
 	PhaseStarted  = "started"  // the work may have reached the vendor (Execution.Start)
 	PhaseFinished = "finished" // settled, with the local writes of its effect
 )
 
-// Statuses are every status a record may be in, in the one order the API
-// documents them (docs/openapi.yaml's IntentStatus) and the command line
-// lists them.
+// Statuses are every status, in the order docs/openapi.yaml's IntentStatus
+// and the command line list them.
 var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusAbandoned, StatusSuperseded, StatusDiscarded}
 
 // Record is a row of idempotency_keys: one intent of one consumer.
 type Record struct {
-	ID uint64 `gorm:"primaryKey"`
-	// PublicID is the intent's opaque id (a ULID): what a 202 names and an
-	// operator looks it up by. Never the raw key.
-	PublicID   *string
-	ConsumerID string
-	Operation  string
-	// Subject is what the intent is about within its consumer (a create:
-	// its domain): a later settled intent for it supersedes this one.
-	Subject     *string
-	Key         string `gorm:"column:idempotency_key"`
+	ID          uint64  `gorm:"primaryKey"`
+	PublicID    *string // the intent's opaque id (a ULID): what a 202 names
+	ConsumerID  string
+	Operation   string
+	Subject     *string // see Operation.Subject
+	Key         string  `gorm:"column:idempotency_key"`
 	RequestHash string
-	// BodyHash is the SHA-256 of the request's method, route and raw body
-	// bytes (see bodyHash): a retry with the same bytes replays without its
-	// body parsed. Nil on records older than it.
+	// BodyHash is bodyHash of the request: a retry with the same bytes
+	// replays without its body parsed. Nil on records older than it.
 	BodyHash        *string
 	RequestBody     []byte
 	Status          string
@@ -81,15 +67,11 @@ type Record struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	ExpiresAt       time.Time
-	// prior is the record as it was when this execution took it over (not
-	// expired: the same intent), nil for a fresh reservation; not stored.
-	prior *Record
-	// sealedErr says why the stored request could not be opened (no key of
-	// APP_KEY and APP_PREVIOUS_KEYS does); not stored.
-	sealedErr error
+	prior           *Record // not stored: the record this execution took over (the same intent)
+	sealedErr       error   // not stored: why no key held opens the stored request
 }
 
-// TableName is the table the records live in.
+// TableName implements gorm's Tabler.
 func (Record) TableName() string { return "idempotency_keys" }
 
 // BeforeCreate gives every new record its public id.
@@ -104,13 +86,12 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 // Ref is the record's public id, "" for none.
 func (r *Record) Ref() string { return ptr.Deref(r.PublicID) }
 
-// SystemConsumer is the consumer id an intent that belongs to no consumer
-// is recorded under (the vendor's events): beside the consumers' intents,
-// never among them, as no consumer's id is it (theirs are ULIDs). Such an
-// intent shows no consumer (Intent.ConsumerID is "").
+// SystemConsumer is the consumer id an intent of no consumer's (the
+// vendor's events) is recorded under: no consumer's id is it (theirs are
+// ULIDs). Such an intent shows no consumer.
 const SystemConsumer = "vendor"
 
-// scope identifies a record: unique on (consumer, operation, key).
+// scope identifies a record (the unique index).
 type scope struct {
 	ConsumerID string
 	Operation  string

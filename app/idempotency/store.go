@@ -31,26 +31,19 @@ type Store struct {
 	group   *database.GroupCommit // the request path's writes, batched (SQLite); nil: each on its own
 }
 
-// Cipher keeps stored response bodies encrypted at rest, and digests keys
-// for logs and listings (app/crypt's *Cipher, built from APP_KEY by the
-// bootstrap). A body stored in plaintext before encryption at rest replays
-// as it is until `licensor keys rotate` seals it.
+// Cipher keeps stored bodies encrypted at rest, and digests keys for logs
+// and listings (app/crypt's *Cipher). A body stored in plaintext before
+// encryption at rest replays as it is until `licensor keys rotate` seals it.
 type Cipher interface {
 	Encrypt(plain []byte) (string, error)
 	Decrypt(envelope string) ([]byte, error)
-	// Encrypted tells an envelope from a plaintext value.
-	Encrypted(s string) bool
-	// Digest is a short keyed digest of a secret, safe to show.
-	Digest(s string) string
+	Encrypted(s string) bool // an envelope, not a plaintext value
+	Digest(s string) string  // a short keyed digest of a secret, safe to show
 }
 
-// NewStore returns a Store on db that keeps response bodies sealed with c.
-// Find, the read every keyed request makes, runs on read when it is not nil
-// (SQLite's read-only pool) rather than on the pool that writes; the writes
-// a request makes (reserve, take over, complete, mark pending, release) go
-// through group when it is not nil, which commits those of concurrent
-// requests together (for SQLite: see database.GroupCommit). It panics
-// without a Cipher: a response body is never stored in plaintext.
+// NewStore returns a Store on db that keeps bodies sealed with c, reading
+// on read and writing the request path through group when they are not nil.
+// It panics without a Cipher: a body is never stored in plaintext.
 func NewStore(db *gorm.DB, c Cipher, read *gorm.DB, group *database.GroupCommit) *Store {
 	if c == nil {
 		panic("idempotency: NewStore needs a Cipher")
@@ -62,8 +55,7 @@ func NewStore(db *gorm.DB, c Cipher, read *gorm.DB, group *database.GroupCommit)
 }
 
 // write runs one write statement of the request path: in the next group
-// commit when the Store has one, else on its own, retried on a deadlock or
-// lock wait (MySQL). The result carries RowsAffected and the error.
+// commit when the Store has one, else on its own, retried on a lock conflict.
 func (s *Store) write(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) *gorm.DB {
 	if s.group == nil {
 		return database.RetryOnConflict(ctx, func() *gorm.DB { return stmt(s.db.WithContext(ctx)) })
@@ -80,23 +72,20 @@ func (s *Store) write(ctx context.Context, stmt func(db *gorm.DB) *gorm.DB) *gor
 	return res
 }
 
-// findQuery reads one record by its scope (the unique index): every column
-// but the stored request, which only the reconciler reads.
+// findQuery reads one record by its scope: all but the stored request,
+// which only the reconciler reads.
 const findQuery = `SELECT id, public_id, consumer_id, operation, idempotency_key, request_hash, body_hash,
 status, response_status, response_headers, response_body, resource_type, resource_id, external_ref,
 correlation_id, requested_by, locked_until, attempts, created_at, updated_at, expires_at
 FROM idempotency_keys WHERE consumer_id = ? AND operation = ? AND idempotency_key = ?`
 
-// KeyDigest is a short, safe stand-in for an idempotency key in logs and in
-// the intents an operator or a consumer sees: never show the key. It is
+// KeyDigest is what logs and intents show for a key, never the key itself:
 // keyed by APP_KEY, so a guessable key cannot be found from its digest.
 func (s *Store) KeyDigest(key string) string { return s.cipher.Digest(key) }
 
-// find returns the record of the scope, or nil when there is none; its
-// RequestBody is not read.
-//
-// It is the read every keyed request makes, a prepared statement scanned by
-// hand (no GORM), on the read pool.
+// find returns the record of the scope but its RequestBody, or nil. It is
+// the read every keyed request makes: a prepared statement scanned by hand
+// (no GORM), on the read pool.
 func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	var r Record
 	err := s.byScope.Row(ctx, []any{&r.ID, &r.PublicID, &r.ConsumerID, &r.Operation, &r.Key, &r.RequestHash, &r.BodyHash,
@@ -116,8 +105,8 @@ func (s *Store) find(ctx context.Context, sc scope) (*Record, error) {
 	return &r, nil
 }
 
-// sealRequest is the stored form of a request body: sealed like a response
-// body (a vendor event carries a license key), nil for none.
+// sealRequest seals a request body like a response body: a vendor event
+// carries a license key.
 func (s *Store) sealRequest(body []byte) ([]byte, error) {
 	if len(body) == 0 {
 		return body, nil
@@ -129,9 +118,8 @@ func (s *Store) sealRequest(body []byte) ([]byte, error) {
 	return []byte(sealed), nil
 }
 
-// open decrypts a stored body of record id in place (what: "request",
-// for a resumption, or "response", for a replay); one stored before it was
-// sealed is read as it is.
+// open decrypts a stored body of record id in place; one stored before it
+// was sealed is read as it is.
 func (s *Store) open(body *[]byte, what string, id uint64) error {
 	if len(*body) == 0 || !s.cipher.Encrypted(string(*body)) {
 		return nil
@@ -144,9 +132,8 @@ func (s *Store) open(body *[]byte, what string, id uint64) error {
 	return nil
 }
 
-// reserve inserts r. The unique index on (consumer_id, operation, key) decides
-// who owns the intent: when another record holds the scope, Reserve returns
-// that record and ok=false.
+// reserve inserts r. The unique index decides who owns the intent: when
+// another record holds the scope, reserve returns it and ok=false.
 func (s *Store) reserve(ctx context.Context, r *Record) (existing *Record, ok bool, err error) {
 	row := *r // the row holds the request sealed; r keeps it open
 	if row.RequestBody, err = s.sealRequest(r.RequestBody); err != nil {
@@ -165,9 +152,7 @@ func (s *Store) reserve(ctx context.Context, r *Record) (existing *Record, ok bo
 	}
 	existing, err = s.find(ctx, r.scope())
 	if err == nil && existing == nil {
-		// Deleted between our INSERT and our read (released or pruned): the
-		// caller may simply try again.
-		err = errRaced
+		err = errRaced // deleted between our INSERT and our read: try again
 	}
 	return existing, false, err
 }
@@ -184,19 +169,15 @@ func casWhere(db *gorm.DB, read *Record) *gorm.DB {
 	return q.Where("locked_until = ?", *read.LockedUntil)
 }
 
-// leaseHeld matches r only while its holder still holds it: the record is
-// still in status and its lease is still the one the holder set. A nil lease
-// matches nothing.
+// leaseHeld matches r only while it is still in status under the lease its
+// holder set. A nil lease matches nothing.
 func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB {
 	return db.Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, status, lease)
 }
 
-// TakeOver claims a record that is expired, failed, abandoned, superseded,
-// or whose owner's lease has run out, for a new execution of r's request.
-// An expired record becomes a new intent; any other keeps its public id and
-// the phase it reached (an intent that may have reached the vendor stays
-// one), and r remembers what it took over. It returns false when someone
-// else changed the record first.
+// TakeOver claims read for a new execution of r's request, if unchanged. An
+// expired record becomes a new intent; any other keeps its public id and
+// the phase it reached, and r remembers what it took over.
 func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	sealed, err := s.sealRequest(r.RequestBody)
 	if err != nil {
@@ -217,7 +198,7 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 		"updated_at":       r.UpdatedAt,
 	}
 	expired := read.expired(r.CreatedAt)
-	if expired { // an expired record is a new intent: its clock restarts, under a new id, from its first phase
+	if expired { // a new intent: its clock restarts, under a new id, from its first phase
 		set["phase"] = PhaseReserved
 		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
@@ -237,29 +218,23 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	return true, nil
 }
 
-// Response is an operation's answer: what the caller is answered, and
-// what a completed intent stores and replays (its status, its headers:
-// Content-Type, Location; its body), with what it made, kept with the
-// record for the intents API.
+// Response is an operation's answer: what a completed intent stores and
+// replays, with what it made, kept with the record for the intents API.
 type Response struct {
 	Status  int
 	Headers map[string]string
 	Body    []byte
-	// ResourceType and ResourceID name what the intent made or changed; a
-	// Run returns them beside an error too, where a pending intent is known
-	// by them.
+	// ResourceType and ResourceID name what the intent made or changed.
 	ResourceType string
 	ResourceID   string
-	// ExternalRef is what the vendor knows the intent by (a site's id).
-	ExternalRef string
+	ExternalRef  string // what the vendor knows the intent by (a site's id)
 	// NoEffect says the operation changed nothing (a create for a domain the
 	// consumer already held): its answer is given but not stored, and the
 	// key is released, so that a retry tells the truth of its own time.
 	NoEffect bool
 }
 
-// complete stores the response of an execution that had an effect, provided
-// the caller still owns the record (its lease is the one it set).
+// complete stores the response of an execution that had an effect.
 func (s *Store) complete(ctx context.Context, r *Record, resp Response, now time.Time) error {
 	set, err := s.completed(resp, now)
 	if err != nil {
@@ -288,8 +263,7 @@ func (s *Store) completed(resp Response, now time.Time) (map[string]any, error) 
 	}, nil
 }
 
-// markPending keeps an intent whose outcome is unknown, due for
-// reconciliation at once.
+// markPending keeps an intent whose outcome is unknown, due at once.
 func (s *Store) markPending(ctx context.Context, r *Record, about Response, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{
 		"status":        StatusPending,
@@ -306,14 +280,12 @@ func (s *Store) settle(ctx context.Context, r *Record, set map[string]any) error
 	return s.owned(ctx, "settle", r, func(q *gorm.DB) *gorm.DB { return q.Updates(set) })
 }
 
-// release deletes the record of an execution that had no effect, so that a
-// retry runs for real.
+// release deletes the record of an execution that had no effect.
 func (s *Store) release(ctx context.Context, r *Record) error {
 	return s.owned(ctx, "release", r, func(q *gorm.DB) *gorm.DB { return q.Delete(&Record{}) })
 }
 
-// owned runs stmt (what, for its error) on the record the caller owns, a
-// write of the request path; ErrLeaseLost when it matched no row.
+// owned runs stmt on the record the caller owns; ErrLeaseLost for no row.
 func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *gorm.DB) *gorm.DB) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return stmt(leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil))
@@ -331,11 +303,9 @@ func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *
 var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, StatusAbandoned}
 
 // supersede marks the consumer's open intents of operation about subject
-// superseded: when beforeID is not 0, only those inserted before that
-// record, and not one whose owner is at work on it right now (processing,
-// its lease alive), which finishes on its own and answers what it finds.
-// The ones to settle are read first (a plain read, no range lock), then
-// updated by id, still open: a change that finds none writes nothing.
+// superseded: when beforeID is not 0, only those inserted before it, and
+// not one whose owner is at work on it (it answers what it finds). They are
+// read first (a plain read, no range lock), then updated by id, still open.
 func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, beforeID uint64, now time.Time) error {
 	q := tx.Model(&Record{}).Where("consumer_id = ? AND subject = ? AND operation = ? AND status IN ?", consumerID, subject, operation, openStatuses)
 	if beforeID > 0 {
@@ -359,8 +329,8 @@ func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, be
 	return nil
 }
 
-// whyNotOwned tells why an owner's write matched no row: the intent was
-// superseded, or the lease was lost.
+// whyNotOwned tells why an owner's write matched no row: ErrSuperseded, or
+// ErrLeaseLost.
 func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 	var status string
 	if err := db.Model(&Record{}).Where("id = ?", r.ID).Select("status").Scan(&status).Error; err != nil {
@@ -372,10 +342,8 @@ func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 	return ErrLeaseLost
 }
 
-// abandon settles a processing record whose owner went before its work
-// could have reached the vendor (phase reserved): nobody was promised
-// anything, so it is never executed by the reconciler, and a retry with its
-// key runs it for real. False when the record changed meanwhile.
+// abandon settles a processing record that never started; false when it
+// changed meanwhile.
 func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", StatusProcessing, PhaseReserved).
@@ -387,17 +355,11 @@ func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool,
 	return res.RowsAffected == 1, nil
 }
 
-// giveBack ends an execution that had no effect on r, which it owns, so
-// that a retry with the same request runs for real. A fresh intent under a
-// client's key is kept abandoned until it expires, for its fingerprint
-// alone: the key stays bound to its request (another request with it is
-// ErrKeyReused), nothing of the failure is stored or replayed, and the
-// reconciler never executes it. One under a key the server made is
-// released (deleted): no client can send its key again. An intent it took
-// over keeps what it was owed: a superseded one is superseded again; one
-// that may have reached the vendor before (it had started, or failed after
-// a 202) goes back to pending, due now, so that the reconciler finishes it:
-// a retry's definite failure says nothing of the first execution's effect.
+// giveBack ends an execution that had no effect on r, which it owns. A fresh
+// intent is kept abandoned for its fingerprint, or deleted under a key the
+// server made (no client can send it again). A superseded intent taken over
+// is superseded again; one that may have reached the vendor goes back to
+// pending: a retry's definite failure says nothing of the first one's effect.
 func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 	p := r.prior
 	switch {
@@ -411,8 +373,8 @@ func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 	return s.settle(ctx, r, map[string]any{"status": StatusPending, "locked_until": nil, "updated_at": now})
 }
 
-// encodeHeaders writes the headers a replay repeats as "Name: value" lines,
-// sorted, which a replay sets without a JSON decode.
+// encodeHeaders writes headers as sorted "Name: value" lines, which a replay
+// sets without a JSON decode.
 func encodeHeaders(h map[string]string) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(h)) {
@@ -424,8 +386,8 @@ func encodeHeaders(h map[string]string) string {
 	return b.String()
 }
 
-// eachHeader calls fn for each header stored by encodeHeaders, or in the JSON
-// object older records hold.
+// eachHeader calls fn for each stored header, also of the JSON object older
+// records hold.
 func eachHeader(stored string, fn func(name, value string)) error {
 	if strings.HasPrefix(stored, "{") {
 		var h map[string]string
@@ -445,7 +407,6 @@ func eachHeader(stored string, fn func(name, value string)) error {
 	return nil
 }
 
-// storedHeader returns one stored header's value, "" when absent.
 func storedHeader(stored *string, name string) string {
 	if stored == nil {
 		return ""

@@ -1,10 +1,6 @@
 // Package operations declares licensor's guarded writes, each once: its
-// name, its phases (what runs before the vendor may hear of it, the vendor
-// call, and the last transaction that commits the effect with its answer),
-// and how a pending one is resumed. The bootstrap hands the one list
-// (Set.List) to the guard, the reconciler and the metrics, and the Set to
-// app/http, whose routes bind their input and serve them. Adding a guarded
-// operation is one declaration here and its route.
+// name, its phases and how a pending one is resumed. Adding a guarded
+// operation is one declaration here and its route in app/http.
 package operations
 
 import (
@@ -16,17 +12,10 @@ import (
 
 // Set is the application's guarded operations, typed by their input.
 type Set struct {
-	// StoreLicense is POST /api/licenses: "licenses.store".
-	StoreLicense idempotency.Operation[licenses.Input]
-	// RevokeLicense is DELETE /api/licenses/{id}: "licenses.destroy", keyed
-	// by the license's id.
-	RevokeLicense idempotency.Operation[string]
-	// RotateLicenseKey is POST /api/licenses/{id}/rotate-key:
-	// "licenses.rotate_key", about the license's id.
-	RotateLicenseKey idempotency.Operation[string]
-	// VendorEvent applies one of the vendor's webhook events, once per event
-	// id: "webhooks.vendor".
-	VendorEvent idempotency.Operation[licenses.VendorEvent]
+	StoreLicense     idempotency.Operation[licenses.Input]       // POST /api/licenses
+	RevokeLicense    idempotency.Operation[string]               // DELETE /api/licenses/{id}, by the license's id
+	RotateLicenseKey idempotency.Operation[string]               // POST /api/licenses/{id}/rotate-key, about the license's id
+	VendorEvent      idempotency.Operation[licenses.VendorEvent] // a vendor webhook event, once per event id
 }
 
 // New declares the operations on the licenses service they run.
@@ -40,21 +29,19 @@ func New(svc *licenses.Service) Set {
 	}
 }
 
-// List is every operation of the set, as the guard, the reconciler and the
-// metrics take them.
+// List is every operation of the set, for the guard, the reconciler and
+// the metrics.
 func (s Set) List() []idempotency.AnyOperation {
 	return []idempotency.AnyOperation{s.StoreLicense, s.RevokeLicense, s.RotateLicenseKey, s.VendorEvent}
 }
 
-// requestActor names the request and its token as the actor of what the
-// licenses service records for c.
+// requestActor names c's request and token as the actor in the audit trail.
 func requestActor(ctx context.Context, c idempotency.Caller) context.Context {
 	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorRequest, RequestID: c.RequestID, TokenID: c.TokenID})
 }
 
-// reconcilerActor names the reconciler, on behalf of the token that asked
-// and with its request's id (the record's, as the reconciler's caller
-// carries them), in the audit trail of what it does.
+// reconcilerActor names the reconciler as the actor, on behalf of the
+// record's token and request.
 func reconcilerActor(ctx context.Context, c idempotency.Caller) context.Context {
 	return licenses.WithActor(ctx, licenses.Actor{Name: licenses.ActorReconciler, RequestID: c.RequestID, TokenID: c.TokenID})
 }

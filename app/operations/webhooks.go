@@ -15,40 +15,30 @@ import (
 	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
-// VendorConsumer is the consumer the vendor's events are recorded under:
-// none, beside (never among) the consumers' own intents.
+// VendorConsumer is the consumer the vendor's events are recorded under.
 const VendorConsumer = idempotency.SystemConsumer
 
-// Received is the answer to every event taken: applied now, applied before,
-// or of a type licensor does not act on.
+// Received is the answer to every event taken, acted on or not.
 var Received = idempotency.Response{Status: http.StatusOK,
 	Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"received":true}`)}
 
-// ErrNotAnEvent is ParseVendorEvent's answer to a body that is not a
-// vendor event.
+// ErrNotAnEvent is ParseVendorEvent's answer to anything else.
 var ErrNotAnEvent = errors.New("the body is not a vendor event")
 
 // vendorEvent applies one of the vendor's events to the license of its
-// site. Its intent is the event's body, so a pending one (whose owner died)
-// is finished from the record alone. Its phases:
-//
-//	started    at once: an owner that dies mid-apply leaves an event the
-//	           reconciler applies from the record, not one it abandons
-//	finished   the license changed, its events and the answer, one
-//	           transaction
+// site. Its intent is the event's body, so the reconciler finishes a pending
+// one from the record alone; it starts at once, so that an owner that dies
+// mid-apply leaves an event to apply, not one to abandon.
 func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEvent] {
 	apply := func(ctx context.Context, x *idempotency.Execution, ev licenses.VendorEvent) (idempotency.Response, error) {
-		resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+		_, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
 			_, err := svc.ApplyVendorEvent(ctx, tx, ev)
 			if errors.Is(err, licenses.ErrUnknownEventType) {
 				err = nil // taken, not acted on: the vendor may add types
 			}
 			return received(ev), err
 		})
-		if err != nil {
-			return received(ev), err
-		}
-		return resp, nil
+		return received(ev), err
 	}
 	return idempotency.Operation[licenses.VendorEvent]{
 		Name: "webhooks.vendor",
@@ -69,7 +59,6 @@ func vendorEvent(svc *licenses.Service) idempotency.Operation[licenses.VendorEve
 	}
 }
 
-// received is the answer to an event taken, about its site.
 func received(ev licenses.VendorEvent) idempotency.Response {
 	resp := Received
 	resp.ResourceType, resp.ExternalRef = "site", ev.Site.ID
@@ -77,7 +66,7 @@ func received(ev licenses.VendorEvent) idempotency.Response {
 }
 
 // ParseVendorEvent reads a vendor webhook's body: an event with an id, a
-// type, a creation time and a site with an id; ErrNotAnEvent otherwise.
+// type, a creation time and a site with an id.
 func ParseVendorEvent(body []byte) (licenses.VendorEvent, error) {
 	var ev vendorproto.Event
 	if json.Unmarshal(body, &ev) != nil || ev.ID == "" || ev.Type == "" || ev.Created <= 0 || ev.Data.Site == nil || ev.Data.Site.ID == "" {
