@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
+
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
-	"github.com/licensor-api/licensor/app/resource"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -49,7 +51,7 @@ func newIntentsFixture(t *testing.T, db *testdb.DB) *intentsFixture {
 	f.secret, f.token = acme.Secret, acme.ID
 	globex := f.issue(svc, "globex")
 
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := dbtime.Now()
 	due, status := now.Add(time.Minute), 201
 	headers := `{"Location":"/api/licenses/L1"}`
 	f.failed = f.seed(idempotency.Record{ConsumerID: acme.ConsumerID, Key: "auto:0f1e2d3c", Status: idempotency.StatusFailed,
@@ -201,8 +203,8 @@ func TestIntentsListJSON(t *testing.T) {
 		}
 		for _, at := range []any{pending["created_at"], pending["updated_at"], failed["next_attempt_at"]} {
 			s, _ := at.(string)
-			if parsed, err := time.Parse(resource.TimeLayout, s); err != nil || resource.Time(parsed) != s {
-				t.Errorf("time %q is not the API's (UTC, microseconds: %s): %v", s, resource.TimeLayout, err)
+			if parsed, err := time.Parse(events.TimeLayout, s); err != nil || events.Time(parsed) != s {
+				t.Errorf("time %q is not the API's (UTC, microseconds: %s): %v", s, events.TimeLayout, err)
 			}
 		}
 		if stdout, _, err := f.run("list", "--json", "--consumer", "nobody"); err != nil || strings.TrimSpace(stdout) != "[]" {

@@ -5,7 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/licensor-api/licensor/internal/dbtime"
 
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/config"
@@ -23,7 +24,7 @@ func TestKeysRotateEventsAndEndpointSecrets(t *testing.T) {
 		underA, _ := crypt.New(keyA)
 		underB, _ := crypt.New(keyB)
 		seal := func(s string) string { v, _ := underA.Encrypt([]byte(s)); return v }
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		exec := func(sql string, args ...any) {
 			t.Helper()
 			if err := db.Gorm.Exec(sql, args...).Error; err != nil {

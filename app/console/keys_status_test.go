@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
+
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -61,7 +63,7 @@ func TestKeysStatus(t *testing.T) {
 		keyA, keyB := bytes.Repeat([]byte{0xA}, 32), bytes.Repeat([]byte{0xB}, 32)
 		keyC, keyD := bytes.Repeat([]byte{0xC}, 32), bytes.Repeat([]byte{0xD}, 32)
 		seal := func(key []byte, s string) string { v, _ := mustCipher(t, key).Encrypt([]byte(s)); return v }
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		must := func(err error) {
 			t.Helper()
 			if err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
+
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/tests/testdb"
@@ -51,7 +53,7 @@ func TestKeysRotate(t *testing.T) {
 		underB, _ := crypt.New(keyB)
 		seal := func(c *crypt.Cipher, s string) string { v, _ := c.Encrypt([]byte(s)); return v }
 
-		now := time.Now().UTC().Truncate(time.Microsecond)
+		now := dbtime.Now()
 		must := func(err error) {
 			t.Helper()
 			if err != nil {

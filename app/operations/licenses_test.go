@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/internal/dbtime"
+
 	"github.com/licensor-api/licensor/app/crypt"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
@@ -295,7 +297,7 @@ func TestCreateLosesTheDomainRace(t *testing.T) {
 		t.Run("won by "+winner, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 				r := newRig(t, db)
-				now := time.Now().UTC().Truncate(time.Microsecond)
+				now := dbtime.Now()
 				domain := "a.test"
 				w := licenses.License{ID: "01WINNER", ConsumerID: winner, Name: "W", Domain: domain, ActiveDomain: &domain,
 					LicenseKey: "LK-w", Status: licenses.StatusActive, VendorSiteID: "site-w", CreatedAt: now, UpdatedAt: now}
@@ -376,7 +378,7 @@ func TestResumeBranches(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		pend := func(key string, body string, age time.Duration) {
-			now := time.Now().UTC().Truncate(time.Microsecond)
+			now := dbtime.Now()
 			started := idempotency.PhaseStarted
 			rec := &idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h-" + key, RequestBody: []byte(body),
 				Status: idempotency.StatusPending, Phase: &started, Attempts: 1, CreatedAt: now.Add(-age), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}

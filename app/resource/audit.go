@@ -1,6 +1,9 @@
 package resource
 
-import "github.com/licensor-api/licensor/app/audit"
+import (
+	"github.com/licensor-api/licensor/app/audit"
+	"github.com/licensor-api/licensor/app/events"
+)
 
 // TokenEvent is an event of the tokens' audit trail (GET /api/tokens/events,
 // and `licensor token events --json`): which token, what happened to it,
@@ -23,7 +26,7 @@ func NewTokenEvent(e audit.Event, consumer, actorConsumer string) TokenEvent {
 	return TokenEvent{
 		ID: e.ID, Event: e.Event, TokenID: e.SubjectID, Consumer: StringOrNil(consumer),
 		Actor: e.Actor, ActorTokenID: e.ActorTokenID, ActorConsumer: StringOrNil(actorConsumer),
-		RequestID: e.RequestID, CreatedAt: Time(e.CreatedAt),
+		RequestID: e.RequestID, CreatedAt: events.Time(e.CreatedAt),
 	}
 }
 
@@ -42,10 +45,10 @@ type IntentEvent struct {
 	CreatedAt     string  `json:"created_at"`
 }
 
-// NewIntentEvents presents events of an intent whose consumer is named
-// consumer, the acting tokens' consumers named by consumerNames (id → name).
-func NewIntentEvents(events []audit.Event, consumer string, consumerNames map[string]string) []IntentEvent {
-	return list(events, func(e audit.Event) IntentEvent {
+// NewIntentEvents presents an intent's trail, its consumer named consumer,
+// the acting tokens' consumers named by consumerNames (id → name).
+func NewIntentEvents(trail []audit.Event, consumer string, consumerNames map[string]string) []IntentEvent {
+	return list(trail, func(e audit.Event) IntentEvent {
 		actorConsumer := ""
 		if e.ActorConsumerID != nil {
 			actorConsumer = consumerNames[*e.ActorConsumerID]
@@ -53,7 +56,7 @@ func NewIntentEvents(events []audit.Event, consumer string, consumerNames map[st
 		return IntentEvent{
 			ID: e.ID, Event: e.Event, IntentID: e.SubjectID, Consumer: StringOrNil(consumer),
 			Actor: e.Actor, ActorTokenID: e.ActorTokenID, ActorConsumer: StringOrNil(actorConsumer),
-			RequestID: e.RequestID, Reason: e.Reason, CreatedAt: Time(e.CreatedAt),
+			RequestID: e.RequestID, Reason: e.Reason, CreatedAt: events.Time(e.CreatedAt),
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package resource
 
-import "github.com/licensor-api/licensor/app/idempotency"
+import (
+	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/idempotency"
+)
 
 // Operation is an intent as its consumer sees it (GET /api/operations/{id},
 // and the start of every Intent).
@@ -25,7 +28,7 @@ type Result struct {
 func NewOperation(in idempotency.Intent) Operation {
 	o := Operation{
 		ID: in.ID, Operation: in.Operation, Status: in.Status, Attempts: in.Attempts,
-		CreatedAt: Time(in.CreatedAt), UpdatedAt: Time(in.UpdatedAt),
+		CreatedAt: events.Time(in.CreatedAt), UpdatedAt: events.Time(in.UpdatedAt),
 	}
 	if in.Result != nil {
 		o.Result = &Result{Status: in.Result.Status, Location: in.Result.Location}

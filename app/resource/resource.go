@@ -13,29 +13,22 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 )
 
-// TimeLayout is how Laravel serialises a date, and so every time in a body:
-// UTC, microseconds (always six digits), and Z: 2026-11-30T10:00:00.000000Z.
-const TimeLayout = events.TimeLayout
-
-// Time renders t as the API does (TimeLayout), in UTC.
-func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
-
-// TimeOrNil is Time(*t), nil (JSON null) for no time.
+// TimeOrNil is events.Time(*t), nil (JSON null) for no time.
 func TimeOrNil(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	s := Time(*t)
+	s := events.Time(*t)
 	return &s
 }
 
-// TimeOf is a time of a body (a TimeLayout string, or a pointer to one,
+// TimeOf is a time of a body (an events.TimeLayout string, or a pointer to one,
 // nil for null) or a time.Time (or a pointer to one) as a time.Time; the
 // zero time for none (nil, "") and for text that is no body's time.
 func TimeOf(t any) time.Time {
 	switch t := t.(type) {
 	case string:
-		at, _ := time.Parse(TimeLayout, t)
+		at, _ := time.Parse(events.TimeLayout, t)
 		return at
 	case *string:
 		if t != nil {

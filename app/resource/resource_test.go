@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/licensor-api/licensor/app/events"
+
 	"github.com/licensor-api/licensor/app/idempotency"
 )
 
@@ -12,14 +14,14 @@ import (
 // and Z, whatever its zone; no time is null.
 func TestTime(t *testing.T) {
 	at := time.Date(2026, 11, 30, 11, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	if got := Time(at); got != "2026-11-30T10:00:00.123456Z" {
+	if got := events.Time(at); got != "2026-11-30T10:00:00.123456Z" {
 		t.Errorf("Time = %q", got)
 	}
-	if got := Time(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)); got != "2026-11-30T10:00:00.000000Z" {
+	if got := events.Time(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)); got != "2026-11-30T10:00:00.000000Z" {
 		t.Errorf("Time of a whole second = %q, want six zero digits", got)
 	}
-	if got := TimeOrNil(&at); got == nil || *got != Time(at) {
-		t.Errorf("TimeOrNil = %v, want %q", got, Time(at))
+	if got := TimeOrNil(&at); got == nil || *got != events.Time(at) {
+		t.Errorf("TimeOrNil = %v, want %q", got, events.Time(at))
 	}
 	if got := TimeOrNil(nil); got != nil {
 		t.Errorf("TimeOrNil(nil) = %q, want nil", *got)
@@ -30,7 +32,7 @@ func TestTime(t *testing.T) {
 // none (null, "", the zero time) and text that is no time are "".
 func TestFormatTime(t *testing.T) {
 	at := time.Date(2026, 11, 30, 11, 0, 5, 123456789, time.FixedZone("CET", 3600))
-	s, bad := Time(at), "2026-11-30"
+	s, bad := events.Time(at), "2026-11-30"
 	for _, v := range []any{s, &s, at, &at} {
 		if got := FormatTime(v, time.RFC3339); got != "2026-11-30T10:00:05Z" {
 			t.Errorf("FormatTime(%T) = %q", v, got)

@@ -1,6 +1,9 @@
 package resource
 
-import "github.com/licensor-api/licensor/app/auth"
+import (
+	"github.com/licensor-api/licensor/app/auth"
+	"github.com/licensor-api/licensor/app/events"
+)
 
 // Token is a token as the API shows it (GET /api/tokens, and `licensor
 // token list --json`): never its secret, except once, in the response that
@@ -22,7 +25,7 @@ type Token struct {
 func NewToken(t auth.Token) Token {
 	return Token{
 		ID: t.ID, Consumer: t.Consumer.Name, Name: t.Name, Abilities: t.Abilities, IssuedBy: t.IssuedBy,
-		LastUsedAt: TimeOrNil(t.LastUsedAt), ExpiresAt: Time(t.ExpiresAt), RevokedAt: TimeOrNil(t.RevokedAt), CreatedAt: Time(t.CreatedAt),
+		LastUsedAt: TimeOrNil(t.LastUsedAt), ExpiresAt: events.Time(t.ExpiresAt), RevokedAt: TimeOrNil(t.RevokedAt), CreatedAt: events.Time(t.CreatedAt),
 	}
 }
 

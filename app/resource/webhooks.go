@@ -1,6 +1,9 @@
 package resource
 
-import "github.com/licensor-api/licensor/app/webhooks"
+import (
+	"github.com/licensor-api/licensor/app/events"
+	"github.com/licensor-api/licensor/app/webhooks"
+)
 
 // WebhookEndpoint is a webhook endpoint as the API shows it: never its
 // secret (app/webhooks renders it, as a webhook_endpoint.disabled event
@@ -82,9 +85,9 @@ func NewWebhookDelivery(v webhooks.DeliveryView) WebhookDelivery {
 	return WebhookDelivery{
 		ID: v.ID, EndpointID: v.EndpointID, EventID: v.EventPublicID, EventType: v.EventType, Status: v.Status,
 		AttemptCount: v.Delivery.Attempts, NextAttemptAt: TimeOrNil(v.NextAttemptAt), DeliveredAt: TimeOrNil(v.DeliveredAt),
-		CreatedAt: Time(v.CreatedAt), UpdatedAt: Time(v.UpdatedAt),
+		CreatedAt: events.Time(v.CreatedAt), UpdatedAt: events.Time(v.UpdatedAt),
 		Attempts: list(v.Attempts, func(a webhooks.Attempt) WebhookAttempt {
-			return WebhookAttempt{AttemptedAt: Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus, DurationMS: a.DurationMS, Error: a.Error}
+			return WebhookAttempt{AttemptedAt: events.Time(a.AttemptedAt), ResponseStatus: a.ResponseStatus, DurationMS: a.DurationMS, Error: a.Error}
 		}),
 	}
 }
