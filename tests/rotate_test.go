@@ -223,3 +223,75 @@ func TestConsoleRotatesALicenseKey(t *testing.T) {
 		b.post("/console/licenses/"+revoked+"/rotate-key", url.Values{"once": {"a-form"}}).wantStatus(t, http.StatusConflict, "revoked")
 	})
 }
+
+// The vendor applies the rotation and the answer is lost (202), and the
+// vendor's own site.key_rotated webhook records the new key before the
+// reconciler looks: the key the license took since the intent began is the
+// rotation's. The reconciler records it and never rotates a second time,
+// so the consumer hears of one new key, not of two.
+func TestRotateLicenseKeyToldByTheVendorFirst(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		clk := testkit.NewClock(time.Now())
+		a, acme, id, leaked := rotating(t, db, withClock(clk), withWebhookSecrets(webhookSecret))
+		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
+		a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-told")...).wantError(http.StatusAccepted, "operation_pending")
+		calls := a.vendor.count("POST")
+		a.vendor.mu.Lock()
+		site := a.vendor.sites["acme.test"]
+		a.vendor.mu.Unlock()
+		if site.LicenseKey == leaked {
+			t.Fatal("the vendor did not apply the rotation")
+		}
+		body := vendorEventBody("evt_rotated", "site.key_rotated", clk.Now(), site.ID, site.LicenseKey)
+		a.webhook(body, signature(clk.Now(), body, webhookSecret)).wantStatus(http.StatusOK)
+		if got := a.key(acme, id); got != site.LicenseKey {
+			t.Fatalf("after the vendor's webhook the key is %q, want %q", got, site.LicenseKey)
+		}
+
+		clk.Advance(settle + time.Second) // the reconciler may rotate again from here, if it must
+		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+			t.Fatalf("reconcile results = %q, want completed", got)
+		}
+		a.wantVendorCalls("POST", calls)
+		if got := a.key(acme, id); got != site.LicenseKey {
+			t.Errorf("key after reconciliation = %q, want the vendor's %q", got, site.LicenseKey)
+		}
+		r := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-told")...).wantStatus(http.StatusOK)
+		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.licenseData()["license_key"] != site.LicenseKey {
+			t.Errorf("retry after reconciliation = %s (replayed %q)", r.Body, r.Header().Get(idempotency.HeaderReplayed))
+		}
+		if names := a.licenseEventNames(acme, id); countOf(names, "key_rotated by vendor")+countOf(names, "key_rotated by reconciler") != 1 {
+			t.Errorf("audit trail = %v, want one key_rotated", names)
+		}
+	})
+}
+
+// A rotation whose answer was lost and which the reconciler gave up on
+// (failed) is taken over by the client's retry with its key: the retry
+// looks at the vendor first, finds the rotation applied, and records it —
+// it never sends the rotation a second time.
+func TestRotateLicenseKeyRetryAfterFailureLooksFirst(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a, acme, id, leaked := rotating(t, db)
+		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
+		a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-failed")...).wantError(http.StatusAccepted, "operation_pending")
+		calls := a.vendor.count("POST")
+		// What the reconciler leaves when it gives up: failed, past Start, no lease.
+		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "rot-failed").
+			Updates(map[string]any{"status": idempotency.StatusFailed, "locked_until": nil}).Error; err != nil {
+			t.Fatal(err)
+		}
+
+		r := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-failed")...).wantStatus(http.StatusOK)
+		a.wantVendorCalls("POST", calls)
+		a.vendor.mu.Lock()
+		atVendor := a.vendor.sites["acme.test"].LicenseKey
+		a.vendor.mu.Unlock()
+		if got := r.licenseData()["license_key"]; got != atVendor || got == leaked {
+			t.Errorf("the retry answered key %v, the vendor holds %q (leaked %q)", got, atVendor, leaked)
+		}
+		if got := a.key(acme, id); got != atVendor {
+			t.Errorf("key = %q, want the vendor's %q", got, atVendor)
+		}
+	})
+}

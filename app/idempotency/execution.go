@@ -43,6 +43,20 @@ type Execution struct {
 // IntentID is the intent's public id, which the effect keeps.
 func (x *Execution) IntentID() string { return x.rec.Ref() }
 
+// MayHaveStarted reports whether an earlier run of this intent may have
+// reached the vendor: this execution took over a record past Start (its
+// owner crashed, or it had failed). An operation whose vendor call is not
+// safe to repeat looks at the vendor first, as its Resume does.
+func (x *Execution) MayHaveStarted() bool { return x.rec.prior != nil && x.rec.prior.mayHaveStarted() }
+
+// Began is when the intent was first recorded, kept across a take-over.
+func (x *Execution) Began() time.Time {
+	if p := x.rec.prior; p != nil {
+		return p.CreatedAt
+	}
+	return x.rec.CreatedAt
+}
+
 // Start is the phase before the vendor may hear of the intent: from here a
 // crash leaves an intent the reconciler finishes by looking at the vendor;
 // before it, one it abandons, since nobody was promised anything. The

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -64,6 +65,20 @@ func (s *Service) KeyRotated(ctx context.Context, tx *gorm.DB, id, key string) (
 		}
 	}
 	return after, s.open(&after)
+}
+
+// RotatedSince reports whether the license's key was replaced at or after
+// t: its trail holds a key_rotated since then, whoever recorded it (a
+// request, the reconciler, or the vendor's own event telling of the very
+// rotation a lost answer left unknown).
+func (s *Service) RotatedSince(ctx context.Context, id string, t time.Time) (bool, error) {
+	var n int64
+	err := s.cfg.DB.WithContext(ctx).Model(&Event{}).
+		Where("license_id = ? AND event = ? AND created_at >= ?", id, EventKeyRotated, t).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("read license %s's rotations: %w", id, err)
+	}
+	return n > 0, nil
 }
 
 // holds reports whether lic, as its row stores it, holds key.

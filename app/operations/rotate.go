@@ -19,10 +19,13 @@ import (
 //	vendor     the site's new key (no transaction open)
 //	finished   the license's new key, its events and the 200, one transaction
 //
-// A pending rotation is resumed by reading the license's site: a key other
-// than the license's is the rotation's, and is recorded; the same key means
-// the vendor never applied it, and it is asked again (a rotation converges:
-// its goal is a key other than the leaked one).
+// A rotation that may have reached the vendor (resumed when pending, or
+// taken over after a crash or a failure) is never sent blindly: the site is
+// read first. A key other than the license's is the rotation's, recorded; a
+// key the license took since the intent began is too (the vendor's own
+// site.key_rotated may have told of it first); only a key unchanged since
+// then means the vendor never applied it, and it is asked again (a rotation
+// converges: its goal is a key other than the leaked one).
 func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 	finish := func(ctx context.Context, x *idempotency.Execution, lic licenses.License, key string) (idempotency.Response, error) {
 		resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
@@ -49,6 +52,34 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 		}
 		return finish(ctx, x, lic, site.LicenseKey)
 	}
+	// converge finishes a rotation that may have reached the vendor, from
+	// the site as the vendor holds it; it rotates again only when mayRotate
+	// and the key is unchanged since the intent began.
+	converge := func(ctx context.Context, x *idempotency.Execution, lic licenses.License, mayRotate bool) (idempotency.Response, bool, error) {
+		site, err := svc.FindSite(ctx, lic.Domain)
+		if err != nil {
+			return idempotency.Response{}, false, err
+		}
+		if site == nil || site.ID != lic.VendorSiteID {
+			return idempotency.Response{}, false, fmt.Errorf("%w: the vendor holds no site of the license", idempotency.ErrAbandon)
+		}
+		rotated := site.LicenseKey != lic.LicenseKey
+		if !rotated {
+			if rotated, err = svc.RotatedSince(ctx, lic.ID, x.Began()); err != nil {
+				return idempotency.Response{}, false, err
+			}
+		}
+		var resp idempotency.Response
+		switch {
+		case rotated: // recorded (a key already in place writes nothing)
+			resp, err = finish(ctx, x, lic, site.LicenseKey)
+		case !mayRotate: // not rotated yet: the call may still be on its way
+			return idempotency.Response{}, false, nil
+		default:
+			resp, err = rotate(ctx, x, lic)
+		}
+		return resp, err == nil, err
+	}
 	return idempotency.Operation[string]{
 		Name:    "licenses.rotate_key",
 		Subject: func(id string) string { return id }, // a rotation finished settles the older ones of its license
@@ -57,6 +88,10 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 			lic, err := svc.Rotatable(ctx, x.ConsumerID, id)
 			if err != nil {
 				return idempotency.Response{}, err
+			}
+			if x.MayHaveStarted() {
+				resp, _, err := converge(ctx, x, lic, true)
+				return resp, err
 			}
 			return rotate(ctx, x, lic)
 		},
@@ -69,23 +104,10 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 			if errors.Is(err, licenses.ErrNotFound) || errors.Is(err, licenses.ErrNotActive) {
 				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
 			}
-			var site *licenses.Site
-			if err == nil {
-				site, err = svc.FindSite(ctx, lic.Domain)
+			if err != nil {
+				return idempotency.Response{}, false, err
 			}
-			var resp idempotency.Response
-			switch {
-			case err != nil:
-			case site == nil || site.ID != lic.VendorSiteID:
-				return idempotency.Response{}, false, fmt.Errorf("%w: the vendor holds no site of the license", idempotency.ErrAbandon)
-			case site.LicenseKey != lic.LicenseKey: // rotated: recorded
-				resp, err = finish(ctx, x, lic, site.LicenseKey)
-			case !mayCreate: // not rotated yet: the call may still be on its way
-				return idempotency.Response{}, false, nil
-			default:
-				resp, err = rotate(ctx, x, lic)
-			}
-			return resp, err == nil, err
+			return converge(ctx, x, lic, mayCreate)
 		},
 	}
 }
