@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 // helpers are the small packages of one job each that every package may
 // import (the client too): their rules below keep them to the standard
 // library.
-var helpers = []string{module + "/internal/dbtime", module + "/internal/fault", module + "/internal/ptr", module + "/internal/timefmt", module + "/internal/wait"}
+var helpers = []string{module + "/internal/dbtime", module + "/internal/fault", module + "/internal/ptr", module + "/internal/wait"}
 
 // sqlDrivers are the SQL drivers: only package database may import them.
 var sqlDrivers = []string{"github.com/glebarez/sqlite", "github.com/glebarez/go-sqlite", "modernc.org/sqlite", "github.com/libtnb/sqlite",
@@ -59,7 +59,6 @@ var rules = []rule{
 	{"internal/hmacsig", []string{"third-party", module + "/"}},
 	{"internal/dbtime", []string{"third-party", module + "/"}},
 	{"internal/ptr", []string{"third-party", module + "/"}},
-	{"internal/timefmt", []string{"third-party", module + "/"}},
 	{"internal/wait", []string{"third-party", module + "/"}},
 	// The application's error: every package may import it, so it imports nothing.
 	{"internal/fault", []string{"third-party", module + "/"}},
