@@ -3,10 +3,12 @@ package tests
 import (
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/vendorproto"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -35,6 +37,12 @@ func TestMetricsFamiliesExistFromStartUp(t *testing.T) {
 		`licensor_reconcile_total{result="failed"}`,
 		`licensor_prune_deleted_total`,
 	} {
+		if got := a.metric(sample); got != sample+" 0" {
+			t.Errorf("%s: got %q, want it at 0", sample, got)
+		}
+	}
+	for _, c := range vendorproto.Calls { // every call of the vendor protocol, at its success
+		sample := `licensor_vendor_requests_total{call="` + c.Name + `",status="` + strconv.Itoa(c.OK) + `"}`
 		if got := a.metric(sample); got != sample+" 0" {
 			t.Errorf("%s: got %q, want it at 0", sample, got)
 		}

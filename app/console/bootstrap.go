@@ -22,6 +22,7 @@ import (
 	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/app/vendorclient"
+	"github.com/licensor-api/licensor/app/vendorproto"
 	"github.com/licensor-api/licensor/app/vendorsim"
 	"github.com/licensor-api/licensor/app/web"
 	"github.com/licensor-api/licensor/app/webhooks"
@@ -112,6 +113,9 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	b.Store = idempotency.NewStore(b.DB, b.Cipher, b.Read, b.group)
 	b.Events = events.New(b.DB, b.Read, b.Cipher)
 	b.Metrics = metrics.New(nil, intentStats(b.Store)) // the operations' labels come with them (app)
+	for _, c := range vendorproto.Calls {
+		b.Metrics.DeclareVendorCall(c.Name, c.OK)
+	}
 	b.Activity = activity.New(activity.Config{DB: b.DB, Read: b.Read, Now: b.now, Log: log, Retry: database.RetryOnConflict})
 	b.Webhooks = webhooks.New(webhooks.Config{
 		DB: b.DB, Read: b.Read, Events: b.Events, Cipher: b.Cipher,

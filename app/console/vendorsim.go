@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
+	"github.com/licensor-api/licensor/app/vendorproto"
 	"github.com/licensor-api/licensor/app/vendorsim"
 )
 
@@ -38,10 +40,10 @@ func vendorSim(ctx context.Context, e env) error {
 	fs.StringVar(&opts.Webhook.Secret, "webhook-secret", "", "`secret` that signs every webhook (Vendor-Signature); required with --webhook-url")
 	fs.Float64Var(&opts.Webhook.DupRate, "webhook-dup-rate", 0, "probability `P`, 0..1, that a webhook is delivered twice")
 	fs.BoolVar(&opts.Webhook.Shuffle, "webhook-shuffle", false, "deliver the webhooks queued together in a random order, seeded by --seed")
-	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol with faults: JSON with a Bearer token, GET /sites?domain=D, POST /sites {name,domain} "+
-		"(201; 422 when the domain has a site), DELETE /sites/{id} (204, 404 when gone), POST /sites/{id}/rotate-key (200, a new license_key and a webhook; 404 when gone), 429 with Retry-After. "+
+	setUsage(fs, "vendor-sim [flags]", "Serves the vendor protocol with faults: JSON with a Bearer token, 429 with Retry-After, and its calls:\n"+
+		vendorCallsHelp()+
 		"GET /_sim/stats counts calls by route and status; POST /_sim/faults sets the knobs it is given, the others kept (JSON, the flags' names with _); DELETE /_sim/faults clears every fault; "+
-		"POST /_sim/reset forgets the sites and zeroes the stats. GET /sites?page=N&per_page=M lists every site a page at a time. "+
+		"POST /_sim/reset forgets the sites and zeroes the stats. "+
 		"POST /_sim/sites/{id}/suspend|reactivate|delete|rotate changes a site and sends a signed webhook to --webhook-url, retried with backoff. "+
 		"Details: docs/operations.md, Vendor simulator.")
 	if ok, err := parseFlags(fs, e); !ok {
@@ -107,4 +109,13 @@ func serveSim(ctx context.Context, h http.Handler, ln net.Listener, log *slog.Lo
 		return fmt.Errorf("vendor-sim: %w", err)
 	}
 	return nil
+}
+
+// vendorCallsHelp is a line per vendor call, from the protocol's table.
+func vendorCallsHelp() string {
+	var b strings.Builder
+	for _, c := range vendorproto.Calls {
+		b.WriteString("  " + c.Help() + "\n")
+	}
+	return b.String()
 }

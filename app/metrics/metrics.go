@@ -48,8 +48,7 @@ var (
 	reconcileResults    = []string{"completed", "waiting", "retry", "failed", "abandoned", "superseded"}
 	driftKinds          = []string{"site_gone", "status_differs", "key_differs", "orphan_site", "domain_differs"} // licenses.DriftKinds
 	mismatchSources     = []string{"webhook", "drift"}                                                            // licenses.MismatchWebhook, MismatchDrift
-	vendorCalls         = map[string]string{"list": "200", "create": "201", "delete": "204", "rotate": "200"}
-	webhookOutcomes     = []string{"delivered", "retried", "failed"} // webhooks.Outcomes
+	webhookOutcomes     = []string{"delivered", "retried", "failed"}                                              // webhooks.Outcomes
 	vendorEventRefusals = []string{"invalid_signature", "signature_expired", "malformed_json", "future_event", "invalid_event_id"}
 )
 
@@ -105,10 +104,13 @@ func New(operations []string, intents IntentStats) *Metrics {
 	m.webhookStats = &webhookGauges{}
 	m.reg.MustRegister(m.webhookStats)
 	m.DeclareOperations(operations)
-	for call, status := range vendorCalls {
-		m.vendorRequests.WithLabelValues(call, status)
-	}
 	return m
+}
+
+// DeclareVendorCall exposes the vendor call's counter from start-up, at 0
+// for its success status (the vendor protocol's calls are main's to name).
+func (m *Metrics) DeclareVendorCall(call string, ok int) {
+	m.vendorRequests.WithLabelValues(call, strconv.Itoa(ok))
 }
 
 // DeclareOperations exposes the idempotency counters of operations from

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/metrics"
+	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
 // scrape returns the Prometheus text the handler serves.
@@ -55,7 +56,11 @@ func zeros(names ...string) map[string]string {
 }
 
 func TestFamiliesExistFromStartUp(t *testing.T) {
-	body := scrape(t, metrics.New([]string{"licenses.store"}, nil))
+	m := metrics.New([]string{"licenses.store"}, nil)
+	for _, c := range vendorproto.Calls {
+		m.DeclareVendorCall(c.Name, c.OK)
+	}
+	body := scrape(t, m)
 	wantSamples(t, body, "", zeros(
 		`licensor_idempotency_requests_total{operation="licenses.store",outcome="executed"}`,
 		`licensor_idempotency_requests_total{operation="licenses.store",outcome="taken_over"}`,

@@ -60,10 +60,9 @@ const defaultUserAgent = "licensor"
 type Option func(*options)
 
 // WithObserver reports the driver's calls, typically to metrics: observe is
-// told of every answer, with the call ("list", "create", "delete" or
-// "rotate") and its status, 0 when none came; onRetry is told of every
-// retry after a 429, before its wait. Either may be nil. By default nothing
-// is reported.
+// told of every answer, with the call (its vendorproto.Call's Name) and its
+// status, 0 when none came; onRetry is told of every retry after a 429,
+// before its wait. Either may be nil. By default nothing is reported.
 func WithObserver(observe func(call string, status int), onRetry func(call string)) Option {
 	return func(o *options) { o.observe, o.onRetry = observe, onRetry }
 }
@@ -159,7 +158,7 @@ func resolve(opts []Option) options {
 // FindSite lists the vendor's sites for the domain and returns the first
 // whose domain is the one asked (DNS names ignore case), or nil.
 func (d *HTTPDriver) FindSite(ctx context.Context, domain string) (*licenses.Site, error) {
-	c := call{name: "list", method: http.MethodGet, path: "/sites?domain=" + url.QueryEscape(domain), ok: []int{http.StatusOK}}
+	c := call{Call: vendorproto.ListSites, path: vendorproto.ListSites.Pattern + "?domain=" + url.QueryEscape(domain)}
 	a, err := d.send(ctx, c)
 	if err != nil {
 		return nil, err
@@ -189,7 +188,7 @@ func (d *HTTPDriver) FindSite(ctx context.Context, domain string) (*licenses.Sit
 // 4xx is a *licenses.RejectedError, any other failure unavailable.
 func (d *HTTPDriver) ListSites(ctx context.Context, page, perPage int) ([]licenses.Site, int, error) {
 	q := url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(perPage)}}
-	c := call{name: "list", method: http.MethodGet, path: "/sites?" + q.Encode(), ok: []int{http.StatusOK}}
+	c := call{Call: vendorproto.ListSites, path: vendorproto.ListSites.Pattern + "?" + q.Encode()}
 	a, err := d.send(ctx, c)
 	if err != nil {
 		return nil, 0, err
@@ -221,15 +220,14 @@ func (d *HTTPDriver) CreateSite(ctx context.Context, name, domain string) (licen
 	if err != nil {
 		return licenses.Site{}, fmt.Errorf("encode site: %w", err)
 	}
-	return d.write(ctx, call{name: "create", method: http.MethodPost, path: "/sites", body: body, write: true, ok: []int{http.StatusCreated}})
+	return d.write(ctx, call{Call: vendorproto.CreateSite, path: vendorproto.CreateSite.Pattern, body: body})
 }
 
 // RotateKey asks the vendor for a new license key for the site. It is sent
 // once, as a create is, and classified alike; the vendor's 404 is a
 // *licenses.RejectedError that is also licenses.ErrVendorSiteNotFound.
 func (d *HTTPDriver) RotateKey(ctx context.Context, siteID string) (licenses.Site, error) {
-	c := call{name: "rotate", method: http.MethodPost, path: vendorproto.RotateKeyPath(siteID), write: true, ok: []int{http.StatusOK}}
-	site, err := d.write(ctx, c)
+	site, err := d.write(ctx, call{Call: vendorproto.RotateKey, path: vendorproto.RotateKey.Path(siteID)})
 	var rej *licenses.RejectedError
 	if errors.As(err, &rej) && rej.Status == http.StatusNotFound {
 		return licenses.Site{}, fmt.Errorf("%w: %w", licenses.ErrVendorSiteNotFound, err)
@@ -257,9 +255,7 @@ func (d *HTTPDriver) write(ctx context.Context, c call) (licenses.Site, error) {
 
 // DeleteSite deletes the site; the vendor's 404 (already gone) is success.
 func (d *HTTPDriver) DeleteSite(ctx context.Context, id string) error {
-	c := call{name: "delete", method: http.MethodDelete, path: "/sites/" + url.PathEscape(id), write: true,
-		ok: []int{http.StatusNoContent, http.StatusNotFound}}
-	_, err := d.send(ctx, c)
+	_, err := d.send(ctx, call{Call: vendorproto.DeleteSite, path: vendorproto.DeleteSite.Path(id), gone: true})
 	return err
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -21,18 +20,19 @@ import (
 // maxBody is the most of an answer the driver reads; a longer one is malformed.
 const maxBody = 1 << 20
 
+// call is one request of a vendorproto.Call: its Name for logs and the
+// observer, its OK for success, and Write (a write may have happened once
+// sent: failures are uncertain).
 type call struct {
-	name   string // "list", "create", "delete" or "rotate": for logs and the observer
-	method string
-	path   string // after the base URL, already escaped
-	body   []byte
-	write  bool  // a write may have happened once sent: failures are uncertain
-	ok     []int // the statuses that are success
+	vendorproto.Call
+	path string // after the base URL, escaped, with its query
+	body []byte
+	gone bool // the vendor's 404 is success too: a delete of a site already gone
 }
 
 var _ fmt.Stringer = call{} // errors and logs name the call with %s
 
-func (c call) String() string { return c.method + " " + c.path }
+func (c call) String() string { return c.Method + " " + c.path }
 
 type answer struct {
 	status  int
@@ -42,7 +42,7 @@ type answer struct {
 }
 
 // send makes the call, retrying a 429 within the budget, and returns the
-// answer when its status is one of c.ok. Anything else is a classified error.
+// answer when its status is c.OK (or a 404 of a call where gone is success). Anything else is a classified error.
 func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
@@ -62,12 +62,12 @@ func (d *HTTPDriver) send(ctx context.Context, c call) (*answer, error) {
 			wait = d.backoff(attempt)
 		}
 		if why := d.refuseWait(ctx, attempt, waited, wait); why != "" {
-			d.log.Warn("vendor rate limit outlasts the retry budget", "call", c.name, "attempt", attempt, "wait", wait, "reason", why)
+			d.log.Warn("vendor rate limit outlasts the retry budget", "call", c.Name, "attempt", attempt, "wait", wait, "reason", why)
 			return nil, &licenses.UnavailableError{RetryAfter: retryAfter,
 				Err: fmt.Errorf("%s: 429 after %d calls, not retried: %s", c, attempt, why)}
 		}
-		d.log.Warn("vendor rate limited, retrying", "call", c.name, "attempt", attempt, "wait", wait)
-		d.onRetry(c.name)
+		d.log.Warn("vendor rate limited, retrying", "call", c.Name, "attempt", attempt, "wait", wait)
+		d.onRetry(c.Name)
 		if err := d.sleep(ctx, wait); err != nil {
 			return nil, &licenses.UnavailableError{RetryAfter: retryAfter, Err: fmt.Errorf("%s: waiting out a 429: %w", c, err)}
 		}
@@ -95,7 +95,7 @@ func (d *HTTPDriver) refuseWait(ctx context.Context, attempt int, waited, wait t
 
 func (d *HTTPDriver) judge(c call, a *answer) error {
 	switch {
-	case slices.Contains(c.ok, a.status):
+	case a.status == c.OK || c.gone && a.status == http.StatusNotFound:
 		return nil
 	case a.status >= 400 && a.status < 500:
 		return rejected(a)
@@ -111,11 +111,11 @@ func (d *HTTPDriver) judge(c call, a *answer) error {
 // failure classifies what went wrong with a call: nothing sent, or a read,
 // is unavailable; a write that was sent is uncertain.
 func (d *HTTPDriver) failure(c call, sent bool, err error) error {
-	if c.write && sent {
-		d.log.Warn("vendor write outcome unknown", "call", c.name, "error", err)
+	if c.Write && sent {
+		d.log.Warn("vendor write outcome unknown", "call", c.Name, "error", err)
 		return &licenses.UncertainError{Err: err}
 	}
-	d.log.Warn("vendor unavailable", "call", c.name, "error", err)
+	d.log.Warn("vendor unavailable", "call", c.Name, "error", err)
 	return &licenses.UnavailableError{Err: err}
 }
 
@@ -145,7 +145,7 @@ func (d *HTTPDriver) attempt(ctx context.Context, c call, n int) (*answer, error
 	start := time.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		d.observe(c.name, 0)
+		d.observe(c.Name, 0)
 		// Whether the headers were written decides what the error means. Before
 		// that (dialling, DNS, the TLS handshake, waiting for a connection)
 		// nothing reached the vendor; after it, a write may have happened.
@@ -156,8 +156,8 @@ func (d *HTTPDriver) attempt(ctx context.Context, c call, n int) (*answer, error
 	defer resp.Body.Close()
 	a := &answer{status: resp.StatusCode, header: resp.Header}
 	a.body, a.bodyErr = readBody(resp.Body)
-	d.observe(c.name, resp.StatusCode)
-	d.log.Debug("vendor call", "call", c.name, "status", resp.StatusCode, "attempt", n, "took", time.Since(start))
+	d.observe(c.Name, resp.StatusCode)
+	d.log.Debug("vendor call", "call", c.Name, "status", resp.StatusCode, "attempt", n, "took", time.Since(start))
 	return a, nil
 }
 
@@ -166,14 +166,14 @@ func (d *HTTPDriver) request(ctx context.Context, c call) (*http.Request, error)
 	if c.body != nil {
 		body = bytes.NewReader(c.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, c.method, d.base+c.path, body)
+	req, err := http.NewRequestWithContext(ctx, c.Method, d.base+c.path, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+d.token)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", d.userAgent)
-	if c.write { // the protocol: writes (POST and DELETE) send Content-Type
+	if c.Write { // the protocol: writes (POST and DELETE) send Content-Type
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil

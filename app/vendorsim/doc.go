@@ -10,6 +10,6 @@
 // its sites kept in a state file across restarts; it pages its whole site
 // list (GET /sites?page=&per_page=), and sends signed webhooks when a site
 // is changed on its side (POST /_sim/sites/{id}/suspend|reactivate|delete|rotate)
-// or its key rotated on request (POST /sites/{id}/rotate-key)
-// (docs/operations.md, "Vendor simulator").
+// or by a call that changes it (docs/operations.md, "Vendor simulator").
+// It serves every call of vendorproto.Calls (routes.go).
 package vendorsim

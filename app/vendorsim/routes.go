@@ -10,6 +10,17 @@ import (
 	"github.com/licensor-api/licensor/app/vendorproto"
 )
 
+// handlers are the simulator's answers to the protocol's calls
+// (vendorproto.Calls), by the call's name.
+func (s *Simulator) handlers() map[string]func(*simCall) {
+	return map[string]func(*simCall){
+		vendorproto.ListSites.Name:  s.list,
+		vendorproto.CreateSite.Name: s.create,
+		vendorproto.DeleteSite.Name: s.delete,
+		vendorproto.RotateKey.Name:  s.rotate,
+	}
+}
+
 // list answers GET /sites?domain=D with the domain's sites, {"data":[…]};
 // without a domain it lists every site a page at a time (listPage).
 func (s *Simulator) list(c *simCall) {

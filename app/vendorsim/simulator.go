@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -82,21 +83,17 @@ func NewSimulator(opts SimOptions) (*Simulator, error) {
 	s := &Simulator{opts: opts, store: st, mux: http.NewServeMux(), faults: faults, calls: map[string]int{}}
 	s.reseed(opts.Seed)
 	s.hooks = newWebhooks(hooks, opts.Seed, opts.Log)
-	s.route(routeList, s.list)
-	s.route(routeCreate, s.create)
-	s.route(routeDelete, s.delete)
-	s.route(routeRotate, s.rotate)
+	serve := s.handlers()
+	for _, c := range vendorproto.Calls {
+		h, ok := serve[c.Name]
+		if !ok {
+			return nil, fmt.Errorf("vendor-sim: no handler for the vendor call %s", c.Route())
+		}
+		s.route(c.Route(), h)
+	}
 	s.adminRoutes()
 	return s, nil
 }
-
-// The vendor routes, as Calls and the stats name them.
-const (
-	routeList   = "GET /sites"
-	routeCreate = "POST /sites"
-	routeDelete = "DELETE /sites/{id}"
-	routeRotate = "POST /sites/{id}/rotate-key" // vendorproto.RotateKeyPath
-)
 
 // ServeHTTP implements http.Handler.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -179,20 +176,20 @@ func (s *Simulator) arrive(route string) (SimFaults, dice) {
 
 // identify notes the domain and the site a request is about, for its log.
 func (s *Simulator) identify(c *simCall) {
-	switch c.route {
-	case routeList:
-		c.domain = c.r.URL.Query().Get("domain")
-	case routeCreate:
-		var in vendorproto.NewSite
-		if json.Unmarshal(c.body, &in) == nil {
-			c.domain = in.Domain
-		}
-	case routeDelete, routeRotate:
-		c.site = c.r.PathValue("id")
+	if c.site = c.r.PathValue("id"); c.site != "" { // a call about one site
 		if rec, ok := s.store.byID(c.site); ok {
 			c.domain = rec.site.Domain
 		}
 		return
+	}
+	switch c.route {
+	case vendorproto.ListSites.Route():
+		c.domain = c.r.URL.Query().Get("domain")
+	case vendorproto.CreateSite.Route():
+		var in vendorproto.NewSite
+		if json.Unmarshal(c.body, &in) == nil {
+			c.domain = in.Domain
+		}
 	}
 	if rec, ok := s.store.find(c.domain); ok && c.domain != "" {
 		c.site = rec.site.ID

@@ -1,6 +1,10 @@
 package vendorsim
 
-import "maps"
+import (
+	"maps"
+
+	"github.com/licensor-api/licensor/app/vendorproto"
+)
 
 // Statuses the stats count besides HTTP codes.
 const (
@@ -11,10 +15,10 @@ const (
 // SimStats is what the simulator has seen since it started or was last
 // reset: GET /_sim/stats.
 type SimStats struct {
-	// Calls counts the answers of each vendor route ("GET /sites", "POST
-	// /sites", "DELETE /sites/{id}", "POST /sites/{id}/rotate-key") by
-	// status: "200", "201", "429", …, "dropped" or "canceled". A request
-	// still in its latency is not there yet.
+	// Calls counts the answers of each vendor call by its route ("GET
+	// /sites", "POST /sites", …: vendorproto.Call's Route) and status:
+	// "200", "201", "429", …, "dropped" or "canceled". A request still in
+	// its latency is not there yet.
 	Calls             map[string]map[string]int `json:"calls"`
 	CreatesCommitted  int                       `json:"creates_committed"`  // sites created, answered or not
 	DuplicatesRefused int                       `json:"duplicates_refused"` // creates refused 422: the domain had a site
@@ -62,7 +66,8 @@ func (s *Simulator) Stats() SimStats {
 	defer s.mu.Unlock()
 	st := SimStats{Calls: map[string]map[string]int{}, CreatesCommitted: s.stats.creates,
 		DuplicatesRefused: s.stats.duplicates, DeletesCommitted: s.stats.deletes, Sites: sites, Webhooks: hooks}
-	for _, route := range []string{routeList, routeCreate, routeDelete, routeRotate} {
+	for _, c := range vendorproto.Calls {
+		route := c.Route()
 		st.Calls[route] = map[string]int{}
 		maps.Copy(st.Calls[route], s.stats.byStatus[route])
 		st.Dropped += st.Calls[route][statusDropped]

@@ -414,7 +414,7 @@ func TestSimRotateKey(t *testing.T) {
 	before := listed(t, sim, "")
 	id := siteID(t, sim, 1)
 
-	w := ask(sim, http.MethodPost, vendorproto.RotateKeyPath(id), "", "")
+	w := ask(sim, http.MethodPost, vendorproto.RotateKey.Path(id), "", "")
 	var answer struct{ Data site }
 	if err := json.Unmarshal(w.body.Bytes(), &answer); err != nil || w.status != http.StatusOK {
 		t.Fatalf("rotate-key = %d %s, want 200 with the site", w.status, w.body.String())
