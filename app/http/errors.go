@@ -107,7 +107,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 
 // toError is err's answer: an answer as it is; a page's refusal, Echo's
 // own error, field errors by their kind; app/idempotency's refusals; an
-// application error by its code (answers); and the failures that are no
+// application error by its code (answers), or as it is when it carries
+// its status (fault.Answer); and the failures that are no
 // one's answer (a key this replica lacks, a client gone, a database down)
 // by what they say, logged. Anything else is a 500, logged.
 func (s *Server) toError(err error, c echo.Context) *Error {
@@ -131,6 +132,10 @@ func (s *Server) toError(err error, c echo.Context) *Error {
 	code := fault.Code(err)
 	if answer, ok := answers[code]; ok {
 		return answer(err)
+	}
+	var own *fault.Error
+	if errors.As(err, &own) && own.Status != 0 {
+		return &Error{Status: own.Status, Code: own.Code, Message: own.Message, RetryAfter: retryAfterOr(own.RetryAfter, 0)}
 	}
 	switch {
 	case errors.Is(err, crypt.ErrDecrypt):
@@ -158,7 +163,6 @@ var answers = map[string]func(error) *Error{
 	"event_not_found":         always(errNotFound),
 	"ability_not_grantable":   notGrantable,
 	"domain_taken":            always(coded(http.StatusConflict, "domain_taken", "The domain is already licensed.")),
-	"license_not_active":      always(coded(http.StatusConflict, "license_not_active", "The license is revoked or being revoked.")),
 	"malformed_json":          always(errMalformedJSON),
 	"unsupported_media_type":  always(errNotJSON),
 	webhooks.CodeRetryTooSoon: retryLimited,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,7 +14,7 @@ import (
 
 // ErrNotActive means the license is revoked or being revoked: its key can
 // no longer be rotated.
-var ErrNotActive error = fault.New("license_not_active", "the license is revoked or being revoked")
+var ErrNotActive error = fault.Answer(http.StatusConflict, "license_not_active", "The license is revoked or being revoked.")
 
 // Rotatable is the consumer's license whose key may be rotated, its key
 // opened: an active license, or a suspended one (the key is the vendor's,

@@ -1,6 +1,7 @@
 // Package fault is the application's error: a code that names the case,
-// which app/http's one table answers with a status and a message, and a
-// text for logs and the command line. Field errors, Laravel's 422, are a
+// which app/http answers with a status and a message (its own, when the
+// error carries them, else its table's), and a text for logs and the
+// command line. Field errors, Laravel's 422, are a
 // *Fields. Every package may import it: it imports nothing of the module.
 package fault
 
@@ -18,13 +19,24 @@ import (
 type Error struct {
 	// Code names the case in snake_case (domain_taken): app/http's table
 	// key, and the class an intent's attempt history records.
-	Code       string
-	Message    string        // for logs and the command line; an answer's message is app/http's
+	Code string
+	// Message is for logs and the command line; an answer's message is
+	// app/http's, unless Status is set.
+	Message    string
 	RetryAfter time.Duration // the answer's Retry-After, when the case knows it
+	// Status, when set, is the answer's HTTP status, and Message its
+	// message as it is: a case whose answer needs nothing but these is
+	// declared where it is raised, not in app/http's table.
+	Status int
 }
 
 // New is an error with that code and text.
 func New(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// Answer is an error that is its own answer: that status, code and message.
+func Answer(status int, code, message string) *Error {
+	return &Error{Code: code, Message: message, Status: status}
+}
 
 func (e *Error) Error() string { return e.Message }
 
