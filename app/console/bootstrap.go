@@ -331,7 +331,7 @@ func (a *App) consolePages() apphttp.Pages {
 	}
 	return web.New(web.Config{
 		Auth: a.Auth, Intents: a.Store, Operations: a.Guard.Operations(), Guard: a.Guard, Licenses: a.Licenses, Events: a.Events, Webhooks: a.Webhooks,
-		Activity: a.Activity, RotateKey: a.Operations.RotateLicenseKey,
+		Activity: a.Activity, Guarded: a.Operations,
 		Key: cfg.Key, Secure: cfg.Console.SecureCookie,
 		SessionTTL: cfg.Console.SessionTTL, LoginsPerMinute: cfg.Console.LoginsPerMinute,
 		Now: a.now, Log: a.Log, Version: readBuildVersion().Version,

@@ -163,7 +163,7 @@ func (cn *Console) rotateKey(c visit) error {
 		return err
 	}
 	p := c.signed.principal
-	_, _, err = cn.cfg.RotateKey.Serve(ctx, cn.cfg.Guard, idempotency.Request{
+	_, _, err = cn.cfg.Guarded.RotateLicenseKey.Serve(ctx, cn.cfg.Guard, idempotency.Request{
 		Caller: idempotency.Caller{ConsumerID: lic.ConsumerID, TokenID: p.TokenID, RequestID: requestID(c)},
 		Method: http.MethodPost, Route: "/api/licenses/:id/rotate-key", Key: c.FormValue("once"),
 	}, func([]byte) (string, []byte, error) { return lic.ID, request.LicenseIntent(lic.ID), nil })

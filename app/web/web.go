@@ -24,6 +24,7 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/app/operations"
 	"github.com/licensor-api/licensor/app/webhooks"
 )
 
@@ -45,10 +46,9 @@ type Config struct {
 	// Guard discards an intent, once the vendor keeps nothing for it that
 	// nobody holds. Required.
 	Guard *idempotency.Guard
-	// RotateKey is the guarded operation of POST
-	// /api/licenses/{id}/rotate-key, which a license's page runs for its
-	// consumer.
-	RotateKey idempotency.Operation[string]
+	// Guarded are the API's guarded operations, which a page runs on a
+	// consumer's behalf (a license's Rotate key).
+	Guarded operations.Set
 	// Licenses is the licenses' service: search, one license, its audit trail.
 	Licenses *licenses.Service
 	// Events is the consumer events' log: a license's events.
