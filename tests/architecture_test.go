@@ -244,3 +244,57 @@ func TestToolchainIsPatched(t *testing.T) {
 		t.Errorf("toolchain go%d.%d.%d has known vulnerabilities; pin go1.26.10 or later", v[0], v[1], v[2])
 	}
 }
+
+// TestWorkedExampleFiles keeps docs/architecture.md's worked example true:
+// key rotation, a guarded vendor operation, lives in the eight non-test Go
+// files the example lists, its surfaces in the four it lists besides, and
+// the example names each of them. A ninth file that learns of the rotation
+// fails here: the shape has grown a place to edit.
+func TestWorkedExampleFiles(t *testing.T) {
+	operation := []string{
+		"app/vendorproto/wire.go", "app/licenses/vendor.go", "app/vendorclient/httpdriver.go", "app/vendorsim/routes.go",
+		"app/licenses/rotate.go", "app/operations/rotate.go", "app/operations/operations.go", "app/http/routes.go",
+	}
+	surfaces := []string{"client/licenses.go", "app/console/licenses.go", "app/web/licenses.go", "app/web/routes.go"}
+	marker := regexp.MustCompile(`RotateKey|RotateLicenseKey|rotate-key|Rotatable|RotatedSince|KeyRotated\(|ErrNotActive|license_not_active`)
+	var got []string
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("..", path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && (rel == "bench" || strings.HasPrefix(d.Name(), ".")) && rel != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if marker.Match(src) {
+			got = append(got, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(append(slices.Clone(operation), surfaces...)))
+	if !slices.Equal(got, want) {
+		t.Errorf("the files that name the key rotation:\n got %v\nwant %v", got, want)
+	}
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, _ := strings.Cut(string(doc), "## Worked example")
+	example, _, _ = strings.Cut(example, "\n## ")
+	for _, f := range want {
+		if !strings.Contains(example, "`"+f+"`") {
+			t.Errorf("docs/architecture.md's worked example does not name %s", f)
+		}
+	}
+}
