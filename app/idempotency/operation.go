@@ -47,12 +47,8 @@ type Operation[In any] struct {
 // AnyOperation is an Operation of any input type. Only Operation
 // implements it.
 type AnyOperation interface {
-	OperationName() string
 	declared() declared
 }
-
-// OperationName implements AnyOperation.
-func (op Operation[In]) OperationName() string { return op.Name }
 
 // declared is what the guard and the reconciler keep of an operation.
 type declared struct {
@@ -129,8 +125,9 @@ func (g *Guard) Operations() *Operations { return g.cfg.Operations }
 // MustServe panics unless op is one of g's operations: a wiring mistake is
 // found when the routes are built, not when an intent waits for a resumer.
 func (g *Guard) MustServe(op AnyOperation) {
-	if _, ok := g.cfg.Operations.lookup(op.OperationName()); !ok {
-		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", op.OperationName()))
+	name := op.declared().name
+	if _, ok := g.cfg.Operations.lookup(name); !ok {
+		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", name))
 	}
 }
 
