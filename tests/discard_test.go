@@ -21,6 +21,7 @@ import (
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -108,8 +109,8 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 			t.Errorf("message = %q", msg)
 		}
 		a.wantVendorCalls("", calls)
-		if rec := a.record("order-4001"); rec.Status != idempotency.StatusDiscarded || rec.Ref() != id {
-			t.Errorf("after the retry the record is %s %s, want discarded %s", rec.Status, rec.Ref(), id)
+		if rec := a.record("order-4001"); rec.Status != idempotency.StatusDiscarded || ptr.Deref(rec.PublicID) != id {
+			t.Errorf("after the retry the record is %s %s, want discarded %s", rec.Status, ptr.Deref(rec.PublicID), id)
 		}
 		if got := a.metric(`licensor_idempotency_requests_total{operation="licenses.store",outcome="discarded"}`); !strings.HasSuffix(got, " 1") {
 			t.Errorf("discarded outcome: %q, want 1", got)
@@ -136,8 +137,8 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 		// Expired: the key is a new intent, executed for real, under a new id.
 		loc := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4001")...).wantStatus(http.StatusCreated).Header().Get("Location")
 		rec := a.record("order-4001")
-		if rec.Status != idempotency.StatusCompleted || rec.Ref() == id || loc == "" {
-			t.Errorf("the expired key: record %s %s, want completed under a new id", rec.Status, rec.Ref())
+		if rec.Status != idempotency.StatusCompleted || ptr.Deref(rec.PublicID) == id || loc == "" {
+			t.Errorf("the expired key: record %s %s, want completed under a new id", rec.Status, ptr.Deref(rec.PublicID))
 		}
 		// The discarded intent's trail outlives it.
 		if events := a.intentEvents(admin, id); len(events) != 2 || events[1]["consumer"] != nil || events[1]["reason"] != want["reason"] {
@@ -157,7 +158,7 @@ func TestDiscardAbandonedIntent(t *testing.T) {
 		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4002").Update("phase", idempotency.PhaseReserved).Error; err != nil {
 			t.Fatal(err)
 		}
-		id := a.record("order-4002").Ref()
+		id := ptr.Deref(a.record("order-4002").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		if got := a.discard(admin, id, `{"reason":"never sent"}`).wantStatus(http.StatusOK).json()["data"].(map[string]any); got["status"] != idempotency.StatusDiscarded {
 			t.Errorf("discarded = %v", got)
@@ -185,7 +186,7 @@ func TestOnlyFailedOrAbandonedIntentsAreDiscarded(t *testing.T) {
 		a.plantRecord("acme", "k-discarded", acmeBody, idempotency.StatusFailed, -time.Minute)
 		for status, key := range map[string]string{idempotency.StatusCompleted: "k-completed", idempotency.StatusProcessing: "k-processing",
 			idempotency.StatusSuperseded: "k-superseded", idempotency.StatusDiscarded: "k-discarded"} {
-			ids[status] = a.record(key).Ref()
+			ids[status] = ptr.Deref(a.record(key).PublicID)
 		}
 		a.discard(admin, ids[idempotency.StatusDiscarded], `{"reason":"first"}`).wantStatus(http.StatusOK)
 		for status, id := range ids {
@@ -219,7 +220,7 @@ func TestDiscardReasonIsValidated(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4003", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("order-4003").Ref()
+		id := ptr.Deref(a.record("order-4003").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		for name, tc := range map[string]struct{ body, message string }{
 			"absent":       {`{}`, "The reason field is required."},
@@ -261,7 +262,7 @@ func TestDiscardAndRetryCommitWithTheirEvent(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4004", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("order-4004").Ref()
+		id := ptr.Deref(a.record("order-4004").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		fault := testdb.Inject(t, db.Gorm, "create", audit.Event{}.TableName(), nil, errors.New("injected"))
 		fault.Arm(1)
@@ -289,7 +290,7 @@ func TestRetryIsInTheAuditTrail(t *testing.T) {
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4005", acmeBody, idempotency.StatusFailed, time.Hour)
 		a.plantRecord("acme", "order-4006", acmeBody, idempotency.StatusFailed, time.Hour)
-		api, cli := a.record("order-4005").Ref(), a.record("order-4006").Ref()
+		api, cli := ptr.Deref(a.record("order-4005").PublicID), ptr.Deref(a.record("order-4006").PublicID)
 		ops := a.issued("ops", auth.IntentsManage)
 		a.do(http.MethodPost, "/api/intents/"+api+"/retry", "", append(bearer(ops.Secret), "X-Request-Id", "req-retry")...).wantStatus(http.StatusOK)
 		a.runCLI("intents", "retry", cli)
@@ -325,7 +326,7 @@ func TestDiscardFromTheCLI(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4007", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("order-4007").Ref()
+		id := ptr.Deref(a.record("order-4007").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		for _, args := range [][]string{
 			{"intents", "discard", id},
@@ -378,7 +379,7 @@ func TestPrunerDeletesExpiredDiscardedIntents(t *testing.T) {
 		a := newApp(t, db, withClock(clk))
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4009", acmeBody, idempotency.StatusAbandoned, -time.Minute)
-		id := a.record("order-4009").Ref()
+		id := ptr.Deref(a.record("order-4009").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		a.discard(admin, id, `{"reason":"stale"}`).wantStatus(http.StatusOK)
 		if n, _, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n != 0 {
@@ -413,7 +414,7 @@ func TestDiscardedVendorEventIsReceivedNotApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 		// At the command line: the API's intent resource names the consumers' operations only (for now).
-		a.runCLI("intents", "discard", rec.Ref(), "--reason", "the site was restored by hand")
+		a.runCLI("intents", "discard", ptr.Deref(rec.PublicID), "--reason", "the site was restored by hand")
 		if got := a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK).Body.String(); got != `{"received":true}` {
 			t.Errorf("redelivery answered %s", got)
 		}
@@ -443,7 +444,7 @@ func TestAFailedRevokeIsRetriedNotDiscarded(t *testing.T) {
 			Update("operation", "licenses.destroy").Error; err != nil {
 			t.Fatal(err)
 		}
-		id := a.record("01JDQ8Z7F0A2B4C6D8E0G2H4J6").Ref()
+		id := ptr.Deref(a.record("01JDQ8Z7F0A2B4C6D8E0G2H4J6").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		body := a.discard(admin, id, `{"reason":"stuck"}`).wantError(http.StatusConflict, "intent_not_discardable")
 		if msg, _ := body["message"].(string); !strings.Contains(msg, "Retry it") {
@@ -478,7 +479,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 				t.Fatalf("the vendor holds %d sites, want the create's 1", a.vendor.siteCount())
 			}
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			id := a.record("order-4101").Ref()
+			id := ptr.Deref(a.record("order-4101").PublicID)
 			got := a.discard(admin, id, reason).wantStatus(http.StatusOK).json()["data"].(map[string]any)
 			if got["status"] != idempotency.StatusDiscarded {
 				t.Errorf("discarded = %v", got)
@@ -495,17 +496,17 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			admin := bearer(a.token("ops", auth.IntentsManage))
 			before := a.record("order-4102")
 			a.vendor.script("GET", reply{status: 503, body: `{}`})
-			a.discard(admin, before.Ref(), reason).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
+			a.discard(admin, ptr.Deref(before.PublicID), reason).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
 			a.wantVendorCalls("DELETE", 0)
 			after := a.record("order-4102")
 			if after.Status != idempotency.StatusFailed || !after.LockedUntil.Equal(*before.LockedUntil) || a.vendor.siteCount() != 1 {
 				t.Errorf("after the refused discard: %s until %v, %d sites; want failed until %v as before, the site kept",
 					after.Status, after.LockedUntil, a.vendor.siteCount(), before.LockedUntil)
 			}
-			if events := a.intentEvents(admin, before.Ref()); len(events) != 0 {
+			if events := a.intentEvents(admin, ptr.Deref(before.PublicID)); len(events) != 0 {
 				t.Errorf("events = %v, want none", events)
 			}
-			a.discard(admin, before.Ref(), reason).wantStatus(http.StatusOK) // once the vendor answers
+			a.discard(admin, ptr.Deref(before.PublicID), reason).wantStatus(http.StatusOK) // once the vendor answers
 			a.wantVendorCalls("DELETE", 1)
 		})
 		t.Run("a discard that dies before it commits is abandoned, never resumed", func(t *testing.T) {
@@ -513,7 +514,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			a := newApp(t, db, withClock(clk))
 			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4104")
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			id := a.record("order-4104").Ref()
+			id := ptr.Deref(a.record("order-4104").PublicID)
 			// The process dies after the vendor's DELETE: neither the discard
 			// nor the putting back reaches the database.
 			died := testdb.Inject(t, a.db.Gorm, "update", "idempotency_keys", func(tx *gorm.DB) bool {
@@ -550,7 +551,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			}
 			t.Cleanup(func() { a.db.Gorm.Delete(&idempotency.Record{}, other.ID) }) // the next subtests share the database
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			a.discard(admin, a.record("order-4105").Ref(), reason).wantError(http.StatusConflict, "intent_not_discardable")
+			a.discard(admin, ptr.Deref(a.record("order-4105").PublicID), reason).wantError(http.StatusConflict, "intent_not_discardable")
 			a.wantVendorCalls("DELETE", 0)
 			if got := a.record("order-4105"); got.Status != idempotency.StatusFailed {
 				t.Errorf("after the refused discard the intent is %s, want failed as it was", got.Status)
@@ -562,7 +563,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4103")
 			a.do(http.MethodPost, "/api/licenses", acmeBody, a.consumer("globex")...).wantStatus(http.StatusCreated) // adopts the site
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			a.discard(admin, a.record("order-4103").Ref(), reason).wantStatus(http.StatusOK)
+			a.discard(admin, ptr.Deref(a.record("order-4103").PublicID), reason).wantStatus(http.StatusOK)
 			a.wantVendorCalls("DELETE", 0)
 			if a.vendor.siteCount() != 1 {
 				t.Errorf("the vendor holds %d sites, want globex's kept", a.vendor.siteCount())

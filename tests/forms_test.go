@@ -12,6 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -153,7 +154,7 @@ func TestFormsOnEveryBodyRoute(t *testing.T) {
 		}
 
 		a.plantRecord("acme", "form-3", acmeBody, idempotency.StatusFailed, -1)
-		id := a.record("form-3").Ref()
+		id := ptr.Deref(a.record("form-3").PublicID)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", "reason=", root...).wantError(http.StatusUnprocessableEntity, "")
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", "reason=customer+asked", root...).wantStatus(http.StatusOK)
 		events := a.intentEvents(bearer(a.token("ops", auth.All)), id)

@@ -18,6 +18,7 @@ import (
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -110,7 +111,7 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 			sameObject(t, fmt.Sprintf("intent %d (%s) of the list", i, id), api, cliList[i])
 			seen[id] = api
 		}
-		for name, id := range map[string]string{"failed": failed, "pending": pending, "orphan": orphan.Ref()} {
+		for name, id := range map[string]string{"failed": failed, "pending": pending, "orphan": ptr.Deref(orphan.PublicID)} {
 			if seen[id] == nil {
 				t.Errorf("the %s intent %s is not listed", name, id)
 			}
@@ -132,8 +133,8 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 			t.Errorf("key sources %v, consumers %v, %d with a result; want client and server, an unnamed consumer, 2 completed",
 				sources, consumers, results)
 		}
-		if seen[orphan.Ref()]["consumer"] != "" {
-			t.Errorf("an intent whose consumer is not on record: consumer %#v, want \"\"", seen[orphan.Ref()]["consumer"])
+		if seen[ptr.Deref(orphan.PublicID)]["consumer"] != "" {
+			t.Errorf("an intent whose consumer is not on record: consumer %#v, want \"\"", seen[ptr.Deref(orphan.PublicID)]["consumer"])
 		}
 
 		for id := range seen {

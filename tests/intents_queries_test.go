@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -43,7 +44,7 @@ func TestIntentsListFiltersByOperationAndAge(t *testing.T) {
 				Updates(map[string]any{"operation": p.operation, "created_at": clk.Now().UTC().Add(-p.age)}).Error; err != nil {
 				t.Fatal(err)
 			}
-			keyOf[a.record(p.key).Ref()] = p.key
+			keyOf[ptr.Deref(a.record(p.key).PublicID)] = p.key
 		}
 		list := func(query string) string {
 			t.Helper()

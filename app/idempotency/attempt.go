@@ -82,7 +82,7 @@ func ParseAttempt(reason string) (Attempt, error) {
 // recordAttempt writes a in tx, the transaction of the change it made to r.
 func recordAttempt(tx *gorm.DB, r *Record, a *Attempt, now time.Time) error {
 	return audit.Record(tx, audit.Reconciler(), audit.Change{Event: audit.IntentAttempted, SubjectType: audit.SubjectIntent,
-		SubjectID: r.Ref(), Reason: a.Reason()}, now)
+		SubjectID: r.ref(), Reason: a.Reason()}, now)
 }
 
 // Classes of a failed attempt whose error names none of its own.

@@ -150,7 +150,7 @@ func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
 				clock.Set(now.LockedUntil.Add(time.Second))
 			}
 		}
-		got := attempts(t, r.store, rec.Ref())
+		got := attempts(t, r.store, rec.ref())
 		want := []Attempt{
 			{Number: 2, Result: ResultWaiting},
 			{Number: 2, Result: ResultRetry, Class: "vendor_unavailable"},
@@ -247,7 +247,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 						t.Fatalf("fault %d never fired", i)
 					}
 					after := r.find("op", key)
-					got := attempts(t, r.store, rec.Ref())
+					got := attempts(t, r.store, rec.ref())
 					kept := o.name == "completed with the domain's writes"
 					switch {
 					case fault == nil:
@@ -306,7 +306,7 @@ func TestAttemptThatLostItsClaimIsNotRecorded(t *testing.T) {
 			if _, err := rc.RunOnce(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := attempts(t, r.store, rec.Ref()); len(got) != 0 {
+			if got := attempts(t, r.store, rec.ref()); len(got) != 0 {
 				t.Errorf("%v: attempts %+v, want none", res.err, got)
 			}
 		}
@@ -327,7 +327,7 @@ func TestPassThatTriesNothingIsNoAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range []*Record{sealed, orphan} {
-			if got := attempts(t, stranger.store, rec.Ref()); len(got) != 0 {
+			if got := attempts(t, stranger.store, rec.ref()); len(got) != 0 {
 				t.Errorf("%s: attempts %+v, want none", rec.Key, got)
 			}
 			if after := holder.find(rec.Operation, rec.Key); after.Status != StatusPending || after.LockedUntil == nil {

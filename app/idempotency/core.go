@@ -110,7 +110,7 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (Response, bool, er
 		return resp, err == nil, err
 	case StatusPending:
 		g.tell(a, existing, "pending")
-		return Response{}, false, &PendingError{ID: existing.Ref()}
+		return Response{}, false, &PendingError{ID: existing.ref()}
 	case StatusDiscarded: // closed by an operator: nothing runs until the key expires
 		g.tell(a, existing, "discarded")
 		return Response{}, false, ErrDiscarded
@@ -191,7 +191,7 @@ func (g *Guard) keepPending(a *attempt, about Response, herr error) error {
 		return fmt.Errorf("%w: %w", ErrNotKept, herr)
 	}
 	g.tell(a, rec, "pending")
-	return &PendingError{ID: rec.Ref(), Err: herr}
+	return &PendingError{ID: rec.ref(), Err: herr}
 }
 
 // settle stores what had an effect (a 2xx, unless Finish stored it or it

@@ -318,7 +318,7 @@ var scenarios = []struct {
 		s.tamper(map[string]any{"expires_at": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
-		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 || r.Ref() == first.Ref() {
+		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 || r.ref() == first.ref() {
 			s.t.Errorf("record = %+v, want a new intent (attempt 1, a new id)", r)
 		}
 	}},

@@ -41,7 +41,7 @@ type Execution struct {
 }
 
 // IntentID is the intent's public id, which the effect keeps.
-func (x *Execution) IntentID() string { return x.rec.Ref() }
+func (x *Execution) IntentID() string { return x.rec.ref() }
 
 // MayHaveStarted reports whether an earlier run of this intent may have
 // reached the vendor: this execution took over a record past Start (its

@@ -589,7 +589,7 @@ func TestUnreadableStoredHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"})
-		in, err := h.store.Intent(context.Background(), "c1", rec.Ref())
+		in, err := h.store.Intent(context.Background(), "c1", rec.ref())
 		if err != nil || in.Result == nil || in.Result.Status != http.StatusCreated || in.Result.Location != "" {
 			t.Errorf("Intent = %+v, %v; want the 201 with no Location", in, err)
 		}

@@ -55,7 +55,7 @@ var intentColumns = []string{"id", "public_id", "consumer_id", "operation", "ide
 
 func (s *Store) intent(r *Record) Intent {
 	in := Intent{
-		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
+		ID: r.ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
 		KeyDigest: s.KeyDigest(r.Key), Auto: strings.HasPrefix(r.Key, autoPrefix),
 		ExternalRef: ptr.Deref(r.ExternalRef), ResourceType: ptr.Deref(r.ResourceType), ResourceID: ptr.Deref(r.ResourceID),
 		CorrelationID: ptr.Deref(r.CorrelationID), RequestedBy: ptr.Deref(r.RequestedBy),
@@ -340,7 +340,7 @@ func (g *Guard) putBack(ctx context.Context, rec *Record, lease time.Time) {
 	put, cancel := settleContext(ctx)
 	defer cancel()
 	if err := g.cfg.Store.unclaim(put, rec, lease); err != nil && !errors.Is(err, ErrLeaseLost) {
-		g.cfg.Log.Error("put back an intent whose discard failed", "intent", rec.Ref(), "error", err)
+		g.cfg.Log.Error("put back an intent whose discard failed", "intent", rec.ref(), "error", err)
 	}
 }
 

@@ -170,7 +170,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 		return Reconciled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
+	s := Reconciled{Intent: rec.ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
 	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", ptr.Deref(rec.CorrelationID)}
 	if err != nil { // no error=<nil> on a success
@@ -201,7 +201,7 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (R
 		return Reconciled{}, false
 	}
 	r.cfg.Observe(ResultAbandoned)
-	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
+	s := Reconciled{Intent: rec.ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
 		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", ptr.Deref(rec.CorrelationID))
 	return s, true
@@ -239,12 +239,12 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 		return ResultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
 	case errors.Is(err, ErrAbandon):
 		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
-			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
+			"intent", rec.ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
 		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
 	case rec.Attempts >= r.cfg.MaxAttempts:
 		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
-			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
+			"intent", rec.ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
 			"next_attempt", next, "error", err)
 		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
 	}

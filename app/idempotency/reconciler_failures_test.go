@@ -484,9 +484,9 @@ func TestStoreStatementFailures(t *testing.T) {
 			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
 			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
-			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
+			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.ref()); return err }},
 			{"count failed intents", func() { query.Arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
-			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), dbtime.Now()); return err }},
+			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.ref(), dbtime.Now()); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
@@ -519,7 +519,7 @@ func TestIntentsBeforeFilter(t *testing.T) {
 		old := seed(t, s, "old", func(r *Record) { r.CreatedAt = now.Add(-2 * time.Hour) })
 		seed(t, s, "new", func(r *Record) { r.CreatedAt = now.Add(-time.Hour) })
 		list, total, err := s.Intents(context.Background(), IntentFilter{Before: now.Add(-90 * time.Minute)})
-		if err != nil || total != 1 || len(list) != 1 || list[0].ID != old.Ref() {
+		if err != nil || total != 1 || len(list) != 1 || list[0].ID != old.ref() {
 			t.Errorf("Intents before = %+v (total %d), %v; want only the older", list, total, err)
 		}
 	})
@@ -551,7 +551,7 @@ func TestIntentsOperationFilter(t *testing.T) {
 			if f.Before.IsZero() || len(list) != 1 {
 				continue
 			}
-			if list[0].ID != store.Ref() || list[0].Operation != "things.store" {
+			if list[0].ID != store.ref() || list[0].Operation != "things.store" {
 				t.Errorf("Intents(%+v) = %+v, want the older store", f, list[0])
 			}
 		}

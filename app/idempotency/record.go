@@ -83,8 +83,8 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 	return nil
 }
 
-// Ref is the record's public id, "" for none.
-func (r *Record) Ref() string { return ptr.Deref(r.PublicID) }
+// ref is the record's public id, "" for none.
+func (r *Record) ref() string { return ptr.Deref(r.PublicID) }
 
 // SystemConsumer is the consumer id an intent of no consumer's (the
 // vendor's events) is recorded under: no consumer's id is it (theirs are
