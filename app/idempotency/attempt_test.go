@@ -51,7 +51,7 @@ func attempts(t *testing.T, s *Store, id string) []Attempt {
 	return out
 }
 
-// Reason writes an attempt in one line that ParseAttempt reads back whole;
+// reason writes an attempt in one line that ParseAttempt reads back whole;
 // any other text is errNotAnAttempt.
 func TestAttemptReasonRoundTrips(t *testing.T) {
 	next := time.Date(2026, 12, 1, 10, 0, 30, 123456000, time.UTC)
@@ -64,7 +64,7 @@ func TestAttemptReasonRoundTrips(t *testing.T) {
 		"attempt 2: failed (domain_taken)":                                                     {Number: 2, Result: ResultFailed, Class: "domain_taken"},
 		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: classDatabaseUnavailable, Next: &next},
 	} {
-		if got := a.Reason(); got != want {
+		if got := a.reason(); got != want {
 			t.Errorf("Reason = %q, want %q", got, want)
 		}
 		back, err := ParseAttempt(want)
