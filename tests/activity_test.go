@@ -56,7 +56,7 @@ func TestActivityCountsTheRequests(t *testing.T) {
 		step("a keyed create", activity.Creates)
 
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-1")...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("the retry was not replayed: %v", r.Header())
 		}
 		step("its replay", activity.Replays)

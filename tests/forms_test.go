@@ -68,12 +68,12 @@ func TestFormCreateIsTheSameIntentAsJSON(t *testing.T) {
 		}
 		calls := a.vendor.count("")
 		r := a.do(http.MethodPost, "/api/licenses", "domain=ACME.test.&name=Acme&extra=1", form(keyed(acme, "form-1"))...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.Body.String() != first.Body.String() {
+		if r.Header().Get("Idempotent-Replayed") != "true" || r.Body.String() != first.Body.String() {
 			t.Errorf("a form retry of a JSON create is not its replay: %v %s", r.Header(), r.Body.String())
 		}
 		body, ct := multipartBody(t, "name", "Acme", "domain", "acme.test", "file:logo", "PNG")
 		r = a.do(http.MethodPost, "/api/licenses", body, append(keyed(acme, "form-1"), "Content-Type", ct)...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Errorf("a multipart retry of a JSON create is not its replay: %s", r.Body.String())
 		}
 		if n := a.vendor.count(""); n != calls {
@@ -178,7 +178,7 @@ func TestFormCreateLeftPendingIsReconciled(t *testing.T) {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.licenseData()["domain"] != "acme.test" {
+		if r.Header().Get("Idempotent-Replayed") != "true" || r.licenseData()["domain"] != "acme.test" {
 			t.Errorf("the JSON retry of a reconciled form create: %v %s", r.Header(), r.Body.String())
 		}
 	})

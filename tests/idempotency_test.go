@@ -49,12 +49,12 @@ func TestIdempotencyCreatesOneLicenseForTwoRequests(t *testing.T) {
 		acme := keyed(a.consumer("acme"), "order-1001")
 
 		first := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if first.Header().Get(idempotency.HeaderReplayed) != "" {
+		if first.Header().Get("Idempotent-Replayed") != "" {
 			t.Error("the first answer is marked replayed")
 		}
 		a.wantVendorCalls("", 2)
 		second := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if second.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if second.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the second answer is not marked Idempotent-Replayed: true")
 		}
 		if second.Body.String() != first.Body.String() {
@@ -134,7 +134,7 @@ func TestIdempotencyFailedAttemptKeepsItsFingerprint(t *testing.T) {
 				a.wantVendorCalls("", calls)
 
 				r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(tt.rerun)
-				if r.Header().Get(idempotency.HeaderReplayed) != "" {
+				if r.Header().Get("Idempotent-Replayed") != "" {
 					t.Error("the retry was a replay, not a real execution")
 				}
 				if tt.rerun == http.StatusCreated && a.vendor.count("") <= calls {
@@ -197,8 +197,8 @@ func TestIdempotencyKeyIsScopedPerConsumer(t *testing.T) {
 		first := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "shared-key")...).wantStatus(http.StatusCreated)
 		b := a.do(http.MethodPost, "/api/licenses", `{"name":"Globex","domain":"globex.test"}`, keyed(a.consumer("globex"), "shared-key")...)
 		b.wantStatus(http.StatusCreated)
-		if b.Header().Get(idempotency.HeaderReplayed) != "" || b.licenseData()["domain"] != "globex.test" {
-			t.Errorf("globex got %s (replayed %q), want its own license", b.Body.String(), b.Header().Get(idempotency.HeaderReplayed))
+		if b.Header().Get("Idempotent-Replayed") != "" || b.licenseData()["domain"] != "globex.test" {
+			t.Errorf("globex got %s (replayed %q), want its own license", b.Body.String(), b.Header().Get("Idempotent-Replayed"))
 		}
 		if b.licenseData()["id"] == first.licenseData()["id"] {
 			t.Error("globex saw acme's license")
@@ -223,12 +223,12 @@ func TestIdempotencyReplayNeedsALiveToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusUnauthorized)
-		if id := first.licenseData()["id"].(string); strings.Contains(r.Body.String(), id) || r.Header().Get(idempotency.HeaderReplayed) != "" {
-			t.Errorf("a revoked token's retry answered %s (replayed %q)", r.Body, r.Header().Get(idempotency.HeaderReplayed))
+		if id := first.licenseData()["id"].(string); strings.Contains(r.Body.String(), id) || r.Header().Get("Idempotent-Replayed") != "" {
+			t.Errorf("a revoked token's retry answered %s (replayed %q)", r.Body, r.Header().Get("Idempotent-Replayed"))
 		}
 		again := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "order-rev")...).wantStatus(http.StatusCreated)
-		if again.Header().Get(idempotency.HeaderReplayed) != "true" || again.Body.String() != first.Body.String() {
-			t.Errorf("a live token's retry: replayed %q, %s", again.Header().Get(idempotency.HeaderReplayed), again.Body)
+		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() {
+			t.Errorf("a live token's retry: replayed %q, %s", again.Header().Get("Idempotent-Replayed"), again.Body)
 		}
 		a.wantVendorCalls("", 2) // the first execution's list and create; no retry reached the vendor
 	})
@@ -241,7 +241,7 @@ func TestIdempotencyReorderedKeysAreOneRequest(t *testing.T) {
 		first := a.do(http.MethodPost, "/api/licenses", `{"domain":"a.test","name":"A"}`, acme...).wantStatus(http.StatusCreated)
 		for _, body := range []string{`{ "name": "A", "domain": "a.test" }`, `{"name":"A","domain":"A.TEST.","meta":{"sent_at":"10:01"}}`} {
 			r := a.do(http.MethodPost, "/api/licenses", body, acme...).wantStatus(http.StatusCreated)
-			if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.Body.String() != first.Body.String() {
+			if r.Header().Get("Idempotent-Replayed") != "true" || r.Body.String() != first.Body.String() {
 				t.Errorf("%s: not replayed as the same request", body)
 			}
 		}
@@ -358,7 +358,7 @@ func TestIdempotencyClientHangUpThenRetryReplays(t *testing.T) {
 		<-done
 
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Errorf("the retry after a hang-up was not a replay: %s", r.Body.String())
 		}
 		a.wantVendorCalls("POST", 1)
@@ -411,7 +411,7 @@ func TestIdempotencyRecordPastTTLRunsAsNew(t *testing.T) {
 		}
 		r := a.do(http.MethodPost, "/api/licenses", `{"name":"Other","domain":"other.test"}`, acme...)
 		r.wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "" || r.licenseData()["domain"] != "other.test" {
+		if r.Header().Get("Idempotent-Replayed") != "" || r.licenseData()["domain"] != "other.test" {
 			t.Errorf("expired key: %s, want a new execution", r.Body.String())
 		}
 		if rec := a.record("order-1012"); !rec.ExpiresAt.After(time.Now()) {

@@ -147,7 +147,7 @@ func TestRevokeWithAnUnknownOutcomeIsReconciled(t *testing.T) {
 		}
 		a.wantLicenseStatus(t, acme, id, "revoked", "status = %v after reconciliation, want revoked")
 		replay := a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
-		if replay.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if replay.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the retry after reconciliation was not the stored 204")
 		}
 		if a.vendor.siteCount() != 0 {

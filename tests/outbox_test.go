@@ -88,7 +88,7 @@ func TestCreateKilledMidCallIsReconciled(t *testing.T) {
 		}
 		a.wantNothingUnsettled()
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4001")...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the keyed retry was not a replay")
 		}
 	})

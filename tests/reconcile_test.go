@@ -61,7 +61,7 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 			t.Fatalf("record = %s %v %v", rec.Status, *rec.ResponseStatus, *rec.ExternalRef)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the retry after reconciliation was not a replay")
 		}
 		id := r.licenseData()["id"].(string)
@@ -148,7 +148,7 @@ func TestReconcileVendorDownThenFailed(t *testing.T) {
 			}
 		}
 		r2 := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r2.Header().Get(idempotency.HeaderReplayed) != "" {
+		if r2.Header().Get("Idempotent-Replayed") != "" {
 			t.Error("a failed record was replayed")
 		}
 	})

@@ -77,9 +77,9 @@ func TestSupersededKeyedIntentIsNeverExecutedByTheReconciler(t *testing.T) {
 		}
 		for range 2 {
 			r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantStatus(http.StatusOK)
-			if r.licenseData()["id"] != id || r.Header().Get(idempotency.HeaderReplayed) != "" {
+			if r.licenseData()["id"] != id || r.Header().Get("Idempotent-Replayed") != "" {
 				t.Errorf("the retry of k-1 answered %v (replayed %q), want the held license %v, told afresh", r.licenseData()["id"],
-					r.Header().Get(idempotency.HeaderReplayed), id)
+					r.Header().Get("Idempotent-Replayed"), id)
 			}
 		}
 		a.wantVendorCalls("POST", 1)
@@ -108,7 +108,7 @@ func TestIntentThatNeverStartedIsAbandoned(t *testing.T) {
 			t.Errorf("an abandoned intent was worked again: %q", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-reserved")...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "" {
+		if r.Header().Get("Idempotent-Replayed") != "" {
 			t.Error("the retry of an abandoned intent was a replay, want a real execution")
 		}
 		a.wantVendorCalls("POST", 1)
@@ -173,9 +173,9 @@ func TestNoEffectAnswerIsNotReplayed(t *testing.T) {
 		}
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-held")...).wantStatus(http.StatusCreated)
-		if lic := r.licenseData(); lic["status"] != "active" || lic["id"] == id || r.Header().Get(idempotency.HeaderReplayed) != "" {
+		if lic := r.licenseData(); lic["status"] != "active" || lic["id"] == id || r.Header().Get("Idempotent-Replayed") != "" {
 			t.Errorf("the retry after the revoke: %v %v replayed=%q; want a new, active license", lic["id"], lic["status"],
-				r.Header().Get(idempotency.HeaderReplayed))
+				r.Header().Get("Idempotent-Replayed"))
 		}
 	})
 }
@@ -221,9 +221,9 @@ func TestCompletionFailureRollsTheLicenseBack(t *testing.T) {
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-atomic")...).wantStatus(http.StatusCreated)
 		id := r.licenseData()["id"].(string)
-		if r.Header().Get("Location") != "/api/licenses/"+id || r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Location") != "/api/licenses/"+id || r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Errorf("after recovery: Location %q replayed %q, want the 201's Location, replayed", r.Header().Get("Location"),
-				r.Header().Get(idempotency.HeaderReplayed))
+				r.Header().Get("Idempotent-Replayed"))
 		}
 		a.wantVendorCalls("POST", 1)
 	})

@@ -346,7 +346,7 @@ func stored(r *Record) (Response, error) {
 			return Response{}, err
 		}
 	}
-	resp.Headers[HeaderReplayed] = "true"
+	resp.Headers[headerReplayed] = "true"
 	return resp, nil
 }
 

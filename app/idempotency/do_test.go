@@ -82,7 +82,7 @@ var fronts = []front{
 			req.Header.Set(HeaderKey, key)
 			rec := httptest.NewRecorder()
 			e.ServeHTTP(rec, req)
-			a := answer{status: rec.Code, body: rec.Body.String(), replayed: rec.Header().Get(HeaderReplayed) == "true"}
+			a := answer{status: rec.Code, body: rec.Body.String(), replayed: rec.Header().Get(headerReplayed) == "true"}
 			if name := rec.Header().Get("X-Test-Error"); name != "" {
 				a.err = errors.New(name)
 				for _, s := range sentinels {

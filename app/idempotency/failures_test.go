@@ -577,9 +577,9 @@ func TestUnreadableStoredHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := h.post("k", `{}`)
-		if got.Code != http.StatusInternalServerError || strings.Contains(got.Body.String(), "made") || got.Header().Get(HeaderReplayed) != "" {
+		if got.Code != http.StatusInternalServerError || strings.Contains(got.Body.String(), "made") || got.Header().Get(headerReplayed) != "" {
 			t.Errorf("replay of unreadable headers = %d %q replayed=%q; want a 500 and nothing of the record",
-				got.Code, got.Body.String(), got.Header().Get(HeaderReplayed))
+				got.Code, got.Body.String(), got.Header().Get(headerReplayed))
 		}
 		if h.runs.Load() != 1 {
 			t.Errorf("the work ran %d times, want once", h.runs.Load())
@@ -648,12 +648,12 @@ func TestNilBodyIsTheEmptyIntent(t *testing.T) {
 		h.e.ServeHTTP(rec, req)
 		return rec
 	}
-	if got := post(nil); got.Code != http.StatusCreated || got.Header().Get(HeaderReplayed) != "" {
-		t.Fatalf("first = %d replayed=%q", got.Code, got.Header().Get(HeaderReplayed))
+	if got := post(nil); got.Code != http.StatusCreated || got.Header().Get(headerReplayed) != "" {
+		t.Fatalf("first = %d replayed=%q", got.Code, got.Header().Get(headerReplayed))
 	}
 	for _, body := range []*strings.Reader{nil, strings.NewReader("")} {
-		if got := post(body); got.Code != http.StatusCreated || got.Header().Get(HeaderReplayed) != "true" {
-			t.Errorf("retry = %d replayed=%q, want the replay", got.Code, got.Header().Get(HeaderReplayed))
+		if got := post(body); got.Code != http.StatusCreated || got.Header().Get(headerReplayed) != "true" {
+			t.Errorf("retry = %d replayed=%q, want the replay", got.Code, got.Header().Get(headerReplayed))
 		}
 	}
 	if h.runs.Load() != 1 {

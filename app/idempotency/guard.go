@@ -17,7 +17,7 @@ import (
 // The request and response headers of the idempotency contract.
 const (
 	HeaderKey      = "Idempotency-Key"
-	HeaderReplayed = "Idempotent-Replayed"
+	headerReplayed = "Idempotent-Replayed"
 )
 
 // Errors the guard answers with; app/http maps each to its status and code.

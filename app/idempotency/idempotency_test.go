@@ -111,8 +111,8 @@ func TestFailedRecordIsExecutedAgain(t *testing.T) {
 			Updates(map[string]any{"status": StatusFailed, "locked_until": nil}).Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := h.post("k", `{"a":1}`); got.Code != http.StatusCreated || got.Header().Get(HeaderReplayed) != "" {
-			t.Errorf("failed record: %d replayed=%q, want a new execution", got.Code, got.Header().Get(HeaderReplayed))
+		if got := h.post("k", `{"a":1}`); got.Code != http.StatusCreated || got.Header().Get(headerReplayed) != "" {
+			t.Errorf("failed record: %d replayed=%q, want a new execution", got.Code, got.Header().Get(headerReplayed))
 		}
 		if h.runs.Load() != 2 {
 			t.Errorf("handler ran %d times, want 2", h.runs.Load())
