@@ -9,7 +9,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/console"
-	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -76,7 +75,7 @@ func TestActivityCountsTheRequests(t *testing.T) {
 			wantError(http.StatusAccepted, "operation_pending")
 		step("its retry, pending still", activity.Pending)
 
-		a.plantRecord("acme", "order-3", acmeBody, idempotency.StatusProcessing, time.Minute)
+		a.plantRecord("acme", "order-3", acmeBody, "processing", time.Minute)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-3")...).wantError(http.StatusConflict, "request_in_progress")
 		step("a key in progress", activity.Conflicts)
 

@@ -551,7 +551,7 @@ func TestAuditRoutesKeepTheContract(t *testing.T) {
 		a.do(http.MethodGet, "/api/intents/"+id+"/events", "", root...).wantStatus(http.StatusOK) // none yet: an empty list
 		a.do(http.MethodPost, "/api/intents/"+id+"/retry", "", root...).wantStatus(http.StatusOK)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":"x"}`, root...).wantError(http.StatusConflict, "intent_not_discardable")
-		a.plantRecord("acme", "contract-2", acmeBody, idempotency.StatusAbandoned, -time.Minute)
+		a.plantRecord("acme", "contract-2", acmeBody, "abandoned", -time.Minute)
 		other := ptr.Deref(a.record("contract-2").PublicID)
 		a.do(http.MethodPost, "/api/intents/"+other+"/discard", `{"reason":"x"}`, root...).wantStatus(http.StatusOK)
 		a.do(http.MethodGet, "/api/intents/"+other+"/events", "", root...).wantStatus(http.StatusOK)

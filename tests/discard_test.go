@@ -153,9 +153,9 @@ func TestDiscardAbandonedIntent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		a.plantRecord("acme", "order-4002", acmeBody, idempotency.StatusAbandoned, -time.Minute)
+		a.plantRecord("acme", "order-4002", acmeBody, "abandoned", -time.Minute)
 		// never sent: its owner went before the vendor could hear of it, so the vendor is not asked
-		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4002").Update("phase", idempotency.PhaseReserved).Error; err != nil {
+		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4002").Update("phase", "reserved").Error; err != nil {
 			t.Fatal(err)
 		}
 		id := ptr.Deref(a.record("order-4002").PublicID)
@@ -181,11 +181,11 @@ func TestOnlyFailedOrAbandonedIntentsAreDiscarded(t *testing.T) {
 			idempotency.StatusPending: a.do(http.MethodPost, "/api/licenses", `{"name":"P","domain":"p.test"}`, keyed(acme, "k-pending")...).pendingOperation(),
 		}
 		a.do(http.MethodPost, "/api/licenses", `{"name":"C","domain":"c.test"}`, keyed(acme, "k-completed")...).wantStatus(http.StatusCreated)
-		a.plantRecord("acme", "k-processing", acmeBody, idempotency.StatusProcessing, time.Minute)
-		a.plantRecord("acme", "k-superseded", acmeBody, idempotency.StatusSuperseded, -time.Minute)
+		a.plantRecord("acme", "k-processing", acmeBody, "processing", time.Minute)
+		a.plantRecord("acme", "k-superseded", acmeBody, "superseded", -time.Minute)
 		a.plantRecord("acme", "k-discarded", acmeBody, idempotency.StatusFailed, -time.Minute)
-		for status, key := range map[string]string{idempotency.StatusCompleted: "k-completed", idempotency.StatusProcessing: "k-processing",
-			idempotency.StatusSuperseded: "k-superseded", idempotency.StatusDiscarded: "k-discarded"} {
+		for status, key := range map[string]string{idempotency.StatusCompleted: "k-completed", "processing": "k-processing",
+			"superseded": "k-superseded", idempotency.StatusDiscarded: "k-discarded"} {
 			ids[status] = ptr.Deref(a.record(key).PublicID)
 		}
 		a.discard(admin, ids[idempotency.StatusDiscarded], `{"reason":"first"}`).wantStatus(http.StatusOK)
@@ -378,7 +378,7 @@ func TestPrunerDeletesExpiredDiscardedIntents(t *testing.T) {
 		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		a.consumer("acme")
-		a.plantRecord("acme", "order-4009", acmeBody, idempotency.StatusAbandoned, -time.Minute)
+		a.plantRecord("acme", "order-4009", acmeBody, "abandoned", -time.Minute)
 		id := ptr.Deref(a.record("order-4009").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		a.discard(admin, id, `{"reason":"stale"}`).wantStatus(http.StatusOK)
@@ -529,7 +529,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			creates := a.vendor.count("POST")
 			clk.Advance(10 * time.Minute) // past its lease, twice over
 			a.reconcileOnce(a.reconciler())
-			if got := a.record("order-4104"); got.Status != idempotency.StatusAbandoned {
+			if got := a.record("order-4104"); got.Status != "abandoned" {
 				t.Errorf("after the reconciler the intent is %s, want abandoned", got.Status)
 			}
 			if a.vendor.count("POST") != creates || a.vendor.siteCount() != 0 {
@@ -584,7 +584,7 @@ func TestALiveLeaseOutlivesExpiry(t *testing.T) {
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "order-4201")
 		err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4201").
-			Updates(map[string]any{"status": idempotency.StatusProcessing, "locked_until": clk.Now().Add(time.Minute),
+			Updates(map[string]any{"status": "processing", "locked_until": clk.Now().Add(time.Minute),
 				"expires_at": clk.Now().Add(-time.Second)}).Error
 		if err != nil {
 			t.Fatal(err)
@@ -594,7 +594,7 @@ func TestALiveLeaseOutlivesExpiry(t *testing.T) {
 		if a.vendor.count("POST") != posts {
 			t.Errorf("the retry reached the vendor while the intent's owner held its lease")
 		}
-		if got := a.record("order-4201"); got.Status != idempotency.StatusProcessing {
+		if got := a.record("order-4201"); got.Status != "processing" {
 			t.Errorf("the intent is %s, want processing, its owner's", got.Status)
 		}
 	})

@@ -120,7 +120,7 @@ func TestIdempotencyFailedAttemptKeepsItsFingerprint(t *testing.T) {
 				tt.fail(a)
 				a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(tt.status, tt.code)
 				rec := a.record("order-1003")
-				if rec == nil || rec.Status != idempotency.StatusAbandoned || rec.ResponseStatus != nil || len(rec.ResponseBody) != 0 {
+				if rec == nil || rec.Status != "abandoned" || rec.ResponseStatus != nil || len(rec.ResponseBody) != 0 {
 					t.Fatalf("after the failure the record is %+v, want it abandoned with no response stored", rec)
 				}
 				calls := a.vendor.count("")
@@ -374,7 +374,7 @@ func TestIdempotencyExpiredLeaseIsTakenOver(t *testing.T) {
 		acme := keyed(a.consumer("acme"), "order-1010")
 		site := a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
 		a.vendor.script("POST", reply{hold: make(chan struct{})})
-		a.plantRecord("acme", "order-1010", acmeBody, idempotency.StatusProcessing, -time.Second)
+		a.plantRecord("acme", "order-1010", acmeBody, "processing", -time.Second)
 
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
 		if r.licenseData()["vendor_site_id"] != site.ID {
@@ -394,7 +394,7 @@ func TestIdempotencyLiveLeaseIsNotTakenOver(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := keyed(a.consumer("acme"), "order-1011")
-		a.plantRecord("acme", "order-1011", acmeBody, idempotency.StatusProcessing, time.Minute)
+		a.plantRecord("acme", "order-1011", acmeBody, "processing", time.Minute)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusConflict, "request_in_progress")
 		a.wantVendorCalls("", 0)
 	})

@@ -84,15 +84,15 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 		pending := a.do(http.MethodPost, "/api/licenses", `{"name":"G","domain":"g.test"}`, keyed(globex, "cli-key-3102")...).pendingOperation()
 		license := a.create(globex, "done.test") // keyless: the server's key
 		a.do(http.MethodDelete, "/api/licenses/"+license, "", globex...).wantStatus(http.StatusNoContent)
-		a.plantRecord("acme", "cli-key-3103", acmeBody, idempotency.StatusProcessing, time.Minute)
+		a.plantRecord("acme", "cli-key-3103", acmeBody, "processing", time.Minute)
 		now := dbtime.Now()
 		orphan := idempotency.Record{ConsumerID: "01JGONE0CONSVMER0000000000", Operation: "licenses.store", Key: "cli-key-3104",
 			RequestHash: "h", Status: idempotency.StatusFailed, Attempts: 3, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := db.Gorm.Create(&orphan).Error; err != nil {
 			t.Fatal(err)
 		}
-		a.plantRecord("acme", "cli-key-3105", `{"name":"Acme","domain":"gone.test"}`, idempotency.StatusAbandoned, -time.Minute)
-		a.plantRecord("acme", "cli-key-3106", `{"name":"Acme","domain":"moot.test"}`, idempotency.StatusSuperseded, -time.Minute)
+		a.plantRecord("acme", "cli-key-3105", `{"name":"Acme","domain":"gone.test"}`, "abandoned", -time.Minute)
+		a.plantRecord("acme", "cli-key-3106", `{"name":"Acme","domain":"moot.test"}`, "superseded", -time.Minute)
 		a.plantRecord("acme", "cli-key-3107", `{"name":"Acme","domain":"dropped.test"}`, idempotency.StatusDiscarded, -time.Minute)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 

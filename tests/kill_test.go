@@ -242,7 +242,7 @@ func (r *killRig) deadOwnersRecord(operation string) idempotency.Record {
 	if err := r.db.Gorm.Where("operation = ?", operation).Find(&recs).Error; err != nil {
 		r.t.Fatal(err)
 	}
-	if len(recs) != 1 || recs[0].Status != idempotency.StatusProcessing || recs[0].LockedUntil == nil {
+	if len(recs) != 1 || recs[0].Status != "processing" || recs[0].LockedUntil == nil {
 		r.t.Fatalf("%s records after the kill: %+v; want one processing with a lease: the intent on the record before the vendor call", operation, recs)
 	}
 	r.t.Logf("serve killed %s after it put the intent on the record (its work budget: %s)",

@@ -67,7 +67,7 @@ func TestAbandonedVendorEventIsResumed(t *testing.T) {
 		lease := now.Add(-2 * time.Minute)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: "webhooks.vendor", Key: "evt_dead",
 			RequestHash: idempotency.Fingerprint("DO", "webhooks.vendor", idempotency.Canonical([]byte(body))),
-			RequestBody: idempotency.Canonical([]byte(body)), Status: idempotency.StatusProcessing, LockedUntil: &lease,
+			RequestBody: idempotency.Canonical([]byte(body)), Status: "processing", LockedUntil: &lease,
 			Attempts: 1, CreatedAt: now.Add(-3 * time.Minute), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := db.Gorm.Create(&rec).Error; err != nil {
 			t.Fatal(err)

@@ -258,7 +258,7 @@ func TestReconcileAbandonedProcessingRecord(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
-		a.plantRecord("acme", "order-2004", acmeBody, idempotency.StatusProcessing, -90*time.Second)
+		a.plantRecord("acme", "order-2004", acmeBody, "processing", -90*time.Second)
 		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
 			t.Fatalf("results = %q, want the abandoned intent completed", got)
 		}
@@ -274,7 +274,7 @@ func TestReconcileAbandonedProcessingRecord(t *testing.T) {
 func TestReconcileLeavesRecentlyLapsedLeases(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"))
 	a.consumer("acme")
-	a.plantRecord("acme", "order-2005", acmeBody, idempotency.StatusProcessing, -time.Second)
+	a.plantRecord("acme", "order-2005", acmeBody, "processing", -time.Second)
 	if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 		t.Fatalf("results = %q, want nothing claimed", got)
 	}
@@ -334,7 +334,7 @@ func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
 		keyedReq := keyed(acme, "order-2011")
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyedReq...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
 		a.do(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
-		if rec := a.record("order-2011"); rec == nil || rec.Status != idempotency.StatusProcessing {
+		if rec := a.record("order-2011"); rec == nil || rec.Status != "processing" {
 			t.Fatalf("the keyed record is %+v, want it left processing", rec)
 		}
 		if err := db.Gorm.Exec("DROP TRIGGER pending_fails").Error; err != nil {

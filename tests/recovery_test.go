@@ -52,7 +52,7 @@ func TestKeylessIntentCannotResurrectARevokedLicense(t *testing.T) {
 			t.Errorf("active licenses %v, want none", got)
 		}
 		op := a.do(http.MethodGet, "/api/operations/"+first, "", acme...).wantStatus(http.StatusOK).json()["data"].(map[string]any)
-		if op["status"] != idempotency.StatusSuperseded {
+		if op["status"] != "superseded" {
 			t.Errorf("the first intent is %v, want superseded", op["status"])
 		}
 	})
@@ -69,7 +69,7 @@ func TestSupersededKeyedIntentIsNeverExecutedByTheReconciler(t *testing.T) {
 		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).pendingOperation()
 		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"]
-		if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+		if rec := a.record("k-1"); rec.Status != "superseded" {
 			t.Errorf("k-1 is %s, want superseded", rec.Status)
 		}
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
@@ -94,14 +94,14 @@ func TestIntentThatNeverStartedIsAbandoned(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		a.plantRecord("acme", "k-reserved", acmeBody, idempotency.StatusProcessing, -2*time.Minute-time.Second)
-		a.setPhase("k-reserved", idempotency.PhaseReserved)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultAbandoned {
+		a.plantRecord("acme", "k-reserved", acmeBody, "processing", -2*time.Minute-time.Second)
+		a.setPhase("k-reserved", "reserved")
+		if got := results(a.reconcileOnce(a.reconciler())); got != "abandoned" {
 			t.Fatalf("reconcile = %q, want abandoned", got)
 		}
 		a.wantVendorCalls("GET", 0)
 		a.wantVendorCalls("POST", 0)
-		if rec := a.record("k-reserved"); rec.Status != idempotency.StatusAbandoned {
+		if rec := a.record("k-reserved"); rec.Status != "abandoned" {
 			t.Fatalf("record is %s, want abandoned", rec.Status)
 		}
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
@@ -133,7 +133,7 @@ func TestRecoveryAnswersAsTheFirstAnswerWas(t *testing.T) {
 				// completion: the record processing (started), its lease over.
 				past := clk.Now().Add(-2 * time.Minute)
 				if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Updates(map[string]any{
-					"status": idempotency.StatusProcessing, "phase": idempotency.PhaseStarted, "locked_until": past,
+					"status": "processing", "phase": "started", "locked_until": past,
 					"response_status": nil, "response_body": nil, "response_headers": nil,
 				}).Error; err != nil {
 					t.Fatal(err)
@@ -251,11 +251,11 @@ func TestReservationCommittedAfterItsDeadlineIsAbandoned(t *testing.T) {
 		if rec == nil {
 			t.Fatal("the reservation was not committed: the fault did not reproduce a lost answer")
 		}
-		if rec.Status != idempotency.StatusProcessing || rec.Phase == nil || *rec.Phase != idempotency.PhaseReserved {
+		if rec.Status != "processing" || rec.Phase == nil || *rec.Phase != "reserved" {
 			t.Fatalf("the committed reservation is %s/%v, want processing, reserved", rec.Status, rec.Phase)
 		}
 		a.abandon(clk)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultAbandoned {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "abandoned" {
 			t.Fatalf("reconcile = %q, want abandoned", got)
 		}
 		a.wantVendorCalls("GET", 0)
@@ -285,7 +285,7 @@ func TestSupersededRetryNeverBringsARevokedLicenseBack(t *testing.T) {
 			t.Errorf("active licenses %v, %d vendor sites: the revoked license came back", got, a.vendor.siteCount())
 		}
 		a.wantVendorCalls("POST", 1)
-		if rec := a.record("k-1"); rec == nil || rec.Status != idempotency.StatusSuperseded {
+		if rec := a.record("k-1"); rec == nil || rec.Status != "superseded" {
 			t.Errorf("k-1 after its retries: %+v, want it superseded still", rec)
 		}
 	})
@@ -312,7 +312,7 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 	a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 	close(hold)
 	wg.Wait()
-	if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+	if rec := a.record("k-1"); rec.Status != "superseded" {
 		t.Errorf("k-1 is %s after the reconcile (%s), want superseded", rec.Status, results(got))
 	}
 	if got := a.activeLicenses(); len(got) != 0 || a.vendor.siteCount() != 0 {
@@ -332,7 +332,7 @@ func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
 		a.t.Fatal(err)
 	}
 	r := &idempotency.Record{ConsumerID: read.ConsumerID, Operation: read.Operation, Key: read.Key, RequestHash: read.RequestHash,
-		RequestBody: body, Subject: read.Subject, Status: idempotency.StatusProcessing, LockedUntil: &lease,
+		RequestBody: body, Subject: read.Subject, Status: "processing", LockedUntil: &lease,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if won, err := a.store.TakeOver(context.Background(), read, r); err != nil || !won {
 		a.t.Fatalf("take over: %v %v", won, err)
@@ -362,7 +362,7 @@ func TestTakeOverKeepsTheRecoveryPoint(t *testing.T) {
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "k-1")
 		a.takeOverAndDie(clk, "k-1")
-		if rec := a.record("k-1"); rec.Phase == nil || *rec.Phase != idempotency.PhaseStarted {
+		if rec := a.record("k-1"); rec.Phase == nil || *rec.Phase != "started" {
 			t.Fatalf("the take-over left phase %v, want started kept", rec.Phase)
 		}
 		a.abandon(clk)
@@ -385,7 +385,7 @@ func TestNoEffectFailureOfATakeOverKeepsThePromisedIntent(t *testing.T) {
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "k-1")
-		fired := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("phase", idempotency.PhaseStarted), context.DeadlineExceeded)
+		fired := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("phase", "started"), context.DeadlineExceeded)
 		fired.Arm(1)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
 		if fired.Hits() == 0 {

@@ -218,7 +218,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 		{"retry", 1, returns(resumed{}, vendorDown), StatusPending, ResultRetry, "vendor_unavailable"},
 		{"failed, retried slowly", 5, returns(resumed{}, vendorDown), StatusFailed, ResultFailed, "vendor_unavailable"},
 		{"failed for good", 1, returns(resumed{}, fmt.Errorf("%w: %w", ErrAbandon, fault.New("domain_taken", secret))), StatusFailed, ResultFailed, "domain_taken"},
-		{"superseded", 1, returns(resumed{}, fmt.Errorf("made by another: %w", ErrSuperseded)), StatusSuperseded, ResultSuperseded, ""},
+		{"superseded", 1, returns(resumed{}, fmt.Errorf("made by another: %w", ErrSuperseded)), statusSuperseded, ResultSuperseded, ""},
 	}
 	notTheClaim := func(tx *gorm.DB) bool {
 		set, ok := tx.Statement.Dest.(map[string]any)

@@ -87,14 +87,14 @@ func takeable(existing, rec *Record) bool {
 		// failed or unsettled one may have had an effect nobody else knows of.
 		return slices.Contains(prunable, existing.Status) && existing.expired(now)
 	}
-	if existing.Status == StatusProcessing && existing.leaseAlive(now) {
+	if existing.Status == statusProcessing && existing.leaseAlive(now) {
 		return false // its owner (a request, the reconciler, a discard) is at work, expired or not
 	}
 	if existing.expired(now) {
 		return true
 	}
-	return existing.Status == StatusFailed || existing.Status == StatusAbandoned || existing.Status == StatusSuperseded ||
-		existing.Status == StatusProcessing && !existing.leaseAlive(now)
+	return existing.Status == StatusFailed || existing.Status == statusAbandoned || existing.Status == statusSuperseded ||
+		existing.Status == statusProcessing && !existing.leaseAlive(now)
 }
 
 // answerExisting answers from a record this call does not own.
@@ -132,14 +132,14 @@ func (g *Guard) execute(a *attempt, outcome string) (Response, error) {
 			g.release(a)
 		}
 	}()
-	x := &Execution{Caller: a.caller, store: g.cfg.Store, rec: rec, status: StatusProcessing, lease: *rec.LockedUntil, now: g.now}
+	x := &Execution{Caller: a.caller, store: g.cfg.Store, rec: rec, status: statusProcessing, lease: *rec.LockedUntil, now: g.now}
 	resp, err := a.work(ctx, x)
 	settled = true
 	if isOutcomeUnknown(err) {
 		return Response{}, g.keepPending(a, resp, err)
 	}
 	if isRefusal(err) {
-		if p := rec.prior; p != nil && p.Status == StatusSuperseded {
+		if p := rec.prior; p != nil && p.Status == statusSuperseded {
 			// A retry of a superseded intent that found nothing to answer
 			// with: still ours, so superseded again for the next retry.
 			g.settle(a, x, Response{ExternalRef: resp.ExternalRef}, refusalOutcome(err))
@@ -209,7 +209,7 @@ func (g *Guard) settle(a *attempt, x *Execution, resp Response, outcome string) 
 	case x.finished:
 	case resp.Status >= 200 && resp.Status < 300 && !resp.NoEffect:
 		err = g.cfg.Store.complete(ctx, rec, resp, g.now())
-	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == StatusAbandoned):
+	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == statusAbandoned):
 		// A success that changed nothing binds nothing: a retry tells the
 		// truth of its own time.
 		outcome = "released"

@@ -28,7 +28,7 @@ func TestDiscard(t *testing.T) {
 		now := dbtime.Now()
 		due := now.Add(time.Hour)
 		failed := seed(t, s, "failed", func(r *Record) { r.Status, r.LockedUntil = StatusFailed, &due })
-		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, ptr.OrNil(PhaseReserved) })
+		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = statusAbandoned, ptr.OrNil(phaseReserved) })
 		by := audit.ByToken("ops-consumer", "ops-token", "req-1")
 
 		in, err := s.discard(ctx, by, failed.ref(), "  no longer wanted ", now, Discardable, nil)
@@ -53,7 +53,7 @@ func TestDiscard(t *testing.T) {
 			t.Errorf("Discard(abandoned) = %+v, %v", in, err)
 		}
 
-		for _, status := range []string{StatusPending, StatusProcessing, StatusCompleted, StatusSuperseded, StatusDiscarded} {
+		for _, status := range []string{StatusPending, statusProcessing, StatusCompleted, statusSuperseded, StatusDiscarded} {
 			r := seed(t, s, "in-"+status, func(r *Record) { r.Status = status })
 			in, err := s.discard(ctx, by, r.ref(), "why", now, Discardable, nil)
 			if !errors.Is(err, ErrNotDiscardable) || in.Status != status {
@@ -143,7 +143,7 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		past := dbtime.Now().Add(-2 * time.Hour)
-		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
+		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = statusAbandoned, past })
 		if _, err := s.discard(ctx, audit.Console(), r.ref(), "why", dbtime.Now(), Discardable, nil); err != nil {
 			t.Fatal(err)
 		}

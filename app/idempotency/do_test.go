@@ -190,7 +190,7 @@ func (s *stage) wantReplayed(a answer) {
 func (s *stage) wantFingerprintOnly() {
 	s.t.Helper()
 	r := s.record()
-	if r == nil || r.Status != StatusAbandoned || r.ResponseStatus != nil || len(r.ResponseBody) != 0 {
+	if r == nil || r.Status != statusAbandoned || r.ResponseStatus != nil || len(r.ResponseBody) != 0 {
 		s.t.Fatalf("after a failure the record is %+v, want it abandoned with no response", r)
 	}
 	runs := s.runs.Load()
@@ -297,7 +297,7 @@ var scenarios = []struct {
 	}},
 	{"a live lease is in progress", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(time.Minute)})
+		s.tamper(map[string]any{"status": statusProcessing, "locked_until": dbtime.Now().Add(time.Minute)})
 		if a := s.call(theIntent, s.made); !errors.Is(a.err, ErrInProgress) {
 			s.t.Errorf("answer = %+v, want ErrInProgress", a)
 		}
@@ -305,7 +305,7 @@ var scenarios = []struct {
 	}},
 	{"a stale lease is taken over", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(-time.Second)})
+		s.tamper(map[string]any{"status": statusProcessing, "locked_until": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 2 {
@@ -334,7 +334,7 @@ var scenarios = []struct {
 		if a := s.call(theIntent, failed); !errors.Is(a.err, ErrPending) {
 			s.t.Fatalf("answer = %+v, want pending", a)
 		}
-		s.tamper(map[string]any{"status": StatusDiscarded, "phase": PhaseFinished})
+		s.tamper(map[string]any{"status": StatusDiscarded, "phase": phaseFinished})
 		for _, body := range []string{theIntent, theIntent} {
 			if a := s.call(body, s.made); !errors.Is(a.err, ErrDiscarded) {
 				s.t.Errorf("retry = %+v, want ErrDiscarded", a)

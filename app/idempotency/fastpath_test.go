@@ -122,7 +122,7 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Second)
 		hash, ref, lease := "h1", "site_1", now.Add(time.Minute)
 		rec := &Record{ConsumerID: sc.ConsumerID, Operation: sc.Operation, Key: sc.Key, RequestHash: "r", BodyHash: &hash,
-			Status: StatusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
+			Status: statusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if _, ok, err := store.reserve(ctx, rec); err != nil || !ok {
 			t.Fatal(ok, err)
 		}

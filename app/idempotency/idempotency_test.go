@@ -70,7 +70,7 @@ func TestPanicReleasesTheKey(t *testing.T) {
 		if got := h.post("k", `{}`).Code; got != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", got)
 		}
-		if rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"}); rec == nil || rec.Status != StatusAbandoned {
+		if rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"}); rec == nil || rec.Status != statusAbandoned {
 			t.Fatalf("after a panic the record is %+v, want it kept abandoned (its fingerprint alone)", rec)
 		}
 		h.run = text(http.StatusCreated, "made")
@@ -127,7 +127,7 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 		ctx := context.Background()
 		now := dbtime.Now()
 		past := now.Add(-time.Second)
-		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
+		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: statusProcessing,
 			LockedUntil: &past, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if _, ok, err := s.reserve(ctx, rec); !ok || err != nil {
 			t.Fatalf("Reserve = %v, %v", ok, err)

@@ -168,7 +168,7 @@ var ErrSubjectBusy = fmt.Errorf("%w: another intent for its subject is open", Er
 var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
 
 // Discardable are the statuses an operator may discard in: nobody else is sure to settle them.
-var Discardable = []string{StatusFailed, StatusAbandoned}
+var Discardable = []string{StatusFailed, statusAbandoned}
 
 // discard settles an intent in one of the statuses from (or processing
 // under lease, when lease is not nil: a discard that claimed it) as
@@ -181,7 +181,7 @@ func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, 
 	if err != nil {
 		return Intent{}, err
 	}
-	set := map[string]any{"status": StatusDiscarded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}
+	set := map[string]any{"status": StatusDiscarded, "phase": phaseFinished, "locked_until": nil, "updated_at": now}
 	in, err := s.operatorChange(ctx, by, "discard intent", id, from, lease, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable, retryOnly...)
 	if errors.Is(err, ErrNotDiscardable) && slices.Contains(retryOnly, in.Operation) {
 		err = ErrRetryOnly
@@ -327,7 +327,7 @@ func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) 
 		g.putBack(ctx, rec, lease)
 		return Intent{}, err
 	}
-	in, err := s.discard(ctx, by, id, reason, g.now(), []string{StatusProcessing}, &lease, retryOnly...)
+	in, err := s.discard(ctx, by, id, reason, g.now(), []string{statusProcessing}, &lease, retryOnly...)
 	if err != nil { // the discard and its event did not commit: the intent is as it was
 		g.putBack(ctx, rec, lease)
 	}
@@ -352,7 +352,7 @@ func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
 	}
 	var n int64
 	err := s.db.WithContext(ctx).Model(&Record{}).Where("operation = ? AND subject = ? AND id <> ? AND status IN ?",
-		read.Operation, *read.Subject, read.ID, []string{StatusPending, StatusProcessing}).Count(&n).Error
+		read.Operation, *read.Subject, read.ID, []string{StatusPending, statusProcessing}).Count(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("find the open intents of the subject: %w", err)
 	}
@@ -374,13 +374,13 @@ func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 // claimForDiscard makes read processing under lease, if it is as read.
 func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
 	return s.casUpdate(ctx, "claim intent for discard", read,
-		map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
+		map[string]any{"status": statusProcessing, "phase": phaseReserved, "locked_until": lease, "updated_at": now})
 }
 
 // unclaim undoes claimForDiscard while the claim under lease is held.
 func (s *Store) unclaim(ctx context.Context, read *Record, lease time.Time) error {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, StatusProcessing, &lease).
+		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, statusProcessing, &lease).
 			Updates(map[string]any{"status": read.Status, "phase": read.Phase, "locked_until": read.LockedUntil, "updated_at": read.UpdatedAt})
 	})
 	if res.Error != nil {

@@ -27,7 +27,7 @@ const (
 	ResultWaiting    = "waiting"    // nothing found yet, and too young to create
 	ResultRetry      = "retry"      // the vendor failed; tried again later
 	ResultFailed     = "failed"     // gave up after the last attempt
-	ResultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
+	resultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
 	ResultSuperseded = "superseded" // made by a later intent, or revoked; not executed
 )
 
@@ -128,7 +128,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 // claimed it first or the database failed.
 func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bool) {
 	now := r.now()
-	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
+	if rec.Status == statusProcessing && !rec.mayHaveStarted() {
 		return r.abandon(ctx, rec, now)
 	}
 	lease := now.Add(r.cfg.Lease)
@@ -200,8 +200,8 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (R
 		}
 		return Reconciled{}, false
 	}
-	r.cfg.Observe(ResultAbandoned)
-	s := Reconciled{Intent: rec.ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
+	r.cfg.Observe(resultAbandoned)
+	s := Reconciled{Intent: rec.ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: resultAbandoned}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
 		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", ptr.Deref(rec.CorrelationID))
 	return s, true
@@ -289,7 +289,7 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 	var recs []Record
 	err := s.db.WithContext(ctx).
 		Where("((status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)) "+
-			"AND created_at >= ?", StatusPending, now, StatusProcessing, abandonedBefore, StatusFailed, now, since).
+			"AND created_at >= ?", StatusPending, now, statusProcessing, abandonedBefore, StatusFailed, now, since).
 		Order("id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, fmt.Errorf("list due pending records: %w", err)
@@ -357,7 +357,7 @@ func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time,
 // supersedeClaimed settles a claimed record as superseded.
 func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
-		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+		"status": statusSuperseded, "phase": phaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
 }
 
@@ -429,4 +429,4 @@ func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, err
 // prunable are the statuses the pruner deletes once expired: settled ones.
 // An accepted intent is never dropped: a failed one is kept, retried on the
 // slow schedule, until it completes or an operator discards it.
-var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded, StatusDiscarded}
+var prunable = []string{StatusCompleted, statusAbandoned, statusSuperseded, StatusDiscarded}

@@ -182,14 +182,14 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		r := newRig(t, db)
 		long := dbtime.Now().Add(-2 * time.Minute)
 		seed(t, r.store, "k", func(rec *Record) {
-			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, ptr.OrNil(PhaseReserved), &long
+			rec.Status, rec.Phase, rec.LockedUntil = statusProcessing, ptr.OrNil(phaseReserved), &long
 		})
 		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			t.Error("a record that never started was resumed")
 			return Response{}, false, nil
 		})
 
-		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
+		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", statusAbandoned), errInjected).Arm(1)
 		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
 			t.Errorf("RunOnce with the abandon failing = %+v, %v; want nothing settled", settled, err)
 		}
@@ -205,7 +205,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		if _, ok := rc.reconcile(context.Background(), &due[0]); ok {
 			t.Error("a record taken over meanwhile was reported abandoned")
 		}
-		if rec := r.find("op", "k"); rec == nil || rec.Status != StatusProcessing || !rec.LockedUntil.Equal(lease) {
+		if rec := r.find("op", "k"); rec == nil || rec.Status != statusProcessing || !rec.LockedUntil.Equal(lease) {
 			t.Errorf("record = %+v, want the new owner's, processing", rec)
 		}
 	})

@@ -31,7 +31,7 @@ func TestReserveAndReleaseUnderContention(t *testing.T) {
 				for i := range 100 {
 					now := dbtime.Now()
 					lease := now.Add(time.Minute + time.Duration(g*1000+i)*time.Microsecond)
-					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
+					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: statusProcessing,
 						LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 					_, ok, err := s.reserve(context.Background(), r)
 					if ok {

@@ -245,7 +245,7 @@ func TestStartFailingStopsTheChange(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		lic := r.license("b.test")
-		started := testdb.Inject(t, db.Gorm, "update", "idempotency_keys", testdb.Setting("phase", idempotency.PhaseStarted), errInjected)
+		started := testdb.Inject(t, db.Gorm, "update", "idempotency_keys", testdb.Setting("phase", "started"), errInjected)
 		finds, creates, _ := r.v.calls()
 		started.Arm(1)
 		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, errInjected) {
@@ -270,7 +270,7 @@ func TestStartFailingStopsTheChange(t *testing.T) {
 func TestSupersededMeanwhileRollsTheChangeBack(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"status": idempotency.StatusSuperseded}) }
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"status": "superseded"}) }
 		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrSuperseded) || errors.Is(err, idempotency.ErrPending) {
 			t.Errorf("create = %v; want ErrSuperseded", err)
 		}
@@ -279,7 +279,7 @@ func TestSupersededMeanwhileRollsTheChangeBack(t *testing.T) {
 		}
 		r.v.beforeCreate = nil
 		lic := r.license("b.test")
-		r.v.beforeDelete = func() { r.intent("licenses.destroy", lic.ID, map[string]any{"status": idempotency.StatusSuperseded}) }
+		r.v.beforeDelete = func() { r.intent("licenses.destroy", lic.ID, map[string]any{"status": "superseded"}) }
 		if err := r.revoke(lic.ID); !errors.Is(err, idempotency.ErrSuperseded) {
 			t.Errorf("revoke = %v; want ErrSuperseded", err)
 		}
@@ -379,7 +379,7 @@ func TestResumeBranches(t *testing.T) {
 		r := newRig(t, db)
 		pend := func(key string, body string, age time.Duration) {
 			now := dbtime.Now()
-			started := idempotency.PhaseStarted
+			started := "started"
 			rec := &idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h-" + key, RequestBody: []byte(body),
 				Status: idempotency.StatusPending, Phase: &started, Attempts: 1, CreatedAt: now.Add(-age), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 			if err := db.Gorm.Create(rec).Error; err != nil {
@@ -432,7 +432,7 @@ func TestObserveCreatedCountsLicensesMade(t *testing.T) {
 		if _, err := r.create("c2", "k3", "a.test"); !errors.Is(err, licenses.ErrDomainTaken) {
 			t.Fatalf("another's domain = %v", err)
 		}
-		r.v.beforeCreate = func() { r.intent("licenses.store", "k4", map[string]any{"status": idempotency.StatusSuperseded}) }
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k4", map[string]any{"status": "superseded"}) }
 		if _, err := r.create("c1", "k4", "refused.test"); err == nil {
 			t.Fatal("a create superseded meanwhile succeeded")
 		}
