@@ -10,7 +10,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
-	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -320,22 +319,24 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 	}
 }
 
-// takeOverAndDie takes the record of key over as a client's retry would,
-// and stops there, as a process that dies before it calls Started.
-func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
+// takeOverAndDie has a client's retry take the record of key over and stop
+// there, as a process that dies before it calls Started leaves it: the
+// retry's Started write fails, and so does its give-back, so the record
+// stays processing under the retry's lease, at the phase the take-over kept.
+func (a *app) takeOverAndDie(token []string, key string) {
 	a.t.Helper()
-	read := a.record(key)
-	now := dbtime.Stamp(clk.Now())
-	lease := now.Add(time.Minute)
-	body, err := a.app.Cipher.Decrypt(string(read.RequestBody)) // the retry brings its request in the clear
-	if err != nil {
-		a.t.Fatal(err)
+	started := testdb.Inject(a.t, a.db.Gorm, "update", keysTable, testdb.Setting("phase", "started"), context.DeadlineExceeded)
+	givenBack := testdb.Inject(a.t, a.db.Gorm, "update", keysTable, testdb.Setting("status", idempotency.StatusPending), context.DeadlineExceeded)
+	started.Arm(testdb.Always)
+	givenBack.Arm(testdb.Always)
+	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+	started.Disarm()
+	givenBack.Disarm()
+	if started.Hits() == 0 || givenBack.Hits() == 0 {
+		a.t.Fatalf("the retry's Started write (%d hits) and its give-back (%d) were not both seen", started.Hits(), givenBack.Hits())
 	}
-	r := &idempotency.Record{ConsumerID: read.ConsumerID, Operation: read.Operation, Key: read.Key, RequestHash: read.RequestHash,
-		RequestBody: body, Subject: read.Subject, Status: "processing", LockedUntil: &lease,
-		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if won, err := a.store.TakeOver(context.Background(), read, r); err != nil || !won {
-		a.t.Fatalf("take over: %v %v", won, err)
+	if rec := a.record(key); rec == nil || rec.Status != "processing" {
+		a.t.Fatalf("after the retry died the record is %+v, want it processing, taken over", rec)
 	}
 }
 
@@ -361,7 +362,7 @@ func TestTakeOverKeepsTheRecoveryPoint(t *testing.T) {
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "k-1")
-		a.takeOverAndDie(clk, "k-1")
+		a.takeOverAndDie(acme, "k-1")
 		if rec := a.record("k-1"); rec.Phase == nil || *rec.Phase != "started" {
 			t.Fatalf("the take-over left phase %v, want started kept", rec.Phase)
 		}

@@ -59,7 +59,7 @@ func (g *Guard) run(a *attempt) (resp Response, replayed bool, err error) {
 		if !takeable(existing, rec) {
 			return g.answerExisting(a, existing)
 		}
-		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
+		won, err := g.cfg.Store.takeOver(ctx, existing, rec)
 		if err != nil {
 			return Response{}, false, notRecorded(err)
 		}

@@ -141,7 +141,7 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 				lease := now.Add(time.Minute + time.Duration(i)*time.Millisecond)
 				mine := &Record{RequestHash: "h", LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 				<-start
-				won, err := s.TakeOver(ctx, read, mine)
+				won, err := s.takeOver(ctx, read, mine)
 				if err != nil {
 					t.Error(err)
 				}

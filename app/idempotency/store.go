@@ -175,10 +175,10 @@ func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB
 	return db.Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, status, lease)
 }
 
-// TakeOver claims read for a new execution of r's request, if unchanged. An
+// takeOver claims read for a new execution of r's request, if unchanged. An
 // expired record becomes a new intent; any other keeps its public id and
 // the phase it reached, and r remembers what it took over.
-func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
+func (s *Store) takeOver(ctx context.Context, read, r *Record) (bool, error) {
 	sealed, err := s.sealRequest(r.RequestBody)
 	if err != nil {
 		return false, err
