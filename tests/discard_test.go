@@ -407,9 +407,9 @@ func TestDiscardedVendorEventIsReceivedNotApplied(t *testing.T) {
 		body := vendorEventBody("evt_discarded", "site.suspended", now.Add(-time.Minute), lic["vendor_site_id"].(string), "")
 		op := a.app.Operations.VendorEvent.Name
 		stamp := dbtime.Stamp(now)
+		_, fingerprint := eventIntent(t, op, body)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: op, Key: "evt_discarded",
-			RequestHash: idempotency.Fingerprint("DO", op, idempotency.Canonical([]byte(body))),
-			Status:      idempotency.StatusFailed, Attempts: 11, CreatedAt: stamp, UpdatedAt: stamp, ExpiresAt: stamp.Add(time.Hour)}
+			RequestHash: fingerprint, Status: idempotency.StatusFailed, Attempts: 11, CreatedAt: stamp, UpdatedAt: stamp, ExpiresAt: stamp.Add(time.Hour)}
 		if err := db.Gorm.Create(&rec).Error; err != nil {
 			t.Fatal(err)
 		}

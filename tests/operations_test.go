@@ -65,9 +65,9 @@ func TestAbandonedVendorEventIsResumed(t *testing.T) {
 		body := vendorEventBody("evt_dead", "site.suspended", time.Now().Add(-time.Minute), lic["vendor_site_id"].(string), "")
 		now := dbtime.Now()
 		lease := now.Add(-2 * time.Minute)
+		intent, fingerprint := eventIntent(t, "webhooks.vendor", body)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: "webhooks.vendor", Key: "evt_dead",
-			RequestHash: idempotency.Fingerprint("DO", "webhooks.vendor", idempotency.Canonical([]byte(body))),
-			RequestBody: idempotency.Canonical([]byte(body)), Status: "processing", LockedUntil: &lease,
+			RequestHash: fingerprint, RequestBody: intent, Status: "processing", LockedUntil: &lease,
 			Attempts: 1, CreatedAt: now.Add(-3 * time.Minute), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := db.Gorm.Create(&rec).Error; err != nil {
 			t.Fatal(err)

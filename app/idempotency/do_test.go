@@ -481,7 +481,7 @@ func TestDoContract(t *testing.T) {
 	}
 
 	// A Do intent and a request never share a fingerprint.
-	if Fingerprint(doMethod, "things.store", nil) == Fingerprint(http.MethodPost, "things.store", nil) {
+	if fingerprint(doMethod, "things.store", nil) == fingerprint(http.MethodPost, "things.store", nil) {
 		t.Error("a Do call's fingerprint is a request's")
 	}
 }

@@ -37,7 +37,7 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 		e := echo.New()
 		e.POST("/things", op.Handler(g, headerCall, func(body []byte) (struct{}, []byte, error) {
 			binds.Add(1)
-			return struct{}{}, Canonical(body), nil
+			return struct{}{}, canonicalJSON(body), nil
 		}))
 		post := func(body string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))

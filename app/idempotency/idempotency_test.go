@@ -170,17 +170,17 @@ func TestCanonical(t *testing.T) {
 		{`{"s":"<&>"}`, `{"s":"<&>"}`},
 	}
 	for _, tt := range tests {
-		if ca, cb := string(Canonical([]byte(tt.a))), string(Canonical([]byte(tt.b))); ca != cb {
+		if ca, cb := string(canonicalJSON([]byte(tt.a))), string(canonicalJSON([]byte(tt.b))); ca != cb {
 			t.Errorf("Canonical differs:\n%s → %s\n%s → %s", tt.a, ca, tt.b, cb)
 		}
 	}
-	if got := string(Canonical([]byte(`{"b":1,"a":2}`))); got != `{"a":2,"b":1}` {
+	if got := string(canonicalJSON([]byte(`{"b":1,"a":2}`))); got != `{"a":2,"b":1}` {
 		t.Errorf("Canonical = %s", got)
 	}
-	if got := string(Canonical([]byte("not json"))); got != "not json" {
+	if got := string(canonicalJSON([]byte("not json"))); got != "not json" {
 		t.Errorf("a non-JSON body changed: %q", got)
 	}
-	if Fingerprint("POST", "/a", []byte("x")) == Fingerprint("POST", "/b", []byte("x")) {
+	if fingerprint("POST", "/a", []byte("x")) == fingerprint("POST", "/b", []byte("x")) {
 		t.Error("the route is not part of the fingerprint")
 	}
 	if d := NewStore(nil, testCipher(t), nil, nil).KeyDigest("secret"); strings.Contains(d, "secret") || len(d) != 12 {

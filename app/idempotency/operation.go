@@ -173,11 +173,11 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 	if err != nil {
 		return Response{}, nil, err
 	}
-	canonical := Canonical(r.Body)
+	canonical := canonicalJSON(r.Body)
 	if intent == nil {
 		intent = canonical
 	}
-	rec := g.makeRecord(sc, Fingerprint(r.Method, r.Route, intent), canonical, r.TokenID, r.RequestID)
+	rec := g.makeRecord(sc, fingerprint(r.Method, r.Route, intent), canonical, r.TokenID, r.RequestID)
 	rec.BodyHash = &hash
 	if op.Subject != nil {
 		rec.Subject = ptr.OrNil(op.Subject(in))
@@ -217,8 +217,8 @@ func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, 
 	if err := ctx.Err(); err != nil {
 		return Response{}, false, err
 	}
-	canonical := Canonical(intent)
-	rec := g.makeRecord(sc, Fingerprint(doMethod, sc.Operation, canonical), canonical, "", "") // no request to correlate
+	canonical := canonicalJSON(intent)
+	rec := g.makeRecord(sc, fingerprint(doMethod, sc.Operation, canonical), canonical, "", "") // no request to correlate
 	return g.run(&attempt{rec: rec, parent: ctx, caller: caller,
 		work: func(ctx context.Context, x *Execution) (Response, error) {
 			resp, err := work(ctx, x)
