@@ -366,10 +366,7 @@ func intentStats(store *idempotency.Store) metrics.IntentStats {
 	return func(ctx context.Context) (metrics.IntentCounts, error) {
 		var c metrics.IntentCounts
 		var err error
-		if c.Pending, c.OldestPending, err = store.PendingStats(ctx); err != nil {
-			return c, err
-		}
-		c.Failed, err = store.FailedCount(ctx)
+		c.Pending, c.OldestPending, c.Failed, err = store.Backlog(ctx)
 		return c, err
 	}
 }

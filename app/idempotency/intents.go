@@ -247,13 +247,38 @@ func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, str
 	return events, consumerID, nil
 }
 
-// FailedCount returns how many intents have failed.
-func (s *Store) FailedCount(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusFailed).Count(&n).Error; err != nil {
-		return 0, fmt.Errorf("count failed intents: %w", err)
+// Backlog is what an operator watches of the intents (the metrics, the
+// console's dashboard): how many are pending and when the oldest of them
+// was created (zero for none), and how many have failed.
+func (s *Store) Backlog(ctx context.Context) (pending int64, oldestPending time.Time, failed int64, err error) {
+	var rows []struct {
+		Status string
+		N      int64
 	}
-	return n, nil
+	err = s.db.WithContext(ctx).Model(&Record{}).Select("status, COUNT(*) AS n").
+		Where("status IN ?", []string{StatusPending, StatusFailed}).Group("status").Scan(&rows).Error
+	if err != nil {
+		return 0, time.Time{}, 0, fmt.Errorf("count pending and failed intents: %w", err)
+	}
+	for _, r := range rows {
+		switch r.Status {
+		case StatusPending:
+			pending = r.N
+		case StatusFailed:
+			failed = r.N
+		}
+	}
+	// The oldest row's own column, not MIN(): SQLite returns an aggregate
+	// of a DATETIME column as text.
+	var created []time.Time
+	err = s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending).Order("created_at").Limit(1).Pluck("created_at", &created).Error
+	if err != nil {
+		return 0, time.Time{}, 0, fmt.Errorf("oldest pending record: %w", err)
+	}
+	if len(created) > 0 {
+		oldestPending = created[0]
+	}
+	return pending, oldestPending, failed, nil
 }
 
 // StatusCounts returns how many intents are in each of Statuses (zero

@@ -379,25 +379,6 @@ func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time
 	}, a, now)
 }
 
-// PendingStats returns how many records are pending and when the oldest was
-// created.
-func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
-	q := func() *gorm.DB { return s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending) }
-	if err := q().Count(&count).Error; err != nil {
-		return 0, time.Time{}, fmt.Errorf("count pending records: %w", err)
-	}
-	// The oldest row's own column, not MIN(): SQLite returns an aggregate
-	// of a DATETIME column as text.
-	var created []time.Time
-	if err := q().Order("created_at").Limit(1).Pluck("created_at", &created).Error; err != nil {
-		return 0, time.Time{}, fmt.Errorf("oldest pending record: %w", err)
-	}
-	if len(created) > 0 {
-		oldest = created[0]
-	}
-	return count, oldest, nil
-}
-
 // prune deletes expired prunable records in batches, each its own short
 // statement, so no delete holds locks for long.
 func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, error) {

@@ -461,6 +461,27 @@ func TestRunLoopsLogFailedPassesUntilStopped(t *testing.T) {
 	}
 }
 
+// The backlog counts the pending and the failed intents, and names when
+// the oldest pending one was created; with none, zero and no time.
+func TestBacklog(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
+		ctx := context.Background()
+		if pending, oldest, failed, err := s.Backlog(ctx); err != nil || pending != 0 || !oldest.IsZero() || failed != 0 {
+			t.Fatalf("empty: %d pending (oldest %v), %d failed, %v; want nothing", pending, oldest, failed, err)
+		}
+		old := dbtime.Now().Add(-time.Hour)
+		seed(t, s, "p1", nil)
+		seed(t, s, "p2", func(r *Record) { r.CreatedAt = old })
+		seed(t, s, "f1", func(r *Record) { r.Status = StatusFailed })
+		seed(t, s, "c1", func(r *Record) { r.Status = StatusCompleted })
+		pending, oldest, failed, err := s.Backlog(ctx)
+		if err != nil || pending != 2 || !oldest.Equal(old) || failed != 1 {
+			t.Errorf("%d pending (oldest %v), %d failed, %v; want 2 (oldest %v), 1", pending, oldest, failed, err, old)
+		}
+	})
+}
+
 // The store's reads and maintenance statements fail with an error that
 // says what failed, and change nothing.
 func TestStoreStatementFailures(t *testing.T) {
@@ -473,19 +494,19 @@ func TestStoreStatementFailures(t *testing.T) {
 		query := testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected)
 		update := testdb.Inject(t, db.Gorm, "update", keysTable, nil, errInjected)
 		del := testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected)
+		row := testdb.Inject(t, db.Gorm, "row", keysTable, nil, errInjected) // a grouped count's Scan
 		for _, tt := range []struct {
 			says string
 			arm  func()
 			call func() error
 		}{
-			{"count pending records", func() { query.Arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"oldest pending record", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
+			{"count pending and failed intents", func() { row.Arm(1) }, func() error { _, _, _, err := s.Backlog(ctx); return err }},
+			{"oldest pending record", func() { query.Arm(1) }, func() error { _, _, _, err := s.Backlog(ctx); return err }},
 			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
 			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
 			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.ref()); return err }},
-			{"count failed intents", func() { query.Arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
 			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.ref(), dbtime.Now()); return err }},
 		} {
 			tt.arm()
@@ -495,6 +516,7 @@ func TestStoreStatementFailures(t *testing.T) {
 			query.Disarm()
 			update.Disarm()
 			del.Disarm()
+			row.Disarm()
 		}
 		if rec, _ := s.find(ctx, scope{"c1", "op", "expired"}); rec == nil {
 			t.Error("a failed prune deleted the expired record")
