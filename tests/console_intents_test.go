@@ -140,7 +140,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 		b.post("/console/intents/"+id+"/retry", url.Values{}).wantStatus(t, http.StatusConflict, "Only a failed intent can be retried")
 
 		clk.Advance(settle) // old enough for the reconciler to create what it does not find
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile after the retry: %q, want completed", got)
 		}
 		rec := a.intentRecord(id)

@@ -178,7 +178,7 @@ func TestFormCreateLeftPendingIsReconciled(t *testing.T) {
 		mp, ct := multipartBody(t, "name", "Acme", "domain", "acme.test")
 		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", mp, append(acme, "Content-Type", ct)...).wantError(http.StatusAccepted, "operation_pending")
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)

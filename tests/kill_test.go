@@ -272,7 +272,7 @@ func (r *killRig) reconcileUntilSettled(rec idempotency.Record, operation string
 		}
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if fields := strings.Split(lines[0], "\t"); len(lines) != 2 || lines[1] != "1 pending intent(s) worked" ||
-			!slices.Contains(fields, operation) || !slices.Contains(fields, idempotency.ResultCompleted) {
+			!slices.Contains(fields, operation) || !slices.Contains(fields, "completed") {
 			r.t.Fatalf("reconcile printed %q, want the one %s intent completed", out, operation)
 		}
 		r.t.Logf("settled by reconcile run %d, %s after the kill's lease ended", idle+1, ended.Sub(*rec.LockedUntil).Round(time.Millisecond))

@@ -72,7 +72,7 @@ func TestAbandonedVendorEventIsResumed(t *testing.T) {
 		if err := db.Gorm.Create(&rec).Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("results = %q, want the abandoned event applied", got)
 		}
 		id := lic["id"].(string)

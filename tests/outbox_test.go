@@ -110,7 +110,7 @@ func TestRevokeKilledMidCallIsReconciled(t *testing.T) {
 		}
 
 		a.abandon(clk)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoked, "status = %v after reconciliation, want revoked")
@@ -148,7 +148,7 @@ func TestRevokeRecordedFailureAfterVendorDeleteIsPending(t *testing.T) {
 		if err := db.Gorm.Exec("DROP TRIGGER revoke_fails").Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantLicenseStatus(t, acme, id, licenses.StatusRevoked, "status = %v, want revoked")
@@ -168,7 +168,7 @@ func TestRevokeNeverReopensWhatAnEarlierAttemptMayHaveDone(t *testing.T) {
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).pendingOperation()
 		busy := reply{status: 429, body: `{}`, header: map[string]string{"Retry-After": "1"}}
 		a.vendor.script("DELETE", busy, busy, busy, busy)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultFailed {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "failed" {
 			t.Fatalf("reconcile = %q, want failed", got)
 		}
 		a.vendor.script("DELETE", busy, busy, busy, busy)

@@ -52,7 +52,7 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 		a.wantVendorCalls("", calls)
 
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", 1) // found by the list; never created again
@@ -89,7 +89,7 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 
 		r := a.reconciler()
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultWaiting {
+		if got := results(a.reconcileOnce(r)); got != "waiting" {
 			t.Fatalf("young record: results %q, want waiting", got)
 		}
 		a.wantVendorCalls("POST", 1)
@@ -97,7 +97,7 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 			t.Fatalf("a waiting record was worked again before its settle time: %q", got)
 		}
 		clk.Advance(settle + time.Second)
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(r)); got != "completed" {
 			t.Fatalf("settled record: results %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", 2)
@@ -259,7 +259,7 @@ func TestReconcileAbandonedProcessingRecord(t *testing.T) {
 		a.consumer("acme")
 		a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
 		a.plantRecord("acme", "order-2004", acmeBody, "processing", -90*time.Second)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("results = %q, want the abandoned intent completed", got)
 		}
 		a.wantVendorCalls("POST", 0)
@@ -346,7 +346,7 @@ func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
 		if r.licenseData()["vendor_site_id"] != "site_1" {
 			t.Errorf("the keyed retry did not converge on the committed site: %s", r.Body.String())
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want the keyless intent completed", got)
 		}
 		a.wantVendorCalls("POST", 2) // the two lost creates; nothing was created twice
@@ -377,7 +377,7 @@ func TestCreateRecordedFailureAfterVendorSuccessIsPending(t *testing.T) {
 		if err := db.Gorm.Exec("DROP TRIGGER licenses_fail").Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("results = %q", got)
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)

@@ -139,7 +139,7 @@ func TestRecoveryAnswersAsTheFirstAnswerWas(t *testing.T) {
 				}
 				if path == "reconciler" {
 					clk.Advance(time.Minute)
-					if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+					if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 						t.Fatalf("reconcile = %q, want completed", got)
 					}
 				}
@@ -215,7 +215,7 @@ func TestCompletionFailureRollsTheLicenseBack(t *testing.T) {
 		if n := a.licenseRows(); n != 0 {
 			t.Fatalf("%d license rows after the failed completion, want the row rolled back with it", n)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want completed", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-atomic")...).wantStatus(http.StatusCreated)
@@ -367,7 +367,7 @@ func TestTakeOverKeepsTheRecoveryPoint(t *testing.T) {
 			t.Fatalf("the take-over left phase %v, want started kept", rec.Phase)
 		}
 		a.abandon(clk)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want the intent finished", got)
 		}
 		if got := a.activeLicenses(); len(got) != 1 || a.vendor.siteCount() != 1 {
@@ -396,7 +396,7 @@ func TestNoEffectFailureOfATakeOverKeepsThePromisedIntent(t *testing.T) {
 		if rec == nil || rec.Status != idempotency.StatusPending {
 			t.Fatalf("the record after the failed retry: %+v, want the intent kept pending", rec)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want completed", got)
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantStatus(http.StatusCreated)

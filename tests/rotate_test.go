@@ -108,7 +108,7 @@ func TestRotateLicenseKeyAnswerLost(t *testing.T) {
 		}
 		calls := a.vendor.count("POST")
 
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", calls) // read, never rotated again
@@ -140,12 +140,12 @@ func TestRotateLicenseKeyNeverApplied(t *testing.T) {
 		calls := a.vendor.count("POST")
 
 		r := a.reconciler()
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultWaiting {
+		if got := results(a.reconcileOnce(r)); got != "waiting" {
 			t.Fatalf("young record: results %q, want waiting", got)
 		}
 		a.wantVendorCalls("POST", calls)
 		clk.Advance(settle + time.Second)
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(r)); got != "completed" {
 			t.Fatalf("settled record: results %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", calls+1)
@@ -249,7 +249,7 @@ func TestRotateLicenseKeyToldByTheVendorFirst(t *testing.T) {
 		}
 
 		clk.Advance(settle + time.Second) // the reconciler may rotate again from here, if it must
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", calls)

@@ -26,7 +26,7 @@ type Attempt struct {
 	// request is attempt 1). A waiting attempt is not counted: the next
 	// attempt has its number too.
 	Number int
-	Result string // ResultCompleted, ResultWaiting, ResultRetry, ResultFailed or ResultSuperseded
+	Result string // completed, waiting, retry, failed or superseded
 	// Class says why a retry or a failure did not finish (errorClass), never
 	// an error's text, which may carry a vendor's body, a license key or a
 	// token. Empty for the other results.

@@ -23,12 +23,12 @@ var ErrAbandon = errors.New("intent cannot be finished")
 
 // Results of one reconciliation, as counted in metrics and reports.
 const (
-	ResultCompleted  = "completed"  // the effect was found or made; the response is stored
-	ResultWaiting    = "waiting"    // nothing found yet, and too young to create
-	ResultRetry      = "retry"      // the vendor failed; tried again later
-	ResultFailed     = "failed"     // gave up after the last attempt
+	resultCompleted  = "completed"  // the effect was found or made; the response is stored
+	resultWaiting    = "waiting"    // nothing found yet, and too young to create
+	resultRetry      = "retry"      // the vendor failed; tried again later
+	resultFailed     = "failed"     // gave up after the last attempt
 	resultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
-	ResultSuperseded = "superseded" // made by a later intent, or revoked; not executed
+	resultSuperseded = "superseded" // made by a later intent, or revoked; not executed
 )
 
 // ReconcilerConfig is what a Reconciler needs; NewReconciler sets defaults.
@@ -97,7 +97,7 @@ type Reconciled struct {
 	Intent    string // the intent's public id
 	Operation string
 	KeyDigest string
-	Result    string
+	Result    string // completed, waiting, retry, failed, abandoned or superseded
 	Ref       string
 }
 
@@ -156,7 +156,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 	}
 	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: ptr.Deref(rec.RequestedBy), RequestID: ptr.Deref(rec.CorrelationID)},
 		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
-		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
+		attempt: &Attempt{Number: rec.Attempts + 1, Result: resultCompleted}}
 	resp, done, err := Response{}, false, rec.sealedErr
 	if err == nil { // else its request cannot be read under the keys held: tried again later
 		resp, done, err = resume(wctx, op.resume, x, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
@@ -223,33 +223,33 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 		// Its request is sealed under a key this replica does not hold (a
 		// rotation under way, mistyped keys): no attempt is counted, and it is
 		// due again after the first backoff, for a replica that holds the key.
-		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
+		return resultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
 	case err == nil && done && x.finished: // completed with its local writes, and its attempt
-		return ResultCompleted, nil
+		return resultCompleted, nil
 	case err == nil && done:
-		return ResultCompleted, r.cfg.Store.completeClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
-			attempt(ResultCompleted, nil, nil))
+		return resultCompleted, r.cfg.Store.completeClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
+			attempt(resultCompleted, nil, nil))
 	case errors.Is(err, ErrSuperseded):
-		if serr := r.cfg.Store.supersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
-			return ResultSuperseded, serr
+		if serr := r.cfg.Store.supersedeClaimed(ctx, rec, lease, now, attempt(resultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
+			return resultSuperseded, serr
 		}
-		return ResultSuperseded, nil // superseded now, or by the change that made it moot
+		return resultSuperseded, nil // superseded now, or by the change that made it moot
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		next := rec.CreatedAt.Add(r.cfg.Settle)
-		return ResultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
+		return resultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(resultWaiting, nil, &next))
 	case errors.Is(err, ErrAbandon):
 		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
 			"intent", rec.ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
+		return resultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(resultFailed, err, nil))
 	case rec.Attempts >= r.cfg.MaxAttempts:
 		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
 			"intent", rec.ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
 			"next_attempt", next, "error", err)
-		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
+		return resultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(resultFailed, err, &next))
 	}
 	next := now.Add(r.backoff(rec.Attempts))
-	return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
+	return resultRetry, r.cfg.Store.postpone(ctx, rec, lease, next, true, now, attempt(resultRetry, err, &next))
 }
 
 // backoff doubles from Backoff with each attempt, capped at an hour, with up

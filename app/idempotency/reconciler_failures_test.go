@@ -66,7 +66,7 @@ func TestReconcilerLosingItsLease(t *testing.T) {
 		{name: "nothing found yet", logged: []string{"settle pending record", "idempotency lease lost"}},
 		{name: "cannot be finished", err: fmt.Errorf("bad input: %w", ErrAbandon),
 			logged: []string{"intent cannot be finished", "settle pending record", "idempotency lease lost"}},
-		{name: "superseded", err: fmt.Errorf("made by another: %w", ErrSuperseded), result: ResultSuperseded},
+		{name: "superseded", err: fmt.Errorf("made by another: %w", ErrSuperseded), result: resultSuperseded},
 		{name: "superseded, the write fails", err: ErrSuperseded, fail: true,
 			logged: []string{"settle pending record", "settle pending record: injected failure"}},
 		{name: "the answer is found, the write fails", res: done, fail: true,
@@ -287,7 +287,7 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 		}
 		for i, wait := range []time.Duration{10 * time.Second, 20 * time.Second} {
 			now := clock.Now()
-			rec := pass(ResultRetry)
+			rec := pass(resultRetry)
 			next := rec.LockedUntil.Sub(now)
 			if rec.Status != StatusPending || rec.Attempts != i+2 || next < wait || next > wait+wait/4 {
 				t.Fatalf("after attempt %d: %s, attempts %d, next in %v; want pending, %d, in %v..%v",
@@ -299,7 +299,7 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 			clock.Set(rec.LockedUntil.Add(time.Second)) // due
 		}
 		now := clock.Now().Truncate(time.Microsecond) // the reconciler's reading
-		rec := pass(ResultFailed)
+		rec := pass(resultFailed)
 		if rec.Status != StatusFailed || rec.Attempts != 4 || !rec.LockedUntil.Equal(now.Add(2*time.Hour)) {
 			t.Errorf("after the last attempt: %s, attempts %d, next %v; want failed, 4, at %v", rec.Status, rec.Attempts, rec.LockedUntil, now.Add(2*time.Hour))
 		}
@@ -331,7 +331,7 @@ func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
 		rc := reconcilerFor(stranger, clock.Now, resume)
 		for pass := range rc.cfg.MaxAttempts + 2 {
 			settled, err := rc.RunOnce(context.Background())
-			if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
+			if err != nil || len(settled) != 1 || settled[0].Result != resultRetry {
 				t.Fatalf("pass %d = %+v, %v; want one retry\n%s", pass, settled, err, stranger.log.String())
 			}
 			rec := stranger.find("op", "k")
@@ -344,7 +344,7 @@ func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
 			t.Fatalf("resumed %d times without its request", resumed.Load())
 		}
 		settled, err := reconcilerFor(holder, clock.Now, resume).RunOnce(context.Background())
-		if err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
+		if err != nil || len(settled) != 1 || settled[0].Result != resultCompleted {
 			t.Fatalf("the key's holder = %+v, %v; want it completed\n%s", settled, err, holder.log.String())
 		}
 	})
@@ -367,7 +367,7 @@ func TestReconcilerPassStopsWhenItsContextEnds(t *testing.T) {
 			return done.resp, done.done, nil
 		})
 		settled, err := rc.RunOnce(ctx)
-		if !errors.Is(err, context.Canceled) || len(settled) != 1 || settled[0].Result != ResultCompleted {
+		if !errors.Is(err, context.Canceled) || len(settled) != 1 || settled[0].Result != resultCompleted {
 			t.Fatalf("RunOnce = %+v, %v; want the first record completed and context.Canceled", settled, err)
 		}
 		if resumed.Load() != 1 {
@@ -409,7 +409,7 @@ func TestClaimedCompletionKeepsTheRecordsOwnExpiry(t *testing.T) {
 					return resp, err == nil, err
 				})
 				rc.cfg.TTL = time.Minute
-				if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
+				if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 1 || settled[0].Result != resultCompleted {
 					t.Fatalf("RunOnce = %+v, %v", settled, err)
 				}
 				rec := r.find("op", "k")

@@ -102,7 +102,7 @@ func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	rc := NewReconciler(ReconcilerConfig{Store: s, Operations: ops, MaxAttempts: 5,
 		Lease: time.Minute, Backoff: time.Second, TTL: time.Hour})
 	settled, err := rc.RunOnce(context.Background())
-	if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
+	if err != nil || len(settled) != 1 || settled[0].Result != resultRetry {
 		t.Fatalf("RunOnce = %+v, %v; want one retry", settled, err)
 	}
 	after, _ := s.find(context.Background(), r.scope())
