@@ -12,7 +12,6 @@ import (
 // PrunerConfig is what a Pruner needs; NewPruner resolves its defaults.
 type PrunerConfig struct {
 	Store    *Store
-	Batch    int           // ids per DELETE, small enough never to hold long locks; default 500
 	Interval time.Duration // how often Run makes a pass; default an hour
 	Log      *slog.Logger  // nil: discard
 	Now      func() time.Time
@@ -21,6 +20,10 @@ type PrunerConfig struct {
 	// consumer events'), so that one loop and one command prune everything.
 	Also []PruneFunc
 }
+
+// pruneBatch is how many ids one DELETE of the pruner names: small enough
+// never to hold long locks.
+const pruneBatch = 500
 
 // PruneFunc is another store's prune.
 type PruneFunc struct {
@@ -36,9 +39,6 @@ type Pruner struct {
 
 // NewPruner returns a Pruner.
 func NewPruner(cfg PrunerConfig) *Pruner {
-	if cfg.Batch <= 0 {
-		cfg.Batch = 500
-	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Hour
 	}
@@ -59,7 +59,7 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 // others.
 func (p *Pruner) RunOnce(ctx context.Context) (int64, map[string]int64, error) {
 	now := p.cfg.Now().UTC()
-	n, err := p.cfg.Store.prune(ctx, now, p.cfg.Batch)
+	n, err := p.cfg.Store.prune(ctx, now, pruneBatch)
 	if n > 0 {
 		p.cfg.Observe(n)
 	}

@@ -429,7 +429,7 @@ func TestReconcilerAndPrunerDefaults(t *testing.T) {
 		t.Errorf("reconciler defaults = %+v", rc)
 	}
 	p := NewPruner(PrunerConfig{}).cfg
-	if p.Batch != 500 || p.Interval != time.Hour || p.Log == nil || p.Now == nil || p.Observe == nil {
+	if p.Interval != time.Hour || p.Log == nil || p.Now == nil || p.Observe == nil {
 		t.Errorf("pruner defaults = %+v", p)
 	}
 	p.Observe(1) // the default is told and ignores it
