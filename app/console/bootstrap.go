@@ -128,11 +128,14 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	})
 	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
 		Store: b.Store, Interval: cfg.PruneEvery, Log: log, Now: b.now, Observe: b.Metrics.ObservePruned,
-		Also: []idempotency.PruneFunc{{Name: prunedEvents, Prune: func(ctx context.Context, now time.Time) (int64, error) {
-			return b.Webhooks.Prune(ctx, now.Add(-cfg.EventsTTL), 0)
-		}}, {Name: prunedActivity, Prune: func(ctx context.Context, now time.Time) (int64, error) {
-			return b.Activity.Prune(ctx, now.Add(-activityTTL))
-		}}},
+		Also: map[string]func(ctx context.Context, now time.Time) (int64, error){
+			prunedEvents: func(ctx context.Context, now time.Time) (int64, error) {
+				return b.Webhooks.Prune(ctx, now.Add(-cfg.EventsTTL), 0)
+			},
+			prunedActivity: func(ctx context.Context, now time.Time) (int64, error) {
+				return b.Activity.Prune(ctx, now.Add(-activityTTL))
+			},
+		},
 	})
 	return b, nil
 }

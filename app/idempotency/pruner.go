@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -16,20 +18,16 @@ type PrunerConfig struct {
 	Log      *slog.Logger  // nil: discard
 	Now      func() time.Time
 	Observe  func(deleted int64) // when set, told how many records each pass deleted
-	// Also are other stores' prunes each pass runs after the records' (the
-	// consumer events'), so that one loop and one command prune everything.
-	Also []PruneFunc
+	// Also are other stores' prunes, by what each deletes (for the log),
+	// that each pass runs after the records' (in the order of their names),
+	// so that one loop and one command prune everything. Each deletes what
+	// expired at now.
+	Also map[string]func(ctx context.Context, now time.Time) (int64, error)
 }
 
 // pruneBatch is how many ids one DELETE of the pruner names: small enough
 // never to hold long locks.
 const pruneBatch = 500
-
-// PruneFunc is another store's prune.
-type PruneFunc struct {
-	Name  string                                                  // what it deletes, for the log
-	Prune func(ctx context.Context, now time.Time) (int64, error) // deletes what expired at now
-}
 
 // Pruner deletes expired records: every serve process runs it in a loop,
 // and `licensor prune` runs one pass.
@@ -64,11 +62,11 @@ func (p *Pruner) RunOnce(ctx context.Context) (int64, map[string]int64, error) {
 		p.cfg.Observe(n)
 	}
 	others := make(map[string]int64, len(p.cfg.Also))
-	for _, f := range p.cfg.Also {
-		k, ferr := f.Prune(ctx, now)
-		others[f.Name] = k
+	for _, name := range slices.Sorted(maps.Keys(p.cfg.Also)) {
+		k, ferr := p.cfg.Also[name](ctx, now)
+		others[name] = k
 		if ferr != nil {
-			err = errors.Join(err, fmt.Errorf("prune %s: %w", f.Name, ferr))
+			err = errors.Join(err, fmt.Errorf("prune %s: %w", name, ferr))
 		}
 	}
 	return n, others, err
