@@ -9,7 +9,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/activity"
 	"github.com/licensor-api/licensor/app/console"
-	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -56,7 +55,7 @@ func TestActivityCountsTheRequests(t *testing.T) {
 		step("a keyed create", activity.Creates)
 
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-1")...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("the retry was not replayed: %v", r.Header())
 		}
 		step("its replay", activity.Replays)
@@ -76,7 +75,7 @@ func TestActivityCountsTheRequests(t *testing.T) {
 			wantError(http.StatusAccepted, "operation_pending")
 		step("its retry, pending still", activity.Pending)
 
-		a.plantRecord("acme", "order-3", acmeBody, idempotency.StatusProcessing, time.Minute)
+		a.plantRecord("acme", "order-3", acmeBody, "processing", time.Minute)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-3")...).wantError(http.StatusConflict, "request_in_progress")
 		step("a key in progress", activity.Conflicts)
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/operations"
 )
 
@@ -80,9 +81,13 @@ func TestNoRequestDataInTheEchoContext(t *testing.T) {
 // take it from the value.
 func TestOperationNamesAreWrittenOnce(t *testing.T) {
 	count := map[string][]string{}
-	names := operations.New(nil).List()
-	for _, op := range names {
-		count[op.OperationName()] = []string{}
+	ops, err := idempotency.NewOperations(operations.New(nil).List()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := ops.Names()
+	for _, name := range names {
+		count[name] = []string{}
 	}
 	for path, f := range productionFiles(t) {
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -98,8 +103,7 @@ func TestOperationNamesAreWrittenOnce(t *testing.T) {
 			return true
 		})
 	}
-	for _, op := range names {
-		name := op.OperationName()
+	for _, name := range names {
 		if where := count[name]; len(where) != 1 || !strings.HasPrefix(where[0], "../app/operations/") {
 			t.Errorf("operation %q is written at %v; want once, in app/operations", name, where)
 		}

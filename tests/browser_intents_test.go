@@ -43,7 +43,7 @@ func TestBrowserPendingIntentIsRetriedAndCompletes(t *testing.T) {
 	}
 
 	s.vendor.script("GET", reply{status: 503, body: `{}`})
-	if got := results(s.reconcileOnce(s.reconciler())); got != idempotency.ResultFailed {
+	if got := results(s.reconcileOnce(s.reconciler())); got != "failed" {
 		t.Fatalf("reconcile results = %q, want failed", got)
 	}
 	tb.do(chromedp.Click(chromedp.CSS(`a[href="/console/intents/`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS(`dl.facts`)))

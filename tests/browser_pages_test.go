@@ -13,6 +13,7 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/ptr"
 )
 
 // tourPage is one console page of the tour: its path and its screenshot's name.
@@ -64,7 +65,7 @@ func tourSite(t *testing.T) *tour {
 		{"/console/intents", "intents"},
 		{"/console/intents?status=pending", "intents-pending"},
 		{"/console/intents/" + pending, "intent-pending"},
-		{"/console/intents/" + done.Ref(), "intent-completed"},
+		{"/console/intents/" + ptr.Deref(done.PublicID), "intent-completed"},
 		{"/console/licenses", "licenses"},
 		{"/console/licenses?domain=acme", "licenses-search"},
 		{"/console/licenses/" + license, "license"},

@@ -84,13 +84,13 @@ func TestConsoleIntentsPagesKeepTheFilters(t *testing.T) {
 		b, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 
 		p := b.get("/console/intents?status=completed&consumer=acme").wantStatus(t, http.StatusOK,
-			first.Ref(), "Page 1 of 2 · 51 in all", `href="/console/intents?consumer=acme&amp;page=2&amp;status=completed"`)
-		if strings.Contains(p.Body, last.Ref()) {
+			ptr.Deref(first.PublicID), "Page 1 of 2 · 51 in all", `href="/console/intents?consumer=acme&amp;page=2&amp;status=completed"`)
+		if strings.Contains(p.Body, ptr.Deref(last.PublicID)) {
 			t.Error("page 1 lists the 51st intent")
 		}
 		p = b.get("/console/intents?status=completed&consumer=acme&page=2").wantStatus(t, http.StatusOK,
-			last.Ref(), "Page 2 of 2", `href="/console/intents?consumer=acme&amp;page=1&amp;status=completed"`)
-		if strings.Contains(p.Body, first.Ref()) {
+			ptr.Deref(last.PublicID), "Page 2 of 2", `href="/console/intents?consumer=acme&amp;page=1&amp;status=completed"`)
+		if strings.Contains(p.Body, ptr.Deref(first.PublicID)) {
 			t.Error("page 2 lists the first intent")
 		}
 	})
@@ -140,7 +140,7 @@ func TestConsoleRetriesAFailedIntent(t *testing.T) {
 		b.post("/console/intents/"+id+"/retry", url.Values{}).wantStatus(t, http.StatusConflict, "Only a failed intent can be retried")
 
 		clk.Advance(settle) // old enough for the reconciler to create what it does not find
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile after the retry: %q, want completed", got)
 		}
 		rec := a.intentRecord(id)
@@ -242,7 +242,7 @@ func TestConsoleOffersNoDiscardOfARevoke(t *testing.T) {
 		if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Update("operation", "licenses.destroy").Error; err != nil {
 			t.Fatal(err)
 		}
-		id := a.record(key).Ref()
+		id := ptr.Deref(a.record(key).PublicID)
 		b, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 
 		p := b.get("/console/intents/"+id).wantStatus(t, http.StatusOK, `action="/console/intents/`+id+`/retry"`, "is retried, never discarded")

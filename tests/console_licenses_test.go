@@ -8,6 +8,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/licenses"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -76,7 +77,7 @@ func TestConsoleShowsALicense(t *testing.T) {
 		created := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(append(bearer(acme.Secret), "X-Request-Id", "req-made"), "order-1")...).
 			wantStatus(http.StatusCreated).licenseData()
 		id, key := created["id"].(string), created["license_key"].(string)
-		intent := a.record("order-1").Ref()
+		intent := ptr.Deref(a.record("order-1").PublicID)
 		b, _ := consoleAs(t, a, "ops", auth.IntentsManage)
 
 		p := b.get("/console/licenses/"+id).wantStatus(t, http.StatusOK, "<title>License acme.test · licensor console</title>", `<span class="mono">…`+key[len(key)-4:]+`</span>`,

@@ -31,6 +31,7 @@ import (
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/web"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -541,7 +542,7 @@ func TestAuditRoutesKeepTheContract(t *testing.T) {
 		a.do(http.MethodGet, "/api/tokens/events", "").wantStatus(http.StatusUnauthorized)
 
 		a.plantRecord("acme", "contract-1", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("contract-1").Ref()
+		id := ptr.Deref(a.record("contract-1").PublicID)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", "", root...).wantStatus(http.StatusBadRequest)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":"x"}`, append(root, "Content-Type", "text/plain")...).wantStatus(http.StatusUnsupportedMediaType)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":""}`, root...).wantStatus(http.StatusUnprocessableEntity)
@@ -550,8 +551,8 @@ func TestAuditRoutesKeepTheContract(t *testing.T) {
 		a.do(http.MethodGet, "/api/intents/"+id+"/events", "", root...).wantStatus(http.StatusOK) // none yet: an empty list
 		a.do(http.MethodPost, "/api/intents/"+id+"/retry", "", root...).wantStatus(http.StatusOK)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", `{"reason":"x"}`, root...).wantError(http.StatusConflict, "intent_not_discardable")
-		a.plantRecord("acme", "contract-2", acmeBody, idempotency.StatusAbandoned, -time.Minute)
-		other := a.record("contract-2").Ref()
+		a.plantRecord("acme", "contract-2", acmeBody, "abandoned", -time.Minute)
+		other := ptr.Deref(a.record("contract-2").PublicID)
 		a.do(http.MethodPost, "/api/intents/"+other+"/discard", `{"reason":"x"}`, root...).wantStatus(http.StatusOK)
 		a.do(http.MethodGet, "/api/intents/"+other+"/events", "", root...).wantStatus(http.StatusOK)
 		a.do(http.MethodGet, "/api/intents/"+id+"/events", "", root...).wantStatus(http.StatusOK)

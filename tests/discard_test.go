@@ -21,6 +21,7 @@ import (
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -108,8 +109,8 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 			t.Errorf("message = %q", msg)
 		}
 		a.wantVendorCalls("", calls)
-		if rec := a.record("order-4001"); rec.Status != idempotency.StatusDiscarded || rec.Ref() != id {
-			t.Errorf("after the retry the record is %s %s, want discarded %s", rec.Status, rec.Ref(), id)
+		if rec := a.record("order-4001"); rec.Status != idempotency.StatusDiscarded || ptr.Deref(rec.PublicID) != id {
+			t.Errorf("after the retry the record is %s %s, want discarded %s", rec.Status, ptr.Deref(rec.PublicID), id)
 		}
 		if got := a.metric(`licensor_idempotency_requests_total{operation="licenses.store",outcome="discarded"}`); !strings.HasSuffix(got, " 1") {
 			t.Errorf("discarded outcome: %q, want 1", got)
@@ -136,8 +137,8 @@ func TestDiscardSettlesAFailedIntentForGood(t *testing.T) {
 		// Expired: the key is a new intent, executed for real, under a new id.
 		loc := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "order-4001")...).wantStatus(http.StatusCreated).Header().Get("Location")
 		rec := a.record("order-4001")
-		if rec.Status != idempotency.StatusCompleted || rec.Ref() == id || loc == "" {
-			t.Errorf("the expired key: record %s %s, want completed under a new id", rec.Status, rec.Ref())
+		if rec.Status != idempotency.StatusCompleted || ptr.Deref(rec.PublicID) == id || loc == "" {
+			t.Errorf("the expired key: record %s %s, want completed under a new id", rec.Status, ptr.Deref(rec.PublicID))
 		}
 		// The discarded intent's trail outlives it.
 		if events := a.intentEvents(admin, id); len(events) != 2 || events[1]["consumer"] != nil || events[1]["reason"] != want["reason"] {
@@ -152,12 +153,12 @@ func TestDiscardAbandonedIntent(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		a.plantRecord("acme", "order-4002", acmeBody, idempotency.StatusAbandoned, -time.Minute)
+		a.plantRecord("acme", "order-4002", acmeBody, "abandoned", -time.Minute)
 		// never sent: its owner went before the vendor could hear of it, so the vendor is not asked
-		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4002").Update("phase", idempotency.PhaseReserved).Error; err != nil {
+		if err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4002").Update("phase", "reserved").Error; err != nil {
 			t.Fatal(err)
 		}
-		id := a.record("order-4002").Ref()
+		id := ptr.Deref(a.record("order-4002").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		if got := a.discard(admin, id, `{"reason":"never sent"}`).wantStatus(http.StatusOK).json()["data"].(map[string]any); got["status"] != idempotency.StatusDiscarded {
 			t.Errorf("discarded = %v", got)
@@ -180,12 +181,12 @@ func TestOnlyFailedOrAbandonedIntentsAreDiscarded(t *testing.T) {
 			idempotency.StatusPending: a.do(http.MethodPost, "/api/licenses", `{"name":"P","domain":"p.test"}`, keyed(acme, "k-pending")...).pendingOperation(),
 		}
 		a.do(http.MethodPost, "/api/licenses", `{"name":"C","domain":"c.test"}`, keyed(acme, "k-completed")...).wantStatus(http.StatusCreated)
-		a.plantRecord("acme", "k-processing", acmeBody, idempotency.StatusProcessing, time.Minute)
-		a.plantRecord("acme", "k-superseded", acmeBody, idempotency.StatusSuperseded, -time.Minute)
+		a.plantRecord("acme", "k-processing", acmeBody, "processing", time.Minute)
+		a.plantRecord("acme", "k-superseded", acmeBody, "superseded", -time.Minute)
 		a.plantRecord("acme", "k-discarded", acmeBody, idempotency.StatusFailed, -time.Minute)
-		for status, key := range map[string]string{idempotency.StatusCompleted: "k-completed", idempotency.StatusProcessing: "k-processing",
-			idempotency.StatusSuperseded: "k-superseded", idempotency.StatusDiscarded: "k-discarded"} {
-			ids[status] = a.record(key).Ref()
+		for status, key := range map[string]string{idempotency.StatusCompleted: "k-completed", "processing": "k-processing",
+			"superseded": "k-superseded", idempotency.StatusDiscarded: "k-discarded"} {
+			ids[status] = ptr.Deref(a.record(key).PublicID)
 		}
 		a.discard(admin, ids[idempotency.StatusDiscarded], `{"reason":"first"}`).wantStatus(http.StatusOK)
 		for status, id := range ids {
@@ -219,7 +220,7 @@ func TestDiscardReasonIsValidated(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4003", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("order-4003").Ref()
+		id := ptr.Deref(a.record("order-4003").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		for name, tc := range map[string]struct{ body, message string }{
 			"absent":       {`{}`, "The reason field is required."},
@@ -261,7 +262,7 @@ func TestDiscardAndRetryCommitWithTheirEvent(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4004", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("order-4004").Ref()
+		id := ptr.Deref(a.record("order-4004").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		fault := testdb.Inject(t, db.Gorm, "create", audit.Event{}.TableName(), nil, errors.New("injected"))
 		fault.Arm(1)
@@ -289,7 +290,7 @@ func TestRetryIsInTheAuditTrail(t *testing.T) {
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4005", acmeBody, idempotency.StatusFailed, time.Hour)
 		a.plantRecord("acme", "order-4006", acmeBody, idempotency.StatusFailed, time.Hour)
-		api, cli := a.record("order-4005").Ref(), a.record("order-4006").Ref()
+		api, cli := ptr.Deref(a.record("order-4005").PublicID), ptr.Deref(a.record("order-4006").PublicID)
 		ops := a.issued("ops", auth.IntentsManage)
 		a.do(http.MethodPost, "/api/intents/"+api+"/retry", "", append(bearer(ops.Secret), "X-Request-Id", "req-retry")...).wantStatus(http.StatusOK)
 		a.runCLI("intents", "retry", cli)
@@ -325,7 +326,7 @@ func TestDiscardFromTheCLI(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.plantRecord("acme", "order-4007", acmeBody, idempotency.StatusFailed, time.Hour)
-		id := a.record("order-4007").Ref()
+		id := ptr.Deref(a.record("order-4007").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		for _, args := range [][]string{
 			{"intents", "discard", id},
@@ -377,8 +378,8 @@ func TestPrunerDeletesExpiredDiscardedIntents(t *testing.T) {
 		clk := testkit.NewClock(time.Now())
 		a := newApp(t, db, withClock(clk))
 		a.consumer("acme")
-		a.plantRecord("acme", "order-4009", acmeBody, idempotency.StatusAbandoned, -time.Minute)
-		id := a.record("order-4009").Ref()
+		a.plantRecord("acme", "order-4009", acmeBody, "abandoned", -time.Minute)
+		id := ptr.Deref(a.record("order-4009").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		a.discard(admin, id, `{"reason":"stale"}`).wantStatus(http.StatusOK)
 		if n, _, err := a.app.Pruner.RunOnce(context.Background()); err != nil || n != 0 {
@@ -406,14 +407,14 @@ func TestDiscardedVendorEventIsReceivedNotApplied(t *testing.T) {
 		body := vendorEventBody("evt_discarded", "site.suspended", now.Add(-time.Minute), lic["vendor_site_id"].(string), "")
 		op := a.app.Operations.VendorEvent.Name
 		stamp := dbtime.Stamp(now)
+		_, fingerprint := eventIntent(t, op, body)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: op, Key: "evt_discarded",
-			RequestHash: idempotency.Fingerprint("DO", op, idempotency.Canonical([]byte(body))),
-			Status:      idempotency.StatusFailed, Attempts: 11, CreatedAt: stamp, UpdatedAt: stamp, ExpiresAt: stamp.Add(time.Hour)}
+			RequestHash: fingerprint, Status: idempotency.StatusFailed, Attempts: 11, CreatedAt: stamp, UpdatedAt: stamp, ExpiresAt: stamp.Add(time.Hour)}
 		if err := db.Gorm.Create(&rec).Error; err != nil {
 			t.Fatal(err)
 		}
 		// At the command line: the API's intent resource names the consumers' operations only (for now).
-		a.runCLI("intents", "discard", rec.Ref(), "--reason", "the site was restored by hand")
+		a.runCLI("intents", "discard", ptr.Deref(rec.PublicID), "--reason", "the site was restored by hand")
 		if got := a.webhook(body, signature(now, body, webhookSecret)).wantStatus(http.StatusOK).Body.String(); got != `{"received":true}` {
 			t.Errorf("redelivery answered %s", got)
 		}
@@ -443,7 +444,7 @@ func TestAFailedRevokeIsRetriedNotDiscarded(t *testing.T) {
 			Update("operation", "licenses.destroy").Error; err != nil {
 			t.Fatal(err)
 		}
-		id := a.record("01JDQ8Z7F0A2B4C6D8E0G2H4J6").Ref()
+		id := ptr.Deref(a.record("01JDQ8Z7F0A2B4C6D8E0G2H4J6").PublicID)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 		body := a.discard(admin, id, `{"reason":"stuck"}`).wantError(http.StatusConflict, "intent_not_discardable")
 		if msg, _ := body["message"].(string); !strings.Contains(msg, "Retry it") {
@@ -478,7 +479,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 				t.Fatalf("the vendor holds %d sites, want the create's 1", a.vendor.siteCount())
 			}
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			id := a.record("order-4101").Ref()
+			id := ptr.Deref(a.record("order-4101").PublicID)
 			got := a.discard(admin, id, reason).wantStatus(http.StatusOK).json()["data"].(map[string]any)
 			if got["status"] != idempotency.StatusDiscarded {
 				t.Errorf("discarded = %v", got)
@@ -495,17 +496,17 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			admin := bearer(a.token("ops", auth.IntentsManage))
 			before := a.record("order-4102")
 			a.vendor.script("GET", reply{status: 503, body: `{}`})
-			a.discard(admin, before.Ref(), reason).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
+			a.discard(admin, ptr.Deref(before.PublicID), reason).wantError(http.StatusServiceUnavailable, "vendor_unavailable")
 			a.wantVendorCalls("DELETE", 0)
 			after := a.record("order-4102")
 			if after.Status != idempotency.StatusFailed || !after.LockedUntil.Equal(*before.LockedUntil) || a.vendor.siteCount() != 1 {
 				t.Errorf("after the refused discard: %s until %v, %d sites; want failed until %v as before, the site kept",
 					after.Status, after.LockedUntil, a.vendor.siteCount(), before.LockedUntil)
 			}
-			if events := a.intentEvents(admin, before.Ref()); len(events) != 0 {
+			if events := a.intentEvents(admin, ptr.Deref(before.PublicID)); len(events) != 0 {
 				t.Errorf("events = %v, want none", events)
 			}
-			a.discard(admin, before.Ref(), reason).wantStatus(http.StatusOK) // once the vendor answers
+			a.discard(admin, ptr.Deref(before.PublicID), reason).wantStatus(http.StatusOK) // once the vendor answers
 			a.wantVendorCalls("DELETE", 1)
 		})
 		t.Run("a discard that dies before it commits is abandoned, never resumed", func(t *testing.T) {
@@ -513,7 +514,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			a := newApp(t, db, withClock(clk))
 			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4104")
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			id := a.record("order-4104").Ref()
+			id := ptr.Deref(a.record("order-4104").PublicID)
 			// The process dies after the vendor's DELETE: neither the discard
 			// nor the putting back reaches the database.
 			died := testdb.Inject(t, a.db.Gorm, "update", "idempotency_keys", func(tx *gorm.DB) bool {
@@ -528,7 +529,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			creates := a.vendor.count("POST")
 			clk.Advance(10 * time.Minute) // past its lease, twice over
 			a.reconcileOnce(a.reconciler())
-			if got := a.record("order-4104"); got.Status != idempotency.StatusAbandoned {
+			if got := a.record("order-4104"); got.Status != "abandoned" {
 				t.Errorf("after the reconciler the intent is %s, want abandoned", got.Status)
 			}
 			if a.vendor.count("POST") != creates || a.vendor.siteCount() != 0 {
@@ -550,7 +551,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			}
 			t.Cleanup(func() { a.db.Gorm.Delete(&idempotency.Record{}, other.ID) }) // the next subtests share the database
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			a.discard(admin, a.record("order-4105").Ref(), reason).wantError(http.StatusConflict, "intent_not_discardable")
+			a.discard(admin, ptr.Deref(a.record("order-4105").PublicID), reason).wantError(http.StatusConflict, "intent_not_discardable")
 			a.wantVendorCalls("DELETE", 0)
 			if got := a.record("order-4105"); got.Status != idempotency.StatusFailed {
 				t.Errorf("after the refused discard the intent is %s, want failed as it was", got.Status)
@@ -562,7 +563,7 @@ func TestDiscardClearsTheVendorSiteNobodyHolds(t *testing.T) {
 			a.failIntentAfterItsSite(clk, a.consumer("acme"), "order-4103")
 			a.do(http.MethodPost, "/api/licenses", acmeBody, a.consumer("globex")...).wantStatus(http.StatusCreated) // adopts the site
 			admin := bearer(a.token("ops", auth.IntentsManage))
-			a.discard(admin, a.record("order-4103").Ref(), reason).wantStatus(http.StatusOK)
+			a.discard(admin, ptr.Deref(a.record("order-4103").PublicID), reason).wantStatus(http.StatusOK)
 			a.wantVendorCalls("DELETE", 0)
 			if a.vendor.siteCount() != 1 {
 				t.Errorf("the vendor holds %d sites, want globex's kept", a.vendor.siteCount())
@@ -583,7 +584,7 @@ func TestALiveLeaseOutlivesExpiry(t *testing.T) {
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "order-4201")
 		err := a.db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", "order-4201").
-			Updates(map[string]any{"status": idempotency.StatusProcessing, "locked_until": clk.Now().Add(time.Minute),
+			Updates(map[string]any{"status": "processing", "locked_until": clk.Now().Add(time.Minute),
 				"expires_at": clk.Now().Add(-time.Second)}).Error
 		if err != nil {
 			t.Fatal(err)
@@ -593,7 +594,7 @@ func TestALiveLeaseOutlivesExpiry(t *testing.T) {
 		if a.vendor.count("POST") != posts {
 			t.Errorf("the retry reached the vendor while the intent's owner held its lease")
 		}
-		if got := a.record("order-4201"); got.Status != idempotency.StatusProcessing {
+		if got := a.record("order-4201"); got.Status != "processing" {
 			t.Errorf("the intent is %s, want processing, its owner's", got.Status)
 		}
 	})

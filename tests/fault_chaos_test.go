@@ -222,7 +222,7 @@ func faultChaos(t *testing.T, db *testdb.DB) {
 	// Every intent is settled: completed, or superseded by a later create of
 	// the same domain (never executed after it; its key, retried, runs for
 	// real and answers the license held).
-	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] == 0 || c[idempotency.StatusCompleted]+c[idempotency.StatusSuperseded] != total(c) {
+	if c := statusCounts(t, db, keysTable); c[idempotency.StatusCompleted] == 0 || c[idempotency.StatusCompleted]+c["superseded"] != total(c) {
 		t.Errorf("intents by status %v, want every one completed or superseded", c)
 	}
 	if out := runCmd(t, env, "reconcile"); out != "0 pending intent(s) worked\n" {

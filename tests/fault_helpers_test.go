@@ -250,7 +250,7 @@ func statusCounts(t *testing.T, db *testdb.DB, table string) map[string]int {
 func unsettled(t *testing.T, db *testdb.DB) int {
 	t.Helper()
 	c := statusCounts(t, db, keysTable)
-	return c[idempotency.StatusPending] + c[idempotency.StatusProcessing] + c[idempotency.StatusFailed]
+	return c[idempotency.StatusPending] + c["processing"] + c[idempotency.StatusFailed]
 }
 
 // licensesByDomain is every license row, by domain.

@@ -108,7 +108,7 @@ func faultKillBeforeCommit(t *testing.T, dialect string, retry bool) {
 		wantEvent = licenses.EventReconciled + " by " + licenses.ActorReconciler
 	}
 	r.wantEvents(lic.ID, wantEvent)
-	if c := statusCounts(t, r.db, keysTable); c[idempotency.StatusProcessing]+c[idempotency.StatusPending] != 0 {
+	if c := statusCounts(t, r.db, keysTable); c["processing"]+c[idempotency.StatusPending] != 0 {
 		t.Errorf("intents by status %v, want none processing or pending", c)
 	}
 }

@@ -64,14 +64,14 @@ func TestFaultKeylessCutBySIGTERMThenRevoked(t *testing.T) {
 		}
 		var dead []idempotency.Record
 		r.db.Gorm.Where("operation = ?", "licenses.store").Find(&dead)
-		if len(dead) != 1 || dead[0].Status != idempotency.StatusProcessing {
+		if len(dead) != 1 || dead[0].Status != "processing" {
 			t.Fatalf("records after the SIGTERM: %+v, want the cut intent processing", dead)
 		}
 		r.restartServe()
 		r.adoptThenRevoke("http://"+r.api, body)
 		var after idempotency.Record
 		r.db.Gorm.Where("id = ?", dead[0].ID).Take(&after)
-		if after.Status != idempotency.StatusSuperseded {
+		if after.Status != "superseded" {
 			t.Errorf("the cut intent is %s after the revoke, want superseded", after.Status)
 		}
 		r.wantZombieFree("cut.test")
@@ -140,13 +140,13 @@ func TestFaultReservationCommitsAfterItsDeadline(t *testing.T) {
 	if err := r.db.Gorm.Exec("DROP TRIGGER test_stalled_reservation").Error; err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != idempotency.StatusProcessing || rec.Phase == nil || *rec.Phase != idempotency.PhaseReserved {
+	if rec.Status != "processing" || rec.Phase == nil || *rec.Phase != "reserved" {
 		t.Fatalf("the committed reservation is %s/%v, want processing, reserved", rec.Status, rec.Phase)
 	}
 	var out string
 	if !testkit.Poll(20*time.Second, func() bool {
 		out = runCmd(t, r.env, "reconcile")
-		return strings.Contains(out, idempotency.ResultAbandoned)
+		return strings.Contains(out, "abandoned")
 	}) {
 		t.Fatalf("reconcile never abandoned the stalled reservation; last: %q", out)
 	}
@@ -157,7 +157,7 @@ func TestFaultReservationCommitsAfterItsDeadline(t *testing.T) {
 		t.Errorf("license rows %+v, want none", lics)
 	}
 	r.db.Gorm.Where("id = ?", rec.ID).Take(&rec)
-	if rec.Status != idempotency.StatusAbandoned {
+	if rec.Status != "abandoned" {
 		t.Errorf("the reservation is %s, want abandoned", rec.Status)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -52,6 +53,10 @@ func multipartBody(t *testing.T, fields ...string) (string, string) {
 // stored record's retry must still match it.
 const jsonCreateFingerprint = "382d480177697d4e664ed563521ad5c7f2557c43ab5c2c115acd7550098c9c42"
 
+// globexCreateFingerprint is the fingerprint of the JSON create of
+// {"name":"Globex","domain":"globex.test"}, as jsonCreateFingerprint is Acme's.
+const globexCreateFingerprint = "6e93a82289a8034cd18506a42397f401fe8a18664f0f643cfbba890bbfb9e336"
+
 // A create sent as a form (urlencoded or multipart) is read like JSON, and
 // is the same intent: its fingerprint is the JSON one, so a retry that
 // switches encoding is a replay, not 422 idempotency_key_reused; a JSON
@@ -67,12 +72,12 @@ func TestFormCreateIsTheSameIntentAsJSON(t *testing.T) {
 		}
 		calls := a.vendor.count("")
 		r := a.do(http.MethodPost, "/api/licenses", "domain=ACME.test.&name=Acme&extra=1", form(keyed(acme, "form-1"))...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.Body.String() != first.Body.String() {
+		if r.Header().Get("Idempotent-Replayed") != "true" || r.Body.String() != first.Body.String() {
 			t.Errorf("a form retry of a JSON create is not its replay: %v %s", r.Header(), r.Body.String())
 		}
 		body, ct := multipartBody(t, "name", "Acme", "domain", "acme.test", "file:logo", "PNG")
 		r = a.do(http.MethodPost, "/api/licenses", body, append(keyed(acme, "form-1"), "Content-Type", ct)...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Errorf("a multipart retry of a JSON create is not its replay: %s", r.Body.String())
 		}
 		if n := a.vendor.count(""); n != calls {
@@ -86,7 +91,7 @@ func TestFormCreateIsTheSameIntentAsJSON(t *testing.T) {
 			t.Errorf("form create made %v", made)
 		}
 		a.do(http.MethodPost, "/api/licenses", `{"domain":"globex.test","name":"Globex"}`, keyed(globex, "form-2")...).wantStatus(http.StatusCreated)
-		if rec := a.record("form-2"); rec.RequestHash != idempotency.Fingerprint("POST", "/api/licenses", []byte(`{"name":"Globex","domain":"globex.test"}`)) {
+		if rec := a.record("form-2"); rec.RequestHash != globexCreateFingerprint {
 			t.Errorf("a form create's fingerprint is not its JSON intent's")
 		}
 		a.do(http.MethodPost, "/api/licenses", "name=Other&domain=globex.test", form(keyed(globex, "form-2"))...).wantError(http.StatusUnprocessableEntity, "idempotency_key_reused")
@@ -153,7 +158,7 @@ func TestFormsOnEveryBodyRoute(t *testing.T) {
 		}
 
 		a.plantRecord("acme", "form-3", acmeBody, idempotency.StatusFailed, -1)
-		id := a.record("form-3").Ref()
+		id := ptr.Deref(a.record("form-3").PublicID)
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", "reason=", root...).wantError(http.StatusUnprocessableEntity, "")
 		a.do(http.MethodPost, "/api/intents/"+id+"/discard", "reason=customer+asked", root...).wantStatus(http.StatusOK)
 		events := a.intentEvents(bearer(a.token("ops", auth.All)), id)
@@ -173,11 +178,11 @@ func TestFormCreateLeftPendingIsReconciled(t *testing.T) {
 		mp, ct := multipartBody(t, "name", "Acme", "domain", "acme.test")
 		a.vendor.script("POST", reply{status: 502, body: `upstream reset`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", mp, append(acme, "Content-Type", ct)...).wantError(http.StatusAccepted, "operation_pending")
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.licenseData()["domain"] != "acme.test" {
+		if r.Header().Get("Idempotent-Replayed") != "true" || r.licenseData()["domain"] != "acme.test" {
 			t.Errorf("the JSON retry of a reconciled form create: %v %s", r.Header(), r.Body.String())
 		}
 	})

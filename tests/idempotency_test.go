@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,12 +48,12 @@ func TestIdempotencyCreatesOneLicenseForTwoRequests(t *testing.T) {
 		acme := keyed(a.consumer("acme"), "order-1001")
 
 		first := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if first.Header().Get(idempotency.HeaderReplayed) != "" {
+		if first.Header().Get("Idempotent-Replayed") != "" {
 			t.Error("the first answer is marked replayed")
 		}
 		a.wantVendorCalls("", 2)
 		second := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if second.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if second.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the second answer is not marked Idempotent-Replayed: true")
 		}
 		if second.Body.String() != first.Body.String() {
@@ -120,7 +119,7 @@ func TestIdempotencyFailedAttemptKeepsItsFingerprint(t *testing.T) {
 				tt.fail(a)
 				a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(tt.status, tt.code)
 				rec := a.record("order-1003")
-				if rec == nil || rec.Status != idempotency.StatusAbandoned || rec.ResponseStatus != nil || len(rec.ResponseBody) != 0 {
+				if rec == nil || rec.Status != "abandoned" || rec.ResponseStatus != nil || len(rec.ResponseBody) != 0 {
 					t.Fatalf("after the failure the record is %+v, want it abandoned with no response stored", rec)
 				}
 				calls := a.vendor.count("")
@@ -134,7 +133,7 @@ func TestIdempotencyFailedAttemptKeepsItsFingerprint(t *testing.T) {
 				a.wantVendorCalls("", calls)
 
 				r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(tt.rerun)
-				if r.Header().Get(idempotency.HeaderReplayed) != "" {
+				if r.Header().Get("Idempotent-Replayed") != "" {
 					t.Error("the retry was a replay, not a real execution")
 				}
 				if tt.rerun == http.StatusCreated && a.vendor.count("") <= calls {
@@ -197,8 +196,8 @@ func TestIdempotencyKeyIsScopedPerConsumer(t *testing.T) {
 		first := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "shared-key")...).wantStatus(http.StatusCreated)
 		b := a.do(http.MethodPost, "/api/licenses", `{"name":"Globex","domain":"globex.test"}`, keyed(a.consumer("globex"), "shared-key")...)
 		b.wantStatus(http.StatusCreated)
-		if b.Header().Get(idempotency.HeaderReplayed) != "" || b.licenseData()["domain"] != "globex.test" {
-			t.Errorf("globex got %s (replayed %q), want its own license", b.Body.String(), b.Header().Get(idempotency.HeaderReplayed))
+		if b.Header().Get("Idempotent-Replayed") != "" || b.licenseData()["domain"] != "globex.test" {
+			t.Errorf("globex got %s (replayed %q), want its own license", b.Body.String(), b.Header().Get("Idempotent-Replayed"))
 		}
 		if b.licenseData()["id"] == first.licenseData()["id"] {
 			t.Error("globex saw acme's license")
@@ -223,12 +222,12 @@ func TestIdempotencyReplayNeedsALiveToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusUnauthorized)
-		if id := first.licenseData()["id"].(string); strings.Contains(r.Body.String(), id) || r.Header().Get(idempotency.HeaderReplayed) != "" {
-			t.Errorf("a revoked token's retry answered %s (replayed %q)", r.Body, r.Header().Get(idempotency.HeaderReplayed))
+		if id := first.licenseData()["id"].(string); strings.Contains(r.Body.String(), id) || r.Header().Get("Idempotent-Replayed") != "" {
+			t.Errorf("a revoked token's retry answered %s (replayed %q)", r.Body, r.Header().Get("Idempotent-Replayed"))
 		}
 		again := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(a.consumer("acme"), "order-rev")...).wantStatus(http.StatusCreated)
-		if again.Header().Get(idempotency.HeaderReplayed) != "true" || again.Body.String() != first.Body.String() {
-			t.Errorf("a live token's retry: replayed %q, %s", again.Header().Get(idempotency.HeaderReplayed), again.Body)
+		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() {
+			t.Errorf("a live token's retry: replayed %q, %s", again.Header().Get("Idempotent-Replayed"), again.Body)
 		}
 		a.wantVendorCalls("", 2) // the first execution's list and create; no retry reached the vendor
 	})
@@ -241,7 +240,7 @@ func TestIdempotencyReorderedKeysAreOneRequest(t *testing.T) {
 		first := a.do(http.MethodPost, "/api/licenses", `{"domain":"a.test","name":"A"}`, acme...).wantStatus(http.StatusCreated)
 		for _, body := range []string{`{ "name": "A", "domain": "a.test" }`, `{"name":"A","domain":"A.TEST.","meta":{"sent_at":"10:01"}}`} {
 			r := a.do(http.MethodPost, "/api/licenses", body, acme...).wantStatus(http.StatusCreated)
-			if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.Body.String() != first.Body.String() {
+			if r.Header().Get("Idempotent-Replayed") != "true" || r.Body.String() != first.Body.String() {
 				t.Errorf("%s: not replayed as the same request", body)
 			}
 		}
@@ -358,7 +357,7 @@ func TestIdempotencyClientHangUpThenRetryReplays(t *testing.T) {
 		<-done
 
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Errorf("the retry after a hang-up was not a replay: %s", r.Body.String())
 		}
 		a.wantVendorCalls("POST", 1)
@@ -374,7 +373,7 @@ func TestIdempotencyExpiredLeaseIsTakenOver(t *testing.T) {
 		acme := keyed(a.consumer("acme"), "order-1010")
 		site := a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
 		a.vendor.script("POST", reply{hold: make(chan struct{})})
-		a.plantRecord("acme", "order-1010", acmeBody, idempotency.StatusProcessing, -time.Second)
+		a.plantRecord("acme", "order-1010", acmeBody, "processing", -time.Second)
 
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
 		if r.licenseData()["vendor_site_id"] != site.ID {
@@ -394,7 +393,7 @@ func TestIdempotencyLiveLeaseIsNotTakenOver(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := keyed(a.consumer("acme"), "order-1011")
-		a.plantRecord("acme", "order-1011", acmeBody, idempotency.StatusProcessing, time.Minute)
+		a.plantRecord("acme", "order-1011", acmeBody, "processing", time.Minute)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusConflict, "request_in_progress")
 		a.wantVendorCalls("", 0)
 	})
@@ -411,7 +410,7 @@ func TestIdempotencyRecordPastTTLRunsAsNew(t *testing.T) {
 		}
 		r := a.do(http.MethodPost, "/api/licenses", `{"name":"Other","domain":"other.test"}`, acme...)
 		r.wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "" || r.licenseData()["domain"] != "other.test" {
+		if r.Header().Get("Idempotent-Replayed") != "" || r.licenseData()["domain"] != "other.test" {
 			t.Errorf("expired key: %s, want a new execution", r.Body.String())
 		}
 		if rec := a.record("order-1012"); !rec.ExpiresAt.After(time.Now()) {
@@ -487,7 +486,7 @@ func (a *app) plantRecord(consumer, key, body, status string, leaseFromNow time.
 	lease := now.Add(leaseFromNow)
 	rec := idempotency.Record{
 		ConsumerID: consumerID, Operation: "licenses.store", Key: key,
-		RequestHash: idempotency.Fingerprint(http.MethodPost, "/api/licenses", []byte(fmt.Sprintf(`{"name":%q,"domain":%q}`, "Acme", "acme.test"))),
+		RequestHash: jsonCreateFingerprint, // acme.test's create: a retry of it with acmeBody is the same intent
 		RequestBody: []byte(body), Status: status, LockedUntil: &lease, Attempts: 1,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour),
 	}

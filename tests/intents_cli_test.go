@@ -18,6 +18,7 @@ import (
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/dbtime"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -83,15 +84,15 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 		pending := a.do(http.MethodPost, "/api/licenses", `{"name":"G","domain":"g.test"}`, keyed(globex, "cli-key-3102")...).pendingOperation()
 		license := a.create(globex, "done.test") // keyless: the server's key
 		a.do(http.MethodDelete, "/api/licenses/"+license, "", globex...).wantStatus(http.StatusNoContent)
-		a.plantRecord("acme", "cli-key-3103", acmeBody, idempotency.StatusProcessing, time.Minute)
+		a.plantRecord("acme", "cli-key-3103", acmeBody, "processing", time.Minute)
 		now := dbtime.Now()
 		orphan := idempotency.Record{ConsumerID: "01JGONE0CONSVMER0000000000", Operation: "licenses.store", Key: "cli-key-3104",
 			RequestHash: "h", Status: idempotency.StatusFailed, Attempts: 3, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := db.Gorm.Create(&orphan).Error; err != nil {
 			t.Fatal(err)
 		}
-		a.plantRecord("acme", "cli-key-3105", `{"name":"Acme","domain":"gone.test"}`, idempotency.StatusAbandoned, -time.Minute)
-		a.plantRecord("acme", "cli-key-3106", `{"name":"Acme","domain":"moot.test"}`, idempotency.StatusSuperseded, -time.Minute)
+		a.plantRecord("acme", "cli-key-3105", `{"name":"Acme","domain":"gone.test"}`, "abandoned", -time.Minute)
+		a.plantRecord("acme", "cli-key-3106", `{"name":"Acme","domain":"moot.test"}`, "superseded", -time.Minute)
 		a.plantRecord("acme", "cli-key-3107", `{"name":"Acme","domain":"dropped.test"}`, idempotency.StatusDiscarded, -time.Minute)
 		admin := bearer(a.token("ops", auth.IntentsManage))
 
@@ -110,7 +111,7 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 			sameObject(t, fmt.Sprintf("intent %d (%s) of the list", i, id), api, cliList[i])
 			seen[id] = api
 		}
-		for name, id := range map[string]string{"failed": failed, "pending": pending, "orphan": orphan.Ref()} {
+		for name, id := range map[string]string{"failed": failed, "pending": pending, "orphan": ptr.Deref(orphan.PublicID)} {
 			if seen[id] == nil {
 				t.Errorf("the %s intent %s is not listed", name, id)
 			}
@@ -132,8 +133,8 @@ func TestIntentsCLIJSONIsTheAPIs(t *testing.T) {
 			t.Errorf("key sources %v, consumers %v, %d with a result; want client and server, an unnamed consumer, 2 completed",
 				sources, consumers, results)
 		}
-		if seen[orphan.Ref()]["consumer"] != "" {
-			t.Errorf("an intent whose consumer is not on record: consumer %#v, want \"\"", seen[orphan.Ref()]["consumer"])
+		if seen[ptr.Deref(orphan.PublicID)]["consumer"] != "" {
+			t.Errorf("an intent whose consumer is not on record: consumer %#v, want \"\"", seen[ptr.Deref(orphan.PublicID)]["consumer"])
 		}
 
 		for id := range seen {

@@ -12,6 +12,7 @@ import (
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -43,7 +44,7 @@ func TestIntentsListFiltersByOperationAndAge(t *testing.T) {
 				Updates(map[string]any{"operation": p.operation, "created_at": clk.Now().UTC().Add(-p.age)}).Error; err != nil {
 				t.Fatal(err)
 			}
-			keyOf[a.record(p.key).Ref()] = p.key
+			keyOf[ptr.Deref(a.record(p.key).PublicID)] = p.key
 		}
 		list := func(query string) string {
 			t.Helper()
@@ -112,7 +113,7 @@ func TestReconcilerAttemptsAreInTheIntentsTrail(t *testing.T) {
 
 		fault := testdb.Inject(t, db.Gorm, "create", audit.Event{}.TableName(), nil, errors.New("injected"))
 		fault.Arm(1)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultRetry {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "retry" {
 			t.Fatalf("reconcile with the attempt's event failing = %q, want retry", got)
 		}
 		if fault.Hits() != 1 || a.licenseRows() != 0 {
@@ -132,7 +133,7 @@ func TestReconcilerAttemptsAreInTheIntentsTrail(t *testing.T) {
 			t.Fatalf("events = %v, want the retry", events)
 		}
 		clk.Set(rec.LockedUntil.Add(time.Second))
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want completed", got)
 		}
 		if a.licenseRows() != 1 || a.vendor.siteCount() != 1 {
@@ -153,7 +154,7 @@ func TestReconcilerAttemptsAreInTheIntentsTrail(t *testing.T) {
 		a.vendor.script("POST", reply{status: 500, body: `{"error":"LK-LEAKED"}`})
 		down := a.do(http.MethodPost, "/api/licenses", `{"name":"Globex","domain":"globex.test"}`, keyed(acme, "order-7002")...).pendingOperation()
 		a.vendor.script("GET", reply{status: 503, body: `{"error":"LK-LEAKED"}`})
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultRetry {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "retry" {
 			t.Fatalf("reconcile with the vendor down = %q, want retry", got)
 		}
 		next := a.record("order-7002").LockedUntil.UTC().Format("2006-01-02T15:04:05.000000Z")

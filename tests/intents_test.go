@@ -87,7 +87,7 @@ func (a *app) failIntent(token []string, key, body string, clk *testkit.Clock) s
 	a.vendor.script("POST", reply{status: 500, body: `{}`})
 	id := a.do(http.MethodPost, "/api/licenses", body, keyed(token, key)...).pendingOperation()
 	a.vendor.script("GET", reply{status: 503, body: `{}`})
-	if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultFailed {
+	if got := results(a.reconcileOnce(a.reconciler())); got != "failed" {
 		a.t.Fatalf("reconcile results = %q, want failed", got)
 	}
 	return id
@@ -112,7 +112,7 @@ func TestFailedIntentHealsOnTheSlowSchedule(t *testing.T) {
 		}
 		_, _, _ = a.app.Pruner.RunOnce(context.Background()) // a failed intent is never pruned, expired or not
 		clk.Advance(2 * time.Minute)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("the slow retry: results %q, want completed", got)
 		}
 		op := a.do(http.MethodGet, "/api/operations/"+id, "", acme...).json()["data"].(map[string]any)
@@ -181,7 +181,7 @@ func TestIntentsAdminRoutes(t *testing.T) {
 		if retried["status"] != idempotency.StatusPending || retried["attempts"] != float64(0) {
 			t.Errorf("retried = %v, want pending with 0 attempts", retried)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); !strings.Contains(got, idempotency.ResultCompleted) {
+		if got := results(a.reconcileOnce(a.reconciler())); !strings.Contains(got, "completed") {
 			t.Errorf("after the retry the reconciler did %q", got)
 		}
 

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 	"github.com/licensor-api/licensor/internal/testkit"
@@ -184,7 +183,7 @@ func TestKeyRotationOutOfOrderAnswers503(t *testing.T) {
 		t.Errorf("with the new key as a previous key: GET = %d %s", code, body)
 	}
 	if code, h, body := send(old.url+"/api/licenses", http.MethodPost, token, "out-of-order-1", licenseBody("out-of-order.test")); code != http.StatusCreated ||
-		body != first || h.Get(idempotency.HeaderReplayed) != "true" {
+		body != first || h.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("with the new key as a previous key: replay = %d %s, want the first 201", code, body)
 	}
 }
@@ -346,7 +345,7 @@ func (l *fleetLoad) round(w, i int) {
 	l.created = append(l.created, fleetLicense{id: lic.Data.ID, key: lic.Data.LicenseKey})
 	l.mu.Unlock()
 	if _, h, replay, ok := l.send(other, "replay", http.MethodPost, "/api/licenses", l.token(i+1), key, licenseBody(domain), http.StatusCreated); ok &&
-		(replay != body || h.Get(idempotency.HeaderReplayed) != "true") {
+		(replay != body || h.Get("Idempotent-Replayed") != "true") {
 		l.unexpectedAnswer("replay", http.StatusCreated, "another body or not marked replayed: "+replay)
 	}
 	if _, _, got, ok := l.send(other, "show", http.MethodGet, "/api/licenses/"+lic.Data.ID, l.token(i), "", "", http.StatusOK); ok &&

@@ -242,7 +242,7 @@ func (r *killRig) deadOwnersRecord(operation string) idempotency.Record {
 	if err := r.db.Gorm.Where("operation = ?", operation).Find(&recs).Error; err != nil {
 		r.t.Fatal(err)
 	}
-	if len(recs) != 1 || recs[0].Status != idempotency.StatusProcessing || recs[0].LockedUntil == nil {
+	if len(recs) != 1 || recs[0].Status != "processing" || recs[0].LockedUntil == nil {
 		r.t.Fatalf("%s records after the kill: %+v; want one processing with a lease: the intent on the record before the vendor call", operation, recs)
 	}
 	r.t.Logf("serve killed %s after it put the intent on the record (its work budget: %s)",
@@ -272,7 +272,7 @@ func (r *killRig) reconcileUntilSettled(rec idempotency.Record, operation string
 		}
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if fields := strings.Split(lines[0], "\t"); len(lines) != 2 || lines[1] != "1 pending intent(s) worked" ||
-			!slices.Contains(fields, operation) || !slices.Contains(fields, idempotency.ResultCompleted) {
+			!slices.Contains(fields, operation) || !slices.Contains(fields, "completed") {
 			r.t.Fatalf("reconcile printed %q, want the one %s intent completed", out, operation)
 		}
 		r.t.Logf("settled by reconcile run %d, %s after the kill's lease ended", idle+1, ended.Sub(*rec.LockedUntil).Round(time.Millisecond))

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -142,12 +141,12 @@ func TestRevokeWithAnUnknownOutcomeIsReconciled(t *testing.T) {
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantError(http.StatusAccepted, "operation_pending")
 		a.wantVendorCalls("DELETE", 1)
 
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantLicenseStatus(t, acme, id, "revoked", "status = %v after reconciliation, want revoked")
 		replay := a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
-		if replay.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if replay.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the retry after reconciliation was not the stored 204")
 		}
 		if a.vendor.siteCount() != 0 {

@@ -42,12 +42,12 @@ func TestAnOperationWithoutResumeStopsTheStart(t *testing.T) {
 // the routes and the reconciler know is counted from start-up.
 func TestEveryOperationIsCountedFromStartUp(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"))
-	ops := a.app.Operations.List()
-	if len(ops) < 3 {
-		t.Fatalf("%d operations, want at least licenses.store, licenses.destroy and webhooks.vendor", len(ops))
+	names := a.app.Guard.Operations().Names()
+	if len(names) < 3 {
+		t.Fatalf("%d operations, want at least licenses.store, licenses.destroy and webhooks.vendor", len(names))
 	}
-	for _, op := range ops {
-		sample := `licensor_idempotency_requests_total{operation="` + op.OperationName() + `",outcome="executed"}`
+	for _, name := range names {
+		sample := `licensor_idempotency_requests_total{operation="` + name + `",outcome="executed"}`
 		if got := a.metric(sample); got != sample+" 0" {
 			t.Errorf("%s: got %q, want it at 0", sample, got)
 		}
@@ -65,14 +65,14 @@ func TestAbandonedVendorEventIsResumed(t *testing.T) {
 		body := vendorEventBody("evt_dead", "site.suspended", time.Now().Add(-time.Minute), lic["vendor_site_id"].(string), "")
 		now := dbtime.Now()
 		lease := now.Add(-2 * time.Minute)
+		intent, fingerprint := eventIntent(t, "webhooks.vendor", body)
 		rec := idempotency.Record{ConsumerID: "vendor", Operation: "webhooks.vendor", Key: "evt_dead",
-			RequestHash: idempotency.Fingerprint("DO", "webhooks.vendor", idempotency.Canonical([]byte(body))),
-			RequestBody: idempotency.Canonical([]byte(body)), Status: idempotency.StatusProcessing, LockedUntil: &lease,
+			RequestHash: fingerprint, RequestBody: intent, Status: "processing", LockedUntil: &lease,
 			Attempts: 1, CreatedAt: now.Add(-3 * time.Minute), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if err := db.Gorm.Create(&rec).Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("results = %q, want the abandoned event applied", got)
 		}
 		id := lic["id"].(string)

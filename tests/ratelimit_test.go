@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/auth"
-	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/internal/testkit"
@@ -117,7 +116,7 @@ func TestRateLimitCountsReplays(t *testing.T) {
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).wantRateHeaders(3, 2)
 		for remaining := 1; remaining >= 0; remaining-- {
 			r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated).wantRateHeaders(3, remaining)
-			if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+			if r.Header().Get("Idempotent-Replayed") != "true" {
 				t.Error("not a replay")
 			}
 		}

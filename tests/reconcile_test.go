@@ -52,7 +52,7 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 		a.wantVendorCalls("", calls)
 
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", 1) // found by the list; never created again
@@ -61,7 +61,7 @@ func TestReconcileCreateCommittedAnswerLost(t *testing.T) {
 			t.Fatalf("record = %s %v %v", rec.Status, *rec.ResponseStatus, *rec.ExternalRef)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Error("the retry after reconciliation was not a replay")
 		}
 		id := r.licenseData()["id"].(string)
@@ -89,7 +89,7 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantError(http.StatusAccepted, "operation_pending")
 
 		r := a.reconciler()
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultWaiting {
+		if got := results(a.reconcileOnce(r)); got != "waiting" {
 			t.Fatalf("young record: results %q, want waiting", got)
 		}
 		a.wantVendorCalls("POST", 1)
@@ -97,7 +97,7 @@ func TestReconcileCreateNeverReachedTheVendor(t *testing.T) {
 			t.Fatalf("a waiting record was worked again before its settle time: %q", got)
 		}
 		clk.Advance(settle + time.Second)
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(r)); got != "completed" {
 			t.Fatalf("settled record: results %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", 2)
@@ -148,7 +148,7 @@ func TestReconcileVendorDownThenFailed(t *testing.T) {
 			}
 		}
 		r2 := a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)
-		if r2.Header().Get(idempotency.HeaderReplayed) != "" {
+		if r2.Header().Get("Idempotent-Replayed") != "" {
 			t.Error("a failed record was replayed")
 		}
 	})
@@ -258,8 +258,8 @@ func TestReconcileAbandonedProcessingRecord(t *testing.T) {
 		a := newApp(t, db)
 		a.consumer("acme")
 		a.vendor.addSite("Acme", "acme.test") // the dead owner's create went through
-		a.plantRecord("acme", "order-2004", acmeBody, idempotency.StatusProcessing, -90*time.Second)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		a.plantRecord("acme", "order-2004", acmeBody, "processing", -90*time.Second)
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("results = %q, want the abandoned intent completed", got)
 		}
 		a.wantVendorCalls("POST", 0)
@@ -274,7 +274,7 @@ func TestReconcileAbandonedProcessingRecord(t *testing.T) {
 func TestReconcileLeavesRecentlyLapsedLeases(t *testing.T) {
 	a := newApp(t, testdb.New(t, "sqlite"))
 	a.consumer("acme")
-	a.plantRecord("acme", "order-2005", acmeBody, idempotency.StatusProcessing, -time.Second)
+	a.plantRecord("acme", "order-2005", acmeBody, "processing", -time.Second)
 	if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 		t.Fatalf("results = %q, want nothing claimed", got)
 	}
@@ -334,7 +334,7 @@ func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
 		keyedReq := keyed(acme, "order-2011")
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyedReq...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
 		a.do(http.MethodPost, "/api/licenses", `{"name":"B","domain":"b.test"}`, acme...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
-		if rec := a.record("order-2011"); rec == nil || rec.Status != idempotency.StatusProcessing {
+		if rec := a.record("order-2011"); rec == nil || rec.Status != "processing" {
 			t.Fatalf("the keyed record is %+v, want it left processing", rec)
 		}
 		if err := db.Gorm.Exec("DROP TRIGGER pending_fails").Error; err != nil {
@@ -346,7 +346,7 @@ func TestPendingThatCannotBeKeptIs503AndStillConverges(t *testing.T) {
 		if r.licenseData()["vendor_site_id"] != "site_1" {
 			t.Errorf("the keyed retry did not converge on the committed site: %s", r.Body.String())
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want the keyless intent completed", got)
 		}
 		a.wantVendorCalls("POST", 2) // the two lost creates; nothing was created twice
@@ -377,7 +377,7 @@ func TestCreateRecordedFailureAfterVendorSuccessIsPending(t *testing.T) {
 		if err := db.Gorm.Exec("DROP TRIGGER licenses_fail").Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("results = %q", got)
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, acme...).wantStatus(http.StatusCreated)

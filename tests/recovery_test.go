@@ -10,7 +10,6 @@ import (
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
-	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -52,7 +51,7 @@ func TestKeylessIntentCannotResurrectARevokedLicense(t *testing.T) {
 			t.Errorf("active licenses %v, want none", got)
 		}
 		op := a.do(http.MethodGet, "/api/operations/"+first, "", acme...).wantStatus(http.StatusOK).json()["data"].(map[string]any)
-		if op["status"] != idempotency.StatusSuperseded {
+		if op["status"] != "superseded" {
 			t.Errorf("the first intent is %v, want superseded", op["status"])
 		}
 	})
@@ -69,7 +68,7 @@ func TestSupersededKeyedIntentIsNeverExecutedByTheReconciler(t *testing.T) {
 		a.vendor.script("POST", reply{status: 500, body: `{}`, commit: true})
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).pendingOperation()
 		id := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-2")...).wantStatus(http.StatusCreated).licenseData()["id"]
-		if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+		if rec := a.record("k-1"); rec.Status != "superseded" {
 			t.Errorf("k-1 is %s, want superseded", rec.Status)
 		}
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
@@ -77,9 +76,9 @@ func TestSupersededKeyedIntentIsNeverExecutedByTheReconciler(t *testing.T) {
 		}
 		for range 2 {
 			r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantStatus(http.StatusOK)
-			if r.licenseData()["id"] != id || r.Header().Get(idempotency.HeaderReplayed) != "" {
+			if r.licenseData()["id"] != id || r.Header().Get("Idempotent-Replayed") != "" {
 				t.Errorf("the retry of k-1 answered %v (replayed %q), want the held license %v, told afresh", r.licenseData()["id"],
-					r.Header().Get(idempotency.HeaderReplayed), id)
+					r.Header().Get("Idempotent-Replayed"), id)
 			}
 		}
 		a.wantVendorCalls("POST", 1)
@@ -94,21 +93,21 @@ func TestIntentThatNeverStartedIsAbandoned(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		a := newApp(t, db)
 		acme := a.consumer("acme")
-		a.plantRecord("acme", "k-reserved", acmeBody, idempotency.StatusProcessing, -2*time.Minute-time.Second)
-		a.setPhase("k-reserved", idempotency.PhaseReserved)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultAbandoned {
+		a.plantRecord("acme", "k-reserved", acmeBody, "processing", -2*time.Minute-time.Second)
+		a.setPhase("k-reserved", "reserved")
+		if got := results(a.reconcileOnce(a.reconciler())); got != "abandoned" {
 			t.Fatalf("reconcile = %q, want abandoned", got)
 		}
 		a.wantVendorCalls("GET", 0)
 		a.wantVendorCalls("POST", 0)
-		if rec := a.record("k-reserved"); rec.Status != idempotency.StatusAbandoned {
+		if rec := a.record("k-reserved"); rec.Status != "abandoned" {
 			t.Fatalf("record is %s, want abandoned", rec.Status)
 		}
 		if got := results(a.reconcileOnce(a.reconciler())); got != "" {
 			t.Errorf("an abandoned intent was worked again: %q", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-reserved")...).wantStatus(http.StatusCreated)
-		if r.Header().Get(idempotency.HeaderReplayed) != "" {
+		if r.Header().Get("Idempotent-Replayed") != "" {
 			t.Error("the retry of an abandoned intent was a replay, want a real execution")
 		}
 		a.wantVendorCalls("POST", 1)
@@ -133,14 +132,14 @@ func TestRecoveryAnswersAsTheFirstAnswerWas(t *testing.T) {
 				// completion: the record processing (started), its lease over.
 				past := clk.Now().Add(-2 * time.Minute)
 				if err := db.Gorm.Model(&idempotency.Record{}).Where("idempotency_key = ?", key).Updates(map[string]any{
-					"status": idempotency.StatusProcessing, "phase": idempotency.PhaseStarted, "locked_until": past,
+					"status": "processing", "phase": "started", "locked_until": past,
 					"response_status": nil, "response_body": nil, "response_headers": nil,
 				}).Error; err != nil {
 					t.Fatal(err)
 				}
 				if path == "reconciler" {
 					clk.Advance(time.Minute)
-					if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+					if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 						t.Fatalf("reconcile = %q, want completed", got)
 					}
 				}
@@ -173,9 +172,9 @@ func TestNoEffectAnswerIsNotReplayed(t *testing.T) {
 		}
 		a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-held")...).wantStatus(http.StatusCreated)
-		if lic := r.licenseData(); lic["status"] != "active" || lic["id"] == id || r.Header().Get(idempotency.HeaderReplayed) != "" {
+		if lic := r.licenseData(); lic["status"] != "active" || lic["id"] == id || r.Header().Get("Idempotent-Replayed") != "" {
 			t.Errorf("the retry after the revoke: %v %v replayed=%q; want a new, active license", lic["id"], lic["status"],
-				r.Header().Get(idempotency.HeaderReplayed))
+				r.Header().Get("Idempotent-Replayed"))
 		}
 	})
 }
@@ -216,14 +215,14 @@ func TestCompletionFailureRollsTheLicenseBack(t *testing.T) {
 		if n := a.licenseRows(); n != 0 {
 			t.Fatalf("%d license rows after the failed completion, want the row rolled back with it", n)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want completed", got)
 		}
 		r := a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-atomic")...).wantStatus(http.StatusCreated)
 		id := r.licenseData()["id"].(string)
-		if r.Header().Get("Location") != "/api/licenses/"+id || r.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if r.Header().Get("Location") != "/api/licenses/"+id || r.Header().Get("Idempotent-Replayed") != "true" {
 			t.Errorf("after recovery: Location %q replayed %q, want the 201's Location, replayed", r.Header().Get("Location"),
-				r.Header().Get(idempotency.HeaderReplayed))
+				r.Header().Get("Idempotent-Replayed"))
 		}
 		a.wantVendorCalls("POST", 1)
 	})
@@ -251,11 +250,11 @@ func TestReservationCommittedAfterItsDeadlineIsAbandoned(t *testing.T) {
 		if rec == nil {
 			t.Fatal("the reservation was not committed: the fault did not reproduce a lost answer")
 		}
-		if rec.Status != idempotency.StatusProcessing || rec.Phase == nil || *rec.Phase != idempotency.PhaseReserved {
+		if rec.Status != "processing" || rec.Phase == nil || *rec.Phase != "reserved" {
 			t.Fatalf("the committed reservation is %s/%v, want processing, reserved", rec.Status, rec.Phase)
 		}
 		a.abandon(clk)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultAbandoned {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "abandoned" {
 			t.Fatalf("reconcile = %q, want abandoned", got)
 		}
 		a.wantVendorCalls("GET", 0)
@@ -285,7 +284,7 @@ func TestSupersededRetryNeverBringsARevokedLicenseBack(t *testing.T) {
 			t.Errorf("active licenses %v, %d vendor sites: the revoked license came back", got, a.vendor.siteCount())
 		}
 		a.wantVendorCalls("POST", 1)
-		if rec := a.record("k-1"); rec == nil || rec.Status != idempotency.StatusSuperseded {
+		if rec := a.record("k-1"); rec == nil || rec.Status != "superseded" {
 			t.Errorf("k-1 after its retries: %+v, want it superseded still", rec)
 		}
 	})
@@ -312,7 +311,7 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 	a.do(http.MethodDelete, "/api/licenses/"+id, "", acme...).wantStatus(http.StatusNoContent)
 	close(hold)
 	wg.Wait()
-	if rec := a.record("k-1"); rec.Status != idempotency.StatusSuperseded {
+	if rec := a.record("k-1"); rec.Status != "superseded" {
 		t.Errorf("k-1 is %s after the reconcile (%s), want superseded", rec.Status, results(got))
 	}
 	if got := a.activeLicenses(); len(got) != 0 || a.vendor.siteCount() != 0 {
@@ -320,22 +319,24 @@ func TestRevokeDuringAResumeLeavesNoSite(t *testing.T) {
 	}
 }
 
-// takeOverAndDie takes the record of key over as a client's retry would,
-// and stops there, as a process that dies before it calls Started.
-func (a *app) takeOverAndDie(clk *testkit.Clock, key string) {
+// takeOverAndDie has a client's retry take the record of key over and stop
+// there, as a process that dies before it calls Started leaves it: the
+// retry's Started write fails, and so does its give-back, so the record
+// stays processing under the retry's lease, at the phase the take-over kept.
+func (a *app) takeOverAndDie(token []string, key string) {
 	a.t.Helper()
-	read := a.record(key)
-	now := dbtime.Stamp(clk.Now())
-	lease := now.Add(time.Minute)
-	body, err := a.app.Cipher.Decrypt(string(read.RequestBody)) // the retry brings its request in the clear
-	if err != nil {
-		a.t.Fatal(err)
+	started := testdb.Inject(a.t, a.db.Gorm, "update", keysTable, testdb.Setting("phase", "started"), context.DeadlineExceeded)
+	givenBack := testdb.Inject(a.t, a.db.Gorm, "update", keysTable, testdb.Setting("status", idempotency.StatusPending), context.DeadlineExceeded)
+	started.Arm(testdb.Always)
+	givenBack.Arm(testdb.Always)
+	a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(token, key)...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
+	started.Disarm()
+	givenBack.Disarm()
+	if started.Hits() == 0 || givenBack.Hits() == 0 {
+		a.t.Fatalf("the retry's Started write (%d hits) and its give-back (%d) were not both seen", started.Hits(), givenBack.Hits())
 	}
-	r := &idempotency.Record{ConsumerID: read.ConsumerID, Operation: read.Operation, Key: read.Key, RequestHash: read.RequestHash,
-		RequestBody: body, Subject: read.Subject, Status: idempotency.StatusProcessing, LockedUntil: &lease,
-		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if won, err := a.store.TakeOver(context.Background(), read, r); err != nil || !won {
-		a.t.Fatalf("take over: %v %v", won, err)
+	if rec := a.record(key); rec == nil || rec.Status != "processing" {
+		a.t.Fatalf("after the retry died the record is %+v, want it processing, taken over", rec)
 	}
 }
 
@@ -361,12 +362,12 @@ func TestTakeOverKeepsTheRecoveryPoint(t *testing.T) {
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "k-1")
-		a.takeOverAndDie(clk, "k-1")
-		if rec := a.record("k-1"); rec.Phase == nil || *rec.Phase != idempotency.PhaseStarted {
+		a.takeOverAndDie(acme, "k-1")
+		if rec := a.record("k-1"); rec.Phase == nil || *rec.Phase != "started" {
 			t.Fatalf("the take-over left phase %v, want started kept", rec.Phase)
 		}
 		a.abandon(clk)
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want the intent finished", got)
 		}
 		if got := a.activeLicenses(); len(got) != 1 || a.vendor.siteCount() != 1 {
@@ -385,7 +386,7 @@ func TestNoEffectFailureOfATakeOverKeepsThePromisedIntent(t *testing.T) {
 		a := newApp(t, db, withClock(clk))
 		acme := a.consumer("acme")
 		a.failIntentAfterItsSite(clk, acme, "k-1")
-		fired := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("phase", idempotency.PhaseStarted), context.DeadlineExceeded)
+		fired := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("phase", "started"), context.DeadlineExceeded)
 		fired.Arm(1)
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusServiceUnavailable, "temporarily_unavailable")
 		if fired.Hits() == 0 {
@@ -395,7 +396,7 @@ func TestNoEffectFailureOfATakeOverKeepsThePromisedIntent(t *testing.T) {
 		if rec == nil || rec.Status != idempotency.StatusPending {
 			t.Fatalf("the record after the failed retry: %+v, want the intent kept pending", rec)
 		}
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile = %q, want completed", got)
 		}
 		a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantStatus(http.StatusCreated)

@@ -51,8 +51,8 @@ func TestRotateLicenseKey(t *testing.T) {
 		a.wantVendorCalls("POST", calls+1)
 
 		again := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-1")...).wantStatus(http.StatusOK)
-		if again.Body.String() != r.Body.String() || again.Header().Get(idempotency.HeaderReplayed) != "true" {
-			t.Errorf("retry = %s (replayed %q), want the first answer replayed:\n%s", again.Body, again.Header().Get(idempotency.HeaderReplayed), r.Body)
+		if again.Body.String() != r.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+			t.Errorf("retry = %s (replayed %q), want the first answer replayed:\n%s", again.Body, again.Header().Get("Idempotent-Replayed"), r.Body)
 		}
 		a.wantVendorCalls("POST", calls+1)
 		a.do(http.MethodPost, rotatePath(other), "", keyed(acme, "rot-1")...).wantStatus(http.StatusUnprocessableEntity)
@@ -108,7 +108,7 @@ func TestRotateLicenseKeyAnswerLost(t *testing.T) {
 		}
 		calls := a.vendor.count("POST")
 
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", calls) // read, never rotated again
@@ -119,8 +119,8 @@ func TestRotateLicenseKeyAnswerLost(t *testing.T) {
 			t.Errorf("key after reconciliation = %q, the vendor holds %q (leaked %q)", got, atVendor, leaked)
 		}
 		r := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-lost")...).wantStatus(http.StatusOK)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.licenseData()["license_key"] != atVendor {
-			t.Errorf("retry after reconciliation = %s (replayed %q)", r.Body, r.Header().Get(idempotency.HeaderReplayed))
+		if r.Header().Get("Idempotent-Replayed") != "true" || r.licenseData()["license_key"] != atVendor {
+			t.Errorf("retry after reconciliation = %s (replayed %q)", r.Body, r.Header().Get("Idempotent-Replayed"))
 		}
 		trail := a.do(http.MethodGet, "/api/licenses/"+id+"/events", "", acme...).json()["data"].([]any)
 		if last := trail[len(trail)-1].(map[string]any); len(trail) != 2 || last["event"] != "key_rotated" || last["actor"] != "reconciler" {
@@ -140,12 +140,12 @@ func TestRotateLicenseKeyNeverApplied(t *testing.T) {
 		calls := a.vendor.count("POST")
 
 		r := a.reconciler()
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultWaiting {
+		if got := results(a.reconcileOnce(r)); got != "waiting" {
 			t.Fatalf("young record: results %q, want waiting", got)
 		}
 		a.wantVendorCalls("POST", calls)
 		clk.Advance(settle + time.Second)
-		if got := results(a.reconcileOnce(r)); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(r)); got != "completed" {
 			t.Fatalf("settled record: results %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", calls+1)
@@ -177,8 +177,8 @@ func TestRotateLicenseKeyVendorUnavailable(t *testing.T) {
 		a.vendor.queued["POST"] = nil
 		a.vendor.mu.Unlock()
 		again := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-down")...).wantStatus(http.StatusOK)
-		if again.Header().Get(idempotency.HeaderReplayed) != "" || again.licenseData()["license_key"] == leaked {
-			t.Errorf("retry = %s (replayed %q), want a rotation", again.Body, again.Header().Get(idempotency.HeaderReplayed))
+		if again.Header().Get("Idempotent-Replayed") != "" || again.licenseData()["license_key"] == leaked {
+			t.Errorf("retry = %s (replayed %q), want a rotation", again.Body, again.Header().Get("Idempotent-Replayed"))
 		}
 	})
 }
@@ -249,7 +249,7 @@ func TestRotateLicenseKeyToldByTheVendorFirst(t *testing.T) {
 		}
 
 		clk.Advance(settle + time.Second) // the reconciler may rotate again from here, if it must
-		if got := results(a.reconcileOnce(a.reconciler())); got != idempotency.ResultCompleted {
+		if got := results(a.reconcileOnce(a.reconciler())); got != "completed" {
 			t.Fatalf("reconcile results = %q, want completed", got)
 		}
 		a.wantVendorCalls("POST", calls)
@@ -257,8 +257,8 @@ func TestRotateLicenseKeyToldByTheVendorFirst(t *testing.T) {
 			t.Errorf("key after reconciliation = %q, want the vendor's %q", got, site.LicenseKey)
 		}
 		r := a.do(http.MethodPost, rotatePath(id), "", keyed(acme, "rot-told")...).wantStatus(http.StatusOK)
-		if r.Header().Get(idempotency.HeaderReplayed) != "true" || r.licenseData()["license_key"] != site.LicenseKey {
-			t.Errorf("retry after reconciliation = %s (replayed %q)", r.Body, r.Header().Get(idempotency.HeaderReplayed))
+		if r.Header().Get("Idempotent-Replayed") != "true" || r.licenseData()["license_key"] != site.LicenseKey {
+			t.Errorf("retry after reconciliation = %s (replayed %q)", r.Body, r.Header().Get("Idempotent-Replayed"))
 		}
 		if names := a.licenseEventNames(acme, id); countOf(names, "key_rotated by vendor")+countOf(names, "key_rotated by reconciler") != 1 {
 			t.Errorf("audit trail = %v, want one key_rotated", names)

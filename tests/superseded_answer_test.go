@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -47,7 +46,7 @@ func TestCreateSupersededWhileItRunsAnswersIntentSuperseded(t *testing.T) {
 
 				first.wantError(http.StatusConflict, "intent_superseded")
 				a.do(http.MethodPost, "/api/licenses", acmeBody, keyed(acme, "k-1")...).wantError(http.StatusConflict, "intent_superseded")
-				if rec := a.record("k-1"); rec == nil || rec.Status != idempotency.StatusSuperseded {
+				if rec := a.record("k-1"); rec == nil || rec.Status != "superseded" {
 					t.Errorf("k-1: %+v, want it superseded", rec)
 				}
 				if got := a.activeLicenses(); len(got) != 0 || a.vendor.siteCount() != 0 {

@@ -1,12 +1,15 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +37,31 @@ func vendorEventBody(id, typ string, created time.Time, siteID, key string) stri
 func vendorEventBodyFor(id, typ string, created time.Time, siteID, domain, key string) string {
 	return fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"site":{"id":%q,"name":"Acme","domain":%q,"license_key":%q,"status":"active"}}}`,
 		id, typ, created.Unix(), siteID, domain, key)
+}
+
+// eventIntent is what a delivery of the vendor event body keeps on its
+// record, for a test that plants one: the intent, the body's canonical
+// JSON (object keys sorted at every depth, no white space, numbers as
+// written), and its fingerprint as a Do call of operation makes it, the
+// hex SHA-256 of "DO", the operation's name and the intent, NUL-separated.
+// A redelivery of body matches such a record (else 409 event_conflict).
+func eventIntent(t *testing.T, operation, body string) (intent []byte, fingerprint string) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	var canonical bytes.Buffer
+	enc := json.NewEncoder(&canonical)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // maps encode with sorted keys
+		t.Fatal(err)
+	}
+	intent = bytes.TrimSuffix(canonical.Bytes(), []byte("\n"))
+	sum := sha256.Sum256(slices.Concat([]byte("DO\x00"+operation+"\x00"), intent))
+	return intent, hex.EncodeToString(sum[:])
 }
 
 // signature is the Vendor-Signature of body at t under each secret.

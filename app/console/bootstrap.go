@@ -132,11 +132,14 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	})
 	b.Pruner = idempotency.NewPruner(idempotency.PrunerConfig{
 		Store: b.Store, Interval: cfg.PruneEvery, Log: log, Now: b.now, Observe: b.Metrics.ObservePruned,
-		Also: []idempotency.PruneFunc{{Name: prunedEvents, Prune: func(ctx context.Context, now time.Time) (int64, error) {
-			return b.Webhooks.Prune(ctx, now.Add(-cfg.EventsTTL), 0)
-		}}, {Name: prunedActivity, Prune: func(ctx context.Context, now time.Time) (int64, error) {
-			return b.Activity.Prune(ctx, now.Add(-activityTTL))
-		}}},
+		Also: map[string]func(ctx context.Context, now time.Time) (int64, error){
+			prunedEvents: func(ctx context.Context, now time.Time) (int64, error) {
+				return b.Webhooks.Prune(ctx, now.Add(-cfg.EventsTTL), 0)
+			},
+			prunedActivity: func(ctx context.Context, now time.Time) (int64, error) {
+				return b.Activity.Prune(ctx, now.Add(-activityTTL))
+			},
+		},
 	})
 	return b, nil
 }
@@ -370,10 +373,7 @@ func intentStats(store *idempotency.Store) metrics.IntentStats {
 	return func(ctx context.Context) (metrics.IntentCounts, error) {
 		var c metrics.IntentCounts
 		var err error
-		if c.Pending, c.OldestPending, err = store.PendingStats(ctx); err != nil {
-			return c, err
-		}
-		c.Failed, err = store.FailedCount(ctx)
+		c.Pending, c.OldestPending, c.Failed, err = store.Backlog(ctx)
 		return c, err
 	}
 }

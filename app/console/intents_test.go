@@ -17,6 +17,7 @@ import (
 	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/ptr"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -82,7 +83,7 @@ func (f *intentsFixture) seed(r idempotency.Record) string {
 	if err := f.db.Gorm.Create(&r).Error; err != nil {
 		f.t.Fatal(err)
 	}
-	return r.Ref()
+	return ptr.Deref(r.PublicID)
 }
 
 // run runs `licensor intents args…`, keeping what it printed.

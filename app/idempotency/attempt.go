@@ -26,7 +26,7 @@ type Attempt struct {
 	// request is attempt 1). A waiting attempt is not counted: the next
 	// attempt has its number too.
 	Number int
-	Result string // ResultCompleted, ResultWaiting, ResultRetry, ResultFailed or ResultSuperseded
+	Result string // completed, waiting, retry, failed or superseded
 	// Class says why a retry or a failure did not finish (errorClass), never
 	// an error's text, which may carry a vendor's body, a license key or a
 	// token. Empty for the other results.
@@ -36,7 +36,7 @@ type Attempt struct {
 	Next *time.Time
 }
 
-// Reason is the attempt as its audit event's reason holds it:
+// reason is the attempt as its audit event's reason holds it:
 //
 //	attempt 3: completed
 //	attempt 2: waiting, next at 2026-12-01T10:01:00.000000Z
@@ -44,7 +44,7 @@ type Attempt struct {
 //	attempt 11: failed (vendor_uncertain), next at 2026-12-01T11:00:00.000000Z
 //	attempt 2: failed (domain_taken)
 //	attempt 2: superseded
-func (a Attempt) Reason() string {
+func (a Attempt) reason() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "attempt %d: %s", a.Number, a.Result)
 	if a.Class != "" {
@@ -82,7 +82,7 @@ func ParseAttempt(reason string) (Attempt, error) {
 // recordAttempt writes a in tx, the transaction of the change it made to r.
 func recordAttempt(tx *gorm.DB, r *Record, a *Attempt, now time.Time) error {
 	return audit.Record(tx, audit.Reconciler(), audit.Change{Event: audit.IntentAttempted, SubjectType: audit.SubjectIntent,
-		SubjectID: r.Ref(), Reason: a.Reason()}, now)
+		SubjectID: r.ref(), Reason: a.reason()}, now)
 }
 
 // Classes of a failed attempt whose error names none of its own.

@@ -51,20 +51,20 @@ func attempts(t *testing.T, s *Store, id string) []Attempt {
 	return out
 }
 
-// Reason writes an attempt in one line that ParseAttempt reads back whole;
+// reason writes an attempt in one line that ParseAttempt reads back whole;
 // any other text is errNotAnAttempt.
 func TestAttemptReasonRoundTrips(t *testing.T) {
 	next := time.Date(2026, 12, 1, 10, 0, 30, 123456000, time.UTC)
 	for want, a := range map[string]Attempt{
-		"attempt 3: completed":  {Number: 3, Result: ResultCompleted},
-		"attempt 2: superseded": {Number: 2, Result: ResultSuperseded},
-		"attempt 2: waiting, next at 2026-12-01T10:00:30.123456Z":                              {Number: 2, Result: ResultWaiting, Next: &next},
-		"attempt 4: retry (vendor_unavailable), next at 2026-12-01T10:00:30.123456Z":           {Number: 4, Result: ResultRetry, Class: "vendor_unavailable", Next: &next},
-		"attempt 11: failed (vendor_uncertain), next at 2026-12-01T10:00:30.123456Z":           {Number: 11, Result: ResultFailed, Class: "vendor_uncertain", Next: &next},
-		"attempt 2: failed (domain_taken)":                                                     {Number: 2, Result: ResultFailed, Class: "domain_taken"},
-		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: ResultRetry, Class: classDatabaseUnavailable, Next: &next},
+		"attempt 3: completed":  {Number: 3, Result: resultCompleted},
+		"attempt 2: superseded": {Number: 2, Result: resultSuperseded},
+		"attempt 2: waiting, next at 2026-12-01T10:00:30.123456Z":                              {Number: 2, Result: resultWaiting, Next: &next},
+		"attempt 4: retry (vendor_unavailable), next at 2026-12-01T10:00:30.123456Z":           {Number: 4, Result: resultRetry, Class: "vendor_unavailable", Next: &next},
+		"attempt 11: failed (vendor_uncertain), next at 2026-12-01T10:00:30.123456Z":           {Number: 11, Result: resultFailed, Class: "vendor_uncertain", Next: &next},
+		"attempt 2: failed (domain_taken)":                                                     {Number: 2, Result: resultFailed, Class: "domain_taken"},
+		"attempt 999999999: retry (database_unavailable), next at 2026-12-01T10:00:30.123456Z": {Number: 999999999, Result: resultRetry, Class: classDatabaseUnavailable, Next: &next},
 	} {
-		if got := a.Reason(); got != want {
+		if got := a.reason(); got != want {
 			t.Errorf("Reason = %q, want %q", got, want)
 		}
 		back, err := ParseAttempt(want)
@@ -150,13 +150,13 @@ func TestEveryReconcilerAttemptIsInTheTrail(t *testing.T) {
 				clock.Set(now.LockedUntil.Add(time.Second))
 			}
 		}
-		got := attempts(t, r.store, rec.Ref())
+		got := attempts(t, r.store, rec.ref())
 		want := []Attempt{
-			{Number: 2, Result: ResultWaiting},
-			{Number: 2, Result: ResultRetry, Class: "vendor_unavailable"},
-			{Number: 3, Result: ResultRetry, Class: classPanic},
-			{Number: 4, Result: ResultFailed, Class: classError},
-			{Number: 5, Result: ResultCompleted},
+			{Number: 2, Result: resultWaiting},
+			{Number: 2, Result: resultRetry, Class: "vendor_unavailable"},
+			{Number: 3, Result: resultRetry, Class: classPanic},
+			{Number: 4, Result: resultFailed, Class: classError},
+			{Number: 5, Result: resultCompleted},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("attempts = %+v, want %+v", got, want)
@@ -204,7 +204,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 	}
 	vendorDown := fault.New("vendor_unavailable", secret)
 	outcomes := []outcome{
-		{"completed", 1, returns(done, nil), StatusCompleted, ResultCompleted, ""},
+		{"completed", 1, returns(done, nil), StatusCompleted, resultCompleted, ""},
 		{"completed with the domain's writes", 1, func(db *testdb.DB) func(context.Context, *Execution, *Record) (Response, bool, error) {
 			return func(ctx context.Context, x *Execution, _ *Record) (Response, bool, error) {
 				resp, err := x.Finish(ctx, func(tx *gorm.DB) (Response, error) {
@@ -213,12 +213,12 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 				})
 				return resp, err == nil, err
 			}
-		}, StatusCompleted, ResultCompleted, ""},
-		{"waiting", 1, returns(resumed{}, nil), StatusPending, ResultWaiting, ""},
-		{"retry", 1, returns(resumed{}, vendorDown), StatusPending, ResultRetry, "vendor_unavailable"},
-		{"failed, retried slowly", 5, returns(resumed{}, vendorDown), StatusFailed, ResultFailed, "vendor_unavailable"},
-		{"failed for good", 1, returns(resumed{}, fmt.Errorf("%w: %w", ErrAbandon, fault.New("domain_taken", secret))), StatusFailed, ResultFailed, "domain_taken"},
-		{"superseded", 1, returns(resumed{}, fmt.Errorf("made by another: %w", ErrSuperseded)), StatusSuperseded, ResultSuperseded, ""},
+		}, StatusCompleted, resultCompleted, ""},
+		{"waiting", 1, returns(resumed{}, nil), StatusPending, resultWaiting, ""},
+		{"retry", 1, returns(resumed{}, vendorDown), StatusPending, resultRetry, "vendor_unavailable"},
+		{"failed, retried slowly", 5, returns(resumed{}, vendorDown), StatusFailed, resultFailed, "vendor_unavailable"},
+		{"failed for good", 1, returns(resumed{}, fmt.Errorf("%w: %w", ErrAbandon, fault.New("domain_taken", secret))), StatusFailed, resultFailed, "domain_taken"},
+		{"superseded", 1, returns(resumed{}, fmt.Errorf("made by another: %w", ErrSuperseded)), statusSuperseded, resultSuperseded, ""},
 	}
 	notTheClaim := func(tx *gorm.DB) bool {
 		set, ok := tx.Statement.Dest.(map[string]any)
@@ -247,7 +247,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 						t.Fatalf("fault %d never fired", i)
 					}
 					after := r.find("op", key)
-					got := attempts(t, r.store, rec.Ref())
+					got := attempts(t, r.store, rec.ref())
 					kept := o.name == "completed with the domain's writes"
 					switch {
 					case fault == nil:
@@ -255,7 +255,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 							t.Fatalf("no fault: record %s, attempts %+v; want %s with one %s (%s)", after.Status, got, o.status, o.result, o.class)
 						}
 					case kept: // the domain's transaction rolled back whole; the retry that followed is on record
-						if after.Status != StatusPending || len(got) != 1 || got[0].Result != ResultRetry || got[0].Class != classError ||
+						if after.Status != StatusPending || len(got) != 1 || got[0].Result != resultRetry || got[0].Class != classError ||
 							!got[0].Next.Equal(*after.LockedUntil) {
 							t.Fatalf("fault %d: record %s until %v, attempts %+v; want pending, one retry due then", i, after.Status, after.LockedUntil, got)
 						}
@@ -268,7 +268,7 @@ func TestEachAttemptCommitsWithItsChange(t *testing.T) {
 					}
 					if len(got) == 1 {
 						counted := o.attempts + 1
-						if got[0].Result == ResultWaiting {
+						if got[0].Result == resultWaiting {
 							counted = o.attempts
 						}
 						if got[0].Number != o.attempts+1 || after.Attempts != counted {
@@ -306,7 +306,7 @@ func TestAttemptThatLostItsClaimIsNotRecorded(t *testing.T) {
 			if _, err := rc.RunOnce(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := attempts(t, r.store, rec.Ref()); len(got) != 0 {
+			if got := attempts(t, r.store, rec.ref()); len(got) != 0 {
 				t.Errorf("%v: attempts %+v, want none", res.err, got)
 			}
 		}
@@ -327,7 +327,7 @@ func TestPassThatTriesNothingIsNoAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range []*Record{sealed, orphan} {
-			if got := attempts(t, stranger.store, rec.Ref()); len(got) != 0 {
+			if got := attempts(t, stranger.store, rec.ref()); len(got) != 0 {
 				t.Errorf("%s: attempts %+v, want none", rec.Key, got)
 			}
 			if after := holder.find(rec.Operation, rec.Key); after.Status != StatusPending || after.LockedUntil == nil {

@@ -46,7 +46,7 @@ func BenchmarkGuard(b *testing.B) {
 			h.run = respond(http.StatusCreated, "application/json", body)
 			h.post("k", body)
 			for b.Loop() {
-				if rec := h.post("k", body); rec.Header().Get(HeaderReplayed) != "true" {
+				if rec := h.post("k", body); rec.Header().Get(headerReplayed) != "true" {
 					b.Fatalf("not replayed: %d", rec.Code)
 				}
 			}

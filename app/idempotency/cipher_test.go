@@ -54,8 +54,8 @@ func TestResponseBodyEncryptedAndReplayedByteForByte(t *testing.T) {
 			t.Errorf("stored body = %q, want an envelope", raw)
 		}
 		replay := h.post("k", `{"a":1}`)
-		if replay.Header().Get(HeaderReplayed) != "true" || !bytes.Equal(replay.Body.Bytes(), first.Body.Bytes()) {
-			t.Errorf("replay = %q (replayed %q), want the first body byte for byte", replay.Body.String(), replay.Header().Get(HeaderReplayed))
+		if replay.Header().Get(headerReplayed) != "true" || !bytes.Equal(replay.Body.Bytes(), first.Body.Bytes()) {
+			t.Errorf("replay = %q (replayed %q), want the first body byte for byte", replay.Body.String(), replay.Header().Get(headerReplayed))
 		}
 	})
 }

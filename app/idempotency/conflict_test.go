@@ -42,7 +42,7 @@ func TestStoreRetriesALostLockConflict(t *testing.T) {
 		ctx := context.Background()
 		now := dbtime.Now()
 		lease := now.Add(time.Minute)
-		r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
+		r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: statusProcessing,
 			LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 
 		existing, ok, err := s.reserve(ctx, r)
@@ -53,7 +53,7 @@ func TestStoreRetriesALostLockConflict(t *testing.T) {
 			t.Errorf("the INSERT ran %d times, want 2 (the deadlock, then the retry)", n)
 		}
 		found, err := s.find(ctx, r.scope())
-		if err != nil || found == nil || found.ID != r.ID || found.Status != StatusProcessing {
+		if err != nil || found == nil || found.ID != r.ID || found.Status != statusProcessing {
 			t.Fatalf("Find after Reserve = %+v, %v; want the reserved record", found, err)
 		}
 

@@ -59,7 +59,7 @@ func (g *Guard) run(a *attempt) (resp Response, replayed bool, err error) {
 		if !takeable(existing, rec) {
 			return g.answerExisting(a, existing)
 		}
-		won, err := g.cfg.Store.TakeOver(ctx, existing, rec)
+		won, err := g.cfg.Store.takeOver(ctx, existing, rec)
 		if err != nil {
 			return Response{}, false, notRecorded(err)
 		}
@@ -87,14 +87,14 @@ func takeable(existing, rec *Record) bool {
 		// failed or unsettled one may have had an effect nobody else knows of.
 		return slices.Contains(prunable, existing.Status) && existing.expired(now)
 	}
-	if existing.Status == StatusProcessing && existing.leaseAlive(now) {
+	if existing.Status == statusProcessing && existing.leaseAlive(now) {
 		return false // its owner (a request, the reconciler, a discard) is at work, expired or not
 	}
 	if existing.expired(now) {
 		return true
 	}
-	return existing.Status == StatusFailed || existing.Status == StatusAbandoned || existing.Status == StatusSuperseded ||
-		existing.Status == StatusProcessing && !existing.leaseAlive(now)
+	return existing.Status == StatusFailed || existing.Status == statusAbandoned || existing.Status == statusSuperseded ||
+		existing.Status == statusProcessing && !existing.leaseAlive(now)
 }
 
 // answerExisting answers from a record this call does not own.
@@ -110,7 +110,7 @@ func (g *Guard) answerExisting(a *attempt, existing *Record) (Response, bool, er
 		return resp, err == nil, err
 	case StatusPending:
 		g.tell(a, existing, "pending")
-		return Response{}, false, &PendingError{ID: existing.Ref()}
+		return Response{}, false, &PendingError{ID: existing.ref()}
 	case StatusDiscarded: // closed by an operator: nothing runs until the key expires
 		g.tell(a, existing, "discarded")
 		return Response{}, false, ErrDiscarded
@@ -132,14 +132,14 @@ func (g *Guard) execute(a *attempt, outcome string) (Response, error) {
 			g.release(a)
 		}
 	}()
-	x := &Execution{Caller: a.caller, store: g.cfg.Store, rec: rec, status: StatusProcessing, lease: *rec.LockedUntil, now: g.now}
+	x := &Execution{Caller: a.caller, store: g.cfg.Store, rec: rec, status: statusProcessing, lease: *rec.LockedUntil, now: g.now}
 	resp, err := a.work(ctx, x)
 	settled = true
 	if isOutcomeUnknown(err) {
 		return Response{}, g.keepPending(a, resp, err)
 	}
 	if isRefusal(err) {
-		if p := rec.prior; p != nil && p.Status == StatusSuperseded {
+		if p := rec.prior; p != nil && p.Status == statusSuperseded {
 			// A retry of a superseded intent that found nothing to answer
 			// with: still ours, so superseded again for the next retry.
 			g.settle(a, x, Response{ExternalRef: resp.ExternalRef}, refusalOutcome(err))
@@ -191,7 +191,7 @@ func (g *Guard) keepPending(a *attempt, about Response, herr error) error {
 		return fmt.Errorf("%w: %w", ErrNotKept, herr)
 	}
 	g.tell(a, rec, "pending")
-	return &PendingError{ID: rec.Ref(), Err: herr}
+	return &PendingError{ID: rec.ref(), Err: herr}
 }
 
 // settle stores what had an effect (a 2xx, unless Finish stored it or it
@@ -209,7 +209,7 @@ func (g *Guard) settle(a *attempt, x *Execution, resp Response, outcome string) 
 	case x.finished:
 	case resp.Status >= 200 && resp.Status < 300 && !resp.NoEffect:
 		err = g.cfg.Store.complete(ctx, rec, resp, g.now())
-	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == StatusAbandoned):
+	case resp.Status >= 200 && resp.Status < 300 && (rec.prior == nil || rec.prior.Status == statusAbandoned):
 		// A success that changed nothing binds nothing: a retry tells the
 		// truth of its own time.
 		outcome = "released"
@@ -346,7 +346,7 @@ func stored(r *Record) (Response, error) {
 			return Response{}, err
 		}
 	}
-	resp.Headers[HeaderReplayed] = "true"
+	resp.Headers[headerReplayed] = "true"
 	return resp, nil
 }
 

@@ -28,10 +28,10 @@ func TestDiscard(t *testing.T) {
 		now := dbtime.Now()
 		due := now.Add(time.Hour)
 		failed := seed(t, s, "failed", func(r *Record) { r.Status, r.LockedUntil = StatusFailed, &due })
-		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = StatusAbandoned, ptr.OrNil(PhaseReserved) })
+		abandoned := seed(t, s, "abandoned", func(r *Record) { r.Status, r.Phase = statusAbandoned, ptr.OrNil(phaseReserved) })
 		by := audit.ByToken("ops-consumer", "ops-token", "req-1")
 
-		in, err := s.discard(ctx, by, failed.Ref(), "  no longer wanted ", now, Discardable, nil)
+		in, err := s.discard(ctx, by, failed.ref(), "  no longer wanted ", now, Discardable, nil)
 		if err != nil || in.Status != StatusDiscarded || in.NextAttemptAt != nil {
 			t.Fatalf("Discard(failed) = %+v, %v; want discarded, no next attempt", in, err)
 		}
@@ -39,27 +39,27 @@ func TestDiscard(t *testing.T) {
 		if rec.Status != StatusDiscarded || rec.LockedUntil != nil {
 			t.Errorf("record = %s, lease %v; want discarded with no lease", rec.Status, rec.LockedUntil)
 		}
-		events, consumer, err := s.IntentEvents(ctx, failed.Ref())
+		events, consumer, err := s.IntentEvents(ctx, failed.ref())
 		if err != nil || consumer != "c1" || len(events) != 1 {
 			t.Fatalf("IntentEvents = %+v, %q, %v", events, consumer, err)
 		}
 		e := events[0]
-		if e.Event != audit.IntentDiscarded || e.SubjectType != audit.SubjectIntent || e.SubjectID != failed.Ref() || e.Actor != audit.ActorToken ||
+		if e.Event != audit.IntentDiscarded || e.SubjectType != audit.SubjectIntent || e.SubjectID != failed.ref() || e.Actor != audit.ActorToken ||
 			ptr.Deref(e.ActorTokenID) != "ops-token" || ptr.Deref(e.ActorConsumerID) != "ops-consumer" || ptr.Deref(e.RequestID) != "req-1" ||
 			ptr.Deref(e.Reason) != "no longer wanted" || !e.CreatedAt.Equal(now) {
 			t.Errorf("event = %+v", e)
 		}
-		if in, err := s.discard(ctx, audit.Console(), abandoned.Ref(), "stale", now, Discardable, nil); err != nil || in.Status != StatusDiscarded {
+		if in, err := s.discard(ctx, audit.Console(), abandoned.ref(), "stale", now, Discardable, nil); err != nil || in.Status != StatusDiscarded {
 			t.Errorf("Discard(abandoned) = %+v, %v", in, err)
 		}
 
-		for _, status := range []string{StatusPending, StatusProcessing, StatusCompleted, StatusSuperseded, StatusDiscarded} {
+		for _, status := range []string{StatusPending, statusProcessing, StatusCompleted, statusSuperseded, StatusDiscarded} {
 			r := seed(t, s, "in-"+status, func(r *Record) { r.Status = status })
-			in, err := s.discard(ctx, by, r.Ref(), "why", now, Discardable, nil)
+			in, err := s.discard(ctx, by, r.ref(), "why", now, Discardable, nil)
 			if !errors.Is(err, ErrNotDiscardable) || in.Status != status {
 				t.Errorf("Discard(%s) = %s, %v; want ErrNotDiscardable and the intent as it is", status, in.Status, err)
 			}
-			if events, _, _ := s.IntentEvents(ctx, r.Ref()); len(events) != 0 {
+			if events, _, _ := s.IntentEvents(ctx, r.ref()); len(events) != 0 {
 				t.Errorf("a refused discard of a %s intent left %+v", status, events)
 			}
 		}
@@ -69,14 +69,14 @@ func TestDiscard(t *testing.T) {
 
 		other := seed(t, s, "other", func(r *Record) { r.Status = StatusFailed })
 		var invalid *fault.Fields
-		if _, err := s.discard(ctx, by, other.Ref(), " ", now, Discardable, nil); !errors.As(err, &invalid) {
+		if _, err := s.discard(ctx, by, other.ref(), " ", now, Discardable, nil); !errors.As(err, &invalid) {
 			t.Errorf("Discard without a reason = %v, want a validation error", err)
 		}
 		for _, nobody := range []audit.Actor{{}, {Kind: audit.ActorToken}, {Kind: audit.ActorConsole, TokenID: "t"}, {Kind: "request", TokenID: "t"}} {
-			if _, err := s.discard(ctx, nobody, other.Ref(), "why", now, Discardable, nil); !errors.Is(err, audit.ErrNoActor) {
+			if _, err := s.discard(ctx, nobody, other.ref(), "why", now, Discardable, nil); !errors.Is(err, audit.ErrNoActor) {
 				t.Errorf("Discard by %+v = %v, want ErrNoActor", nobody, err)
 			}
-			if _, err := s.RetryFailed(ctx, nobody, other.Ref(), now); !errors.Is(err, audit.ErrNoActor) {
+			if _, err := s.RetryFailed(ctx, nobody, other.ref(), now); !errors.Is(err, audit.ErrNoActor) {
 				t.Errorf("RetryFailed by %+v = %v, want ErrNoActor", nobody, err)
 			}
 		}
@@ -105,18 +105,18 @@ func TestOperatorChangeFailures(t *testing.T) {
 		}{
 			{"record audit event intent.discarded", func() { insert.Arm(1) },
 				func() error {
-					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", dbtime.Now(), Discardable, nil)
+					_, err := s.discard(ctx, audit.Console(), failed.ref(), "why", dbtime.Now(), Discardable, nil)
 					return err
 				}},
 			{"record audit event intent.retried", func() { insert.Arm(1) },
-				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), dbtime.Now()); return err }},
+				func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.ref(), dbtime.Now()); return err }},
 			{"discard intent", func() { update.Arm(1) },
 				func() error {
-					_, err := s.discard(ctx, audit.Console(), failed.Ref(), "why", dbtime.Now(), Discardable, nil)
+					_, err := s.discard(ctx, audit.Console(), failed.ref(), "why", dbtime.Now(), Discardable, nil)
 					return err
 				}},
-			{"find intent", func() { query.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
-			{"list audit events", func() { events.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.Ref()); return err }},
+			{"find intent", func() { query.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.ref()); return err }},
+			{"list audit events", func() { events.Arm(1) }, func() error { _, _, err := s.IntentEvents(ctx, failed.ref()); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
@@ -129,7 +129,7 @@ func TestOperatorChangeFailures(t *testing.T) {
 				t.Fatalf("%s: the intent is %s, want failed still", tt.says, rec.Status)
 			}
 		}
-		if got, _, _ := s.IntentEvents(ctx, failed.Ref()); len(got) != 0 {
+		if got, _, _ := s.IntentEvents(ctx, failed.ref()); len(got) != 0 {
 			t.Errorf("failed changes left events: %+v", got)
 		}
 	})
@@ -143,14 +143,14 @@ func TestIntentEventsOutliveTheIntent(t *testing.T) {
 		s := NewStore(db.Gorm, testCipher(t), nil, nil)
 		ctx := context.Background()
 		past := dbtime.Now().Add(-2 * time.Hour)
-		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = StatusAbandoned, past })
-		if _, err := s.discard(ctx, audit.Console(), r.Ref(), "why", dbtime.Now(), Discardable, nil); err != nil {
+		r := seed(t, s, "gone", func(r *Record) { r.Status, r.ExpiresAt = statusAbandoned, past })
+		if _, err := s.discard(ctx, audit.Console(), r.ref(), "why", dbtime.Now(), Discardable, nil); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := s.prune(ctx, dbtime.Now(), 10); n != 1 || err != nil {
 			t.Fatalf("Prune = %d, %v; want the expired discarded intent", n, err)
 		}
-		events, consumer, err := s.IntentEvents(ctx, r.Ref())
+		events, consumer, err := s.IntentEvents(ctx, r.ref())
 		if err != nil || consumer != "" || len(events) != 1 || events[0].Event != audit.IntentDiscarded {
 			t.Errorf("IntentEvents of a pruned intent = %+v, %q, %v", events, consumer, err)
 		}
@@ -178,15 +178,15 @@ func TestDiscardRefusesRetryOnlyOperations(t *testing.T) {
 			t.Fatalf("RetryOnly = %q, want things.destroy", got)
 		}
 		r := seed(t, s, "revoke", func(r *Record) { r.Operation, r.Status = "things.destroy", StatusFailed })
-		in, err := s.discard(ctx, audit.Console(), r.Ref(), "stuck", now, Discardable, nil, ops.RetryOnly()...)
+		in, err := s.discard(ctx, audit.Console(), r.ref(), "stuck", now, Discardable, nil, ops.RetryOnly()...)
 		if !errors.Is(err, ErrRetryOnly) || in.Status != StatusFailed {
 			t.Errorf("Discard(a failed revoke) = %s, %v; want ErrRetryOnly and failed", in.Status, err)
 		}
-		if events, _, _ := s.IntentEvents(ctx, r.Ref()); len(events) != 0 {
+		if events, _, _ := s.IntentEvents(ctx, r.ref()); len(events) != 0 {
 			t.Errorf("a refused discard left %+v", events)
 		}
 		create := seed(t, s, "create", func(r *Record) { r.Status = StatusFailed })
-		if in, err := s.discard(ctx, audit.Console(), create.Ref(), "gone", now, Discardable, nil, ops.RetryOnly()...); err != nil || in.Status != StatusDiscarded {
+		if in, err := s.discard(ctx, audit.Console(), create.ref(), "gone", now, Discardable, nil, ops.RetryOnly()...); err != nil || in.Status != StatusDiscarded {
 			t.Errorf("Discard(a failed create) = %s, %v; want discarded", in.Status, err)
 		}
 	})

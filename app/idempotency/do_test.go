@@ -82,7 +82,7 @@ var fronts = []front{
 			req.Header.Set(HeaderKey, key)
 			rec := httptest.NewRecorder()
 			e.ServeHTTP(rec, req)
-			a := answer{status: rec.Code, body: rec.Body.String(), replayed: rec.Header().Get(HeaderReplayed) == "true"}
+			a := answer{status: rec.Code, body: rec.Body.String(), replayed: rec.Header().Get(headerReplayed) == "true"}
 			if name := rec.Header().Get("X-Test-Error"); name != "" {
 				a.err = errors.New(name)
 				for _, s := range sentinels {
@@ -190,7 +190,7 @@ func (s *stage) wantReplayed(a answer) {
 func (s *stage) wantFingerprintOnly() {
 	s.t.Helper()
 	r := s.record()
-	if r == nil || r.Status != StatusAbandoned || r.ResponseStatus != nil || len(r.ResponseBody) != 0 {
+	if r == nil || r.Status != statusAbandoned || r.ResponseStatus != nil || len(r.ResponseBody) != 0 {
 		s.t.Fatalf("after a failure the record is %+v, want it abandoned with no response", r)
 	}
 	runs := s.runs.Load()
@@ -297,7 +297,7 @@ var scenarios = []struct {
 	}},
 	{"a live lease is in progress", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(time.Minute)})
+		s.tamper(map[string]any{"status": statusProcessing, "locked_until": dbtime.Now().Add(time.Minute)})
 		if a := s.call(theIntent, s.made); !errors.Is(a.err, ErrInProgress) {
 			s.t.Errorf("answer = %+v, want ErrInProgress", a)
 		}
@@ -305,7 +305,7 @@ var scenarios = []struct {
 	}},
 	{"a stale lease is taken over", func(s *stage) {
 		s.wantExecuted(s.call(theIntent, s.made))
-		s.tamper(map[string]any{"status": StatusProcessing, "locked_until": dbtime.Now().Add(-time.Second)})
+		s.tamper(map[string]any{"status": statusProcessing, "locked_until": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
 		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 2 {
@@ -318,7 +318,7 @@ var scenarios = []struct {
 		s.tamper(map[string]any{"expires_at": dbtime.Now().Add(-time.Second)})
 		s.wantExecuted(s.call(theIntent, s.made))
 		s.wantRuns(2)
-		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 || r.Ref() == first.Ref() {
+		if r := s.record(); r == nil || r.Status != StatusCompleted || r.Attempts != 1 || r.ref() == first.ref() {
 			s.t.Errorf("record = %+v, want a new intent (attempt 1, a new id)", r)
 		}
 	}},
@@ -334,7 +334,7 @@ var scenarios = []struct {
 		if a := s.call(theIntent, failed); !errors.Is(a.err, ErrPending) {
 			s.t.Fatalf("answer = %+v, want pending", a)
 		}
-		s.tamper(map[string]any{"status": StatusDiscarded, "phase": PhaseFinished})
+		s.tamper(map[string]any{"status": StatusDiscarded, "phase": phaseFinished})
 		for _, body := range []string{theIntent, theIntent} {
 			if a := s.call(body, s.made); !errors.Is(a.err, ErrDiscarded) {
 				s.t.Errorf("retry = %+v, want ErrDiscarded", a)
@@ -481,7 +481,7 @@ func TestDoContract(t *testing.T) {
 	}
 
 	// A Do intent and a request never share a fingerprint.
-	if Fingerprint(doMethod, "things.store", nil) == Fingerprint(http.MethodPost, "things.store", nil) {
+	if fingerprint(doMethod, "things.store", nil) == fingerprint(http.MethodPost, "things.store", nil) {
 		t.Error("a Do call's fingerprint is a request's")
 	}
 }

@@ -41,7 +41,7 @@ type Execution struct {
 }
 
 // IntentID is the intent's public id, which the effect keeps.
-func (x *Execution) IntentID() string { return x.rec.Ref() }
+func (x *Execution) IntentID() string { return x.rec.ref() }
 
 // MayHaveStarted reports whether an earlier run of this intent may have
 // reached the vendor: this execution took over a record past Start (its
@@ -62,14 +62,14 @@ func (x *Execution) Began() time.Time {
 // before it, one it abandons, since nobody was promised anything. The
 // operation must not reach out when Start fails.
 func (x *Execution) Start(ctx context.Context) error {
-	if p := x.rec.prior; p != nil && p.Status == StatusSuperseded {
+	if p := x.rec.prior; p != nil && p.Status == statusSuperseded {
 		// A retry of a superseded intent answers only what it finds: the
 		// consumer may have revoked what superseded it.
 		return ErrSuperseded
 	}
 	res := x.store.write(ctx, func(db *gorm.DB) *gorm.DB {
 		return leaseHeld(db.Model(&Record{}), x.rec, x.status, &x.lease).
-			Updates(map[string]any{"phase": PhaseStarted, "updated_at": x.now()})
+			Updates(map[string]any{"phase": phaseStarted, "updated_at": x.now()})
 	})
 	if res.Error != nil {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, res.Error)
@@ -106,7 +106,7 @@ func (x *Execution) complete(tx *gorm.DB, resp Response) error {
 	if err != nil {
 		return err
 	}
-	set["phase"] = PhaseFinished
+	set["phase"] = phaseFinished
 	if x.expires != nil {
 		set["attempts"], set["expires_at"] = gorm.Expr("attempts + 1"), *x.expires
 	}

@@ -229,7 +229,7 @@ func TestFailedTakeOverIsNotRecorded(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.tamper("k", map[string]any{"status": StatusFailed, "locked_until": nil})
-				takeOver := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusProcessing), tt.err)
+				takeOver := testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", statusProcessing), tt.err)
 				takeOver.Arm(1)
 				_, _, err := r.do("k", func(context.Context) (Response, error) {
 					t.Error("the work ran though the take-over failed")
@@ -277,7 +277,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 			work:   func(*rig) func(context.Context) (Response, error) { return made }, logged: "encrypt the response body"},
 		{name: "the release's write fails",
 			arm: func(db *testdb.DB, t *testing.T) {
-				testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
+				testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", statusAbandoned), errInjected).Arm(1)
 			},
 			work: func(*rig) func(context.Context) (Response, error) {
 				return func(context.Context) (Response, error) { return Response{}, errBoom }
@@ -311,7 +311,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 				}
 				r.wantLogged("idempotency settle failed", tt.logged)
 				rec := r.find(doOp, "k")
-				if rec == nil || rec.Status != StatusProcessing {
+				if rec == nil || rec.Status != statusProcessing {
 					t.Fatalf("record = %+v, want it left processing", rec)
 				}
 				if tt.lease != nil && !rec.LockedUntil.Equal(*tt.lease) {
@@ -327,7 +327,7 @@ func TestSettleFailureIsLoggedAndLeavesTheRecord(t *testing.T) {
 func TestReleaseAfterAPanicFailingIsLogged(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
+		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", statusAbandoned), errInjected).Arm(1)
 		func() {
 			defer func() {
 				if p := recover(); p != "boom" {
@@ -340,7 +340,7 @@ func TestReleaseAfterAPanicFailingIsLogged(t *testing.T) {
 		if r.outcome() != "released" {
 			t.Errorf("noted %q, want released", r.outcome())
 		}
-		if rec := r.find(doOp, "k"); rec == nil || rec.Status != StatusProcessing {
+		if rec := r.find(doOp, "k"); rec == nil || rec.Status != statusProcessing {
 			t.Errorf("record = %+v, want it left processing", rec)
 		}
 	})
@@ -378,21 +378,21 @@ func TestStartedFailures(t *testing.T) {
 	}{
 		{name: "database unavailable",
 			before: func(r *rig, t *testing.T) {
-				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("phase", PhaseStarted), context.DeadlineExceeded).Arm(1)
+				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("phase", phaseStarted), context.DeadlineExceeded).Arm(1)
 			},
-			want: ErrNotRecorded, outcome: "released", left: StatusAbandoned},
+			want: ErrNotRecorded, outcome: "released", left: statusAbandoned},
 		{name: "superseded meanwhile",
-			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": StatusSuperseded}) },
-			want:   ErrSuperseded, outcome: "superseded", left: StatusSuperseded},
+			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": statusSuperseded}) },
+			want:   ErrSuperseded, outcome: "superseded", left: statusSuperseded},
 		{name: "lease lost",
 			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"locked_until": stolen}) },
-			want:   ErrLeaseLost, outcome: "in_progress", left: StatusProcessing},
+			want:   ErrLeaseLost, outcome: "in_progress", left: statusProcessing},
 		{name: "why cannot be read",
 			before: func(r *rig, t *testing.T) {
 				r.tamper("k", map[string]any{"locked_until": stolen})
 				testdb.Inject(t, r.db.Gorm, "row", keysTable, nil, errInjected).Arm(1)
 			},
-			want: errInjected, says: "read idempotency record", outcome: "released", left: StatusProcessing},
+			want: errInjected, says: "read idempotency record", outcome: "released", left: statusProcessing},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
@@ -486,20 +486,20 @@ func TestCompleteFailuresRollTheWorkBack(t *testing.T) {
 	}{
 		{name: "lease lost",
 			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"locked_until": stolen}) },
-			want:   ErrLeaseLost, outcome: "in_progress", left: StatusProcessing},
+			want:   ErrLeaseLost, outcome: "in_progress", left: statusProcessing},
 		{name: "superseded meanwhile",
-			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": StatusSuperseded}) },
-			want:   ErrSuperseded, outcome: "superseded", left: StatusSuperseded},
+			before: func(r *rig, _ *testing.T) { r.tamper("k", map[string]any{"status": statusSuperseded}) },
+			want:   ErrSuperseded, outcome: "superseded", left: statusSuperseded},
 		{name: "the response cannot be sealed", cipher: func(t *testing.T) Cipher { return newSealFails(t) },
-			before: func(*rig, *testing.T) {}, says: "encrypt the response body", outcome: "released", left: StatusAbandoned},
+			before: func(*rig, *testing.T) {}, says: "encrypt the response body", outcome: "released", left: statusAbandoned},
 		{name: "older intents cannot be found",
 			before: func(r *rig, t *testing.T) { testdb.Inject(t, r.db.Gorm, "query", keysTable, nil, errInjected).Arm(1) },
-			want:   errInjected, says: "find older intents", outcome: "released", left: StatusAbandoned},
+			want:   errInjected, says: "find older intents", outcome: "released", left: statusAbandoned},
 		{name: "older intents cannot be superseded", older: true,
 			before: func(r *rig, t *testing.T) {
-				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("status", StatusSuperseded), errInjected).Arm(1)
+				testdb.Inject(t, r.db.Gorm, "update", keysTable, testdb.Setting("status", statusSuperseded), errInjected).Arm(1)
 			},
-			want: errInjected, says: "supersede older intents", outcome: "released", left: StatusAbandoned},
+			want: errInjected, says: "supersede older intents", outcome: "released", left: statusAbandoned},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, db *testdb.DB) {
@@ -577,9 +577,9 @@ func TestUnreadableStoredHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := h.post("k", `{}`)
-		if got.Code != http.StatusInternalServerError || strings.Contains(got.Body.String(), "made") || got.Header().Get(HeaderReplayed) != "" {
+		if got.Code != http.StatusInternalServerError || strings.Contains(got.Body.String(), "made") || got.Header().Get(headerReplayed) != "" {
 			t.Errorf("replay of unreadable headers = %d %q replayed=%q; want a 500 and nothing of the record",
-				got.Code, got.Body.String(), got.Header().Get(HeaderReplayed))
+				got.Code, got.Body.String(), got.Header().Get(headerReplayed))
 		}
 		if h.runs.Load() != 1 {
 			t.Errorf("the work ran %d times, want once", h.runs.Load())
@@ -589,7 +589,7 @@ func TestUnreadableStoredHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"})
-		in, err := h.store.Intent(context.Background(), "c1", rec.Ref())
+		in, err := h.store.Intent(context.Background(), "c1", rec.ref())
 		if err != nil || in.Result == nil || in.Result.Status != http.StatusCreated || in.Result.Location != "" {
 			t.Errorf("Intent = %+v, %v; want the 201 with no Location", in, err)
 		}
@@ -648,12 +648,12 @@ func TestNilBodyIsTheEmptyIntent(t *testing.T) {
 		h.e.ServeHTTP(rec, req)
 		return rec
 	}
-	if got := post(nil); got.Code != http.StatusCreated || got.Header().Get(HeaderReplayed) != "" {
-		t.Fatalf("first = %d replayed=%q", got.Code, got.Header().Get(HeaderReplayed))
+	if got := post(nil); got.Code != http.StatusCreated || got.Header().Get(headerReplayed) != "" {
+		t.Fatalf("first = %d replayed=%q", got.Code, got.Header().Get(headerReplayed))
 	}
 	for _, body := range []*strings.Reader{nil, strings.NewReader("")} {
-		if got := post(body); got.Code != http.StatusCreated || got.Header().Get(HeaderReplayed) != "true" {
-			t.Errorf("retry = %d replayed=%q, want the replay", got.Code, got.Header().Get(HeaderReplayed))
+		if got := post(body); got.Code != http.StatusCreated || got.Header().Get(headerReplayed) != "true" {
+			t.Errorf("retry = %d replayed=%q, want the replay", got.Code, got.Header().Get(headerReplayed))
 		}
 	}
 	if h.runs.Load() != 1 {
@@ -679,7 +679,7 @@ func TestClosedGroupCommitRefusesTheWrite(t *testing.T) {
 	s := NewStore(db.Gorm, testCipher(t), nil, g)
 	now := dbtime.Now()
 	lease := now.Add(time.Minute)
-	rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
+	rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: statusProcessing,
 		LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if _, ok, err := s.reserve(context.Background(), rec); ok || !errors.Is(err, database.ErrGroupClosed) {
 		t.Errorf("Reserve = %v, %v; want ErrGroupClosed", ok, err)

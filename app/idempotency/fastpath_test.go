@@ -37,7 +37,7 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 		e := echo.New()
 		e.POST("/things", op.Handler(g, headerCall, func(body []byte) (struct{}, []byte, error) {
 			binds.Add(1)
-			return struct{}{}, Canonical(body), nil
+			return struct{}{}, canonicalJSON(body), nil
 		}))
 		post := func(body string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodPost, "/things", strings.NewReader(body))
@@ -51,15 +51,15 @@ func TestReplayOfTheSameBytesSkipsTheParse(t *testing.T) {
 			t.Fatalf("first: %d, %d binds", first.Code, binds.Load())
 		}
 		same := post(`{"a":1,"b":2}`)
-		if same.Code != http.StatusCreated || same.Header().Get(HeaderReplayed) != "true" || same.Body.String() != `{"made":true}` ||
+		if same.Code != http.StatusCreated || same.Header().Get(headerReplayed) != "true" || same.Body.String() != `{"made":true}` ||
 			same.Header().Get(echo.HeaderLocation) != "/things/1" {
 			t.Fatalf("same bytes: %d %v %s", same.Code, same.Header(), same.Body)
 		}
 		if n := binds.Load(); n != 1 {
 			t.Errorf("the same bytes were parsed again (%d binds)", n)
 		}
-		if r := post(`{"b":2,"a":1}`); r.Code != http.StatusCreated || r.Header().Get(HeaderReplayed) != "true" || binds.Load() != 2 {
-			t.Errorf("reordered: %d replayed=%q, %d binds; want a parsed replay", r.Code, r.Header().Get(HeaderReplayed), binds.Load())
+		if r := post(`{"b":2,"a":1}`); r.Code != http.StatusCreated || r.Header().Get(headerReplayed) != "true" || binds.Load() != 2 {
+			t.Errorf("reordered: %d replayed=%q, %d binds; want a parsed replay", r.Code, r.Header().Get(headerReplayed), binds.Load())
 		}
 		if r := post(`{"a":1,"b":3}`); r.Code == http.StatusCreated {
 			t.Errorf("another intent under the key was answered %d", r.Code)
@@ -122,7 +122,7 @@ func TestPrefetchReadsWhatAReplayNeeds(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Second)
 		hash, ref, lease := "h1", "site_1", now.Add(time.Minute)
 		rec := &Record{ConsumerID: sc.ConsumerID, Operation: sc.Operation, Key: sc.Key, RequestHash: "r", BodyHash: &hash,
-			Status: StatusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
+			Status: statusProcessing, LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if _, ok, err := store.reserve(ctx, rec); err != nil || !ok {
 			t.Fatal(ok, err)
 		}

@@ -8,10 +8,10 @@ import (
 	"io"
 )
 
-// Canonical returns the canonical JSON of body: object keys sorted at every
+// canonicalJSON returns the canonical JSON of body: object keys sorted at every
 // depth, insignificant white space removed, numbers kept as written. A body
 // that is not JSON is returned as it is, so it is hashed as raw bytes.
-func Canonical(body []byte) []byte {
+func canonicalJSON(body []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
@@ -32,9 +32,9 @@ func Canonical(body []byte) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// Fingerprint is the SHA-256, in hex, of the method, the route and the
+// fingerprint is the SHA-256, in hex, of the method, the route and the
 // canonical intent of a request.
-func Fingerprint(method, route string, intent []byte) string {
+func fingerprint(method, route string, intent []byte) string {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{0})

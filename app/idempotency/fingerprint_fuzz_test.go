@@ -12,18 +12,18 @@ import (
 	"unicode/utf16"
 )
 
-// FuzzCanonical checks Canonical and Fingerprint on arbitrary bodies:
+// FuzzCanonical checks canonicalJSON and fingerprint on arbitrary bodies:
 //
-//   - Canonical never panics, and is idempotent: Canonical(Canonical(x)) ==
-//     Canonical(x);
+//   - canonicalJSON never panics, and is idempotent:
+//     canonicalJSON(canonicalJSON(x)) == canonicalJSON(x);
 //   - a body that is not JSON (json.Valid) is returned as it is, as
-//     Canonical's documentation says;
-//   - for a JSON body, Canonical is valid, compact JSON, and the same JSON
+//     canonicalJSON's documentation says;
+//   - for a JSON body, canonicalJSON is valid, compact JSON, and the same JSON
 //     value written another way (the target re-encodes the parsed value
 //     itself: object keys in another order, other white space, strings with
-//     \u escapes) has the same Canonical and so the same Fingerprint;
+//     \u escapes) has the same canonicalJSON and so the same fingerprint;
 //   - one scalar of the value changed (a string, number, boolean or null
-//     chosen by the input) gives another Canonical and another Fingerprint.
+//     chosen by the input) gives another canonicalJSON and another fingerprint.
 //
 // As a test (`go test ./app/idempotency -run FuzzCanonical`) it runs the
 // seeds below and those in testdata/fuzz/FuzzCanonical. To search for minutes:
@@ -56,11 +56,11 @@ func FuzzCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, how uint8) {
 		in := bytes.Clone(body)
-		c := Canonical(body)
+		c := canonicalJSON(body)
 		if !bytes.Equal(body, in) {
 			t.Fatalf("Canonical modified its input: %q became %q", in, body)
 		}
-		if cc := Canonical(c); !bytes.Equal(cc, c) {
+		if cc := canonicalJSON(c); !bytes.Equal(cc, c) {
 			t.Fatalf("Canonical is not idempotent:\n body      %q\n once      %q\n twice     %q", body, c, cc)
 		}
 		if !json.Valid(body) {
@@ -77,14 +77,14 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("Canonical is not compact:\n body      %q\n canonical %q", body, c)
 		}
 		v := decodeNumbers(t, body)
-		fp := Fingerprint("POST", "/api/v1/licenses", c)
+		fp := fingerprint("POST", "/api/v1/licenses", c)
 
 		// The same value, written another way.
 		other := rewriteJSON(v, how)
-		if oc := Canonical(other); !bytes.Equal(oc, c) {
+		if oc := canonicalJSON(other); !bytes.Equal(oc, c) {
 			t.Fatalf("the same JSON written another way has another Canonical:\n body      %q\n rewritten %q\n canonical %q\n of rewrite %q", body, other, c, oc)
 		}
-		if ofp := Fingerprint("POST", "/api/v1/licenses", Canonical(other)); ofp != fp {
+		if ofp := fingerprint("POST", "/api/v1/licenses", canonicalJSON(other)); ofp != fp {
 			t.Fatalf("the same JSON written another way has another Fingerprint: %q and %q", body, other)
 		}
 
@@ -95,11 +95,11 @@ func FuzzCanonical(f *testing.F) {
 		}
 		changed, _ := mutateScalar(v, int(how)%n)
 		mutated := rewriteJSON(changed, how/2)
-		mc := Canonical(mutated)
+		mc := canonicalJSON(mutated)
 		if bytes.Equal(mc, c) {
 			t.Fatalf("a different JSON value has the same Canonical:\n body      %q\n mutated   %q\n canonical %q", body, mutated, c)
 		}
-		if Fingerprint("POST", "/api/v1/licenses", mc) == fp {
+		if fingerprint("POST", "/api/v1/licenses", mc) == fp {
 			t.Fatalf("a different JSON value has the same Fingerprint: %q and %q", body, mutated)
 		}
 	})

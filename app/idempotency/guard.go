@@ -17,7 +17,7 @@ import (
 // The request and response headers of the idempotency contract.
 const (
 	HeaderKey      = "Idempotency-Key"
-	HeaderReplayed = "Idempotent-Replayed"
+	headerReplayed = "Idempotent-Replayed"
 )
 
 // Errors the guard answers with; app/http maps each to its status and code.
@@ -121,8 +121,8 @@ func (g *Guard) makeRecord(sc scope, requestHash string, body []byte, requestedB
 		Key:           sc.Key,
 		RequestHash:   requestHash,
 		RequestBody:   body,
-		Status:        StatusProcessing,
-		Phase:         ptr.OrNil(PhaseReserved),
+		Status:        statusProcessing,
+		Phase:         ptr.OrNil(phaseReserved),
 		CorrelationID: ptr.OrNil(correlationID),
 		LockedUntil:   &lease,
 		Attempts:      1,

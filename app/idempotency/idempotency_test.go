@@ -70,7 +70,7 @@ func TestPanicReleasesTheKey(t *testing.T) {
 		if got := h.post("k", `{}`).Code; got != http.StatusInternalServerError {
 			t.Fatalf("status = %d, want 500", got)
 		}
-		if rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"}); rec == nil || rec.Status != StatusAbandoned {
+		if rec, _ := h.store.find(context.Background(), scope{"c1", "things.store", "k"}); rec == nil || rec.Status != statusAbandoned {
 			t.Fatalf("after a panic the record is %+v, want it kept abandoned (its fingerprint alone)", rec)
 		}
 		h.run = text(http.StatusCreated, "made")
@@ -111,8 +111,8 @@ func TestFailedRecordIsExecutedAgain(t *testing.T) {
 			Updates(map[string]any{"status": StatusFailed, "locked_until": nil}).Error; err != nil {
 			t.Fatal(err)
 		}
-		if got := h.post("k", `{"a":1}`); got.Code != http.StatusCreated || got.Header().Get(HeaderReplayed) != "" {
-			t.Errorf("failed record: %d replayed=%q, want a new execution", got.Code, got.Header().Get(HeaderReplayed))
+		if got := h.post("k", `{"a":1}`); got.Code != http.StatusCreated || got.Header().Get(headerReplayed) != "" {
+			t.Errorf("failed record: %d replayed=%q, want a new execution", got.Code, got.Header().Get(headerReplayed))
 		}
 		if h.runs.Load() != 2 {
 			t.Errorf("handler ran %d times, want 2", h.runs.Load())
@@ -127,7 +127,7 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 		ctx := context.Background()
 		now := dbtime.Now()
 		past := now.Add(-time.Second)
-		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
+		rec := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: statusProcessing,
 			LockedUntil: &past, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		if _, ok, err := s.reserve(ctx, rec); !ok || err != nil {
 			t.Fatalf("Reserve = %v, %v", ok, err)
@@ -141,7 +141,7 @@ func TestTakeOverIsACompareAndSet(t *testing.T) {
 				lease := now.Add(time.Minute + time.Duration(i)*time.Millisecond)
 				mine := &Record{RequestHash: "h", LockedUntil: &lease, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 				<-start
-				won, err := s.TakeOver(ctx, read, mine)
+				won, err := s.takeOver(ctx, read, mine)
 				if err != nil {
 					t.Error(err)
 				}
@@ -170,17 +170,17 @@ func TestCanonical(t *testing.T) {
 		{`{"s":"<&>"}`, `{"s":"<&>"}`},
 	}
 	for _, tt := range tests {
-		if ca, cb := string(Canonical([]byte(tt.a))), string(Canonical([]byte(tt.b))); ca != cb {
+		if ca, cb := string(canonicalJSON([]byte(tt.a))), string(canonicalJSON([]byte(tt.b))); ca != cb {
 			t.Errorf("Canonical differs:\n%s → %s\n%s → %s", tt.a, ca, tt.b, cb)
 		}
 	}
-	if got := string(Canonical([]byte(`{"b":1,"a":2}`))); got != `{"a":2,"b":1}` {
+	if got := string(canonicalJSON([]byte(`{"b":1,"a":2}`))); got != `{"a":2,"b":1}` {
 		t.Errorf("Canonical = %s", got)
 	}
-	if got := string(Canonical([]byte("not json"))); got != "not json" {
+	if got := string(canonicalJSON([]byte("not json"))); got != "not json" {
 		t.Errorf("a non-JSON body changed: %q", got)
 	}
-	if Fingerprint("POST", "/a", []byte("x")) == Fingerprint("POST", "/b", []byte("x")) {
+	if fingerprint("POST", "/a", []byte("x")) == fingerprint("POST", "/b", []byte("x")) {
 		t.Error("the route is not part of the fingerprint")
 	}
 	if d := NewStore(nil, testCipher(t), nil, nil).KeyDigest("secret"); strings.Contains(d, "secret") || len(d) != 12 {

@@ -55,7 +55,7 @@ var intentColumns = []string{"id", "public_id", "consumer_id", "operation", "ide
 
 func (s *Store) intent(r *Record) Intent {
 	in := Intent{
-		ID: r.Ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
+		ID: r.ref(), ConsumerID: r.ConsumerID, Operation: r.Operation, Status: r.Status, Attempts: r.Attempts,
 		KeyDigest: s.KeyDigest(r.Key), Auto: strings.HasPrefix(r.Key, autoPrefix),
 		ExternalRef: ptr.Deref(r.ExternalRef), ResourceType: ptr.Deref(r.ResourceType), ResourceID: ptr.Deref(r.ResourceID),
 		CorrelationID: ptr.Deref(r.CorrelationID), RequestedBy: ptr.Deref(r.RequestedBy),
@@ -168,7 +168,7 @@ var ErrSubjectBusy = fmt.Errorf("%w: another intent for its subject is open", Er
 var ErrRetryOnly = errors.New("this intent can be retried but not discarded")
 
 // Discardable are the statuses an operator may discard in: nobody else is sure to settle them.
-var Discardable = []string{StatusFailed, StatusAbandoned}
+var Discardable = []string{StatusFailed, statusAbandoned}
 
 // discard settles an intent in one of the statuses from (or processing
 // under lease, when lease is not nil: a discard that claimed it) as
@@ -181,7 +181,7 @@ func (s *Store) discard(ctx context.Context, by audit.Actor, id, reason string, 
 	if err != nil {
 		return Intent{}, err
 	}
-	set := map[string]any{"status": StatusDiscarded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}
+	set := map[string]any{"status": StatusDiscarded, "phase": phaseFinished, "locked_until": nil, "updated_at": now}
 	in, err := s.operatorChange(ctx, by, "discard intent", id, from, lease, set, audit.Change{Event: audit.IntentDiscarded, Reason: reason}, now, ErrNotDiscardable, retryOnly...)
 	if errors.Is(err, ErrNotDiscardable) && slices.Contains(retryOnly, in.Operation) {
 		err = ErrRetryOnly
@@ -247,13 +247,38 @@ func (s *Store) IntentEvents(ctx context.Context, id string) ([]audit.Event, str
 	return events, consumerID, nil
 }
 
-// FailedCount returns how many intents have failed.
-func (s *Store) FailedCount(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusFailed).Count(&n).Error; err != nil {
-		return 0, fmt.Errorf("count failed intents: %w", err)
+// Backlog is what an operator watches of the intents (the metrics, the
+// console's dashboard): how many are pending and when the oldest of them
+// was created (zero for none), and how many have failed.
+func (s *Store) Backlog(ctx context.Context) (pending int64, oldestPending time.Time, failed int64, err error) {
+	var rows []struct {
+		Status string
+		N      int64
 	}
-	return n, nil
+	err = s.db.WithContext(ctx).Model(&Record{}).Select("status, COUNT(*) AS n").
+		Where("status IN ?", []string{StatusPending, StatusFailed}).Group("status").Scan(&rows).Error
+	if err != nil {
+		return 0, time.Time{}, 0, fmt.Errorf("count pending and failed intents: %w", err)
+	}
+	for _, r := range rows {
+		switch r.Status {
+		case StatusPending:
+			pending = r.N
+		case StatusFailed:
+			failed = r.N
+		}
+	}
+	// The oldest row's own column, not MIN(): SQLite returns an aggregate
+	// of a DATETIME column as text.
+	var created []time.Time
+	err = s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending).Order("created_at").Limit(1).Pluck("created_at", &created).Error
+	if err != nil {
+		return 0, time.Time{}, 0, fmt.Errorf("oldest pending record: %w", err)
+	}
+	if len(created) > 0 {
+		oldestPending = created[0]
+	}
+	return pending, oldestPending, failed, nil
 }
 
 // StatusCounts returns how many intents are in each of Statuses (zero
@@ -327,7 +352,7 @@ func (g *Guard) Discard(ctx context.Context, by audit.Actor, id, reason string) 
 		g.putBack(ctx, rec, lease)
 		return Intent{}, err
 	}
-	in, err := s.discard(ctx, by, id, reason, g.now(), []string{StatusProcessing}, &lease, retryOnly...)
+	in, err := s.discard(ctx, by, id, reason, g.now(), []string{statusProcessing}, &lease, retryOnly...)
 	if err != nil { // the discard and its event did not commit: the intent is as it was
 		g.putBack(ctx, rec, lease)
 	}
@@ -340,7 +365,7 @@ func (g *Guard) putBack(ctx context.Context, rec *Record, lease time.Time) {
 	put, cancel := settleContext(ctx)
 	defer cancel()
 	if err := g.cfg.Store.unclaim(put, rec, lease); err != nil && !errors.Is(err, ErrLeaseLost) {
-		g.cfg.Log.Error("put back an intent whose discard failed", "intent", rec.Ref(), "error", err)
+		g.cfg.Log.Error("put back an intent whose discard failed", "intent", rec.ref(), "error", err)
 	}
 }
 
@@ -352,7 +377,7 @@ func (s *Store) subjectBusy(ctx context.Context, read *Record) (bool, error) {
 	}
 	var n int64
 	err := s.db.WithContext(ctx).Model(&Record{}).Where("operation = ? AND subject = ? AND id <> ? AND status IN ?",
-		read.Operation, *read.Subject, read.ID, []string{StatusPending, StatusProcessing}).Count(&n).Error
+		read.Operation, *read.Subject, read.ID, []string{StatusPending, statusProcessing}).Count(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("find the open intents of the subject: %w", err)
 	}
@@ -374,13 +399,13 @@ func (s *Store) discardable(ctx context.Context, id string) (*Record, error) {
 // claimForDiscard makes read processing under lease, if it is as read.
 func (s *Store) claimForDiscard(ctx context.Context, read *Record, lease, now time.Time) (bool, error) {
 	return s.casUpdate(ctx, "claim intent for discard", read,
-		map[string]any{"status": StatusProcessing, "phase": PhaseReserved, "locked_until": lease, "updated_at": now})
+		map[string]any{"status": statusProcessing, "phase": phaseReserved, "locked_until": lease, "updated_at": now})
 }
 
 // unclaim undoes claimForDiscard while the claim under lease is held.
 func (s *Store) unclaim(ctx context.Context, read *Record, lease time.Time) error {
 	res := database.RetryOnConflict(ctx, func() *gorm.DB {
-		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, StatusProcessing, &lease).
+		return leaseHeld(s.db.WithContext(ctx).Model(&Record{}), read, statusProcessing, &lease).
 			Updates(map[string]any{"status": read.Status, "phase": read.Phase, "locked_until": read.LockedUntil, "updated_at": read.UpdatedAt})
 	})
 	if res.Error != nil {

@@ -47,12 +47,8 @@ type Operation[In any] struct {
 // AnyOperation is an Operation of any input type. Only Operation
 // implements it.
 type AnyOperation interface {
-	OperationName() string
 	declared() declared
 }
-
-// OperationName implements AnyOperation.
-func (op Operation[In]) OperationName() string { return op.Name }
 
 // declared is what the guard and the reconciler keep of an operation.
 type declared struct {
@@ -129,8 +125,9 @@ func (g *Guard) Operations() *Operations { return g.cfg.Operations }
 // MustServe panics unless op is one of g's operations: a wiring mistake is
 // found when the routes are built, not when an intent waits for a resumer.
 func (g *Guard) MustServe(op AnyOperation) {
-	if _, ok := g.cfg.Operations.lookup(op.OperationName()); !ok {
-		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", op.OperationName()))
+	name := op.declared().name
+	if _, ok := g.cfg.Operations.lookup(name); !ok {
+		panic(fmt.Sprintf("idempotency: operation %q is not among the guard's operations", name))
 	}
 }
 
@@ -176,11 +173,11 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 	if err != nil {
 		return Response{}, nil, err
 	}
-	canonical := Canonical(r.Body)
+	canonical := canonicalJSON(r.Body)
 	if intent == nil {
 		intent = canonical
 	}
-	rec := g.makeRecord(sc, Fingerprint(r.Method, r.Route, intent), canonical, r.TokenID, r.RequestID)
+	rec := g.makeRecord(sc, fingerprint(r.Method, r.Route, intent), canonical, r.TokenID, r.RequestID)
 	rec.BodyHash = &hash
 	if op.Subject != nil {
 		rec.Subject = ptr.OrNil(op.Subject(in))
@@ -220,8 +217,8 @@ func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, 
 	if err := ctx.Err(); err != nil {
 		return Response{}, false, err
 	}
-	canonical := Canonical(intent)
-	rec := g.makeRecord(sc, Fingerprint(doMethod, sc.Operation, canonical), canonical, "", "") // no request to correlate
+	canonical := canonicalJSON(intent)
+	rec := g.makeRecord(sc, fingerprint(doMethod, sc.Operation, canonical), canonical, "", "") // no request to correlate
 	return g.run(&attempt{rec: rec, parent: ctx, caller: caller,
 		work: func(ctx context.Context, x *Execution) (Response, error) {
 			resp, err := work(ctx, x)

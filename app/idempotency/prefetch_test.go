@@ -65,7 +65,7 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 			t.Fatalf("first: %d %+v %v", rec.Code, note, err)
 		}
 		rec, note, err := serve(blind, "c1", read("c1"))
-		if err != nil || rec.Code != http.StatusCreated || rec.header[HeaderReplayed] != "true" || rec.Body != `{"made":true}` ||
+		if err != nil || rec.Code != http.StatusCreated || rec.header[headerReplayed] != "true" || rec.Body != `{"made":true}` ||
 			note["outcome"] != "replayed" || note["vendor_ref"] != "site_1" {
 			t.Fatalf("replay from the Prefetch: %d %v %q %+v %v", rec.Code, rec.header, rec.Body, note, err)
 		}
@@ -80,10 +80,10 @@ func TestServeReplaysFromThePrefetchWithoutAReadOfItsOwn(t *testing.T) {
 			t.Error("a Prefetch never read was used")
 		}
 		// The live guard agrees: c1's record replays, and c2 has none of its own.
-		if rec, _, err := serve(live, "c1", none); err != nil || rec.header[HeaderReplayed] != "true" {
+		if rec, _, err := serve(live, "c1", none); err != nil || rec.header[headerReplayed] != "true" {
 			t.Errorf("live replay: %d %v", rec.Code, err)
 		}
-		if rec, note, err := serve(live, "c2", read("c2")); err != nil || rec.header[HeaderReplayed] == "true" || note["outcome"] != "executed" {
+		if rec, note, err := serve(live, "c2", read("c2")); err != nil || rec.header[headerReplayed] == "true" || note["outcome"] != "executed" {
 			t.Errorf("c2 under c1's key: %d %+v %v", rec.Code, note, err)
 		}
 	})

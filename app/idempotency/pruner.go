@@ -5,28 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
 // PrunerConfig is what a Pruner needs; NewPruner resolves its defaults.
 type PrunerConfig struct {
 	Store    *Store
-	Batch    int           // ids per DELETE, small enough never to hold long locks; default 500
 	Interval time.Duration // how often Run makes a pass; default an hour
 	Log      *slog.Logger  // nil: discard
 	Now      func() time.Time
 	Observe  func(deleted int64) // when set, told how many records each pass deleted
-	// Also are other stores' prunes each pass runs after the records' (the
-	// consumer events'), so that one loop and one command prune everything.
-	Also []PruneFunc
+	// Also are other stores' prunes, by what each deletes (for the log),
+	// that each pass runs after the records' (in the order of their names),
+	// so that one loop and one command prune everything. Each deletes what
+	// expired at now.
+	Also map[string]func(ctx context.Context, now time.Time) (int64, error)
 }
 
-// PruneFunc is another store's prune.
-type PruneFunc struct {
-	Name  string                                                  // what it deletes, for the log
-	Prune func(ctx context.Context, now time.Time) (int64, error) // deletes what expired at now
-}
+// pruneBatch is how many ids one DELETE of the pruner names: small enough
+// never to hold long locks.
+const pruneBatch = 500
 
 // Pruner deletes expired records: every serve process runs it in a loop,
 // and `licensor prune` runs one pass.
@@ -36,9 +37,6 @@ type Pruner struct {
 
 // NewPruner returns a Pruner.
 func NewPruner(cfg PrunerConfig) *Pruner {
-	if cfg.Batch <= 0 {
-		cfg.Batch = 500
-	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Hour
 	}
@@ -59,16 +57,16 @@ func NewPruner(cfg PrunerConfig) *Pruner {
 // others.
 func (p *Pruner) RunOnce(ctx context.Context) (int64, map[string]int64, error) {
 	now := p.cfg.Now().UTC()
-	n, err := p.cfg.Store.prune(ctx, now, p.cfg.Batch)
+	n, err := p.cfg.Store.prune(ctx, now, pruneBatch)
 	if n > 0 {
 		p.cfg.Observe(n)
 	}
 	others := make(map[string]int64, len(p.cfg.Also))
-	for _, f := range p.cfg.Also {
-		k, ferr := f.Prune(ctx, now)
-		others[f.Name] = k
+	for _, name := range slices.Sorted(maps.Keys(p.cfg.Also)) {
+		k, ferr := p.cfg.Also[name](ctx, now)
+		others[name] = k
 		if ferr != nil {
-			err = errors.Join(err, fmt.Errorf("prune %s: %w", f.Name, ferr))
+			err = errors.Join(err, fmt.Errorf("prune %s: %w", name, ferr))
 		}
 	}
 	return n, others, err

@@ -18,9 +18,9 @@ func TestPrunerRunsTheOtherPrunes(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var seen []time.Time
 	boom := errors.New("boom")
-	p := NewPruner(PrunerConfig{Store: s, Now: func() time.Time { return at }, Also: []PruneFunc{
-		{Name: "failing", Prune: func(_ context.Context, now time.Time) (int64, error) { seen = append(seen, now); return 0, boom }},
-		{Name: "events", Prune: func(_ context.Context, now time.Time) (int64, error) { seen = append(seen, now); return 3, nil }},
+	p := NewPruner(PrunerConfig{Store: s, Now: func() time.Time { return at }, Also: map[string]func(context.Context, time.Time) (int64, error){
+		"failing": func(_ context.Context, now time.Time) (int64, error) { seen = append(seen, now); return 0, boom },
+		"events":  func(_ context.Context, now time.Time) (int64, error) { seen = append(seen, now); return 3, nil },
 	}})
 	n, others, err := p.RunOnce(context.Background())
 	if n != 0 || others["events"] != 3 || !errors.Is(err, boom) || len(seen) != 2 || !seen[0].Equal(at) || !seen[1].Equal(at) {

@@ -23,12 +23,12 @@ var ErrAbandon = errors.New("intent cannot be finished")
 
 // Results of one reconciliation, as counted in metrics and reports.
 const (
-	ResultCompleted  = "completed"  // the effect was found or made; the response is stored
-	ResultWaiting    = "waiting"    // nothing found yet, and too young to create
-	ResultRetry      = "retry"      // the vendor failed; tried again later
-	ResultFailed     = "failed"     // gave up after the last attempt
-	ResultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
-	ResultSuperseded = "superseded" // made by a later intent, or revoked; not executed
+	resultCompleted  = "completed"  // the effect was found or made; the response is stored
+	resultWaiting    = "waiting"    // nothing found yet, and too young to create
+	resultRetry      = "retry"      // the vendor failed; tried again later
+	resultFailed     = "failed"     // gave up after the last attempt
+	resultAbandoned  = "abandoned"  // never started: nobody was promised anything; not executed
+	resultSuperseded = "superseded" // made by a later intent, or revoked; not executed
 )
 
 // ReconcilerConfig is what a Reconciler needs; NewReconciler sets defaults.
@@ -97,7 +97,7 @@ type Reconciled struct {
 	Intent    string // the intent's public id
 	Operation string
 	KeyDigest string
-	Result    string
+	Result    string // completed, waiting, retry, failed, abandoned or superseded
 	Ref       string
 }
 
@@ -128,7 +128,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 // claimed it first or the database failed.
 func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bool) {
 	now := r.now()
-	if rec.Status == StatusProcessing && !rec.mayHaveStarted() {
+	if rec.Status == statusProcessing && !rec.mayHaveStarted() {
 		return r.abandon(ctx, rec, now)
 	}
 	lease := now.Add(r.cfg.Lease)
@@ -156,7 +156,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 	}
 	x := &Execution{Caller: Caller{ConsumerID: rec.ConsumerID, TokenID: ptr.Deref(rec.RequestedBy), RequestID: ptr.Deref(rec.CorrelationID)},
 		store: r.cfg.Store, rec: rec, status: StatusPending, lease: lease, now: r.now, expires: &expires,
-		attempt: &Attempt{Number: rec.Attempts + 1, Result: ResultCompleted}}
+		attempt: &Attempt{Number: rec.Attempts + 1, Result: resultCompleted}}
 	resp, done, err := Response{}, false, rec.sealedErr
 	if err == nil { // else its request cannot be read under the keys held: tried again later
 		resp, done, err = resume(wctx, op.resume, x, rec, !now.Before(rec.CreatedAt.Add(r.cfg.Settle)))
@@ -170,7 +170,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rec *Record) (Reconciled, bo
 		return Reconciled{}, false
 	}
 	r.cfg.Observe(result)
-	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
+	s := Reconciled{Intent: rec.ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: result, Ref: resp.ExternalRef}
 	attrs := []any{"intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest, "consumer_id", rec.ConsumerID,
 		"result", result, "attempts", rec.Attempts + 1, "vendor_ref", s.Ref, "correlation_id", ptr.Deref(rec.CorrelationID)}
 	if err != nil { // no error=<nil> on a success
@@ -200,8 +200,8 @@ func (r *Reconciler) abandon(ctx context.Context, rec *Record, now time.Time) (R
 		}
 		return Reconciled{}, false
 	}
-	r.cfg.Observe(ResultAbandoned)
-	s := Reconciled{Intent: rec.Ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: ResultAbandoned}
+	r.cfg.Observe(resultAbandoned)
+	s := Reconciled{Intent: rec.ref(), Operation: rec.Operation, KeyDigest: r.cfg.Store.KeyDigest(rec.Key), Result: resultAbandoned}
 	r.cfg.Log.Info("reconciled", "intent", s.Intent, "operation", s.Operation, "key_digest", s.KeyDigest,
 		"consumer_id", rec.ConsumerID, "result", s.Result, "correlation_id", ptr.Deref(rec.CorrelationID))
 	return s, true
@@ -223,33 +223,33 @@ func (r *Reconciler) settle(ctx context.Context, x *Execution, resp Response, do
 		// Its request is sealed under a key this replica does not hold (a
 		// rotation under way, mistyped keys): no attempt is counted, and it is
 		// due again after the first backoff, for a replica that holds the key.
-		return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
+		return resultRetry, r.cfg.Store.postpone(ctx, rec, lease, now.Add(r.cfg.Backoff), false, now, nil)
 	case err == nil && done && x.finished: // completed with its local writes, and its attempt
-		return ResultCompleted, nil
+		return resultCompleted, nil
 	case err == nil && done:
-		return ResultCompleted, r.cfg.Store.completeClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
-			attempt(ResultCompleted, nil, nil))
+		return resultCompleted, r.cfg.Store.completeClaimed(ctx, rec, lease, resp, now, now.Add(r.cfg.TTL),
+			attempt(resultCompleted, nil, nil))
 	case errors.Is(err, ErrSuperseded):
-		if serr := r.cfg.Store.supersedeClaimed(ctx, rec, lease, now, attempt(ResultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
-			return ResultSuperseded, serr
+		if serr := r.cfg.Store.supersedeClaimed(ctx, rec, lease, now, attempt(resultSuperseded, nil, nil)); serr != nil && !errors.Is(serr, ErrLeaseLost) {
+			return resultSuperseded, serr
 		}
-		return ResultSuperseded, nil // superseded now, or by the change that made it moot
+		return resultSuperseded, nil // superseded now, or by the change that made it moot
 	case err == nil: // nothing found, too young to create: due again once it is old enough
 		next := rec.CreatedAt.Add(r.cfg.Settle)
-		return ResultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(ResultWaiting, nil, &next))
+		return resultWaiting, r.cfg.Store.postpone(ctx, rec, lease, next, false, now, attempt(resultWaiting, nil, &next))
 	case errors.Is(err, ErrAbandon):
 		r.cfg.Log.Error("intent cannot be finished: an operator should look", "operation", rec.Operation,
-			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
-		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(ResultFailed, err, nil))
+			"intent", rec.ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1, "error", err)
+		return resultFailed, r.cfg.Store.fail(ctx, rec, lease, nil, now, attempt(resultFailed, err, nil))
 	case rec.Attempts >= r.cfg.MaxAttempts:
 		next := now.Add(r.cfg.FailedInterval)
 		r.cfg.Log.Error("pending intent failed: an operator should look", "operation", rec.Operation,
-			"intent", rec.Ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
+			"intent", rec.ref(), "consumer_id", rec.ConsumerID, "attempts", rec.Attempts+1,
 			"next_attempt", next, "error", err)
-		return ResultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(ResultFailed, err, &next))
+		return resultFailed, r.cfg.Store.fail(ctx, rec, lease, &next, now, attempt(resultFailed, err, &next))
 	}
 	next := now.Add(r.backoff(rec.Attempts))
-	return ResultRetry, r.cfg.Store.postpone(ctx, rec, lease, next, true, now, attempt(ResultRetry, err, &next))
+	return resultRetry, r.cfg.Store.postpone(ctx, rec, lease, next, true, now, attempt(resultRetry, err, &next))
 }
 
 // backoff doubles from Backoff with each attempt, capped at an hour, with up
@@ -289,7 +289,7 @@ func (s *Store) duePending(ctx context.Context, now, abandonedBefore, since time
 	var recs []Record
 	err := s.db.WithContext(ctx).
 		Where("((status = ? AND (locked_until IS NULL OR locked_until <= ?)) OR (status = ? AND locked_until <= ?) OR (status = ? AND locked_until <= ?)) "+
-			"AND created_at >= ?", StatusPending, now, StatusProcessing, abandonedBefore, StatusFailed, now, since).
+			"AND created_at >= ?", StatusPending, now, statusProcessing, abandonedBefore, StatusFailed, now, since).
 		Order("id").Limit(limit).Find(&recs).Error
 	if err != nil {
 		return nil, fmt.Errorf("list due pending records: %w", err)
@@ -357,7 +357,7 @@ func (s *Store) completeClaimed(ctx context.Context, r *Record, lease time.Time,
 // supersedeClaimed settles a claimed record as superseded.
 func (s *Store) supersedeClaimed(ctx context.Context, r *Record, lease time.Time, now time.Time, a *Attempt) error {
 	return s.updateClaimed(ctx, r, lease, map[string]any{
-		"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
+		"status": statusSuperseded, "phase": phaseFinished, "locked_until": nil, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
 }
 
@@ -377,25 +377,6 @@ func (s *Store) fail(ctx context.Context, r *Record, lease time.Time, next *time
 	return s.updateClaimed(ctx, r, lease, map[string]any{
 		"status": StatusFailed, "locked_until": next, "attempts": gorm.Expr("attempts + 1"), "updated_at": now,
 	}, a, now)
-}
-
-// PendingStats returns how many records are pending and when the oldest was
-// created.
-func (s *Store) PendingStats(ctx context.Context) (count int64, oldest time.Time, err error) {
-	q := func() *gorm.DB { return s.db.WithContext(ctx).Model(&Record{}).Where("status = ?", StatusPending) }
-	if err := q().Count(&count).Error; err != nil {
-		return 0, time.Time{}, fmt.Errorf("count pending records: %w", err)
-	}
-	// The oldest row's own column, not MIN(): SQLite returns an aggregate
-	// of a DATETIME column as text.
-	var created []time.Time
-	if err := q().Order("created_at").Limit(1).Pluck("created_at", &created).Error; err != nil {
-		return 0, time.Time{}, fmt.Errorf("oldest pending record: %w", err)
-	}
-	if len(created) > 0 {
-		oldest = created[0]
-	}
-	return count, oldest, nil
 }
 
 // prune deletes expired prunable records in batches, each its own short
@@ -429,4 +410,4 @@ func (s *Store) prune(ctx context.Context, now time.Time, batch int) (int64, err
 // prunable are the statuses the pruner deletes once expired: settled ones.
 // An accepted intent is never dropped: a failed one is kept, retried on the
 // slow schedule, until it completes or an operator discards it.
-var prunable = []string{StatusCompleted, StatusAbandoned, StatusSuperseded, StatusDiscarded}
+var prunable = []string{StatusCompleted, statusAbandoned, statusSuperseded, StatusDiscarded}

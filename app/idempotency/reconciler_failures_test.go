@@ -66,7 +66,7 @@ func TestReconcilerLosingItsLease(t *testing.T) {
 		{name: "nothing found yet", logged: []string{"settle pending record", "idempotency lease lost"}},
 		{name: "cannot be finished", err: fmt.Errorf("bad input: %w", ErrAbandon),
 			logged: []string{"intent cannot be finished", "settle pending record", "idempotency lease lost"}},
-		{name: "superseded", err: fmt.Errorf("made by another: %w", ErrSuperseded), result: ResultSuperseded},
+		{name: "superseded", err: fmt.Errorf("made by another: %w", ErrSuperseded), result: resultSuperseded},
 		{name: "superseded, the write fails", err: ErrSuperseded, fail: true,
 			logged: []string{"settle pending record", "settle pending record: injected failure"}},
 		{name: "the answer is found, the write fails", res: done, fail: true,
@@ -182,14 +182,14 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		r := newRig(t, db)
 		long := dbtime.Now().Add(-2 * time.Minute)
 		seed(t, r.store, "k", func(rec *Record) {
-			rec.Status, rec.Phase, rec.LockedUntil = StatusProcessing, ptr.OrNil(PhaseReserved), &long
+			rec.Status, rec.Phase, rec.LockedUntil = statusProcessing, ptr.OrNil(phaseReserved), &long
 		})
 		rc := reconcilerFor(r, nil, func(context.Context, *Execution, *Record) (Response, bool, error) {
 			t.Error("a record that never started was resumed")
 			return Response{}, false, nil
 		})
 
-		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", StatusAbandoned), errInjected).Arm(1)
+		testdb.Inject(t, db.Gorm, "update", keysTable, testdb.Setting("status", statusAbandoned), errInjected).Arm(1)
 		if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 0 {
 			t.Errorf("RunOnce with the abandon failing = %+v, %v; want nothing settled", settled, err)
 		}
@@ -205,7 +205,7 @@ func TestAbandonLosingItsCompareAndSet(t *testing.T) {
 		if _, ok := rc.reconcile(context.Background(), &due[0]); ok {
 			t.Error("a record taken over meanwhile was reported abandoned")
 		}
-		if rec := r.find("op", "k"); rec == nil || rec.Status != StatusProcessing || !rec.LockedUntil.Equal(lease) {
+		if rec := r.find("op", "k"); rec == nil || rec.Status != statusProcessing || !rec.LockedUntil.Equal(lease) {
 			t.Errorf("record = %+v, want the new owner's, processing", rec)
 		}
 	})
@@ -287,7 +287,7 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 		}
 		for i, wait := range []time.Duration{10 * time.Second, 20 * time.Second} {
 			now := clock.Now()
-			rec := pass(ResultRetry)
+			rec := pass(resultRetry)
 			next := rec.LockedUntil.Sub(now)
 			if rec.Status != StatusPending || rec.Attempts != i+2 || next < wait || next > wait+wait/4 {
 				t.Fatalf("after attempt %d: %s, attempts %d, next in %v; want pending, %d, in %v..%v",
@@ -299,7 +299,7 @@ func TestResumeFailuresBackOffThenFail(t *testing.T) {
 			clock.Set(rec.LockedUntil.Add(time.Second)) // due
 		}
 		now := clock.Now().Truncate(time.Microsecond) // the reconciler's reading
-		rec := pass(ResultFailed)
+		rec := pass(resultFailed)
 		if rec.Status != StatusFailed || rec.Attempts != 4 || !rec.LockedUntil.Equal(now.Add(2*time.Hour)) {
 			t.Errorf("after the last attempt: %s, attempts %d, next %v; want failed, 4, at %v", rec.Status, rec.Attempts, rec.LockedUntil, now.Add(2*time.Hour))
 		}
@@ -331,7 +331,7 @@ func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
 		rc := reconcilerFor(stranger, clock.Now, resume)
 		for pass := range rc.cfg.MaxAttempts + 2 {
 			settled, err := rc.RunOnce(context.Background())
-			if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
+			if err != nil || len(settled) != 1 || settled[0].Result != resultRetry {
 				t.Fatalf("pass %d = %+v, %v; want one retry\n%s", pass, settled, err, stranger.log.String())
 			}
 			rec := stranger.find("op", "k")
@@ -344,7 +344,7 @@ func TestSealedUnderAnotherKeyIsNotAnAttempt(t *testing.T) {
 			t.Fatalf("resumed %d times without its request", resumed.Load())
 		}
 		settled, err := reconcilerFor(holder, clock.Now, resume).RunOnce(context.Background())
-		if err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
+		if err != nil || len(settled) != 1 || settled[0].Result != resultCompleted {
 			t.Fatalf("the key's holder = %+v, %v; want it completed\n%s", settled, err, holder.log.String())
 		}
 	})
@@ -367,7 +367,7 @@ func TestReconcilerPassStopsWhenItsContextEnds(t *testing.T) {
 			return done.resp, done.done, nil
 		})
 		settled, err := rc.RunOnce(ctx)
-		if !errors.Is(err, context.Canceled) || len(settled) != 1 || settled[0].Result != ResultCompleted {
+		if !errors.Is(err, context.Canceled) || len(settled) != 1 || settled[0].Result != resultCompleted {
 			t.Fatalf("RunOnce = %+v, %v; want the first record completed and context.Canceled", settled, err)
 		}
 		if resumed.Load() != 1 {
@@ -409,7 +409,7 @@ func TestClaimedCompletionKeepsTheRecordsOwnExpiry(t *testing.T) {
 					return resp, err == nil, err
 				})
 				rc.cfg.TTL = time.Minute
-				if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 1 || settled[0].Result != ResultCompleted {
+				if settled, err := rc.RunOnce(context.Background()); err != nil || len(settled) != 1 || settled[0].Result != resultCompleted {
 					t.Fatalf("RunOnce = %+v, %v", settled, err)
 				}
 				rec := r.find("op", "k")
@@ -429,7 +429,7 @@ func TestReconcilerAndPrunerDefaults(t *testing.T) {
 		t.Errorf("reconciler defaults = %+v", rc)
 	}
 	p := NewPruner(PrunerConfig{}).cfg
-	if p.Batch != 500 || p.Interval != time.Hour || p.Log == nil || p.Now == nil || p.Observe == nil {
+	if p.Interval != time.Hour || p.Log == nil || p.Now == nil || p.Observe == nil {
 		t.Errorf("pruner defaults = %+v", p)
 	}
 	p.Observe(1) // the default is told and ignores it
@@ -461,6 +461,27 @@ func TestRunLoopsLogFailedPassesUntilStopped(t *testing.T) {
 	}
 }
 
+// The backlog counts the pending and the failed intents, and names when
+// the oldest pending one was created; with none, zero and no time.
+func TestBacklog(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		s := NewStore(db.Gorm, testCipher(t), nil, nil)
+		ctx := context.Background()
+		if pending, oldest, failed, err := s.Backlog(ctx); err != nil || pending != 0 || !oldest.IsZero() || failed != 0 {
+			t.Fatalf("empty: %d pending (oldest %v), %d failed, %v; want nothing", pending, oldest, failed, err)
+		}
+		old := dbtime.Now().Add(-time.Hour)
+		seed(t, s, "p1", nil)
+		seed(t, s, "p2", func(r *Record) { r.CreatedAt = old })
+		seed(t, s, "f1", func(r *Record) { r.Status = StatusFailed })
+		seed(t, s, "c1", func(r *Record) { r.Status = StatusCompleted })
+		pending, oldest, failed, err := s.Backlog(ctx)
+		if err != nil || pending != 2 || !oldest.Equal(old) || failed != 1 {
+			t.Errorf("%d pending (oldest %v), %d failed, %v; want 2 (oldest %v), 1", pending, oldest, failed, err, old)
+		}
+	})
+}
+
 // The store's reads and maintenance statements fail with an error that
 // says what failed, and change nothing.
 func TestStoreStatementFailures(t *testing.T) {
@@ -473,20 +494,20 @@ func TestStoreStatementFailures(t *testing.T) {
 		query := testdb.Inject(t, db.Gorm, "query", keysTable, nil, errInjected)
 		update := testdb.Inject(t, db.Gorm, "update", keysTable, nil, errInjected)
 		del := testdb.Inject(t, db.Gorm, "delete", keysTable, nil, errInjected)
+		row := testdb.Inject(t, db.Gorm, "row", keysTable, nil, errInjected) // a grouped count's Scan
 		for _, tt := range []struct {
 			says string
 			arm  func()
 			call func() error
 		}{
-			{"count pending records", func() { query.Arm(1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
-			{"oldest pending record", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.PendingStats(ctx); return err }},
+			{"count pending and failed intents", func() { row.Arm(1) }, func() error { _, _, _, err := s.Backlog(ctx); return err }},
+			{"oldest pending record", func() { query.Arm(1) }, func() error { _, _, _, err := s.Backlog(ctx); return err }},
 			{"list expired records", func() { query.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
 			{"delete expired records", func() { del.Arm(1) }, func() error { _, err := s.prune(ctx, dbtime.Now(), 10); return err }},
 			{"count intents", func() { query.Arm(1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
 			{"list intents", func() { query.ArmAfter(1, 1) }, func() error { _, _, err := s.Intents(ctx, IntentFilter{}); return err }},
-			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.Ref()); return err }},
-			{"count failed intents", func() { query.Arm(1) }, func() error { _, err := s.FailedCount(ctx); return err }},
-			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.Ref(), dbtime.Now()); return err }},
+			{"find intent", func() { query.Arm(1) }, func() error { _, err := s.Intent(ctx, "", failed.ref()); return err }},
+			{"retry intent", func() { update.Arm(1) }, func() error { _, err := s.RetryFailed(ctx, audit.Console(), failed.ref(), dbtime.Now()); return err }},
 		} {
 			tt.arm()
 			if err := tt.call(); !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tt.says) {
@@ -495,6 +516,7 @@ func TestStoreStatementFailures(t *testing.T) {
 			query.Disarm()
 			update.Disarm()
 			del.Disarm()
+			row.Disarm()
 		}
 		if rec, _ := s.find(ctx, scope{"c1", "op", "expired"}); rec == nil {
 			t.Error("a failed prune deleted the expired record")
@@ -519,7 +541,7 @@ func TestIntentsBeforeFilter(t *testing.T) {
 		old := seed(t, s, "old", func(r *Record) { r.CreatedAt = now.Add(-2 * time.Hour) })
 		seed(t, s, "new", func(r *Record) { r.CreatedAt = now.Add(-time.Hour) })
 		list, total, err := s.Intents(context.Background(), IntentFilter{Before: now.Add(-90 * time.Minute)})
-		if err != nil || total != 1 || len(list) != 1 || list[0].ID != old.Ref() {
+		if err != nil || total != 1 || len(list) != 1 || list[0].ID != old.ref() {
 			t.Errorf("Intents before = %+v (total %d), %v; want only the older", list, total, err)
 		}
 	})
@@ -551,7 +573,7 @@ func TestIntentsOperationFilter(t *testing.T) {
 			if f.Before.IsZero() || len(list) != 1 {
 				continue
 			}
-			if list[0].ID != store.Ref() || list[0].Operation != "things.store" {
+			if list[0].ID != store.ref() || list[0].Operation != "things.store" {
 				t.Errorf("Intents(%+v) = %+v, want the older store", f, list[0])
 			}
 		}

@@ -10,19 +10,19 @@ import (
 
 // Statuses of a record.
 const (
-	StatusProcessing = "processing" // an owner holds the lease and is executing
+	statusProcessing = "processing" // an owner holds the lease and is executing
 	StatusPending    = "pending"    // the outcome is unknown; the reconciler settles it
 	StatusCompleted  = "completed"  // the response is stored and replayed
 	StatusFailed     = "failed"     // reconciliation gave up; a retry executes again
-	// StatusAbandoned: nobody was promised anything: the owner went before
+	// statusAbandoned: nobody was promised anything: the owner went before
 	// the vendor could have heard of the intent, or it failed definitely and
 	// is kept for its fingerprint. The reconciler never executes it; a retry
 	// with its key and the same request runs it for real.
-	StatusAbandoned = "abandoned"
-	// StatusSuperseded: a later create for the same subject settled, or the
+	statusAbandoned = "abandoned"
+	// statusSuperseded: a later create for the same subject settled, or the
 	// consumer revoked it, while this intent was open. A retry with its key
 	// runs for real and answers the truth of its own time.
-	StatusSuperseded = "superseded"
+	statusSuperseded = "superseded"
 	// StatusDiscarded: an operator settled it for good (Guard.Discard). A
 	// retry with its key is refused (ErrDiscarded) until the key expires.
 	StatusDiscarded = "discarded"
@@ -30,14 +30,14 @@ const (
 
 // Phases of a record: the recovery point its execution reached.
 const (
-	PhaseReserved = "reserved" // on the record; the vendor has not heard of it
-	PhaseStarted  = "started"  // the work may have reached the vendor (Execution.Start)
-	PhaseFinished = "finished" // settled, with the local writes of its effect
+	phaseReserved = "reserved" // on the record; the vendor has not heard of it
+	phaseStarted  = "started"  // the work may have reached the vendor (Execution.Start)
+	phaseFinished = "finished" // settled, with the local writes of its effect
 )
 
 // Statuses are every status, in the order docs/openapi.yaml's IntentStatus
 // and the command line list them.
-var Statuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusAbandoned, StatusSuperseded, StatusDiscarded}
+var Statuses = []string{StatusPending, statusProcessing, StatusCompleted, StatusFailed, statusAbandoned, statusSuperseded, StatusDiscarded}
 
 // Record is a row of idempotency_keys: one intent of one consumer.
 type Record struct {
@@ -83,8 +83,8 @@ func (r *Record) BeforeCreate(*gorm.DB) error {
 	return nil
 }
 
-// Ref is the record's public id, "" for none.
-func (r *Record) Ref() string { return ptr.Deref(r.PublicID) }
+// ref is the record's public id, "" for none.
+func (r *Record) ref() string { return ptr.Deref(r.PublicID) }
 
 // SystemConsumer is the consumer id an intent of no consumer's (the
 // vendor's events) is recorded under: no consumer's id is it (theirs are
@@ -106,7 +106,7 @@ func (r *Record) expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
 
 // mayHaveStarted reports whether the work may have reached the vendor: it
 // passed Execution.Start, or the record is older than phases.
-func (r *Record) mayHaveStarted() bool { return r.Phase == nil || *r.Phase != PhaseReserved }
+func (r *Record) mayHaveStarted() bool { return r.Phase == nil || *r.Phase != phaseReserved }
 
 func (r *Record) leaseAlive(now time.Time) bool {
 	return r.LockedUntil != nil && now.Before(*r.LockedUntil)

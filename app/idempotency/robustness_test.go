@@ -31,7 +31,7 @@ func TestReserveAndReleaseUnderContention(t *testing.T) {
 				for i := range 100 {
 					now := dbtime.Now()
 					lease := now.Add(time.Minute + time.Duration(g*1000+i)*time.Microsecond)
-					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: StatusProcessing,
+					r := &Record{ConsumerID: "c1", Operation: "op", Key: "k", RequestHash: "h", Status: statusProcessing,
 						LockedUntil: &lease, Attempts: 1, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 					_, ok, err := s.reserve(context.Background(), r)
 					if ok {
@@ -102,7 +102,7 @@ func TestReconcilerSurvivesAPanickingResumer(t *testing.T) {
 	rc := NewReconciler(ReconcilerConfig{Store: s, Operations: ops, MaxAttempts: 5,
 		Lease: time.Minute, Backoff: time.Second, TTL: time.Hour})
 	settled, err := rc.RunOnce(context.Background())
-	if err != nil || len(settled) != 1 || settled[0].Result != ResultRetry {
+	if err != nil || len(settled) != 1 || settled[0].Result != resultRetry {
 		t.Fatalf("RunOnce = %+v, %v; want one retry", settled, err)
 	}
 	after, _ := s.find(context.Background(), r.scope())

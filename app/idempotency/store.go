@@ -175,16 +175,16 @@ func leaseHeld(db *gorm.DB, r *Record, status string, lease *time.Time) *gorm.DB
 	return db.Where("id = ? AND consumer_id = ? AND status = ? AND locked_until = ?", r.ID, r.ConsumerID, status, lease)
 }
 
-// TakeOver claims read for a new execution of r's request, if unchanged. An
+// takeOver claims read for a new execution of r's request, if unchanged. An
 // expired record becomes a new intent; any other keeps its public id and
 // the phase it reached, and r remembers what it took over.
-func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
+func (s *Store) takeOver(ctx context.Context, read, r *Record) (bool, error) {
 	sealed, err := s.sealRequest(r.RequestBody)
 	if err != nil {
 		return false, err
 	}
 	set := map[string]any{
-		"status":           StatusProcessing,
+		"status":           statusProcessing,
 		"subject":          r.Subject,
 		"request_hash":     r.RequestHash,
 		"body_hash":        r.BodyHash,
@@ -199,7 +199,7 @@ func (s *Store) TakeOver(ctx context.Context, read, r *Record) (bool, error) {
 	}
 	expired := read.expired(r.CreatedAt)
 	if expired { // a new intent: its clock restarts, under a new id, from its first phase
-		set["phase"] = PhaseReserved
+		set["phase"] = phaseReserved
 		set["created_at"], set["expires_at"], set["attempts"] = r.CreatedAt, r.ExpiresAt, 1
 		set["resource_type"], set["resource_id"], set["external_ref"] = nil, nil, nil
 		set["public_id"], set["requested_by"] = r.PublicID, r.RequestedBy
@@ -240,7 +240,7 @@ func (s *Store) complete(ctx context.Context, r *Record, resp Response, now time
 	if err != nil {
 		return err
 	}
-	set["phase"] = PhaseFinished
+	set["phase"] = phaseFinished
 	return s.settle(ctx, r, set)
 }
 
@@ -288,7 +288,7 @@ func (s *Store) release(ctx context.Context, r *Record) error {
 // owned runs stmt on the record the caller owns; ErrLeaseLost for no row.
 func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *gorm.DB) *gorm.DB) error {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
-		return stmt(leaseHeld(db.Model(&Record{}), r, StatusProcessing, r.LockedUntil))
+		return stmt(leaseHeld(db.Model(&Record{}), r, statusProcessing, r.LockedUntil))
 	})
 	if res.Error != nil {
 		return fmt.Errorf("%s idempotency record: %w", what, res.Error)
@@ -300,7 +300,7 @@ func (s *Store) owned(ctx context.Context, what string, r *Record, stmt func(q *
 }
 
 // openStatuses are the statuses of an intent not settled for good.
-var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, StatusAbandoned}
+var openStatuses = []string{statusProcessing, StatusPending, StatusFailed, statusAbandoned}
 
 // supersede marks the consumer's open intents of operation about subject
 // superseded: when beforeID is not 0, only those inserted before it, and
@@ -309,7 +309,7 @@ var openStatuses = []string{StatusProcessing, StatusPending, StatusFailed, Statu
 func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, beforeID uint64, now time.Time) error {
 	q := tx.Model(&Record{}).Where("consumer_id = ? AND subject = ? AND operation = ? AND status IN ?", consumerID, subject, operation, openStatuses)
 	if beforeID > 0 {
-		q = q.Where("id < ?", beforeID).Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+		q = q.Where("id < ?", beforeID).Where("NOT (status = ? AND locked_until > ?)", statusProcessing, now)
 	}
 	var ids []uint64
 	if err := q.Pluck("id", &ids).Error; err != nil {
@@ -320,9 +320,9 @@ func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, be
 	}
 	u := tx.Model(&Record{}).Where("id IN ? AND status IN ?", ids, openStatuses)
 	if beforeID > 0 { // the exclusion again: one may have been taken over since it was read
-		u = u.Where("NOT (status = ? AND locked_until > ?)", StatusProcessing, now)
+		u = u.Where("NOT (status = ? AND locked_until > ?)", statusProcessing, now)
 	}
-	err := u.Updates(map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now}).Error
+	err := u.Updates(map[string]any{"status": statusSuperseded, "phase": phaseFinished, "locked_until": nil, "updated_at": now}).Error
 	if err != nil {
 		return fmt.Errorf("supersede older intents: %w", err)
 	}
@@ -336,7 +336,7 @@ func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 	if err := db.Model(&Record{}).Where("id = ?", r.ID).Select("status").Scan(&status).Error; err != nil {
 		return fmt.Errorf("read idempotency record: %w", err)
 	}
-	if status == StatusSuperseded {
+	if status == statusSuperseded {
 		return ErrSuperseded
 	}
 	return ErrLeaseLost
@@ -346,8 +346,8 @@ func (s *Store) whyNotOwned(db *gorm.DB, r *Record) error {
 // changed meanwhile.
 func (s *Store) abandon(ctx context.Context, read *Record, now time.Time) (bool, error) {
 	res := s.write(ctx, func(db *gorm.DB) *gorm.DB {
-		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", StatusProcessing, PhaseReserved).
-			Updates(map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
+		return casWhere(db.Model(&Record{}), read).Where("status = ? AND phase = ?", statusProcessing, phaseReserved).
+			Updates(map[string]any{"status": statusAbandoned, "locked_until": nil, "updated_at": now})
 	})
 	if res.Error != nil {
 		return false, fmt.Errorf("abandon idempotency record: %w", res.Error)
@@ -365,10 +365,10 @@ func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 	switch {
 	case p == nil && strings.HasPrefix(r.Key, autoPrefix):
 		return s.release(ctx, r)
-	case p == nil, p.Status == StatusAbandoned, !p.mayHaveStarted() && p.Status != StatusSuperseded:
-		return s.settle(ctx, r, map[string]any{"status": StatusAbandoned, "locked_until": nil, "updated_at": now})
-	case p.Status == StatusSuperseded:
-		return s.settle(ctx, r, map[string]any{"status": StatusSuperseded, "phase": PhaseFinished, "locked_until": nil, "updated_at": now})
+	case p == nil, p.Status == statusAbandoned, !p.mayHaveStarted() && p.Status != statusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": statusAbandoned, "locked_until": nil, "updated_at": now})
+	case p.Status == statusSuperseded:
+		return s.settle(ctx, r, map[string]any{"status": statusSuperseded, "phase": phaseFinished, "locked_until": nil, "updated_at": now})
 	}
 	return s.settle(ctx, r, map[string]any{"status": StatusPending, "locked_until": nil, "updated_at": now})
 }

@@ -245,7 +245,7 @@ func TestStartFailingStopsTheChange(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
 		lic := r.license("b.test")
-		started := testdb.Inject(t, db.Gorm, "update", "idempotency_keys", testdb.Setting("phase", idempotency.PhaseStarted), errInjected)
+		started := testdb.Inject(t, db.Gorm, "update", "idempotency_keys", testdb.Setting("phase", "started"), errInjected)
 		finds, creates, _ := r.v.calls()
 		started.Arm(1)
 		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, errInjected) {
@@ -270,7 +270,7 @@ func TestStartFailingStopsTheChange(t *testing.T) {
 func TestSupersededMeanwhileRollsTheChangeBack(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"status": idempotency.StatusSuperseded}) }
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"status": "superseded"}) }
 		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrSuperseded) || errors.Is(err, idempotency.ErrPending) {
 			t.Errorf("create = %v; want ErrSuperseded", err)
 		}
@@ -279,7 +279,7 @@ func TestSupersededMeanwhileRollsTheChangeBack(t *testing.T) {
 		}
 		r.v.beforeCreate = nil
 		lic := r.license("b.test")
-		r.v.beforeDelete = func() { r.intent("licenses.destroy", lic.ID, map[string]any{"status": idempotency.StatusSuperseded}) }
+		r.v.beforeDelete = func() { r.intent("licenses.destroy", lic.ID, map[string]any{"status": "superseded"}) }
 		if err := r.revoke(lic.ID); !errors.Is(err, idempotency.ErrSuperseded) {
 			t.Errorf("revoke = %v; want ErrSuperseded", err)
 		}
@@ -336,7 +336,7 @@ func TestRecordFailureIsUncertain(t *testing.T) {
 		if !r.v.has("a.test") || r.rows("licenses") != 0 || r.rows("license_events") != 0 {
 			t.Errorf("site kept %v, %d licenses, %d events; want the site, nothing half written", r.v.has("a.test"), r.rows("licenses"), r.rows("license_events"))
 		}
-		if got := r.reconcile(); got != idempotency.ResultCompleted || r.rows("licenses") != 1 {
+		if got := r.reconcile(); got != "completed" || r.rows("licenses") != 1 {
 			t.Errorf("reconciled %s with %d licenses; want it completed, the site's license recorded", got, r.rows("licenses"))
 		}
 	})
@@ -357,11 +357,11 @@ func TestRevokeWhoseRecordingFailsIsResumed(t *testing.T) {
 		if got := r.status(lic.ID); got != licenses.StatusRevoking || r.v.has("a.test") {
 			t.Errorf("status %s, site kept %v; want revoking, the site gone", got, r.v.has("a.test"))
 		}
-		if got := r.reconcile(); got != idempotency.ResultCompleted || r.status(lic.ID) != licenses.StatusRevoked {
+		if got := r.reconcile(); got != "completed" || r.status(lic.ID) != licenses.StatusRevoked {
 			t.Errorf("reconciled %s, status %s; want it completed, revoked", got, r.status(lic.ID))
 		}
 		r.intent("licenses.destroy", lic.ID, map[string]any{"status": idempotency.StatusPending, "locked_until": nil})
-		if got := r.reconcile(); got != idempotency.ResultCompleted {
+		if got := r.reconcile(); got != "completed" {
 			t.Errorf("reconciled a revoked license's intent: %s", got)
 		}
 		if _, _, deletes := r.v.calls(); deletes != 2 {
@@ -379,7 +379,7 @@ func TestResumeBranches(t *testing.T) {
 		r := newRig(t, db)
 		pend := func(key string, body string, age time.Duration) {
 			now := dbtime.Now()
-			started := idempotency.PhaseStarted
+			started := "started"
 			rec := &idempotency.Record{ConsumerID: "c1", Operation: "licenses.store", Key: key, RequestHash: "h-" + key, RequestBody: []byte(body),
 				Status: idempotency.StatusPending, Phase: &started, Attempts: 1, CreatedAt: now.Add(-age), UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 			if err := db.Gorm.Create(rec).Error; err != nil {
@@ -387,7 +387,7 @@ func TestResumeBranches(t *testing.T) {
 			}
 		}
 		pend("bad", `{"name":"","domain":"http://x"}`, time.Hour)
-		if got := r.reconcile(); got != idempotency.ResultFailed {
+		if got := r.reconcile(); got != "failed" {
 			t.Errorf("an invalid input: %s, want failed", got)
 		}
 		if finds, _, _ := r.v.calls(); finds != 0 {
@@ -397,18 +397,18 @@ func TestResumeBranches(t *testing.T) {
 
 		r.v.createErr = []error{unavailable}
 		pend("down", `{"name":"A","domain":"a.test"}`, time.Hour)
-		if got := r.reconcile(); got != idempotency.ResultRetry || r.rows("licenses") != 0 {
+		if got := r.reconcile(); got != "retry" || r.rows("licenses") != 0 {
 			t.Errorf("the vendor down: %s, %d licenses; want a retry, none", got, r.rows("licenses"))
 		}
 		r.intent("licenses.store", "down", map[string]any{"status": idempotency.StatusDiscarded})
 
 		lic := r.license("b.test")
 		pend("other", `{"name":"A","domain":"b.test"}`, 0)
-		if got := r.reconcile(); got != idempotency.ResultSuperseded {
+		if got := r.reconcile(); got != "superseded" {
 			t.Errorf("another intent's license: %s, want superseded", got)
 		}
 		r.intent("licenses.store", "setup-b.test", map[string]any{"status": idempotency.StatusPending, "locked_until": nil})
-		if got := r.reconcile(); got != idempotency.ResultCompleted {
+		if got := r.reconcile(); got != "completed" {
 			t.Errorf("its own intent's license: %s, want completed", got)
 		}
 		resp, _, err := r.ops.StoreLicense.Do(context.Background(), r.guard, idempotency.Caller{ConsumerID: "c1"}, "setup-b.test",
@@ -432,7 +432,7 @@ func TestObserveCreatedCountsLicensesMade(t *testing.T) {
 		if _, err := r.create("c2", "k3", "a.test"); !errors.Is(err, licenses.ErrDomainTaken) {
 			t.Fatalf("another's domain = %v", err)
 		}
-		r.v.beforeCreate = func() { r.intent("licenses.store", "k4", map[string]any{"status": idempotency.StatusSuperseded}) }
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k4", map[string]any{"status": "superseded"}) }
 		if _, err := r.create("c1", "k4", "refused.test"); err == nil {
 			t.Fatal("a create superseded meanwhile succeeded")
 		}
@@ -445,7 +445,7 @@ func TestObserveCreatedCountsLicensesMade(t *testing.T) {
 			t.Fatalf("create = %v, want it pending", err)
 		}
 		r.intent("licenses.store", "k5", map[string]any{"created_at": time.Now().UTC().Add(-time.Hour)})
-		if got := r.reconcile(); got != idempotency.ResultCompleted {
+		if got := r.reconcile(); got != "completed" {
 			t.Fatalf("reconciled %s", got)
 		}
 		if n := r.made.Load(); n != 2 {

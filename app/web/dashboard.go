@@ -60,8 +60,7 @@ func (cn *Console) readDashboard(ctx context.Context, d *dashboardPage) error {
 	for _, st := range idempotency.Statuses {
 		d.Intents = append(d.Intents, statusCount{Status: st, Count: counts[st]})
 	}
-	d.Failed = counts[idempotency.StatusFailed]
-	if d.Pending, d.OldestPending, err = cn.cfg.Intents.PendingStats(ctx); err != nil {
+	if d.Pending, d.OldestPending, d.Failed, err = cn.cfg.Intents.Backlog(ctx); err != nil {
 		return err
 	}
 	if d.Webhooks, err = cn.cfg.Webhooks.Backlog(ctx); err != nil {

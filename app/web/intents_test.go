@@ -50,8 +50,7 @@ func TestTimeline(t *testing.T) {
 		RequestedBy: "tok1", CorrelationID: "req-1", CreatedAt: at, UpdatedAt: at.Add(time.Hour),
 		Result: &idempotency.Result{Status: 201, Location: "/api/licenses/01L"}}
 	ops, tok2, req2, reason := "c2", "tok2", "req-2", "cancelled"
-	next := at.Add(30 * time.Second)
-	attempt := idempotency.Attempt{Number: 2, Result: idempotency.ResultRetry, Class: "vendor_unavailable", Next: &next}.Reason()
+	attempt := "attempt 2: retry (vendor_unavailable), next at 2026-12-01T10:00:30.000000Z" // as the reconciler records it
 	garbled := "not an attempt"
 	trail := []audit.Event{
 		{Event: audit.IntentAttempted, Actor: audit.ActorReconciler, Reason: &attempt, CreatedAt: at},

@@ -74,12 +74,14 @@ func attemptDetail(a idempotency.Attempt) string {
 	return s
 }
 
+// attemptResults are the results an attempt's reason records (those
+// app/metrics counts too), in words.
 var attemptResults = map[string]string{
-	idempotency.ResultCompleted:  "completed: the effect was found or made",
-	idempotency.ResultWaiting:    "nothing found at the vendor yet, too young to create",
-	idempotency.ResultRetry:      "did not finish, tried again later",
-	idempotency.ResultFailed:     "failed: an operator should look",
-	idempotency.ResultSuperseded: "superseded: a later change made it moot",
+	"completed":  "completed: the effect was found or made",
+	"waiting":    "nothing found at the vendor yet, too young to create",
+	"retry":      "did not finish, tried again later",
+	"failed":     "failed: an operator should look",
+	"superseded": "superseded: a later change made it moot",
 }
 
 // eventActor is who made an audit event, in words.
