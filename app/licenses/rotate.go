@@ -37,13 +37,22 @@ func (s *Service) RotateKey(ctx context.Context, lic License) (Site, error) {
 	return site, nil
 }
 
+// ErrKeyMoved means the license's key changed since a rotation read it:
+// another rotation was recorded meanwhile, and which of the two keys the
+// vendor gave last only the vendor can tell.
+var ErrKeyMoved = errors.New("the license's key changed since the rotation read it")
+
 // KeyRotated records in tx the key the vendor now holds for the license's
 // site, after a rotation a consumer asked for: the key (sealed at rest), its
 // audit event EventKeyRotated by the context's actor and license.key_rotated,
-// the write of the vendor's own rotation (ApplyVendorEvent). A key already in
-// place (the vendor's own event told of it first) writes nothing. It answers
-// the license as it then is; ErrNotActive when it was revoked meanwhile.
-func (s *Service) KeyRotated(ctx context.Context, tx *gorm.DB, id, key string) (License, error) {
+// the write of the vendor's own rotation (ApplyVendorEvent). from is the key
+// the rotation read before it asked the vendor: the key is recorded only
+// over it (ErrKeyMoved otherwise), so that of two rotations racing, the one
+// that finishes last cannot put back the key the vendor replaced. A key
+// already in place (the vendor's own event told of it first) writes nothing.
+// It answers the license as it then is; ErrNotActive when it was revoked
+// meanwhile.
+func (s *Service) KeyRotated(ctx context.Context, tx *gorm.DB, id, from, key string) (License, error) {
 	var lic License
 	if err := tx.Where("id = ?", id).Take(&lic).Error; err != nil {
 		return License{}, fmt.Errorf("read license %s: %w", id, err)
@@ -53,6 +62,9 @@ func (s *Service) KeyRotated(ctx context.Context, tx *gorm.DB, id, key string) (
 	}
 	after := lic
 	if !s.holds(lic, key) {
+		if !s.holds(lic, from) {
+			return License{}, ErrKeyMoved
+		}
 		set := map[string]any{}
 		if err := s.rekey(set, &after, key); err != nil {
 			return License{}, err

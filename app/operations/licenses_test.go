@@ -36,6 +36,7 @@ type vendor struct {
 	createErr, deleteErr   []error
 	beforeCreate           func()
 	beforeDelete           func()
+	afterRotate            func() // runs once the vendor has rotated a key, before its answer returns
 	finds, creates, delete int
 }
 
@@ -81,6 +82,18 @@ func (v *vendor) DeleteSite(ctx context.Context, id string) error {
 		return err
 	}
 	return v.Vendor.DeleteSite(ctx, id)
+}
+
+func (v *vendor) RotateKey(ctx context.Context, siteID string) (licenses.Site, error) {
+	site, err := v.Vendor.RotateKey(ctx, siteID)
+	v.mu.Lock()
+	hook := v.afterRotate
+	v.afterRotate = nil // once: a rotation the hook runs does not run it again
+	v.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return site, err
 }
 
 func (v *vendor) calls() (finds, creates, deletes int) {

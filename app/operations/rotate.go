@@ -27,14 +27,35 @@ import (
 // then means the vendor never applied it, and it is asked again (a rotation
 // converges: its goal is a key other than the leaked one).
 func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
+	// finish records key over the license's key as lic read it. Should
+	// another rotation have been recorded since (licenses.ErrKeyMoved), the
+	// site as the vendor now holds it decides, over the key as it now is.
 	finish := func(ctx context.Context, x *idempotency.Execution, lic licenses.License, key string) (idempotency.Response, error) {
-		resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
-			after, err := svc.KeyRotated(ctx, tx, lic.ID, key)
-			if err != nil {
-				return idempotency.Response{}, err
+		var resp idempotency.Response
+		var err error
+		for range 3 {
+			resp, err = x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+				after, err := svc.KeyRotated(ctx, tx, lic.ID, lic.LicenseKey, key)
+				if err != nil {
+					return idempotency.Response{}, err
+				}
+				return licenseAnswer(after, false)
+			})
+			if !errors.Is(err, licenses.ErrKeyMoved) {
+				break
 			}
-			return licenseAnswer(after, false)
-		})
+			if lic, err = svc.Rotatable(ctx, x.ConsumerID, lic.ID); err != nil {
+				break
+			}
+			site, ferr := svc.FindSite(ctx, lic.Domain)
+			if err = ferr; err == nil && (site == nil || site.ID != lic.VendorSiteID) {
+				err = errors.New("the vendor holds no site of the license")
+			}
+			if err != nil {
+				break
+			}
+			key = site.LicenseKey
+		}
 		if err != nil && !refused(err) && !errors.Is(err, licenses.ErrNotActive) {
 			// The vendor rotated the key and it is not recorded: as unknown
 			// as a lost answer, and resumed the same way.
