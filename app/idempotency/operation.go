@@ -203,11 +203,15 @@ const doMethod = "DO"
 // canonical form. When ctx is done before the call begins, nothing is done.
 func (op Operation[In]) Do(ctx context.Context, g *Guard, caller Caller, key string, in In, intent []byte) (resp Response, replayed bool, err error) {
 	g.MustServe(op)
-	return g.do(ctx, caller, scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent,
+	var subject *string
+	if op.Subject != nil {
+		subject = ptr.OrNil(op.Subject(in))
+	}
+	return g.do(ctx, caller, scope{ConsumerID: caller.ConsumerID, Operation: op.Name, Key: key}, intent, subject,
 		func(ctx context.Context, x *Execution) (Response, error) { return op.Run(ctx, x, in) })
 }
 
-func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, work func(ctx context.Context, x *Execution) (Response, error)) (Response, bool, error) {
+func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, subject *string, work func(ctx context.Context, x *Execution) (Response, error)) (Response, bool, error) {
 	switch {
 	case sc.Key == "":
 		return Response{}, false, ErrKeyMissing
@@ -219,6 +223,7 @@ func (g *Guard) do(ctx context.Context, caller Caller, sc scope, intent []byte, 
 	}
 	canonical := canonicalJSON(intent)
 	rec := g.makeRecord(sc, fingerprint(doMethod, sc.Operation, canonical), canonical, "", "") // no request to correlate
+	rec.Subject = subject
 	return g.run(&attempt{rec: rec, parent: ctx, caller: caller,
 		work: func(ctx context.Context, x *Execution) (Response, error) {
 			resp, err := work(ctx, x)

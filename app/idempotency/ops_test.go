@@ -108,5 +108,5 @@ func (op Operation[In]) Handler(g *Guard, call func(echo.Context) Caller, bind .
 
 // Do is Do for any work, as a test's job writes it.
 func (g *Guard) Do(ctx context.Context, sc scope, intent []byte, fn func(ctx context.Context) (Response, error)) (Response, bool, error) {
-	return g.do(ctx, Caller{ConsumerID: sc.ConsumerID}, sc, intent, func(ctx context.Context, _ *Execution) (Response, error) { return fn(ctx) })
+	return g.do(ctx, Caller{ConsumerID: sc.ConsumerID}, sc, intent, nil, func(ctx context.Context, _ *Execution) (Response, error) { return fn(ctx) })
 }

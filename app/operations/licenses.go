@@ -183,11 +183,12 @@ func refused(err error) bool {
 //	vendor     the site deleted (no transaction open)
 //	finished   the license revoked, its events, the supersession of the
 //	           consumer's open creates for its domain (which can then never
-//	           bring it back) and the 204, one transaction
+//	           bring it back) and of the license's open rotations, and the
+//	           204, one transaction
 //
 // A delete is safe to repeat, so a pending revoke is resumed at once, and
 // a failed one is retried, never discarded: its license waits on it.
-func revokeLicense(svc *licenses.Service, creates string) idempotency.Operation[string] {
+func revokeLicense(svc *licenses.Service, creates, rotations string) idempotency.Operation[string] {
 	finish := func(ctx context.Context, x *idempotency.Execution, lic licenses.License) (idempotency.Response, error) {
 		if err := svc.DeleteSite(ctx, lic); err != nil {
 			return revoked(lic.ID), err
@@ -196,6 +197,9 @@ func revokeLicense(svc *licenses.Service, creates string) idempotency.Operation[
 			moved, err := svc.Revoked(ctx, tx, lic)
 			if err == nil && moved {
 				err = x.Supersede(tx, creates, lic.Domain)
+			}
+			if err == nil && moved { // a revoked license's key is never rotated
+				err = x.Supersede(tx, rotations, lic.ID)
 			}
 			return revoked(lic.ID), err
 		})

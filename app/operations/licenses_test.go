@@ -34,6 +34,7 @@ type vendor struct {
 	licenses.Vendor
 	mu                     sync.Mutex
 	createErr, deleteErr   []error
+	rotateErr              []error // the errors of the next rotations, in turn
 	beforeCreate           func()
 	beforeDelete           func()
 	afterRotate            func() // runs once the vendor has rotated a key, before its answer returns
@@ -85,6 +86,12 @@ func (v *vendor) DeleteSite(ctx context.Context, id string) error {
 }
 
 func (v *vendor) RotateKey(ctx context.Context, siteID string) (licenses.Site, error) {
+	v.mu.Lock()
+	err := next(&v.rotateErr)
+	v.mu.Unlock()
+	if err != nil {
+		return licenses.Site{}, err
+	}
 	site, err := v.Vendor.RotateKey(ctx, siteID)
 	v.mu.Lock()
 	hook := v.afterRotate

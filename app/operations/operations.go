@@ -20,11 +20,11 @@ type Set struct {
 
 // New declares the operations on the licenses service they run.
 func New(svc *licenses.Service) Set {
-	store := storeLicense(svc)
+	store, rotate := storeLicense(svc), rotateKey(svc)
 	return Set{
 		StoreLicense:     store,
-		RevokeLicense:    revokeLicense(svc, store.Name), // a revoke supersedes the open creates for its domain
-		RotateLicenseKey: rotateKey(svc),
+		RevokeLicense:    revokeLicense(svc, store.Name, rotate.Name), // a revoke supersedes the open creates for its domain and rotations of its license
+		RotateLicenseKey: rotate,
 		VendorEvent:      vendorEvent(svc),
 	}
 }

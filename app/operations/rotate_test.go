@@ -3,9 +3,11 @@ package operations
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/licensor-api/licensor/app/idempotency"
+	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/request"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
@@ -50,6 +52,30 @@ func TestRotationsRacingKeepTheVendorsLastKey(t *testing.T) {
 		}
 		if !bytes.Contains(resp.Body, []byte(site.LicenseKey)) {
 			t.Errorf("the first rotation's answer does not show the key the license holds")
+		}
+	})
+}
+
+// A revoke settles the license's open rotations: a rotation left pending by
+// a lost answer is superseded, not left to fail on a revoked license.
+func TestRevokeSupersedesTheLicensesRotations(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("a.test")
+		r.v.rotateErr = []error{&licenses.UncertainError{Err: errInjected}}
+		if _, err := r.rotate("k1", lic.ID); !errors.Is(err, idempotency.ErrPending) {
+			t.Fatalf("rotate = %v; want it pending (the answer lost)", err)
+		}
+		if err := r.revoke(lic.ID); err != nil {
+			t.Fatalf("revoke: %v", err)
+		}
+		var status string
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("operation = ? AND idempotency_key = ?", "licenses.rotate_key", "k1").
+			Select("status").Scan(&status).Error; err != nil {
+			t.Fatal(err)
+		}
+		if status != "superseded" {
+			t.Errorf("the rotation's intent is %s after the revoke; want superseded", status)
 		}
 	})
 }
