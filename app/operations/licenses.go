@@ -119,7 +119,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 // and its answer (201) commit with the record's completion. When the
 // domain's license is already the consumer's (a race's winner) the error is
 // gorm.ErrDuplicatedKey and lic is that license; a site made for a change
-// then refused (the intent was superseded meanwhile) is deleted.
+// then superseded (a revoke meanwhile) is deleted.
 func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made bool) (idempotency.Response, licenses.License, error) {
 	draft, err := svc.Draft(ctx, x.ConsumerID, in, site, event, x.IntentID())
 	if err != nil {
@@ -141,7 +141,9 @@ func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Ex
 			return idempotency.Response{}, lic, herr
 		}
 		return idempotency.Response{}, lic, err
-	case refused(err) && made:
+	case errors.Is(err, idempotency.ErrSuperseded) && made:
+		// Superseded (a revoke): nobody will hold the site. A lease lost is
+		// not: the intent's new owner finds the site and records it.
 		svc.UndoSite(ctx, site)
 	}
 	return idempotency.Response{}, licenses.License{}, err

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/request"
+	"github.com/licensor-api/licensor/internal/dbtime"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -76,6 +78,37 @@ func TestRevokeSupersedesTheLicensesRotations(t *testing.T) {
 		}
 		if status != "superseded" {
 			t.Errorf("the rotation's intent is %s after the revoke; want superseded", status)
+		}
+	})
+}
+
+// A create whose lease ran out while the vendor made its site (another
+// owner took the intent over) keeps the site: the new owner finds it and
+// records the license with it. Deleting it would leave that license with
+// no site at the vendor.
+func TestLeaseLostMeanwhileKeepsTheSite(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		other := dbtime.Now().Add(time.Hour) // the new owner's lease
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"locked_until": other}) }
+		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("create = %v; want ErrLeaseLost", err)
+		}
+		r.v.beforeCreate = nil
+		if !r.v.has("a.test") {
+			t.Fatalf("the site was deleted though the intent's new owner may record it")
+		}
+		r.intent("licenses.store", "k1", map[string]any{"status": "pending", "locked_until": nil}) // the new owner: the reconciler
+		if got := r.reconcile(); got != "completed" {
+			t.Fatalf("reconcile = %s; want completed", got)
+		}
+		lic, err := r.svc.Held(context.Background(), "c1", "a.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		site, err := r.v.Vendor.FindSite(context.Background(), "a.test")
+		if err != nil || site == nil || site.ID != lic.VendorSiteID {
+			t.Errorf("the license's site %s, the vendor's %+v (%v); want the license to hold the vendor's site", lic.VendorSiteID, site, err)
 		}
 	})
 }
