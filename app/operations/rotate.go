@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"gorm.io/gorm"
 
@@ -81,8 +82,9 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 		if err != nil {
 			return idempotency.Response{}, false, err
 		}
-		if site == nil || site.ID != lic.VendorSiteID {
-			return idempotency.Response{}, false, fmt.Errorf("%w: the vendor holds no site of the license", idempotency.ErrAbandon)
+		if site == nil || site.ID != lic.VendorSiteID { // the vendor's 404, as a rotation sent now would meet
+			return idempotency.Response{}, false, fmt.Errorf("%w: %w", licenses.ErrVendorSiteNotFound,
+				&licenses.RejectedError{Status: http.StatusNotFound, Message: "the vendor holds no site of the license"})
 		}
 		rotated := site.LicenseKey != lic.LicenseKey
 		if !rotated {
@@ -128,7 +130,11 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 			if err != nil {
 				return idempotency.Response{}, false, err
 			}
-			return converge(ctx, x, lic, mayCreate)
+			resp, done, err := converge(ctx, x, lic, mayCreate)
+			if errors.Is(err, licenses.ErrVendorRejected) {
+				err = fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
+			}
+			return resp, done, err
 		},
 	}
 }

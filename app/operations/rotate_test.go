@@ -112,3 +112,30 @@ func TestLeaseLostMeanwhileKeepsTheSite(t *testing.T) {
 		}
 	})
 }
+
+// A failed rotation retried with its key, after the vendor lost the site,
+// is refused as a rotation sent now would be (the vendor's 404: 422
+// vendor_rejected), never an error the API does not document; the reconciler
+// gives such an intent up for an operator (failed, never retried).
+func TestRotationRetriedAfterTheSiteWentIsRejected(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("a.test")
+		r.v.rotateErr = []error{&licenses.UncertainError{Err: errInjected}}
+		if _, err := r.rotate("k1", lic.ID); !errors.Is(err, idempotency.ErrPending) {
+			t.Fatalf("rotate = %v; want it pending", err)
+		}
+		if err := r.v.Vendor.DeleteSite(context.Background(), lic.VendorSiteID); err != nil {
+			t.Fatal(err)
+		}
+		r.intent("licenses.rotate_key", "k1", map[string]any{"status": idempotency.StatusFailed, "locked_until": nil})
+		_, err := r.rotate("k1", lic.ID)
+		if !errors.Is(err, licenses.ErrVendorSiteNotFound) || !errors.Is(err, licenses.ErrVendorRejected) {
+			t.Fatalf("retry = %v; want the vendor's 404 (vendor_rejected)", err)
+		}
+		r.intent("licenses.rotate_key", "k1", map[string]any{"status": idempotency.StatusPending, "locked_until": nil})
+		if got := r.reconcile(); got != "failed" {
+			t.Errorf("reconcile = %s; want failed (given up)", got)
+		}
+	})
+}
