@@ -45,7 +45,7 @@ func TestRobustModel(t *testing.T) {
 		ops  []robustIO
 		want bool
 	}{
-		"create, replay, taken, revoke": {[]robustIO{create("a", "k1", 201, "L1"), replayed(create("a", "k1", 201, "L1")), taken, revoke("a", "L1", 204), list("a", "")}, true},
+		"create, replay, taken, revoke":   {[]robustIO{create("a", "k1", 201, "L1"), replayed(create("a", "k1", 201, "L1")), taken, revoke("a", "L1", 204), list("a", "")}, true},
 		"a pending create settles later":  {[]robustIO{create("a", "", 202, ""), list("a", ""), list("a", "L9")}, true},
 		"a lost answer took effect":       {[]robustIO{create("a", "k1", 0, ""), create("a", "", 200, "L3"), replayed(create("a", "k1", 201, "L3"))}, true},
 		"an unknown revoke settles later": {[]robustIO{create("a", "", 201, "L1"), revoke("a", "L1", 202), list("a", "L1"), create("a", "", 201, "L2")}, true},
@@ -55,7 +55,7 @@ func TestRobustModel(t *testing.T) {
 		// brings the domain back.
 		"a revoked domain comes back": {[]robustIO{create("a", "", 202, ""), create("a", "", 201, "L1"), revoke("a", "L1", 204), list("a", "L2")}, false},
 		// mutant 2: a no-effect 200 stored under its key.
-		"a 200 replayed": {[]robustIO{create("a", "", 201, "L1"), create("a", "k2", 200, "L1"), replayed(create("a", "k2", 200, "L1"))}, false},
+		"a 200 replayed":             {[]robustIO{create("a", "", 201, "L1"), create("a", "k2", 200, "L1"), replayed(create("a", "k2", 200, "L1"))}, false},
 		"a stored 201 answered anew": {[]robustIO{create("a", "k1", 201, "L1"), revoke("a", "L1", 204), create("a", "k1", 201, "L2")}, false},
 		"two licenses at once":       {[]robustIO{create("a", "", 201, "L1"), create("b", "", 201, "L2")}, false},
 		"a 200 of a revoked license": {[]robustIO{create("a", "", 201, "L1"), revoke("a", "L1", 204), create("a", "", 200, "L1")}, false},
