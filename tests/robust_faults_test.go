@@ -31,7 +31,7 @@ var robustVendorFaults = []string{
 // faults runs the schedule until the traffic ends.
 func (r *robustRun) faults(until time.Time) {
 	rng := rand.New(rand.NewPCG(r.seed, 7))
-	kinds := []string{"kill -9", "sigterm", "sigstop", "vendor-sim restart", "vendor faults", "vendor faults"}
+	kinds := []string{"kill -9", "sigterm", "sigstop", "vendor-sim restart", "vendor faults", "vendor faults", "vendor faults"}
 	if r.isMySQL() {
 		kinds = append(kinds, "db connections killed", "db connections killed")
 	}

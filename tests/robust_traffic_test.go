@@ -46,21 +46,21 @@ func (r *robustRun) worker(w int, until time.Time, reconciling *atomic.Bool) {
 		<-time.After(pause) // the pace of the traffic, not a wait for a state
 		domain := r.domains[d]
 		switch {
-		case roll < 26:
+		case roll < 27:
 			n++
 			key := fmt.Sprintf("rk-%d-%d-%d", r.seed, w, n)
 			r.create(w, consumer, si, domain, key, "Robust A", true)
-		case roll < 40:
+		case roll < 41:
 			r.create(w, consumer, si, domain, "", "Robust A", false)
-		case roll < 56:
+		case roll < 57:
 			r.retry(w, consumer, si, alt)
-		case roll < 67:
+		case roll < 68:
 			r.revoke(w, consumer, si, domain, alt)
-		case roll < 76:
+		case roll < 77:
 			r.show(w, consumer, si, domain, alt)
-		case roll < 84:
+		case roll < 86:
 			r.list(w, consumer, si)
-		case roll < 96:
+		case roll < 99:
 			r.vendorEvent(domain, alt)
 		default:
 			if reconciling.CompareAndSwap(false, true) {
