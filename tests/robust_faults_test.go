@@ -20,8 +20,9 @@ import (
 // first, one time in four).
 var robustVendorFaults = []string{
 	`{"5xx_rate":0.1,"drop_rate":0.05,"fault_phase":"random","drop_mode":"hang"}`,
-	`{"drop_creates":2,"drop_mode":"5xx-after-commit"}`,
-	`{"drop_creates":1,"drop_mode":"hang","fault_phase":"after"}`,
+	`{"drop_creates":3,"drop_mode":"5xx-after-commit"}`,
+	`{"drop_creates":3,"drop_mode":"hang","fault_phase":"after"}`,
+	`{"drop_rate":0.15,"drop_mode":"hang","fault_phase":"after"}`,
 	`{"drop_deletes":2,"drop_mode":"close"}`,
 	`{"429_burst":3,"retry_after":0}`,
 	`{"latency":"300ms","jitter":"200ms"}`,

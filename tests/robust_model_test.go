@@ -43,6 +43,7 @@ type robustInput struct {
 	ID       string // the license of a revoke, show or vendor delete
 	Op       int    // the operation's number in the history: names a keyless intent
 	Serve    int    // the serve it was sent to (-1: none)
+	Intent   string // the operation a 202 named (not part of the model: its reservation bounds the return)
 }
 
 // robustOutput is what the operation was answered. Status 0 is no answer

@@ -65,10 +65,11 @@ type robustRun struct {
 // robustKey is a key a consumer sent, with the body it first sent.
 type robustKey struct{ key, domain, name string }
 
-// robustAnswer is a 201 a key was answered.
+// robustAnswer is a 201 a key was answered, and the request it answered.
 type robustAnswer struct {
-	body, location string
-	replayed       bool
+	consumer, name, domain string
+	body, location         string
+	replayed               bool
 }
 
 // robustSiteDelete is a site the vendor deleted on its own during the run:

@@ -82,6 +82,7 @@ func TestRobustHistory(t *testing.T) {
 func (r *robustRun) check() {
 	r.t.Helper()
 	r.resolveVendorDeletes()
+	r.resolveReservations()
 	ops := r.history()
 	began := time.Now()
 	timeout := 3 * time.Minute

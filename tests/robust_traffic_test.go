@@ -119,11 +119,16 @@ func (r *robustRun) create(w int, consumer string, si int, domain, key, name str
 		out.ID, out.LStatus, out.Code = lic.ID, lic.Status, ""
 		r.saw(consumer, domain, lic.ID)
 	}
+	var op struct{ Operation struct{ ID string } }
+	if a.status == http.StatusAccepted && json.Unmarshal([]byte(a.body), &op) == nil {
+		in.Intent = op.Operation.ID
+	}
 	r.record(w, in, out, a.call, a.ret)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a.status == http.StatusCreated && key != "" {
-		r.answers[key] = append(r.answers[key], robustAnswer{body: a.body, location: a.header.Get("Location"), replayed: out.Replayed})
+		r.answers[key] = append(r.answers[key], robustAnswer{name: name, domain: domain, consumer: consumer,
+			body: a.body, location: a.header.Get("Location"), replayed: out.Replayed})
 	}
 	if fresh {
 		r.keys[consumer] = append(r.keys[consumer], robustKey{key: key, domain: domain, name: name})
