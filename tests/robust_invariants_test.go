@@ -132,6 +132,7 @@ func (r *robustRun) resolveReservations() {
 // invariants checks what must hold once everything settled.
 func (r *robustRun) invariants() {
 	r.wantSitesMatchLicenses()
+	r.wantNoSiteRefused()
 	r.wantReplaysIdentical()
 	r.wantFeedsComplete()
 	r.mu.Lock()
@@ -171,6 +172,21 @@ func (r *robustRun) wantSitesMatchLicenses() {
 		case len(held) == 0 && len(list.Data) != 0:
 			t.Errorf("seed %d: %s: no license holds the domain; the vendor holds %v", r.seed, d, list.Data)
 		}
+	}
+}
+
+// wantNoSiteRefused: the reconciler never had a create refused by the
+// vendor. The simulator refuses a create only when the domain already has
+// a site, and a pending create converges on the vendor's natural key: it
+// lists the domain's sites first and adopts the one it finds.
+func (r *robustRun) wantNoSiteRefused() {
+	var reasons []string
+	if err := r.db.Gorm.Table("audit_events").Where("event = ? AND reason LIKE ?", "intent.attempted", "%(vendor_rejected)%").
+		Pluck("reason", &reasons).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	if len(reasons) > 0 {
+		r.t.Errorf("seed %d: the vendor refused %d of the reconciler's creates (the domain had a site it should have adopted): %v", r.seed, len(reasons), reasons)
 	}
 }
 
