@@ -25,7 +25,7 @@ import (
 func (r *robustRun) settle() {
 	t := r.t
 	for _, s := range r.serves {
-		if code, _, _ := sendWith(http.DefaultClient, s.url()+"/healthz", http.MethodGet, "", "", ""); code != http.StatusOK {
+		if code, _, _ := sendWith(robustSimClient, s.url()+"/healthz", http.MethodGet, "", "", ""); code != http.StatusOK {
 			if err := r.startServe(s); err != nil {
 				t.Fatalf("a serve is down at the end of the faults: %v", err)
 			}

@@ -159,7 +159,7 @@ func (r *robustRun) startServe(s *robustServe) error {
 	s.mu.Unlock()
 	p := start(r.t, append(slices.Clone(r.env), "APP_ADDR="+addr), "serve")
 	up := testkit.Poll(30*time.Second, func() bool {
-		code, _, _ := sendWith(http.DefaultClient, "http://"+addr+"/healthz", http.MethodGet, "", "", "")
+		code, _, _ := sendWith(robustSimClient, "http://"+addr+"/healthz", http.MethodGet, "", "", "")
 		return code == http.StatusOK || strings.Contains(p.output.String(), "address already in use")
 	})
 	if !up || strings.Contains(p.output.String(), "address already in use") {
@@ -174,12 +174,16 @@ func (r *robustRun) startServe(s *robustServe) error {
 // simCall makes one request to the simulator; an error when it did not
 // answer want.
 func (r *robustRun) simCall(method, path, body string, want int) (string, error) {
-	code, _, out := sendWith(http.DefaultClient, "http://"+r.simAddr+path, method, faultSimToken, "", body)
+	code, _, out := sendWith(robustSimClient, "http://"+r.simAddr+path, method, faultSimToken, "", body)
 	if code != want {
 		return out, fmt.Errorf("%s %s = %d %s", method, path, code, out)
 	}
 	return out, nil
 }
+
+// robustSimClient is the client of the simulator: its vendor routes may
+// hold an answer (a drop) until the client gives up.
+var robustSimClient = &http.Client{Timeout: 5 * time.Second}
 
 // runLicensor runs a licensor command to its end within limit; its output
 // and error (a failure is the caller's to judge: during the faults a

@@ -248,7 +248,7 @@ func (r *robustRun) list(w int, consumer string, si int) {
 // webhook to a serve. A deletion is in the history: the licenses of the
 // site may be revoked by it from then on.
 func (r *robustRun) vendorEvent(domain string, alt int) {
-	code, _, body := sendWith(http.DefaultClient, "http://"+r.simAddr+"/sites?domain="+domain, http.MethodGet, faultSimToken, "", "")
+	code, _, body := sendWith(robustSimClient, "http://"+r.simAddr+"/sites?domain="+domain, http.MethodGet, faultSimToken, "", "")
 	var list struct{ Data []simSite }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil || len(list.Data) == 0 {
 		return
@@ -256,7 +256,7 @@ func (r *robustRun) vendorEvent(domain string, alt int) {
 	site := list.Data[alt%len(list.Data)]
 	action := []string{"suspend", "reactivate", "rotate", "delete"}[alt%4]
 	call := r.now()
-	code, _, _ = sendWith(http.DefaultClient, "http://"+r.simAddr+"/_sim/sites/"+site.ID+"/"+action, http.MethodPost, faultSimToken, "", "")
+	code, _, _ = sendWith(robustSimClient, "http://"+r.simAddr+"/_sim/sites/"+site.ID+"/"+action, http.MethodPost, faultSimToken, "", "")
 	ret := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
