@@ -95,7 +95,7 @@ func newRobustRun(t *testing.T, db *testdb.DB, seed uint64, serves int) *robustR
 	}
 	r.simAddr = testkit.FreeAddr(t)
 	r.simArgs = []string{"--seed", fmt.Sprint(seed), "--state", filepath.Join(t.TempDir(), "vendor.json"),
-		"--latency", "5ms", "--jitter", "20ms",
+		"--latency", "5ms", "--jitter", "20ms", "--drop-rate", "0.08", "--fault-phase", "after", "--drop-mode", "hang",
 		"--webhook-url", r.serves[0].url() + "/api/webhooks/vendor", "--webhook-secret", robustWebhookSecret, "--webhook-dup-rate", "0.2"}
 	if err := r.startSim(); err != nil {
 		t.Fatal(err)

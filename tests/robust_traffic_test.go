@@ -60,8 +60,10 @@ func (r *robustRun) worker(w int, until time.Time, reconciling *atomic.Bool) {
 			r.show(w, consumer, si, domain, alt)
 		case roll < 86:
 			r.list(w, consumer, si)
-		case roll < 99:
+		case roll < 95:
 			r.vendorEvent(domain, alt)
+		case roll < 99:
+			r.race(w, consumer, si, domain, alt)
 		default:
 			if reconciling.CompareAndSwap(false, true) {
 				if out, err := r.runLicensor(30*time.Second, "reconcile"); err != nil {
@@ -74,6 +76,22 @@ func (r *robustRun) worker(w int, until time.Time, reconciling *atomic.Bool) {
 			}
 		}
 	}
+}
+
+// race sends a keyless create and, while it may still be at the vendor, a
+// keyed create of the same consumer and domain to another serve, then
+// revokes what the second was answered: a revoke racing an older create.
+func (r *robustRun) race(w int, consumer string, si int, domain string, alt int) {
+	var first sync.WaitGroup
+	first.Go(func() { r.create(w, consumer, si, domain, "", "Robust A", false) })
+	<-time.After(time.Duration(100+alt%400) * time.Millisecond) // into the first create's vendor call
+	key := fmt.Sprintf("rk-%d-%d-race-%d", r.seed, w, alt)
+	other := (si + 1) % len(r.serves)
+	r.create(w, consumer, other, domain, key, "Robust A", true)
+	if ids := r.seenIDs(consumer, domain); len(ids) > 0 {
+		r.revoke(w, consumer, si, domain, 1)
+	}
+	first.Wait()
 }
 
 // robustAnswered is a request's answer and its time in the history.
