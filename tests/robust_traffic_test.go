@@ -83,7 +83,7 @@ func (r *robustRun) worker(w int, until time.Time, reconciling *atomic.Bool) {
 // revokes what the second was answered: a revoke racing an older create.
 func (r *robustRun) race(w int, consumer string, si int, domain string, alt int) {
 	var first sync.WaitGroup
-	first.Go(func() { r.create(w, consumer, si, domain, "", "Robust A", false) })
+	first.Go(func() { r.create(w+robustWorkers, consumer, si, domain, "", "Robust A", false) }) // another client: it runs beside w
 	<-time.After(time.Duration(100+alt%400) * time.Millisecond) // into the first create's vendor call
 	key := fmt.Sprintf("rk-%d-%d-race-%d", r.seed, w, alt)
 	other := (si + 1) % len(r.serves)
