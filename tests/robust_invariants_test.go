@@ -133,6 +133,7 @@ func (r *robustRun) resolveReservations() {
 func (r *robustRun) invariants() {
 	r.wantSitesMatchLicenses()
 	r.wantNoSiteRefused()
+	r.wantLicensesOfCompletedIntents()
 	r.wantReplaysIdentical()
 	r.wantFeedsComplete()
 	r.mu.Lock()
@@ -172,6 +173,20 @@ func (r *robustRun) wantSitesMatchLicenses() {
 		case len(held) == 0 && len(list.Data) != 0:
 			t.Errorf("seed %d: %s: no license holds the domain; the vendor holds %v", r.seed, d, list.Data)
 		}
+	}
+}
+
+// wantLicensesOfCompletedIntents: the intent that made a license is
+// completed (the license row, its events and the completion commit
+// together: a crash leaves both or neither).
+func (r *robustRun) wantLicensesOfCompletedIntents() {
+	var rows []struct{ ID, Status string }
+	if err := r.db.Gorm.Raw("SELECT l.id, k.status FROM licenses l JOIN " + keysTable + " k ON k.public_id = l.intent_id WHERE k.status <> ?",
+		idempotency.StatusCompleted).Scan(&rows).Error; err != nil {
+		r.t.Fatal(err)
+	}
+	for _, row := range rows {
+		r.t.Errorf("seed %d: license %s was made by an intent that is %s, not completed", r.seed, row.ID, row.Status)
 	}
 }
 
