@@ -81,12 +81,18 @@ func (r *robustRun) worker(w int, until time.Time, reconciling *atomic.Bool) {
 // race sends a keyless create and, while it may still be at the vendor, a
 // keyed create of the same consumer and domain to another serve, then
 // revokes what the second was answered: a revoke racing an older create.
+// It starts by revoking the consumer's own license of the domain, if it
+// holds one, so that the domain is free for the race (the others' traffic
+// keeps the few domains held most of the time).
 //
 // The vendor is told first to lose the answer of its next create after
 // committing it (held until VENDOR_TIMEOUT): a failpoint armed for the
 // race, as etcd's robustness tests arm theirs during the traffic (another
 // create may take it).
 func (r *robustRun) race(w int, consumer string, si int, domain string, alt int) {
+	if len(r.seenIDs(consumer, domain)) > 0 {
+		r.revoke(w, consumer, si, domain, 1)
+	}
 	if _, err := r.simCall(http.MethodPost, "/_sim/faults", `{"drop_creates":1,"drop_mode":"hang","fault_phase":"after"}`, http.StatusOK); err == nil {
 		r.mu.Lock()
 		r.stats.faults["vendor drops its next create"]++
