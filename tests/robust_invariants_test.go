@@ -198,7 +198,7 @@ func (r *robustRun) supersededStarted(domain string) int64 {
 // together: a crash leaves both or neither).
 func (r *robustRun) wantLicensesOfCompletedIntents() {
 	var rows []struct{ ID, Status string }
-	if err := r.db.Gorm.Raw("SELECT l.id, k.status FROM licenses l JOIN " + keysTable + " k ON k.public_id = l.intent_id WHERE k.status <> ?",
+	if err := r.db.Gorm.Raw("SELECT l.id, k.status FROM licenses l JOIN "+keysTable+" k ON k.public_id = l.intent_id WHERE k.status <> ?",
 		idempotency.StatusCompleted).Scan(&rows).Error; err != nil {
 		r.t.Fatal(err)
 	}

@@ -101,7 +101,8 @@ func (r *robustRun) race(w int, consumer string, si int, domain string, alt int)
 		r.mu.Unlock()
 	}
 	var first sync.WaitGroup
-	first.Go(func() { r.create(w+robustWorkers, consumer, si, domain, "", "Robust A", false) }) // another client: it runs beside w
+	// The first create is another client of the history: it runs beside w.
+	first.Go(func() { r.create(w+robustWorkers, consumer, si, domain, "", "Robust A", false) })
 	<-time.After(time.Duration(100+alt%400) * time.Millisecond) // into the first create's vendor call
 	key := fmt.Sprintf("rk-%d-%d-race-%d", r.seed, w, alt)
 	other := (si + 1) % len(r.serves)
