@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -76,12 +77,16 @@ func newVendor(faults []fault) *vendor {
 type procVendor struct {
 	v    *vendor
 	proc int
+	dead <-chan struct{} // closed when the process crashes
 }
 
 var _ licenses.Vendor = procVendor{}
 
-// as is the vendor for process proc's driver.
-func (v *vendor) as(proc int) licenses.Vendor { return procVendor{v: v, proc: proc} }
+// as is the vendor for process proc's driver; dead is closed when the
+// process crashes (a 429's wait then ends at once).
+func (v *vendor) as(proc int, dead <-chan struct{}) licenses.Vendor {
+	return procVendor{v: v, proc: proc, dead: dead}
+}
 
 // fault takes the next call's fault.
 func (v *vendor) fault() fault {
@@ -100,7 +105,7 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 	f := v.fault()
 	if f == faultRateLimited {
 		// The driver waits out the Retry-After and asks again.
-		if err := sleepCtx(ctx, 2*time.Second); err != nil {
+		if err := sleepCtx(ctx, p.dead, 2*time.Second); err != nil {
 			return &licenses.UnavailableError{RetryAfter: 2 * time.Second, Err: fmt.Errorf("%s: waiting out a 429: %w", what, err)}
 		}
 		f = faultNone
@@ -119,10 +124,7 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 		if !write {
 			return &licenses.UnavailableError{Err: fmt.Errorf("%s: answer lost", what)}
 		}
-		var rej *licenses.RejectedError
-		if err != nil && asRejected(err, &rej) && rej.Status == http.StatusNotFound {
-			// A delete's 404 is an answer too: lost, it is as unknown.
-		}
+		_ = err // whatever it was, the answer is lost
 		return &licenses.UncertainError{Err: fmt.Errorf("%s: connection reset after sending", what)}
 	}
 	return do()
@@ -138,7 +140,8 @@ func trimWord(s string) string {
 	return ""
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// sleepCtx waits d, or until ctx ends or dead is closed.
+func sleepCtx(ctx context.Context, dead <-chan struct{}, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -146,16 +149,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-dead:
+		return errors.New("the process crashed")
 	}
 }
 
-func asRejected(err error, target **licenses.RejectedError) bool {
-	r, ok := err.(*licenses.RejectedError)
-	if ok {
-		*target = r
-	}
-	return ok
-}
 
 func (s *simSite) site() licenses.Site {
 	return licenses.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.Key, Status: s.Status}

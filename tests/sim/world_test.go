@@ -93,7 +93,7 @@ func makeTemplate(path string) (template, error) {
 	if err != nil {
 		return template{}, err
 	}
-	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Vendor: newVendor(nil).as(0),
+	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Vendor: newVendor(nil).as(0, nil),
 		Now: func() time.Time { return epoch.Add(-time.Minute) }})
 	if err != nil {
 		return template{}, err
@@ -166,7 +166,7 @@ func start(id int, path string, v *vendor) (*process, error) {
 		cancel()
 		return nil, err
 	}
-	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Read: read, Vendor: v.as(id), Now: time.Now})
+	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Read: read, Vendor: v.as(id, ctx.Done()), Now: time.Now})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -1,0 +1,395 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// settle ends the case as an operator would find it: faults off, every
+// held call answered, every vendor event delivered, time past every lease
+// and settle window, reconciler passes until no intent is open, and the
+// events numbered for the feed.
+func (w *world) settle() {
+	w.note("settle")
+	w.v.off = true
+	w.armed = [procs]int{}
+	for round := 0; len(w.flights) > 0 || w.heldCount() > 0; round++ {
+		if round == 50 {
+			w.problems = append(w.problems, "settle: operations still running after 50 rounds")
+			return
+		}
+		for _, c := range w.v.held {
+			c.release <- faultNone
+		}
+		w.v.held = nil
+		for _, pt := range w.points {
+			pt.release <- false
+		}
+		w.points = nil
+		w.quiesce()
+		if len(w.flights) > 0 {
+			time.Sleep(time.Minute)
+			w.quiesce()
+		}
+	}
+	p := w.ps[0]
+	for i := range w.v.events {
+		ev := &w.v.events[i]
+		for try := 0; !ev.Delivered && try < 5; try++ {
+			w.deliver(op{Kind: opDeliver, Proc: 0, Ref: i}, i)
+			w.quiesce()
+			if !ev.Delivered {
+				time.Sleep(time.Minute)
+			}
+		}
+	}
+	for pass := 0; ; pass++ {
+		open := w.openIntents()
+		if open == 0 {
+			break
+		}
+		if pass == 30 {
+			w.violate("settled", "%d intents still pending or processing after %d reconciler passes", open, pass)
+			break
+		}
+		time.Sleep(3 * time.Minute) // past the lease, the settle window and the backoff
+		out, err := p.app.Reconciler.RunOnce(p.ctx)
+		var results []string
+		for _, r := range out {
+			results = append(results, r.Operation+":"+r.Result)
+		}
+		w.note("  reconcile [%s] %v", strings.Join(results, " "), err)
+	}
+	if _, err := p.app.Webhooks.Dispatch(p.ctx); err != nil {
+		w.problems = append(w.problems, fmt.Sprintf("dispatch: %v", err))
+	}
+}
+
+// violate records a broken invariant.
+func (w *world) violate(name, format string, args ...any) {
+	w.violations = append(w.violations, name+": "+fmt.Sprintf(format, args...))
+}
+
+// openIntents counts the intents still pending or processing.
+func (w *world) openIntents() int64 {
+	var n int64
+	if err := w.ps[0].db.Raw("SELECT COUNT(*) FROM idempotency_keys WHERE status IN ('pending', 'processing')").Scan(&n).Error; err != nil {
+		w.problems = append(w.problems, fmt.Sprintf("count open intents: %v", err))
+	}
+	return n
+}
+
+// licenseView is a license as GET /api/licenses shows it.
+type licenseView struct {
+	ID           string `json:"id"`
+	Domain       string `json:"domain"`
+	Status       string `json:"status"`
+	VendorSiteID string `json:"vendor_site_id"`
+	LicenseKey   string `json:"license_key"`
+}
+
+// held is every license of every consumer (revoked ones too), as
+// GET /api/licenses/{id} shows it (through process 0).
+func (w *world) held() map[string][]licenseView {
+	var rows []struct{ ID, Consumer string }
+	err := w.ps[0].db.Raw("SELECT l.id AS id, c.name AS consumer FROM licenses l JOIN consumers c ON c.id = l.consumer_id ORDER BY l.created_at, l.id").
+		Scan(&rows).Error
+	if err != nil {
+		w.problems = append(w.problems, fmt.Sprintf("read the licenses: %v", err))
+	}
+	out := map[string][]licenseView{}
+	for _, r := range rows {
+		a := w.ps[0].do(http.MethodGet, "/api/licenses/"+r.ID, "", "Authorization", "Bearer "+w.tokens[r.Consumer])
+		var one struct {
+			Data licenseView `json:"data"`
+		}
+		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &one) != nil {
+			w.violate("show", "GET /api/licenses/%s as %s: %d %s", r.ID, r.Consumer, a.Status, a.Body)
+			continue
+		}
+		out[r.Consumer] = append(out[r.Consumer], one.Data)
+	}
+	return out
+}
+
+// check runs every invariant on the settled world.
+func (w *world) check() {
+	if len(w.problems) > 0 {
+		return
+	}
+	held := w.held()
+	w.checkAnswersDocumented()
+	w.checkReplays()
+	w.checkVendorMatches(held)
+	w.checkFeeds(held)
+	w.checkCreatedExists(held)
+	w.checkRevokeFinal(held)
+}
+
+// documented is what the API documents for each operation (docs/api.md):
+// never a 500.
+var documented = map[kind][]int{
+	opCreate: {200, 201, 202, 409, 422, 503},
+	opRevoke: {202, 204, 404, 409, 422, 503},
+	opRotate: {200, 202, 404, 409, 422, 503},
+	opShow:   {200, 404},
+	opList:   {200},
+	// A vendor event: received (200), its id with another body (409), or
+	// not now (503).
+	opDeliver: {200, 202, 409, 503},
+}
+
+// checkAnswersDocumented: every answer is one the API documents for its
+// operation (no 500, no undocumented status).
+func (w *world) checkAnswersDocumented() {
+	for _, r := range w.records {
+		if !slices.Contains(documented[r.op.Kind], r.ans.Status) {
+			w.violate("documented", "step %d (%s) answered %d: %s", r.step, r.op, r.ans.Status, r.ans.Body)
+		}
+	}
+}
+
+// stored is the status of a key's answer that had an effect, stored and
+// replayed for the key: a create's 201, a rotation's 200, a revoke's 204.
+var stored = map[kind]int{opCreate: http.StatusCreated, opRotate: http.StatusOK, opRevoke: http.StatusNoContent}
+
+// checkReplays: every answer of a key (per consumer, same request) after
+// its first stored answer is that answer byte for byte, and a replay says
+// so; a replay is always of a stored answer (a create's 200, which had no
+// effect, is never replayed); a key never answers 201 then 200.
+func (w *world) checkReplays() {
+	type keyOf struct {
+		consumer, method, path, key, body string
+	}
+	first := map[keyOf]record{}
+	created := map[keyOf]int{}
+	for _, r := range w.records {
+		if r.key == "" || r.consumer == "vendor" {
+			continue
+		}
+		k := keyOf{r.consumer, r.method, r.path, r.key, r.body}
+		want, ok := first[k]
+		switch {
+		case ok && r.ans.Status/100 == 2 && (r.ans.Status != want.ans.Status || r.ans.Body != want.ans.Body):
+			w.violate("replay", "step %d (%s) answered %d %s; the key's stored answer (step %d) is %d %s",
+				r.step, r.op, r.ans.Status, r.ans.Body, want.step, want.ans.Status, want.ans.Body)
+		case ok && r.ans.Status/100 == 2 && !r.ans.Replayed:
+			w.violate("replay", "step %d (%s) answered the stored answer of step %d without Idempotent-Replayed", r.step, r.op, want.step)
+		case !ok && r.ans.Replayed && r.ans.Status != stored[r.op.Kind] && r.ans.Status != http.StatusAccepted:
+			w.violate("replay", "step %d (%s) replayed %d %s, an answer that had no effect", r.step, r.op, r.ans.Status, r.ans.Body)
+		}
+		if r.op.Kind == opCreate {
+			if s, ok := created[k]; ok && s == http.StatusCreated && r.ans.Status == http.StatusOK {
+				w.violate("replay", "step %d (%s) answered 200 after the key answered 201", r.step, r.op)
+			}
+			if r.ans.Status == http.StatusCreated || r.ans.Status == http.StatusOK {
+				created[k] = r.ans.Status
+			}
+		}
+		if !ok && r.ans.Status == stored[r.op.Kind] {
+			first[k] = r
+		}
+	}
+}
+
+// checkVendorMatches: the vendor holds one site per license that is not
+// revoked (the license's vendor_site_id, for its domain), and no other: none
+// for a revoked license's domain nor for a domain no license holds. No
+// license is left revoking.
+func (w *world) checkVendorMatches(held map[string][]licenseView) {
+	holder := map[string]licenseView{} // by domain
+	for _, c := range consumers {
+		for _, l := range held[c] {
+			switch l.Status {
+			case "revoked":
+				continue
+			case "revoking":
+				w.violate("vendor", "license %s (%s) is still revoking after settle", l.ID, l.Domain)
+			}
+			if h, ok := holder[l.Domain]; ok {
+				w.violate("vendor", "licenses %s and %s both hold %s", h.ID, l.ID, l.Domain)
+			}
+			holder[l.Domain] = l
+			s, ok := w.v.sites[l.Domain]
+			switch {
+			case !ok:
+				w.violate("vendor", "license %s (%s, %s) has no vendor site", l.ID, c, l.Domain)
+			case s.ID != l.VendorSiteID:
+				w.violate("vendor", "license %s (%s) names site %s, the vendor's is %s", l.ID, l.Domain, l.VendorSiteID, s.ID)
+			}
+		}
+	}
+	for _, d := range w.v.domains() {
+		if _, ok := holder[d]; !ok {
+			w.violate("vendor", "the vendor's site %s for %s is no license's", w.v.sites[d].ID, d)
+		}
+	}
+}
+
+// feedEvent is one event of GET /api/events.
+type feedEvent struct {
+	Type     string `json:"type"`
+	Sequence uint64 `json:"sequence"`
+	Data     struct {
+		License *licenseView `json:"license"`
+	} `json:"data"`
+}
+
+// checkFeeds: each license's events in the consumer's feed are numbered
+// 1, 2, … without a gap, the last shows the license as it is, and they
+// match its audit trail (one creation first; one license.revoked iff it is
+// revoked).
+func (w *world) checkFeeds(held map[string][]licenseView) {
+	for _, c := range consumers {
+		a := w.ps[0].do(http.MethodGet, "/api/events?per_page=100", "", "Authorization", "Bearer "+w.tokens[c])
+		var page struct {
+			Data []feedEvent `json:"data"`
+		}
+		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &page) != nil {
+			w.violate("feed", "GET /api/events as %s: %d %s", c, a.Status, a.Body)
+			continue
+		}
+		byLicense := map[string][]feedEvent{}
+		for _, e := range page.Data {
+			if e.Data.License != nil {
+				byLicense[e.Data.License.ID] = append(byLicense[e.Data.License.ID], e)
+			}
+		}
+		for _, l := range held[c] {
+			evs := byLicense[l.ID]
+			var types []string
+			for i, e := range evs {
+				types = append(types, e.Type)
+				if e.Sequence != uint64(i+1) {
+					w.violate("feed", "license %s: event %d (%s) has sequence %d", l.ID, i+1, e.Type, e.Sequence)
+				}
+			}
+			if len(evs) == 0 {
+				w.violate("feed", "license %s (%s) has no event", l.ID, l.Domain)
+				continue
+			}
+			if last := evs[len(evs)-1].Data.License; last.Status != l.Status || last.LicenseKey != l.LicenseKey {
+				w.violate("feed", "license %s is %s (key %s); its last event shows %s (key %s)", l.ID, l.Status, l.LicenseKey, last.Status, last.LicenseKey)
+			}
+			if types[0] != "license.created" || count(types, "license.created") != 1 {
+				w.violate("feed", "license %s: events %v: one license.created, first", l.ID, types)
+			}
+			if revoked := count(types, "license.revoked"); revoked > 1 || (revoked == 1) != (l.Status == "revoked") {
+				w.violate("feed", "license %s is %s; events %v", l.ID, l.Status, types)
+			}
+			w.checkTrail(c, l, types)
+		}
+	}
+}
+
+// checkTrail: the audit trail begins with the license's making, once,
+// and records its revocation iff it is revoked.
+func (w *world) checkTrail(c string, l licenseView, feed []string) {
+	a := w.ps[0].do(http.MethodGet, "/api/licenses/"+l.ID+"/events", "", "Authorization", "Bearer "+w.tokens[c])
+	var page struct {
+		Data []struct {
+			Event string `json:"event"`
+		} `json:"data"`
+	}
+	if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &page) != nil {
+		w.violate("trail", "GET /api/licenses/%s/events: %d %s", l.ID, a.Status, a.Body)
+		return
+	}
+	var trail []string
+	made := 0
+	for _, e := range page.Data {
+		trail = append(trail, e.Event)
+		if e.Event == "created" || e.Event == "adopted" || e.Event == "reconciled" {
+			made++
+		}
+	}
+	if len(trail) == 0 || made != 1 || !slices.Contains([]string{"created", "adopted", "reconciled"}, trail[0]) {
+		w.violate("trail", "license %s: audit trail %v: one making, first (feed %v)", l.ID, trail, feed)
+	}
+	if (count(trail, "revoked") == 1) != (l.Status == "revoked") || count(trail, "revoked") > 1 {
+		w.violate("trail", "license %s is %s; audit trail %v", l.ID, l.Status, trail)
+	}
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
+
+// checkCreatedExists: a 201 is a license of the consumer's for the
+// domain, which exists for good (revoked or not).
+func (w *world) checkCreatedExists(held map[string][]licenseView) {
+	for _, r := range w.records {
+		if r.op.Kind != opCreate || r.ans.Status != http.StatusCreated {
+			continue
+		}
+		var body struct {
+			Data licenseView `json:"data"`
+		}
+		_ = json.Unmarshal([]byte(r.ans.Body), &body)
+		found := false
+		for _, l := range held[r.consumer] {
+			found = found || (l.ID == body.Data.ID && l.Domain == domains[r.op.Domain])
+		}
+		if !found {
+			w.violate("created", "step %d (%s) answered 201 for license %s, which %s does not hold", r.step, r.op, body.Data.ID, r.consumer)
+		}
+	}
+}
+
+// checkRevokeFinal: a revoke supersedes the consumer's open creates for
+// the domain, so that none can bring it back: when the consumer's last
+// create for a domain was sent before a revoke of its license there
+// answered 204, the consumer holds no license for the domain at the end.
+func (w *world) checkRevokeFinal(held map[string][]licenseView) {
+	type cd struct{ consumer, domain string }
+	lastCreate := map[cd]int{} // the step the consumer last sent a create for the domain (lost in a crash too)
+	for _, c := range w.sent {
+		k := cd{c.consumer, c.domain}
+		lastCreate[k] = max(lastCreate[k], c.step)
+	}
+	domainOf := map[string]string{}
+	for _, c := range consumers {
+		for _, l := range held[c] {
+			domainOf[l.ID] = l.Domain
+		}
+	}
+	revokedAt := map[cd]record{}
+	for _, r := range w.records {
+		if r.op.Kind != opRevoke || r.ans.Status != http.StatusNoContent {
+			continue
+		}
+		id := r.path[strings.LastIndex(r.path, "/")+1:]
+		k := cd{r.consumer, domainOf[id]}
+		if prev, ok := revokedAt[k]; !ok || prev.doneStep < r.doneStep {
+			revokedAt[k] = r
+		}
+	}
+	keys := make([]cd, 0, len(revokedAt))
+	for k := range revokedAt {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].consumer+keys[i].domain < keys[j].consumer+keys[j].domain })
+	for _, k := range keys {
+		rv := revokedAt[k]
+		if last, ok := lastCreate[k]; ok && last >= rv.doneStep {
+			continue // a create sent once the revoke had answered (or as it did) may make a new license
+		}
+		for _, l := range held[k.consumer] {
+			if l.Domain == k.domain && l.Status != "revoked" {
+				w.violate("revoke", "%s's license for %s was revoked (step %d answered 204 at step %d) after its last create was sent (step %d), yet %s holds license %s (%s) at the end",
+					k.consumer, k.domain, rv.step, rv.doneStep, lastCreate[k], k.consumer, l.ID, l.Status)
+			}
+		}
+	}
+}

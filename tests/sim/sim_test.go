@@ -1,0 +1,139 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+var (
+	simCases = flag.Int("sim.cases", 300, "sim: cases TestSim runs")
+	simSeed  = flag.Uint64("sim.seed", 0, "sim: the first case's seed (0: the time's); -sim.cases=1 -sim.seed=S replays seed S")
+	simOut   = flag.String("sim.out", "", "sim: directory a failing case's history is written to (default: the test's temporary directory, or $SIM_OUT)")
+)
+
+// TestSim runs -sim.cases plans drawn from seeded PCG sources, one case per
+// seed, on every core; a case that breaks an invariant is shrunk (whole
+// operations dropped while it still fails) and reported with its seed, its
+// shrunk plan and its history.
+func TestSim(t *testing.T) {
+	seed := *simSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	n := *simCases
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var failed atomic.Bool
+	var mu sync.Mutex
+	first := -1
+	start := time.Now()
+	t.Logf("seeds %d to %d", seed, seed+uint64(n)-1)
+	t.Run("cases", func(t *testing.T) {
+		for i := 0; i < workers; i++ {
+			t.Run(fmt.Sprintf("worker%d", i), func(t *testing.T) {
+				t.Parallel()
+				for !failed.Load() {
+					c := int(next.Add(1)) - 1
+					if c >= n {
+						return
+					}
+					s := seed + uint64(c)
+					p := genPlan(newPCG(s))
+					if res := runPlan(t, p); res.failed() {
+						mu.Lock()
+						if first < 0 || c < first {
+							first = c
+						}
+						mu.Unlock()
+						failed.Store(true)
+						report(t, s, c, time.Since(start), p, res)
+						return
+					}
+				}
+			})
+		}
+	})
+	done := min(int(next.Load()), n)
+	el := time.Since(start)
+	t.Logf("%d cases in %s: %.1f cases/s", done, el.Round(time.Millisecond), float64(done)/el.Seconds())
+}
+
+// report shrinks a failing plan and fails the test with the seed, the
+// shrunk plan and its history, written to a file too.
+func report(t *testing.T, seed uint64, c int, after time.Duration, p plan, res result) {
+	t.Helper()
+	small, sres := shrink(t, p, res)
+	dir := *simOut
+	if dir == "" {
+		dir = os.Getenv("SIM_OUT")
+	}
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	file := filepath.Join(dir, fmt.Sprintf("sim-seed-%d.txt", seed))
+	text := fmt.Sprintf("seed %d (case %d, found after %s)\n\nviolations:\n  %s\n\nshrunk plan (%d of %d operations):\n%s\nhistory of the shrunk plan:\n%s\nviolations of the shrunk plan:\n  %s\n\nfull plan:\n%s\nhistory of the full plan:\n%s",
+		seed, c, after.Round(time.Millisecond), strings.Join(res.Violations, "\n  "), len(small.Ops), len(p.Ops), small, sres.History,
+		strings.Join(sres.Violations, "\n  "), p, res.History)
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		_ = os.WriteFile(file, []byte(text), 0o644)
+	}
+	t.Errorf("seed %d (case %d, after %s) broke an invariant; replay: go test ./tests/sim -run 'TestSim$' -sim.cases=1 -sim.seed=%d\n%s\nshrunk plan (%d operations):\n%s\nhistory:\n%s\nwritten to %s",
+		seed, c, after.Round(time.Millisecond), seed, strings.Join(sres.Violations, "\n"), len(small.Ops), small, sres.History, file)
+}
+
+// shrink drops operations (halves, then quarters, …, then one at a time)
+// and vendor faults while the plan still breaks an invariant.
+func shrink(t *testing.T, p plan, res result) (plan, result) {
+	deadline := time.Now().Add(time.Minute)
+	try := func(q plan) bool {
+		if time.Now().After(deadline) {
+			return false
+		}
+		if r := runPlan(t, q); r.failed() {
+			p, res = q, r
+			return true
+		}
+		return false
+	}
+	for chunk := len(p.Ops) / 2; chunk >= 1; chunk /= 2 {
+		for i := 0; i+chunk <= len(p.Ops); {
+			q := plan{Faults: p.Faults, Ops: append(append([]op{}, p.Ops[:i]...), p.Ops[i+chunk:]...)}
+			if !try(q) {
+				i += chunk
+			}
+		}
+	}
+	for i := len(p.Faults) - 1; i >= 0; i-- {
+		if p.Faults[i] == faultNone {
+			continue
+		}
+		fs := append([]fault{}, p.Faults...)
+		fs[i] = faultNone
+		try(plan{Faults: fs, Ops: p.Ops})
+	}
+	for len(p.Faults) > 0 && p.Faults[len(p.Faults)-1] == faultNone {
+		p.Faults = p.Faults[:len(p.Faults)-1]
+	}
+	return p, res
+}
+
+// TestSimRapid draws the plans through rapid (-rapid.checks of them,
+// -rapid.seed to replay), which shrinks a failing one to a minimal plan.
+func TestSimRapid(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := genPlan(rapidDrawer{rt})
+		if res := runPlan(t, p); res.failed() {
+			rt.Fatalf("%s\nplan:\n%s\nhistory:\n%s", strings.Join(res.Violations, "\n"), p, res.History)
+		}
+	})
+}
