@@ -26,7 +26,9 @@ func (d rapidDrawer) draw(n int, label string) int { return rapid.IntRange(0, n-
 // pcgDrawer draws from a PCG source seeded by the case's seed.
 type pcgDrawer struct{ r *rand.Rand }
 
-func newPCG(seed uint64) pcgDrawer { return pcgDrawer{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))} }
+func newPCG(seed uint64) pcgDrawer {
+	return pcgDrawer{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
 
 func (d pcgDrawer) draw(n int, _ string) int { return d.r.IntN(n) }
 

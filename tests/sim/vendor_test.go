@@ -2,11 +2,12 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/licensor-api/licensor/app/licenses"
@@ -50,6 +51,7 @@ type vendorCall struct {
 // schedule's list (faults off: every call answered). It implements
 // licenses.Vendor for one process (see vendor.as).
 type vendor struct {
+	mu       sync.Mutex          // a safety net: the schedule runs one call at a time
 	sites    map[string]*simSite // by domain
 	next     int                 // the last site number given
 	keys     int                 // the last license key number given
@@ -101,18 +103,30 @@ func (v *vendor) fault() fault {
 // decides whether it is done and whether its answer arrives.
 func (p procVendor) call(ctx context.Context, what string, write bool, do func() error) error {
 	v := p.v
+	select {
+	case <-p.dead: // a process that died sends nothing more
+		return &licenses.UnavailableError{Err: errors.New(what + ": the process crashed")}
+	default:
+	}
+	v.mu.Lock()
 	v.counts[what[:len(what)-len(trimWord(what))]]++
 	f := v.fault()
+	// Each call's Retry-After is its own: two waits never end at the same
+	// instant, when the Go scheduler, not the schedule, would order them.
+	retryAfter := time.Second + time.Duration(v.calls)*time.Millisecond
+	v.mu.Unlock()
 	if f == faultRateLimited {
 		// The driver waits out the Retry-After and asks again.
-		if err := sleepCtx(ctx, p.dead, 2*time.Second); err != nil {
-			return &licenses.UnavailableError{RetryAfter: 2 * time.Second, Err: fmt.Errorf("%s: waiting out a 429: %w", what, err)}
+		if err := sleepCtx(ctx, p.dead, retryAfter); err != nil {
+			return &licenses.UnavailableError{RetryAfter: retryAfter, Err: fmt.Errorf("%s: waiting out a 429: %w", what, err)}
 		}
 		f = faultNone
 	}
 	if f == faultHang {
 		c := &vendorCall{proc: p.proc, what: what, release: make(chan fault, 1), done: make(chan struct{})}
+		v.mu.Lock()
 		v.held = append(v.held, c)
+		v.mu.Unlock()
 		defer close(c.done)
 		f = <-c.release
 	}
@@ -120,13 +134,17 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 	case faultUnavailable:
 		return &licenses.UnavailableError{Err: fmt.Errorf("%s: 503 Service Unavailable", what)}
 	case faultLost:
+		v.mu.Lock()
 		err := do()
+		v.mu.Unlock()
 		if !write {
 			return &licenses.UnavailableError{Err: fmt.Errorf("%s: answer lost", what)}
 		}
 		_ = err // whatever it was, the answer is lost
 		return &licenses.UncertainError{Err: fmt.Errorf("%s: connection reset after sending", what)}
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	return do()
 }
 
@@ -153,7 +171,6 @@ func sleepCtx(ctx context.Context, dead <-chan struct{}, d time.Duration) error 
 		return errors.New("the process crashed")
 	}
 }
-
 
 func (s *simSite) site() licenses.Site {
 	return licenses.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.Key, Status: s.Status}

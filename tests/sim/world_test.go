@@ -29,6 +29,7 @@ const (
 	procs         = 2
 	webhookSecret = "whsec_sim"
 	issuer        = "http://licensor.sim"
+	operator      = "ops" // the operator, whose token manages intents
 )
 
 var (
@@ -106,6 +107,11 @@ func makeTemplate(path string) (template, error) {
 		}
 		out.tokens[c] = tok.Secret
 	}
+	tok, err := a.Auth.Issue(ctx, audit.Console(), auth.IssueInput{Consumer: operator, Abilities: []string{auth.IntentsManage}})
+	if err != nil {
+		return template{}, err
+	}
+	out.tokens[operator] = tok.Secret
 	if err := a.Close(); err != nil {
 		return template{}, err
 	}
