@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/vendorproto"
+	"github.com/licensor-api/licensor/database"
 )
 
 // flight is an operation started and not yet answered: it runs in a
@@ -111,6 +112,18 @@ func runPlan(t *testing.T, p plan) result {
 	var res result
 	synctest.Test(t, func(t *testing.T) {
 		w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
+		w.v.log = w.note
+		obs, err := database.OpenReader(context.Background(), simConfig(path).DB, nil)
+		if err != nil {
+			res = result{Violations: []string{fmt.Sprintf("open the observer's pool: %v", err)}}
+			return
+		}
+		defer func() { _ = database.Close(obs) }()
+		w.v.revoking = func(domain string) bool {
+			var n int64
+			_ = obs.Raw("SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking'", domain).Scan(&n).Error
+			return n > 0
+		}
 		func() {
 			defer func() {
 				if r := recover(); r != nil {

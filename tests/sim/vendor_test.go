@@ -35,6 +35,9 @@ func (f fault) String() string { return faultNames[f] }
 // simSite is one of the vendor's sites.
 type simSite struct {
 	ID, Name, Domain, Key, Status string
+	// Revoking: made while a license of the domain was revoking (see
+	// knownOrphanSite).
+	Revoking bool
 }
 
 // vendorCall is a call held by a hang fault.
@@ -62,6 +65,10 @@ type vendor struct {
 	events   []vendorEvent // every event the vendor sent, delivered or not
 	counts   map[string]int
 	eventSeq int
+	log      func(format string, args ...any) // the history's
+	// revoking reports whether a license of the domain is revoking now
+	// (the simulation's own look at the database).
+	revoking func(domain string) bool
 }
 
 // vendorEvent is an event of the vendor's, with its signed body.
@@ -124,11 +131,17 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 	}
 	if f == faultHang {
 		c := &vendorCall{proc: p.proc, what: what, release: make(chan fault, 1), done: make(chan struct{})}
+		if v.log != nil {
+			v.log("    vendor: p%d %s (held)", p.proc, what)
+		}
 		v.mu.Lock()
 		v.held = append(v.held, c)
 		v.mu.Unlock()
 		defer close(c.done)
 		f = <-c.release
+	}
+	if v.log != nil {
+		v.log("    vendor: p%d %s (%s)", p.proc, what, f)
 	}
 	switch f {
 	case faultUnavailable:
@@ -201,7 +214,8 @@ func (p procVendor) CreateSite(ctx context.Context, name, domain string) (licens
 		p.v.next++
 		p.v.keys++
 		s := &simSite{ID: fmt.Sprintf("site_%d", p.v.next), Name: name, Domain: domain,
-			Key: fmt.Sprintf("LK-%04d", p.v.keys), Status: vendorproto.StatusActive}
+			Key: fmt.Sprintf("LK-%04d", p.v.keys), Status: vendorproto.StatusActive,
+			Revoking: p.v.revoking != nil && p.v.revoking(domain)}
 		p.v.sites[domain] = s
 		made = s.site()
 		return nil
