@@ -121,7 +121,9 @@ func runPlan(t *testing.T, p plan) result {
 		defer func() { _ = database.Close(obs) }()
 		w.v.revoking = func(domain string) bool {
 			var n int64
-			_ = obs.Raw("SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking'", domain).Scan(&n).Error
+			_ = obs.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')
+				+ (SELECT COUNT(*) FROM idempotency_keys WHERE operation = 'licenses.store' AND subject = ? AND status = 'superseded')`,
+				domain, domain).Scan(&n).Error
 			return n > 0
 		}
 		func() {

@@ -35,8 +35,8 @@ func (f fault) String() string { return faultNames[f] }
 // simSite is one of the vendor's sites.
 type simSite struct {
 	ID, Name, Domain, Key, Status string
-	// Revoking: made while a license of the domain was revoking (see
-	// knownOrphanSite).
+	// Revoking: made while a license of the domain was revoking, or a
+	// create of the domain was superseded (see knownOrphanSite).
 	Revoking bool
 }
 
@@ -66,8 +66,9 @@ type vendor struct {
 	counts   map[string]int
 	eventSeq int
 	log      func(format string, args ...any) // the history's
-	// revoking reports whether a license of the domain is revoking now
-	// (the simulation's own look at the database).
+	// revoking reports whether a license of the domain is revoking now, or
+	// a create for it superseded (the simulation's own look at the
+	// database).
 	revoking func(domain string) bool
 }
 
