@@ -157,6 +157,16 @@ var documented = map[kind][]int{
 	opDeliver: {200, 202, 409, 503},
 }
 
+// knownDeletedSite names a race of today's code the simulation found: a
+// create that made (or adopted) the domain's site and is slow to record
+// its license (held before its Finish) while another create of the same
+// consumer adopts the site and records its own license, the vendor deletes
+// the site on its side and its site.deleted event revokes that license;
+// then the slow create records a second license for the deleted site,
+// active, with no vendor site (until drift repair finds it). Reported apart
+// unless -sim.strict.
+const knownDeletedSite = "known bug (a license recorded for a site the vendor deleted meanwhile)"
+
 // knownRotate500 names a bug of today's code the simulation found: a
 // rotation retried with its key after its first attempt reached the vendor
 // converges (rotate.go): when the vendor no longer holds the license's site
@@ -243,6 +253,8 @@ func (w *world) checkVendorMatches(held map[string][]licenseView) {
 			holder[l.Domain] = l
 			s, ok := w.v.sites[l.Domain]
 			switch {
+			case !ok && w.v.deleted[l.VendorSiteID]:
+				w.known = append(w.known, fmt.Sprintf("%s: license %s (%s, %s) holds site %s, which the vendor deleted", knownDeletedSite, l.ID, c, l.Domain, l.VendorSiteID))
 			case !ok:
 				w.violate("vendor", "license %s (%s, %s) has no vendor site", l.ID, c, l.Domain)
 			case s.ID != l.VendorSiteID:

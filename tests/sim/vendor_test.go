@@ -65,6 +65,7 @@ type vendor struct {
 	events   []vendorEvent // every event the vendor sent, delivered or not
 	counts   map[string]int
 	eventSeq int
+	deleted  map[string]bool                  // the sites deleted on the vendor's own side (site.deleted)
 	log      func(format string, args ...any) // the history's
 	// revoking reports whether a license of the domain is revoking now, or
 	// a create for it superseded (the simulation's own look at the
@@ -80,7 +81,7 @@ type vendorEvent struct {
 }
 
 func newVendor(faults []fault) *vendor {
-	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}}
+	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}, deleted: map[string]bool{}}
 }
 
 // procVendor is the vendor as one process's driver sees it.
@@ -278,6 +279,7 @@ func (v *vendor) change(kind, domain string, now time.Time) bool {
 		s.Key = fmt.Sprintf("LK-%04d", v.keys)
 	case vendorproto.EventSiteDeleted:
 		delete(v.sites, domain)
+		v.deleted[s.ID] = true
 	}
 	v.eventSeq++
 	ws := vendorproto.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.Key, Status: s.Status,
