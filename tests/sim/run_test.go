@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/licensor-api/licensor/app/vendorproto"
-	"github.com/licensor-api/licensor/database"
 )
 
 // flight is an operation started and not yet answered: it runs in a
@@ -113,15 +112,9 @@ func runPlan(t *testing.T, p plan) result {
 	synctest.Test(t, func(t *testing.T) {
 		w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
 		w.v.log = w.note
-		obs, err := database.OpenReader(context.Background(), simConfig(path).DB, nil)
-		if err != nil {
-			res = result{Violations: []string{fmt.Sprintf("open the observer's pool: %v", err)}}
-			return
-		}
-		defer func() { _ = database.Close(obs) }()
-		w.v.revoking = func(domain string) bool {
+		w.v.revoking = func(proc int, domain string) bool {
 			var n int64
-			_ = obs.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')
+			_ = w.ps[proc].read.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')
 				+ (SELECT COUNT(*) FROM idempotency_keys WHERE operation = 'licenses.store' AND subject = ? AND status = 'superseded')`,
 				domain, domain).Scan(&n).Error
 			return n > 0
@@ -314,7 +307,7 @@ func (w *world) request(o op, method, path, body, key string) {
 	auth := "Bearer " + w.tokens[consumers[o.Consumer]]
 	go func() {
 		defer close(f.done)
-		f.ans = p.do(method, path, body, "Authorization", auth, "Idempotency-Key", key)
+		f.ans = p.doAt(f.step, method, path, body, "Authorization", auth, "Idempotency-Key", key)
 	}()
 	w.flights = append(w.flights, f)
 }

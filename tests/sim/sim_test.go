@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,17 @@ var (
 	simOut    = flag.String("sim.out", "", "sim: directory a failing case's history is written to (default: the test's temporary directory, or $SIM_OUT)")
 )
 
+// TestMain runs the tests with a lazier garbage collector: a case makes
+// a lot of short-lived garbage and little that lives.
+func TestMain(m *testing.M) {
+	debug.SetGCPercent(400)
+	code := m.Run()
+	if tmplDir != "" {
+		_ = os.RemoveAll(tmplDir)
+	}
+	os.Exit(code)
+}
+
 // TestSim runs -sim.cases plans drawn from seeded PCG sources, one case per
 // seed, on every core; a case that breaks an invariant is shrunk (whole
 // operations dropped while it still fails) and reported with its seed, its
@@ -32,7 +44,8 @@ func TestSim(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	n := *simCases
-	workers := min(runtime.GOMAXPROCS(0), n)
+	// Twice the cores: a case waits on its files now and then.
+	workers := min(2*runtime.GOMAXPROCS(0), n)
 	var next, known atomic.Int64
 	var failed atomic.Bool
 	var mu sync.Mutex

@@ -38,6 +38,7 @@ type simSite struct {
 	// Revoking: made while a license of the domain was revoking, or a
 	// create of the domain was superseded (see knownOrphanSite).
 	Revoking bool
+	MadeBy   int // the step whose request made it; -1: none (the reconciler, a settle)
 }
 
 // vendorCall is a call held by a hang fault.
@@ -69,8 +70,8 @@ type vendor struct {
 	log      func(format string, args ...any) // the history's
 	// revoking reports whether a license of the domain is revoking now, or
 	// a create for it superseded (the simulation's own look at the
-	// database).
-	revoking func(domain string) bool
+	// database, through the calling process's read pool).
+	revoking func(proc int, domain string) bool
 }
 
 // vendorEvent is an event of the vendor's, with its signed body.
@@ -217,7 +218,10 @@ func (p procVendor) CreateSite(ctx context.Context, name, domain string) (licens
 		p.v.keys++
 		s := &simSite{ID: fmt.Sprintf("site_%d", p.v.next), Name: name, Domain: domain,
 			Key: fmt.Sprintf("LK-%04d", p.v.keys), Status: vendorproto.StatusActive,
-			Revoking: p.v.revoking != nil && p.v.revoking(domain)}
+			Revoking: p.v.revoking != nil && p.v.revoking(p.proc, domain), MadeBy: -1}
+		if step, ok := ctx.Value(stepKey{}).(int); ok {
+			s.MadeBy = step
+		}
 		p.v.sites[domain] = s
 		made = s.site()
 		return nil

@@ -75,7 +75,13 @@ var (
 // theTemplate migrates the template once per test binary.
 func theTemplate(t testing.TB) template {
 	tmplOnce.Do(func() {
-		tmplDir, tmplErr = os.MkdirTemp("", "licensor-sim-")
+		// In memory where the machine has a tmpfs: every case writes its
+		// own copy of the database.
+		base := ""
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+			base = "/dev/shm"
+		}
+		tmplDir, tmplErr = os.MkdirTemp(base, "licensor-sim-")
 		if tmplErr != nil {
 			return
 		}
@@ -202,13 +208,22 @@ type answer struct {
 	Body     string
 }
 
+// stepKey is the context key of the step whose request a context serves:
+// the vendor notes which step made a site.
+type stepKey struct{}
+
 // do sends a request through the process's handler.
 func (p *process) do(method, path, body string, headers ...string) answer {
+	return p.doAt(-1, method, path, body, headers...)
+}
+
+// doAt sends the request of a step through the process's handler.
+func (p *process) doAt(step int, method, path, body string, headers ...string) answer {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, r).WithContext(p.ctx)
+	req := httptest.NewRequest(method, path, r).WithContext(context.WithValue(p.ctx, stepKey{}, step))
 	for i := 0; i+1 < len(headers); i += 2 {
 		if headers[i+1] != "" {
 			req.Header.Set(headers[i], headers[i+1])
