@@ -112,6 +112,7 @@ func runPlan(t *testing.T, p plan) result {
 	synctest.Test(t, func(t *testing.T) {
 		w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
 		w.v.log = w.note
+		w.v.step = func() int { return w.step }
 		w.v.revoking = func(proc int, domain string) bool {
 			var n int64
 			_ = w.ps[proc].read.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')

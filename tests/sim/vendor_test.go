@@ -66,7 +66,8 @@ type vendor struct {
 	events   []vendorEvent // every event the vendor sent, delivered or not
 	counts   map[string]int
 	eventSeq int
-	deleted  map[string]bool                  // the sites deleted on the vendor's own side (site.deleted)
+	deleted  map[string]int                   // the sites deleted (on the vendor's side or by a call): the step they were deleted at
+	step     func() int                       // the world's step
 	log      func(format string, args ...any) // the history's
 	// revoking reports whether a license of the domain is revoking now, or
 	// a create for it superseded (the simulation's own look at the
@@ -82,7 +83,7 @@ type vendorEvent struct {
 }
 
 func newVendor(faults []fault) *vendor {
-	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}, deleted: map[string]bool{}}
+	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}, deleted: map[string]int{}, step: func() int { return 0 }}
 }
 
 // procVendor is the vendor as one process's driver sees it.
@@ -234,6 +235,7 @@ func (p procVendor) DeleteSite(ctx context.Context, id string) error {
 	return p.call(ctx, "delete "+id, true, func() error {
 		if s := p.v.byID(id); s != nil {
 			delete(p.v.sites, s.Domain)
+			p.v.deleted[s.ID] = p.v.step()
 		}
 		return nil
 	})
@@ -283,7 +285,7 @@ func (v *vendor) change(kind, domain string, now time.Time) bool {
 		s.Key = fmt.Sprintf("LK-%04d", v.keys)
 	case vendorproto.EventSiteDeleted:
 		delete(v.sites, domain)
-		v.deleted[s.ID] = true
+		v.deleted[s.ID] = v.step()
 	}
 	v.eventSeq++
 	ws := vendorproto.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.Key, Status: s.Status,
