@@ -269,7 +269,7 @@ func (w *world) checkVendorMatches(held map[string][]licenseView) {
 			holder[l.Domain] = l
 			s, ok := w.v.sites[l.Domain]
 			switch {
-			case !ok && w.createdSince(l.ID, l.VendorSiteID):
+			case (!ok || s.ID != l.VendorSiteID) && w.createdSince(l.ID, l.VendorSiteID):
 				w.known = append(w.known, fmt.Sprintf("%s: license %s (%s, %s) holds site %s, deleted before the license was recorded", knownDeletedSite, l.ID, c, l.Domain, l.VendorSiteID))
 			case !ok:
 				w.violate("vendor", "license %s (%s, %s) has no vendor site", l.ID, c, l.Domain)
