@@ -13,7 +13,9 @@ import (
 // write outside one is sent, where no lock and no connection is held, and
 // release it there or crash the process (the write is then never sent).
 // A crash inside a transaction is a crash before it: SQLite rolls back
-// whatever a closed connection left uncommitted.
+// whatever a closed connection left uncommitted. (Beneath GORM's prepared
+// statement cache, the pool sees transactions begin; writes outside one
+// are parked by a callback: see withPoints.)
 type parkingPool struct {
 	*sql.DB
 	park func(ctx context.Context, what string) error
@@ -25,23 +27,40 @@ var (
 	_ gorm.GetDBConnector = (*parkingPool)(nil)
 )
 
-// withPoints puts db's statements through a parkingPool calling park.
-// GORM's prepared statement cache is left out: it would execute cached
-// statements past the pool (and prepares under a sync lock, which synctest
-// does not count as durably blocked).
-func withPoints(db *gorm.DB, park func(ctx context.Context, what string) error) {
-	pool := db.ConnPool
-	if p, ok := pool.(*gorm.PreparedStmtDB); ok {
-		pool = p.ConnPool
-		db.PrepareStmt = false
+// withPoints gives db its database points: the pool beneath GORM's
+// prepared statement cache parks before a transaction begins, and a GORM
+// callback before each write outside a transaction (which the cache runs
+// as a prepared statement, past the pool).
+func withPoints(db *gorm.DB, park func(ctx context.Context, what string) error) error {
+	if p, ok := db.ConnPool.(*gorm.PreparedStmtDB); ok {
+		if sqlDB, ok := p.ConnPool.(*sql.DB); ok {
+			p.ConnPool = &parkingPool{DB: sqlDB, park: park}
+		}
+	} else if sqlDB, ok := db.ConnPool.(*sql.DB); ok {
+		pp := &parkingPool{DB: sqlDB, park: park}
+		db.ConnPool, db.Statement.ConnPool = pp, pp
+		return nil // every write passes the pool
 	}
-	sqlDB, ok := pool.(*sql.DB)
-	if !ok {
-		return
+	point := func(tx *gorm.DB) {
+		if _, inTx := tx.Statement.ConnPool.(gorm.TxCommitter); inTx || tx.Error != nil {
+			return
+		}
+		if err := park(tx.Statement.Context, "a write to "+tx.Statement.Table); err != nil {
+			_ = tx.AddError(err)
+		}
 	}
-	pp := &parkingPool{DB: sqlDB, park: park}
-	db.ConnPool = pp
-	db.Statement.ConnPool = pp
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Create().Before("gorm:create").Register("sim:point", point),
+		cb.Update().Before("gorm:update").Register("sim:point", point),
+		cb.Delete().Before("gorm:delete").Register("sim:point", point),
+		cb.Raw().Before("gorm:raw").Register("sim:point", point),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // GetDBConn is the pool beneath (GORM's db.DB()).

@@ -418,8 +418,9 @@ func (w *world) restart(i int) error {
 	if err != nil {
 		return err
 	}
-	withPoints(p.db, w.parker(i))
-	withPoints(p.read, func(context.Context, string) error { return nil })
+	if err := withPoints(p.db, w.parker(i)); err != nil {
+		return err
+	}
 	w.ps[i] = p
 	return nil
 }
