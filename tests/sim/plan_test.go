@@ -86,7 +86,7 @@ type plan struct {
 }
 
 // maxOps bounds a plan's length.
-const maxOps = 40
+const maxOps = 32
 
 // genPlan draws a plan.
 func genPlan(d drawer) plan {

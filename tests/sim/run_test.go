@@ -112,7 +112,15 @@ func runPlan(t *testing.T, p plan) result {
 	synctest.Test(t, func(t *testing.T) {
 		w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
 		w.v.log = w.note
-		w.v.step = func() int { return w.step }
+		w.v.holders = func(proc int, site string) map[string]bool {
+			var ids []string
+			_ = w.ps[proc].read.Raw("SELECT id FROM licenses WHERE vendor_site_id = ?", site).Scan(&ids).Error
+			out := map[string]bool{}
+			for _, id := range ids {
+				out[id] = true
+			}
+			return out
+		}
 		w.v.revoking = func(proc int, domain string) bool {
 			var n int64
 			_ = w.ps[proc].read.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')

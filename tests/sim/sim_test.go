@@ -26,7 +26,7 @@ var (
 // TestMain runs the tests with a lazier garbage collector: a case makes
 // a lot of short-lived garbage and little that lives.
 func TestMain(m *testing.M) {
-	debug.SetGCPercent(400)
+	debug.SetGCPercent(800)
 	code := m.Run()
 	if tmplDir != "" {
 		_ = os.RemoveAll(tmplDir)

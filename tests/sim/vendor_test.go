@@ -66,9 +66,14 @@ type vendor struct {
 	events   []vendorEvent // every event the vendor sent, delivered or not
 	counts   map[string]int
 	eventSeq int
-	deleted  map[string]int                   // the sites deleted (on the vendor's side or by a call): the step they were deleted at
-	step     func() int                       // the world's step
-	log      func(format string, args ...any) // the history's
+	// deleted is each site deleted (on the vendor's side or by a call),
+	// with the licenses that held it then.
+	deleted    map[string]map[string]bool
+	ownDeletes map[string]bool // the sites deleted on the vendor's own side (site.deleted)
+	// holders is the licenses holding a site now (the simulation's own
+	// look at the database, through the process's read pool).
+	holders func(proc int, site string) map[string]bool
+	log     func(format string, args ...any) // the history's
 	// revoking reports whether a license of the domain is revoking now, or
 	// a create for it superseded (the simulation's own look at the
 	// database, through the calling process's read pool).
@@ -83,7 +88,8 @@ type vendorEvent struct {
 }
 
 func newVendor(faults []fault) *vendor {
-	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}, deleted: map[string]int{}, step: func() int { return 0 }}
+	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}, deleted: map[string]map[string]bool{}, ownDeletes: map[string]bool{},
+		holders: func(int, string) map[string]bool { return nil }}
 }
 
 // procVendor is the vendor as one process's driver sees it.
@@ -235,7 +241,7 @@ func (p procVendor) DeleteSite(ctx context.Context, id string) error {
 	return p.call(ctx, "delete "+id, true, func() error {
 		if s := p.v.byID(id); s != nil {
 			delete(p.v.sites, s.Domain)
-			p.v.deleted[s.ID] = p.v.step()
+			p.v.deleted[s.ID] = p.v.holders(p.proc, s.ID)
 		}
 		return nil
 	})
@@ -285,7 +291,8 @@ func (v *vendor) change(kind, domain string, now time.Time) bool {
 		s.Key = fmt.Sprintf("LK-%04d", v.keys)
 	case vendorproto.EventSiteDeleted:
 		delete(v.sites, domain)
-		v.deleted[s.ID] = v.step()
+		v.deleted[s.ID] = v.holders(0, s.ID)
+		v.ownDeletes[s.ID] = true
 	}
 	v.eventSeq++
 	ws := vendorproto.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.Key, Status: s.Status,
