@@ -294,7 +294,9 @@ func (w *world) checkVendorMatches(held map[string][]licenseView) {
 // at the vendor past its lease while a revoke superseded it makes the site
 // once released; its Finish fails on the expired work context, the failure
 // is taken as an unknown outcome, keepPending finds the intent superseded
-// and answers 409 intent_superseded, and the made site stays. Its third: a
+// and answers 409 intent_superseded, and the made site stays (its process
+// crashing once the vendor made the site leaves it too: a superseded
+// intent is nobody's to clean up). Its third: a
 // create held at the vendor past its lease, whose intent the reconciler
 // took over and finished (and a revoke then revoked), makes a site once
 // released, cannot record it (the lease is lost) and answers 503
