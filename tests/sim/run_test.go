@@ -103,8 +103,9 @@ type result struct {
 // failed reports whether the case broke an invariant.
 func (r result) failed() bool { return len(r.Violations) > 0 || (*simStrict && len(r.Known) > 0) }
 
-// runPlan runs the plan in a bubble of its own and returns its result.
-func runPlan(t *testing.T, p plan) result {
+// runPlan runs the plan in a bubble of its own and returns its result;
+// tweaks adjust the vendor first (a test's sabotage).
+func runPlan(t *testing.T, p plan, tweaks ...func(*vendor)) result {
 	tp := theTemplate(t)
 	path := copyTemplate(t)
 	defer removeDB(path)
@@ -112,6 +113,9 @@ func runPlan(t *testing.T, p plan) result {
 	synctest.Test(t, func(t *testing.T) {
 		w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
 		w.v.log = w.note
+		for _, tweak := range tweaks {
+			tweak(w.v)
+		}
 		w.v.holders = func(proc int, site string) map[string]bool {
 			var ids []string
 			for i := range procs {

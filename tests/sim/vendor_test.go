@@ -74,6 +74,9 @@ type vendor struct {
 	// look at the database, through the process's read pool).
 	holders func(proc int, site string) map[string]bool
 	log     func(format string, args ...any) // the history's
+	// forgetDeletes is a sabotage for the replay test: a delete answers
+	// 204 and deletes nothing (a vendor bug, as a mutant is licensor's).
+	forgetDeletes bool
 	// revoking reports whether a license of the domain is revoking now, or
 	// a create for it superseded (the simulation's own look at the
 	// database, through the calling process's read pool).
@@ -239,7 +242,7 @@ func (p procVendor) CreateSite(ctx context.Context, name, domain string) (licens
 // DeleteSite deletes a site; one already gone counts as deleted.
 func (p procVendor) DeleteSite(ctx context.Context, id string) error {
 	return p.call(ctx, "delete "+id, true, func() error {
-		if s := p.v.byID(id); s != nil {
+		if s := p.v.byID(id); s != nil && !p.v.forgetDeletes {
 			delete(p.v.sites, s.Domain)
 			p.v.deleted[s.ID] = p.v.holders(p.proc, s.ID)
 		}
