@@ -110,48 +110,52 @@ func runPlan(t *testing.T, p plan, tweaks ...func(*vendor)) result {
 	path := copyTemplate(t)
 	defer removeDB(path)
 	var res result
-	synctest.Test(t, func(t *testing.T) {
-		w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
-		w.v.log = w.note
-		for _, tweak := range tweaks {
-			tweak(w.v)
-		}
-		w.v.holders = func(proc int, site string) map[string]bool {
-			var ids []string
-			for i := range procs {
-				if w.ps[(proc+i)%procs].read.Raw("SELECT id FROM licenses WHERE vendor_site_id = ?", site).Scan(&ids).Error == nil {
-					break
+	// A subtest of its own: the bubble's test is its parent's until the
+	// parent ends, with everything the case built.
+	t.Run("case", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
+			w.v.log = w.note
+			for _, tweak := range tweaks {
+				tweak(w.v)
+			}
+			w.v.holders = func(proc int, site string) map[string]bool {
+				var ids []string
+				for i := range procs {
+					if w.ps[(proc+i)%procs].read.Raw("SELECT id FROM licenses WHERE vendor_site_id = ?", site).Scan(&ids).Error == nil {
+						break
+					}
 				}
+				out := map[string]bool{}
+				for _, id := range ids {
+					out[id] = true
+				}
+				return out
 			}
-			out := map[string]bool{}
-			for _, id := range ids {
-				out[id] = true
-			}
-			return out
-		}
-		w.v.revoking = func(proc int, domain string) bool {
-			var n int64
-			// The calling process's pool, or (it crashed) another's.
-			for i := range procs {
-				err := w.ps[(proc+i)%procs].read.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')
+			w.v.revoking = func(proc int, domain string) bool {
+				var n int64
+				// The calling process's pool, or (it crashed) another's.
+				for i := range procs {
+					err := w.ps[(proc+i)%procs].read.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')
 					+ (SELECT COUNT(*) FROM idempotency_keys WHERE operation = 'licenses.store' AND subject = ? AND status = 'superseded')`,
-					domain, domain).Scan(&n).Error
-				if err == nil {
-					break
+						domain, domain).Scan(&n).Error
+					if err == nil {
+						break
+					}
 				}
+				return n > 0
 			}
-			return n > 0
-		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					w.problems = append(w.problems, fmt.Sprintf("panic: %v", r))
-				}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						w.problems = append(w.problems, fmt.Sprintf("panic: %v", r))
+					}
+				}()
+				w.run()
 			}()
-			w.run()
-		}()
-		w.shutdown()
-		res = w.result()
+			w.shutdown()
+			res = w.result()
+		})
 	})
 	return res
 }
