@@ -27,7 +27,6 @@ type flight struct {
 	path    string
 	body    string
 	key     string
-	start   time.Time
 	done    chan struct{}
 	ans     answer
 	crashed bool // its process died while it ran: nobody saw its answer
@@ -42,7 +41,6 @@ type record struct {
 	method, path   string
 	body, key      string
 	ans            answer
-	start, end     time.Time // virtual
 }
 
 // entry is one line of the history.
@@ -73,10 +71,9 @@ type world struct {
 	points     []*dbPoint
 	armed      [procs]int // the process holds at its armed-th next write (0: not armed)
 	step       int
-	problems   []string // failures of the simulation itself (not of licensor)
-	violations []string // the invariants broken
-	known      []string // breaks of a known bug's (see knownOrphanSite)
-	crashes    int
+	problems   []string     // failures of the simulation itself (not of licensor)
+	violations []string     // the invariants broken
+	known      []string     // breaks of a known bug's (see knownOrphanSite)
 	sent       []sentCreate // every create sent, answered or not
 }
 
@@ -176,6 +173,7 @@ func (w *world) run() {
 	w.step = len(w.plan.Ops)
 	w.settle()
 	w.check()
+	w.note("vendor calls: %s", w.v.tally())
 }
 
 // quiesce waits until every goroutine of the bubble is blocked (a held
@@ -208,7 +206,7 @@ func (w *world) finish(f *flight) {
 		return
 	}
 	w.records = append(w.records, record{step: f.step, doneStep: w.step, op: f.op, consumer: consumerOf(f.op), method: f.method,
-		path: f.path, body: f.body, key: f.key, ans: f.ans, start: f.start, end: time.Now()})
+		path: f.path, body: f.body, key: f.key, ans: f.ans})
 	w.learnIDs(f.ans.Body)
 }
 
@@ -327,7 +325,7 @@ func (w *world) exec(o op) {
 func (w *world) request(o op, method, path, body, key string) {
 	p := w.ps[o.Proc]
 	f := &flight{step: w.step, op: o, proc: o.Proc, method: method, path: path, body: body, key: key,
-		start: time.Now(), done: make(chan struct{}), sent: -1}
+		done: make(chan struct{}), sent: -1}
 	if o.Kind == opCreate {
 		f.sent = len(w.sent) - 1
 	}
@@ -344,7 +342,7 @@ func (w *world) deliver(o op, i int) {
 	p := w.ps[o.Proc]
 	ev := &w.v.events[i]
 	f := &flight{step: w.step, op: o, proc: o.Proc, method: http.MethodPost, path: "/api/webhooks/vendor", body: string(ev.Body),
-		key: ev.ID, start: time.Now(), done: make(chan struct{}), sent: -1}
+		key: ev.ID, done: make(chan struct{}), sent: -1}
 	sig := vendorproto.Sign(webhookSecret, time.Now(), ev.Body)
 	go func() {
 		defer close(f.done)
@@ -385,7 +383,6 @@ func (w *world) release(o op) {
 // that), its held vendor calls end (writes done or not, as drawn), its
 // goroutines run out, and it is rebuilt from the database.
 func (w *world) crash(i int, done bool) {
-	w.crashes++
 	p := w.ps[i]
 	p.closePools()
 	for _, f := range w.flights {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +26,6 @@ const (
 	faultLost                     // done, the answer lost: *licenses.UncertainError for a write
 	faultRateLimited              // a 429 with Retry-After, waited out (virtual time), then answered
 	faultHang                     // held until a release or its process's crash
-	faultCount
 )
 
 var faultNames = [...]string{"ok", "unavailable", "lost", "429", "hang"}
@@ -61,10 +61,10 @@ type vendor struct {
 	keys     int                 // the last license key number given
 	faults   []fault             // the schedule's, one per call, in call order
 	calls    int
-	off      bool          // settle: no faults
-	held     []*vendorCall // hung calls, in the order they hung
-	events   []vendorEvent // every event the vendor sent, delivered or not
-	counts   map[string]int
+	off      bool           // settle: no faults
+	held     []*vendorCall  // hung calls, in the order they hung
+	events   []vendorEvent  // every event the vendor sent, delivered or not
+	counts   map[string]int // calls by kind (find, create, delete, rotate)
 	eventSeq int
 	// deleted is each site deleted (on the vendor's side or by a call),
 	// with the licenses that held it then.
@@ -129,7 +129,7 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 	default:
 	}
 	v.mu.Lock()
-	v.counts[what[:len(what)-len(trimWord(what))]]++
+	v.counts[strings.Fields(what)[0]]++
 	f := v.fault()
 	// Each call's Retry-After is its own: two waits never end at the same
 	// instant, when the Go scheduler, not the schedule, would order them.
@@ -172,16 +172,6 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return do()
-}
-
-// trimWord is what follows the call's first word.
-func trimWord(s string) string {
-	for i := range s {
-		if s[i] == ' ' {
-			return s[i:]
-		}
-	}
-	return ""
 }
 
 // sleepCtx waits d, or until ctx ends or dead is closed.
@@ -304,6 +294,20 @@ func (v *vendor) change(kind, domain string, now time.Time) bool {
 		Data: vendorproto.EventData{Site: &ws}})
 	v.events = append(v.events, vendorEvent{ID: fmt.Sprintf("evt_%04d", v.eventSeq), Body: body})
 	return true
+}
+
+// tally is the calls by kind, for the history.
+func (v *vendor) tally() string {
+	kinds := make([]string, 0, len(v.counts))
+	for k := range v.counts {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "%s%s %d", map[bool]string{true: ", "}[b.Len() > 0], k, v.counts[k])
+	}
+	return b.String()
 }
 
 // domains is every domain with a site, sorted.
