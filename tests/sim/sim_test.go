@@ -23,6 +23,10 @@ var (
 	simOut    = flag.String("sim.out", "", "sim: directory a failing case's history is written to (default: the test's temporary directory, or $SIM_OUT)")
 )
 
+// caseTimeout is how long a case may run in real time before it counts
+// as hung (a case takes milliseconds).
+const caseTimeout = 2 * time.Minute
+
 // gcPercent is the garbage collector's GOGC: a case makes a lot of
 // short-lived garbage, but much more than the default lets each case's
 // sync.Pools (Echo's, each app's own) pile up between collections.
@@ -67,7 +71,14 @@ func TestSim(t *testing.T) {
 					}
 					s := seed + uint64(c)
 					p := genPlan(newPCG(s))
+					// A case that hangs (a goroutine blocked where synctest
+					// cannot see it, so the bubble never settles) names its
+					// seed rather than wait for the test's timeout.
+					watchdog := time.AfterFunc(caseTimeout, func() {
+						panic(fmt.Sprintf("sim: seed %d ran for %s of real time: a hang; replay: -run 'TestSim$' -sim.cases=1 -sim.seed=%d", s, caseTimeout, s))
+					})
 					res := runPlan(t, p)
+					watchdog.Stop()
 					if len(res.Known) > 0 && known.Add(1) == 1 {
 						t.Logf("seed %d: %s (first of the cases that met a known bug; -sim.strict fails them)", s, res.Known[0])
 					}
