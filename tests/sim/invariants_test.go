@@ -62,9 +62,47 @@ func (w *world) settle() {
 		}
 		w.note("  reconcile [%s] %v", strings.Join(results, " "), err)
 	}
+	w.checkPendingFinished()
 	w.discardFailed()
 	if _, err := p.app.Webhooks.Dispatch(p.ctx); err != nil {
 		w.problems = append(w.problems, fmt.Sprintf("dispatch: %v", err))
+	}
+}
+
+// checkPendingFinished: a create answered 202 is kept and finished (the
+// promise of a 202): once settled, its intent is completed or superseded
+// (a revoke), or abandoned or failed only when another consumer held the
+// domain (then or since: it may have revoked it meanwhile). (Run before
+// the operator discards what failed.)
+func (w *world) checkPendingFinished() {
+	for _, r := range w.records {
+		if r.op.Kind != opCreate || r.ans.Status != http.StatusAccepted {
+			continue
+		}
+		var body struct {
+			Operation struct {
+				ID string `json:"id"`
+			} `json:"operation"`
+		}
+		if json.Unmarshal([]byte(r.ans.Body), &body) != nil || body.Operation.ID == "" {
+			w.violate("pending", "step %d (%s): a 202 naming no operation: %s", r.step, r.op, r.ans.Body)
+			continue
+		}
+		var row struct{ Status string }
+		if err := w.ps[0].db.Raw("SELECT status FROM idempotency_keys WHERE public_id = ?", body.Operation.ID).Scan(&row).Error; err != nil {
+			w.problems = append(w.problems, fmt.Sprintf("read intent %s: %v", body.Operation.ID, err))
+			continue
+		}
+		if row.Status == "completed" || row.Status == "superseded" {
+			continue
+		}
+		var others int64
+		_ = w.ps[0].db.Raw("SELECT COUNT(*) FROM licenses l JOIN consumers c ON c.id = l.consumer_id WHERE l.domain = ? AND c.name <> ?",
+			domains[r.op.Domain], r.consumer).Scan(&others).Error
+		if others == 0 {
+			w.violate("pending", "step %d (%s) answered 202 (intent %s); settled, the intent is %s, and no other consumer ever held %s",
+				r.step, r.op, body.Operation.ID, row.Status, domains[r.op.Domain])
+		}
 	}
 }
 
