@@ -442,6 +442,7 @@ func (w *world) checkTrail(c string, l licenseView, feed []string) {
 	}
 }
 
+// count is how many of xs are x.
 func count(xs []string, x string) int {
 	n := 0
 	for _, y := range xs {

@@ -21,15 +21,18 @@ type drawer interface {
 // rapidDrawer draws through rapid.
 type rapidDrawer struct{ t *rapid.T }
 
+// draw is rapid's draw of [0, n), labelled in its report.
 func (d rapidDrawer) draw(n int, label string) int { return rapid.IntRange(0, n-1).Draw(d.t, label) }
 
 // pcgDrawer draws from a PCG source seeded by the case's seed.
 type pcgDrawer struct{ r *rand.Rand }
 
+// newPCG is the drawer of a seed.
 func newPCG(seed uint64) pcgDrawer {
 	return pcgDrawer{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
+// draw is the source's next number in [0, n).
 func (d pcgDrawer) draw(n int, _ string) int { return d.r.IntN(n) }
 
 // kind is an operation's kind.

@@ -93,6 +93,7 @@ func (p *parkingPool) QueryContext(ctx context.Context, query string, args ...an
 	return p.DB.QueryContext(ctx, query, args...)
 }
 
+// isWrite reports whether the statement q writes.
 func isWrite(q string) bool {
 	w := strings.ToUpper(strings.Fields(q + " x")[0])
 	return w == "INSERT" || w == "UPDATE" || w == "DELETE"

@@ -210,6 +210,7 @@ func (w *world) finish(f *flight) {
 	w.learnIDs(f.ans.Body)
 }
 
+// replayedText is how the history marks a replay.
 func replayedText(r bool) string {
 	if r {
 		return " (replayed)"
@@ -217,6 +218,7 @@ func replayedText(r bool) string {
 	return ""
 }
 
+// consumerOf is the consumer whose token an operation sends ("vendor" for the others).
 func consumerOf(o op) string {
 	switch o.Kind {
 	case opCreate, opRevoke, opRotate, opShow, opList:
@@ -527,6 +529,7 @@ var ids = regexp.MustCompile(`\b[0-9A-HJKMNP-TV-Z]{26}\b|"key_digest":"[0-9a-f]+
 // numbering gives each id its number in the order of first appearance.
 type numbering map[string]string
 
+// of is the id's number, given at its first appearance.
 func (n numbering) of(id string) string {
 	if v, ok := n[id]; ok {
 		return v

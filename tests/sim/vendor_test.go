@@ -30,6 +30,7 @@ const (
 
 var faultNames = [...]string{"ok", "unavailable", "lost", "429", "hang"}
 
+// String is the fault's name in the history.
 func (f fault) String() string { return faultNames[f] }
 
 // simSite is one of the vendor's sites.
@@ -90,6 +91,7 @@ type vendorEvent struct {
 	Delivered bool
 }
 
+// newVendor is a vendor with no site, taking its faults from the list.
 func newVendor(faults []fault) *vendor {
 	return &vendor{sites: map[string]*simSite{}, faults: faults, counts: map[string]int{}, deleted: map[string]map[string]bool{}, ownDeletes: map[string]bool{},
 		holders: func(int, string) map[string]bool { return nil }}
@@ -188,6 +190,7 @@ func sleepCtx(ctx context.Context, dead <-chan struct{}, d time.Duration) error 
 	}
 }
 
+// site is the site as the driver answers it.
 func (s *simSite) site() licenses.Site {
 	return licenses.Site{ID: s.ID, Name: s.Name, Domain: s.Domain, LicenseKey: s.Key, Status: s.Status}
 }
@@ -258,6 +261,7 @@ func (p procVendor) RotateKey(ctx context.Context, siteID string) (licenses.Site
 	return out, err
 }
 
+// byID is the site with the id, nil when the vendor holds none.
 func (v *vendor) byID(id string) *simSite {
 	for _, s := range v.sites {
 		if s.ID == id {

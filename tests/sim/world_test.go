@@ -93,6 +93,7 @@ func theTemplate(t testing.TB) template {
 	return tmpl
 }
 
+// makeTemplate migrates the template at path and issues its tokens.
 func makeTemplate(path string) (template, error) {
 	ctx := context.Background()
 	cfg := simConfig(path)
@@ -127,6 +128,7 @@ func makeTemplate(path string) (template, error) {
 	return out, database.Close(db)
 }
 
+// discard is a logger that writes nothing.
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 var caseNo atomic.Int64
@@ -145,6 +147,7 @@ func copyTemplate(t testing.TB) string {
 	return path
 }
 
+// removeDB removes a case's database file and its WAL files.
 func removeDB(path string) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		_ = os.Remove(path + suffix)
