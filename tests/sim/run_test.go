@@ -107,8 +107,8 @@ func runPlan(t *testing.T, p plan, tweaks ...func(*vendor)) result {
 	path := copyTemplate(t)
 	defer removeDB(path)
 	var res result
-	// A subtest of its own: the bubble's test is its parent's until the
-	// parent ends, with everything the case built.
+	// Each case is a subtest of its own (case#N under -v), its bubble
+	// inside it.
 	t.Run("case", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
