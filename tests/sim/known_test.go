@@ -1,0 +1,91 @@
+package sim
+
+import (
+	"flag"
+	"strings"
+	"testing"
+)
+
+var simKnown = flag.Bool("sim.known", false, "sim: run the regression tests of the known bugs (they fail until the bugs are fixed)")
+
+// knownBugs are the shrunk plans that showed each bug of today's code the
+// simulation found. Each is a regression test, skipped until its fix
+// lands (-sim.known runs them): a plan must then pass with no break of an
+// invariant, known or not.
+var knownBugs = []struct {
+	name string
+	bug  string
+	plan plan
+}{
+	{
+		name: "orphan site after a create outlived its lease",
+		bug:  knownOrphanSite,
+		plan: plan{Faults: []fault{faultNone, faultUnavailable, faultNone, faultHang, faultHang}, Ops: []op{
+			{Kind: opCreate, Proc: 1, Consumer: 1, Domain: 1, Key: 1, Name: 1},
+			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 1},
+			{Kind: opCreate, Proc: 0, Consumer: 0, Domain: 0, Key: 1},
+			{Kind: opAdvance, Advance: 2},
+			{Kind: opReconcile, Proc: 1},
+			{Kind: opList, Proc: 0, Consumer: 0},
+			{Kind: opCreate, Proc: 0, Consumer: 1, Domain: 2, Key: 2},
+			{Kind: opRevoke, Proc: 0, Consumer: 0, Ref: 3},
+		}},
+	},
+	{
+		name: "a rotation's retry answers 500 when the vendor lost the site",
+		bug:  knownRotate500,
+		plan: plan{Faults: []fault{faultHang}, Ops: []op{
+			{Kind: opCreate, Proc: 0, Consumer: 0, Domain: 2, Key: 2},
+			{Kind: opCreate, Proc: 0, Consumer: 1, Domain: 2, Name: 1},
+			{Kind: opCreate, Proc: 0, Consumer: 0, Domain: 0, Key: 1, Name: 1},
+			{Kind: opChange, Domain: 2, Change: 3},
+			{Kind: opRotate, Proc: 0, Consumer: 1, Ref: 2},
+			{Kind: opRotate, Proc: 1, Consumer: 1, Ref: 0},
+		}},
+	},
+	{
+		name: "a license recorded for a site deleted meanwhile",
+		bug:  knownDeletedSite,
+		plan: plan{Faults: []fault{faultLost, faultRateLimited}, Ops: []op{
+			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 1, Key: 3},
+			{Kind: opCreate, Proc: 1, Consumer: 1, Domain: 2, Key: 3, Name: 1},
+			{Kind: opArm, Proc: 1},
+			{Kind: opCreate, Proc: 1, Consumer: 1, Domain: 2, Name: 1},
+			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 2},
+			{Kind: opRevoke, Proc: 0, Consumer: 0, Ref: 6},
+		}},
+	},
+}
+
+// TestKnownBugs replays the plan of each known bug: skipped (naming the
+// bug) until -sim.known, when it must pass.
+func TestKnownBugs(t *testing.T) {
+	for _, k := range knownBugs {
+		t.Run(k.name, func(t *testing.T) {
+			if !*simKnown {
+				t.Skipf("%s: see its comment in invariants_test.go; -sim.known runs it", k.bug)
+			}
+			res := runPlan(t, k.plan)
+			if v := append(res.Violations, res.Known...); len(v) > 0 {
+				t.Fatalf("%s\nplan:\n%s\nhistory:\n%s", strings.Join(v, "\n"), k.plan, res.History)
+			}
+		})
+	}
+}
+
+// TestKnownBugsShow checks that each known bug's plan still shows it
+// (today's code): the regression tests above are not vacuous.
+func TestKnownBugsShow(t *testing.T) {
+	if *simKnown {
+		t.Skip("-sim.known: the bugs are expected fixed")
+	}
+	for _, k := range knownBugs {
+		t.Run(k.name, func(t *testing.T) {
+			res := runPlan(t, k.plan)
+			if !strings.Contains(strings.Join(res.Known, "\n"), k.bug) {
+				t.Errorf("the plan no longer shows %q (fixed? then drop TestKnownBugsShow's entry and run TestKnownBugs with -sim.known); known: %v, violations: %v\nhistory:\n%s",
+					k.bug, res.Known, res.Violations, res.History)
+			}
+		})
+	}
+}
