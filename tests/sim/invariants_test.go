@@ -214,23 +214,10 @@ func (w *world) createdSince(id, site string) bool {
 	return ok && !holders[id]
 }
 
-// knownRotate500 names a bug of today's code the simulation found: a
-// rotation retried with its key after its first attempt reached the vendor
-// converges (rotate.go): when the vendor no longer holds the license's site
-// (deleted on its side, the event not yet applied) converge returns
-// idempotency.ErrAbandon, which a request's answer does not map: 500
-// Server Error, where the API documents 422 vendor_rejected. Reported apart
-// unless -sim.strict.
-const knownRotate500 = "known bug (a rotation's retry answers 500 when the vendor lost the site)"
-
 // checkAnswersDocumented: every answer is one the API documents for its
 // operation (no 500, no undocumented status).
 func (w *world) checkAnswersDocumented() {
 	for _, r := range w.records {
-		if r.op.Kind == opRotate && r.ans.Status == http.StatusInternalServerError {
-			w.known = append(w.known, fmt.Sprintf("%s: step %d (%s) answered 500", knownRotate500, r.step, r.op))
-			continue
-		}
 		if !slices.Contains(documented[r.op.Kind], r.ans.Status) {
 			w.violate("documented", "step %d (%s) answered %d: %s", r.step, r.op, r.ans.Status, r.ans.Body)
 		}
