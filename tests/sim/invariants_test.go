@@ -307,6 +307,16 @@ func (w *world) checkVendorMatches(held map[string][]licenseView) {
 	}
 }
 
+// knownRevokingSnapshot names a bug of today's code the simulation found
+// (seed 1796323900501535580, in .ci/run's first run with the checkers): a
+// change recorded while a revoke is at the vendor (the vendor's
+// site.key_rotated, say) writes a feed event whose license shows
+// revoking; the vendor then refuses the delete, the revoke reopens the
+// license (active again) and writes no event, so the feed's last event
+// shows a revoking license that is active. Reported apart unless
+// -sim.strict.
+const knownRevokingSnapshot = "known bug (the feed's last event shows revoking after a failed revoke reopened the license)"
+
 // knownOrphanSite names a bug of today's code the simulation found: a
 // create (a request's, or the reconciler's resumption of one) that made the
 // domain's site at the vendor while a license of the domain was revoking
@@ -386,7 +396,9 @@ func (w *world) checkFeeds(held map[string][]licenseView) {
 				w.violate("feed", "license %s (%s) has no event", l.ID, l.Domain)
 				continue
 			}
-			if last := evs[len(evs)-1].Data.License; last.Status != l.Status || last.LicenseKey != l.LicenseKey {
+			if last := evs[len(evs)-1].Data.License; last.Status == "revoking" && l.Status != "revoking" && last.LicenseKey == l.LicenseKey {
+				w.known = append(w.known, fmt.Sprintf("%s: license %s is %s; its last event shows revoking", knownRevokingSnapshot, l.ID, l.Status))
+			} else if last.Status != l.Status || last.LicenseKey != l.LicenseKey {
 				w.violate("feed", "license %s is %s (key %s); its last event shows %s (key %s)", l.ID, l.Status, l.LicenseKey, last.Status, last.LicenseKey)
 			}
 			if types[0] != "license.created" || count(types, "license.created") != 1 {
