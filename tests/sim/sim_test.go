@@ -34,6 +34,10 @@ var gcPercent = 200
 
 // TestMain runs the tests with a lazier garbage collector (gcPercent).
 func TestMain(m *testing.M) {
+	if underRace {
+		fmt.Println("tests/sim: not run under -race (see race_test.go)")
+		os.Exit(0)
+	}
 	debug.SetGCPercent(gcPercent)
 	code := m.Run()
 	if tmplDir != "" {
