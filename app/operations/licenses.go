@@ -197,11 +197,10 @@ func revokeLicense(svc *licenses.Service, creates, rotations string) idempotency
 		}
 		_, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
 			moved, err := svc.Revoked(ctx, tx, lic)
-			if err == nil && moved {
-				err = x.Supersede(tx, creates, lic.Domain)
-			}
-			if err == nil && moved { // a revoked license's key is never rotated
-				err = x.Supersede(tx, rotations, lic.ID)
+			if err == nil && moved { // and a revoked license's key is never rotated
+				if err = x.Supersede(tx, creates, lic.Domain); err == nil {
+					err = x.Supersede(tx, rotations, lic.ID)
+				}
 			}
 			return revoked(lic.ID), err
 		})

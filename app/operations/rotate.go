@@ -48,10 +48,7 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 			if lic, err = svc.Rotatable(ctx, x.ConsumerID, lic.ID); err != nil {
 				break
 			}
-			site, ferr := svc.FindSite(ctx, lic.Domain)
-			if err = ferr; err == nil && (site == nil || site.ID != lic.VendorSiteID) {
-				err = errors.New("the vendor holds no site of the license")
-			}
+			site, err := licenseSite(ctx, svc, lic)
 			if err != nil {
 				break
 			}
@@ -78,13 +75,9 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 	// the site as the vendor holds it; it rotates again only when mayRotate
 	// and the key is unchanged since the intent began.
 	converge := func(ctx context.Context, x *idempotency.Execution, lic licenses.License, mayRotate bool) (idempotency.Response, bool, error) {
-		site, err := svc.FindSite(ctx, lic.Domain)
+		site, err := licenseSite(ctx, svc, lic)
 		if err != nil {
 			return idempotency.Response{}, false, err
-		}
-		if site == nil || site.ID != lic.VendorSiteID { // the vendor's 404, as a rotation sent now would meet
-			return idempotency.Response{}, false, fmt.Errorf("%w: %w", licenses.ErrVendorSiteNotFound,
-				&licenses.RejectedError{Status: http.StatusNotFound, Message: "the vendor holds no site of the license"})
 		}
 		rotated := site.LicenseKey != lic.LicenseKey
 		if !rotated {
@@ -137,4 +130,19 @@ func rotateKey(svc *licenses.Service) idempotency.Operation[string] {
 			return resp, done, err
 		},
 	}
+}
+
+// licenseSite is the license's site as the vendor now holds it; a vendor
+// that no longer holds it is the vendor's 404 (licenses.ErrVendorSiteNotFound,
+// 422 vendor_rejected), as a rotation sent now would meet.
+func licenseSite(ctx context.Context, svc *licenses.Service, lic licenses.License) (licenses.Site, error) {
+	site, err := svc.FindSite(ctx, lic.Domain)
+	if err != nil {
+		return licenses.Site{}, err
+	}
+	if site == nil || site.ID != lic.VendorSiteID {
+		return licenses.Site{}, fmt.Errorf("%w: %w", licenses.ErrVendorSiteNotFound,
+			&licenses.RejectedError{Status: http.StatusNotFound, Message: "the vendor holds no site of the license"})
+	}
+	return *site, nil
 }
