@@ -56,13 +56,14 @@ func TestMigrateDownRefusesToDropDataWithoutForce(t *testing.T) {
 		version int
 		drops   string // what its rollback says it drops; "" when nothing
 	}{
-		{19, "DROP TABLE rate_limits"},      // the rate limit's windows from the first hit
-		{18, "DROP TABLE vendor_kind"},      // the vendor kind
-		{17, "DROP TABLE console_sessions"}, // the console's sessions
-		{16, "DROP COLUMN last_claimed_at"}, // the webhook endpoints' fairness columns
-		{15, "DROP TABLE activity_hours"},   // the activity counters
-		{14, "DROP TABLE consumer_events"},  // the events and webhook tables
-		{13, ""},                            // a repair, nothing to drop
+		{20, "DROP TABLE vendor_site_claims"}, // the vendor sites' claims
+		{19, "DROP TABLE rate_limits"},        // the rate limit's windows from the first hit
+		{18, "DROP TABLE vendor_kind"},        // the vendor kind
+		{17, "DROP TABLE console_sessions"},   // the console's sessions
+		{16, "DROP COLUMN last_claimed_at"},   // the webhook endpoints' fairness columns
+		{15, "DROP TABLE activity_hours"},     // the activity counters
+		{14, "DROP TABLE consumer_events"},    // the events and webhook tables
+		{13, ""},                              // a repair, nothing to drop
 	} {
 		out, err := run("down")
 		if m.drops == "" {

@@ -135,13 +135,6 @@ func (s *Service) FindSite(ctx context.Context, domain string) (*Site, error) {
 	return site, nil
 }
 
-// UndoSite deletes a site made for a change that was then refused (its
-// intent was superseded meanwhile): no license will hold it. Should the
-// delete fail, the drift check reports the site as an orphan.
-func (s *Service) UndoSite(ctx context.Context, site Site) {
-	_ = s.cfg.Vendor.DeleteSite(ctx, site.ID)
-}
-
 // NewLicense is a license about to be recorded, with its audit and consumer
 // events: what Insert writes.
 type NewLicense struct {
@@ -184,13 +177,17 @@ func (s *Service) Draft(ctx context.Context, consumerID string, in Input, site S
 	return NewLicense{License: lic, row: row, event: event, sent: sent, actor: actorFrom(ctx)}, nil
 }
 
-// Insert writes the license row and its events in tx. The unique index on
-// active_domain decides a race: the loser gets gorm.ErrDuplicatedKey, and
-// the domain's license is the winner's (Held). It may run again in a
-// transaction run again.
+// Insert writes the license row, its claim of its vendor site and its
+// events in tx. The unique index on active_domain decides a race: the loser
+// gets gorm.ErrDuplicatedKey, and the domain's license is the winner's
+// (Held). A site claimed before (its license since revoked, or discarded)
+// is ErrSiteSpent. It may run again in a transaction run again.
 func (s *Service) Insert(tx *gorm.DB, n NewLicense) error {
 	row := n.row // a fresh row each run
 	if err := tx.Create(&row).Error; err != nil {
+		return err
+	}
+	if err := claimFor(tx, n.VendorSiteID, n.ID, n.CreatedAt); err != nil {
 		return err
 	}
 	var sent *events.Event
@@ -352,14 +349,54 @@ func (s *Service) DeleteSite(ctx context.Context, lic License) error {
 
 // Reopen puts back a license MarkRevoking moved, as it was (lic's status),
 // once its revoke ended without effect at the vendor; its event is
-// EventFailed.
+// EventFailed. A failed revoke changed nothing a consumer sees and has no
+// consumer event, unless one was published while the license was revoking
+// (the vendor rotated its key meanwhile, say): that event showed it
+// revoking, so the license as it is again is published after it
+// (republish), and the feed's last event is the license as it is.
 func (s *Service) Reopen(ctx context.Context, lic License) error {
 	return s.cfg.Retry(ctx, func() *gorm.DB {
 		return &gorm.DB{Error: s.cfg.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			_, err := s.move(ctx, tx, lic, StatusRevoking, lic.Status, EventFailed)
-			return err
+			moved, err := s.move(ctx, tx, lic, StatusRevoking, lic.Status, EventFailed)
+			if err != nil || !moved {
+				return err
+			}
+			return s.republish(ctx, tx, lic)
 		})}
 	}).Error
+}
+
+// republish writes, in tx, a consumer event of the license as it is when
+// one was published since lic was read: license.reactivated, or
+// license.suspended for a suspended license. Its audit trail has the
+// change's own event already.
+func (s *Service) republish(ctx context.Context, tx *gorm.DB, lic License) error {
+	var seq uint64
+	if err := tx.Model(&License{}).Where("id = ?", lic.ID).Pluck("event_sequence", &seq).Error; err != nil {
+		return fmt.Errorf("read the license %s's event sequence: %w", lic.ID, err)
+	}
+	if seq == lic.EventSequence {
+		return nil
+	}
+	now := s.now()
+	if err := tx.Model(&License{}).Where("id = ?", lic.ID).
+		Updates(map[string]any{"event_sequence": gorm.Expr("event_sequence + 1"), "updated_at": now}).Error; err != nil {
+		return fmt.Errorf("republish license %s: %w", lic.ID, err)
+	}
+	var after License
+	if err := tx.Where("id = ?", lic.ID).Take(&after).Error; err != nil {
+		return fmt.Errorf("read the license %s as republished: %w", lic.ID, err)
+	}
+	s.openForEvent(ctx, &after)
+	event := EventReactivated
+	if after.Status == StatusSuspended {
+		event = EventSuspended
+	}
+	ce, err := s.sealEvent(after, event, now)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Events.Insert(tx, ce)
 }
 
 // Revoked marks the license revoked in tx, freeing its domain, with its

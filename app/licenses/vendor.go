@@ -166,9 +166,11 @@ func errText(err error) string {
 }
 
 // ClearSite deletes the vendor's site for the domain unless a license holds
-// it, for an intent discarded after its create may have reached the vendor.
-// Any failure of the vendor's is an *UnavailableError, and nothing was
-// changed here (a site a failed delete may have removed was nobody's).
+// it, for an intent discarded after its create may have reached the vendor:
+// the site is claimed as discarded first (DiscardSite), so that a create
+// recording it meanwhile keeps it. Any failure of the vendor's is an
+// *UnavailableError, and nothing was changed here (a site a failed delete
+// may have removed was nobody's).
 func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, err error) {
 	site, err := s.cfg.Vendor.FindSite(ctx, domain)
 	if err != nil {
@@ -185,6 +187,9 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	}
 	if held > 0 {
 		return false, nil
+	}
+	if claimed, err := s.claimDiscarded(ctx, site.ID); err != nil || !claimed {
+		return false, err
 	}
 	if err := s.cfg.Vendor.DeleteSite(ctx, site.ID); err != nil {
 		return false, asUnavailable(fmt.Errorf("delete vendor site: %w", err))

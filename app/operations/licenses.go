@@ -21,9 +21,14 @@ import (
 //	reserved   the consumer's license for the domain, if any, is the answer
 //	started    from here the vendor may hear of it
 //	vendor     the domain's site, found or made (no transaction open)
-//	finished   the license row, its events and the 201, one transaction
+//	finished   the license row, its claim of the site, its events and the
+//	           201, one transaction
 //
-// A pending create is resumed by finding the vendor's site for the domain.
+// A site found spent at the last phase (its license revoked meanwhile, or
+// discarded) is deleted at the vendor or about to be; a discarded one is
+// deleted now (its first delete may have failed), and the vendor phase runs
+// again, up to siteRounds times. A pending create is resumed by finding the
+// vendor's site for the domain.
 func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 	return idempotency.Operation[licenses.Input]{
 		Name:    "licenses.store",
@@ -42,25 +47,30 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			if err := x.Start(ctx); err != nil {
 				return idempotency.Response{}, err
 			}
-			site, made, err := svc.EnsureSite(ctx, in)
-			if err != nil {
-				return idempotency.Response{}, err
+			for round := 1; ; round++ {
+				site, made, err := svc.EnsureSite(ctx, in)
+				if err != nil {
+					return idempotency.Response{}, err
+				}
+				event := licenses.EventAdopted
+				if made {
+					event = licenses.EventCreated
+				}
+				resp, lic, err := recordLicense(ctx, svc, x, in, site, event, made)
+				switch {
+				case errors.Is(err, licenses.ErrSiteSpent) && round < siteRounds:
+					_, _ = svc.DiscardSite(ctx, site) // a discard's delete owed, perhaps failed before
+					continue
+				case errors.Is(err, gorm.ErrDuplicatedKey): // another create won the domain: answered as if second
+					resp, err = licenseAnswer(lic, false)
+					resp.NoEffect = true
+				case err != nil && !errors.Is(err, licenses.ErrDomainTaken) && !refused(err):
+					// The vendor holds the site but it is not recorded here: the outcome
+					// is as unknown as a lost answer, and is reconciled the same way.
+					err = &licenses.UncertainError{Err: err, Domain: in.Domain}
+				}
+				return resp, err
 			}
-			event := licenses.EventAdopted
-			if made {
-				event = licenses.EventCreated
-			}
-			resp, lic, err := recordLicense(ctx, svc, x, in, site, event, made)
-			switch {
-			case errors.Is(err, gorm.ErrDuplicatedKey): // another create won the domain: answered as if second
-				resp, err = licenseAnswer(lic, false)
-				resp.NoEffect = true
-			case err != nil && !errors.Is(err, licenses.ErrDomainTaken) && !refused(err):
-				// The vendor holds the site but it is not recorded here: the outcome
-				// is as unknown as a lost answer, and is reconciled the same way.
-				err = &licenses.UncertainError{Err: err, Domain: in.Domain}
-			}
-			return resp, err
 		},
 		Resume: func(ctx context.Context, x *idempotency.Execution, rec *idempotency.Record, mayCreate bool) (idempotency.Response, bool, error) {
 			ctx = reconcilerActor(ctx, x.Caller)
@@ -68,35 +78,40 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			if err != nil {
 				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
 			}
-			site, err := svc.FindSite(ctx, in.Domain)
-			made := false
-			if err == nil && site == nil {
-				if !mayCreate {
-					return idempotency.Response{}, false, nil
+			for round := 1; ; round++ {
+				site, err := svc.FindSite(ctx, in.Domain)
+				made := false
+				if err == nil && site == nil {
+					if !mayCreate {
+						return idempotency.Response{}, false, nil
+					}
+					if err := x.Start(ctx); err != nil { // still the intent's owner, just before the vendor hears of it
+						return idempotency.Response{}, false, err
+					}
+					var found licenses.Site
+					found, made, err = svc.EnsureSite(ctx, in)
+					site = &found
 				}
-				if err := x.Start(ctx); err != nil { // still the intent's owner, just before the vendor hears of it
-					return idempotency.Response{}, false, err
+				var resp idempotency.Response
+				var lic licenses.License
+				if err == nil {
+					resp, lic, err = recordLicense(ctx, svc, x, in, *site, licenses.EventReconciled, made)
 				}
-				var found licenses.Site
-				found, made, err = svc.EnsureSite(ctx, in)
-				site = &found
+				switch {
+				case errors.Is(err, licenses.ErrSiteSpent) && round < siteRounds:
+					_, _ = svc.DiscardSite(ctx, *site) // a discard's delete owed, perhaps failed before
+					continue
+				case errors.Is(err, gorm.ErrDuplicatedKey) && lic.IntentID != nil && !madeBy(lic, x): // moot
+					return idempotency.Response{}, false, fmt.Errorf("%w: the license was made by another intent", idempotency.ErrSuperseded)
+				case errors.Is(err, gorm.ErrDuplicatedKey):
+					resp, err = licenseAnswer(lic, madeBy(lic, x))
+				}
+				var invalid *licenses.ValidationError
+				if errors.As(err, &invalid) || errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, licenses.ErrVendorRejected) {
+					return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
+				}
+				return resp, err == nil, err
 			}
-			var resp idempotency.Response
-			var lic licenses.License
-			if err == nil {
-				resp, lic, err = recordLicense(ctx, svc, x, in, *site, licenses.EventReconciled, made)
-			}
-			switch {
-			case errors.Is(err, gorm.ErrDuplicatedKey) && lic.IntentID != nil && !madeBy(lic, x): // moot
-				return idempotency.Response{}, false, fmt.Errorf("%w: the license was made by another intent", idempotency.ErrSuperseded)
-			case errors.Is(err, gorm.ErrDuplicatedKey):
-				resp, err = licenseAnswer(lic, madeBy(lic, x))
-			}
-			var invalid *licenses.ValidationError
-			if errors.As(err, &invalid) || errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, licenses.ErrVendorRejected) {
-				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
-			}
-			return resp, err == nil, err
 		},
 		// A create that may have reached the vendor may have left a site
 		// there: before its intent is discarded, a site for its domain that
@@ -115,17 +130,32 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 	}
 }
 
-// recordLicense is a create's last phase: the license of site, its events
-// and its answer (201) commit with the record's completion. When the
-// domain's license is already the consumer's (a race's winner) the error is
-// gorm.ErrDuplicatedKey and lic is that license; a site made for a change
-// then superseded (a revoke meanwhile) is deleted.
-func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made bool) (idempotency.Response, licenses.License, error) {
+// siteRounds is how many times a create looks for its domain's site (and
+// makes one) when the one it found was spent before it could record it.
+const siteRounds = 3
+
+// recordLicense is a create's last phase: the license of site, its claim
+// of the site, its events and its answer (201) commit with the record's
+// completion. When the domain's license is already the consumer's (a
+// race's winner) the error is gorm.ErrDuplicatedKey and lic is that
+// license. A site this create made and did not record (the domain taken,
+// the intent superseded or its lease lost, the transaction failed) is
+// discarded (DiscardSite): deleted unless a license claimed it, the
+// intent's new owner's say, or this very transaction's if it committed
+// after all.
+func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made bool) (resp idempotency.Response, lic licenses.License, err error) {
+	if made {
+		defer func() {
+			if err != nil && !errors.Is(err, licenses.ErrSiteSpent) {
+				_, _ = svc.DiscardSite(ctx, site)
+			}
+		}()
+	}
 	draft, err := svc.Draft(ctx, x.ConsumerID, in, site, event, x.IntentID())
 	if err != nil {
 		return idempotency.Response{}, licenses.License{}, fmt.Errorf("store license: %w", err)
 	}
-	resp, err := x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
+	resp, err = x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
 		if err := svc.Insert(tx, draft); err != nil {
 			return idempotency.Response{}, err
 		}
@@ -141,10 +171,6 @@ func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Ex
 			return idempotency.Response{}, lic, herr
 		}
 		return idempotency.Response{}, lic, err
-	case errors.Is(err, idempotency.ErrSuperseded) && made:
-		// Superseded (a revoke): nobody will hold the site. A lease lost is
-		// not: the intent's new owner finds the site and records it.
-		svc.UndoSite(ctx, site)
 	}
 	return idempotency.Response{}, licenses.License{}, err
 }

@@ -5,15 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/licensor-api/licensor/internal/dbtime"
 
 	"github.com/licensor-api/licensor/app/crypt"
+	"github.com/licensor-api/licensor/app/events"
 	"github.com/licensor-api/licensor/app/idempotency"
 	"github.com/licensor-api/licensor/app/licenses"
 	"github.com/licensor-api/licensor/app/vendorclient"
@@ -38,6 +42,8 @@ type vendor struct {
 	beforeCreate           func()
 	beforeDelete           func()
 	afterRotate            func() // runs once the vendor has rotated a key, before its answer returns
+	afterFind              func() // runs once a find has read the vendor's site, before its answer returns
+	afterCreate            func() // runs once the vendor has made a site, before its answer returns
 	finds, creates, delete int
 }
 
@@ -54,7 +60,15 @@ func (v *vendor) FindSite(ctx context.Context, domain string) (*licenses.Site, e
 	v.mu.Lock()
 	v.finds++
 	v.mu.Unlock()
-	return v.Vendor.FindSite(ctx, domain)
+	site, err := v.Vendor.FindSite(ctx, domain)
+	v.mu.Lock()
+	hook := v.afterFind
+	v.afterFind = nil // once
+	v.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return site, err
 }
 
 func (v *vendor) CreateSite(ctx context.Context, name, domain string) (licenses.Site, error) {
@@ -68,7 +82,15 @@ func (v *vendor) CreateSite(ctx context.Context, name, domain string) (licenses.
 	if hook != nil {
 		hook()
 	}
-	return v.Vendor.CreateSite(ctx, name, domain)
+	site, err := v.Vendor.CreateSite(ctx, name, domain)
+	v.mu.Lock()
+	after := v.afterCreate
+	v.afterCreate = nil // once
+	v.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return site, err
 }
 
 func (v *vendor) DeleteSite(ctx context.Context, id string) error {
@@ -116,15 +138,16 @@ func (v *vendor) has(domain string) bool {
 
 // rig is the operations on a fresh database with consumers c1 and c2.
 type rig struct {
-	t     *testing.T
-	db    *testdb.DB
-	v     *vendor
-	svc   *licenses.Service
-	ops   Set
-	store *idempotency.Store
-	guard *idempotency.Guard
-	rc    *idempotency.Reconciler
-	made  atomic.Int64 // licenses made (ObserveCreated)
+	t      *testing.T
+	db     *testdb.DB
+	v      *vendor
+	svc    *licenses.Service
+	ops    Set
+	store  *idempotency.Store
+	guard  *idempotency.Guard
+	rc     *idempotency.Reconciler
+	made   atomic.Int64 // licenses made (ObserveCreated)
+	cipher *crypt.Cipher
 }
 
 func newRig(t *testing.T, db *testdb.DB) *rig {
@@ -139,7 +162,7 @@ func newRig(t *testing.T, db *testdb.DB) *rig {
 			t.Fatal(err)
 		}
 	}
-	r := &rig{t: t, db: db, v: &vendor{Vendor: fakeVendor(t)}, store: idempotency.NewStore(db.Gorm, c, nil, nil)}
+	r := &rig{t: t, db: db, v: &vendor{Vendor: fakeVendor(t)}, store: idempotency.NewStore(db.Gorm, c, nil, nil), cipher: c}
 	r.svc = licenses.New(licenses.Config{DB: db.Gorm, Vendor: r.v, Cipher: c, ObserveCreated: func() { r.made.Add(1) }})
 	r.ops = New(r.svc)
 	list, err := idempotency.NewOperations(r.ops.List()...)
@@ -341,9 +364,11 @@ func TestCreateLosesTheDomainRace(t *testing.T) {
 	}
 }
 
-// The vendor holds the site but the license cannot be recorded (its event
+// The vendor made the site but the license cannot be recorded (its event
 // cannot be written): as unknown an outcome as a lost answer, the intent
-// pending and known by its domain, and nothing half written.
+// pending and known by its domain, and nothing half written. The site it
+// made is discarded, not left for nobody: the reconciler looks again, makes
+// the domain's site and records its license with it.
 func TestRecordFailureIsUncertain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
@@ -353,11 +378,86 @@ func TestRecordFailureIsUncertain(t *testing.T) {
 		if !errors.Is(err, idempotency.ErrPending) || !errors.As(err, &uncertain) || uncertain.Domain != "a.test" || !strings.Contains(err.Error(), "record license event") {
 			t.Fatalf("create = %v; want it pending, an UncertainError for a.test", err)
 		}
-		if !r.v.has("a.test") || r.rows("licenses") != 0 || r.rows("license_events") != 0 {
-			t.Errorf("site kept %v, %d licenses, %d events; want the site, nothing half written", r.v.has("a.test"), r.rows("licenses"), r.rows("license_events"))
+		if r.v.has("a.test") || r.rows("licenses") != 0 || r.rows("license_events") != 0 {
+			t.Errorf("site kept %v, %d licenses, %d events; want the site discarded, nothing half written", r.v.has("a.test"), r.rows("licenses"), r.rows("license_events"))
 		}
 		if got := r.reconcile(); got != "completed" || r.rows("licenses") != 1 {
 			t.Errorf("reconciled %s with %d licenses; want it completed, the site's license recorded", got, r.rows("licenses"))
+		}
+		r.holdsTheVendorsSite("c1", "a.test")
+	})
+}
+
+// A site discarded whose delete failed stays at the vendor, claimed as
+// discarded: it never blocks its domain. The next create for the domain
+// finds it, deletes it, and makes the domain's site anew.
+func TestDiscardWhoseDeleteFailedDoesNotBlockTheDomain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		testdb.Inject(t, db.Gorm, "create", "license_events", nil, errInjected).Arm(1)
+		r.v.deleteErr = []error{unavailable}
+		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrPending) {
+			t.Fatalf("create = %v; want it pending", err)
+		}
+		stale, err := r.v.Vendor.FindSite(context.Background(), "a.test")
+		if err != nil || stale == nil {
+			t.Fatalf("the discarded site %+v (%v); want it still at the vendor (its delete failed)", stale, err)
+		}
+		if got := r.reconcile(); got != "completed" {
+			t.Fatalf("reconcile = %s; want completed", got)
+		}
+		if lic := r.holdsTheVendorsSite("c1", "a.test"); lic.VendorSiteID == stale.ID {
+			t.Errorf("the license holds the discarded site %s", stale.ID)
+		}
+	})
+}
+
+// holdsTheVendorsSite fails the test unless the consumer's license for the
+// domain holds the vendor's site for it.
+func (r *rig) holdsTheVendorsSite(consumer, domain string) licenses.License {
+	r.t.Helper()
+	lic, err := r.svc.Held(context.Background(), consumer, domain)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	site, err := r.v.Vendor.FindSite(context.Background(), domain)
+	if err != nil || site == nil || site.ID != lic.VendorSiteID {
+		r.t.Errorf("the license's site %s, the vendor's %+v (%v); want the license to hold the vendor's site", lic.VendorSiteID, site, err)
+	}
+	return lic
+}
+
+// A create whose site was recorded for another license, since revoked (the
+// site deleted at the vendor), before the create could record it, looks
+// again: it makes the domain's site anew and records its license with it,
+// never a license with no site at the vendor.
+func TestCreateWhoseSiteWentMeanwhileLooksAgain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		first, err := r.v.Vendor.CreateSite(context.Background(), "Shop", "a.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.v.afterFind = func() { // c2 adopts the site, records its license, and revokes it
+			if _, err := r.create("c2", "k2", "a.test"); err != nil {
+				t.Error(err)
+				return
+			}
+			lic, err := r.svc.Held(context.Background(), "c2", "a.test")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, _, err := r.ops.RevokeLicense.Do(context.Background(), r.guard, idempotency.Caller{ConsumerID: "c2"}, lic.ID, lic.ID, nil); err != nil {
+				t.Error(err)
+			}
+		}
+		resp, err := r.create("c1", "k1", "a.test")
+		if err != nil || resp.Status != 201 {
+			t.Fatalf("create = %d %s, %v; want 201", resp.Status, resp.Body, err)
+		}
+		if lic := r.holdsTheVendorsSite("c1", "a.test"); lic.VendorSiteID == first.ID {
+			t.Errorf("the license holds the revoked license's site %s", first.ID)
 		}
 	})
 }
@@ -483,4 +583,58 @@ func fakeVendor(t *testing.T) licenses.Vendor {
 		t.Fatal(err)
 	}
 	return vendorclient.NewInProcess(sim, config.Vendor{}, nil)
+}
+
+// A revoke the vendor refused puts the license back; when the feed showed it
+// revoking meanwhile (the vendor rotated its key during the revoke), the
+// license as it is again is published after that event, so the feed's last
+// event is the license as it is. With no event meanwhile, none is written.
+func TestRefusedRevokeRepublishesWhatTheFeedShowedRevoking(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		lic := r.license("a.test")
+		r.v.deleteErr = []error{unavailable}
+		if err := r.revoke(lic.ID); !errors.Is(err, licenses.ErrVendorUnavailable) {
+			t.Fatalf("revoke = %v; want the vendor's failure", err)
+		}
+		if n := r.rows("consumer_events"); n != 1 {
+			t.Fatalf("%d consumer events after a refused revoke with nothing meanwhile; want the creation's alone", n)
+		}
+		r.v.deleteErr = []error{unavailable}
+		r.v.beforeDelete = func() {
+			ev := licenses.VendorEvent{ID: "evt_1", Type: licenses.SiteKeyRotated, At: time.Now().UTC(),
+				Site: licenses.Site{ID: lic.VendorSiteID, Domain: "a.test", LicenseKey: "LK-rotated"}}
+			if err := db.Gorm.Transaction(func(tx *gorm.DB) error {
+				_, err := r.svc.ApplyVendorEvent(context.Background(), tx, ev)
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := r.revoke(lic.ID); !errors.Is(err, licenses.ErrVendorUnavailable) {
+			t.Fatalf("revoke = %v; want the vendor's failure", err)
+		}
+		var evs []events.Event
+		if err := db.Gorm.Where("subject_id = ?", lic.ID).Order("sequence").Find(&evs).Error; err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, e := range evs {
+			types = append(types, e.Type)
+		}
+		want := []string{events.LicenseCreated, events.LicenseKeyRotated, events.LicenseReactivated}
+		if !slices.Equal(types, want) || evs[2].Sequence != 3 {
+			t.Fatalf("events %v; want %v, numbered 1 to 3", types, want)
+		}
+		log := events.New(db.Gorm, nil, r.cipher)
+		for i, status := range []string{"revoking", "active"} {
+			body, err := log.Body(evs[i+1])
+			if err != nil || !strings.Contains(string(body), `"status":"`+status+`"`) || !strings.Contains(string(body), "LK-rotated") {
+				t.Errorf("event %s = %s, %v; want the license %s, its key rotated", evs[i+1].Type, body, err, status)
+			}
+		}
+		if got := r.status(lic.ID); got != licenses.StatusActive {
+			t.Errorf("status %s; want active", got)
+		}
+	})
 }
