@@ -45,6 +45,9 @@ type Overrides struct {
 	Log           *slog.Logger               // replaces the one built from cfg
 	Operations    []idempotency.AnyOperation // declared beside the application's own (a test's)
 	Outbox        licenses.Outbox            // replaces the events' outbox (a benchmark's: what the event costs)
+	// Jitter replaces the reconciler's random jitter of its backoffs (a
+	// deterministic simulation's: the same seed, the same schedule).
+	Jitter func(max time.Duration) time.Duration
 }
 
 // Base is what every command that touches the database shares. It builds no
@@ -63,6 +66,7 @@ type Base struct {
 	Events   *events.Log   // the consumer events: the outbox every license change writes to
 	Webhooks *webhooks.Service
 	now      func() time.Time
+	jitter   func(max time.Duration) time.Duration // the reconciler's (nil: random)
 	ownsDB   bool
 	ownsRead bool
 	group    *database.GroupCommit // SQLite's batched request writes; nil on MySQL
@@ -74,7 +78,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 	if o.Log != nil {
 		log = o.Log
 	}
-	b := &Base{Log: log, DB: o.DB, now: o.Now}
+	b := &Base{Log: log, DB: o.DB, now: o.Now, jitter: o.Jitter}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -293,6 +297,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, out
 		Log:            b.Log,
 		Now:            b.now,
 		Observe:        b.Metrics.ObserveReconcile,
+		Jitter:         b.jitter,
 	}
 	a.Reconciler = idempotency.NewReconciler(a.reconcilerCfg)
 	return a, nil

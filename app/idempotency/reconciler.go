@@ -51,6 +51,9 @@ type ReconcilerConfig struct {
 	Log      *slog.Logger        // nil: discard
 	Now      func() time.Time    // nil: time.Now
 	Observe  func(result string) // when set, told each result
+	// Jitter is the random part of a backoff, below max (nil: uniform
+	// random), so that replicas do not retry in step.
+	Jitter func(max time.Duration) time.Duration
 	// LeaveBefore, when set, leaves alone every record created before it:
 	// another vendor made them (the fake after the http driver), and this
 	// one cannot know their outcome.
@@ -89,6 +92,9 @@ func NewReconciler(cfg ReconcilerConfig) *Reconciler {
 	if cfg.Observe == nil {
 		cfg.Observe = func(string) {}
 	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func(max time.Duration) time.Duration { return rand.N(max) }
+	}
 	return &Reconciler{cfg: cfg}
 }
 
@@ -121,7 +127,60 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 			out = append(out, s)
 		}
 	}
+	r.clearSuperseded(ctx, now)
 	return out, nil
+}
+
+// clearSuperseded runs, for each intent superseded while its work may have
+// reached the vendor, once its owner's lease is over (its vendor call has
+// ended), its operation's BeforeDiscard: a create's site that its owner
+// never learnt it made (it died, or lost the vendor's answer) is deleted
+// unless a license holds it. Nothing else would: the intent is never
+// resumed. The intent then counts as finished; a failed check is tried
+// again a backoff later.
+func (r *Reconciler) clearSuperseded(ctx context.Context, now time.Time) {
+	recs, err := r.cfg.Store.dueClears(ctx, now, r.cfg.LeaveBefore, 100)
+	if err != nil {
+		r.cfg.Log.Error("list superseded intents to clear", "error", err)
+		return
+	}
+	for i := range recs {
+		rec := &recs[i]
+		if ctx.Err() != nil {
+			return
+		}
+		op, _ := r.cfg.Operations.lookup(rec.Operation)
+		set := map[string]any{"phase": phaseFinished, "locked_until": nil, "updated_at": now}
+		if err := rec.sealedErr; err == nil && op.beforeDiscard != nil {
+			err = op.beforeDiscard(ctx, rec)
+		}
+		if err != nil {
+			r.cfg.Log.Warn("clear superseded intent", "intent", rec.ref(), "operation", rec.Operation,
+				"key_digest", r.cfg.Store.KeyDigest(rec.Key), "error", err)
+			set = map[string]any{"locked_until": now.Add(r.cfg.Backoff), "updated_at": now}
+		}
+		if _, err := r.cfg.Store.casUpdate(ctx, "clear superseded intent", rec, set); err != nil {
+			r.cfg.Log.Error("clear superseded intent", "intent", rec.ref(), "error", err)
+		}
+	}
+}
+
+// dueClears lists superseded intents still to clear (see clearSuperseded)
+// whose owner's lease is over.
+func (s *Store) dueClears(ctx context.Context, now, since time.Time, limit int) ([]Record, error) {
+	var recs []Record
+	err := s.db.WithContext(ctx).
+		Where("status = ? AND phase = ? AND (locked_until IS NULL OR locked_until <= ?) AND created_at >= ?", statusSuperseded, phaseStarted, now, since).
+		Order("id").Limit(limit).Find(&recs).Error
+	if err != nil {
+		return nil, fmt.Errorf("list superseded records to clear: %w", err)
+	}
+	for i := range recs {
+		if err := s.open(&recs[i].RequestBody, "request", recs[i].ID); err != nil {
+			recs[i].RequestBody, recs[i].sealedErr = nil, err
+		}
+	}
+	return recs, nil
 }
 
 // reconcile claims one record and works it; false when another reconciler
@@ -262,7 +321,7 @@ func (r *Reconciler) backoff(attempts int) time.Duration {
 	d = min(d, time.Hour)
 	// In whole microseconds, as the tables keep times and the attempt's
 	// event writes its next attempt.
-	return (d + rand.N(d/4+1)).Truncate(time.Microsecond)
+	return (d + r.cfg.Jitter(d/4+1)).Truncate(time.Microsecond)
 }
 
 // Run reconciles every Interval (with jitter) until ctx ends.

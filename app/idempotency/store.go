@@ -322,7 +322,13 @@ func (s *Store) supersede(tx *gorm.DB, consumerID, operation, subject string, be
 	if beforeID > 0 { // the exclusion again: one may have been taken over since it was read
 		u = u.Where("NOT (status = ? AND locked_until > ?)", statusProcessing, now)
 	}
-	err := u.Updates(map[string]any{"status": statusSuperseded, "phase": phaseFinished, "locked_until": nil, "updated_at": now}).Error
+	// One that may have reached the vendor keeps its phase, started, and its
+	// owner's lease: the reconciler clears what it may have left there once
+	// that lease is over (Reconciler.clearSuperseded).
+	err := u.Updates(map[string]any{"status": statusSuperseded,
+		"phase":        gorm.Expr("CASE WHEN phase = ? THEN phase ELSE ? END", phaseStarted, phaseFinished),
+		"locked_until": gorm.Expr("CASE WHEN phase = ? THEN locked_until ELSE NULL END", phaseStarted),
+		"updated_at":   now}).Error
 	if err != nil {
 		return fmt.Errorf("supersede older intents: %w", err)
 	}
@@ -368,7 +374,10 @@ func (s *Store) giveBack(ctx context.Context, r *Record, now time.Time) error {
 	case p == nil, p.Status == statusAbandoned, !p.mayHaveStarted() && p.Status != statusSuperseded:
 		return s.settle(ctx, r, map[string]any{"status": statusAbandoned, "locked_until": nil, "updated_at": now})
 	case p.Status == statusSuperseded:
-		return s.settle(ctx, r, map[string]any{"status": statusSuperseded, "phase": phaseFinished, "locked_until": nil, "updated_at": now})
+		// Its phase is left as the supersession left it (the retry never
+		// started): a started one is still the reconciler's to clear, once
+		// the lease is over (the first owner may still be at the vendor).
+		return s.settle(ctx, r, map[string]any{"status": statusSuperseded, "updated_at": now})
 	}
 	return s.settle(ctx, r, map[string]any{"status": StatusPending, "locked_until": nil, "updated_at": now})
 }

@@ -45,6 +45,9 @@ type vendor struct {
 	afterFind              func() // runs once a find has read the vendor's site, before its answer returns
 	afterCreate            func() // runs once the vendor has made a site, before its answer returns
 	finds, creates, delete int
+	// loseCreates is how many of the next creates make the site and lose
+	// the answer (an *UncertainError).
+	loseCreates int
 }
 
 func next(q *[]error) error {
@@ -86,6 +89,10 @@ func (v *vendor) CreateSite(ctx context.Context, name, domain string) (licenses.
 	v.mu.Lock()
 	after := v.afterCreate
 	v.afterCreate = nil // once
+	if err == nil && v.loseCreates > 0 {
+		v.loseCreates--
+		site, err = licenses.Site{}, &licenses.UncertainError{Err: errors.New("the answer was lost")}
+	}
 	v.mu.Unlock()
 	if after != nil {
 		after()
@@ -635,6 +642,50 @@ func TestRefusedRevokeRepublishesWhatTheFeedShowedRevoking(t *testing.T) {
 		}
 		if got := r.status(lic.ID); got != licenses.StatusActive {
 			t.Errorf("status %s; want active", got)
+		}
+	})
+}
+
+// A create at the vendor when a revoke superseded its intent, that never
+// learnt it made the site (the vendor's answer lost), leaves the site
+// nobody holds; once the create's lease is over, the reconciler clears it
+// (the intent is never resumed), and never before: the create may still be
+// at the vendor.
+func TestReconcilerClearsTheSiteOfASupersededCreate(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		r.v.beforeCreate = func() { // meanwhile: c1's license for the domain, made and revoked
+			r.v.beforeCreate = nil
+			lic := r.license("a.test")
+			if err := r.revoke(lic.ID); err != nil {
+				t.Error(err)
+			}
+			r.v.loseCreates = 1
+		}
+		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrSuperseded) {
+			t.Fatalf("create = %v; want ErrSuperseded", err)
+		}
+		if !r.v.has("a.test") {
+			t.Fatal("the vendor has no site for a.test: the scenario did not happen")
+		}
+		if _, err := r.rc.RunOnce(context.Background()); err != nil || !r.v.has("a.test") {
+			t.Fatalf("RunOnce = %v, site kept %v; want the site left while the create's lease lasts", err, r.v.has("a.test"))
+		}
+		r.intent("licenses.store", "k1", map[string]any{"locked_until": dbtime.Now().Add(-time.Second)})
+		if _, err := r.rc.RunOnce(context.Background()); err != nil || r.v.has("a.test") {
+			t.Fatalf("RunOnce = %v, site kept %v; want the superseded create's site deleted", err, r.v.has("a.test"))
+		}
+		var phase string
+		if err := db.Gorm.Model(&idempotency.Record{}).Where("operation = ? AND idempotency_key = ?", "licenses.store", "k1").
+			Select("phase").Scan(&phase).Error; err != nil || phase != "finished" {
+			t.Errorf("the superseded intent's phase is %q (%v); want finished, cleared", phase, err)
+		}
+		_, _, deletes := r.v.calls()
+		if _, err := r.rc.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, again := r.v.calls(); again != deletes {
+			t.Errorf("%d deletes after another pass, %d before; want it cleared once", again, deletes)
 		}
 	})
 }

@@ -66,14 +66,29 @@ var knownBugs = []struct {
 		}},
 	},
 	{
-		name: "orphan site of a superseded create that never learnt it made it",
-		bug:  knownOrphanSite,
+		name:  "orphan site of a superseded create that never learnt it made it",
+		bug:   "orphan site: made for a superseded create that never learnt it made it (fixed: the reconciler clears a superseded intent that may have reached the vendor)",
+		fixed: true,
 		plan: plan{Faults: []fault{faultNone, faultNone, faultNone, faultHang}, Ops: []op{
 			{Kind: opCreate, Proc: 1, Consumer: 1, Domain: 0, Key: 3, Name: 1},
 			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 2, Key: 2, Name: 1},
 			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 2, Key: 1, Name: 1},
 			{Kind: opRevoke, Proc: 0, Consumer: 0, Ref: 7},
 			{Kind: opCrash, Proc: 1, Outcome: 1},
+		}},
+	},
+	{
+		name:  "a retry of a superseded create forgot its site was still to clear",
+		bug:   "a superseded create's retry marked its intent finished before the reconciler cleared its site (fixed: the retry leaves the phase)",
+		fixed: true,
+		plan: plan{Faults: []fault{faultNone, faultRateLimited, faultLost, faultNone, faultNone, faultNone, faultHang}, Ops: []op{
+			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 1, Key: 3},
+			{Kind: opCreate, Proc: 1, Consumer: 1, Domain: 0, Key: 2},
+			{Kind: opCreate, Proc: 1, Consumer: 0, Domain: 1, Key: 2, Name: 1},
+			{Kind: opRevoke, Proc: 0, Consumer: 0, Ref: 0},
+			{Kind: opAdvance, Advance: 1},
+			{Kind: opRelease, Ref: 1, Outcome: 2},
+			{Kind: opCreate, Proc: 0, Consumer: 0, Domain: 1, Key: 3},
 		}},
 	},
 	{

@@ -129,19 +129,6 @@ func runPlan(t *testing.T, p plan, tweaks ...func(*vendor)) result {
 				}
 				return out
 			}
-			w.v.revoking = func(proc int, domain string) bool {
-				var n int64
-				// The calling process's pool, or (it crashed) another's.
-				for i := range procs {
-					err := w.ps[(proc+i)%procs].read.Raw(`SELECT (SELECT COUNT(*) FROM licenses WHERE active_domain = ? AND status = 'revoking')
-					+ (SELECT COUNT(*) FROM idempotency_keys WHERE operation = 'licenses.store' AND subject = ? AND status = 'superseded')`,
-						domain, domain).Scan(&n).Error
-					if err == nil {
-						break
-					}
-				}
-				return n > 0
-			}
 			func() {
 				defer func() {
 					if r := recover(); r != nil {

@@ -36,10 +36,7 @@ func (f fault) String() string { return faultNames[f] }
 // simSite is one of the vendor's sites.
 type simSite struct {
 	ID, Name, Domain, Key, Status string
-	// Revoking: made while a license of the domain was revoking, or a
-	// create of the domain was superseded (see knownOrphanSite).
-	Revoking bool
-	MadeBy   int // the step whose request made it; -1: none (the reconciler, a settle)
+	MadeBy                        int // the step whose request made it; -1: none (the reconciler, a settle)
 }
 
 // vendorCall is a call held by a hang fault.
@@ -78,10 +75,6 @@ type vendor struct {
 	// forgetDeletes is a sabotage for the replay test: a delete answers
 	// 204 and deletes nothing (a vendor bug, as a mutant is licensor's).
 	forgetDeletes bool
-	// revoking reports whether a license of the domain is revoking now, or
-	// a create for it superseded (the simulation's own look at the
-	// database, through the calling process's read pool).
-	revoking func(proc int, domain string) bool
 }
 
 // vendorEvent is an event of the vendor's, with its signed body.
@@ -220,8 +213,7 @@ func (p procVendor) CreateSite(ctx context.Context, name, domain string) (licens
 		p.v.next++
 		p.v.keys++
 		s := &simSite{ID: fmt.Sprintf("site_%d", p.v.next), Name: name, Domain: domain,
-			Key: fmt.Sprintf("LK-%04d", p.v.keys), Status: vendorproto.StatusActive,
-			Revoking: p.v.revoking != nil && p.v.revoking(p.proc, domain), MadeBy: -1}
+			Key: fmt.Sprintf("LK-%04d", p.v.keys), Status: vendorproto.StatusActive, MadeBy: -1}
 		if step, ok := ctx.Value(stepKey{}).(int); ok {
 			s.MadeBy = step
 		}

@@ -181,7 +181,8 @@ func start(id int, path string, v *vendor) (*process, error) {
 		cancel()
 		return nil, err
 	}
-	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Read: read, Vendor: v.as(id, ctx.Done()), Now: time.Now})
+	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Read: read, Vendor: v.as(id, ctx.Done()), Now: time.Now,
+		Jitter: func(time.Duration) time.Duration { return 0 }}) // the schedule's alone: a seed replays
 	if err != nil {
 		cancel()
 		return nil, err
