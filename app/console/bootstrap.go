@@ -298,6 +298,11 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, out
 		Now:            b.now,
 		Observe:        b.Metrics.ObserveReconcile,
 		Jitter:         b.jitter,
+		// The vendor deletes owed for sites nobody holds, whose first try failed.
+		Sweep: func(ctx context.Context) error {
+			_, err := a.Licenses.DeleteOwedSites(ctx, 100)
+			return err
+		},
 	}
 	a.Reconciler = idempotency.NewReconciler(a.reconcilerCfg)
 	return a, nil

@@ -51,6 +51,10 @@ type ReconcilerConfig struct {
 	Log      *slog.Logger        // nil: discard
 	Now      func() time.Time    // nil: time.Now
 	Observe  func(result string) // when set, told each result
+	// Sweep, when set, runs at the end of every pass: work owed to the
+	// vendor that no intent holds (a discarded site's delete that failed).
+	// Its error is logged; the next pass runs it again.
+	Sweep func(ctx context.Context) error
 	// Jitter is the random part of a backoff, below max (nil: uniform
 	// random), so that replicas do not retry in step.
 	Jitter func(max time.Duration) time.Duration
@@ -128,6 +132,11 @@ func (r *Reconciler) RunOnce(ctx context.Context) ([]Reconciled, error) {
 		}
 	}
 	r.clearSuperseded(ctx, now)
+	if r.cfg.Sweep != nil && ctx.Err() == nil {
+		if err := r.cfg.Sweep(ctx); err != nil {
+			r.cfg.Log.Warn("reconciler sweep", "error", err)
+		}
+	}
 	return out, nil
 }
 

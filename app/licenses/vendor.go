@@ -169,8 +169,8 @@ func errText(err error) string {
 // it, for an intent discarded after its create may have reached the vendor:
 // the site is claimed as discarded first (DiscardSite), so that a create
 // recording it meanwhile keeps it. Any failure of the vendor's is an
-// *UnavailableError, and nothing was changed here (a site a failed delete
-// may have removed was nobody's).
+// *UnavailableError; the site is then claimed as discarded, its delete owed
+// (DeleteOwedSites), and a second ClearSite deletes it too.
 func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, err error) {
 	site, err := s.cfg.Vendor.FindSite(ctx, domain)
 	if err != nil {
@@ -191,8 +191,8 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	if claimed, err := s.claimDiscarded(ctx, site.ID); err != nil || !claimed {
 		return false, err
 	}
-	if err := s.cfg.Vendor.DeleteSite(ctx, site.ID); err != nil {
-		return false, asUnavailable(fmt.Errorf("delete vendor site: %w", err))
+	if err := s.deleteOwed(ctx, site.ID); err != nil { // owed: DeleteOwedSites retries it
+		return false, asUnavailable(err)
 	}
 	return true, nil
 }

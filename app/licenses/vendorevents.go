@@ -70,6 +70,14 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEv
 	}
 	at := dbtime.Stamp(ev.At)
 	ctx = WithActor(ctx, Actor{Name: ActorVendor})
+	if ev.Type == SiteDeleted {
+		// A deleted site is spent: claimed here unless a license claimed it,
+		// so that a create that found it before the vendor deleted it never
+		// records it (it looks again).
+		if err := claimDeleted(tx, ev.Site.ID, s.now()); err != nil {
+			return false, err
+		}
+	}
 	var lic License
 	// The site's license still in force; a site id is the vendor's and
 	// never given twice, so there is at most one.

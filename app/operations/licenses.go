@@ -59,7 +59,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 				resp, lic, err := recordLicense(ctx, svc, x, in, site, event, made)
 				switch {
 				case errors.Is(err, licenses.ErrSiteSpent) && round < siteRounds:
-					_, _ = svc.DiscardSite(ctx, site) // a discard's delete owed, perhaps failed before
+					_ = svc.DiscardSite(ctx, site) // a discarded one's delete, owed if it failed before
 					continue
 				case errors.Is(err, gorm.ErrDuplicatedKey): // another create won the domain: answered as if second
 					resp, err = licenseAnswer(lic, false)
@@ -99,7 +99,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 				}
 				switch {
 				case errors.Is(err, licenses.ErrSiteSpent) && round < siteRounds:
-					_, _ = svc.DiscardSite(ctx, *site) // a discard's delete owed, perhaps failed before
+					_ = svc.DiscardSite(ctx, *site) // a discarded one's delete, owed if it failed before
 					continue
 				case errors.Is(err, gorm.ErrDuplicatedKey) && lic.IntentID != nil && !madeBy(lic, x): // moot
 					return idempotency.Response{}, false, fmt.Errorf("%w: the license was made by another intent", idempotency.ErrSuperseded)
@@ -138,19 +138,25 @@ const siteRounds = 3
 // of the site, its events and its answer (201) commit with the record's
 // completion. When the domain's license is already the consumer's (a
 // race's winner) the error is gorm.ErrDuplicatedKey and lic is that
-// license. A site this create made and did not record (the domain taken,
-// the intent superseded or its lease lost, the transaction failed) is
-// discarded (DiscardSite): deleted unless a license claimed it, the
-// intent's new owner's say, or this very transaction's if it committed
-// after all.
+// license. A site nobody will hold is discarded (DiscardSite): one this
+// create made and did not record (the domain taken, the intent superseded
+// or its lease lost, the transaction failed), or one it found for a domain
+// another license holds with another site (made by a create that met a
+// revoking license). The claim decides: a site a license claimed (the
+// intent's new owner's, this very transaction's if it committed after all,
+// the domain's holder's) is spared. A discard that cannot be written makes
+// the outcome unknown: the intent is kept for the reconciler, which finds
+// the site again.
 func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made bool) (resp idempotency.Response, lic licenses.License, err error) {
-	if made {
-		defer func() {
-			if err != nil && !errors.Is(err, licenses.ErrSiteSpent) {
-				_, _ = svc.DiscardSite(ctx, site)
-			}
-		}()
-	}
+	defer func() {
+		nobodys := made || errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, gorm.ErrDuplicatedKey) && lic.VendorSiteID != site.ID
+		if err == nil || errors.Is(err, licenses.ErrSiteSpent) || !nobodys {
+			return
+		}
+		if derr := svc.DiscardSite(ctx, site); derr != nil {
+			resp, err = idempotency.Response{}, &licenses.UncertainError{Err: fmt.Errorf("%w (the site could not be recorded: %v)", derr, err), Domain: in.Domain}
+		}
+	}()
 	draft, err := svc.Draft(ctx, x.ConsumerID, in, site, event, x.IntentID())
 	if err != nil {
 		return idempotency.Response{}, licenses.License{}, fmt.Errorf("store license: %w", err)

@@ -42,6 +42,7 @@ type vendor struct {
 	beforeCreate           func()
 	beforeDelete           func()
 	afterRotate            func() // runs once the vendor has rotated a key, before its answer returns
+	beforeFind             func() // runs once before a find reads the vendor's sites
 	afterFind              func() // runs once a find has read the vendor's site, before its answer returns
 	afterCreate            func() // runs once the vendor has made a site, before its answer returns
 	finds, creates, delete int
@@ -62,7 +63,12 @@ func next(q *[]error) error {
 func (v *vendor) FindSite(ctx context.Context, domain string) (*licenses.Site, error) {
 	v.mu.Lock()
 	v.finds++
+	before := v.beforeFind
+	v.beforeFind = nil // once
 	v.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	site, err := v.Vendor.FindSite(ctx, domain)
 	v.mu.Lock()
 	hook := v.afterFind
@@ -686,6 +692,108 @@ func TestReconcilerClearsTheSiteOfASupersededCreate(t *testing.T) {
 		}
 		if _, _, again := r.v.calls(); again != deletes {
 			t.Errorf("%d deletes after another pass, %d before; want it cleared once", again, deletes)
+		}
+	})
+}
+
+// A create that lists the domain while another license's revoke has
+// deleted its site (not yet recorded) makes a site, then meets that
+// license still revoking (the create read the domain as free before: here
+// the license's domain is hidden from that read): another consumer's is 409 domain_taken, its own
+// consumer's the 200 of that license. Either way the site it made is
+// nobody's and is deleted. When even the discard cannot be written, the
+// outcome is kept unknown (202) and the reconciler, finding the site,
+// discards it and fails the intent.
+func TestCreateThatMeetsARevokingLicenseDiscardsItsSite(t *testing.T) {
+	// revoking makes the consumer's license for a.test, and has its revoke
+	// reach the vendor (not yet recorded) once the next create has read
+	// that the domain has no license.
+	revoking := func(r *rig, consumer string) licenses.License {
+		r.t.Helper()
+		if _, err := r.create(consumer, "setup", "a.test"); err != nil {
+			r.t.Fatal(err)
+		}
+		lic, err := r.svc.Held(context.Background(), consumer, "a.test")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if _, err := r.svc.MarkRevoking(context.Background(), lic); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := r.db.Gorm.Model(&licenses.License{}).Where("id = ?", lic.ID).Update("active_domain", nil).Error; err != nil {
+			r.t.Fatal(err)
+		}
+		r.v.beforeFind = func() {
+			if err := r.db.Gorm.Model(&licenses.License{}).Where("id = ?", lic.ID).Update("active_domain", "a.test").Error; err != nil {
+				r.t.Error(err)
+			}
+			if err := r.v.Vendor.DeleteSite(context.Background(), lic.VendorSiteID); err != nil {
+				r.t.Error(err)
+			}
+		}
+		return lic
+	}
+	t.Run("another consumer's", func(t *testing.T) {
+		testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+			r := newRig(t, db)
+			revoking(r, "c2")
+			if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, licenses.ErrDomainTaken) {
+				t.Fatalf("create = %v; want ErrDomainTaken", err)
+			}
+			if _, creates, _ := r.v.calls(); creates != 2 || r.v.has("a.test") {
+				t.Errorf("%d vendor creates, site kept %v; want the second site made and deleted", creates, r.v.has("a.test"))
+			}
+		})
+	})
+	t.Run("its own consumer's", func(t *testing.T) {
+		testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+			r := newRig(t, db)
+			lic := revoking(r, "c1")
+			resp, err := r.create("c1", "k1", "a.test")
+			if err != nil || resp.Status != 200 || !strings.Contains(string(resp.Body), lic.ID) {
+				t.Fatalf("create = %d %s, %v; want 200 with the revoking license", resp.Status, resp.Body, err)
+			}
+			if r.v.has("a.test") {
+				t.Error("the site the create made is still at the vendor")
+			}
+		})
+	})
+	t.Run("the discard not written", func(t *testing.T) {
+		testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+			r := newRig(t, db)
+			revoking(r, "c2")
+			testdb.Inject(t, db.Gorm, "create", "vendor_site_claims", nil, errInjected).Arm(1)
+			if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrPending) || !errors.Is(err, errInjected) {
+				t.Fatalf("create = %v; want it pending, of the claim's failure", err)
+			}
+			if !r.v.has("a.test") {
+				t.Fatal("the site is gone before the reconciler ran")
+			}
+			r.intent("licenses.store", "k1", map[string]any{"created_at": time.Now().UTC().Add(-time.Hour)})
+			if got := r.reconcile(); got != "failed" || r.v.has("a.test") {
+				t.Errorf("reconciled %s, site kept %v; want it failed (the domain taken), the site deleted", got, r.v.has("a.test"))
+			}
+		})
+	})
+}
+
+// The reconciler's pass deletes at the vendor a discarded site whose
+// delete failed, once the vendor answers.
+func TestReconcilerDeletesOwedSites(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		r := newRig(t, db)
+		site, err := r.v.Vendor.CreateSite(context.Background(), "Shop", "a.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.v.deleteErr = []error{unavailable}
+		if err := r.svc.DiscardSite(context.Background(), site); err != nil || !r.v.has("a.test") {
+			t.Fatalf("DiscardSite = %v, site kept %v; want its delete owed", err, r.v.has("a.test"))
+		}
+		rc := idempotency.NewReconciler(idempotency.ReconcilerConfig{Store: r.store, Operations: r.guard.Operations(),
+			Sweep: func(ctx context.Context) error { _, err := r.svc.DeleteOwedSites(ctx, 100); return err }})
+		if _, err := rc.RunOnce(context.Background()); err != nil || r.v.has("a.test") {
+			t.Errorf("RunOnce = %v, site kept %v; want the owed delete done", err, r.v.has("a.test"))
 		}
 	})
 }
