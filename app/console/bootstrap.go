@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,9 +46,13 @@ type Overrides struct {
 	Log           *slog.Logger               // replaces the one built from cfg
 	Operations    []idempotency.AnyOperation // declared beside the application's own (a test's)
 	Outbox        licenses.Outbox            // replaces the events' outbox (a benchmark's: what the event costs)
-	// Jitter replaces the reconciler's random jitter of its backoffs (a
-	// deterministic simulation's: the same seed, the same schedule).
+	// Jitter replaces the random jitter of the reconciler's and the webhook
+	// deliveries' backoffs (a deterministic simulation's: the same seed,
+	// the same schedule).
 	Jitter func(max time.Duration) time.Duration
+	// WebhookTransport carries the webhook deliveries instead of the
+	// network (a deterministic simulation's endpoints, in process).
+	WebhookTransport http.RoundTripper
 }
 
 // Base is what every command that touches the database shares. It builds no
@@ -128,6 +133,7 @@ func OpenBase(ctx context.Context, cfg config.Config, log *slog.Logger, o Overri
 		Timeout: cfg.Webhooks.Timeout, RetryBase: cfg.Webhooks.RetryBase, RetryFor: cfg.Webhooks.RetryFor,
 		Interval: cfg.Webhooks.PollInterval, EndpointConcurrency: cfg.Webhooks.EndpointConcurrency, UserAgent: readBuildVersion().UserAgent(),
 		Retry: database.RetryOnConflict, Now: b.now, Log: log, Observe: b.Metrics.ObserveWebhook,
+		Transport: o.WebhookTransport, Jitter: o.Jitter,
 	})
 	b.Metrics.ReadWebhooks(webhookStats(b.Webhooks))
 	b.Auth = auth.New(auth.Config{

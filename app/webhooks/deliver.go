@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -231,7 +230,7 @@ func (s *Service) failure(ctx context.Context, c claimed, err error) string {
 // at most maxBackoff.
 func (s *Service) backoff(attempts int) time.Duration {
 	d := s.doubled(attempts - 1)
-	return min(d+rand.N(d/4+1), maxBackoff)
+	return min(d+s.cfg.Jitter(d/4+1), maxBackoff)
 }
 
 // doubled is RetryBase doubled n times, or until it is maxBackoff or more.

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -187,6 +188,13 @@ type Config struct {
 	// Observe counts each settled attempt by outcome ("delivered",
 	// "retried", "failed"); nil counts nothing.
 	Observe func(outcome string)
+	// Transport, when set, carries the deliveries instead of the policy's
+	// dialer: a deterministic simulation's endpoints, in process (the
+	// policy still checks the URLs endpoints are registered with).
+	Transport http.RoundTripper
+	// Jitter is the random part of a retry's backoff, below max (nil:
+	// uniform random).
+	Jitter func(max time.Duration) time.Duration
 }
 
 // Service manages endpoints and delivers events to them.
@@ -235,7 +243,14 @@ func New(cfg Config) *Service {
 	if cfg.Observe == nil {
 		cfg.Observe = func(string) {}
 	}
-	return &Service{cfg: cfg, db: cfg.DB, read: cfg.Read, client: cfg.Policy.Client(cfg.Timeout)}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func(max time.Duration) time.Duration { return rand.N(max) }
+	}
+	client := cfg.Policy.Client(cfg.Timeout)
+	if cfg.Transport != nil {
+		client.Transport = cfg.Transport
+	}
+	return &Service{cfg: cfg, db: cfg.DB, read: cfg.Read, client: client}
 }
 
 // now is the service's clock, in the precision the tables keep.

@@ -64,8 +64,63 @@ func (w *world) settle() {
 	}
 	w.checkPendingFinished()
 	w.discardFailed()
-	if _, err := p.app.Webhooks.Dispatch(p.ctx); err != nil {
-		w.problems = append(w.problems, fmt.Sprintf("dispatch: %v", err))
+	// Every consumer event dispatched and delivered, the endpoints
+	// answering now: past each retry's backoff, and past the claims of
+	// attempts a crash abandoned.
+	for round := 0; ; round++ {
+		out, err := hookPass(p, 0)
+		if err != nil {
+			w.problems = append(w.problems, fmt.Sprintf("webhooks: %v", err))
+			return
+		}
+		var owed int64
+		if err := p.db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'").Scan(&owed).Error; err != nil {
+			w.problems = append(w.problems, fmt.Sprintf("count owed deliveries: %v", err))
+			return
+		}
+		if owed == 0 {
+			break
+		}
+		if round == 20 {
+			w.violate("webhooks", "%d deliveries still pending after %d passes (%s)", owed, round, out)
+			break
+		}
+		time.Sleep(10 * time.Minute)
+	}
+}
+
+// ulidOf is an event id's ULID, which the history numbers.
+func ulidOf(id string) string { return strings.TrimPrefix(id, "evt_") }
+
+// checkHooks: every event of each consumer's feed reached that consumer's
+// endpoint at least once (none is failed: the simulation's retry window
+// is longer than its time), only that consumer's, and every delivery of
+// one event carried the same bytes.
+func (w *world) checkHooks() {
+	for _, c := range consumers {
+		a := w.ps[0].do(http.MethodGet, "/api/events?per_page=100", "", "Authorization", "Bearer "+w.tokens[c])
+		var page struct {
+			Data []feedEvent `json:"data"`
+		}
+		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &page) != nil {
+			w.violate("webhooks", "GET /api/events as %s: %d %s", c, a.Status, a.Body)
+			continue
+		}
+		for _, e := range page.Data {
+			got := w.hooks.receipts(e.ID)
+			if len(got) == 0 {
+				w.violate("webhooks", "%s's event %s (%s, sequence %d) never reached its endpoint", c, ulidOf(e.ID), e.Type, e.Sequence)
+				continue
+			}
+			for _, r := range got {
+				if r.consumer != c {
+					w.violate("webhooks", "%s's event %s reached %s's endpoint", c, ulidOf(e.ID), r.consumer)
+				}
+				if r.body != got[0].body {
+					w.violate("webhooks", "%s's event %s was delivered as two bodies:\n%s\n%s", c, ulidOf(e.ID), got[0].body, r.body)
+				}
+			}
+		}
 	}
 }
 
@@ -183,6 +238,7 @@ func (w *world) check() {
 	w.checkFeeds(held)
 	w.checkCreatedExists(held)
 	w.checkRevokeFinal(held)
+	w.checkHooks()
 }
 
 // documented is what the API documents for each operation (docs/api.md):
@@ -296,6 +352,7 @@ func (w *world) checkVendorMatches(held map[string][]licenseView) {
 
 // feedEvent is one event of GET /api/events.
 type feedEvent struct {
+	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Sequence uint64 `json:"sequence"`
 	Data     struct {

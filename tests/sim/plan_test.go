@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,12 +53,16 @@ const (
 	opRelease               // a hung vendor call proceeds
 	opCrash                 // a process dies and is rebuilt from the database
 	opArm                   // a process will hold before its Ref+1-th next database write
+	opHook                  // a process dispatches consumer events and delivers what is due to the endpoints
 	kinds
 )
 
-var kindNames = [...]string{"create", "revoke", "rotate", "show", "list", "reconcile", "change", "deliver", "advance", "release", "crash", "arm"}
+var kindNames = [...]string{"create", "revoke", "rotate", "show", "list", "reconcile", "change", "deliver", "advance", "release", "crash", "arm", "hook"}
 
-// weights are how often each kind is drawn, out of their sum.
+// weights are how often each kind is drawn, out of their sum. opHook is
+// not drawn with them: its passes are drawn after the rest of the plan and
+// put among its operations, so that a seed's other operations are the same
+// as before the dispatcher joined the simulation.
 var weights = [kinds]int{opCreate: 30, opRevoke: 10, opRotate: 6, opShow: 4, opList: 2, opReconcile: 10,
 	opChange: 5, opDeliver: 5, opAdvance: 9, opRelease: 12, opCrash: 6, opArm: 5}
 
@@ -158,8 +163,16 @@ func genPlan(d drawer) plan {
 		}
 		p.Ops = append(p.Ops, o)
 	}
+	for range d.draw(maxHooks+1, "hooks") {
+		at := d.draw(len(p.Ops)+1, "hook at")
+		h := op{Kind: opHook, Proc: d.draw(procs, "proc"), Outcome: d.draw(len(hookOutcomes), "endpoints")}
+		p.Ops = slices.Insert(p.Ops, at, h)
+	}
 	return p
 }
+
+// maxHooks bounds a plan's dispatcher passes.
+const maxHooks = 4
 
 // String is the operation as the history shows it.
 func (o op) String() string {
@@ -190,6 +203,8 @@ func (o op) String() string {
 		return fmt.Sprintf("crash p%d (held writes done: %v)", o.Proc, o.Outcome == 1)
 	case opArm:
 		return fmt.Sprintf("p%d will hold before its write #%d", o.Proc, o.Ref+1)
+	case opHook:
+		return fmt.Sprintf("p%d dispatches and delivers webhooks (the endpoints %s)", o.Proc, hookOutcomes[o.Outcome])
 	}
 	return "?"
 }

@@ -75,6 +75,7 @@ type world struct {
 	violations []string     // the invariants broken
 	known      []string     // breaks of a known bug's (see knownOrphanSite)
 	sent       []sentCreate // every create sent, answered or not
+	hooks      *hookSink    // the consumers' webhook endpoints
 }
 
 // sentCreate is a create as it was sent.
@@ -111,7 +112,7 @@ func runPlan(t *testing.T, p plan, tweaks ...func(*vendor)) result {
 	// inside it.
 	t.Run("case", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults)}
+			w := &world{plan: p, path: path, tokens: tp.tokens, v: newVendor(p.Faults), hooks: newHookSink()}
 			w.v.log = w.note
 			for _, tweak := range tweaks {
 				tweak(w.v)
@@ -307,6 +308,18 @@ func (w *world) exec(o op) {
 		w.crash(o.Proc, o.Outcome == 1)
 	case opArm:
 		w.armed[o.Proc] = o.Ref + 1
+	case opHook:
+		p := w.ps[o.Proc]
+		f := &flight{step: w.step, op: o, proc: o.Proc, done: make(chan struct{}), sent: -1}
+		go func() {
+			defer close(f.done)
+			out, err := hookPass(p, o.Outcome)
+			f.ans = answer{Body: out}
+			if err != nil {
+				f.ans.Body += " error: " + err.Error()
+			}
+		}()
+		w.flights = append(w.flights, f)
 	}
 }
 
@@ -426,7 +439,7 @@ func (w *world) crash(i int, done bool) {
 
 // restart builds process i on the file, with its database points.
 func (w *world) restart(i int) error {
-	p, err := start(i, w.path, w.v)
+	p, err := start(i, w.path, w.v, w.hooks)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/licensor-api/licensor/app/audit"
 	"github.com/licensor-api/licensor/app/auth"
 	"github.com/licensor-api/licensor/app/console"
+	"github.com/licensor-api/licensor/app/webhooks"
 	"github.com/licensor-api/licensor/config"
 	"github.com/licensor-api/licensor/database"
 )
@@ -55,6 +56,8 @@ func simConfig(path string) config.Config {
 		ConsumerConcurrency: 100,
 		LogLevel:            "error",
 		Console:             config.Console{Disabled: true},
+		Webhooks: config.Webhooks{Timeout: 10 * time.Second, RetryBase: 30 * time.Second, RetryFor: 72 * time.Hour,
+			PollInterval: time.Second, EndpointConcurrency: 2, AllowPrivate: true},
 	}
 }
 
@@ -119,6 +122,15 @@ func makeTemplate(path string) (template, error) {
 		return template{}, err
 	}
 	out.tokens[operator] = tok.Secret
+	for _, c := range consumers { // each consumer's webhook endpoint, for every license event
+		var id string
+		if err := db.Raw("SELECT id FROM consumers WHERE name = ?", c).Scan(&id).Error; err != nil {
+			return template{}, err
+		}
+		if _, _, err := a.Webhooks.CreateEndpoint(ctx, id, webhooks.EndpointInput{URL: hookURL(c)}); err != nil {
+			return template{}, fmt.Errorf("the endpoint of %s: %w", c, err)
+		}
+	}
 	if err := a.Close(); err != nil {
 		return template{}, err
 	}
@@ -168,7 +180,7 @@ type process struct {
 }
 
 // start builds process id on the file, as `licensor serve` does.
-func start(id int, path string, v *vendor) (*process, error) {
+func start(id int, path string, v *vendor, hooks http.RoundTripper) (*process, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := simConfig(path)
 	db, err := database.Open(ctx, cfg.DB)
@@ -182,7 +194,8 @@ func start(id int, path string, v *vendor) (*process, error) {
 		return nil, err
 	}
 	a, err := console.Bootstrap(ctx, cfg, discard(), console.Overrides{DB: db, Read: read, Vendor: v.as(id, ctx.Done()), Now: time.Now,
-		Jitter: func(time.Duration) time.Duration { return 0 }}) // the schedule's alone: a seed replays
+		Jitter:           func(time.Duration) time.Duration { return 0 }, // the schedule's alone: a seed replays
+		WebhookTransport: hooks})
 	if err != nil {
 		cancel()
 		return nil, err
