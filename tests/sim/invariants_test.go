@@ -239,6 +239,24 @@ func (w *world) check() {
 	w.checkCreatedExists(held)
 	w.checkRevokeFinal(held)
 	w.checkHooks()
+	w.checkLicenseIntents()
+}
+
+// checkLicenseIntents: the intent that made a license is completed (the
+// license row and the intent's completion commit together: a crash leaves
+// both or neither, and nothing later moves a completed intent).
+func (w *world) checkLicenseIntents() {
+	var rows []struct{ ID, Domain, Status string }
+	err := w.ps[0].db.Raw(`SELECT l.id, l.domain, COALESCE(k.status, 'gone') AS status FROM licenses l
+		LEFT JOIN idempotency_keys k ON k.public_id = l.intent_id
+		WHERE l.intent_id IS NOT NULL AND (k.status IS NULL OR k.status <> 'completed') ORDER BY l.created_at, l.id`).Scan(&rows).Error
+	if err != nil {
+		w.problems = append(w.problems, fmt.Sprintf("read the licenses' intents: %v", err))
+		return
+	}
+	for _, r := range rows {
+		w.violate("intent", "license %s (%s) was made by an intent that is %s, not completed", r.ID, r.Domain, r.Status)
+	}
 }
 
 // documented is what the API documents for each operation (docs/api.md):
