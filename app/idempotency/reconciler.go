@@ -160,7 +160,8 @@ func (r *Reconciler) clearSuperseded(ctx context.Context, now time.Time) {
 		}
 		op, _ := r.cfg.Operations.lookup(rec.Operation)
 		set := map[string]any{"phase": phaseFinished, "locked_until": nil, "updated_at": now}
-		if err := rec.sealedErr; err == nil && op.beforeDiscard != nil {
+		err := rec.sealedErr
+		if err == nil && op.beforeDiscard != nil {
 			err = op.beforeDiscard(ctx, rec)
 		}
 		if err != nil {

@@ -677,14 +677,25 @@ func TestReconcilerClearsTheSiteOfASupersededCreate(t *testing.T) {
 		if _, err := r.rc.RunOnce(context.Background()); err != nil || !r.v.has("a.test") {
 			t.Fatalf("RunOnce = %v, site kept %v; want the site left while the create's lease lasts", err, r.v.has("a.test"))
 		}
+		phase := func() string {
+			var phase string
+			if err := db.Gorm.Model(&idempotency.Record{}).Where("operation = ? AND idempotency_key = ?", "licenses.store", "k1").
+				Select("phase").Scan(&phase).Error; err != nil {
+				t.Fatal(err)
+			}
+			return phase
+		}
 		r.intent("licenses.store", "k1", map[string]any{"locked_until": dbtime.Now().Add(-time.Second)})
+		r.v.deleteErr = []error{unavailable} // the vendor refuses the first clear: tried again
+		if _, err := r.rc.RunOnce(context.Background()); err != nil || !r.v.has("a.test") || phase() != "started" {
+			t.Fatalf("RunOnce = %v, site kept %v, phase %s; want the clear failed, to be tried again (started)", err, r.v.has("a.test"), phase())
+		}
+		r.intent("licenses.store", "k1", map[string]any{"locked_until": dbtime.Now().Add(-time.Second)}) // its backoff over
 		if _, err := r.rc.RunOnce(context.Background()); err != nil || r.v.has("a.test") {
 			t.Fatalf("RunOnce = %v, site kept %v; want the superseded create's site deleted", err, r.v.has("a.test"))
 		}
-		var phase string
-		if err := db.Gorm.Model(&idempotency.Record{}).Where("operation = ? AND idempotency_key = ?", "licenses.store", "k1").
-			Select("phase").Scan(&phase).Error; err != nil || phase != "finished" {
-			t.Errorf("the superseded intent's phase is %q (%v); want finished, cleared", phase, err)
+		if got := phase(); got != "finished" {
+			t.Errorf("the superseded intent's phase is %q; want finished, cleared", got)
 		}
 		_, _, deletes := r.v.calls()
 		if _, err := r.rc.RunOnce(context.Background()); err != nil {
