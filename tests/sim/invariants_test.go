@@ -98,15 +98,11 @@ func ulidOf(id string) string { return strings.TrimPrefix(id, "evt_") }
 // one event carried the same bytes.
 func (w *world) checkHooks() {
 	for _, c := range consumers {
-		a := w.ps[0].do(http.MethodGet, "/api/events?per_page=100", "", "Authorization", "Bearer "+w.tokens[c])
-		var page struct {
-			Data []feedEvent `json:"data"`
-		}
-		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &page) != nil {
-			w.violate("webhooks", "GET /api/events as %s: %d %s", c, a.Status, a.Body)
+		feed, ok := w.feed("webhooks", c)
+		if !ok {
 			continue
 		}
-		for _, e := range page.Data {
+		for _, e := range feed {
 			got := w.hooks.receipts(e.ID)
 			if len(got) == 0 {
 				w.violate("webhooks", "%s's event %s (%s, sequence %d) never reached its endpoint", c, ulidOf(e.ID), e.Type, e.Sequence)
@@ -378,22 +374,32 @@ type feedEvent struct {
 	} `json:"data"`
 }
 
+// feed is the consumer's feed (GET /api/events); a failure to read it
+// breaks the invariant named.
+func (w *world) feed(invariant, c string) ([]feedEvent, bool) {
+	a := w.ps[0].do(http.MethodGet, "/api/events?per_page=100", "", "Authorization", "Bearer "+w.tokens[c])
+	var page struct {
+		Data []feedEvent `json:"data"`
+	}
+	if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &page) != nil {
+		w.violate(invariant, "GET /api/events as %s: %d %s", c, a.Status, a.Body)
+		return nil, false
+	}
+	return page.Data, true
+}
+
 // checkFeeds: each license's events in the consumer's feed are numbered
 // 1, 2, … without a gap, the last shows the license as it is, and they
 // match its audit trail (one creation first; one license.revoked iff it is
 // revoked).
 func (w *world) checkFeeds(held map[string][]licenseView) {
 	for _, c := range consumers {
-		a := w.ps[0].do(http.MethodGet, "/api/events?per_page=100", "", "Authorization", "Bearer "+w.tokens[c])
-		var page struct {
-			Data []feedEvent `json:"data"`
-		}
-		if a.Status != http.StatusOK || json.Unmarshal([]byte(a.Body), &page) != nil {
-			w.violate("feed", "GET /api/events as %s: %d %s", c, a.Status, a.Body)
+		feed, ok := w.feed("feed", c)
+		if !ok {
 			continue
 		}
 		byLicense := map[string][]feedEvent{}
-		for _, e := range page.Data {
+		for _, e := range feed {
 			if e.Data.License != nil {
 				byLicense[e.Data.License.ID] = append(byLicense[e.Data.License.ID], e)
 			}
