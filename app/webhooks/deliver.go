@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -230,7 +231,15 @@ func (s *Service) failure(ctx context.Context, c claimed, err error) string {
 // at most maxBackoff.
 func (s *Service) backoff(attempts int) time.Duration {
 	d := s.doubled(attempts - 1)
-	return min(d+s.cfg.Jitter(d/4+1), maxBackoff)
+	return min(d+s.jitter(d/4+1), maxBackoff)
+}
+
+// jitter is a random duration below max: Config.Jitter's, or uniform.
+func (s *Service) jitter(max time.Duration) time.Duration {
+	if s.cfg.Jitter == nil {
+		return rand.N(max)
+	}
+	return s.cfg.Jitter(max)
 }
 
 // doubled is RetryBase doubled n times, or until it is maxBackoff or more.

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -242,9 +241,6 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Observe == nil {
 		cfg.Observe = func(string) {}
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = func(max time.Duration) time.Duration { return rand.N(max) }
 	}
 	client := cfg.Policy.Client(cfg.Timeout)
 	if cfg.Transport != nil {
