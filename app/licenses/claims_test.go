@@ -28,7 +28,7 @@ func TestSiteClaims(t *testing.T) {
 		}
 
 		held := b.create("held.test", "")
-		if err := b.s.DiscardSite(ctx, Site{ID: held.VendorSiteID}); err != nil || !b.v.has("held.test") {
+		if err := b.s.DiscardSite(ctx, Site{ID: held.VendorSiteID}, "held.test"); err != nil || !b.v.has("held.test") {
 			t.Fatalf("DiscardSite of a recorded site = %v (site kept %v); want it spared", err, b.v.has("held.test"))
 		}
 		if err := b.s.revoke(ctx, "c1", held.ID, nil); err != nil {
@@ -44,7 +44,7 @@ func TestSiteClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.v.deleteErr = []error{unavailable, unavailable}
-		if err := b.s.DiscardSite(ctx, made); err != nil || !b.v.has("made.test") {
+		if err := b.s.DiscardSite(ctx, made, "made.test"); err != nil || !b.v.has("made.test") {
 			t.Fatalf("DiscardSite whose delete failed = %v (site kept %v); want nil (the delete owed), the site there", err, b.v.has("made.test"))
 		}
 		if err := record("c1", made); !errors.Is(err, ErrSiteSpent) {
@@ -69,7 +69,7 @@ func TestSiteClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		testdb.Inject(t, db.Gorm, "create", "vendor_site_claims", nil, errors.New("injected")).Arm(1)
-		if err := b.s.DiscardSite(ctx, other); err == nil || !b.v.has("other.test") {
+		if err := b.s.DiscardSite(ctx, other, "other.test"); err == nil || !b.v.has("other.test") {
 			t.Fatalf("DiscardSite with its claim failing = %v (site kept %v); want the error, the site untouched", err, b.v.has("other.test"))
 		}
 	})
@@ -104,6 +104,91 @@ func TestVendorDeletedSiteIsSpent(t *testing.T) {
 		}
 		if n, err := b.s.DeleteOwedSites(ctx, 10); n != 0 || err != nil {
 			t.Errorf("DeleteOwedSites = %d, %v; want nothing owed (the vendor deleted it)", n, err)
+		}
+	})
+}
+
+// A site id given again is another claim for another domain; for the same
+// domain the claim of a revoked license is taken over only on Reclaim (the
+// vendor listed the site again), never an active license's.
+func TestSiteGivenAgain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		b := newBench(t, db)
+		ctx := context.Background()
+		record := func(consumer, domain, site string, reclaim bool) error {
+			n, err := b.s.Draft(ctx, consumer, Input{Name: "A", Domain: domain}, Site{ID: site, Domain: domain, LicenseKey: "LK"}, EventAdopted, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Reclaim = reclaim
+			return db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) })
+		}
+		lic := b.create("x.test", "")
+		if err := record("c2", "y.test", lic.VendorSiteID, false); err != nil {
+			t.Fatalf("the same id for another domain = %v; want it recorded", err)
+		}
+		if err := record("c2", "x.test", lic.VendorSiteID, true); err == nil {
+			t.Fatal("an active license's site was taken over")
+		}
+		if err := b.s.revoke(ctx, "c1", lic.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := record("c2", "x.test", lic.VendorSiteID, false); !errors.Is(err, ErrSiteSpent) {
+			t.Fatalf("a revoked license's site without Reclaim = %v; want ErrSiteSpent", err)
+		}
+		if err := record("c2", "x.test", lic.VendorSiteID, true); err != nil {
+			t.Fatalf("a revoked license's site on Reclaim = %v; want it taken over", err)
+		}
+		_, _, before := b.v.counts()
+		if err := b.s.DiscardSite(ctx, Site{ID: lic.VendorSiteID}, "x.test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, after := b.v.counts(); after != before {
+			t.Errorf("DiscardSite of the site taken over asked the vendor to delete it; want it spared")
+		}
+	})
+}
+
+// A site whose discard's delete was done, listed again under its id (a
+// vendor giving the id again: the fake vendor after a restart), is another:
+// FinishDiscard leaves it, Reclaim records it, and DiscardSite renews the
+// discard and deletes it.
+func TestDiscardedSiteGivenAgain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		b := newBench(t, db)
+		ctx := context.Background()
+		first, err := b.v.CreateSite(ctx, "A", "again.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.s.DiscardSite(ctx, first, "again.test"); err != nil || b.v.has("again.test") {
+			t.Fatalf("DiscardSite = %v (site kept %v); want it deleted", err, b.v.has("again.test"))
+		}
+		b.v.mu.Lock()
+		b.v.sites["again.test"] = first // the vendor gives the id again, for the same domain
+		b.v.mu.Unlock()
+		if err := b.s.FinishDiscard(ctx, first, "again.test"); err != nil || !b.v.has("again.test") {
+			t.Fatalf("FinishDiscard = %v (site kept %v); want the new site left", err, b.v.has("again.test"))
+		}
+		n, err := b.s.Draft(ctx, "c1", Input{Name: "A", Domain: "again.test"}, first, EventAdopted, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) }); !errors.Is(err, ErrSiteSpent) {
+			t.Fatalf("recording it without Reclaim = %v; want ErrSiteSpent", err)
+		}
+		if err := b.s.DiscardSite(ctx, first, "again.test"); err != nil || b.v.has("again.test") {
+			t.Fatalf("DiscardSite of the site given again = %v (site kept %v); want the discard renewed, the site deleted", err, b.v.has("again.test"))
+		}
+		b.v.mu.Lock()
+		b.v.sites["again.test"] = first
+		b.v.mu.Unlock()
+		n.Reclaim = true
+		if err := b.s.FinishDiscard(ctx, first, "again.test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) }); err != nil {
+			t.Fatalf("recording it on Reclaim = %v; want it recorded", err)
 		}
 	})
 }

@@ -139,6 +139,10 @@ func (s *Service) FindSite(ctx context.Context, domain string) (*Site, error) {
 // events: what Insert writes.
 type NewLicense struct {
 	License
+	// Reclaim takes over the claim of a license that no longer holds the
+	// site (revoked): set when the vendor listed the site again after it
+	// was found spent, so that the vendor still has it.
+	Reclaim bool
 	row   License       // as stored: the key sealed
 	event string        // its audit event: EventCreated, EventAdopted or EventReconciled
 	sent  *events.Event // its consumer event, sealed
@@ -187,7 +191,7 @@ func (s *Service) Insert(tx *gorm.DB, n NewLicense) error {
 	if err := tx.Create(&row).Error; err != nil {
 		return err
 	}
-	if err := claimFor(tx, n.VendorSiteID, n.ID, n.CreatedAt); err != nil {
+	if err := claimFor(tx, n.License, n.Reclaim, n.CreatedAt); err != nil {
 		return err
 	}
 	var sent *events.Event

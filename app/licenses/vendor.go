@@ -188,10 +188,10 @@ func (s *Service) ClearSite(ctx context.Context, domain string) (deleted bool, e
 	if held > 0 {
 		return false, nil
 	}
-	if claimed, err := s.claimDiscarded(ctx, site.ID); err != nil || !claimed {
+	if claimed, err := s.claimDiscarded(ctx, site.ID, domain, true); err != nil || !claimed {
 		return false, err
 	}
-	if err := s.deleteOwed(ctx, site.ID); err != nil { // owed: DeleteOwedSites retries it
+	if err := s.deleteOwed(ctx, site.ID, claimDomain(domain)); err != nil { // owed: DeleteOwedSites retries it
 		return false, asUnavailable(err)
 	}
 	return true, nil

@@ -74,7 +74,7 @@ func (s *Service) ApplyVendorEvent(ctx context.Context, tx *gorm.DB, ev VendorEv
 		// A deleted site is spent: claimed here unless a license claimed it,
 		// so that a create that found it before the vendor deleted it never
 		// records it (it looks again).
-		if err := claimDeleted(tx, ev.Site.ID, s.now()); err != nil {
+		if err := claimDeleted(tx, ev.Site, s.now()); err != nil {
 			return false, err
 		}
 	}

@@ -27,7 +27,10 @@ import (
 // A site found spent at the last phase (its license revoked meanwhile, or
 // discarded) is deleted at the vendor or about to be; a discarded one is
 // deleted now (its first delete may have failed), and the vendor phase runs
-// again, up to siteRounds times. A pending create is resumed by finding the
+// again, up to siteRounds times. Should the vendor list the same site
+// again, it still has it: the license takes over the claim of the revoked
+// license's (a vendor that gave the id again, or a revoke that deleted
+// nothing there). A pending create is resumed by finding the
 // vendor's site for the domain.
 func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 	return idempotency.Operation[licenses.Input]{
@@ -47,6 +50,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			if err := x.Start(ctx); err != nil {
 				return idempotency.Response{}, err
 			}
+			spent := "" // the site found spent the round before
 			for round := 1; ; round++ {
 				site, made, err := svc.EnsureSite(ctx, in)
 				if err != nil {
@@ -56,10 +60,11 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 				if made {
 					event = licenses.EventCreated
 				}
-				resp, lic, err := recordLicense(ctx, svc, x, in, site, event, made)
+				resp, lic, err := recordLicense(ctx, svc, x, in, site, event, made, !made && site.ID == spent)
 				switch {
 				case errors.Is(err, licenses.ErrSiteSpent) && round < siteRounds:
-					_ = svc.DiscardSite(ctx, site) // a discarded one's delete, owed if it failed before
+					_ = svc.FinishDiscard(ctx, site, in.Domain) // a discarded one's delete, owed if it failed before
+					spent = site.ID
 					continue
 				case errors.Is(err, gorm.ErrDuplicatedKey): // another create won the domain: answered as if second
 					resp, err = licenseAnswer(lic, false)
@@ -78,6 +83,7 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 			if err != nil {
 				return idempotency.Response{}, false, fmt.Errorf("%w: %w", idempotency.ErrAbandon, err)
 			}
+			spent := "" // the site found spent the round before
 			for round := 1; ; round++ {
 				site, err := svc.FindSite(ctx, in.Domain)
 				made := false
@@ -95,11 +101,12 @@ func storeLicense(svc *licenses.Service) idempotency.Operation[licenses.Input] {
 				var resp idempotency.Response
 				var lic licenses.License
 				if err == nil {
-					resp, lic, err = recordLicense(ctx, svc, x, in, *site, licenses.EventReconciled, made)
+					resp, lic, err = recordLicense(ctx, svc, x, in, *site, licenses.EventReconciled, made, !made && site.ID == spent)
 				}
 				switch {
 				case errors.Is(err, licenses.ErrSiteSpent) && round < siteRounds:
-					_ = svc.DiscardSite(ctx, *site) // a discarded one's delete, owed if it failed before
+					_ = svc.FinishDiscard(ctx, *site, in.Domain) // a discarded one's delete, owed if it failed before
+					spent = site.ID
 					continue
 				case errors.Is(err, gorm.ErrDuplicatedKey) && lic.IntentID != nil && !madeBy(lic, x): // moot
 					return idempotency.Response{}, false, fmt.Errorf("%w: the license was made by another intent", idempotency.ErrSuperseded)
@@ -139,21 +146,23 @@ const siteRounds = 3
 // completion. When the domain's license is already the consumer's (a
 // race's winner) the error is gorm.ErrDuplicatedKey and lic is that
 // license. A site nobody will hold is discarded (DiscardSite): one this
-// create made and did not record (the domain taken, the intent superseded
-// or its lease lost, the transaction failed), or one it found for a domain
-// another license holds with another site (made by a create that met a
-// revoking license). The claim decides: a site a license claimed (the
-// intent's new owner's, this very transaction's if it committed after all,
-// the domain's holder's) is spared. A discard that cannot be written makes
-// the outcome unknown: the intent is kept for the reconciler, which finds
-// the site again.
-func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made bool) (resp idempotency.Response, lic licenses.License, err error) {
+// create made and may not record (the intent superseded or its lease
+// lost), or one it made or found for a domain another license holds with
+// another site (made by a create that met a revoking license). The claim
+// decides: a site a license claimed (the intent's new owner's, the
+// domain's holder's) is spared. A site kept by an unknown outcome (the
+// transaction failed) is the pending intent's, which the reconciler
+// records; should a revoke supersede that intent first, the reconciler
+// clears it. A discard that cannot be written makes the outcome unknown:
+// the intent is kept for the reconciler, which finds the site again.
+func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made, reclaim bool) (resp idempotency.Response, lic licenses.License, err error) {
 	defer func() {
-		nobodys := made || errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, gorm.ErrDuplicatedKey) && lic.VendorSiteID != site.ID
+		nobodys := made && refused(err) || errors.Is(err, licenses.ErrDomainTaken) ||
+			errors.Is(err, gorm.ErrDuplicatedKey) && lic.VendorSiteID != site.ID
 		if err == nil || errors.Is(err, licenses.ErrSiteSpent) || !nobodys {
 			return
 		}
-		if derr := svc.DiscardSite(ctx, site); derr != nil {
+		if derr := svc.DiscardSite(ctx, site, in.Domain); derr != nil {
 			resp, err = idempotency.Response{}, &licenses.UncertainError{Err: fmt.Errorf("%w (the site could not be recorded: %v)", derr, err), Domain: in.Domain}
 		}
 	}()
@@ -161,6 +170,7 @@ func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Ex
 	if err != nil {
 		return idempotency.Response{}, licenses.License{}, fmt.Errorf("store license: %w", err)
 	}
+	draft.Reclaim = reclaim
 	resp, err = x.Finish(ctx, func(tx *gorm.DB) (idempotency.Response, error) {
 		if err := svc.Insert(tx, draft); err != nil {
 			return idempotency.Response{}, err

@@ -377,11 +377,10 @@ func TestCreateLosesTheDomainRace(t *testing.T) {
 	}
 }
 
-// The vendor made the site but the license cannot be recorded (its event
+// The vendor holds the site but the license cannot be recorded (its event
 // cannot be written): as unknown an outcome as a lost answer, the intent
-// pending and known by its domain, and nothing half written. The site it
-// made is discarded, not left for nobody: the reconciler looks again, makes
-// the domain's site and records its license with it.
+// pending and known by its domain, and nothing half written. The site is
+// the pending intent's: the reconciler records its license with it.
 func TestRecordFailureIsUncertain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
@@ -391,31 +390,37 @@ func TestRecordFailureIsUncertain(t *testing.T) {
 		if !errors.Is(err, idempotency.ErrPending) || !errors.As(err, &uncertain) || uncertain.Domain != "a.test" || !strings.Contains(err.Error(), "record license event") {
 			t.Fatalf("create = %v; want it pending, an UncertainError for a.test", err)
 		}
-		if r.v.has("a.test") || r.rows("licenses") != 0 || r.rows("license_events") != 0 {
-			t.Errorf("site kept %v, %d licenses, %d events; want the site discarded, nothing half written", r.v.has("a.test"), r.rows("licenses"), r.rows("license_events"))
+		if !r.v.has("a.test") || r.rows("licenses") != 0 || r.rows("license_events") != 0 {
+			t.Errorf("site kept %v, %d licenses, %d events; want the site, nothing half written", r.v.has("a.test"), r.rows("licenses"), r.rows("license_events"))
 		}
 		if got := r.reconcile(); got != "completed" || r.rows("licenses") != 1 {
 			t.Errorf("reconciled %s with %d licenses; want it completed, the site's license recorded", got, r.rows("licenses"))
 		}
 		r.holdsTheVendorsSite("c1", "a.test")
+		if _, creates, _ := r.v.calls(); creates != 1 {
+			t.Errorf("%d vendor creates; want the one (the site recorded, not made again)", creates)
+		}
 	})
 }
 
 // A site discarded whose delete failed stays at the vendor, claimed as
-// discarded: it never blocks its domain. The next create for the domain
-// finds it, deletes it, and makes the domain's site anew.
+// discarded: it never blocks its domain. The intent's new owner finds it,
+// deletes it, and makes the domain's site anew.
 func TestDiscardWhoseDeleteFailedDoesNotBlockTheDomain(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		r := newRig(t, db)
-		testdb.Inject(t, db.Gorm, "create", "license_events", nil, errInjected).Arm(1)
+		other := dbtime.Now().Add(time.Hour) // the lease lost while the vendor made the site
+		r.v.beforeCreate = func() { r.intent("licenses.store", "k1", map[string]any{"locked_until": other}) }
 		r.v.deleteErr = []error{unavailable}
-		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrPending) {
-			t.Fatalf("create = %v; want it pending", err)
+		if _, err := r.create("c1", "k1", "a.test"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("create = %v; want ErrLeaseLost", err)
 		}
+		r.v.beforeCreate = nil
 		stale, err := r.v.Vendor.FindSite(context.Background(), "a.test")
 		if err != nil || stale == nil {
 			t.Fatalf("the discarded site %+v (%v); want it still at the vendor (its delete failed)", stale, err)
 		}
+		r.intent("licenses.store", "k1", map[string]any{"status": "pending", "locked_until": nil}) // the new owner: the reconciler
 		if got := r.reconcile(); got != "completed" {
 			t.Fatalf("reconcile = %s; want completed", got)
 		}
@@ -798,7 +803,7 @@ func TestReconcilerDeletesOwedSites(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.v.deleteErr = []error{unavailable}
-		if err := r.svc.DiscardSite(context.Background(), site); err != nil || !r.v.has("a.test") {
+		if err := r.svc.DiscardSite(context.Background(), site, "a.test"); err != nil || !r.v.has("a.test") {
 			t.Fatalf("DiscardSite = %v, site kept %v; want its delete owed", err, r.v.has("a.test"))
 		}
 		rc := idempotency.NewReconciler(idempotency.ReconcilerConfig{Store: r.store, Operations: r.guard.Operations(),
