@@ -80,6 +80,23 @@ func (x *Execution) Start(ctx context.Context) error {
 	return nil
 }
 
+// Held reports whether x still holds its intent: nil while its lease is
+// as x took it (even past its time, until another takes it over);
+// ErrSuperseded or ErrLeaseLost once not. It reads detached from ctx's end
+// (a work context that ran out asks this), bounded on its own.
+func (x *Execution) Held(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var n int64
+	if err := leaseHeld(x.store.db.WithContext(ctx).Model(&Record{}), x.rec, x.status, &x.lease).Count(&n).Error; err != nil {
+		return fmt.Errorf("read idempotency record: %w", err)
+	}
+	if n == 1 {
+		return nil
+	}
+	return x.store.whyNotOwned(x.store.db.WithContext(ctx), x.rec)
+}
+
 // Finish is the last phase: effect writes the intent's local effect in tx
 // and returns the answer, stored in the same transaction, which supersedes
 // older open intents for the subject. It runs again, whole, while it loses a

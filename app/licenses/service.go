@@ -143,10 +143,10 @@ type NewLicense struct {
 	// site (revoked): set when the vendor listed the site again after it
 	// was found spent, so that the vendor still has it.
 	Reclaim bool
-	row   License       // as stored: the key sealed
-	event string        // its audit event: EventCreated, EventAdopted or EventReconciled
-	sent  *events.Event // its consumer event, sealed
-	actor Actor
+	row     License       // as stored: the key sealed
+	event   string        // its audit event: EventCreated, EventAdopted or EventReconciled
+	sent    *events.Event // its consumer event, sealed
+	actor   Actor
 }
 
 // Draft makes the license of site for in (which has passed Validate), held

@@ -151,14 +151,14 @@ const siteRounds = 3
 // another site (made by a create that met a revoking license). The claim
 // decides: a site a license claimed (the intent's new owner's, the
 // domain's holder's) is spared. A site kept by an unknown outcome (the
-// transaction failed) is the pending intent's, which the reconciler
-// records; should a revoke supersede that intent first, the reconciler
-// clears it. A discard that cannot be written makes the outcome unknown:
+// transaction failed) while the intent is still this create's is the
+// pending intent's, which the reconciler records; should a revoke
+// supersede that intent first, the reconciler clears it. A discard that cannot be written makes the outcome unknown:
 // the intent is kept for the reconciler, which finds the site again.
 func recordLicense(ctx context.Context, svc *licenses.Service, x *idempotency.Execution, in licenses.Input, site licenses.Site, event string, made, reclaim bool) (resp idempotency.Response, lic licenses.License, err error) {
 	defer func() {
-		nobodys := made && refused(err) || errors.Is(err, licenses.ErrDomainTaken) ||
-			errors.Is(err, gorm.ErrDuplicatedKey) && lic.VendorSiteID != site.ID
+		nobodys := errors.Is(err, licenses.ErrDomainTaken) || errors.Is(err, gorm.ErrDuplicatedKey) && lic.VendorSiteID != site.ID ||
+			made && (refused(err) || err != nil && refused(x.Held(ctx)))
 		if err == nil || errors.Is(err, licenses.ErrSiteSpent) || !nobodys {
 			return
 		}
