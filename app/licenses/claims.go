@@ -77,6 +77,9 @@ func claimFor(tx *gorm.DB, lic License, reclaim bool, at time.Time) error {
 // deleted, unless it was claimed before (a license's claim stays). A
 // failed INSERT leaves tx usable on both databases.
 func claimDeleted(tx *gorm.DB, site Site, at time.Time) error {
+	if d := claimDomain(site.Domain); d == "" || len(d) > 253 || strings.IndexFunc(d, func(r rune) bool { return r > 127 }) >= 0 {
+		return nil // no domain a license could hold: nothing to claim (a mismatch, logged by the caller's look)
+	}
 	err := tx.Create(&siteClaim{VendorSiteID: site.ID, Domain: claimDomain(site.Domain), CreatedAt: at, DeletedAt: &at}).Error
 	if err != nil && !errors.Is(err, gorm.ErrDuplicatedKey) {
 		return fmt.Errorf("claim a deleted vendor site: %w", err)
@@ -130,9 +133,14 @@ func (s *Service) deleteOwed(ctx context.Context, site, domain string) error {
 	if err := s.cfg.Vendor.DeleteSite(ctx, site); err != nil {
 		return fmt.Errorf("delete vendor site: %w", err)
 	}
+	return s.noteDeleted(ctx, site, domain) // failed: the next sweep looks again, which is safe
+}
+
+// noteDeleted notes a discarded site's delete done.
+func (s *Service) noteDeleted(ctx context.Context, site, domain string) error {
 	err := s.cfg.DB.WithContext(ctx).Model(&siteClaim{}).Where("vendor_site_id = ? AND domain = ? AND license_id IS NULL", site, domain).
 		Update("deleted_at", s.now()).Error
-	if err != nil { // deleted; the next sweep deletes it again, which is safe
+	if err != nil {
 		return fmt.Errorf("note vendor site deleted: %w", err)
 	}
 	return nil
@@ -140,7 +148,11 @@ func (s *Service) deleteOwed(ctx context.Context, site, domain string) error {
 
 // DeleteOwedSites deletes at the vendor the discarded sites whose delete
 // failed before (the oldest, at most limit of them), the reconciler's
-// sweep: deleted counts those done, and err is the first failure.
+// sweep: deleted counts those done, and err is the first failure. The
+// vendor deletes by id alone, so each site is looked up by its domain
+// first: one the vendor no longer lists for that domain is gone already
+// (perhaps its failed delete went through), and its id may have been given
+// to another domain's site since, which must not be deleted.
 func (s *Service) DeleteOwedSites(ctx context.Context, limit int) (deleted int, err error) {
 	var owed []siteClaim
 	if err := s.cfg.DB.WithContext(ctx).Where("deleted_at IS NULL AND license_id IS NULL").
@@ -148,8 +160,18 @@ func (s *Service) DeleteOwedSites(ctx context.Context, limit int) (deleted int, 
 		return 0, fmt.Errorf("list owed vendor site deletes: %w", err)
 	}
 	for _, c := range owed {
-		if derr := s.deleteOwed(ctx, c.VendorSiteID, c.Domain); derr != nil {
-			err = cmp.Or(err, derr)
+		site, ferr := s.cfg.Vendor.FindSite(ctx, c.Domain)
+		switch {
+		case ferr != nil:
+			err = cmp.Or(err, fmt.Errorf("find vendor site: %w", ferr))
+			continue
+		case site == nil || site.ID != c.VendorSiteID:
+			ferr = s.noteDeleted(ctx, c.VendorSiteID, c.Domain)
+		default:
+			ferr = s.deleteOwed(ctx, c.VendorSiteID, c.Domain)
+		}
+		if ferr != nil {
+			err = cmp.Or(err, ferr)
 			continue
 		}
 		deleted++

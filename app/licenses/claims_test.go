@@ -3,6 +3,7 @@ package licenses
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +190,45 @@ func TestDiscardedSiteGivenAgain(t *testing.T) {
 		}
 		if err := db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) }); err != nil {
 			t.Fatalf("recording it on Reclaim = %v; want it recorded", err)
+		}
+	})
+}
+
+// An owed delete whose site the vendor no longer lists for its domain is
+// noted done without a delete: the vendor deletes by id, and the id may
+// have been given to another domain's site since. A site.deleted whose
+// domain no license could hold is applied as before (nothing claimed).
+func TestOwedDeleteOfAnIdGivenAgain(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		b := newBench(t, db)
+		ctx := context.Background()
+		site, err := b.v.CreateSite(ctx, "A", "one.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.v.deleteErr = []error{unavailable}
+		if err := b.s.DiscardSite(ctx, site, "one.test"); err != nil {
+			t.Fatal(err)
+		}
+		b.v.mu.Lock() // the failed delete went through after all, and the id went to another domain
+		delete(b.v.sites, "one.test")
+		again := site
+		again.Domain = "two.test"
+		b.v.sites["two.test"] = again
+		b.v.mu.Unlock()
+		_, _, before := b.v.counts()
+		if n, err := b.s.DeleteOwedSites(ctx, 10); n != 1 || err != nil {
+			t.Fatalf("DeleteOwedSites = %d, %v; want the owed delete settled", n, err)
+		}
+		if _, _, after := b.v.counts(); after != before || !b.v.has("two.test") {
+			t.Errorf("%d deletes asked, two.test's site kept %v; want no delete: the id is another domain's now", after-before, b.v.has("two.test"))
+		}
+		if n, err := b.s.DeleteOwedSites(ctx, 10); n != 0 || err != nil {
+			t.Errorf("DeleteOwedSites again = %d, %v; want nothing owed", n, err)
+		}
+		long := VendorEvent{ID: "evt_long", Type: SiteDeleted, At: time.Now(), Site: Site{ID: "s-long", Domain: strings.Repeat("é", 200) + ".test"}}
+		if _, err := b.s.apply(ctx, long); err != nil {
+			t.Errorf("a site.deleted of a domain no license can hold = %v; want it applied (nothing to change)", err)
 		}
 	})
 }
