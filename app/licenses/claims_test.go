@@ -12,6 +12,19 @@ import (
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
+// recordSite records the consumer's license of site (for its domain) in a
+// transaction of its own, as a create's last phase does; reclaim as
+// NewLicense.Reclaim.
+func (b *bench) recordSite(consumer string, site Site, reclaim bool) error {
+	b.t.Helper()
+	n, err := b.s.Draft(context.Background(), consumer, Input{Name: "A", Domain: site.Domain}, site, EventAdopted, "")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	n.Reclaim = reclaim
+	return b.db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) })
+}
+
 // A vendor site is claimed once: a discard spares a site a license claimed
 // (and deletes nothing), a discarded site is never recorded, nor is the
 // site of a license since revoked; a discard whose delete failed leaves it
@@ -20,13 +33,7 @@ func TestSiteClaims(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		b := newBench(t, db)
 		ctx := context.Background()
-		record := func(consumer string, site Site) error {
-			n, err := b.s.Draft(ctx, consumer, Input{Name: "A", Domain: site.Domain}, site, EventAdopted, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) })
-		}
+		record := func(consumer string, site Site) error { return b.recordSite(consumer, site, false) }
 
 		held := b.create("held.test", "")
 		if err := b.s.DiscardSite(ctx, Site{ID: held.VendorSiteID}, "held.test"); err != nil || !b.v.has("held.test") {
@@ -89,11 +96,7 @@ func TestVendorDeletedSiteIsSpent(t *testing.T) {
 		if changed, err := b.s.apply(ctx, VendorEvent{ID: "evt_1", Type: SiteDeleted, At: time.Now(), Site: site}); changed || err != nil {
 			t.Fatalf("apply = %v, %v; want nothing changed (no license holds the site)", changed, err)
 		}
-		n, err := b.s.Draft(ctx, "c1", Input{Name: "A", Domain: "early.test"}, site, EventAdopted, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) }); !errors.Is(err, ErrSiteSpent) {
+		if err := b.recordSite("c1", site, false); !errors.Is(err, ErrSiteSpent) {
 			t.Fatalf("recording the deleted site = %v; want ErrSiteSpent", err)
 		}
 		lic := b.create("held.test", "")
@@ -117,12 +120,7 @@ func TestSiteGivenAgain(t *testing.T) {
 		b := newBench(t, db)
 		ctx := context.Background()
 		record := func(consumer, domain, site string, reclaim bool) error {
-			n, err := b.s.Draft(ctx, consumer, Input{Name: "A", Domain: domain}, Site{ID: site, Domain: domain, LicenseKey: "LK"}, EventAdopted, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.Reclaim = reclaim
-			return db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) })
+			return b.recordSite(consumer, Site{ID: site, Domain: domain, LicenseKey: "LK"}, reclaim)
 		}
 		lic := b.create("x.test", "")
 		if err := record("c2", "y.test", lic.VendorSiteID, false); err != nil {
@@ -171,11 +169,7 @@ func TestDiscardedSiteGivenAgain(t *testing.T) {
 		if err := b.s.FinishDiscard(ctx, first, "again.test"); err != nil || !b.v.has("again.test") {
 			t.Fatalf("FinishDiscard = %v (site kept %v); want the new site left", err, b.v.has("again.test"))
 		}
-		n, err := b.s.Draft(ctx, "c1", Input{Name: "A", Domain: "again.test"}, first, EventAdopted, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) }); !errors.Is(err, ErrSiteSpent) {
+		if err := b.recordSite("c1", first, false); !errors.Is(err, ErrSiteSpent) {
 			t.Fatalf("recording it without Reclaim = %v; want ErrSiteSpent", err)
 		}
 		if err := b.s.DiscardSite(ctx, first, "again.test"); err != nil || b.v.has("again.test") {
@@ -184,11 +178,10 @@ func TestDiscardedSiteGivenAgain(t *testing.T) {
 		b.v.mu.Lock()
 		b.v.sites["again.test"] = first
 		b.v.mu.Unlock()
-		n.Reclaim = true
 		if err := b.s.FinishDiscard(ctx, first, "again.test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Gorm.Transaction(func(tx *gorm.DB) error { return b.s.Insert(tx, n) }); err != nil {
+		if err := b.recordSite("c1", first, true); err != nil {
 			t.Fatalf("recording it on Reclaim = %v; want it recorded", err)
 		}
 	})
