@@ -23,7 +23,8 @@ var ErrSchemaBehind = errors.New("the database schema is behind this binary: run
 // Migrator applies the embedded migrations of one dialect.
 type Migrator struct {
 	provider *goose.Provider
-	files    fs.FS // the dialect's migration files
+	files    fs.FS    // the dialect's migration files
+	db       *gorm.DB // on SQLite, for the migration lock; nil on MySQL
 }
 
 // MigrationStatus is one migration and whether it has been applied.
@@ -51,12 +52,22 @@ func NewMigrator(db *gorm.DB) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
-	return &Migrator{provider: p, files: sub}, nil
+	m := &Migrator{provider: p, files: sub}
+	if dialect == goose.DialectSQLite3 {
+		m.db = db
+	}
+	return m, nil
 }
 
 // Up applies every pending migration and returns how many it applied, also
-// when one of them then failed.
-func (m *Migrator) Up(ctx context.Context) (int, error) {
+// when one of them then failed. On SQLite it holds the migration lock
+// meanwhile, so that two processes never both apply one migration.
+func (m *Migrator) Up(ctx context.Context) (applied int, err error) {
+	unlock, err := m.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
 	res, err := m.provider.Up(ctx)
 	if err != nil {
 		var partial *goose.PartialError
@@ -69,8 +80,14 @@ func (m *Migrator) Up(ctx context.Context) (int, error) {
 }
 
 // Down rolls back the newest applied migration. It returns the version
-// rolled back, or 0 when nothing was applied.
-func (m *Migrator) Down(ctx context.Context) (int64, error) {
+// rolled back, or 0 when nothing was applied. On SQLite it holds the
+// migration lock meanwhile.
+func (m *Migrator) Down(ctx context.Context) (version int64, err error) {
+	unlock, err := m.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
 	res, err := m.provider.Down(ctx)
 	if errors.Is(err, goose.ErrNoNextVersion) {
 		return 0, nil
@@ -79,6 +96,15 @@ func (m *Migrator) Down(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("migrate down: %w", err)
 	}
 	return res.Source.Version, nil
+}
+
+// lock takes the SQLite migration lock; MySQL needs none here, since only
+// `licensor migrate` migrates it, run by hand.
+func (m *Migrator) lock(ctx context.Context) (func() error, error) {
+	if m.db == nil {
+		return func() error { return nil }, nil
+	}
+	return lockSQLiteMigrations(ctx, m.db)
 }
 
 // Destructive are the statements of a migration's Down section that

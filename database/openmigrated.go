@@ -46,9 +46,12 @@ func OpenMigrated(ctx context.Context, cfg config.DB, log *slog.Logger) (*gorm.D
 const sqliteMigrateAttempts = 5
 
 // migrateSQLite applies the migrations to an embedded database. Several
-// processes started at once on a fresh file (serve and a token command, say)
-// all try; a loser's migration fails on a table the winner made, so it waits
-// and looks again rather than giving up, unless ctx ends first.
+// processes started at once on a file with migrations pending (serve and a
+// token command, say) take turns on the migration lock (see Migrator.Up),
+// so each migration runs once and the later ones find nothing left to do.
+// Should a migration still fail (a table made by an older binary, which
+// took no lock), it waits and looks again rather than giving up, unless ctx
+// ends first.
 func migrateSQLite(ctx context.Context, m *Migrator) (int, error) {
 	var err error
 	applied := 0 // by this process, even in an attempt that then failed
