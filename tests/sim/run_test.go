@@ -301,7 +301,7 @@ func (w *world) exec(o op) {
 		}
 		w.deliver(o, o.Ref%len(w.v.events))
 	case opAdvance:
-		time.Sleep(advances[o.Advance])
+		w.advance(advances[o.Advance])
 	case opRelease:
 		w.release(o)
 	case opCrash:
@@ -379,6 +379,39 @@ func (w *world) release(o op) {
 	w.points = append(w.points[:i], w.points[i+1:]...)
 	w.note("  released p%d before %s", pt.proc, pt.what)
 	pt.release <- false
+}
+
+// advance lets d of virtual time pass. A held vendor call ends just before
+// its caller's deadline, done and its answer lost, as the http driver's
+// call would (it gives up at the deadline: owned work's falls within its
+// lease, so no call outlives the lease, and a vendor that applied a call
+// later still is what a drift check finds). Each ends alone, the earliest
+// deadline first (in the order they hung, for one deadline), so that the
+// schedule, not the Go scheduler, orders them.
+func (w *world) advance(d time.Duration) {
+	end := time.Now().Add(d)
+	for {
+		i := -1
+		for j, c := range w.v.held {
+			if !c.deadline.IsZero() && c.deadline.Before(end) && (i < 0 || c.deadline.Before(w.v.held[i].deadline)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		c := w.v.held[i]
+		if wait := time.Until(c.deadline) - time.Nanosecond; wait > 0 {
+			time.Sleep(wait)
+		}
+		w.v.held = slices.Delete(w.v.held, i, i+1)
+		w.note("  p%d's %s ends at its deadline (done, the answer lost)", c.proc, c.what)
+		c.release <- faultLost
+		w.quiesce()
+	}
+	if wait := time.Until(end); wait > 0 {
+		time.Sleep(wait)
+	}
 }
 
 // crash kills process i: its pools are closed (nothing of it lands after

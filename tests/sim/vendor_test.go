@@ -25,7 +25,7 @@ const (
 	faultUnavailable              // a 503 before doing anything: *licenses.UnavailableError
 	faultLost                     // done, the answer lost: *licenses.UncertainError for a write
 	faultRateLimited              // a 429 with Retry-After, waited out (virtual time), then answered
-	faultHang                     // held until a release or its process's crash
+	faultHang                     // held until a release, its process's crash or its caller's deadline
 )
 
 var faultNames = [...]string{"ok", "unavailable", "lost", "429", "hang"}
@@ -41,10 +41,11 @@ type simSite struct {
 
 // vendorCall is a call held by a hang fault.
 type vendorCall struct {
-	proc    int
-	what    string        // "find acme.test", "create acme.test", …: for the history
-	release chan fault    // what the release makes of it: faultNone (answered), faultLost, faultUnavailable
-	done    chan struct{} // closed when the call has returned to its caller
+	proc     int
+	what     string        // "find acme.test", "create acme.test", …: for the history
+	deadline time.Time     // its caller's (zero: none), which the http driver's call would not outlive
+	release  chan fault    // what the release makes of it: faultNone (answered), faultLost, faultUnavailable
+	done     chan struct{} // closed when the call has returned to its caller
 }
 
 // vendor is the simulated vendor: sites in memory, one per domain (a
@@ -139,6 +140,7 @@ func (p procVendor) call(ctx context.Context, what string, write bool, do func()
 	}
 	if f == faultHang {
 		c := &vendorCall{proc: p.proc, what: what, release: make(chan fault, 1), done: make(chan struct{})}
+		c.deadline, _ = ctx.Deadline()
 		if v.log != nil {
 			v.log("    vendor: p%d %s (held)", p.proc, what)
 		}
