@@ -81,18 +81,10 @@ func open(ctx context.Context, cfg config.DB, readOnly bool) (*gorm.DB, error) {
 		// Unique violations become gorm.ErrDuplicatedKey on both dialects, and
 		// "not now" errors an *UnavailableError (see classifying).
 		TranslateError: true,
-		// On SQLite, each statement GORM builds is prepared once per
-		// connection and kept (a bounded cache: an IN list of another
-		// length is another statement), instead of parsed on every call.
-		// On MySQL no statement is prepared on the server: see MySQLDSN.
-		PrepareStmt:        cfg.Connection == SQLite,
-		PrepareStmtMaxSize: 256,
-		// Kept until the size evicts them, never by age: GORM's cache does
-		// not renew an entry it serves, so an hour's TTL expired statements
-		// in use, and one prepared again inside a transaction on SQLite's
-		// one writing connection can wait on the cache's lock for as long as
-		// the query timeout (see app/webhooks/shape.go).
-		PrepareStmtTTL: 10 * 365 * 24 * time.Hour,
+		// No GORM statement cache: on SQLite the driver keeps each
+		// connection's statements (see stmtcache.go), which also serves the
+		// statements of transactions; on MySQL no statement is prepared on
+		// the server (see MySQLDSN).
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", cfg.Connection, err)
@@ -197,7 +189,10 @@ func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 		if readOnly {
 			dsn = SQLiteReadDSN(cfg)
 		}
-		return sqlite.Open(dsn), nil
+		if err := registerCachingDriver(); err != nil {
+			return nil, err
+		}
+		return sqlite.New(sqlite.Config{DriverName: sqliteCachingDriverName, DSN: dsn}), nil
 	case MySQL:
 		dsn, err := MySQLDSN(cfg)
 		if err != nil {

@@ -4,13 +4,10 @@ package webhooks
 // statement's "IN ?" has the same number of placeholders, and so the same
 // text, whatever the batch's length.
 //
-// It matters on SQLite, where GORM keeps each statement text prepared on
-// the one writing connection: a transaction that prepares a text new to the
-// cache (or evicted from it) waits for the cache's lock, which another
-// goroutine can hold while it waits for a statement being prepared outside
-// a transaction, for the connection that transaction holds. Statements of
-// one text per shape keep every writer statement of this package in the
-// cache after its first use.
+// It matters on SQLite, where each connection keeps its statements by
+// their text (database's statement cache): one text per shape is parsed
+// once per connection and stays among the cached, where a text per batch
+// length would be parsed again and crowd the others out.
 func padded[T comparable](ids []T, size int) []T {
 	if len(ids) >= size {
 		return ids

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 
 	"gorm.io/gorm"
@@ -13,9 +14,7 @@ import (
 // write outside one is sent, where no lock and no connection is held, and
 // release it there or crash the process (the write is then never sent).
 // A crash inside a transaction is a crash before it: SQLite rolls back
-// whatever a closed connection left uncommitted. (Beneath GORM's prepared
-// statement cache, the pool sees transactions begin; writes outside one
-// are parked by a callback: see withPoints.)
+// whatever a closed connection left uncommitted.
 type parkingPool struct {
 	*sql.DB
 	park func(ctx context.Context, what string) error
@@ -27,39 +26,16 @@ var (
 	_ gorm.GetDBConnector = (*parkingPool)(nil)
 )
 
-// withPoints gives db its database points: the pool beneath GORM's
-// prepared statement cache parks before a transaction begins, and a GORM
-// callback before each write outside a transaction (which the cache runs
-// as a prepared statement, past the pool).
+// withPoints gives db its database points: GORM sends every statement
+// through the pool, which parks before a transaction begins and before a
+// write outside one.
 func withPoints(db *gorm.DB, park func(ctx context.Context, what string) error) error {
-	if p, ok := db.ConnPool.(*gorm.PreparedStmtDB); ok {
-		if sqlDB, ok := p.ConnPool.(*sql.DB); ok {
-			p.ConnPool = &parkingPool{DB: sqlDB, park: park}
-		}
-	} else if sqlDB, ok := db.ConnPool.(*sql.DB); ok {
-		pp := &parkingPool{DB: sqlDB, park: park}
-		db.ConnPool, db.Statement.ConnPool = pp, pp
-		return nil // every write passes the pool
+	sqlDB, ok := db.ConnPool.(*sql.DB)
+	if !ok {
+		return fmt.Errorf("sim: the process's pool is a %T, not the *sql.DB its database points wrap", db.ConnPool)
 	}
-	point := func(tx *gorm.DB) {
-		if _, inTx := tx.Statement.ConnPool.(gorm.TxCommitter); inTx || tx.Error != nil {
-			return
-		}
-		if err := park(tx.Statement.Context, "a write to "+tx.Statement.Table); err != nil {
-			_ = tx.AddError(err)
-		}
-	}
-	cb := db.Callback()
-	for _, err := range []error{
-		cb.Create().Before("gorm:create").Register("sim:point", point),
-		cb.Update().Before("gorm:update").Register("sim:point", point),
-		cb.Delete().Before("gorm:delete").Register("sim:point", point),
-		cb.Raw().Before("gorm:raw").Register("sim:point", point),
-	} {
-		if err != nil {
-			return err
-		}
-	}
+	pp := &parkingPool{DB: sqlDB, park: park}
+	db.ConnPool, db.Statement.ConnPool = pp, pp
 	return nil
 }
 
