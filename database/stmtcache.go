@@ -75,10 +75,13 @@ type innerStmt interface {
 
 var errNotCachable = errors.New("database: the SQLite driver's connection lacks a method the statement cache needs")
 
-// cachingConn is one connection and its statements. database/sql uses a
-// connection from one goroutine at a time, so the cache needs no lock; a
-// statement whose rows are still open is busy, and a second use of its
-// text meanwhile gets a statement of its own.
+// cachingConn is one connection and its statements. The cache needs no
+// lock of its own: database/sql calls every method of a connection, and of
+// its statements and rows, under that connection's lock (driverConn's
+// mutex), also when another goroutine closes rows whose context ended or a
+// statement it no longer needs. Nothing else may touch the cache. A
+// statement whose rows are still open is busy, and a second use of its text
+// meanwhile gets a statement of its own.
 type cachingConn struct {
 	innerConn
 	stmts map[string]*list.Element // of *cachedStmt, most recent first in order
@@ -100,15 +103,23 @@ func newCachingConn(c driver.Conn) (driver.Conn, error) {
 	return &cachingConn{innerConn: ic, stmts: map[string]*list.Element{}, order: list.New()}, nil
 }
 
-// cachable is false of a text of several statements: the driver parses
-// those again on every run anyway.
+// stmtCacheMaxText is the longest text cached: a longer one (a batch
+// insert of many rows, say) is prepared for its use alone, so that the
+// cache's memory stays bounded by its size.
+const stmtCacheMaxText = 4 << 10
+
+// cachable is false of a long text, and of a text of several statements:
+// the driver parses those again on every run anyway.
 func cachable(text string) bool {
-	return !strings.Contains(strings.TrimRight(text, "; \t\r\n"), ";")
+	return len(text) <= stmtCacheMaxText && !strings.Contains(strings.TrimRight(text, "; \t\r\n"), ";")
 }
 
 // stmt is the connection's statement for text, prepared now if it has none
 // (or if its own is busy: then one of its own, closed after use).
 func (c *cachingConn) stmt(ctx context.Context, text string) (*cachedStmt, error) {
+	if err := ctx.Err(); err != nil { // as the driver's own prepare answers
+		return nil, err
+	}
 	if e, ok := c.stmts[text]; ok {
 		cs := e.Value.(*cachedStmt)
 		if !cs.busy {
@@ -223,6 +234,9 @@ func (c *cachingConn) release(cs *cachedStmt) error {
 // Close finalizes the statements, then closes the connection (database/sql
 // closes a connection's statements and rows first).
 func (c *cachingConn) Close() error {
+	if c.order == nil { // closed already
+		return c.innerConn.Close()
+	}
 	var errs []error
 	for e := c.order.Front(); e != nil; e = e.Next() {
 		errs = append(errs, e.Value.(*cachedStmt).s.Close())
@@ -300,7 +314,17 @@ func (r *cachingRows) Close() error {
 		return nil
 	}
 	r.closed = true
-	return also(r.innerRows.Close(), r.c.release(r.cs))
+	err := r.innerRows.Close()
+	if err != nil {
+		// The driver could not reset the statement (its last step failed),
+		// and so left its text arguments bound to freed buffers: it is
+		// finalized, never used again.
+		if e, ok := r.c.stmts[r.cs.text]; ok && e.Value.(*cachedStmt) == r.cs {
+			r.c.order.Remove(e)
+			delete(r.c.stmts, r.cs.text)
+		}
+	}
+	return also(err, r.c.release(r.cs))
 }
 
 // also is err, joined with then only when then is an error: the driver's

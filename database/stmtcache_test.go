@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -207,5 +208,70 @@ func TestStatementCacheKeepsEachUseApart(t *testing.T) {
 		if err := held.QueryRow(id).Scan(&got); err != nil || got != want {
 			t.Errorf("held statement after eviction, id %d: %d, %v; want %d", id, got, err, want)
 		}
+	}
+}
+
+// A query whose rows failed midway (the driver cannot reset its statement)
+// is not kept: its text is prepared again next time. A text longer than
+// stmtCacheMaxText is prepared for each use alone.
+func TestStatementCacheDropsWhatItCannotReuse(t *testing.T) {
+	db, n := countingDB(t, true)
+	if _, err := db.Exec("INSERT INTO t (id, n) VALUES (1, 1), (2, -9223372036854775808)"); err != nil {
+		t.Fatal(err)
+	}
+	overflow := "SELECT abs(n), ? FROM t ORDER BY id"
+	for round := range 2 {
+		before := n.Load()
+		rows, err := db.Query(overflow, "a text argument")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+		}
+		if rows.Err() == nil {
+			t.Fatal("abs of the smallest integer did not fail")
+		}
+		_ = rows.Close()
+		if got := n.Load() - before; got != 1 {
+			t.Errorf("round %d: the failed query's text was prepared %d times, want once (again each round)", round, got)
+		}
+	}
+
+	long := "SELECT n FROM t WHERE id = ?" + strings.Repeat(" ", stmtCacheMaxText)
+	before := n.Load()
+	for range 3 {
+		var got int
+		if err := db.QueryRow(long, 1).Scan(&got); err != nil || got != 1 {
+			t.Fatalf("the long text: %d, %v", got, err)
+		}
+	}
+	if got := n.Load() - before; got != 3 {
+		t.Errorf("a text past stmtCacheMaxText was prepared %d times in 3 uses, want 3 (never cached)", got)
+	}
+}
+
+// Closing a connection twice closes it once, as the driver's own does.
+func TestCachingConnClosesTwice(t *testing.T) {
+	if err := registerCachingDriver(); err != nil {
+		t.Fatal(err)
+	}
+	base, err := sql.Open(sqliteCachingDriverName, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := base.Driver()
+	_ = base.Close()
+	c, err := d.Open(filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.(driver.ExecerContext).ExecContext(context.Background(), "SELECT 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
 	}
 }
