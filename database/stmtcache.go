@@ -108,8 +108,8 @@ func newCachingConn(c driver.Conn) (driver.Conn, error) {
 // cache's memory stays bounded by its size.
 const stmtCacheMaxText = 4 << 10
 
-// cachable is false of a long text, and of a text of several statements:
-// the driver parses those again on every run anyway.
+// cachable is false of a text of several statements (the driver parses
+// those again on every run anyway) and of a long one (stmtCacheMaxText).
 func cachable(text string) bool {
 	return len(text) <= stmtCacheMaxText && !strings.Contains(strings.TrimRight(text, "; \t\r\n"), ";")
 }
