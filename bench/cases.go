@@ -174,23 +174,33 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 			return err
 		}
 	}
-	var peer *peerServer
+	var peer, same *peerServer
 	if b.opts.want(cmpFiber) || b.opts.want(cmpRSS) || b.opts.want(cmpFloor) {
-		if peer, err = b.startPeer(ctx, m); err != nil {
+		if peer, err = b.startPeer(ctx, m, fiberPeer); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, b.stopProcess(peer.proc)) }()
+		if same, err = b.startPeer(ctx, m, echoPeer); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, b.stopProcess(same.proc)) }()
 	}
 	if b.opts.want(cmpFiber) {
-		err := b.compare(ctx, rep, cmpFiber,
+		err := b.compareRounds(ctx, rep, cmpFiber, []caseSpec{
 			fixedCase("licensor replay", conns, m.current, m.replay),
-			fixedCase("Fiber idempotency replay", conns, peer.current, peer.replay))
+			fixedCase("Fiber idempotency replay", conns, peer.current, peer.replay),
+			fixedCase("same-stack (Echo) idempotency replay", conns, same.current, same.replay),
+		}, []pairing{
+			{cmpFiber + ": licensor vs Fiber replay", 0, 1},
+			{cmpFiber + ": licensor vs same-stack (Echo) replay", 0, 2},
+			{cmpFiber + ": same-stack (Echo) vs Fiber replay", 2, 1},
+		})
 		if err != nil {
 			return err
 		}
 	}
 	if b.opts.want(cmpFloor) {
-		if err := b.floorCases(ctx, rep, m, peer); err != nil {
+		if err := b.floorCases(ctx, rep, m, peer, same); err != nil {
 			return err
 		}
 	}
@@ -216,29 +226,37 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 		if err := b.rssRun(ctx, rep, "Fiber replay", peer.restart, peer.replay); err != nil {
 			return err
 		}
+		if err := b.rssRun(ctx, rep, "same-stack (Echo) replay", same.restart, same.replay); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// floorCases measure what a request costs the two servers before any
+// floorCases measure what a request costs the servers before any
 // database: GET /healthz, which reads nothing and answers a constant
 // body, through each server's whole stack (licensor: net/http, Echo and
-// its middleware chain; the peer: fasthttp and Fiber). Against each other,
-// and licensor's against the peer's whole replay: the rate that no replay
-// of licensor's can pass, whatever its statement costs.
-func (b *bench) floorCases(ctx context.Context, rep *dbReport, m *mainDB, peer *peerServer) error {
+// its middleware chain; the Fiber peer: fasthttp and Fiber; the same-stack
+// peer: net/http and bare Echo, no middleware). Against each other, and
+// licensor's against each peer's whole replay: the rate that no replay of
+// licensor's can pass, whatever its statement costs.
+func (b *bench) floorCases(ctx context.Context, rep *dbReport, m *mainDB, peer, same *peerServer) error {
 	conns := b.opts.conns
-	// The same request to both (neither reads its bearer token).
+	// The same request to all (none reads its bearer token).
 	health := func(url string) requestFunc { return get(url+"/healthz", m.token) }
 	cases := []caseSpec{
 		fixedCase("licensor GET /healthz", conns, m.current, health),
 		fixedCase("Fiber GET /healthz", conns, peer.current, health),
 		fixedCase("Fiber idempotency replay", conns, peer.current, peer.replay),
 		fixedCase("licensor replay", conns, m.current, m.replay),
+		fixedCase("same-stack (bare Echo) GET /healthz", conns, same.current, health),
+		fixedCase("same-stack (Echo) idempotency replay", conns, same.current, same.replay),
 	}
 	return b.compareRounds(ctx, rep, cmpFloor, cases, []pairing{
 		{cmpFloor + ": licensor vs Fiber, GET /healthz (no database)", 0, 1},
+		{cmpFloor + ": licensor vs same-stack (bare Echo), GET /healthz (no database)", 0, 4},
 		{cmpFloor + ": licensor GET /healthz vs Fiber's replay", 0, 2},
+		{cmpFloor + ": licensor GET /healthz vs same-stack (Echo) replay", 0, 5},
 		{cmpFloor + ": licensor replay vs licensor GET /healthz", 3, 0},
 	})
 }
@@ -324,9 +342,19 @@ func (b *bench) gcCases(ctx context.Context, rep *dbReport, m *mainDB) error {
 	return err
 }
 
-// peerServer is the Fiber peer on the main database's kind of database.
+// peerKind is one of the peers: the subcommand that serves it and its
+// name in the report and the logs.
+type peerKind struct{ command, name string }
+
+var (
+	fiberPeer = peerKind{command: peerCommand, name: "fiber"}
+	echoPeer  = peerKind{command: echoPeerCommand, name: "echo-peer"}
+)
+
+// peerServer is a peer on the main database's kind of database.
 type peerServer struct {
 	b     *bench
+	kind  peerKind
 	t     *dbTarget
 	env   []string
 	proc  *process
@@ -346,7 +374,7 @@ func (p *peerServer) restart(ctx context.Context) (*process, error) {
 	if err := p.b.stopProcess(p.proc); err != nil {
 		return nil, err
 	}
-	proc, err := p.b.start(ctx, "fiber-"+p.t.name, p.b.self, []string{peerCommand}, p.env)
+	proc, err := p.b.start(ctx, p.kind.name+"-"+p.t.name, p.b.self, []string{p.kind.command}, p.env)
 	if err != nil {
 		return nil, err
 	}
@@ -354,23 +382,24 @@ func (p *peerServer) restart(ctx context.Context) (*process, error) {
 	return proc, nil
 }
 
-// startPeer starts the Fiber peer: on MariaDB in licensor's scratch
-// database, on SQLite in a file of its own (one writer per file, as
-// licensor has), and makes the create its replay case repeats.
-func (b *bench) startPeer(ctx context.Context, m *mainDB) (*peerServer, error) {
+// startPeer starts a peer: on MariaDB in licensor's scratch database (the
+// two peers' token ids differ; their answers share a table, under keys
+// each makes afresh), on SQLite in a file of its own (one writer per file,
+// as licensor has), and makes the create its replay case repeats.
+func (b *bench) startPeer(ctx context.Context, m *mainDB, kind peerKind) (*peerServer, error) {
 	t := m.t
 	if t.dialect == dialectSQLite {
 		var err error
-		if t, err = b.newTarget(ctx, dialectSQLite, "peer"); err != nil {
+		if t, err = b.newTarget(ctx, dialectSQLite, kind.name); err != nil {
 			return nil, err
 		}
 	}
 	id, secret := randomHex(8), randomHex(20)
-	p := &peerServer{b: b, t: t, token: id + "|" + secret, key: newKey()}
+	p := &peerServer{b: b, kind: kind, t: t, token: id + "|" + secret, key: newKey()}
 	p.env = append(b.licensorEnv(t),
 		envPeerTokenID+"="+id, envPeerSecret+"="+secret,
 		envPeerBodySize+"="+strconv.Itoa(len(m.license.Body)))
-	proc, err := b.start(ctx, "fiber-"+t.name, b.self, []string{peerCommand}, p.env)
+	proc, err := b.start(ctx, kind.name+"-"+t.name, b.self, []string{kind.command}, p.env)
 	if err != nil {
 		return nil, err
 	}
@@ -386,10 +415,10 @@ func (b *bench) startPeer(ctx context.Context, m *mainDB) (*peerServer, error) {
 		return p, err
 	}
 	if first.Status != http.StatusCreated || again.Status != http.StatusCreated || string(first.Body) != string(again.Body) {
-		return p, fmt.Errorf("the Fiber replay setup: first %d, repeat %d, same body %v", first.Status, again.Status, string(first.Body) == string(again.Body))
+		return p, fmt.Errorf("the %s replay setup: first %d, repeat %d, same body %v", kind.name, first.Status, again.Status, string(first.Body) == string(again.Body))
 	}
 	if len(first.Body) != len(m.license.Body) {
-		fmt.Fprintf(os.Stderr, "note: Fiber body %d bytes, licensor's %d\n", len(first.Body), len(m.license.Body))
+		fmt.Fprintf(os.Stderr, "note: %s body %d bytes, licensor's %d\n", kind.name, len(first.Body), len(m.license.Body))
 	}
 	return p, nil
 }

@@ -8,7 +8,8 @@
 //	MYSQL_DSN='root@tcp(127.0.0.1:3306)/' go run ./bench
 //
 // It is its own module, so the repository's `go test ./...` never builds it.
-// The hidden `peer` subcommand is the Fiber peer the bench starts itself.
+// The hidden `peer` and `echo-peer` subcommands are the Fiber peer and the
+// same-stack peer (Echo v4 on net/http) the bench starts itself.
 package main
 
 import (
@@ -74,6 +75,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == peerCommand {
 		if err := runPeer(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "peer:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == echoPeerCommand {
+		if err := runEchoPeer(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "echo peer:", err)
 			os.Exit(1)
 		}
 		return

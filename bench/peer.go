@@ -45,32 +45,14 @@ func runPeer(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("no arguments expected, got %v", args)
 	}
-	cfg, err := config.Load(os.Getenv)
-	if err != nil {
-		return err
-	}
-	bodySize, err := strconv.Atoi(os.Getenv(envPeerBodySize))
-	if err != nil {
-		return fmt.Errorf("%s: %w", envPeerBodySize, err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	gdb, err := database.Open(ctx, cfg.DB)
+	s, err := openPeer(ctx)
 	if err != nil {
 		return err
 	}
-	db, err := gdb.DB()
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	store := &sqlStorage{db: db, dialect: cfg.DB.Connection}
-	if err := store.migrate(ctx); err != nil {
-		return err
-	}
-	if err := addPeerToken(ctx, db, os.Getenv(envPeerTokenID), os.Getenv(envPeerSecret)); err != nil {
-		return err
-	}
+	defer s.db.Close()
+	db, store, bodySize := s.db, s.store, s.bodySize
 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -93,6 +75,45 @@ func runPeer(args []string) error {
 	}
 }
 
+// peerSetup is what both peers serve from: the database, its storage of
+// answers and the token the bench made, and the size of licensor's body.
+type peerSetup struct {
+	db       *sql.DB
+	store    *sqlStorage
+	bodySize int
+}
+
+// openPeer opens the peer's database (licensor's DB_* settings), creates
+// its tables and stores its token.
+func openPeer(ctx context.Context) (peerSetup, error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return peerSetup{}, err
+	}
+	bodySize, err := strconv.Atoi(os.Getenv(envPeerBodySize))
+	if err != nil {
+		return peerSetup{}, fmt.Errorf("%s: %w", envPeerBodySize, err)
+	}
+	gdb, err := database.Open(ctx, cfg.DB)
+	if err != nil {
+		return peerSetup{}, err
+	}
+	db, err := gdb.DB()
+	if err != nil {
+		return peerSetup{}, err
+	}
+	store := &sqlStorage{db: db, dialect: cfg.DB.Connection}
+	if err := store.migrate(ctx); err != nil {
+		_ = db.Close()
+		return peerSetup{}, err
+	}
+	if err := addPeerToken(ctx, db, os.Getenv(envPeerTokenID), os.Getenv(envPeerSecret)); err != nil {
+		_ = db.Close()
+		return peerSetup{}, err
+	}
+	return peerSetup{db: db, store: store, bodySize: bodySize}, nil
+}
+
 // peerStore is the create handler: a 201 JSON body padded to size bytes.
 func peerStore(size int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
@@ -101,21 +122,29 @@ func peerStore(size int) fiber.Handler {
 			return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"message": "invalid"})
 		}
 		id := newKey()
-		doc := map[string]map[string]string{"data": {"id": id, "name": in.Name, "domain": in.Domain, "pad": ""}}
-		body, err := json.Marshal(doc)
+		body, err := paddedLicense(id, in.Name, in.Domain, size)
 		if err != nil {
 			return err
-		}
-		if pad := size - len(body); pad > 0 {
-			doc["data"]["pad"] = strings.Repeat("x", pad)
-			if body, err = json.Marshal(doc); err != nil {
-				return err
-			}
 		}
 		c.Location("/api/licenses/" + id)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Status(fiber.StatusCreated).Send(body)
 	}
+}
+
+// paddedLicense is a peer's create answer: the license's fields, padded to
+// size bytes when it is shorter.
+func paddedLicense(id, name, domain string, size int) ([]byte, error) {
+	doc := map[string]map[string]string{"data": {"id": id, "name": name, "domain": domain, "pad": ""}}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	if pad := size - len(body); pad > 0 {
+		doc["data"]["pad"] = strings.Repeat("x", pad)
+		return json.Marshal(doc)
+	}
+	return body, nil
 }
 
 // bearer is Sanctum's guard: "Bearer <id>|<secret>", the token's row read
