@@ -74,7 +74,7 @@ func (b *bench) runDialect(ctx context.Context, dialect string) (*dbReport, erro
 		defer func() { b.dbPid = 0 }()
 	}
 	fmt.Fprintf(b.errOut, "== %s\n", rep.title)
-	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) || b.opts.want(cmpGC) || b.opts.want(cmpFloor) ||
+	if b.opts.want(cmpReplayShow) || b.opts.want(cmpCreate) || b.opts.want(cmpFiber) || b.opts.want(cmpRateLimit) || b.opts.want(cmpRSS) || b.opts.want(cmpGC) || b.opts.want(cmpFloor) || b.opts.want(cmpCache) ||
 		(b.opts.baseline != "" && b.opts.want(cmpBaseline)) {
 		if err := b.runMain(ctx, dialect, rep); err != nil {
 			return rep, err
@@ -214,6 +214,11 @@ func (b *bench) runMain(ctx context.Context, dialect string, rep *dbReport) (err
 			return err
 		}
 	}
+	if b.opts.want(cmpCache) {
+		if err := b.cacheCases(ctx, rep, m); err != nil {
+			return err
+		}
+	}
 	if b.opts.baseline != "" && b.opts.want(cmpBaseline) {
 		if err := b.baselineCases(ctx, rep, dialect, m); err != nil {
 			return err
@@ -335,6 +340,19 @@ func (b *bench) restartedReplay(m *mainDB, name string, redisPid int, env ...str
 func (b *bench) gcCases(ctx context.Context, rep *dbReport, m *mainDB) error {
 	err := b.compare(ctx, rep, cmpGC+" (replay)", b.restartedReplay(m, "GOGC unset (serve's 400)", 0),
 		b.restartedReplay(m, "GOGC=100 (Go's default)", 0, "GOGC=100"))
+	if err != nil {
+		return err
+	}
+	_, err = b.restart(ctx, m)
+	return err
+}
+
+// cacheCases compares the replay with the replay cache on (its default,
+// IDEMPOTENCY_REPLAY_CACHE unset) and off (0: every replay reads its record
+// with its token row), each server started afresh for its round.
+func (b *bench) cacheCases(ctx context.Context, rep *dbReport, m *mainDB) error {
+	err := b.compare(ctx, rep, cmpCache+" (replay)", b.restartedReplay(m, "replay cache on (the default)", 0),
+		b.restartedReplay(m, "replay cache off (IDEMPOTENCY_REPLAY_CACHE=0)", 0, "IDEMPOTENCY_REPLAY_CACHE=0"))
 	if err != nil {
 		return err
 	}

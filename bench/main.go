@@ -39,9 +39,10 @@ const (
 	cmpBaseline   = "baseline"
 	cmpGC         = "gc"
 	cmpFloor      = "floor"
+	cmpCache      = "replay-cache"
 )
 
-var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline, cmpGC, cmpFloor}
+var allComparisons = []string{cmpReplayShow, cmpCreate, cmpRateLimit, cmpFiber, cmpRSS, cmpIdemScale, cmpList, cmpCrypt, cmpBaseline, cmpGC, cmpFloor, cmpCache}
 
 // options are the command line's settings.
 type options struct {

@@ -129,6 +129,9 @@ type Idempotency struct {
 	TTL         time.Duration
 	LockTimeout time.Duration
 	Required    bool
+	// ReplayCache is how many completed records each replica keeps in
+	// memory for replays (0: none).
+	ReplayCache int
 }
 
 // Webhooks configures the delivery of consumer events to the consumers'
@@ -283,6 +286,7 @@ func (v *values) load() Config {
 		TTL:         v.duration("IDEMPOTENCY_TTL", "24h"),
 		LockTimeout: v.duration("IDEMPOTENCY_LOCK_TIMEOUT", "60s"),
 		Required:    v.boolean("IDEMPOTENCY_REQUIRED", false),
+		ReplayCache: v.intRange("IDEMPOTENCY_REPLAY_CACHE", 1024, 0, 1_000_000),
 	}
 	c.EventsTTL = v.duration("EVENTS_TTL", "720h")
 	c.Console = Console{

@@ -96,6 +96,9 @@ func (r *sessionRow) Dest() []any { return []any{&r.tokenID, database.Time(&r.ex
 
 // session is the token's principal, for Verify and Session.
 func (s *Service) session(ctx context.Context, tokenID, consumerID string, j TokenRowJoin) (Principal, error) {
+	if o, ok := j.(OptionalJoin); ok && !o.Needed(consumerID) {
+		j = nil
+	}
 	tok, err := s.loadToken(ctx, tokenID, j)
 	if errors.Is(err, database.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated

@@ -21,6 +21,15 @@ type TokenRowJoin interface {
 	Dest() []any
 }
 
+// OptionalJoin is a TokenRowJoin that may be left out: Needed is asked,
+// once the token's signature holds, with the consumer the token claims
+// (which its row must then confirm, or the token is refused); false reads
+// the token row alone, and the join's Dest is not scanned.
+type OptionalJoin interface {
+	TokenRowJoin
+	Needed(consumerID string) bool
+}
+
 // VerifyWith is Verify, with j read in the token row's statement once the
 // signature holds. j's columns are scanned whatever the token row says: use
 // them only when VerifyWith succeeds.

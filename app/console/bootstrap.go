@@ -283,6 +283,7 @@ func (b *Base) app(vendor licenses.Vendor, extra []idempotency.AnyOperation, out
 		Log:         b.Log,
 		Now:         b.now,
 		Observe:     b.observeIdempotency,
+		ReplayCache: cfg.Idempotency.ReplayCache,
 	}); err != nil {
 		return nil, err
 	}

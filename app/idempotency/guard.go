@@ -45,11 +45,16 @@ type Config struct {
 	Log         *slog.Logger                    // nil: discard
 	Now         func() time.Time                // nil: time.Now
 	Observe     func(operation, outcome string) // when set, counts each request's outcome
+	// ReplayCache is how many completed records this replica keeps in
+	// memory for replays (see replayCache); 0: none, every replay reads
+	// its record with its token row.
+	ReplayCache int
 }
 
 // Guard is the idempotency layer: an Operation's Serve and Do run through it.
 type Guard struct {
-	cfg Config
+	cfg   Config
+	cache *replayCache // nil: none
 }
 
 // New returns a Guard.
@@ -75,7 +80,7 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Observe == nil {
 		cfg.Observe = func(string, string) {}
 	}
-	return &Guard{cfg: cfg}, nil
+	return &Guard{cfg: cfg, cache: newReplayCache(cfg.ReplayCache)}, nil
 }
 
 // HeaderKey is the key an Idempotency-Key header's values give: one value
@@ -147,9 +152,10 @@ func notRecorded(err error) error {
 
 // lookup is a keyed request's record, read once before the body is parsed.
 type lookup struct {
-	done bool    // the read was made
-	rec  *Record // nil: no record
-	err  error
+	done   bool    // the read was made
+	rec    *Record // nil: no record
+	err    error
+	cached bool // rec is the replay cache's: read it, never change it
 }
 
 func (g *Guard) lookup(ctx context.Context, sc scope) lookup {

@@ -161,6 +161,11 @@ func (op Operation[In]) Serve(ctx context.Context, g *Guard, r Request, bind fun
 			fast = g.lookup(ctx, sc) // the whole record
 		}
 		if fast.replayable(hash, g.now) {
+			if fast.cached {
+				g.cache.hits.Add(1)
+			} else {
+				g.cache.put(fast.rec)
+			}
 			resp, err := stored(fast.rec)
 			return resp, g.note(fast.rec, "replayed"), err
 		}

@@ -14,6 +14,12 @@ type Prefetch struct {
 	store     *Store
 	operation string
 	key       string
+	cache     *replayCache
+	now       func() time.Time
+
+	// cached is the replay cache's record for the consumer the token
+	// names, when it held one (and the join was left out).
+	cached *Record
 
 	// What the statement scanned: the token's consumer, and the replay's
 	// columns of the record (NULL for none).
@@ -30,7 +36,18 @@ func (g *Guard) Prefetch(operation, key string) *Prefetch {
 	if !validKey(key) {
 		return nil
 	}
-	return &Prefetch{store: g.cfg.Store, operation: operation, key: key}
+	return &Prefetch{store: g.cfg.Store, operation: operation, key: key, cache: g.cache, now: g.now}
+}
+
+// Needed implements auth.OptionalJoin: the record's read is left out of
+// the token row's statement when this replica's replay cache holds the
+// live completed record of the consumer the token names. That consumer is
+// only a claim until the token row confirms it, which VerifyWith does
+// before anything is answered; lookup checks it again against the
+// principal.
+func (p *Prefetch) Needed(consumerID string) bool {
+	p.cached = p.cache.get(scope{ConsumerID: consumerID, Operation: p.operation, Key: p.key}, p.now())
+	return p.cached == nil
 }
 
 // prefetchColumns and prefetchJoin are the Prefetch's part of the token
@@ -57,6 +74,13 @@ func (p *Prefetch) Dest() []any {
 // lookup is what the Prefetch read of sc's record: enough to replay it and
 // to decide nothing else. False when it was not read for sc.
 func (p *Prefetch) lookup(sc scope) (lookup, bool) {
+	if p != nil && p.cached != nil {
+		r := p.cached
+		if r.ConsumerID != sc.ConsumerID || r.Operation != sc.Operation || r.Key != sc.Key {
+			return lookup{}, false // not this request's: read it as Find does
+		}
+		return lookup{done: true, rec: r, cached: true}, true
+	}
 	if p == nil || !p.consumer.Valid || p.consumer.String != sc.ConsumerID || p.operation != sc.Operation || p.key != sc.Key {
 		return lookup{}, false
 	}
