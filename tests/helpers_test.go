@@ -71,7 +71,8 @@ func testConfig(vendorURL string) config.Config {
 			Driver: "http", URL: vendorURL, Token: "vendor-secret-token", Timeout: vendorTimeout,
 			RetryAttempts: 3, RetryBase: 10 * time.Millisecond, RetryMaxWait: 10 * time.Second,
 		},
-		Idempotency: config.Idempotency{TTL: time.Hour, LockTimeout: time.Minute},
+		// The replay cache on, as in production (IDEMPOTENCY_REPLAY_CACHE).
+		Idempotency: config.Idempotency{TTL: time.Hour, LockTimeout: time.Minute, ReplayCache: 1024},
 		Reconcile:   config.Reconcile{Interval: 15 * time.Second, Settle: settle, MaxAttempts: 10},
 		PruneEvery:  time.Hour,
 		LogLevel:    "debug",

@@ -87,6 +87,9 @@ func benchServer(b *testing.B, db *testdb.DB) {
 			})
 		})
 	}
+	run("healthz", http.StatusOK, func(int64) *httptest.ResponseRecorder {
+		return serve(http.MethodGet, "/healthz", "", "")
+	})
 	run("replay", http.StatusCreated, func(int64) *httptest.ResponseRecorder {
 		return serve(http.MethodPost, "/api/licenses", `{"name":"Acme","domain":"acme.test"}`, "bench-replay")
 	})

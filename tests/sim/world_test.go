@@ -49,7 +49,7 @@ func simConfig(path string) config.Config {
 		DB: config.DB{Connection: database.SQLite, Database: path, MaxOpenConns: 1, MaxIdleConns: 1,
 			QueryTimeout: 30 * time.Second, ReadConns: 1},
 		Vendor:              config.Vendor{Driver: "http", URL: "http://vendor.invalid", WebhookSecrets: []string{webhookSecret}},
-		Idempotency:         config.Idempotency{TTL: 24 * time.Hour, LockTimeout: time.Minute},
+		Idempotency:         config.Idempotency{TTL: 24 * time.Hour, LockTimeout: time.Minute, ReplayCache: 1024},
 		Reconcile:           config.Reconcile{Interval: 15 * time.Second, Settle: 30 * time.Second, MaxAttempts: 10},
 		PruneEvery:          time.Hour,
 		EventsTTL:           30 * 24 * time.Hour,
