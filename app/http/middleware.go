@@ -17,10 +17,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-const (
-	headerRequestID = "X-Request-Id"
-	ctxRequestID    = "request_id"
-)
+const headerRequestID = "X-Request-Id" // canonical: the header map is indexed with it
 
 // headAsGet serves HEAD on every GET route, as Laravel's router matches GET
 // routes for HEAD: the request is routed and handled as the GET it stands
@@ -118,20 +115,33 @@ func (h *headWriter) send() {
 	h.w.WriteHeader(h.status)
 }
 
-// saneRequestID is an X-Request-Id kept as the caller sent it: 1–128
-// visible characters from a safe set.
-var saneRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+// saneRequestID reports whether an X-Request-Id is kept as the caller sent
+// it: 1–128 visible characters from a safe set ([A-Za-z0-9._:-]).
+func saneRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch b := id[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == ':', b == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // requestID keeps the caller's X-Request-Id when it is sane and makes a
-// new one otherwise.
+// new one otherwise. The response's header is where it is kept (RequestID
+// reads it there): every request has one, so nothing more is allocated
+// for it.
 func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(headerRequestID)
-		if !saneRequestID.MatchString(id) {
+		if !saneRequestID(id) {
 			id = ulid.Make().String()
 		}
-		c.Set(ctxRequestID, id)
-		c.Response().Header().Set(headerRequestID, id)
+		c.Response().Header()[headerRequestID] = []string{id} // the canonical name: Set without its check
 		return next(c)
 	}
 }
@@ -144,15 +154,18 @@ const defaultCacheControl = "no-cache, private"
 // the handler runs; a handler (or an error) that sets its own replaces it.
 func cacheControl(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Response().Header().Set(echo.HeaderCacheControl, defaultCacheControl)
+		c.Response().Header()[echo.HeaderCacheControl] = []string{defaultCacheControl} // the canonical name: Set without its check
 		return next(c)
 	}
 }
 
-// RequestID returns the id of the request being served.
+// RequestID returns the id of the request being served: the X-Request-Id
+// its answer carries (requestID).
 func RequestID(c echo.Context) string {
-	id, _ := c.Get(ctxRequestID).(string)
-	return id
+	if v := c.Response().Header()[headerRequestID]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // loggedContext is a request as the access log sees it: Echo's context, and
@@ -233,10 +246,10 @@ func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 func bodyLimit(limit int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if limit <= 0 {
+			req := c.Request()
+			if limit <= 0 || req.Body == nil || req.Body == http.NoBody {
 				return next(c)
 			}
-			req := c.Request()
 			if req.ContentLength > limit {
 				return errTooLarge
 			}

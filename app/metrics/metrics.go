@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,23 @@ type Metrics struct {
 	rateDegraded        prometheus.Gauge
 	concurrencyLimited  prometheus.Counter
 	vendorEventsRefused *prometheus.CounterVec
+	// httpSeries are the HTTP families' series by route, method and
+	// status, looked up once each: ObserveHTTP is on every request, and a
+	// family's WithLabelValues hashes its labels under a lock every call.
+	// The families are never reset, so a series found stays theirs.
+	httpSeries sync.Map // httpKey → httpSeries
+}
+
+// httpKey is one series of the HTTP families.
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+// httpSeries is a request's two series: its count and its duration.
+type httpSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // standardMethods are the HTTP methods counted under their own name.
@@ -228,8 +246,17 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, elapsed time.Dur
 	if !slices.Contains(standardMethods, method) {
 		method = "OTHER"
 	}
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+	k := httpKey{route: route, method: method, status: status}
+	v, ok := m.httpSeries.Load(k)
+	if !ok {
+		v, _ = m.httpSeries.LoadOrStore(k, httpSeries{
+			requests: m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)),
+			duration: m.httpDuration.WithLabelValues(route, method),
+		})
+	}
+	series := v.(httpSeries)
+	series.requests.Inc()
+	series.duration.Observe(elapsed.Seconds())
 }
 
 // ObserveIdempotency counts one idempotent request's outcome.
