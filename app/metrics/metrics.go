@@ -42,6 +42,9 @@ type Metrics struct {
 	// family's WithLabelValues hashes its labels under a lock every call.
 	// The families are never reset, so a series found stays theirs.
 	httpSeries sync.Map // httpKey → httpSeries
+	// idempotencySeries are the idempotency family's series by operation
+	// and outcome, for the same reason.
+	idempotencySeries sync.Map // [2]string → prometheus.Counter
 }
 
 // httpKey is one series of the HTTP families.
@@ -261,7 +264,12 @@ func (m *Metrics) ObserveHTTP(route, method string, status int, elapsed time.Dur
 
 // ObserveIdempotency counts one idempotent request's outcome.
 func (m *Metrics) ObserveIdempotency(operation, outcome string) {
-	m.idempotency.WithLabelValues(operation, outcome).Inc()
+	k := [2]string{operation, outcome}
+	c, ok := m.idempotencySeries.Load(k)
+	if !ok {
+		c, _ = m.idempotencySeries.LoadOrStore(k, m.idempotency.WithLabelValues(operation, outcome))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // ObserveVendor counts one vendor answer (status 0: none came).
