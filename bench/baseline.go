@@ -7,7 +7,8 @@ import (
 )
 
 // baselineCases compares licensor with itself at another revision
-// (-baseline): the keyed create and the replay, each served by the licensor
+// (-baseline): the keyed and keyless creates, the replay, the show and the
+// list's first cursor page, each served by the licensor
 // that migrated its own database (the revisions' schemas differ), from one
 // set of alternated rounds. It measures what a change costs, before and
 // after, where the change cannot be switched off (the recovery points, the
@@ -32,8 +33,17 @@ func (b *bench) baselineCases(ctx context.Context, rep *dbReport, dialect string
 		fixedCase("keyed create, "+old, conns, base.current, base.creates(true)),
 		fixedCase("replay, "+this, conns, m.current, m.replay),
 		fixedCase("replay, "+old, conns, base.current, base.replay),
+		fixedCase("keyless create, "+this, conns, m.current, m.creates(false)),
+		fixedCase("keyless create, "+old, conns, base.current, base.creates(false)),
+		fixedCase("show, "+this, conns, m.current, m.show),
+		fixedCase("show, "+old, conns, base.current, base.show),
+		fixedCase("list (cursor page), "+this, conns, m.current, m.list),
+		fixedCase("list (cursor page), "+old, conns, base.current, base.list),
 	}, []pairing{
 		{title + ": keyed create", 0, 1},
 		{title + ": replay", 2, 3},
+		{title + ": keyless create", 4, 5},
+		{title + ": show", 6, 7},
+		{title + ": list", 8, 9},
 	})
 }

@@ -37,6 +37,12 @@ func (m *mainDB) show(url string) requestFunc {
 	return get(url+"/api/licenses/"+m.license.ID, m.token)
 }
 
+// list is the first cursor page of the consumer's licenses (GET
+// /api/licenses?cursor=).
+func (m *mainDB) list(url string) requestFunc {
+	return get(url+"/api/licenses?cursor=", m.token)
+}
+
 // current is the server now serving the main database.
 func (m *mainDB) current() *process { return m.srv }
 
