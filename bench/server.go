@@ -106,8 +106,21 @@ func (b *bench) licensorEnv(db *dbTarget, extra ...string) []string {
 }
 
 // start execs a server that listens on APP_ADDR (licensor) or -addr (the
-// peer), and waits until its /healthz answers 200.
+// peer), and waits until its /healthz answers 200. A free port is only
+// free until somebody takes it (an outgoing connection of the load, of
+// the database's or Redis's clients may): a server that could not bind is
+// started again on other ports, up to three times.
 func (b *bench) start(ctx context.Context, name, path string, args, env []string) (*process, error) {
+	for attempt := 1; ; attempt++ {
+		p, err := b.startOnce(ctx, name, path, args, env)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return p, err
+		}
+		fmt.Fprintf(b.errOut, "note: %s could not bind its port, started again\n", name)
+	}
+}
+
+func (b *bench) startOnce(ctx context.Context, name, path string, args, env []string) (*process, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
