@@ -125,7 +125,7 @@ func echoBearer(db *sql.DB, ability string) echo.MiddlewareFunc {
 // stored answer is written back at once (one read of the storage); else
 // the key is locked in this process, read again, and the handler's 2xx
 // answer (status, the kept headers, body) stored for lifetime.
-func echoIdempotency(store *sqlStorage, lifetime time.Duration) echo.MiddlewareFunc {
+func echoIdempotency(store answerStore, lifetime time.Duration) echo.MiddlewareFunc {
 	locks := &keyLocks{held: map[string]*keyLock{}}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -158,8 +158,14 @@ func echoIdempotency(store *sqlStorage, lifetime time.Duration) echo.MiddlewareF
 	}
 }
 
+// answerStore is where the middleware keeps answers: the peers' sqlStorage.
+type answerStore interface {
+	Get(key string) ([]byte, error)
+	Set(key string, val []byte, exp time.Duration) error
+}
+
 // writeStored writes the answer stored under key, if there is one.
-func writeStored(c echo.Context, store *sqlStorage, key string) (bool, error) {
+func writeStored(c echo.Context, store answerStore, key string) (bool, error) {
 	v, err := store.Get(key)
 	if err != nil || v == nil {
 		return false, err
