@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -80,41 +76,18 @@ func echoPeerStore(size int) echo.HandlerFunc {
 	}
 }
 
-// echoBearer is the Fiber peer's bearer check (see bearer) as Echo
+// echoBearer is the Fiber peer's bearer check (checkBearer) as Echo
 // middleware: the token's row read by id on every request.
 func echoBearer(db *sql.DB, ability string) echo.MiddlewareFunc {
-	unauthenticated := func(c echo.Context) error {
-		return c.JSON(http.StatusUnauthorized, map[string]string{"message": "Unauthenticated."})
-	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			if !ok {
-				return unauthenticated(c)
-			}
-			id, secret, ok := strings.Cut(raw, "|")
-			if !ok {
-				return unauthenticated(c)
-			}
-			var (
-				rowID, hash, abilities string
-				expires                int64
-			)
-			err := db.QueryRowContext(c.Request().Context(), "SELECT id, token_hash, abilities, expires_at FROM peer_tokens WHERE id = ?", id).
-				Scan(&rowID, &hash, &abilities, &expires)
-			if errors.Is(err, sql.ErrNoRows) {
-				return unauthenticated(c)
-			}
-			if err != nil {
+			switch status, err := checkBearer(c.Request().Context(), db, c.Request().Header.Get(echo.HeaderAuthorization), ability); {
+			case err != nil:
 				return err
-			}
-			sum := sha256.Sum256([]byte(secret))
-			if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(hash)) != 1 || time.Now().Unix() >= expires {
-				return unauthenticated(c)
-			}
-			var abs []string
-			if err := json.Unmarshal([]byte(abilities), &abs); err != nil || !(contains(abs, ability) || contains(abs, "*")) {
-				return c.JSON(http.StatusForbidden, map[string]string{"message": "Invalid ability provided."})
+			case status == http.StatusUnauthorized:
+				return c.JSON(status, map[string]string{"message": "Unauthenticated."})
+			case status == http.StatusForbidden:
+				return c.JSON(status, map[string]string{"message": "Invalid ability provided."})
 			}
 			return next(c)
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -147,44 +148,55 @@ func paddedLicense(id, name, domain string, size int) ([]byte, error) {
 	return body, nil
 }
 
-// bearer is Sanctum's guard: "Bearer <id>|<secret>", the token's row read
-// by id on every request, sha256(secret) compared in constant time, the
-// ability and the expiry checked.
+// bearer is Sanctum's guard (see checkBearer) as Fiber middleware.
 func bearer(db *sql.DB, ability string) fiber.Handler {
-	unauthenticated := func(c *fiber.Ctx) error {
-		return c.Status(fiber.StatusUnauthorized).JSON(fiber.Map{"message": "Unauthenticated."})
-	}
 	return func(c *fiber.Ctx) error {
-		raw, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-		if !ok {
-			return unauthenticated(c)
-		}
-		id, secret, ok := strings.Cut(raw, "|")
-		if !ok {
-			return unauthenticated(c)
-		}
-		var (
-			rowID, hash, abilities string
-			expires                int64
-		)
-		err := db.QueryRowContext(c.UserContext(), "SELECT id, token_hash, abilities, expires_at FROM peer_tokens WHERE id = ?", id).
-			Scan(&rowID, &hash, &abilities, &expires)
-		if errors.Is(err, sql.ErrNoRows) {
-			return unauthenticated(c)
-		}
-		if err != nil {
+		switch status, err := checkBearer(c.UserContext(), db, c.Get(fiber.HeaderAuthorization), ability); {
+		case err != nil:
 			return err
-		}
-		sum := sha256.Sum256([]byte(secret))
-		if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(hash)) != 1 || time.Now().Unix() >= expires {
-			return unauthenticated(c)
-		}
-		var abs []string
-		if err := json.Unmarshal([]byte(abilities), &abs); err != nil || !(contains(abs, ability) || contains(abs, "*")) {
-			return c.Status(fiber.StatusForbidden).JSON(fiber.Map{"message": "Invalid ability provided."})
+		case status == fiber.StatusUnauthorized:
+			return c.Status(status).JSON(fiber.Map{"message": "Unauthenticated."})
+		case status == fiber.StatusForbidden:
+			return c.Status(status).JSON(fiber.Map{"message": "Invalid ability provided."})
 		}
 		return c.Next()
 	}
+}
+
+// checkBearer is Sanctum's guard, both peers': "Bearer <id>|<secret>", the
+// token's row read by id on every request, sha256(secret) compared in
+// constant time, the ability and the expiry checked. It answers 0 for a
+// token that may go on, else 401 or 403.
+func checkBearer(ctx context.Context, db *sql.DB, authorization, ability string) (int, error) {
+	raw, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok {
+		return http.StatusUnauthorized, nil
+	}
+	id, secret, ok := strings.Cut(raw, "|")
+	if !ok {
+		return http.StatusUnauthorized, nil
+	}
+	var (
+		rowID, hash, abilities string
+		expires                int64
+	)
+	err := db.QueryRowContext(ctx, "SELECT id, token_hash, abilities, expires_at FROM peer_tokens WHERE id = ?", id).
+		Scan(&rowID, &hash, &abilities, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return http.StatusUnauthorized, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(hash)) != 1 || time.Now().Unix() >= expires {
+		return http.StatusUnauthorized, nil
+	}
+	var abs []string
+	if err := json.Unmarshal([]byte(abilities), &abs); err != nil || !(contains(abs, ability) || contains(abs, "*")) {
+		return http.StatusForbidden, nil
+	}
+	return 0, nil
 }
 
 // addPeerToken stores the token the bench made, as Sanctum stores one: the
