@@ -286,7 +286,7 @@ func (v *values) load() Config {
 		TTL:         v.duration("IDEMPOTENCY_TTL", "24h"),
 		LockTimeout: v.duration("IDEMPOTENCY_LOCK_TIMEOUT", "60s"),
 		Required:    v.boolean("IDEMPOTENCY_REQUIRED", false),
-		ReplayCache: v.intRange("IDEMPOTENCY_REPLAY_CACHE", 1024, 0, 1_000_000),
+		ReplayCache: v.intRange("IDEMPOTENCY_REPLAY_CACHE", 1024, 0, 100_000),
 	}
 	c.EventsTTL = v.duration("EVENTS_TTL", "720h")
 	c.Console = Console{

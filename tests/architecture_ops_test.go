@@ -41,12 +41,12 @@ func productionFiles(t *testing.T) map[string]*ast.File {
 }
 
 // No request data rides in Echo's context between packages: c.Set and
-// c.Get carry only the request id and the principal, app/http's own (and
+// c.Get carry only the principal, app/http's own (and
 // routes.go reads the methods Echo's router found for a path). An
 // operation's input, its outcome and the guard's decision for the log line
 // travel as arguments and return values.
 func TestNoRequestDataInTheEchoContext(t *testing.T) {
-	allowed := []string{"ctxRequestID", "ctxPrincipal"}
+	allowed := []string{"ctxPrincipal"}
 	for path, f := range productionFiles(t) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,7 +109,8 @@ func TestReplayCacheNeverAnswersForAnotherConsumer(t *testing.T) {
 }
 
 // After the record's expiry a hit is no hit: the key runs as a new intent,
-// even with the body the cache holds the answer of.
+// even with the body the cache holds the answer of; and in the seconds
+// before it, the database answers.
 func TestReplayCacheHonoursExpiry(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
 		clk := testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -122,7 +124,14 @@ func TestReplayCacheHonoursExpiry(t *testing.T) {
 		if hits != 1 {
 			t.Fatalf("%d replays from the cache, want 1 before expiry", hits)
 		}
-		clk.Advance(time.Hour) // IDEMPOTENCY_TTL here: the record is expired, the token is not
+		// Seconds before the expiry the database answers, not the cache:
+		// another replica whose clock runs ahead may be taking the key over.
+		clk.Advance(time.Hour - 2*time.Second)
+		wantReplayOf(t, a.keyedCreate(tok, "order-1", body), first)
+		if n := a.app.Guard.CachedReplays(); n != hits {
+			t.Fatalf("2 s before expiry a replay came from the cache (%d, want %d)", n, hits)
+		}
+		clk.Advance(2 * time.Second) // IDEMPOTENCY_TTL (an hour here): the record is expired, the token is not
 		again := a.keyedCreate(tok, "order-1", body)
 		if again.Code/100 != 2 || again.Header().Get("Idempotent-Replayed") == "true" {
 			t.Fatalf("after expiry the key was replayed: %d %s", again.Code, again.Body.String())
@@ -175,5 +184,33 @@ func TestReplayCacheNeverAnswersARevokedToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.keyedCreate(issued.Secret, "order-1", body).wantStatus(http.StatusUnauthorized)
+	})
+}
+
+// Concurrent replays share the cached record: each gets the first answer
+// whole (run under -race in CI).
+func TestReplayCacheConcurrentHits(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withReplayCache(16))
+		tok := a.token("acme", "licenses:write")
+		body := `{"name":"Acme","domain":"acme.test"}`
+		first := a.keyedCreate(tok, "order-1", body).wantStatus(http.StatusCreated)
+		wantReplayOf(t, a.keyedCreate(tok, "order-1", body), first) // kept
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 20 {
+					r := a.keyedCreate(tok, "order-1", body)
+					if r.Code != first.Code || r.Body.String() != first.Body.String() || r.Header().Get("Idempotent-Replayed") != "true" {
+						t.Errorf("concurrent replay = %d %s", r.Code, r.Body.String())
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := a.app.Guard.CachedReplays(); n != 160 {
+			t.Errorf("%d of 160 concurrent replays came from the cache", n)
+		}
 	})
 }

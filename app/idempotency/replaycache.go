@@ -12,6 +12,11 @@ import (
 // a larger answer is replayed from the database every time.
 const maxCachedBody = 8 << 10
 
+// expiryMargin is how long before a record's expiry the cache stops
+// answering for it (the database decides then): the clock skew between
+// replicas it tolerates.
+const expiryMargin = 5 * time.Second
+
 // replayCache keeps, on this replica, the completed records of recent
 // replays, so that the next replay of one reads only its token row.
 //
@@ -33,7 +38,14 @@ const maxCachedBody = 8 << 10
 //     like any replay without a parse; anything else reads the record whole.
 //
 // Entries hold the answer decrypted, in this process's memory only; at
-// rest it stays sealed.
+// rest it stays sealed. An entry outlives its record's expiry only until
+// the next look-up of its key or until newer entries push it out: the
+// process holds APP_KEY, which opens every sealed answer, all the same.
+//
+// Replicas judge expiry by their own clocks, as the database path does;
+// a hit is refused expiryMargin before the record's expiry, so that a
+// replica whose clock runs behind another's by less than that never
+// replays from memory a record the other has already taken over.
 type replayCache struct {
 	entries *lru.Cache[scope, *Record]
 	hits    atomic.Int64
@@ -61,7 +73,7 @@ func (c *replayCache) get(sc scope, now time.Time) *Record {
 	if !ok {
 		return nil
 	}
-	if r.expired(now) {
+	if r.expired(now.Add(expiryMargin)) {
 		c.entries.Remove(sc)
 		return nil
 	}
@@ -74,12 +86,12 @@ func (c *replayCache) put(r *Record) {
 	if c == nil || r.Status != StatusCompleted || len(r.ResponseBody) > maxCachedBody {
 		return
 	}
-	// Only what a replay reads: the record's other columns (its sealed
-	// request above all) are not the cache's to hold.
+	// Only what a replay reads (the prefetch's columns, however the record
+	// was read, so that a hit answers alike): the record's other columns,
+	// its sealed request above all, are not the cache's to hold.
 	c.entries.Add(r.scope(), &Record{ID: r.ID, ConsumerID: r.ConsumerID, Operation: r.Operation, Key: r.Key,
 		Status: r.Status, BodyHash: r.BodyHash, ResponseStatus: r.ResponseStatus, ResponseHeaders: r.ResponseHeaders,
-		ResponseBody: r.ResponseBody, ResourceType: r.ResourceType, ResourceID: r.ResourceID, ExternalRef: r.ExternalRef,
-		ExpiresAt: r.ExpiresAt})
+		ResponseBody: r.ResponseBody, ExternalRef: r.ExternalRef, ExpiresAt: r.ExpiresAt})
 }
 
 // CachedReplays is how many replays this guard answered from its replay
