@@ -107,6 +107,12 @@ type DB struct {
 	// busy timeout (at most 10 s): how long a write waits for the lock
 	// another connection or process holds.
 	QueryTimeout time.Duration
+	// SQLiteDriver is the database/sql driver SQLite connections open
+	// through; empty (always, outside tests) is licensor's own. It is not
+	// read from the environment: a test registers a driver that wraps
+	// database.SQLiteDriver (the simulation keeps connections warm across
+	// its cases with one).
+	SQLiteDriver string
 }
 
 // Vendor configures the upstream license vendor driver.

@@ -192,7 +192,11 @@ func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 		if err := registerCachingDriver(); err != nil {
 			return nil, err
 		}
-		return sqlite.New(sqlite.Config{DriverName: sqliteCachingDriverName, DSN: dsn}), nil
+		name := sqliteCachingDriverName
+		if cfg.SQLiteDriver != "" {
+			name = cfg.SQLiteDriver
+		}
+		return sqlite.New(sqlite.Config{DriverName: name, DSN: dsn}), nil
 	case MySQL:
 		dsn, err := MySQLDSN(cfg)
 		if err != nil {

@@ -41,6 +41,21 @@ var registerCachingDriver = sync.OnceValue(func() error {
 	return db.Close()
 })
 
+// SQLiteDriver is the driver licensor's SQLite connections open through:
+// the pure-Go driver, each connection with its statement cache. A test that
+// wraps it registers the wrapper under a name of its own and sets
+// config.DB.SQLiteDriver to that name.
+func SQLiteDriver() (driver.Driver, error) {
+	if err := registerCachingDriver(); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(sqliteCachingDriverName, "")
+	if err != nil {
+		return nil, err
+	}
+	return db.Driver(), db.Close()
+}
+
 // cachingDriver opens connections of the wrapped driver with a statement
 // cache each.
 type cachingDriver struct{ driver.Driver }

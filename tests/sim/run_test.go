@@ -104,9 +104,19 @@ func (r result) failed() bool { return len(r.Violations) > 0 || (*simStrict && l
 // runPlan runs the plan in a bubble of its own and returns its result;
 // tweaks adjust the vendor first (a test's sabotage).
 func runPlan(t *testing.T, p plan, tweaks ...func(*vendor)) result {
+	s := acquireSlot(t)
+	defer func() {
+		if err := s.release(); err != nil {
+			t.Errorf("put the template's rows back in %s: %v", s.path, err)
+		}
+	}()
+	return runPlanIn(t, s, p, tweaks...)
+}
+
+// runPlanIn runs the plan in slot s, which holds the template's rows.
+func runPlanIn(t *testing.T, s *slot, p plan, tweaks ...func(*vendor)) result {
 	tp := theTemplate(t)
-	path := copyTemplate(t)
-	defer removeDB(path)
+	path := s.path
 	var res result
 	// Each case is a subtest of its own (case#N under -v), its bubble
 	// inside it.

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,22 +142,6 @@ func makeTemplate(path string) (template, error) {
 // discard is a logger that writes nothing.
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-var caseNo atomic.Int64
-
-// copyTemplate copies the template to a new file of its own.
-func copyTemplate(t testing.TB) string {
-	tp := theTemplate(t)
-	b, err := os.ReadFile(tp.path)
-	if err != nil {
-		t.Fatalf("read the template: %v", err)
-	}
-	path := filepath.Join(tmplDir, fmt.Sprintf("case-%d.sqlite", caseNo.Add(1)))
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatalf("copy the template: %v", err)
-	}
-	return path
-}
-
 // removeDB removes a case's database file and its WAL files.
 func removeDB(path string) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -183,6 +166,7 @@ type process struct {
 func start(id int, path string, v *vendor, hooks http.RoundTripper) (*process, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := simConfig(path)
+	cfg.DB.SQLiteDriver = simDriverName // warm connections (slots_test.go)
 	db, err := database.Open(ctx, cfg.DB)
 	if err != nil {
 		cancel()
