@@ -11,6 +11,7 @@ import (
 
 	"github.com/licensor-api/licensor/app/ratelimit"
 	"github.com/licensor-api/licensor/database"
+	"github.com/licensor-api/licensor/internal/testkit"
 	"github.com/licensor-api/licensor/tests/testdb"
 )
 
@@ -47,9 +48,12 @@ func TestRateLimitRedisThreeServes(t *testing.T) {
 		fmt.Sprintf("RATE_LIMIT_PER_MINUTE=%d", replicaLimit), "REDIS_TIMEOUT=5s")
 	runCmd(t, env, "migrate")
 	urls, procs := startServes(t, env, replicaServes)
-	for i, p := range procs { // each said so as it started to listen, before it answered /healthz
-		if out := p.output.String(); !strings.Contains(out, `"rate_limit_store":"redis"`) {
-			t.Fatalf("serve %d does not say it counts in Redis:\n%s", i, out)
+	for i, p := range procs {
+		// Each said so as it started to listen, before it answered
+		// /healthz; the line may still be on its way through the pipe
+		// to the test's buffer.
+		if !testkit.Poll(10*time.Second, func() bool { return strings.Contains(p.output.String(), `"rate_limit_store":"redis"`) }) {
+			t.Fatalf("serve %d does not say it counts in Redis:\n%s", i, p.output.String())
 		}
 	}
 	lo, hi := replicaLimit*95/100, replicaLimit*105/100
