@@ -189,7 +189,7 @@ func dialectorFor(cfg config.DB, readOnly bool) (gorm.Dialector, error) {
 		if readOnly {
 			dsn = SQLiteReadDSN(cfg)
 		}
-		if err := registerCachingDriver(); err != nil {
+		if _, err := registerCachingDriver(); err != nil {
 			return nil, err
 		}
 		name := sqliteCachingDriverName

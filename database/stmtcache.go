@@ -32,29 +32,22 @@ const stmtCacheSize = 256
 // sqliteCachingDriverName is the name cachingDriver is registered under.
 const sqliteCachingDriverName = "licensor-sqlite"
 
-var registerCachingDriver = sync.OnceValue(func() error {
+// registerCachingDriver registers cachingDriver once, and returns it.
+var registerCachingDriver = sync.OnceValues(func() (driver.Driver, error) {
 	db, err := sql.Open("sqlite", "") // the pure-Go driver, as it registered itself
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sql.Register(sqliteCachingDriverName, cachingDriver{db.Driver()})
-	return db.Close()
+	d := cachingDriver{db.Driver()}
+	sql.Register(sqliteCachingDriverName, d)
+	return d, db.Close()
 })
 
 // SQLiteDriver is the driver licensor's SQLite connections open through:
 // the pure-Go driver, each connection with its statement cache. A test that
 // wraps it registers the wrapper under a name of its own and sets
 // config.DB.SQLiteDriver to that name.
-func SQLiteDriver() (driver.Driver, error) {
-	if err := registerCachingDriver(); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open(sqliteCachingDriverName, "")
-	if err != nil {
-		return nil, err
-	}
-	return db.Driver(), db.Close()
-}
+func SQLiteDriver() (driver.Driver, error) { return registerCachingDriver() }
 
 // cachingDriver opens connections of the wrapped driver with a statement
 // cache each.

@@ -51,7 +51,7 @@ func (c countingConn) QueryContext(ctx context.Context, q string, args []driver.
 // counting driver, with the statement cache (cached) or without.
 func countingDB(t *testing.T, cached bool) (*sql.DB, *atomic.Int64) {
 	t.Helper()
-	if err := registerCachingDriver(); err != nil {
+	if _, err := registerCachingDriver(); err != nil {
 		t.Fatal(err)
 	}
 	n := new(atomic.Int64)
@@ -252,7 +252,7 @@ func TestStatementCacheDropsWhatItCannotReuse(t *testing.T) {
 
 // Closing a connection twice closes it once, as the driver's own does.
 func TestCachingConnClosesTwice(t *testing.T) {
-	if err := registerCachingDriver(); err != nil {
+	if _, err := registerCachingDriver(); err != nil {
 		t.Fatal(err)
 	}
 	base, err := sql.Open(sqliteCachingDriverName, "")

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/licensor-api/licensor/database"
 )
@@ -39,27 +42,16 @@ import (
 // (config.DB.SQLiteDriver).
 const simDriverName = "licensor-sim-sqlite"
 
-var registerSimDriver = sync.OnceValue(func() error {
+// theDriver registers the keepingDriver once, and returns it.
+var theDriver = sync.OnceValues(func() (*keepingDriver, error) {
 	inner, err := database.SQLiteDriver()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sql.Register(simDriverName, &keepingDriver{inner: inner, idle: map[string][]*keptConn{}})
-	return nil
+	d := &keepingDriver{inner: inner, idle: map[string][]*keptConn{}}
+	sql.Register(simDriverName, d)
+	return d, nil
 })
-
-// theDriver is the registered keepingDriver.
-func theDriver() (*keepingDriver, error) {
-	if err := registerSimDriver(); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open(simDriverName, "")
-	if err != nil {
-		return nil, err
-	}
-	d := db.Driver().(*keepingDriver)
-	return d, db.Close()
-}
 
 // keepingDriver opens licensor's SQLite connections and keeps those closed,
 // by DSN, for the next pool that opens one with the same DSN.
@@ -166,8 +158,9 @@ func (c *keptConn) Close() error {
 
 // slot is a database file cases run in one at a time.
 type slot struct {
-	path  string
-	reset *sql.DB // one connection, that puts the template's rows back
+	path   string
+	driver string  // the driver its processes open through: simDriverName, or "" (cold)
+	reset  *sql.DB // one connection, that puts the template's rows back (nil: cold)
 }
 
 var (
@@ -224,7 +217,26 @@ func newSlot(t testing.TB) (*slot, error) {
 		return nil, err
 	}
 	reset.SetMaxOpenConns(1)
-	return &slot{path: path, reset: reset}, nil
+	return &slot{path: path, driver: simDriverName, reset: reset}, nil
+}
+
+// coldSlot is a case's database as it was before slots: a copy of the
+// template of its own, whose processes open their connections through
+// licensor's driver alone, nothing kept. Remove it with removeDB.
+func coldSlot(t testing.TB) *slot {
+	tp := theTemplate(t)
+	b, err := os.ReadFile(tp.path)
+	if err != nil {
+		t.Fatalf("read the template: %v", err)
+	}
+	slotsMu.Lock()
+	slotNo++
+	path := filepath.Join(tmplDir, fmt.Sprintf("cold-%d.sqlite", slotNo))
+	slotsMu.Unlock()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatalf("copy the template: %v", err)
+	}
+	return &slot{path: path}
 }
 
 // release puts the template's rows back and frees the slot; a slot that
@@ -265,6 +277,16 @@ func (s *slot) restore() error {
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		_, _ = conn.ExecContext(ctx, "ROLLBACK")
 		return fmt.Errorf("reset: commit: %w", err)
+	}
+	// The write-ahead log emptied into the file, as a fresh copy has none:
+	// no case inherits the log, nor checkpoints at a point set by the cases
+	// before it. Every other connection is idle, so nothing is busy.
+	var busy, logged, moved int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &moved); err != nil {
+		return fmt.Errorf("reset: checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return errors.New("reset: checkpoint: busy (a connection of the case still reads or writes)")
 	}
 	return nil
 }
@@ -327,38 +349,78 @@ func rowStatements(path string) ([]string, error) {
 		if tb == "sqlite_sequence" {
 			out = append(out, "DELETE FROM sqlite_sequence")
 		}
-		var cols []string
-		rows, err := db.Query(fmt.Sprintf(`SELECT name FROM pragma_table_info(%s)`, quoteText(tb)))
+		ins, err := tableRows(db, tb)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
-				return nil, errors.Join(err, rows.Close())
-			}
-			cols = append(cols, fmt.Sprintf(`quote(%q)`, c))
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, err
-		}
-		q := fmt.Sprintf(`SELECT 'INSERT INTO %q VALUES (' || %s || ')' FROM %q`, tb, strings.Join(cols, ` || ', ' || `), tb)
-		rows, err = db.Query(q)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", q, err)
-		}
-		for rows.Next() {
-			var ins string
-			if err := rows.Scan(&ins); err != nil {
-				return nil, errors.Join(err, rows.Close())
-			}
-			out = append(out, ins)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, err
-		}
+		out = append(out, ins...)
 	}
 	return out, nil
+}
+
+// tableRows are the INSERTs of table tb's rows in rowid order, each
+// with its rowid where the rowid is not a column of its own (an INTEGER
+// PRIMARY KEY), so that a row comes back where it was.
+func tableRows(db *sql.DB, tb string) ([]string, error) {
+	type column struct {
+		name, typ string
+		pk        int
+	}
+	var cols []column
+	rows, err := db.Query(fmt.Sprintf(`SELECT name, type, pk FROM pragma_table_info(%s)`, quoteText(tb)))
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.typ, &c.pk); err != nil {
+			return nil, errors.Join(err, rows.Close())
+		}
+		cols = append(cols, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	var ddl string
+	if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, tb).Scan(&ddl); err != nil {
+		return nil, err
+	}
+	pks := 0
+	aliased := false
+	for _, c := range cols {
+		if c.pk > 0 {
+			pks++
+			aliased = strings.EqualFold(c.typ, "INTEGER")
+		}
+	}
+	rowid := !(pks == 1 && aliased) && !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID")
+	var names, values []string
+	if rowid {
+		names, values = append(names, "rowid"), append(values, "quote(rowid)")
+	}
+	for _, c := range cols {
+		names = append(names, fmt.Sprintf("%q", c.name))
+		values = append(values, fmt.Sprintf("quote(%q)", c.name))
+	}
+	order := ""
+	if rowid || (pks == 1 && aliased) {
+		order = " ORDER BY rowid"
+	}
+	q := fmt.Sprintf(`SELECT 'INSERT INTO %q (%s) VALUES (' || %s || ')' FROM %q%s`,
+		tb, strings.Join(names, ", "), strings.Join(values, ` || ', ' || `), tb, order)
+	rows, err = db.Query(q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
+	}
+	var out []string
+	for rows.Next() {
+		var ins string
+		if err := rows.Scan(&ins); err != nil {
+			return nil, errors.Join(err, rows.Close())
+		}
+		out = append(out, ins)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 // connector opens connections of a driver with a DSN.
@@ -374,34 +436,23 @@ func (c connector) Driver() driver.Driver                        { return c.d }
 func quoteText(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // TestWarmSlotIsAFreshCopy: a slot put back holds the template's rows, row
-// for row (AUTOINCREMENT counters too), and a seed run in a slot warmed by
-// other cases (its connections kept, its rows deleted and inserted again)
-// has the history it has in a fresh copy of the template, byte for byte.
+// for row (their rowids and the AUTOINCREMENT counters too), and its
+// write-ahead log is empty; and seeds run in warm slots (connections kept,
+// rows deleted and inserted again between cases) have the histories they
+// have the way cases ran before slots, each in a copy of the template of
+// its own through licensor's driver alone, byte for byte.
 func TestWarmSlotIsAFreshCopy(t *testing.T) {
 	want, err := rowStatements(theTemplate(t).path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	// A seed whose plan crashes a process while a write is armed: its
-	// connections are handed back in the middle of the case.
-	var p plan
-	for seed := uint64(1); ; seed++ {
-		p = genPlan(newPCG(seed))
-		if slices.ContainsFunc(p.Ops, func(o op) bool { return o.Kind == opCrash }) &&
-			slices.ContainsFunc(p.Ops, func(o op) bool { return o.Kind == opArm }) {
-			break
-		}
 	}
 	s, err := newSlot(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.drop()
-	fresh := runPlanIn(t, s, p)
-	if len(fresh.Violations) > 0 {
-		t.Fatalf("the plan broke an invariant: %v", fresh.Violations)
-	}
 	for seed := uint64(1000); seed < 1005; seed++ {
+		runPlanIn(t, s, genPlan(newPCG(seed)))
 		if err := s.restore(); err != nil {
 			t.Fatal(err)
 		}
@@ -410,30 +461,47 @@ func TestWarmSlotIsAFreshCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("after a restore the slot's rows are not the template's:\n%s", firstDiff(strings.Join(want, "\n"), strings.Join(got, "\n")))
+			t.Fatalf("after seed %d and a reset the slot's rows are not the template's:\n%s", seed,
+				firstDiff(strings.Join(want, "\n"), strings.Join(got, "\n")))
 		}
-		runPlanIn(t, s, genPlan(newPCG(seed)))
-	}
-	if err := s.restore(); err != nil {
-		t.Fatal(err)
+		if st, err := os.Stat(s.path + "-wal"); err == nil && st.Size() != 0 {
+			t.Fatalf("after seed %d and a reset the slot's log holds %d bytes", seed, st.Size())
+		}
 	}
 	d, err := theDriver()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kept := d.kept(s.path); kept == 0 {
+	if d.kept(s.path) == 0 {
 		t.Fatal("no connection of the slot was kept: the slot is not warm")
 	}
-	warm := runPlanIn(t, s, p)
-	if warm.History != fresh.History || strings.Join(warm.Violations, "\n") != strings.Join(fresh.Violations, "\n") {
-		t.Fatalf("the seed's history in a warm slot differs from its history in a fresh one:\n%s",
-			firstDiff(fresh.History, warm.History))
+
+	crashes := 0
+	for seed := uint64(1); seed <= 150; seed++ {
+		p := genPlan(newPCG(seed))
+		if slices.ContainsFunc(p.Ops, func(o op) bool { return o.Kind == opCrash }) {
+			crashes++
+		}
+		cold := coldSlot(t)
+		before := runPlanIn(t, cold, p)
+		removeDB(cold.path)
+		warm := runPlan(t, p)
+		if warm.History != before.History || strings.Join(warm.Violations, "\n") != strings.Join(before.Violations, "\n") {
+			t.Fatalf("seed %d: its history in a warm slot differs from its history in a copy of its own:\n%s",
+				seed, firstDiff(before.History+strings.Join(before.Violations, "\n"), warm.History+strings.Join(warm.Violations, "\n")))
+		}
+	}
+	if crashes < 50 {
+		t.Fatalf("only %d of the 150 plans crash a process: the comparison misses the kept connections of a crash", crashes)
 	}
 }
 
-// TestKeptConnectionRollsBack: a connection closed in a transaction (a
-// crashed process's) goes back without what the transaction wrote, as
-// SQLite rolls back a closed connection's transaction, and begins anew.
+// TestKeptConnectionRollsBack: a connection a crash leaves goes back
+// without what its transaction wrote, as SQLite rolls back a closed
+// connection's transaction, and begins anew in the next pool: closed by
+// the driver inside a transaction, or dropped by database/sql when the
+// crash cancels its context in a transaction or while it waits for the
+// write lock.
 func TestKeptConnectionRollsBack(t *testing.T) {
 	s, err := newSlot(t)
 	if err != nil {
@@ -444,45 +512,166 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn := "file:" + s.path + "?_pragma=foreign_keys(1)"
+	dsn := database.SQLiteDSN(simConfig(s.path).DB)
 	ctx := context.Background()
-	c, err := d.Open(dsn)
+	consumers := func(db *sql.DB) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM consumers").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	t.Run("closed in a transaction", func(t *testing.T) {
+		c, err := d.Open(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc := c.(*keptConn)
+		if _, err := kc.BeginTx(ctx, driver.TxOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kc.ExecContext(ctx, "DELETE FROM consumers", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if got := consumers(db); got != 3 {
+			t.Fatalf("%d consumers: the closed connection's transaction landed", got)
+		}
+	})
+
+	t.Run("cancelled in a transaction", func(t *testing.T) {
+		db, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		tx, err := db.BeginTx(cctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec("DELETE FROM consumers"); err != nil {
+			t.Fatal(err)
+		}
+		cancel() // the crash: database/sql rolls back and drops the connection
+		_ = db.Close()
+		again, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Close()
+		if got := consumers(again); got != 3 {
+			t.Fatalf("%d consumers: the cancelled transaction landed", got)
+		}
+		if _, err := again.Exec("UPDATE consumers SET name = name"); err != nil {
+			t.Fatalf("the kept connection cannot write: %v", err)
+		}
+	})
+
+	t.Run("cancelled while waiting for the lock", func(t *testing.T) {
+		holder, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		htx, err := holder.Begin() // BEGIN IMMEDIATE: the write lock
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Ping(); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() {
+			tx, err := db.BeginTx(cctx, nil)
+			if err == nil {
+				_ = tx.Rollback()
+				err = errors.New("began while another connection held the write lock")
+			}
+			errc <- err
+		}()
+		// The connection taken: the BEGIN waits for the holder's lock.
+		for deadline := time.Now().Add(10 * time.Second); db.Stats().InUse == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the BEGIN never took its connection")
+			}
+			runtime.Gosched()
+		}
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) && !strings.Contains(fmt.Sprint(err), "interrupt") {
+			t.Fatalf("the waiting BEGIN ended with %v, want the cancellation", err)
+		}
+		_ = db.Close()
+		if err := htx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Close()
+		tx, err := again.Begin()
+		if err != nil {
+			t.Fatalf("a kept connection cannot begin after an interrupted one: %v", err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if d.kept(s.path) == 0 {
+		t.Fatal("no connection was kept")
+	}
+}
+
+// TestKeptConnectionOffersWhatLicensorsDoes: database/sql looks for
+// optional interfaces on a connection; a kept one must offer each that
+// licensor's own offers, or the simulation would run without what
+// production has.
+func TestKeptConnectionOffersWhatLicensorsDoes(t *testing.T) {
+	s, err := newSlot(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := c.(*keptConn)
-	if _, err := fc.BeginTx(ctx, driver.TxOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fc.ExecContext(ctx, "DELETE FROM consumers", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := d.Open(dsn)
+	defer s.drop()
+	inner, err := database.SQLiteDriver()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again != c {
-		t.Fatal("the closed connection was not kept")
-	}
-	defer again.Close()
-	tx, err := again.(*keptConn).BeginTx(ctx, driver.TxOptions{})
-	if err != nil {
-		t.Fatalf("a kept connection cannot begin: %v", err)
-	}
-	defer tx.Rollback()
-	rows, err := again.(*keptConn).QueryContext(ctx, "SELECT COUNT(*) FROM consumers", nil)
+	own, err := inner.Open("file:" + s.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	v := make([]driver.Value, 1)
-	if err := rows.Next(v); err != nil {
+	defer own.Close()
+	d, err := theDriver()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := v[0].(int64); n == 0 {
-		t.Fatal("the closed connection's transaction was kept: its DELETE landed")
+	kept, err := d.Open("file:" + s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.(*keptConn).fullConn.Close()
+	for _, iface := range []reflect.Type{
+		reflect.TypeFor[driver.ConnPrepareContext](), reflect.TypeFor[driver.ConnBeginTx](),
+		reflect.TypeFor[driver.ExecerContext](), reflect.TypeFor[driver.QueryerContext](),
+		reflect.TypeFor[driver.Pinger](), reflect.TypeFor[driver.SessionResetter](),
+		reflect.TypeFor[driver.Validator](), reflect.TypeFor[driver.NamedValueChecker](),
+	} {
+		if reflect.TypeOf(own).Implements(iface) && !reflect.TypeOf(kept).Implements(iface) {
+			t.Errorf("licensor's SQLite connection is a %s and a kept one is not", iface)
+		}
 	}
 }

@@ -162,11 +162,12 @@ type process struct {
 	cancel context.CancelFunc
 }
 
-// start builds process id on the file, as `licensor serve` does.
-func start(id int, path string, v *vendor, hooks http.RoundTripper) (*process, error) {
+// start builds process id on the file, as `licensor serve` does, its
+// connections opened through the driver named (empty: licensor's own).
+func start(id int, path, driver string, v *vendor, hooks http.RoundTripper) (*process, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := simConfig(path)
-	cfg.DB.SQLiteDriver = simDriverName // warm connections (slots_test.go)
+	cfg.DB.SQLiteDriver = driver // the slot's (slots_test.go)
 	db, err := database.Open(ctx, cfg.DB)
 	if err != nil {
 		cancel()
