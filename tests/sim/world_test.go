@@ -60,8 +60,9 @@ func simConfig(path string) config.Config {
 	}
 }
 
-// template is the migrated database every case copies, with a token per
-// consumer (issued at the bubble's epoch).
+// template is the migrated database whose rows every case starts from
+// (slots_test.go), with a token per consumer (issued at the bubble's
+// epoch).
 type template struct {
 	path   string
 	tokens map[string]string // consumer → bearer token
@@ -77,8 +78,8 @@ var (
 // theTemplate migrates the template once per test binary.
 func theTemplate(t testing.TB) template {
 	tmplOnce.Do(func() {
-		// In memory where the machine has a tmpfs: every case writes its
-		// own copy of the database.
+		// In memory where the machine has a tmpfs: the slots' files are
+		// written to on every case.
 		base := ""
 		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 			base = "/dev/shm"
