@@ -167,11 +167,6 @@ var (
 	slotsMu   sync.Mutex
 	freeSlots []*slot
 	slotNo    int
-	// templateRows are the statements that fill an empty schema with the
-	// template's rows (resetStatements).
-	templateRows     []string
-	templateRowsOnce sync.Once
-	templateRowsErr  error
 )
 
 // acquireSlot takes a free slot, or makes one from the template.
@@ -191,23 +186,32 @@ func acquireSlot(t testing.TB) *slot {
 	return s
 }
 
-// newSlot copies the template to a file of its own.
-func newSlot(t testing.TB) (*slot, error) {
+// copyTemplate copies the template to a file of its own, named after
+// kind.
+func copyTemplate(t testing.TB, kind string) (string, error) {
 	tp := theTemplate(t)
+	b, err := os.ReadFile(tp.path)
+	if err != nil {
+		return "", fmt.Errorf("read the template: %w", err)
+	}
 	slotsMu.Lock()
 	slotNo++
-	n := slotNo
+	path := filepath.Join(tmplDir, fmt.Sprintf("%s-%d.sqlite", kind, slotNo))
 	slotsMu.Unlock()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", fmt.Errorf("copy the template: %w", err)
+	}
+	return path, nil
+}
+
+// newSlot copies the template to a slot of its own.
+func newSlot(t testing.TB) (*slot, error) {
 	if _, err := theDriver(); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(tp.path)
+	path, err := copyTemplate(t, "slot")
 	if err != nil {
-		return nil, fmt.Errorf("read the template: %w", err)
-	}
-	path := filepath.Join(tmplDir, fmt.Sprintf("slot-%d.sqlite", n))
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, fmt.Errorf("copy the template: %w", err)
+		return nil, err
 	}
 	// Foreign keys off: the tables are emptied and filled in any order, and
 	// a PRAGMA that turned them off per transaction would expire every
@@ -224,17 +228,9 @@ func newSlot(t testing.TB) (*slot, error) {
 // template of its own, whose processes open their connections through
 // licensor's driver alone, nothing kept. Remove it with removeDB.
 func coldSlot(t testing.TB) *slot {
-	tp := theTemplate(t)
-	b, err := os.ReadFile(tp.path)
+	path, err := copyTemplate(t, "cold")
 	if err != nil {
-		t.Fatalf("read the template: %v", err)
-	}
-	slotsMu.Lock()
-	slotNo++
-	path := filepath.Join(tmplDir, fmt.Sprintf("cold-%d.sqlite", slotNo))
-	slotsMu.Unlock()
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatalf("copy the template: %v", err)
+		t.Fatal(err)
 	}
 	return &slot{path: path}
 }
@@ -305,12 +301,7 @@ func (s *slot) drop() {
 // template's rows inserted as SQLite's own quote() renders them (the same
 // types, the same text), the row order and the AUTOINCREMENT counters
 // (sqlite_sequence) kept.
-func resetStatements() ([]string, error) {
-	templateRowsOnce.Do(func() {
-		templateRows, templateRowsErr = rowStatements(tmpl.path)
-	})
-	return templateRows, templateRowsErr
-}
+var resetStatements = sync.OnceValues(func() ([]string, error) { return rowStatements(tmpl.path) })
 
 // rowStatements are the statements that empty the tables of the database
 // at path and fill them with its rows as they are now.
@@ -321,19 +312,8 @@ func rowStatements(path string) ([]string, error) {
 	}
 	db := sql.OpenDB(connector{inner, "file:" + path + "?_pragma=query_only(1)"})
 	defer db.Close()
-	var tables []string
-	rows, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name")
+	tables, err := texts(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name")
 	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, errors.Join(err, rows.Close())
-		}
-		tables = append(tables, name)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
 	var out []string
@@ -408,17 +388,22 @@ func tableRows(db *sql.DB, tb string) ([]string, error) {
 	}
 	q := fmt.Sprintf(`SELECT 'INSERT INTO %q (%s) VALUES (' || %s || ')' FROM %q%s`,
 		tb, strings.Join(names, ", "), strings.Join(values, ` || ', ' || `), tb, order)
-	rows, err = db.Query(q)
+	return texts(db, q)
+}
+
+// texts are the rows of a query of one text column.
+func texts(db *sql.DB, q string) ([]string, error) {
+	rows, err := db.Query(q)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", q, err)
 	}
 	var out []string
 	for rows.Next() {
-		var ins string
-		if err := rows.Scan(&ins); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, errors.Join(err, rows.Close())
 		}
-		out = append(out, ins)
+		out = append(out, v)
 	}
 	return out, errors.Join(rows.Err(), rows.Close())
 }
@@ -514,6 +499,16 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 	}
 	dsn := database.SQLiteDSN(simConfig(s.path).DB)
 	ctx := context.Background()
+	// pool is a process's pool on the slot (closed by the caller: the
+	// crash is its closing).
+	pool := func(t *testing.T) *sql.DB {
+		t.Helper()
+		db, err := sql.Open(simDriverName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
 	consumers := func(db *sql.DB) int {
 		t.Helper()
 		var n int
@@ -538,10 +533,7 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
-		db, err := sql.Open(simDriverName, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := pool(t)
 		defer db.Close()
 		if got := consumers(db); got != 3 {
 			t.Fatalf("%d consumers: the closed connection's transaction landed", got)
@@ -549,10 +541,7 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 	})
 
 	t.Run("cancelled in a transaction", func(t *testing.T) {
-		db, err := sql.Open(simDriverName, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := pool(t)
 		cctx, cancel := context.WithCancel(ctx)
 		tx, err := db.BeginTx(cctx, nil)
 		if err != nil {
@@ -563,10 +552,7 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 		}
 		cancel() // the crash: database/sql rolls back and drops the connection
 		_ = db.Close()
-		again, err := sql.Open(simDriverName, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		again := pool(t)
 		defer again.Close()
 		if got := consumers(again); got != 3 {
 			t.Fatalf("%d consumers: the cancelled transaction landed", got)
@@ -577,19 +563,13 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 	})
 
 	t.Run("cancelled while waiting for the lock", func(t *testing.T) {
-		holder, err := sql.Open(simDriverName, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		holder := pool(t)
 		defer holder.Close()
 		htx, err := holder.Begin() // BEGIN IMMEDIATE: the write lock
 		if err != nil {
 			t.Fatal(err)
 		}
-		db, err := sql.Open(simDriverName, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := pool(t)
 		if err := db.Ping(); err != nil {
 			t.Fatal(err)
 		}
@@ -618,10 +598,7 @@ func TestKeptConnectionRollsBack(t *testing.T) {
 		if err := htx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		again, err := sql.Open(simDriverName, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		again := pool(t)
 		defer again.Close()
 		tx, err := again.Begin()
 		if err != nil {
