@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -211,6 +212,36 @@ func TestReplayCacheConcurrentHits(t *testing.T) {
 		wg.Wait()
 		if n := a.app.Guard.CachedReplays(); n != 160 {
 			t.Errorf("%d of 160 concurrent replays came from the cache", n)
+		}
+	})
+}
+
+// The cache is one LRU for all of a replica's consumers: one that replays
+// many keys pushes the others' records out, and their replays then read
+// the record from the database, as with the cache off. Never a wrong
+// answer, and the pushed-out record is kept again at its next replay.
+func TestReplayCacheFloodedByAnotherConsumer(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, db *testdb.DB) {
+		a := newApp(t, db, withReplayCache(4))
+		acme := a.token("acme", "licenses:write")
+		body := `{"name":"Acme","domain":"acme.test"}`
+		first := a.keyedCreate(acme, "order-1", body).wantStatus(http.StatusCreated)
+		wantReplayOf(t, a.keyedCreate(acme, "order-1", body), first) // kept
+		hostile := a.token("globex", "licenses:write")
+		for i := range 8 {
+			b := fmt.Sprintf(`{"name":"Globex","domain":"g%d.test"}`, i)
+			key := fmt.Sprintf("flood-%d", i)
+			a.keyedCreate(hostile, key, b).wantStatus(http.StatusCreated)
+			a.keyedCreate(hostile, key, b) // kept, pushing the oldest out
+		}
+		hits := a.app.Guard.CachedReplays()
+		wantReplayOf(t, a.keyedCreate(acme, "order-1", body), first)
+		if n := a.app.Guard.CachedReplays(); n != hits {
+			t.Fatalf("acme's record was still cached after the flood (%d hits, want %d)", n, hits)
+		}
+		wantReplayOf(t, a.keyedCreate(acme, "order-1", body), first)
+		if n := a.app.Guard.CachedReplays(); n != hits+1 {
+			t.Fatalf("acme's record was not kept again (%d hits, want %d)", n, hits+1)
 		}
 	})
 }
